@@ -1,0 +1,37 @@
+set(_IOMIMIC_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# iomimic_add_plugin(<name> KIND <storage|format> SOURCES <files...>
+#                    [LIBRARIES <targets...>] [TESTS <files...>])
+#
+# Builds a plugin as a MODULE library named iomimic_<kind>_<name>, placed in
+# the plugin folder beside the iomimic binary (build and install trees alike).
+# Plugins see only the SDK headers (target iomimic::sdk); -Wl,--no-undefined
+# makes a missing symbol a link error instead of a load-time surprise.
+# TESTS are doctest files linked with the plugin's sources into one test
+# executable registered with ctest.
+function(iomimic_add_plugin name)
+  cmake_parse_arguments(ARG "" "KIND" "SOURCES;LIBRARIES;TESTS" ${ARGN})
+  if(NOT ARG_KIND MATCHES "^(storage|format)$")
+    message(FATAL_ERROR "iomimic_add_plugin(${name}): KIND must be storage or format")
+  endif()
+  set(target iomimic_${ARG_KIND}_${name})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE iomimic::sdk ${ARG_LIBRARIES})
+  if(TARGET iomimic_warnings)
+    target_link_libraries(${target} PRIVATE iomimic_warnings)
+  endif()
+  set_target_properties(${target} PROPERTIES
+    LIBRARY_OUTPUT_DIRECTORY ${IOMIMIC_PLUGIN_OUTPUT_DIR}
+    PREFIX "lib"
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  install(TARGETS ${target} LIBRARY DESTINATION ${IOMIMIC_PLUGIN_RELDIR})
+  if(ARG_TESTS AND IOMIMIC_BUILD_TESTS)
+    add_executable(${target}_test ${ARG_TESTS} ${ARG_SOURCES}
+                   ${_IOMIMIC_CMAKE_DIR}/doctest_main.cpp)
+    target_compile_definitions(${target}_test PRIVATE IOMIMIC_PLUGIN_UNDER_TEST=1)
+    target_link_libraries(${target}_test PRIVATE iomimic::sdk doctest::doctest ${ARG_LIBRARIES})
+    doctest_discover_tests(${target}_test TEST_PREFIX "${ARG_KIND}.${name}." )
+  endif()
+endfunction()

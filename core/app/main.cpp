@@ -1,0 +1,386 @@
+// The iomimic command line.
+//
+//   iomimic run      [MANIFEST | workload=NAME] [OVERRIDES...]   generate (if asked) and train
+//   iomimic generate [MANIFEST | workload=NAME] [OVERRIDES...]   only generate the dataset
+//   iomimic config   [MANIFEST | workload=NAME] [OVERRIDES...]   print the resolved manifest
+//   iomimic plugins                                              list plugins
+//
+// Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
+// 1 for a failed run or bad input, 2 for a command-line usage error.
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "cluster/cluster.h"
+#include "config/config.h"
+#include "engine/generator.h"
+#include "engine/session.h"
+#include "engine/trainer.h"
+#include "iomimic/version.h"
+#include "metrics/records.h"
+#include "output/results.h"
+#include "plan/plan.h"
+#include "plugin/registry.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace iomimic;
+
+namespace {
+
+constexpr const char* kDefaultWorkload = "quickstart";
+
+int Fail(const Status& status) {
+  std::string msg = status.message();
+  for (char& ch : msg) {
+    if (ch == '\n') ch = ' ';
+  }
+  std::cerr << "iomimic: error: " << msg << std::endl;
+  return 1;
+}
+
+int Usage(const std::string& message) {
+  std::cerr << "iomimic: error: " << message << " (see 'iomimic --help')" << std::endl;
+  return 2;
+}
+
+fs::path ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// Where `workload=NAME` is looked up when --config-dir is not given.
+std::string DefaultConfigDir() {
+  if (const char* env = std::getenv("IOMIMIC_CONFIG_DIR"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  fs::path installed = ExecutableDir().parent_path() / IOMIMIC_WORKLOADS_INSTALL_RELDIR;
+  if (fs::is_directory(installed, ec)) return installed.string();
+  return IOMIMIC_WORKLOADS_SOURCE_DIR;
+}
+
+struct CommonArgs {
+  std::vector<std::string> positional;
+  std::vector<std::string> plugin_dirs;
+  std::string config_dir;
+  unsigned generate_threads = 0;
+  bool quiet = false;
+  bool plan = false;
+};
+
+const char* const kCommandHelp =
+    "usage: iomimic <command> [options] [MANIFEST.yaml | workload=NAME] [OVERRIDES...]\n"
+    "\n"
+    "commands:\n"
+    "  run        generate the dataset if the manifest asks, then replay training\n"
+    "             (no arguments: the shipped 'quickstart' workload)\n"
+    "  generate   only generate the dataset\n"
+    "  config     print the resolved manifest (--plan: steps, files and sizes)\n"
+    "  plugins    list the storage and format plugins found\n"
+    "\n"
+    "overrides (Hydra syntax, as DLIO): ++workload.a.b=v (set), workload.a.b=v (change),\n"
+    "  +workload.a.b=v (add), ~workload.a.b (delete), ++hydra.run.dir=DIR\n"
+    "\n"
+    "'iomimic <command> --help' lists the options of a command.\n";
+
+Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args) {
+  config::ManifestSource source;
+  source.config_dir = args.config_dir.empty() ? DefaultConfigDir() : args.config_dir;
+  for (const std::string& p : args.positional) {
+    bool is_override = p.find('=') != std::string::npos || p.rfind("~", 0) == 0;
+    if (is_override) {
+      source.overrides.push_back(p);
+    } else if (source.path.empty()) {
+      source.path = p;
+    } else {
+      return Status::InvalidArgument("more than one manifest given: '" + source.path + "' and '" +
+                                     p + "'");
+    }
+  }
+  bool has_workload = false;
+  for (const std::string& o : source.overrides) has_workload |= o.rfind("workload=", 0) == 0;
+  if (source.path.empty() && !has_workload) source.workload = kDefaultWorkload;
+  Result<config::LoadedManifest> loaded = config::LoadManifest(source);
+  if (loaded.ok()) {
+    for (const config::Diagnostic& d : loaded->warnings) {
+      std::cerr << "iomimic: " << d.ToString() << std::endl;
+    }
+  }
+  return loaded;
+}
+
+void DiscoverPlugins(const CommonArgs& args, plugin::Registry* registry) {
+  registry->Discover(plugin::Registry::SearchPath(args.plugin_dirs, {}));
+}
+
+// Parses the options shared by run/generate/config. Returns false and sets
+// `exit_code` when the command should stop (help or usage error).
+bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* args,
+                 int* exit_code) {
+  po::options_description opts("options of 'iomimic " + command + "'");
+  opts.add_options()("help,h", "show this help")(
+      "config-dir", po::value<std::string>(&args->config_dir),
+      "folder that holds <name>.yaml for workload=<name> (default: the shipped workloads)")(
+      "plugin-dir", po::value<std::vector<std::string>>(&args->plugin_dirs),
+      "extra plugin folder, searched first (repeatable)");
+  if (command == "run" || command == "generate") {
+    opts.add_options()("generate-threads", po::value<unsigned>(&args->generate_threads),
+                       "writer threads per rank when generating (default: CPU count)")(
+        "quiet,q", po::bool_switch(&args->quiet), "print only the final summary");
+  }
+  if (command == "config") {
+    opts.add_options()("plan", po::bool_switch(&args->plan),
+                       "print the plan (steps, files, sizes) instead of the manifest");
+  }
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::cout << "usage: iomimic " << command
+                << " [options] [MANIFEST.yaml | workload=NAME] [OVERRIDES...]\n\n"
+                << opts << std::endl;
+      *exit_code = 0;
+      return false;
+    }
+  } catch (const po::error& e) {
+    *exit_code = Usage(e.what());
+    return false;
+  }
+  return true;
+}
+
+int CmdPlugins(int argc, char** argv) {
+  CommonArgs args;
+  po::options_description opts("options of 'iomimic plugins'");
+  bool verbose = false;
+  opts.add_options()("help,h", "show this help")(
+      "plugin-dir", po::value<std::vector<std::string>>(&args.plugin_dirs),
+      "extra plugin folder, searched first (repeatable)")("verbose,v", po::bool_switch(&verbose),
+                                                          "also list each plugin's options");
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::cout << "usage: iomimic plugins [options]\n\n" << opts << std::endl;
+      return 0;
+    }
+  } catch (const po::error& e) {
+    return Usage(e.what());
+  }
+  plugin::Registry registry;
+  DiscoverPlugins(args, &registry);
+  std::printf("%-8s %-16s %-9s %-32s %s\n", "KIND", "NAME", "VERSION", "CAPABILITIES", "PATH");
+  for (const plugin::PluginInfo& p : registry.plugins()) {
+    std::printf("%-8s %-16s %-9s %-32s %s\n", plugin::KindName(p.kind).c_str(), p.name.c_str(),
+                p.version.c_str(), plugin::CapabilityNames(p.capabilities).c_str(), p.path.c_str());
+    if (verbose) {
+      std::printf("         %s\n", p.description.c_str());
+      for (const plugin::OptionInfo& o : p.options) {
+        std::printf("         option %s (%s, default '%s'): %s\n", o.name.c_str(), o.type.c_str(),
+                    o.default_value.c_str(), o.help.c_str());
+      }
+    }
+  }
+  for (const plugin::RejectedPlugin& r : registry.rejected()) {
+    std::printf("refused  %s: %s\n", r.path.c_str(), r.reason.c_str());
+  }
+  if (registry.plugins().empty()) {
+    std::cerr << "iomimic: warning: no plugins found in:";
+    for (const std::string& d : registry.search_path()) std::cerr << " " << d;
+    std::cerr << std::endl;
+  }
+  return 0;
+}
+
+int CmdConfig(int argc, char** argv) {
+  CommonArgs args;
+  int code = 0;
+  if (!ParseCommon("config", argc, argv, &args, &code)) return code;
+  Result<config::LoadedManifest> manifest = LoadFromArgs(args);
+  if (!manifest.ok()) return Fail(manifest.status());
+  if (!args.plan) {
+    std::cout << config::ToYaml(manifest->config, false);
+    return 0;
+  }
+  const config::Config& c = manifest->config;
+  plan::DatasetLayout layout(c, c.dataset.format);
+  std::cout << "workload: " << manifest->workload_name << "\n";
+  std::cout << "dataset: " << layout.num_files(plan::Split::kTrain) << " train + "
+            << layout.num_files(plan::Split::kEval) << " eval files of "
+            << layout.samples_per_file() << " samples, first file "
+            << layout.FilePath(plan::Split::kTrain, 0) << "\n";
+  for (int world : {1, 2, 4, 8}) {
+    std::cout << "  ranks " << world << ": " << plan::TrainStepsPerEpoch(c, world)
+              << " train steps/epoch, " << plan::EvalStepsPerEpoch(c, world)
+              << " eval steps/epoch\n";
+  }
+  return 0;
+}
+
+int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
+  CommonArgs args;
+  int code = 0;
+  if (!ParseCommon(command, argc, argv, &args, &code)) return code;
+  Result<config::LoadedManifest> loaded = LoadFromArgs(args);
+  if (!loaded.ok()) return Fail(loaded.status());
+  config::LoadedManifest manifest = std::move(loaded).value();
+  if (command == "generate") {
+    manifest.config.workflow.generate_data = true;
+    manifest.config.workflow.train = false;
+    manifest.config.workflow.evaluation = false;
+    manifest.config.workflow.checkpoint = false;
+  }
+  const config::Config& c = manifest.config;
+
+  cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
+  const bool leader = cluster.rank() == 0;
+  plugin::Registry registry;
+  DiscoverPlugins(args, &registry);
+
+  Result<std::unique_ptr<engine::Session>> session = engine::Session::Open(manifest, registry, cluster);
+  Status status = cluster.AgreeOnStatus(session.status());
+  if (!status.ok()) return Fail(status);
+  engine::Session& s = **session;
+
+  if (c.workflow.checkpoint && leader) {
+    std::cerr << "iomimic: warning: workflow.checkpoint is set, but checkpointing is not "
+                 "implemented in this version; the run continues without checkpoints"
+              << std::endl;
+  }
+
+  output::RunOutcome outcome;
+  outcome.start = metrics::Stamp::Now();
+  const bool training = c.workflow.train;
+  std::string folder;
+  if (training) {
+    Result<std::string> prepared = output::PrepareOutputFolder(c, cluster);
+    if (!prepared.ok()) return Fail(prepared.status());
+    folder = *prepared;
+    status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
+    if (!status.ok()) return Fail(status);
+  }
+  auto finish_failed = [&](const Status& st) {
+    if (leader && !folder.empty()) (void)output::WriteStatus(folder, st);
+    return Fail(st);
+  };
+
+  if (c.workflow.generate_data) {
+    unsigned threads = args.generate_threads > 0 ? args.generate_threads
+                                                 : std::max(1u, std::thread::hardware_concurrency());
+    if (leader && !args.quiet) {
+      std::cout << "generating " << s.layout().num_generated_files() << " " << c.dataset.format
+                << " files in " << s.layout().SplitDirectory(plan::Split::kTrain)
+                << " (and valid/) ..." << std::endl;
+    }
+    Result<engine::GenerateReport> report = engine::Generate(s, threads);
+    if (!report.ok()) return finish_failed(report.status());
+    outcome.generate = *report;
+    const std::uint64_t written = cluster.SumU64(report->files_written);
+    const std::uint64_t skipped = cluster.SumU64(report->files_skipped);
+    const std::uint64_t bytes = cluster.SumU64(report->bytes_written);
+    const double seconds = cluster.MaxDouble(report->seconds);
+    if (leader && (!args.quiet || !training)) {
+      std::printf("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)\n",
+                  static_cast<unsigned long long>(written), static_cast<unsigned long long>(skipped),
+                  bytes / 1048576.0, seconds, seconds > 0 ? bytes / 1048576.0 / seconds : 0.0);
+    }
+  }
+
+  if (training) {
+    status = engine::CheckDataset(s);
+    if (!status.ok()) return finish_failed(status);
+    engine::TrainOptions options;
+    if (c.iomimic.sample_log) {
+      options.sample_log_path = folder + "/" + std::to_string(cluster.rank()) + "_samples.csv";
+    }
+    if (leader && !args.quiet) {
+      std::cout << "training: " << c.train.epochs << " epochs x "
+                << plan::TrainStepsPerEpoch(c, cluster.size()) << " steps of batch "
+                << c.reader.batch_size << " per rank, " << cluster.size() << " rank(s), "
+                << c.reader.read_threads << " reader thread(s)" << std::endl;
+      options.on_epoch = [&](const metrics::EpochRecord& e) {
+        std::vector<metrics::PhaseMetrics> blocks;
+        for (const auto& b : e.blocks) {
+          blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                                      c.output.exclude_end_steps, c.reader.batch_size));
+        }
+        metrics::PhaseMetrics m = metrics::CombineBlocks(blocks);
+        std::printf("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (rank 0)%s\n",
+                    static_cast<unsigned long long>(e.epoch), metrics::Seconds(e.start, e.end),
+                    m.au_percent, m.samples_per_second, e.eval ? ", evaluated" : "");
+        std::fflush(stdout);
+      };
+    }
+    Result<engine::TrainResult> trained = engine::Train(s, options);
+    if (!trained.ok()) return finish_failed(trained.status());
+    outcome.train = std::move(trained).value();
+  }
+  outcome.end = metrics::Stamp::Now();
+
+  if (training) {
+    std::string human;
+    status = output::WriteResults(folder, s, outcome, &human);
+    status = cluster.AgreeOnStatus(status);
+    if (!status.ok()) return finish_failed(status);
+    if (leader) {
+      status = output::WriteStatus(folder, Status::OK());
+      if (!status.ok()) return Fail(status);
+      std::cout << human << std::flush;
+    }
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::string command = "run";
+  int shift = 0;
+  if (argc > 1) {
+    std::string first = argv[1];
+    if (first == "--help" || first == "-h" || first == "help") {
+      std::cout << kCommandHelp;
+      return 0;
+    }
+    if (first == "--version" || first == "version") {
+      std::cout << "iomimic " << IOMIMIC_VERSION_STRING << " (plugin ABI "
+                << IOMIMIC_PLUGIN_ABI_VERSION << ")\n";
+      return 0;
+    }
+    if (first == "run" || first == "generate" || first == "config" || first == "plugins") {
+      command = first;
+      shift = 1;
+    } else if (first.rfind("-", 0) != 0 && first.find('=') == std::string::npos &&
+               first.rfind("~", 0) != 0 && !first.ends_with(".yaml") && !first.ends_with(".yml")) {
+      return Usage("unknown command '" + first + "'");
+    }
+  }
+  // Boost.Program_options sees argv without the command word.
+  std::vector<char*> rest;
+  rest.push_back(argv[0]);
+  for (int i = 1 + shift; i < argc; ++i) rest.push_back(argv[i]);
+  int n = static_cast<int>(rest.size());
+  if (command == "plugins") return CmdPlugins(n, rest.data());
+  if (command == "config") return CmdConfig(n, rest.data());
+  return CmdRunOrGenerate(command, n, rest.data());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int code = Main(argc, argv);
+  cluster::Cluster::Finalize();
+  return code;
+}

@@ -1,0 +1,154 @@
+// iomimic plugin SDK: the format seam.
+//
+// A Format writes synthetic data files that the real libraries open (numpy,
+// h5py, PIL, TensorFlow) and reads samples back with the same access pattern
+// the real readers use. Formats know bytes and encodings, never epochs or
+// ranks, and never touch the operating system: every byte goes through the
+// Storage and File they are handed.
+//
+// A Format instance is shared by all reader and generator threads of a rank,
+// so its methods must be safe to call concurrently. A FileReader is used by
+// one thread at a time.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "iomimic/buffer.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+namespace iomimic {
+
+// A NumPy element type. `name` is NumPy's name ("uint8", "float32"), `descr`
+// its little-endian array-interface string ("|u1", "<f4").
+struct ElementType {
+  std::string name = "uint8";
+  std::string descr = "|u1";
+  std::size_t size = 1;
+
+  // Parses a NumPy dtype name; kInvalidArgument lists the accepted names.
+  static Result<ElementType> FromName(std::string_view name) {
+    struct Entry { const char* name; const char* descr; std::size_t size; };
+    static constexpr Entry kTable[] = {
+        {"uint8", "|u1", 1},    {"int8", "|i1", 1},     {"uint16", "<u2", 2},
+        {"int16", "<i2", 2},    {"uint32", "<u4", 4},   {"int32", "<i4", 4},
+        {"uint64", "<u8", 8},   {"int64", "<i8", 8},    {"float16", "<f2", 2},
+        {"float32", "<f4", 4},  {"float64", "<f8", 8},  {"bool", "|b1", 1},
+    };
+    std::string_view n = name;
+    if (n == "float") n = "float64";
+    if (n == "int") n = "int64";
+    if (n == "half") n = "float16";
+    if (n == "double") n = "float64";
+    if (n == "single") n = "float32";
+    for (const Entry& e : kTable) {
+      if (n == e.name) return ElementType{e.name, e.descr, e.size};
+    }
+    std::string msg = "unknown element type '" + std::string(name) + "' (expected one of:";
+    for (const Entry& e : kTable) msg += std::string(" ") + e.name;
+    msg += ")";
+    return Status::InvalidArgument(std::move(msg));
+  }
+};
+
+// Everything a format needs to write one file.
+struct FileSpec {
+  std::string path;                        // for messages only; the File is already open
+  std::uint64_t file_index = 0;            // global index in the dataset (train then eval)
+  std::vector<std::uint64_t> sample_shape; // per-sample dimensions, e.g. {d1, d2}
+  ElementType element_type;
+  std::uint64_t num_samples = 1;           // samples (records) in this file
+  std::uint64_t seed = 0;                  // content seed; same seed, same bytes
+  std::string compression = "none";        // none, gzip, lzf, bz2, zip, xz
+  int compression_level = 4;
+
+  std::uint64_t sample_elements() const {
+    std::uint64_t n = 1;
+    for (std::uint64_t d : sample_shape) n *= d;
+    return n;
+  }
+  std::uint64_t sample_bytes() const { return sample_elements() * element_type.size; }
+};
+
+// Static facts about a format, reported by `iomimic plugins` and used by the
+// core to plan (never to special-case a format by name).
+struct FormatTraits {
+  std::string extension;              // file name extension without the dot
+  bool multi_sample_files = true;     // false: one sample per file (png, jpeg)
+  bool partial_reads = false;         // a sample read touches only its bytes
+  bool needs_host_decode = false;     // the data must be decoded in host memory
+  bool predictable_size = false;      // ExpectedFileSize is exact
+};
+
+// How samples are read. `read_type` follows DLIO: on_demand opens, reads and
+// closes per sample; memory keeps what was read for the reader's lifetime.
+struct ReaderOptions {
+  Storage* storage = nullptr;          // where to open files and allocate buffers
+  bool decode = true;                  // parse/decode what was read
+  bool keep_in_memory = false;         // read_type: memory
+  std::uint64_t transfer_size = 0;     // streaming chunk size, 0 = format default
+};
+
+// A sample as returned by a reader. `data` stays valid until the next call on
+// the same reader. `bytes` is the sample's payload size (the decoded size when
+// decoding); for formats that read more than the sample (whole-file readers)
+// the storage layer counts the extra bytes separately.
+struct SampleView {
+  std::span<const std::byte> data;
+  std::uint64_t bytes = 0;
+};
+
+class FileReader {
+ public:
+  FileReader() = default;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  virtual ~FileReader() = default;
+
+  // Number of samples in the file (from its own metadata).
+  virtual std::uint64_t num_samples() const = 0;
+
+  // Reads sample `index` (0-based within the file) with the access pattern of
+  // the real reader. kOutOfRange past the end; kCorruption when the bytes do
+  // not parse, with the file path and offset in the message.
+  virtual Result<SampleView> ReadSample(std::uint64_t index) = 0;
+};
+
+class Format {
+ public:
+  Format() = default;
+  Format(const Format&) = delete;
+  Format& operator=(const Format&) = delete;
+  virtual ~Format() = default;
+
+  // The plugin name, e.g. "npz".
+  virtual std::string name() const = 0;
+
+  virtual FormatTraits traits() const = 0;
+
+  // Checks that `spec` can be written (shape rank, dtype, compression) before
+  // any file is created. kInvalidArgument/kNotSupported with a reason.
+  virtual Status Validate(const FileSpec& spec) const = 0;
+
+  // The exact size WriteFile will produce, or kNotSupported when it depends
+  // on content (compression, images). Used to recognise complete files.
+  virtual Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const = 0;
+
+  // Writes one complete file described by `spec` into `file` (opened for
+  // writing, empty), using `storage` only to allocate buffers. Memory used is
+  // bounded (streams large files in chunks). Thread-safe.
+  virtual Status WriteFile(Storage& storage, File& file, const FileSpec& spec) = 0;
+
+  // Opens `path` for reading samples. The reader owns whatever it opens.
+  virtual Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
+                                                         const ReaderOptions& options) = 0;
+};
+
+}  // namespace iomimic

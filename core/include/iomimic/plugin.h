@@ -1,0 +1,187 @@
+// iomimic plugin SDK: the binary interface between the core and a plugin.
+//
+// A plugin is a shared object that exports exactly one data symbol,
+// `iomimic_plugin_descriptor`, of type IomimicPluginDescriptor. The core
+// reads `magic` and `abi_version` before it calls any plugin function and
+// refuses a mismatch with a message naming both versions, so a plugin built
+// against another SDK fails cleanly instead of crashing.
+//
+// Write a plugin like this (one .cpp, built with iomimic_add_plugin()):
+//
+//   class MyStorage : public iomimic::Storage { ... };
+//   static const IomimicOptionSpec kOptions[] = {
+//       {"block_size", "bytes", "1M", "transfer size of each request"},
+//   };
+//   IOMIMIC_DEFINE_STORAGE_PLUGIN("mystorage", "1.0.0", "what it does",
+//                                 IOMIMIC_CAP_NONE, kOptions,
+//                                 [](const iomimic::PluginContext& ctx)
+//                                     -> iomimic::Result<std::unique_ptr<iomimic::Storage>> {
+//                                   return std::make_unique<MyStorage>(ctx);
+//                                 });
+//
+// The factory runs inside a try/catch, so an exception becomes an error value
+// rather than crossing into the core. Objects a plugin creates are destroyed
+// through the plugin's own `destroy` function, before the library is unloaded.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "iomimic/format.h"
+#include "iomimic/options.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+// "IOMI" in ASCII.
+#define IOMIMIC_PLUGIN_MAGIC 0x494F4D49u
+// Bump whenever any SDK header changes a class layout, a virtual function or
+// the descriptor. The loader refuses plugins built with another value.
+#define IOMIMIC_PLUGIN_ABI_VERSION 1u
+
+#define IOMIMIC_PLUGIN_KIND_STORAGE 1u
+#define IOMIMIC_PLUGIN_KIND_FORMAT 2u
+
+// Capability flags advertised in the descriptor (listed by `iomimic plugins`).
+#define IOMIMIC_CAP_NONE 0ull
+#define IOMIMIC_CAP_ASYNC (1ull << 0)           // storage: overlapping batched reads
+#define IOMIMIC_CAP_DIRECT_IO (1ull << 1)       // storage: bypasses the page cache
+#define IOMIMIC_CAP_COLLECTIVE (1ull << 2)      // storage: MPI collective I/O
+#define IOMIMIC_CAP_DEVICE_MEMORY (1ull << 3)   // storage: lands data in device memory
+#define IOMIMIC_CAP_DECORATOR (1ull << 4)       // storage: wraps another back end
+#define IOMIMIC_CAP_PARTIAL_READS (1ull << 8)   // format: reads only a sample's bytes
+#define IOMIMIC_CAP_HOST_DECODE (1ull << 9)     // format: decoding needs host memory
+#define IOMIMIC_CAP_MULTI_SAMPLE (1ull << 10)   // format: several samples per file
+
+extern "C" {
+
+// One option a plugin accepts. `type` is one of "string", "bool", "int",
+// "double", "bytes"; `default_value` is shown to users.
+struct IomimicOptionSpec {
+  const char* name;
+  const char* type;
+  const char* default_value;
+  const char* help;
+};
+
+struct IomimicPluginDescriptor;
+
+}  // extern "C"
+
+namespace iomimic {
+
+// What the core hands a plugin factory.
+struct PluginContext {
+  PluginOptions options;      // validated against the descriptor's option list
+  int rank = 0;               // MPI rank of this process
+  int world_size = 1;         // MPI world size
+  // For decorator storages: the back end being wrapped (owned by the core,
+  // outlives the decorator). Null for ordinary back ends.
+  Storage* inner = nullptr;
+};
+
+}  // namespace iomimic
+
+extern "C" {
+
+// The descriptor. The first two fields never move, whatever the ABI version.
+struct IomimicPluginDescriptor {
+  std::uint32_t magic;        // IOMIMIC_PLUGIN_MAGIC
+  std::uint32_t abi_version;  // IOMIMIC_PLUGIN_ABI_VERSION the plugin was built with
+  std::uint32_t kind;         // IOMIMIC_PLUGIN_KIND_*
+  std::uint32_t reserved;
+  const char* name;           // unique among plugins of the same kind
+  const char* version;        // the plugin's own version, free form
+  const char* description;    // one line
+  std::uint64_t capabilities; // IOMIMIC_CAP_* flags
+  const IomimicOptionSpec* options;
+  std::size_t num_options;
+  // Creates the plugin object (an iomimic::Storage* or iomimic::Format*
+  // according to `kind`). On failure returns null and stores the error in
+  // `*error`. Never throws.
+  void* (*create)(const iomimic::PluginContext* context, iomimic::Status* error);
+  // Destroys an object returned by `create`.
+  void (*destroy)(void* object);
+};
+
+}  // extern "C"
+
+#if defined(_WIN32)
+#define IOMIMIC_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define IOMIMIC_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+// Option table for plugins that take no options.
+#define IOMIMIC_NO_OPTIONS ::iomimic::plugin_detail::kNoOptions
+
+// The symbol the loader looks up.
+#define IOMIMIC_PLUGIN_SYMBOL "iomimic_plugin_descriptor"
+
+namespace iomimic::plugin_detail {
+
+// Counts the entries of an option table; an entry with a null name ends it,
+// so a plugin without options passes IOMIMIC_NO_OPTIONS.
+template <std::size_t N>
+constexpr std::size_t CountOptions(const IomimicOptionSpec (&table)[N]) {
+  std::size_t n = 0;
+  while (n < N && table[n].name != nullptr) ++n;
+  return n;
+}
+
+inline constexpr IomimicOptionSpec kNoOptions[1] = {{nullptr, nullptr, nullptr, nullptr}};
+
+template <typename Base, typename Factory>
+void* CreateGuarded(Factory factory, const PluginContext* context, Status* error) {
+  try {
+    Result<std::unique_ptr<Base>> made = factory(*context);
+    if (!made.ok()) {
+      *error = made.status();
+      return nullptr;
+    }
+    return std::move(made).value().release();
+  } catch (const std::exception& e) {
+    *error = Status::Internal(std::string("plugin factory threw: ") + e.what());
+  } catch (...) {
+    *error = Status::Internal("plugin factory threw a non-standard exception");
+  }
+  return nullptr;
+}
+
+}  // namespace iomimic::plugin_detail
+
+#define IOMIMIC_DEFINE_PLUGIN_(KIND, BASE, NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
+  namespace {                                                                                  \
+  void* IomimicPluginCreate(const ::iomimic::PluginContext* ctx, ::iomimic::Status* err) {     \
+    return ::iomimic::plugin_detail::CreateGuarded<BASE>(FACTORY, ctx, err);                   \
+  }                                                                                            \
+  void IomimicPluginDestroy(void* object) { delete static_cast<BASE*>(object); }               \
+  }                                                                                            \
+  extern "C" IOMIMIC_PLUGIN_EXPORT const IomimicPluginDescriptor iomimic_plugin_descriptor = {  \
+      IOMIMIC_PLUGIN_MAGIC,                                                                    \
+      IOMIMIC_PLUGIN_ABI_VERSION,                                                              \
+      KIND,                                                                                    \
+      0,                                                                                       \
+      NAME,                                                                                    \
+      VERSION,                                                                                 \
+      DESCRIPTION,                                                                             \
+      CAPS,                                                                                    \
+      OPTIONS,                                                                                 \
+      ::iomimic::plugin_detail::CountOptions(OPTIONS),                                         \
+      &IomimicPluginCreate,                                                                    \
+      &IomimicPluginDestroy}
+
+// Defines the descriptor of a storage plugin. FACTORY is a callable
+// (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Storage>>.
+#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY)       \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,       \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY)
+
+// Defines the descriptor of a format plugin. FACTORY is a callable
+// (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Format>>.
+#define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY)        \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,         \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY)

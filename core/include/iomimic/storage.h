@@ -1,0 +1,167 @@
+// iomimic plugin SDK: the storage seam.
+//
+// Every byte iomimic reads or writes moves through a Storage back end: format
+// plugins never call open/read/write themselves, they ask the Storage for a
+// File and transfer byte ranges through it. One Storage instance exists per
+// run and rank. Unless a capability says otherwise, a Storage and the Files
+// it returns are safe for concurrent use by several threads (each File may be
+// used by one thread at a time, several Files may be used concurrently).
+//
+// Methods never throw. Paths are strings in the back end's namespace; for
+// file-system back ends they are ordinary paths.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "iomimic/buffer.h"
+#include "iomimic/status.h"
+
+namespace iomimic {
+
+enum class OpenMode : std::uint8_t {
+  kRead = 0,       // existing file, read only
+  kWrite = 1,      // create or truncate, write only
+  kReadWrite = 2,  // create if missing, read and write, no truncation
+};
+
+// What the caller intends to do with a file, so a back end can pick hints
+// (readahead, madvise, queue depth). Hints never change results.
+enum class AccessHint : std::uint8_t { kNormal = 0, kSequential = 1, kRandom = 2, kWholeFile = 3 };
+
+struct OpenOptions {
+  OpenMode mode = OpenMode::kRead;
+  AccessHint hint = AccessHint::kNormal;
+  // For kWrite: the final size when known (lets a back end preallocate).
+  std::uint64_t expected_size = 0;
+};
+
+// One request of a batched read. The back end fills `bytes_read` and `status`.
+struct ReadRequest {
+  std::uint64_t offset = 0;
+  std::span<std::byte> destination;
+  std::size_t bytes_read = 0;
+  Status status;
+};
+
+struct FileInfo {
+  std::uint64_t size = 0;
+  bool is_directory = false;
+};
+
+// What a back end can do and what it actually did. `data_path` says which
+// mechanism really ran (e.g. "pread", "io_uring", "cufile", "cuda-bounce",
+// "emulated"), so results never claim a path that was not taken.
+struct StorageCapabilities {
+  // Offsets, lengths and buffer addresses of reads must be multiples of this
+  // (1 = no requirement). Back ends with alignment > 1 handle unaligned
+  // requests themselves by bouncing through aligned buffers.
+  std::size_t alignment = 1;
+  bool async = false;             // ReadBatch overlaps requests
+  bool collective = false;        // ranks cooperate (MPI-IO)
+  bool device_memory = false;     // Allocate returns kDevice buffers
+  bool thread_safe = true;        // see the header comment
+  std::uint32_t queue_depth = 1;  // requests in flight per ReadBatch
+  std::string data_path;          // mechanism actually used
+};
+
+// An open file. Obtained from Storage::Open; closed on destruction if Close
+// was not called (errors of that implicit close are lost, so writers call
+// Close and check it).
+class File {
+ public:
+  File() = default;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  virtual ~File() = default;
+
+  // Reads up to destination.size() bytes at `offset` into `destination`.
+  // Returns the number of bytes read, which is smaller than requested only at
+  // the end of the file (0 at or past the end). Errors name path and offset.
+  virtual Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) = 0;
+
+  // Writes all of `source` at `offset`, extending the file as needed. A
+  // short write is retried internally; any failure is an error naming the
+  // path and offset (ENOSPC becomes kResourceExhausted).
+  virtual Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) = 0;
+
+  // Performs every request; returns the first error, and fills each
+  // request's own status. The default runs them one after another with
+  // ReadAt; asynchronous back ends override it to keep several in flight.
+  virtual Status ReadBatch(std::span<ReadRequest> requests) {
+    Status first;
+    for (ReadRequest& r : requests) {
+      Result<std::size_t> n = ReadAt(r.offset, r.destination);
+      if (n.ok()) {
+        r.bytes_read = *n;
+        r.status = Status::OK();
+      } else {
+        r.bytes_read = 0;
+        r.status = n.status();
+        if (first.ok()) first = r.status;
+      }
+    }
+    return first;
+  }
+
+  // Makes written data durable (fsync or the back end's equivalent).
+  virtual Status Sync() = 0;
+
+  // Current size in bytes.
+  virtual Result<std::uint64_t> Size() = 0;
+
+  // Releases the file. Further calls fail. Returns errors a deferred write
+  // may report at close.
+  virtual Status Close() = 0;
+
+  // The path this file was opened with.
+  virtual const std::string& path() const = 0;
+};
+
+class Storage {
+ public:
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  virtual ~Storage() = default;
+
+  // The plugin name, e.g. "posix".
+  virtual std::string name() const = 0;
+
+  // Capabilities and the data path in use. Stable for the Storage's life.
+  virtual StorageCapabilities capabilities() const = 0;
+
+  // Opens `path`. kRead on a missing file returns kNotFound. The caller owns
+  // the returned File and must destroy it before the Storage.
+  virtual Result<std::unique_ptr<File>> Open(const std::string& path,
+                                             const OpenOptions& options) = 0;
+
+  // Creates `path` and any missing parents. Existing directories are fine.
+  virtual Status CreateDirectories(const std::string& path) = 0;
+
+  // Removes one file. kNotFound if it does not exist.
+  virtual Status Remove(const std::string& path) = 0;
+
+  // Atomically replaces `to` with `from` (rename(2) semantics).
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+
+  // Size and type of `path`; kNotFound if it does not exist.
+  virtual Result<FileInfo> Stat(const std::string& path) = 0;
+
+  // Returns a buffer of `size` bytes that this back end can read into and
+  // write from directly (aligned, pinned or device memory as it needs).
+  virtual Result<Buffer> Allocate(std::size_t size) {
+    std::size_t align = capabilities().alignment;
+    Buffer b = Buffer::AllocateHost(size, align < 64 ? 64 : align);
+    if (size != 0 && b.empty()) {
+      return Status::ResourceExhausted("cannot allocate " + std::to_string(size) + " bytes");
+    }
+    return b;
+  }
+};
+
+}  // namespace iomimic

@@ -1,0 +1,149 @@
+#include "cluster/cluster.h"
+
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+namespace iomimic::cluster {
+namespace {
+Cluster* g_instance = nullptr;
+}  // namespace
+
+Cluster& Cluster::Init(int* argc, char*** argv) {
+  if (g_instance != nullptr) return *g_instance;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  }
+  auto* c = new Cluster();
+  MPI_Comm_rank(MPI_COMM_WORLD, &c->rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &c->size_);
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  c->hostname_ = host;
+  // Hosts: split by shared memory, as DLIO does; count leaders.
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &node);
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_size(node, &c->ranks_on_host_);
+  int leader = node_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &c->num_hosts_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  // Host index = number of leaders with a lower world rank than ours.
+  int my_leader_rank = c->rank_;
+  MPI_Bcast(&my_leader_rank, 1, MPI_INT, 0, node);
+  std::vector<int> leaders(c->size_);
+  int mine = leader ? c->rank_ : -1;
+  MPI_Allgather(&mine, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  c->host_index_ = static_cast<int>(std::count_if(
+      leaders.begin(), leaders.end(), [&](int r) { return r >= 0 && r < my_leader_rank; }));
+  MPI_Comm_free(&node);
+  g_instance = c;
+  return *c;
+}
+
+Cluster& Cluster::Get() { return g_instance != nullptr ? *g_instance : Init(nullptr, nullptr); }
+
+void Cluster::Finalize() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+
+void Cluster::Barrier() const { MPI_Barrier(MPI_COMM_WORLD); }
+
+double Cluster::SumDouble(double value) const {
+  double out = 0;
+  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+}
+
+std::uint64_t Cluster::SumU64(std::uint64_t value) const {
+  std::uint64_t out = 0;
+  MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+}
+
+double Cluster::MaxDouble(double value) const {
+  double out = 0;
+  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
+double Cluster::MinDouble(double value) const {
+  double out = 0;
+  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  return out;
+}
+
+std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const {
+  std::vector<double> out(values.size());
+  if (!values.empty()) {
+    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
+  std::vector<std::uint64_t> out(values.size());
+  if (!values.empty()) {
+    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T,
+                  MPI_SUM, MPI_COMM_WORLD);
+  }
+  return out;
+}
+
+std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) const {
+  int len = static_cast<int>(value.size());
+  std::vector<int> lens(size_);
+  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int> displs(size_, 0);
+  int total = 0;
+  for (int i = 0; i < size_; ++i) {
+    displs[i] = total;
+    total += lens[i];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Allgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
+                 MPI_COMM_WORLD);
+  std::vector<std::string> out(size_);
+  for (int i = 0; i < size_; ++i) out[i] = all.substr(displs[i], lens[i]);
+  return out;
+}
+
+Status Cluster::AgreeOnStatus(const Status& local) const {
+  if (size_ == 1) return local;
+  std::vector<std::string> all = AllGatherStrings(local.ok() ? std::string() : local.message());
+  if (!local.ok()) return local;
+  for (int r = 0; r < size_; ++r) {
+    if (!all[r].empty()) {
+      return Status::Aborted("rank " + std::to_string(r) + " failed: " + all[r]);
+    }
+  }
+  return Status::OK();
+}
+
+bool Cluster::BarrierAnyFailed(bool local_failed) const {
+  int in = local_failed ? 1 : 0;
+  int out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out != 0;
+}
+
+std::string Cluster::Broadcast(const std::string& value) const {
+  int len = rank_ == 0 ? static_cast<int>(value.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string out = rank_ == 0 ? value : std::string(static_cast<std::size_t>(len), '\0');
+  if (len > 0) MPI_Bcast(out.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return out;
+}
+
+}  // namespace iomimic::cluster

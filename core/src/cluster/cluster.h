@@ -1,0 +1,64 @@
+// The MPI world as the rest of the core sees it.
+//
+// One MPI rank emulates one accelerator. The same binary runs alone (a
+// singleton MPI process) and under mpirun. Collective calls must be made by
+// every rank in the same order; AgreeOnStatus is how ranks that failed tell
+// the others, so an error on one rank never leaves the rest waiting in a
+// barrier.
+
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "iomimic/status.h"
+
+namespace iomimic::cluster {
+
+class Cluster {
+ public:
+  // Initialises MPI (once per process). Safe to call when MPI is already up.
+  static Cluster& Init(int* argc, char*** argv);
+  // The instance after Init; initialises without arguments if needed.
+  static Cluster& Get();
+  // Finalises MPI. Call once at exit.
+  static void Finalize();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int num_hosts() const { return num_hosts_; }
+  int host_index() const { return host_index_; }
+  int ranks_on_host() const { return ranks_on_host_; }
+  const std::string& hostname() const { return hostname_; }
+
+  void Barrier() const;
+  double SumDouble(double value) const;
+  std::uint64_t SumU64(std::uint64_t value) const;
+  double MaxDouble(double value) const;
+  double MinDouble(double value) const;
+  // Element-wise sums; every rank passes vectors of the same length.
+  std::vector<double> SumDoubles(const std::vector<double>& values) const;
+  std::vector<std::uint64_t> SumU64s(const std::vector<std::uint64_t>& values) const;
+  // Gathers one string per rank on every rank (index = rank).
+  std::vector<std::string> AllGatherStrings(const std::string& value) const;
+  // Returns OK on every rank only if `local` is OK on every rank. Otherwise
+  // every rank gets an error: its own, or "aborted: rank N failed: <msg>".
+  Status AgreeOnStatus(const Status& local) const;
+  // The per-step barrier: every rank enters with its own failure flag and
+  // learns whether any rank failed (an allreduce, as cheap as a barrier).
+  bool BarrierAnyFailed(bool local_failed) const;
+  // Rank 0's string on every rank.
+  std::string Broadcast(const std::string& value) const;
+
+ private:
+  Cluster() = default;
+  int rank_ = 0;
+  int size_ = 1;
+  int num_hosts_ = 1;
+  int host_index_ = 0;
+  int ranks_on_host_ = 1;
+  std::string hostname_;
+};
+
+}  // namespace iomimic::cluster

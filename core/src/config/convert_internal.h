@@ -1,0 +1,30 @@
+// Typing and validation: the manifest tree (legacy spellings rewritten,
+// overrides applied) becomes a Config.
+
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <vector>
+
+#include "config/config.h"
+#include "config/tree_internal.h"
+#include "iomimic/status.h"
+
+namespace iomimic::config::internal {
+
+// Reports every key of `root` that the schema does not know, with a
+// suggestion when a known key is close.
+void WarnUnknownKeys(const YAML::Node& root, const Locator& locator,
+                     std::vector<Diagnostic>* warnings);
+
+// Reads every known key of `root` into `config` (which holds the defaults),
+// checking types and ranges. Notes dubious but accepted values in `warnings`.
+Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* config,
+                   std::vector<Diagnostic>* warnings);
+
+// The cross-key checks of reference §1.8 that need no knowledge of the MPI
+// job. Errors point at the offending key in `root` when it is there.
+Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator);
+
+}  // namespace iomimic::config::internal

@@ -1,0 +1,261 @@
+#include "config/tree_internal.h"
+
+#include "config/schema_internal.h"
+
+namespace iomimic::config::internal {
+namespace {
+
+std::string Position(const YAML::Mark& mark) {
+  if (mark.line < 0) return "";
+  return ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+bool IsUnder(std::string_view path, std::string_view prefix) {
+  return path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.';
+}
+
+// Moves the value of `from_key` in `from` to `to_key` in `to`, keeping the
+// value node itself (and so its position in the file).
+void MoveEntry(YAML::Node from, std::string_view from_key, YAML::Node to,
+               std::string_view to_key) {
+  const std::optional<Entry> entry = FindEntry(from, from_key);
+  if (!entry) return;
+  const YAML::Node value = entry->value;
+  from.remove(std::string(from_key));
+  to[std::string(to_key)] = value;
+}
+
+// Replaces the spelling `old_key` in section `section` (at `section_path`)
+// by `new_key` in section `target` (at `target_path`).
+Status RenameKey(YAML::Node section, std::string_view section_path, std::string_view old_key,
+                 YAML::Node target, std::string_view target_path, std::string_view new_key,
+                 const Locator& locator, std::vector<Diagnostic>* warnings) {
+  const std::optional<Entry> old_entry = FindEntry(section, old_key);
+  if (!old_entry) return Status::OK();
+  const std::string old_path = JoinPath(section_path, old_key);
+  const std::string new_path = JoinPath(target_path, new_key);
+  if (const std::optional<Entry> current = FindEntry(target, new_key)) {
+    std::string what = "conflicts with " + new_path;
+    if (current->key.Mark().line >= 0) {
+      what += " (line " + std::to_string(current->key.Mark().line + 1) + ")";
+    }
+    return locator.Error(old_entry->key.Mark(), old_path, what + "; give only one of them");
+  }
+  if (warnings != nullptr) {
+    warnings->push_back(locator.Warning(
+        old_entry->key.Mark(), old_path,
+        "legacy key '" + old_path + "' read as '" + new_path +
+            "' (DLIO since v2.0.1 ignores the old spelling and uses its default)"));
+  }
+  MoveEntry(section, old_key, target, new_key);
+  return Status::OK();
+}
+
+}  // namespace
+
+void Locator::SetOverride(const std::string& path, const std::string& text) {
+  ClearOverride(path);
+  overrides_[path] = text;
+}
+
+void Locator::ClearOverride(const std::string& path) {
+  for (auto it = overrides_.begin(); it != overrides_.end();) {
+    if (it->first == path || IsUnder(it->first, path)) {
+      it = overrides_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+const std::string* Locator::OverrideFor(std::string_view path) const {
+  while (true) {
+    if (auto it = overrides_.find(path); it != overrides_.end()) return &it->second;
+    const std::size_t dot = path.rfind('.');
+    if (dot == std::string_view::npos) return nullptr;
+    path = path.substr(0, dot);
+  }
+}
+
+Status Locator::Error(const YAML::Mark& mark, std::string_view path,
+                      std::string_view what) const {
+  std::string message;
+  if (const std::string* text = OverrideFor(path)) {
+    message = "override '" + *text + "': ";
+  } else {
+    message = file_ + Position(mark) + ": error: ";
+  }
+  message.append(path).append(": ").append(what);
+  return Status::InvalidArgument(std::move(message));
+}
+
+Status Locator::FileError(const YAML::Mark& mark, std::string_view what) const {
+  return Status::InvalidArgument(file_ + Position(mark) + ": error: " + std::string(what));
+}
+
+Diagnostic Locator::Warning(const YAML::Mark& mark, std::string_view path,
+                            std::string message) const {
+  Diagnostic diagnostic;
+  diagnostic.message = std::move(message);
+  if (const std::string* text = OverrideFor(path)) {
+    diagnostic.file = "override '" + *text + "'";
+    return diagnostic;
+  }
+  diagnostic.file = file_;
+  if (mark.line >= 0) {
+    diagnostic.line = mark.line + 1;
+    diagnostic.column = mark.column + 1;
+  }
+  return diagnostic;
+}
+
+std::optional<Entry> FindEntry(const YAML::Node& map, std::string_view key) {
+  if (!map.IsMap()) return std::nullopt;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) return Entry{it->first, it->second};
+  }
+  return std::nullopt;
+}
+
+std::optional<YAML::Node> Child(const YAML::Node& map, std::string_view key) {
+  std::optional<Entry> entry = FindEntry(map, key);
+  if (!entry) return std::nullopt;
+  return entry->value;
+}
+
+std::optional<YAML::Node> FindPath(const YAML::Node& root, std::string_view path) {
+  YAML::Node node = root;
+  while (!path.empty()) {
+    const std::size_t dot = path.find('.');
+    const std::string_view key = path.substr(0, dot);
+    std::optional<YAML::Node> child = Child(node, key);
+    if (!child) return std::nullopt;
+    node.reset(*child);  // rebinds the handle; plain assignment would rewrite the tree
+    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+  }
+  return node;
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+std::string KeyText(const YAML::Node& key) {
+  return key.IsScalar() ? key.Scalar() : Describe(key);
+}
+
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path,
+                          const Locator& locator) {
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      IOMIMIC_RETURN_IF_ERROR(
+          CheckDuplicateKeys(node[i], path + "[" + std::to_string(i) + "]", locator));
+    }
+    return Status::OK();
+  }
+  if (!node.IsMap()) return Status::OK();
+  std::map<std::string, YAML::Mark> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = KeyText(it->first);
+    const std::string child_path = JoinPath(path, key);
+    const auto [previous, inserted] = seen.emplace(key, it->first.Mark());
+    if (!inserted) {
+      std::string what = "duplicate key";
+      if (previous->second.line >= 0) {
+        what += " (first given at line " + std::to_string(previous->second.line + 1) + ")";
+      }
+      return locator.Error(it->first.Mark(), child_path, what);
+    }
+    IOMIMIC_RETURN_IF_ERROR(CheckDuplicateKeys(it->second, child_path, locator));
+  }
+  return Status::OK();
+}
+
+YAML::Node UnwrapWorkloadRoot(const YAML::Node& root, const Locator& locator,
+                              std::vector<Diagnostic>* warnings) {
+  const std::optional<YAML::Node> workload = Child(root, "workload");
+  if (!workload || !workload->IsMap()) return root;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = KeyText(it->first);
+    if (key != "workload" && LookupKey(key)) return root;  // a manifest with a stray key
+  }
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = KeyText(it->first);
+    if (key == "workload") continue;
+    warnings->push_back(locator.Warning(it->first.Mark(), key,
+                                        "key '" + key + "' next to 'workload:' is ignored"));
+  }
+  return *workload;
+}
+
+Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
+                          std::vector<Diagnostic>* warnings) {
+  // `data_reader:` is DLIO's older name of `reader:` (still read first by
+  // DLIO at HEAD, so no warning).
+  if (const std::optional<Entry> old_reader = FindEntry(root, "data_reader")) {
+    if (const std::optional<Entry> reader = FindEntry(root, "reader")) {
+      return locator.Error(old_reader->key.Mark(), "data_reader",
+                           "given together with 'reader' (line " +
+                               std::to_string(reader->key.Mark().line + 1) +
+                               "); use one section");
+    }
+    MoveEntry(root, "data_reader", root, "reader");
+  }
+
+  // `model: <name>`.
+  if (const std::optional<Entry> model = FindEntry(root, "model"); model && model->value.IsScalar()) {
+    if (warnings != nullptr) {
+      warnings->push_back(locator.Warning(
+          model->key.Mark(), "model",
+          "legacy form 'model: " + model->value.Scalar() +
+              "' read as 'model.name' (DLIO since v2.0.1 ignores it)"));
+    }
+    const YAML::Node name = model->value;
+    root.remove("model");
+    YAML::Node section(YAML::NodeType::Map);
+    section["name"] = name;
+    root["model"] = section;
+  }
+
+  if (std::optional<YAML::Node> dataset = Child(root, "dataset"); dataset && dataset->IsMap()) {
+    static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
+        {"record_length", "record_length_bytes"},
+        {"record_length_stdev", "record_length_bytes_stdev"},
+        {"record_length_resize", "record_length_bytes_resize"},
+    };
+    for (const auto& [old_key, new_key] : kRenames) {
+      IOMIMIC_RETURN_IF_ERROR(RenameKey(*dataset, "dataset", old_key, *dataset, "dataset", new_key,
+                                        locator, warnings));
+    }
+  }
+
+  if (std::optional<YAML::Node> checkpoint = Child(root, "checkpoint");
+      checkpoint && checkpoint->IsMap() && FindEntry(*checkpoint, "model_size")) {
+    std::optional<YAML::Node> model = Child(root, "model");
+    if (!model || model->IsNull()) {
+      root.remove("model");
+      root["model"] = YAML::Node(YAML::NodeType::Map);
+      model = Child(root, "model");
+    }
+    // A `model:` of the wrong shape is reported when it is typed.
+    if (model->IsMap()) {
+      IOMIMIC_RETURN_IF_ERROR(RenameKey(*checkpoint, "checkpoint", "model_size", *model, "model",
+                                        "model_size_bytes", locator, warnings));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace iomimic::config::internal

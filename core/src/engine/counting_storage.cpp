@@ -1,0 +1,97 @@
+#include "engine/counting_storage.h"
+
+#include <chrono>
+
+namespace iomimic::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t NanosSince(Clock::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
+}
+
+class CountingFile final : public File {
+ public:
+  CountingFile(std::unique_ptr<File> inner, IoCounters* counters)
+      : inner_(std::move(inner)), c_(counters) {}
+
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    auto t = Clock::now();
+    Result<std::size_t> r = inner_->ReadAt(offset, destination);
+    c_->read_latency.Record(NanosSince(t));
+    c_->read_ops.fetch_add(1, std::memory_order_relaxed);
+    if (r.ok()) {
+      c_->read_bytes.fetch_add(*r, std::memory_order_relaxed);
+    } else {
+      c_->errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    return r;
+  }
+
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+    auto t = Clock::now();
+    Status s = inner_->WriteAt(offset, source);
+    c_->write_latency.Record(NanosSince(t));
+    c_->write_ops.fetch_add(1, std::memory_order_relaxed);
+    if (s.ok()) {
+      c_->write_bytes.fetch_add(source.size(), std::memory_order_relaxed);
+    } else {
+      c_->errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    return s;
+  }
+
+  Status ReadBatch(std::span<ReadRequest> requests) override {
+    auto t = Clock::now();
+    Status s = inner_->ReadBatch(requests);
+    std::uint64_t per = requests.empty() ? 0 : NanosSince(t) / requests.size();
+    for (const ReadRequest& r : requests) {
+      c_->read_latency.Record(per);
+      c_->read_ops.fetch_add(1, std::memory_order_relaxed);
+      c_->read_bytes.fetch_add(r.bytes_read, std::memory_order_relaxed);
+      if (!r.status.ok()) c_->errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    return s;
+  }
+
+  Status Sync() override {
+    c_->syncs.fetch_add(1, std::memory_order_relaxed);
+    return inner_->Sync();
+  }
+  Result<std::uint64_t> Size() override { return inner_->Size(); }
+  Status Close() override { return inner_->Close(); }
+  const std::string& path() const override { return inner_->path(); }
+
+ private:
+  std::unique_ptr<File> inner_;
+  IoCounters* c_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
+                                                    const OpenOptions& options) {
+  Result<std::unique_ptr<File>> f = inner_->Open(path, options);
+  if (!f.ok()) {
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    return f.status();
+  }
+  counters_.opens.fetch_add(1, std::memory_order_relaxed);
+  return std::unique_ptr<File>(new CountingFile(std::move(f).value(), &counters_));
+}
+
+IoSnapshot CountingStorage::Snapshot() const {
+  IoSnapshot s;
+  s.opens = counters_.opens.load();
+  s.read_ops = counters_.read_ops.load();
+  s.read_bytes = counters_.read_bytes.load();
+  s.write_ops = counters_.write_ops.load();
+  s.write_bytes = counters_.write_bytes.load();
+  s.syncs = counters_.syncs.load();
+  s.errors = counters_.errors.load();
+  return s;
+}
+
+}  // namespace iomimic::engine

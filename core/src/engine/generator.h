@@ -1,0 +1,32 @@
+// Dataset generation.
+//
+// Rank r writes files r, r+P, r+2P, ... (train then eval, DLIO's split), with
+// several threads per rank. Each file is written through format -> storage
+// under a temporary name in the same folder and renamed when complete, so an
+// interrupted generation never leaves a truncated file under a final name. A
+// re-run skips files that are already complete; a file with the final name
+// but a size this manifest would not produce is refused, never overwritten.
+
+#pragma once
+
+#include <cstdint>
+
+#include "engine/session.h"
+
+namespace iomimic::engine {
+
+struct GenerateReport {
+  std::uint64_t files_written = 0;  // this rank
+  std::uint64_t files_skipped = 0;  // already complete
+  std::uint64_t bytes_written = 0;  // counted by the storage layer
+  double seconds = 0;               // wall time of this rank's generation
+};
+
+// Collective: every rank calls it. `threads` = writer threads per rank.
+// Returns the same error on every rank if any rank failed.
+Result<GenerateReport> Generate(Session& session, unsigned threads);
+
+// Temporary name used while writing `path`.
+std::string TemporaryPath(const std::string& path);
+
+}  // namespace iomimic::engine

@@ -1,0 +1,164 @@
+#include "engine/loader.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "iomimic/random.h"
+
+namespace iomimic::engine {
+
+// One reader's state: its preprocess-time sampler and, for read_type memory,
+// the file it keeps open.
+class Loader::Reader {
+ public:
+  Reader(Session& session, std::uint64_t seed)
+      : session_(session), preprocess_(session.config().reader.preprocess_time, seed) {
+    options_.storage = &session.storage();
+    options_.decode = session.config().reader.decode;
+    options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory;
+    options_.transfer_size = session.config().reader.transfer_size;
+  }
+
+  // Reads one sample with the format's access pattern; returns payload bytes.
+  Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
+    auto start = std::chrono::steady_clock::now();
+    std::uint64_t bytes = 0;
+    if (options_.keep_in_memory) {
+      if (cached_ == nullptr || cached_path_ != path) {
+        cached_.reset();
+        IOMIMIC_ASSIGN_OR_RETURN(cached_, session_.format().OpenReader(path, options_));
+        cached_path_ = path;
+      }
+      IOMIMIC_ASSIGN_OR_RETURN(SampleView view, cached_->ReadSample(sample));
+      bytes = view.bytes;
+    } else {
+      IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader,
+                               session_.format().OpenReader(path, options_));
+      IOMIMIC_ASSIGN_OR_RETURN(SampleView view, reader->ReadSample(sample));
+      bytes = view.bytes;
+    }
+    session_.sample_latency().Record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+            .count()));
+    if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
+    return bytes;
+  }
+
+ private:
+  Session& session_;
+  TimeSampler preprocess_;
+  ReaderOptions options_;
+  std::unique_ptr<FileReader> cached_;
+  std::string cached_path_;
+};
+
+Loader::Loader(Session& session, const plan::EpochPlan& plan, plan::Split split,
+               std::uint64_t epoch, bool log_samples)
+    : session_(session), plan_(plan), split_(split), epoch_(epoch), log_samples_(log_samples) {
+  const std::uint64_t threads = plan.reader_threads();
+  const std::uint64_t prefetch = std::max<std::uint64_t>(1, session.config().reader.prefetch_size);
+  const std::uint64_t rank = static_cast<std::uint64_t>(session.cluster().rank());
+  if (threads == 0) {
+    inline_reader_ = std::make_unique<Reader>(session, MixSeed(MixSeed(epoch, rank), 0));
+    return;
+  }
+  // PyTorch: prefetch_factor = ceil(prefetch_size / workers) batches per worker.
+  const std::uint64_t per_worker = (prefetch + threads - 1) / threads;
+  depth_ = std::max<std::uint64_t>(1, per_worker * threads);
+  slots_.resize(depth_);
+  threads_.reserve(threads);
+  for (std::uint64_t t = 0; t < threads; ++t) {
+    threads_.emplace_back([this, t] { ReaderMain(t); });
+  }
+}
+
+Loader::~Loader() { Stop(); }
+
+void Loader::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
+  const std::uint64_t bs = plan_.batch_size();
+  out->step = step;
+  out->samples = 0;
+  out->sample_bytes = 0;
+  out->refs.clear();
+  for (std::uint64_t i = 0; i < bs; ++i) {
+    const plan::SampleRef ref = plan_.Sample(step * bs + i);
+    const std::string path = session_.layout().FilePath(split_, ref.file);
+    Result<std::uint64_t> bytes = reader.Read(path, ref.sample);
+    if (!bytes.ok()) {
+      return bytes.status().WithContext("reading sample " + std::to_string(ref.sample) + " of " +
+                                        path + " (format '" + session_.format().name() +
+                                        "', storage '" + session_.storage().name() + "')");
+    }
+    out->samples += 1;
+    out->sample_bytes += *bytes;
+    if (log_samples_) out->refs.push_back(ref);
+  }
+  return Status::OK();
+}
+
+void Loader::ReaderMain(std::uint64_t thread_index) {
+  const std::uint64_t threads = plan_.reader_threads();
+  const std::uint64_t rank = static_cast<std::uint64_t>(session_.cluster().rank());
+  Reader reader(session_, MixSeed(MixSeed(epoch_, rank), thread_index + 1));
+  for (std::uint64_t step = thread_index; step < plan_.steps(); step += threads) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || step < next_step_ + depth_; });
+      if (stopping_) return;
+    }
+    BatchInfo batch;
+    Status status = ReadBatch(reader, step, &batch);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Slot& slot = slots_[step % depth_];
+      slot.step = step;
+      slot.ready = true;
+      slot.status = status;
+      slot.batch = std::move(batch);
+    }
+    cv_.notify_all();
+    if (!status.ok()) return;
+  }
+}
+
+Result<BatchInfo> Loader::Next() {
+  if (next_step_ >= plan_.steps()) return Status::OutOfRange("no more batches in this epoch");
+  if (inline_reader_ != nullptr) {
+    BatchInfo batch;
+    IOMIMIC_RETURN_IF_ERROR(ReadBatch(*inline_reader_, next_step_, &batch));
+    ++next_step_;
+    return batch;
+  }
+  Slot taken;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Slot& slot = slots_[next_step_ % depth_];
+    cv_.wait(lock, [&] { return stopping_ || (slot.ready && slot.step == next_step_); });
+    if (stopping_ && !(slot.ready && slot.step == next_step_)) {
+      return Status::Aborted("loader stopped");
+    }
+    taken = std::move(slot);
+    slot = Slot();
+    ++next_step_;
+  }
+  cv_.notify_all();
+  if (!taken.status.ok()) {
+    Stop();
+    return taken.status;
+  }
+  return std::move(taken.batch);
+}
+
+}  // namespace iomimic::engine

@@ -1,0 +1,82 @@
+// The data loader: reader threads that fill a bounded prefetch window.
+//
+// Batch `step` of an epoch is read by reader thread `step mod T` (PyTorch's
+// round robin over workers). At most `depth` batches are in flight or ready
+// at once, so memory stays bounded by the prefetch depth whatever the dataset
+// size; the consumer takes batches strictly in step order. With 0 reader
+// threads the consumer reads each batch itself when it asks for it (no
+// overlap, as PyTorch with num_workers=0).
+//
+// Batches carry counts and timings, not data: samples are read into each
+// reader's own buffers (allocated by the storage back end) and dropped, as
+// DLIO drops what it reads.
+
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/compute.h"
+#include "engine/session.h"
+#include "plan/plan.h"
+
+namespace iomimic::engine {
+
+struct BatchInfo {
+  std::uint64_t step = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t sample_bytes = 0;  // payload bytes returned by the format
+  std::vector<plan::SampleRef> refs;  // only when sample logging is on
+};
+
+class Loader {
+ public:
+  // Starts the reader threads. `epoch` seeds preprocess-time draws.
+  Loader(Session& session, const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
+         bool log_samples);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Blocks until the next batch (in step order) is ready. An error names the
+  // file and sample that failed; after an error the loader is stopped.
+  Result<BatchInfo> Next();
+
+  // Stops the readers and waits for them. Idempotent.
+  void Stop();
+
+  std::uint64_t depth() const { return depth_; }
+
+ private:
+  struct Slot {
+    std::uint64_t step = UINT64_MAX;
+    bool ready = false;
+    Status status;
+    BatchInfo batch;
+  };
+  class Reader;
+
+  void ReaderMain(std::uint64_t thread_index);
+  Status ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out);
+
+  Session& session_;
+  const plan::EpochPlan& plan_;
+  plan::Split split_;
+  std::uint64_t epoch_;
+  bool log_samples_;
+  std::uint64_t depth_ = 1;
+  std::uint64_t next_step_ = 0;  // consumer position
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<Slot> slots_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<Reader> inline_reader_;  // for 0 reader threads
+};
+
+}  // namespace iomimic::engine

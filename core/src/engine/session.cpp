@@ -1,0 +1,70 @@
+#include "engine/session.h"
+
+#include <random>
+
+namespace iomimic::engine {
+
+std::string ResolveDataPath(const config::Config& config, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  std::string root = config.storage.storage_root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty() || root == "." || root == "./") return path;
+  return root + "/" + path;
+}
+
+Session::~Session() {
+  // Format objects may hold buffers allocated by the storage: drop them first.
+  format_.reset();
+  storage_.reset();
+  storage_plugin_.reset();
+}
+
+Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& manifest,
+                                               const plugin::Registry& registry,
+                                               cluster::Cluster& cluster) {
+  std::unique_ptr<Session> s(new Session(manifest, cluster));
+  const config::Config& c = manifest.config;
+  // Collective first, before anything that can fail on one rank only.
+  s->seeds_.base_seed = c.train.seed;
+  s->seeds_.change_per_epoch = c.train.seed_change_epoch;
+  // `random` shuffles: one seed per run, drawn by rank 0 and shared.
+  std::string drawn;
+  if (cluster.rank() == 0) drawn = std::to_string(std::random_device{}());
+  drawn = cluster.Broadcast(drawn);
+  s->seeds_.random_seed = std::stoull(drawn);
+
+  PluginContext storage_ctx;
+  storage_ctx.options = PluginOptions("", c.storage.options);
+  storage_ctx.rank = cluster.rank();
+  storage_ctx.world_size = cluster.size();
+  IOMIMIC_ASSIGN_OR_RETURN(s->storage_info_,
+                           registry.Find(plugin::Kind::kStorage, c.storage.backend));
+  IOMIMIC_ASSIGN_OR_RETURN(s->storage_plugin_,
+                           registry.CreateStorage(c.storage.backend, storage_ctx));
+  s->storage_ = std::make_unique<CountingStorage>(s->storage_plugin_.get());
+
+  PluginContext format_ctx;
+  format_ctx.options = PluginOptions("", c.dataset.options);
+  format_ctx.rank = cluster.rank();
+  format_ctx.world_size = cluster.size();
+  IOMIMIC_ASSIGN_OR_RETURN(s->format_info_, registry.Find(plugin::Kind::kFormat, c.dataset.format));
+  IOMIMIC_ASSIGN_OR_RETURN(s->format_, registry.CreateFormat(c.dataset.format, format_ctx));
+
+  IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(c.dataset.record_element_type));
+
+  config::Config resolved = c;
+  resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);
+  s->layout_ = std::make_unique<plan::DatasetLayout>(resolved, s->format_->traits().extension);
+
+  // Check that the format can write what the manifest asks for, before any
+  // file exists (wrong shape rank, dtype or compression for this format).
+  if (s->layout_->num_generated_files() > 0) {
+    FileSpec probe = s->layout_->Spec(0, s->element_type_);
+    IOMIMIC_RETURN_IF_ERROR(
+        s->format_->Validate(probe).WithContext("format plugin '" + c.dataset.format + "'"));
+  }
+
+  return s;
+}
+
+}  // namespace iomimic::engine

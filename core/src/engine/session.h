@@ -1,0 +1,67 @@
+// A session: one rank's view of a run, with its plugins instantiated.
+//
+// The session owns the storage and format objects made by the plugin
+// registry (the storage wrapped in a CountingStorage) and the dataset layout.
+// Everything the generator and trainer need hangs off it.
+
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cluster/cluster.h"
+#include "config/config.h"
+#include "engine/counting_storage.h"
+#include "iomimic/format.h"
+#include "metrics/histogram.h"
+#include "plan/plan.h"
+#include "plugin/registry.h"
+
+namespace iomimic::engine {
+
+class Session {
+ public:
+  // Creates the storage and format plugins named by the manifest. Errors name
+  // the plugin (unknown name, bad option, refused library).
+  static Result<std::unique_ptr<Session>> Open(const config::LoadedManifest& manifest,
+                                               const plugin::Registry& registry,
+                                               cluster::Cluster& cluster);
+  ~Session();
+
+  const config::LoadedManifest& manifest() const { return manifest_; }
+  const config::Config& config() const { return manifest_.config; }
+  cluster::Cluster& cluster() { return cluster_; }
+  CountingStorage& storage() { return *storage_; }
+  Format& format() { return *format_; }
+  const plugin::PluginInfo& storage_info() const { return storage_info_; }
+  const plugin::PluginInfo& format_info() const { return format_info_; }
+  const plan::DatasetLayout& layout() const { return *layout_; }
+  const ElementType& element_type() const { return element_type_; }
+  const plan::ShuffleSeeds& shuffle_seeds() const { return seeds_; }
+
+  // Time to open, read and close one sample, over the whole run.
+  metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
+
+ private:
+  Session(const config::LoadedManifest& manifest, cluster::Cluster& cluster)
+      : manifest_(manifest), cluster_(cluster) {}
+
+  const config::LoadedManifest& manifest_;
+  cluster::Cluster& cluster_;
+  plugin::StoragePtr storage_plugin_;
+  std::unique_ptr<CountingStorage> storage_;
+  plugin::FormatPtr format_;
+  plugin::PluginInfo storage_info_;
+  plugin::PluginInfo format_info_;
+  std::unique_ptr<plan::DatasetLayout> layout_;
+  ElementType element_type_;
+  plan::ShuffleSeeds seeds_;
+  metrics::LatencyHistogram sample_latency_;
+};
+
+// Resolves a dataset-relative path against storage.storage_root (DLIO joins
+// the root and the path; an absolute data_folder ignores the root).
+std::string ResolveDataPath(const config::Config& config, const std::string& path);
+
+}  // namespace iomimic::engine

@@ -1,0 +1,199 @@
+#include "engine/trainer.h"
+
+#include <memory>
+
+#include "engine/compute.h"
+#include "engine/loader.h"
+#include "iomimic/random.h"
+#include "plan/plan.h"
+
+namespace iomimic::engine {
+namespace {
+
+using metrics::PhaseRecord;
+using metrics::Seconds;
+using metrics::Stamp;
+
+class SampleLog {
+ public:
+  explicit SampleLog(const std::string& path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::out | std::ios::trunc);
+    if (out_) out_ << "epoch,phase,step,file,sample\n";
+  }
+  bool enabled() const { return out_.is_open(); }
+  Status Write(std::uint64_t epoch, const char* phase, const BatchInfo& batch) {
+    if (!enabled()) return Status::OK();
+    for (const plan::SampleRef& r : batch.refs) {
+      out_ << epoch << ',' << phase << ',' << batch.step << ',' << r.file << ',' << r.sample << '\n';
+    }
+    if (!out_) return Status::IOError("cannot write the sample log");
+    return Status::OK();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+// One training epoch on this rank. Returns this rank's status; the caller
+// agrees on it across ranks. `any_failed` is set when another rank failed.
+Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, SampleLog& log,
+                  metrics::EpochRecord& record, bool& any_failed) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
+                       epoch, session.shuffle_seeds());
+  Loader loader(session, plan, plan::Split::kTrain, epoch, log.enabled());
+
+  PhaseRecord block;
+  block.index = 1;
+  block.start = Stamp::Now();
+  IoSnapshot io_start = session.storage().Snapshot();
+  Status status;
+  auto load_start = std::chrono::steady_clock::now();
+  for (std::uint64_t step = 0; step < plan.steps(); ++step) {
+    Result<BatchInfo> batch = loader.Next();
+    auto loaded = std::chrono::steady_clock::now();
+    bool failed = !batch.ok();
+    if (!failed) {
+      status = log.Write(epoch, "train", *batch);
+      failed = !status.ok();
+    } else {
+      status = batch.status();
+    }
+    if (!failed) {
+      block.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
+      auto compute_start = std::chrono::steady_clock::now();
+      PreciseSleep(compute.Draw());
+      auto computed = std::chrono::steady_clock::now();
+      block.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
+      block.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
+      block.samples += batch->samples;
+    }
+    // The barrier that emulates the gradient allreduce; it also tells every
+    // rank whether any rank failed, so nobody waits for a rank that stopped.
+    auto barrier_start = std::chrono::steady_clock::now();
+    any_failed = cluster.BarrierAnyFailed(failed);
+    if (!failed) {
+      block.barrier.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - barrier_start).count());
+    }
+    if (any_failed) break;
+    // Step-mode checkpoints would end the block here (issue: checkpointing).
+    load_start = std::chrono::steady_clock::now();
+  }
+  loader.Stop();
+  block.end = Stamp::Now();
+  block.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
+  record.blocks.push_back(std::move(block));
+  if (!any_failed) cluster.Barrier();
+  return status;
+}
+
+Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, SampleLog& log,
+                 metrics::EpochRecord& record) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, cluster.rank(), cluster.size(),
+                       epoch, session.shuffle_seeds());
+  Loader loader(session, plan, plan::Split::kEval, epoch, log.enabled());
+  PhaseRecord eval;
+  eval.start = Stamp::Now();
+  IoSnapshot io_start = session.storage().Snapshot();
+  Status status;
+  auto load_start = std::chrono::steady_clock::now();
+  for (std::uint64_t step = 0; step < plan.steps(); ++step) {
+    Result<BatchInfo> batch = loader.Next();
+    if (!batch.ok()) {
+      status = batch.status();
+      break;
+    }
+    auto loaded = std::chrono::steady_clock::now();
+    status = log.Write(epoch, "eval", *batch);
+    if (!status.ok()) break;
+    eval.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
+    auto compute_start = std::chrono::steady_clock::now();
+    PreciseSleep(eval_time.Draw());
+    auto computed = std::chrono::steady_clock::now();
+    eval.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
+    eval.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
+    eval.samples += batch->samples;
+    load_start = std::chrono::steady_clock::now();
+  }
+  loader.Stop();
+  eval.end = Stamp::Now();
+  eval.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
+  record.eval = std::move(eval);
+  return status;
+}
+
+}  // namespace
+
+Status CheckDataset(Session& session) {
+  const plan::DatasetLayout& layout = session.layout();
+  const config::Config& c = session.config();
+  Status status;
+  if (session.cluster().rank() == 0) {
+    std::vector<std::pair<plan::Split, std::uint64_t>> splits = {
+        {plan::Split::kTrain, c.workflow.train ? layout.num_files(plan::Split::kTrain) : 0},
+        {plan::Split::kEval, c.workflow.evaluation ? layout.num_files(plan::Split::kEval) : 0}};
+    for (auto [split, files] : splits) {
+      if (files == 0 || !status.ok()) continue;
+      const std::string dir = layout.SplitDirectory(split);
+      Result<FileInfo> d = session.storage().Stat(dir);
+      if (!d.ok() || !d->is_directory) {
+        status = Status::NotFound(
+            "data folder " + dir + " does not exist; generate the dataset first with "
+            "'iomimic generate' or ++workload.workflow.generate_data=True");
+        break;
+      }
+      for (std::uint64_t i : {std::uint64_t{0}, files - 1}) {
+        const std::string path = layout.FilePath(split, i);
+        Result<FileInfo> f = session.storage().Stat(path);
+        if (!f.ok()) {
+          status = Status::NotFound(
+              "dataset incomplete: " + path + " is missing (expected " + std::to_string(files) +
+              " " + plan::SplitName(split) + " files); generate it with 'iomimic generate' or "
+              "++workload.workflow.generate_data=True");
+          break;
+        }
+      }
+    }
+  }
+  return session.cluster().AgreeOnStatus(status);
+}
+
+Result<TrainResult> Train(Session& session, const TrainOptions& options) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  TrainResult result;
+  result.train_steps_per_epoch = plan::TrainStepsPerEpoch(c, cluster.size());
+  result.eval_steps_per_epoch = plan::EvalStepsPerEpoch(c, cluster.size());
+
+  SampleLog log(options.sample_log_path);
+  const std::uint64_t rank = static_cast<std::uint64_t>(cluster.rank());
+  TimeSampler compute(c.train.computation_time, MixSeed(c.train.seed, 1000 + rank));
+  TimeSampler eval_time(c.evaluation.eval_time, MixSeed(c.train.seed, 2000 + rank));
+
+  cluster.Barrier();
+  result.start = Stamp::Now();
+  for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {
+    metrics::EpochRecord record;
+    record.epoch = epoch;
+    record.start = Stamp::Now();
+    bool any_failed = false;
+    Status status = TrainEpoch(session, epoch, compute, log, record, any_failed);
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
+      status = EvalEpoch(session, epoch, eval_time, log, record);
+      IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    }
+    record.end = Stamp::Now();
+    if (options.on_epoch) options.on_epoch(record);
+    result.epochs.push_back(std::move(record));
+  }
+  result.end = Stamp::Now();
+  return result;
+}
+
+}  // namespace iomimic::engine

@@ -1,0 +1,47 @@
+// Training and evaluation replay (reference/dlio-compat.md §4.2, §4.3).
+//
+// Per training step: wait for the next batch (data wait), emulate compute
+// with the configured distribution, then a barrier across ranks. Per epoch,
+// optionally an evaluation pass (same without barriers). The timing points
+// are DLIO's, so AU and throughput mean the same thing; the per-step barrier
+// time is recorded separately as well.
+
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/session.h"
+#include "metrics/records.h"
+
+namespace iomimic::engine {
+
+struct TrainOptions {
+  // Write "<epoch>,<phase>,<step>,<file>,<sample>" for every sample read to
+  // this file (empty = off).
+  std::string sample_log_path;
+  // Called after each epoch with its record (progress output).
+  std::function<void(const metrics::EpochRecord&)> on_epoch;
+};
+
+struct TrainResult {
+  std::vector<metrics::EpochRecord> epochs;
+  std::uint64_t train_steps_per_epoch = 0;
+  std::uint64_t eval_steps_per_epoch = 0;
+  metrics::Stamp start;
+  metrics::Stamp end;
+};
+
+// Collective: every rank calls it. On any rank's failure every rank returns
+// an error (its own, or one naming the failed rank).
+Result<TrainResult> Train(Session& session, const TrainOptions& options);
+
+// Checks that the dataset the plan expects is there, cheaply and without
+// listing folders: the split folders exist and the first and last file of
+// each split can be found. Names what is missing and how to generate it.
+Status CheckDataset(Session& session);
+
+}  // namespace iomimic::engine

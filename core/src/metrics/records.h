@@ -1,0 +1,88 @@
+// Raw timing records of a run, per rank. The engine fills them with
+// steady_clock readings; the metrics functions turn them into DLIO's figures
+// and the output layer writes them. Nothing here knows about formats or
+// storage.
+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace iomimic::metrics {
+
+// A moment, on the monotonic clock (for durations) and the wall clock (for
+// timestamps in the results).
+struct Stamp {
+  std::chrono::steady_clock::time_point mono{};
+  std::chrono::system_clock::time_point wall{};
+  static Stamp Now() { return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()}; }
+  bool valid() const { return mono.time_since_epoch().count() != 0; }
+};
+
+// Seconds between two stamps.
+inline double Seconds(const Stamp& from, const Stamp& to) {
+  return std::chrono::duration<double>(to.mono - from.mono).count();
+}
+
+// One block of training steps (a block ends at a step-mode checkpoint), or
+// one evaluation pass. Per-step lists follow DLIO: `load` is the data wait,
+// `proc` the wait plus compute, `compute` the emulated compute, in seconds.
+struct PhaseRecord {
+  std::uint64_t index = 1;  // block number, 1-based
+  Stamp start;
+  Stamp end;
+  std::vector<double> load;
+  std::vector<double> proc;
+  std::vector<double> compute;
+  std::vector<double> barrier;  // iomimic: time in the per-step barrier
+  std::uint64_t samples = 0;
+  std::uint64_t bytes_read = 0;  // counted by the storage layer during the phase
+  std::uint64_t steps() const { return compute.size(); }
+};
+
+struct CheckpointRecord {
+  std::uint64_t index = 1;
+  Stamp start;
+  Stamp end;
+  std::uint64_t bytes = 0;
+  double duration() const { return Seconds(start, end); }
+};
+
+struct EpochRecord {
+  std::uint64_t epoch = 1;
+  Stamp start;
+  Stamp end;
+  std::vector<PhaseRecord> blocks;
+  std::optional<PhaseRecord> eval;
+  std::vector<CheckpointRecord> saves;
+};
+
+// AU and throughput of one block, epoch or eval pass of one rank.
+struct PhaseMetrics {
+  double au_percent = 0;
+  double samples_per_second = 0;
+  std::uint64_t steps = 0;
+};
+
+// DLIO's training block formula (§5.1): window steps s..S-1-e, AU =
+// 100 * sum(compute in window) / (block time - proc of excluded steps),
+// throughput = (S - 2) / that time * batch size (the hard-coded 2 is DLIO's).
+PhaseMetrics TrainBlockMetrics(const PhaseRecord& block, std::uint64_t exclude_start,
+                               std::uint64_t exclude_end, std::uint64_t batch_size);
+// Evaluation (§5.1): AU like training over the whole pass, throughput =
+// steps / (end - start) * batch size.
+PhaseMetrics EvalMetrics(const PhaseRecord& eval, std::uint64_t exclude_start,
+                         std::uint64_t exclude_end, std::uint64_t batch_size);
+// Step-weighted average over blocks (DLIO's per-epoch value).
+PhaseMetrics CombineBlocks(const std::vector<PhaseMetrics>& blocks);
+
+struct MeanStdev {
+  double mean = 0;
+  double stdev = 0;  // population standard deviation, as numpy.std
+};
+MeanStdev Summarize(const std::vector<double>& values);
+
+}  // namespace iomimic::metrics

@@ -1,0 +1,544 @@
+#include "output/results.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "iomimic/version.h"
+#include "plan/plan.h"
+
+namespace iomimic::output {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using metrics::PhaseMetrics;
+using metrics::Seconds;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Strict JSON: NaN and infinities become null.
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json NumList(const std::vector<double>& values) {
+  json out = json::array();
+  for (double v : values) out.push_back(Num(v));
+  return out;
+}
+
+// DLIO's timestamp: local time, "%Y-%m-%dT%H:%M:%S.%f", no zone.
+std::string Timestamp(std::chrono::system_clock::time_point t) {
+  auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
+  std::time_t tt = std::chrono::system_clock::to_time_t(secs);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[80];
+  std::snprintf(out, sizeof(out), "%s.%06lld", buf, static_cast<long long>(micros));
+  return out;
+}
+
+std::string Fixed2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::map<std::string, std::string> ReadKeyValues(const std::string& path, bool skip_processor) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    std::string value = line.substr(colon + 1);
+    std::size_t first = value.find_first_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first);
+    if (key.empty() || (skip_processor && key == "processor")) continue;
+    out[key] = value;  // later CPUs overwrite earlier ones, as DLIO does
+  }
+  return out;
+}
+
+double MemTotalGiB(const std::map<std::string, std::string>& meminfo) {
+  auto it = meminfo.find("MemTotal");
+  if (it == meminfo.end()) return 0;
+  return std::strtod(it->second.c_str(), nullptr) * 1024.0 / kGiB;  // kB
+}
+
+json ToJson(const std::map<std::string, std::string>& m) {
+  json out = json::object();
+  for (const auto& [k, v] : m) out[k] = v;
+  return out;
+}
+
+json Percentiles(const metrics::LatencyHistogram& h) {
+  json o;
+  o["count"] = h.count();
+  o["mean"] = Num(h.mean_ns() / 1e6);
+  o["p50"] = Num(h.Percentile(0.50) / 1e6);
+  o["p90"] = Num(h.Percentile(0.90) / 1e6);
+  o["p99"] = Num(h.Percentile(0.99) / 1e6);
+  o["p999"] = Num(h.Percentile(0.999) / 1e6);
+  o["max"] = Num(static_cast<double>(h.max_ns()) / 1e6);
+  return o;
+}
+
+// Merges a histogram over all ranks.
+metrics::LatencyHistogram MergeHistogram(const metrics::LatencyHistogram& local,
+                                         cluster::Cluster& cluster) {
+  std::vector<std::uint64_t> summed = cluster.SumU64s(local.Export());
+  double max = cluster.MaxDouble(static_cast<double>(local.max_ns()));
+  double min = cluster.MinDouble(local.count() == 0 ? 1e300 : static_cast<double>(local.min_ns()));
+  return metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(max),
+                                           min >= 1e300 ? 0 : static_cast<std::uint64_t>(min));
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) return Status::IOError("cannot create " + path);
+  out << text;
+  out.close();
+  if (!out) return Status::IOError("cannot write " + path);
+  return Status::OK();
+}
+
+std::string YamlQuote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'') out += "''";
+    else out += ch;
+  }
+  return out + "'";
+}
+
+json PluginJson(const plugin::PluginInfo& info, const std::map<std::string, std::string>& options) {
+  json o;
+  o["name"] = info.name;
+  o["version"] = info.version;
+  o["path"] = info.path;
+  o["capabilities"] = plugin::CapabilityNames(info.capabilities);
+  json opts = json::object();
+  for (const auto& [k, v] : options) opts[k] = v;
+  o["options"] = opts;
+  return o;
+}
+
+double PeakRssMiB() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // kB on Linux
+}
+
+}  // namespace
+
+std::string DefaultOutputFolder(const config::Config& config) {
+  if (!config.output.folder.empty()) return config.output.folder;
+  if (!config.hydra.run_dir.empty()) return config.hydra.run_dir;
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[64];
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
+  return "hydra_log/" + config.model.name + "/" + stamp;
+}
+
+Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster) {
+  std::string folder;
+  Status status;
+  if (cluster.rank() == 0) {
+    folder = DefaultOutputFolder(config);
+    const bool derived = config.output.folder.empty() && config.hydra.run_dir.empty();
+    std::error_code ec;
+    if (derived) {
+      // Two runs in the same second: add a suffix rather than share a folder.
+      std::string base = folder;
+      for (int i = 1; fs::exists(folder, ec); ++i) folder = base + "-" + std::to_string(i);
+    } else if (fs::exists(folder + "/summary.json", ec) || fs::exists(folder + "/status.json", ec)) {
+      status = Status::AlreadyExists("output folder " + folder +
+                                     " already holds the results of another run; choose another "
+                                     "with ++workload.output.folder=<dir> or remove it");
+    }
+    if (status.ok()) {
+      fs::create_directories(folder + "/" + config.hydra.output_subdir, ec);
+      if (ec) status = Status::FromErrno(ec.value(), "cannot create output folder " + folder);
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+  return cluster.Broadcast(folder);
+}
+
+Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest& manifest,
+                        const cluster::Cluster& cluster) {
+  if (cluster.rank() != 0) return Status::OK();
+  const std::string sub = folder + "/" + manifest.config.hydra.output_subdir;
+  std::error_code ec;
+  fs::create_directories(sub, ec);
+  IOMIMIC_RETURN_IF_ERROR(WriteFile(sub + "/config.yaml", config::ToYaml(manifest.config, true)));
+  std::string overrides;
+  bool has_workload = false;
+  for (const std::string& o : manifest.raw_overrides) has_workload |= o.rfind("workload=", 0) == 0;
+  if (!has_workload) overrides += "- " + YamlQuote("workload=" + manifest.workload_name) + "\n";
+  for (const std::string& o : manifest.raw_overrides) overrides += "- " + YamlQuote(o) + "\n";
+  if (overrides.empty()) overrides = "[]\n";
+  return WriteFile(sub + "/overrides.yaml", overrides);
+}
+
+Status WriteStatus(const std::string& folder, const Status& run_status) {
+  json o;
+  o["status"] = run_status.ok() ? "completed" : "failed";
+  if (!run_status.ok()) o["error"] = run_status.message();
+  o["end"] = Timestamp(std::chrono::system_clock::now());
+  return WriteFile(folder + "/status.json", o.dump(2) + "\n");
+}
+
+Status WriteResults(const std::string& folder, engine::Session& session, const RunOutcome& outcome,
+                    std::string* human) {
+  cluster::Cluster& cluster = session.cluster();
+  const config::Config& c = session.config();
+  const int rank = cluster.rank();
+  const int world = cluster.size();
+
+  // Host facts (DLIO reads them on every rank; one value per host).
+  auto cpuinfo = ReadKeyValues("/proc/cpuinfo", true);
+  auto meminfo = ReadKeyValues("/proc/meminfo", false);
+  const double mem_gib = MemTotalGiB(meminfo);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  std::string processor = cpuinfo.count("model name") ? cpuinfo["model name"] : "";
+  // Per-host lists, indexed by host: only host leaders contribute.
+  std::vector<double> host_mem(cluster.num_hosts(), 0.0), host_cpus(cluster.num_hosts(), 0.0);
+  {
+    std::vector<double> mine_mem(cluster.num_hosts(), 0.0), mine_cpu(cluster.num_hosts(), 0.0);
+    mine_mem[cluster.host_index()] = mem_gib / cluster.ranks_on_host();
+    mine_cpu[cluster.host_index()] = static_cast<double>(cpus) / cluster.ranks_on_host();
+    host_mem = cluster.SumDoubles(mine_mem);
+    host_cpus = cluster.SumDoubles(mine_cpu);
+  }
+  const double record = c.dataset.record_length_bytes;
+  const double data_per_host_gib = static_cast<double>(cluster.ranks_on_host()) *
+                                   static_cast<double>(c.dataset.num_samples_per_file *
+                                                       c.dataset.num_files_train / world) *
+                                   record / kGiB;
+
+  // Per-epoch metrics of this rank, then aggregated (AU: mean over ranks,
+  // throughput: sum over ranks, as DLIO).
+  std::vector<PhaseMetrics> train_epochs, eval_epochs;
+  std::vector<std::uint64_t> epoch_train_bytes;
+  std::vector<double> epoch_train_wall;
+  bool have_eval = false;
+  if (outcome.train) {
+    for (const metrics::EpochRecord& e : outcome.train->epochs) {
+      std::vector<PhaseMetrics> blocks;
+      std::uint64_t bytes = 0;
+      double wall = 0;
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                                    c.output.exclude_end_steps, c.reader.batch_size));
+        bytes += b.bytes_read;
+        wall += Seconds(b.start, b.end);
+      }
+      train_epochs.push_back(metrics::CombineBlocks(blocks));
+      epoch_train_bytes.push_back(bytes);
+      epoch_train_wall.push_back(wall);
+      if (e.eval) {
+        have_eval = true;
+        eval_epochs.push_back(metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps,
+                                                   c.output.exclude_end_steps,
+                                                   c.reader.batch_size_eval));
+      } else {
+        eval_epochs.push_back(PhaseMetrics{});
+      }
+    }
+  }
+  const std::size_t n_epochs = train_epochs.size();
+  std::vector<double> local(4 * n_epochs);
+  for (std::size_t i = 0; i < n_epochs; ++i) {
+    local[i] = train_epochs[i].au_percent;
+    local[n_epochs + i] = train_epochs[i].samples_per_second;
+    local[2 * n_epochs + i] = eval_epochs[i].au_percent;
+    local[3 * n_epochs + i] = eval_epochs[i].samples_per_second;
+  }
+  std::vector<double> summed = cluster.SumDoubles(local);
+  std::vector<double> au(n_epochs), tp(n_epochs), eau, etp;
+  for (std::size_t i = 0; i < n_epochs; ++i) {
+    au[i] = summed[i] / world;
+    tp[i] = summed[n_epochs + i];
+  }
+  std::vector<std::size_t> eval_epoch_numbers;
+  if (outcome.train) {
+    for (std::size_t i = 0; i < n_epochs; ++i) {
+      if (outcome.train->epochs[i].eval) {
+        eau.push_back(summed[2 * n_epochs + i] / world);
+        etp.push_back(summed[3 * n_epochs + i]);
+      }
+    }
+  }
+  // Actual bytes: summed over ranks; time: the slowest rank's train time.
+  std::vector<std::uint64_t> total_epoch_bytes =
+      cluster.SumU64s(std::vector<std::uint64_t>(epoch_train_bytes.begin(), epoch_train_bytes.end()));
+  std::vector<double> actual_mibps;
+  for (std::size_t i = 0; i < n_epochs; ++i) {
+    double slowest = cluster.MaxDouble(epoch_train_wall[i]);
+    actual_mibps.push_back(slowest > 0 ? static_cast<double>(total_epoch_bytes[i]) / kMiB / slowest : 0);
+  }
+  double barrier_sum = 0;
+  std::uint64_t barrier_n = 0;
+  if (outcome.train) {
+    for (const auto& e : outcome.train->epochs) {
+      for (const auto& b : e.blocks) {
+        for (double v : b.barrier) barrier_sum += v;
+        barrier_n += b.barrier.size();
+      }
+    }
+  }
+  double barrier_mean_ms = 0;
+  {
+    double s = cluster.SumDouble(barrier_sum);
+    std::uint64_t n = cluster.SumU64(barrier_n);
+    barrier_mean_ms = n > 0 ? s / static_cast<double>(n) * 1e3 : 0;
+  }
+
+  engine::IoSnapshot io = session.storage().Snapshot();
+  std::vector<std::uint64_t> io_total = cluster.SumU64s(
+      {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
+  metrics::LatencyHistogram sample_lat = MergeHistogram(session.sample_latency(), cluster);
+  metrics::LatencyHistogram read_lat = MergeHistogram(session.storage().counters().read_latency, cluster);
+  const double peak_rss = cluster.MaxDouble(PeakRssMiB());
+  const std::uint64_t gen_written = cluster.SumU64(outcome.generate ? outcome.generate->files_written : 0);
+  const std::uint64_t gen_skipped = cluster.SumU64(outcome.generate ? outcome.generate->files_skipped : 0);
+  const std::uint64_t gen_bytes = cluster.SumU64(outcome.generate ? outcome.generate->bytes_written : 0);
+  const double gen_seconds = cluster.MaxDouble(outcome.generate ? outcome.generate->seconds : 0);
+
+  // ---- per-rank files ----
+  if (outcome.train) {
+    json stats = json::object();
+    json output = json::object();
+    output["host_memory_GB"] = Num(mem_gib);
+    output["host_cpu_count"] = cpus;
+    output["host_processor_name"] = processor;
+    output["potential_caching"] = mem_gib > data_per_host_gib ? 1 : 0;
+    output["host_cpuinfo"] = ToJson(cpuinfo);
+    output["host_meminfo"] = ToJson(meminfo);
+    output["hostname"] = cluster.hostname();
+    for (std::size_t i = 0; i < n_epochs; ++i) {
+      const metrics::EpochRecord& e = outcome.train->epochs[i];
+      json es;
+      es["start"] = Timestamp(e.start.wall);
+      es["end"] = Timestamp(e.end.wall);
+      es["duration"] = Fixed2(Seconds(e.start, e.end));
+      json load = json::object(), proc = json::object(), compute = json::object(),
+           aus = json::object(), tps = json::object();
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        std::string key = "block" + std::to_string(b.index);
+        json bs;
+        bs["start"] = Timestamp(b.start.wall);
+        bs["end"] = Timestamp(b.end.wall);
+        bs["duration"] = Fixed2(Seconds(b.start, b.end));
+        es[key] = bs;
+        PhaseMetrics m = metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                                    c.output.exclude_end_steps, c.reader.batch_size);
+        load[key] = NumList(b.load);
+        proc[key] = NumList(b.proc);
+        compute[key] = NumList(b.compute);
+        aus[key] = Num(m.au_percent);
+        tps[key] = Num(m.samples_per_second);
+      }
+      if (e.eval) {
+        json ev;
+        ev["start"] = Timestamp(e.eval->start.wall);
+        ev["end"] = Timestamp(e.eval->end.wall);
+        ev["duration"] = Fixed2(Seconds(e.eval->start, e.eval->end));
+        es["eval"] = ev;
+        load["eval"] = NumList(e.eval->load);
+        proc["eval"] = NumList(e.eval->proc);
+        compute["eval"] = NumList(e.eval->compute);
+        aus["eval"] = Num(eval_epochs[i].au_percent);
+        tps["eval"] = Num(eval_epochs[i].samples_per_second);
+      }
+      stats[std::to_string(e.epoch)] = es;
+      json eo;
+      eo["load"] = load;
+      eo["proc"] = proc;
+      eo["compute"] = compute;
+      eo["au"] = aus;
+      eo["throughput"] = tps;
+      eo["end"] = Timestamp(e.end.wall);
+      output[std::to_string(e.epoch)] = eo;
+    }
+    Status s = WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
+                         stats.dump(4) + "\n");
+    if (s.ok()) s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json", output.dump(4) + "\n");
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(s));
+  }
+
+  if (rank != 0) return Status::OK();
+
+  // ---- summary.json (rank 0) ----
+  json summary;
+  summary["start"] = Timestamp(outcome.start.wall);
+  summary["num_accelerators"] = world;
+  summary["num_hosts"] = cluster.num_hosts();
+  summary["hostname"] = cluster.hostname();
+  json metric = json::object();
+  metrics::MeanStdev au_s = metrics::Summarize(au), tp_s = metrics::Summarize(tp);
+  if (outcome.train && n_epochs > 0) {
+    metric["train_au_percentage"] = NumList(au);
+    metric["train_au_mean_percentage"] = Num(au_s.mean);
+    metric["train_au_meet_expectation"] = au_s.mean >= 100.0 * c.metric.au ? "success" : "fail";
+    metric["train_au_stdev_percentage"] = Num(au_s.stdev);
+    metric["train_throughput_samples_per_second"] = NumList(tp);
+    metric["train_throughput_mean_samples_per_second"] = Num(tp_s.mean);
+    metric["train_throughput_stdev_samples_per_second"] = Num(tp_s.stdev);
+    metric["train_io_mean_MB_per_second"] = Num(tp_s.mean * record / kMiB);
+    metric["train_io_stdev_MB_per_second"] = Num(tp_s.stdev * record / kMiB);
+  }
+  metrics::MeanStdev eau_s = metrics::Summarize(eau), etp_s = metrics::Summarize(etp);
+  if (have_eval) {
+    metric["eval_au_percentage"] = NumList(eau);
+    metric["eval_au_mean_percentage"] = Num(eau_s.mean);
+    metric["eval_au_meet_expectation"] = eau_s.mean >= 100.0 * c.metric.au ? "success" : "fail";
+    metric["eval_au_stdev_percentage"] = Num(eau_s.stdev);
+    metric["eval_throughput_samples_per_second"] = NumList(etp);
+    metric["eval_throughput_mean_samples_per_second"] = Num(etp_s.mean);
+    metric["eval_throughput_stdev_samples_per_second"] = Num(etp_s.stdev);
+    metric["eval_io_mean_MB_per_second"] = Num(etp_s.mean * record / kMiB);
+    metric["eval_io_stdev_MB_per_second"] = Num(etp_s.stdev * record / kMiB);
+  }
+  summary["metric"] = metric;
+  summary["num_files_train"] = c.dataset.num_files_train;
+  summary["num_files_eval"] = c.dataset.num_files_eval;
+  summary["num_samples_per_file"] = c.dataset.num_samples_per_file;
+  json cpu_list = json::array(), caching = json::array(), mem_list = json::array();
+  for (int h = 0; h < cluster.num_hosts(); ++h) {
+    cpu_list.push_back(static_cast<long>(std::lround(host_cpus[h])));
+    caching.push_back(host_mem[h] > data_per_host_gib ? 1 : 0);
+    mem_list.push_back(Num(host_mem[h]));
+  }
+  summary["host_cpu_count"] = cpu_list;
+  summary["host_processor_name"] = processor;
+  summary["potential_caching"] = caching;
+  summary["host_cpuinfo"] = ToJson(cpuinfo);
+  summary["host_meminfo"] = ToJson(meminfo);
+  summary["host_memory_GB"] = mem_list;
+  summary["data_size_per_host_GB"] = Num(data_per_host_gib);
+  summary["epochs"] = n_epochs;
+  summary["end"] = Timestamp(outcome.end.wall);
+
+  json io_json;
+  io_json["units"] = {{"MB", "MiB (2^20 bytes); DLIO's key names are kept"},
+                      {"GB", "GiB (2^30 bytes); DLIO's key names are kept"},
+                      {"latency", "milliseconds"}};
+  io_json["version"] = IOMIMIC_VERSION_STRING;
+  io_json["status"] = "completed";
+  io_json["wall_seconds"] = Num(Seconds(outcome.start, outcome.end));
+  io_json["bytes_read"] = io_total[2];
+  io_json["bytes_written"] = io_total[4];
+  io_json["read_requests"] = io_total[1];
+  io_json["write_requests"] = io_total[3];
+  io_json["files_opened"] = io_total[0];
+  io_json["fsync_calls"] = io_total[5];
+  io_json["io_errors"] = io_total[6];
+  if (outcome.train) {
+    io_json["train_steps_per_epoch"] = outcome.train->train_steps_per_epoch;
+    io_json["eval_steps_per_epoch"] = outcome.train->eval_steps_per_epoch;
+    io_json["train_io_actual_MiB_per_second"] = NumList(actual_mibps);
+    io_json["train_io_actual_mean_MiB_per_second"] = Num(metrics::Summarize(actual_mibps).mean);
+    io_json["train_io_nominal_mean_MiB_per_second"] = Num(tp_s.mean * record / kMiB);
+    std::uint64_t total_bytes = 0;
+    for (std::uint64_t b : total_epoch_bytes) total_bytes += b;
+    io_json["train_bytes_read"] = total_bytes;
+    io_json["barrier_mean_ms"] = Num(barrier_mean_ms);
+  }
+  io_json["sample_read_latency_ms"] = Percentiles(sample_lat);
+  io_json["read_request_latency_ms"] = Percentiles(read_lat);
+  io_json["peak_rss_MiB_max_rank"] = Num(peak_rss);
+  if (outcome.generate) {
+    json g;
+    g["files_written"] = gen_written;
+    g["files_skipped"] = gen_skipped;
+    g["bytes_written"] = gen_bytes;
+    g["seconds"] = Num(gen_seconds);
+    g["MiB_per_second"] = Num(gen_seconds > 0 ? static_cast<double>(gen_bytes) / kMiB / gen_seconds : 0);
+    io_json["generate"] = g;
+  }
+  json plugins;
+  json storage = PluginJson(session.storage_info(), c.storage.options);
+  StorageCapabilities caps = session.storage().capabilities();
+  storage["data_path"] = caps.data_path;
+  storage["alignment"] = caps.alignment;
+  plugins["storage"] = storage;
+  plugins["format"] = PluginJson(session.format_info(), c.dataset.options);
+  io_json["plugins"] = plugins;
+  json shuffle;
+  shuffle["file_shuffle"] = config::ShuffleModeName(c.reader.file_shuffle);
+  shuffle["sample_shuffle"] = config::ShuffleModeName(c.reader.sample_shuffle);
+  shuffle["seed"] = c.train.seed;
+  shuffle["seed_change_epoch"] = c.train.seed_change_epoch;
+  shuffle["random_seed"] = session.shuffle_seeds().random_seed;
+  shuffle["dlio_order"] = c.iomimic.dlio_order;
+  io_json["shuffle"] = shuffle;
+  json manifest;
+  manifest["path"] = session.manifest().manifest_path;
+  manifest["workload"] = session.manifest().workload_name;
+  manifest["overrides"] = session.manifest().raw_overrides;
+  manifest["resolved"] = config::ToYaml(c, false);
+  io_json["manifest"] = manifest;
+  summary["iomimic"] = io_json;
+
+  IOMIMIC_RETURN_IF_ERROR(WriteFile(folder + "/summary.json", summary.dump(4) + "\n"));
+
+  if (human != nullptr) {
+    std::ostringstream h;
+    char line[512];
+    h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << session.manifest().workload_name
+      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage " << session.storage_info().name
+      << " (" << caps.data_path << "), format " << session.format_info().name << "\n";
+    if (outcome.generate) {
+      std::snprintf(line, sizeof(line),
+                    "  generate: %llu files written, %llu already complete, %.1f MiB in %.2f s\n",
+                    static_cast<unsigned long long>(gen_written),
+                    static_cast<unsigned long long>(gen_skipped), gen_bytes / kMiB, gen_seconds);
+      h << line;
+    }
+    if (outcome.train && n_epochs > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  train: %zu epochs x %llu steps, AU %.2f%% (threshold %.0f%%: %s), "
+                    "%.1f samples/s, %.2f MiB/s nominal, %.2f MiB/s read\n",
+                    n_epochs, static_cast<unsigned long long>(outcome.train->train_steps_per_epoch),
+                    au_s.mean, 100.0 * c.metric.au,
+                    au_s.mean >= 100.0 * c.metric.au ? "success" : "fail", tp_s.mean,
+                    tp_s.mean * record / kMiB, metrics::Summarize(actual_mibps).mean);
+      h << line;
+    }
+    if (have_eval) {
+      std::snprintf(line, sizeof(line), "  eval: AU %.2f%%, %.1f samples/s\n", eau_s.mean, etp_s.mean);
+      h << line;
+    }
+    std::snprintf(line, sizeof(line),
+                  "  sample read latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu samples)\n",
+                  sample_lat.Percentile(0.5) / 1e6, sample_lat.Percentile(0.99) / 1e6,
+                  sample_lat.max_ns() / 1e6, static_cast<unsigned long long>(sample_lat.count()));
+    h << line;
+    std::snprintf(line, sizeof(line), "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
+                  io_total[2] / kMiB, io_total[4] / kMiB, peak_rss);
+    h << line;
+    h << "  results: " << folder << "\n";
+    *human = h.str();
+  }
+  return Status::OK();
+}
+
+}  // namespace iomimic::output

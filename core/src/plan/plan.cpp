@@ -1,0 +1,207 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "iomimic/random.h"
+#include "plan/numpy_random.h"
+
+namespace iomimic::plan {
+namespace {
+
+std::string Padded(std::uint64_t value, std::uint64_t width_of) {
+  std::string digits = std::to_string(value);
+  std::size_t width = std::to_string(width_of).size();
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return digits;
+}
+
+// DLIO's "index" samplers (PyTorch, DALI) read each rank's range in sorted
+// order whatever the shuffle settings; the compat switch reproduces that.
+bool IndexLoader(const config::Config& c) {
+  const std::string& l = c.reader.data_loader;
+  return l == "pytorch" || l == "dali" || l == "native_dali";
+}
+
+}  // namespace
+
+std::string SplitName(Split split) { return split == Split::kTrain ? "train" : "valid"; }
+
+DatasetLayout::DatasetLayout(const config::Config& config, std::string extension)
+    : data_folder_(config.dataset.data_folder),
+      prefix_(config.dataset.file_prefix),
+      extension_(std::move(extension)),
+      files_train_(config.dataset.num_files_train),
+      files_eval_(config.dataset.num_files_eval),
+      subfolders_train_(config.dataset.num_subfolders_train),
+      subfolders_eval_(config.dataset.num_subfolders_eval),
+      samples_per_file_(std::max<std::uint64_t>(1, config.dataset.num_samples_per_file)),
+      record_dims_(config.dataset.record_dims),
+      nominal_sample_bytes_(config.dataset.record_length_bytes),
+      compression_(config.dataset.compression),
+      compression_level_(config.dataset.compression_level),
+      seed_(config.train.seed) {
+  const double length = config.dataset.record_length_bytes;
+  dimension_ = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));
+  const double stdev = length > 0 ? config.dataset.record_length_bytes_stdev / 2.0 / std::sqrt(length)
+                                  : 0.0;
+  if (record_dims_.empty() && stdev > 0) {
+    // np.random.seed(10); np.random.normal(dimension, stdev, 2 * files),
+    // each truncated to int and clamped to >= 1.
+    NumpyLegacyRandom rng(10);
+    std::uint64_t n = num_generated_files();
+    drawn_dims_.resize(2 * n);
+    for (std::uint64_t i = 0; i < 2 * n; ++i) {
+      double d = rng.Normal(static_cast<double>(dimension_), stdev);
+      drawn_dims_[i] = static_cast<std::uint32_t>(std::max(1.0, std::trunc(d)));
+    }
+  }
+}
+
+std::uint64_t DatasetLayout::num_files(Split split) const {
+  return split == Split::kTrain ? files_train_ : files_eval_;
+}
+
+std::uint64_t DatasetLayout::num_generated_files() const { return files_train_ + files_eval_; }
+
+std::pair<Split, std::uint64_t> DatasetLayout::FromGlobal(std::uint64_t global_index) const {
+  if (global_index < files_train_) return {Split::kTrain, global_index};
+  return {Split::kEval, global_index - files_train_};
+}
+
+std::uint64_t DatasetLayout::ToGlobal(Split split, std::uint64_t index) const {
+  return split == Split::kTrain ? index : files_train_ + index;
+}
+
+std::string DatasetLayout::SplitDirectory(Split split) const {
+  return data_folder_ + "/" + SplitName(split);
+}
+
+std::vector<std::string> DatasetLayout::Directories() const {
+  std::vector<std::string> dirs = {data_folder_, SplitDirectory(Split::kTrain),
+                                   SplitDirectory(Split::kEval)};
+  for (Split split : {Split::kTrain, Split::kEval}) {
+    std::uint64_t s = split == Split::kTrain ? subfolders_train_ : subfolders_eval_;
+    if (s > 1) {
+      for (std::uint64_t i = 0; i < s; ++i) dirs.push_back(SplitDirectory(split) + "/" + Padded(i, s));
+    }
+  }
+  return dirs;
+}
+
+std::string DatasetLayout::FilePath(Split split, std::uint64_t index) const {
+  std::uint64_t n = num_files(split);
+  std::uint64_t s = split == Split::kTrain ? subfolders_train_ : subfolders_eval_;
+  std::string path = SplitDirectory(split) + "/";
+  if (s > 1) path += Padded(index % s, s) + "/";
+  path += prefix_ + "_" + Padded(index, n) + "_of_" + std::to_string(n) + "." + extension_;
+  return path;
+}
+
+std::vector<std::uint64_t> DatasetLayout::SampleShape(std::uint64_t global_index) const {
+  if (!record_dims_.empty()) return record_dims_;
+  if (!drawn_dims_.empty() && 2 * global_index + 1 < drawn_dims_.size()) {
+    return {drawn_dims_[2 * global_index], drawn_dims_[2 * global_index + 1]};
+  }
+  return {dimension_, dimension_};
+}
+
+FileSpec DatasetLayout::Spec(std::uint64_t global_index, const ElementType& element_type) const {
+  FileSpec spec;
+  auto [split, index] = FromGlobal(global_index);
+  spec.path = FilePath(split, index);
+  spec.file_index = global_index;
+  spec.sample_shape = SampleShape(global_index);
+  spec.element_type = element_type;
+  spec.num_samples = samples_per_file_;
+  spec.seed = MixSeed(seed_, global_index);
+  spec.compression = compression_;
+  spec.compression_level = compression_level_;
+  return spec;
+}
+
+std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
+  std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size);
+  std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
+                    config.dataset.num_files_train;
+  std::uint64_t steps = n / bs / static_cast<std::uint64_t>(world_size);
+  if (config.train.total_training_steps > 0) {
+    steps = std::min<std::uint64_t>(steps, static_cast<std::uint64_t>(config.train.total_training_steps));
+  }
+  return steps;
+}
+
+std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size) {
+  std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size_eval);
+  std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
+                    config.dataset.num_files_eval;
+  return n / bs / static_cast<std::uint64_t>(world_size);
+}
+
+bool EvaluateAfterEpoch(const config::Config& config, std::uint64_t epoch) {
+  if (!config.workflow.evaluation || config.dataset.num_files_eval == 0) return false;
+  std::uint64_t first = std::max<std::uint64_t>(1, config.evaluation.eval_after_epoch);
+  std::uint64_t every = std::max<std::uint64_t>(1, config.evaluation.epochs_between_evals);
+  return epoch >= first && (epoch - first) % every == 0;
+}
+
+bool CheckpointAfterEpoch(const config::Config& config, std::uint64_t epoch) {
+  if (!config.workflow.checkpoint || config.checkpoint.steps_between_checkpoints >= 0) return false;
+  std::uint64_t first = std::max<std::uint64_t>(1, config.checkpoint.checkpoint_after_epoch);
+  std::uint64_t every = std::max<std::uint64_t>(1, config.checkpoint.epochs_between_checkpoints);
+  return epoch >= first && (epoch - first) % every == 0;
+}
+
+bool CheckpointAfterStep(const config::Config& config, std::uint64_t step) {
+  if (!config.workflow.checkpoint || config.checkpoint.steps_between_checkpoints <= 0) return false;
+  return step % static_cast<std::uint64_t>(config.checkpoint.steps_between_checkpoints) == 0;
+}
+
+std::vector<std::uint64_t> FilesGeneratedBy(const DatasetLayout& layout, int rank,
+                                            int world_size) {
+  std::vector<std::uint64_t> files;
+  for (std::uint64_t g = static_cast<std::uint64_t>(rank); g < layout.num_generated_files();
+       g += static_cast<std::uint64_t>(world_size)) {
+    files.push_back(g);
+  }
+  return files;
+}
+
+namespace {
+
+std::uint64_t EpochSeed(const ShuffleSeeds& seeds, bool random_mode, std::uint64_t epoch) {
+  if (random_mode) return MixSeed(seeds.random_seed, epoch);
+  return seeds.base_seed + (seeds.change_per_epoch ? epoch : 0);
+}
+
+}  // namespace
+
+EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, Split split,
+                     int rank, int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds)
+    : samples_per_file_(layout.samples_per_file()),
+      batch_size_(std::max<std::uint64_t>(
+          1, split == Split::kTrain ? config.reader.batch_size : config.reader.batch_size_eval)),
+      threads_(config.reader.read_threads),
+      sample_order_(0, 0, false),
+      file_order_(0, 0, false) {
+  steps_ = split == Split::kTrain ? TrainStepsPerEpoch(config, world_size)
+                                  : EvalStepsPerEpoch(config, world_size);
+  rank_offset_ = static_cast<std::uint64_t>(rank) * steps_ * batch_size_;
+  bool compat_sorted = config.iomimic.dlio_order && IndexLoader(config);
+  bool sample_shuffle = !compat_sorted && config.reader.sample_shuffle != config::ShuffleMode::kOff;
+  bool file_shuffle = !compat_sorted && config.reader.file_shuffle != config::ShuffleMode::kOff;
+  std::uint64_t sample_seed =
+      EpochSeed(seeds, config.reader.sample_shuffle == config::ShuffleMode::kRandom, epoch);
+  std::uint64_t file_seed =
+      EpochSeed(seeds, config.reader.file_shuffle == config::ShuffleMode::kRandom, epoch);
+  epoch_seed_ = sample_shuffle ? sample_seed : file_seed;
+  sample_order_ = Permutation(layout.num_samples(split), MixSeed(sample_seed, 0x5A), sample_shuffle);
+  file_order_ = Permutation(layout.num_files(split), MixSeed(file_seed, 0xF1), file_shuffle);
+}
+
+SampleRef EpochPlan::Sample(std::uint64_t position) const {
+  std::uint64_t global = sample_order_(rank_offset_ + position);
+  return SampleRef{file_order_(global / samples_per_file_), global % samples_per_file_};
+}
+
+}  // namespace iomimic::plan

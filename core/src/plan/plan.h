@@ -1,0 +1,139 @@
+// The plan: everything about a run that follows from the manifest alone.
+//
+// File names and folders, per-file sample shapes, the split of files over
+// generating ranks, the split of samples over ranks and reader threads, the
+// order of each epoch, step counts and the evaluation and checkpoint
+// schedules are pure functions of (manifest, rank, world size, epoch).
+// Nothing here touches the disk, so the plan of a million-file dataset costs
+// no start-up time and every property is unit-testable without I/O.
+
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "iomimic/format.h"
+#include "iomimic/status.h"
+#include "plan/permutation.h"
+
+namespace iomimic::plan {
+
+enum class Split { kTrain, kEval };
+std::string SplitName(Split split);  // "train" / "valid" (DLIO's folder names)
+
+// The dataset on storage: names, folders, shapes.
+class DatasetLayout {
+ public:
+  // `extension` is the format's file extension (DLIO uses the format name).
+  DatasetLayout(const config::Config& config, std::string extension);
+
+  std::uint64_t num_files(Split split) const;
+  std::uint64_t samples_per_file() const { return samples_per_file_; }
+  std::uint64_t num_samples(Split split) const { return num_files(split) * samples_per_file_; }
+  // Files generated: train, then eval (when num_files_eval > 0).
+  std::uint64_t num_generated_files() const;
+  // Maps a generation index to (split, index within split).
+  std::pair<Split, std::uint64_t> FromGlobal(std::uint64_t global_index) const;
+  std::uint64_t ToGlobal(Split split, std::uint64_t index) const;
+
+  // <data_folder>/train or /valid.
+  std::string SplitDirectory(Split split) const;
+  // Every folder generation must create (split folders and subfolders).
+  std::vector<std::string> Directories() const;
+  // DLIO's name: <dir>[/<i mod S>]/<prefix>_<i>_of_<N>.<ext>, zero-padded.
+  std::string FilePath(Split split, std::uint64_t index) const;
+
+  // Per-sample shape of file `global_index`: record_dims, or {d1, d2} drawn
+  // from DLIO's seeded normal distribution (§1.6), identical to DLIO's.
+  std::vector<std::uint64_t> SampleShape(std::uint64_t global_index) const;
+  // The full FileSpec for generating file `global_index`.
+  FileSpec Spec(std::uint64_t global_index, const ElementType& element_type) const;
+
+  // Nominal bytes of one sample (DLIO's record_length_bytes).
+  double nominal_sample_bytes() const { return nominal_sample_bytes_; }
+
+ private:
+  std::string data_folder_;
+  std::string prefix_;
+  std::string extension_;
+  std::uint64_t files_train_ = 0;
+  std::uint64_t files_eval_ = 0;
+  std::uint64_t subfolders_train_ = 0;
+  std::uint64_t subfolders_eval_ = 0;
+  std::uint64_t samples_per_file_ = 1;
+  std::vector<std::uint64_t> record_dims_;
+  std::uint64_t dimension_ = 1;
+  std::vector<std::uint32_t> drawn_dims_;  // 2 per generated file, only with a stdev
+  double nominal_sample_bytes_ = 0;
+  std::string compression_;
+  int compression_level_ = 4;
+  std::uint64_t seed_ = 0;
+};
+
+// Which sample a read touches: a file of the split and a record inside it.
+struct SampleRef {
+  std::uint64_t file = 0;
+  std::uint64_t sample = 0;
+  bool operator==(const SampleRef&) const = default;
+};
+
+// Shuffle keys resolved for a run. `random` shuffles need a seed drawn once
+// per run (by rank 0, shared by all ranks); it is recorded in the results.
+struct ShuffleSeeds {
+  std::uint64_t base_seed = 123;
+  bool change_per_epoch = true;
+  std::uint64_t random_seed = 0;  // used when a mode is `random`
+};
+
+// One epoch of one split as seen by one rank.
+class EpochPlan {
+ public:
+  EpochPlan(const config::Config& config, const DatasetLayout& layout, Split split, int rank,
+            int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds);
+
+  // Steps (batches) this rank runs; equal on every rank.
+  std::uint64_t steps() const { return steps_; }
+  std::uint64_t batch_size() const { return batch_size_; }
+  // Samples this rank reads in the epoch (steps * batch_size).
+  std::uint64_t samples() const { return steps_ * batch_size_; }
+  // Reader threads (0 means the consumer reads itself, no overlap).
+  std::uint64_t reader_threads() const { return threads_; }
+
+  // The sample at position `position` (< samples()) of this rank's stream.
+  SampleRef Sample(std::uint64_t position) const;
+  // Batch `step` covers positions [step * batch_size, (step + 1) * batch_size).
+  // Reader thread that loads batch `step` (round robin, as PyTorch workers).
+  std::uint64_t ThreadOf(std::uint64_t step) const { return threads_ == 0 ? 0 : step % threads_; }
+
+  std::uint64_t epoch_seed() const { return epoch_seed_; }
+
+ private:
+  std::uint64_t samples_per_file_;
+  std::uint64_t batch_size_;
+  std::uint64_t steps_ = 0;
+  std::uint64_t threads_;
+  std::uint64_t rank_offset_ = 0;
+  std::uint64_t epoch_seed_ = 0;
+  Permutation sample_order_;
+  Permutation file_order_;
+};
+
+// Training steps per epoch for the whole job (same on every rank):
+// floor(spf * files / batch / world), capped by total_training_steps.
+std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size);
+std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size);
+
+// Evaluation runs after epoch `epoch` (1-based).
+bool EvaluateAfterEpoch(const config::Config& config, std::uint64_t epoch);
+// Epoch-mode checkpoint after epoch `epoch` (1-based).
+bool CheckpointAfterEpoch(const config::Config& config, std::uint64_t epoch);
+// Step-mode checkpoint after step `step` (1-based within the epoch).
+bool CheckpointAfterStep(const config::Config& config, std::uint64_t step);
+
+// Files generated by `rank`: global indices rank, rank+P, ... (DLIO's split).
+std::vector<std::uint64_t> FilesGeneratedBy(const DatasetLayout& layout, int rank, int world_size);
+
+}  // namespace iomimic::plan

@@ -1,0 +1,238 @@
+#include "plan/plan.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "plan/numpy_random.h"
+#include "plan/permutation.h"
+
+namespace iomimic::plan {
+namespace {
+
+config::Config SmallConfig() {
+  config::Config c;
+  c.dataset.format = "npz";
+  c.dataset.data_folder = "data/x";
+  c.dataset.num_files_train = 24;
+  c.dataset.num_files_eval = 6;
+  c.dataset.num_samples_per_file = 4;
+  c.dataset.record_length_bytes = 4096;
+  c.reader.batch_size = 4;
+  c.reader.batch_size_eval = 2;
+  c.reader.read_threads = 3;
+  c.train.seed = 123;
+  return c;
+}
+
+// Every sample read by every rank in one epoch.
+std::vector<SampleRef> ReadsOfEpoch(const config::Config& c, int world, std::uint64_t epoch,
+                                    Split split = Split::kTrain) {
+  DatasetLayout layout(c, "npz");
+  ShuffleSeeds seeds{c.train.seed, c.train.seed_change_epoch, 42};
+  std::vector<SampleRef> all;
+  std::uint64_t steps = 0;
+  for (int r = 0; r < world; ++r) {
+    EpochPlan plan(c, layout, split, r, world, epoch, seeds);
+    if (r == 0) steps = plan.steps();
+    CHECK(plan.steps() == steps);  // equal step counts on all ranks
+    // Walk the way the loader does: batch by batch, each batch by its thread.
+    for (std::uint64_t t = 0; t < std::max<std::uint64_t>(1, plan.reader_threads()); ++t) {
+      for (std::uint64_t step = 0; step < plan.steps(); ++step) {
+        if (plan.ThreadOf(step) != t) continue;
+        for (std::uint64_t i = 0; i < plan.batch_size(); ++i) {
+          all.push_back(plan.Sample(step * plan.batch_size() + i));
+        }
+      }
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("numpy legacy normal matches numpy.random.normal after seed(10)") {
+  // Values printed by: np.random.seed(10); np.random.normal(12107, 2822, 3)
+  NumpyLegacyRandom rng(10);
+  CHECK(rng.Normal(12107, 2822) == doctest::Approx(15864.737114653501).epsilon(1e-12));
+  CHECK(rng.Normal(12107, 2822) == doctest::Approx(14125.5172657523).epsilon(1e-12));
+  CHECK(rng.Normal(12107, 2822) == doctest::Approx(7745.880375662001).epsilon(1e-12));
+}
+
+TEST_CASE("per-file shapes equal DLIO's for unet3d sizes") {
+  config::Config c = SmallConfig();
+  c.dataset.record_length_bytes = 146600628;
+  c.dataset.record_length_bytes_stdev = 68341808;
+  c.dataset.num_files_train = 4;
+  c.dataset.num_files_eval = 0;
+  DatasetLayout layout(c, "npz");
+  // From DLIO's formula with numpy: [15865, 14125, 7745, 12083, 13860, 10074, 12856, 12413]
+  CHECK(layout.SampleShape(0) == std::vector<std::uint64_t>{15865, 14125});
+  CHECK(layout.SampleShape(1) == std::vector<std::uint64_t>{7745, 12083});
+  CHECK(layout.SampleShape(3) == std::vector<std::uint64_t>{12856, 12413});
+}
+
+TEST_CASE("shape without stdev is floor(sqrt(record_length)) squared, record_dims win") {
+  config::Config c = SmallConfig();
+  DatasetLayout layout(c, "npz");
+  CHECK(layout.SampleShape(5) == std::vector<std::uint64_t>{64, 64});
+  c.dataset.record_dims = {3, 5, 7};
+  DatasetLayout dims(c, "npz");
+  CHECK(dims.SampleShape(0) == std::vector<std::uint64_t>{3, 5, 7});
+}
+
+TEST_CASE("file names and folders follow DLIO") {
+  config::Config c = SmallConfig();
+  c.dataset.num_files_train = 64;
+  c.dataset.num_files_eval = 8;
+  c.dataset.num_subfolders_train = 2;
+  c.dataset.num_subfolders_eval = 2;
+  DatasetLayout layout(c, "npz");
+  CHECK(layout.FilePath(Split::kTrain, 0) == "data/x/train/0/img_00_of_64.npz");
+  CHECK(layout.FilePath(Split::kTrain, 7) == "data/x/train/1/img_07_of_64.npz");
+  CHECK(layout.FilePath(Split::kEval, 3) == "data/x/valid/1/img_3_of_8.npz");
+  c.dataset.num_subfolders_train = 0;
+  c.dataset.num_files_train = 168;
+  c.dataset.file_prefix = "part";
+  DatasetLayout flat(c, "tfrecord");
+  CHECK(flat.FilePath(Split::kTrain, 7) == "data/x/train/part_007_of_168.tfrecord");
+  CHECK(flat.num_generated_files() == 176);
+  CHECK(flat.FromGlobal(170).first == Split::kEval);
+  CHECK(flat.FromGlobal(170).second == 2);
+  std::vector<std::string> dirs = layout.Directories();
+  CHECK(std::find(dirs.begin(), dirs.end(), "data/x/train/1") != dirs.end());
+  CHECK(std::find(dirs.begin(), dirs.end(), "data/x/valid/0") != dirs.end());
+}
+
+TEST_CASE("generation splits files round robin over ranks") {
+  config::Config c = SmallConfig();
+  DatasetLayout layout(c, "npz");
+  std::set<std::uint64_t> seen;
+  for (int r = 0; r < 4; ++r) {
+    for (std::uint64_t f : FilesGeneratedBy(layout, r, 4)) {
+      CHECK(f % 4 == static_cast<std::uint64_t>(r));
+      CHECK(seen.insert(f).second);
+    }
+  }
+  CHECK(seen.size() == layout.num_generated_files());
+}
+
+TEST_CASE("permutation is a bijection for many sizes and keys") {
+  for (std::uint64_t n : {1, 2, 3, 5, 16, 17, 100, 1000, 4097}) {
+    for (std::uint64_t key : {0, 1, 99}) {
+      Permutation p(n, key);
+      std::set<std::uint64_t> out;
+      for (std::uint64_t i = 0; i < n; ++i) out.insert(p(i));
+      CHECK(out.size() == n);
+      CHECK(*out.rbegin() == n - 1);
+    }
+  }
+  Permutation id(10, 5, false);
+  for (std::uint64_t i = 0; i < 10; ++i) CHECK(id(i) == i);
+}
+
+TEST_CASE("every sample is read exactly once per epoch across ranks and threads") {
+  for (auto file_shuffle : {config::ShuffleMode::kOff, config::ShuffleMode::kSeed}) {
+    for (auto sample_shuffle : {config::ShuffleMode::kOff, config::ShuffleMode::kSeed,
+                                config::ShuffleMode::kRandom}) {
+      for (int world : {1, 2, 3, 4}) {
+        config::Config c = SmallConfig();  // 96 samples: divisible by 4*world for 1,2,3,4
+        c.reader.file_shuffle = file_shuffle;
+        c.reader.sample_shuffle = sample_shuffle;
+        std::vector<SampleRef> reads = ReadsOfEpoch(c, world, 2);
+        std::set<std::pair<std::uint64_t, std::uint64_t>> unique;
+        for (const SampleRef& r : reads) {
+          CHECK(r.file < c.dataset.num_files_train);
+          CHECK(r.sample < c.dataset.num_samples_per_file);
+          unique.insert({r.file, r.sample});
+        }
+        CHECK(reads.size() == 96);
+        CHECK(unique.size() == 96);
+      }
+    }
+  }
+}
+
+TEST_CASE("uneven datasets drop the remainder, never duplicate") {
+  config::Config c = SmallConfig();
+  c.dataset.num_files_train = 25;  // 100 samples, batch 4
+  c.reader.sample_shuffle = config::ShuffleMode::kSeed;
+  std::vector<SampleRef> reads = ReadsOfEpoch(c, 3, 1);  // 100 / 4 / 3 = 8 steps
+  std::set<std::pair<std::uint64_t, std::uint64_t>> unique;
+  for (const SampleRef& r : reads) unique.insert({r.file, r.sample});
+  CHECK(reads.size() == 8 * 4 * 3);
+  CHECK(unique.size() == reads.size());
+}
+
+TEST_CASE("order is deterministic for a seed and changes across epochs when shuffling") {
+  config::Config c = SmallConfig();
+  c.reader.sample_shuffle = config::ShuffleMode::kSeed;
+  c.reader.file_shuffle = config::ShuffleMode::kSeed;
+  CHECK(ReadsOfEpoch(c, 2, 1) == ReadsOfEpoch(c, 2, 1));
+  CHECK(ReadsOfEpoch(c, 2, 1) != ReadsOfEpoch(c, 2, 2));
+  config::Config other = c;
+  other.train.seed = 7;
+  CHECK(ReadsOfEpoch(c, 2, 1) != ReadsOfEpoch(other, 2, 1));
+  c.train.seed_change_epoch = false;
+  CHECK(ReadsOfEpoch(c, 2, 1) == ReadsOfEpoch(c, 2, 2));
+}
+
+TEST_CASE("no shuffle reads in order; file shuffle alone permutes whole files") {
+  config::Config c = SmallConfig();
+  c.reader.read_threads = 1;
+  std::vector<SampleRef> plain = ReadsOfEpoch(c, 1, 1);
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    CHECK(plain[i].file == i / 4);
+    CHECK(plain[i].sample == i % 4);
+  }
+  c.reader.file_shuffle = config::ShuffleMode::kSeed;
+  std::vector<SampleRef> shuffled = ReadsOfEpoch(c, 1, 1);
+  CHECK(shuffled != plain);
+  for (std::size_t i = 0; i < shuffled.size(); ++i) CHECK(shuffled[i].sample == i % 4);
+}
+
+TEST_CASE("dlio_order reproduces DLIO HEAD's sorted order for index loaders") {
+  config::Config c = SmallConfig();
+  c.reader.read_threads = 1;
+  c.reader.sample_shuffle = config::ShuffleMode::kSeed;
+  c.reader.data_loader = "pytorch";
+  c.iomimic.dlio_order = true;
+  std::vector<SampleRef> reads = ReadsOfEpoch(c, 1, 3);
+  for (std::size_t i = 0; i < reads.size(); ++i) CHECK(reads[i].file == i / 4);
+}
+
+TEST_CASE("step counts follow DLIO and total_training_steps caps them") {
+  config::Config c = SmallConfig();
+  CHECK(TrainStepsPerEpoch(c, 1) == 24);  // 96 / 4
+  CHECK(TrainStepsPerEpoch(c, 2) == 12);
+  CHECK(TrainStepsPerEpoch(c, 5) == 4);   // floor(96 / 4 / 5)
+  CHECK(EvalStepsPerEpoch(c, 1) == 12);   // 24 / 2
+  c.train.total_training_steps = 10;
+  CHECK(TrainStepsPerEpoch(c, 1) == 10);
+  CHECK(TrainStepsPerEpoch(c, 4) == 6);
+}
+
+TEST_CASE("evaluation and checkpoint schedules") {
+  config::Config c = SmallConfig();
+  c.workflow.evaluation = true;
+  c.evaluation.eval_after_epoch = 2;
+  c.evaluation.epochs_between_evals = 2;
+  CHECK_FALSE(EvaluateAfterEpoch(c, 1));
+  CHECK(EvaluateAfterEpoch(c, 2));
+  CHECK_FALSE(EvaluateAfterEpoch(c, 3));
+  CHECK(EvaluateAfterEpoch(c, 4));
+  c.workflow.checkpoint = true;
+  c.checkpoint.checkpoint_after_epoch = 5;
+  c.checkpoint.epochs_between_checkpoints = 2;
+  CHECK_FALSE(CheckpointAfterEpoch(c, 4));
+  CHECK(CheckpointAfterEpoch(c, 5));
+  CHECK(CheckpointAfterEpoch(c, 7));
+  c.checkpoint.steps_between_checkpoints = 250;
+  CHECK_FALSE(CheckpointAfterEpoch(c, 5));
+  CHECK(CheckpointAfterStep(c, 500));
+  CHECK_FALSE(CheckpointAfterStep(c, 499));
+}
+
+}  // namespace iomimic::plan

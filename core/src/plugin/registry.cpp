@@ -1,0 +1,242 @@
+#include "plugin/registry.h"
+
+#include <algorithm>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace iomimic::plugin {
+namespace fs = std::filesystem;
+
+std::string KindName(Kind kind) { return kind == Kind::kStorage ? "storage" : "format"; }
+
+std::string CapabilityNames(std::uint64_t flags) {
+  static const std::pair<std::uint64_t, const char*> kNames[] = {
+      {IOMIMIC_CAP_ASYNC, "async"},
+      {IOMIMIC_CAP_DIRECT_IO, "direct-io"},
+      {IOMIMIC_CAP_COLLECTIVE, "collective"},
+      {IOMIMIC_CAP_DEVICE_MEMORY, "device-memory"},
+      {IOMIMIC_CAP_DECORATOR, "decorator"},
+      {IOMIMIC_CAP_PARTIAL_READS, "partial-reads"},
+      {IOMIMIC_CAP_HOST_DECODE, "host-decode"},
+      {IOMIMIC_CAP_MULTI_SAMPLE, "multi-sample"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if (flags & bit) {
+      if (!out.empty()) out += ",";
+      out += name;
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+namespace {
+
+struct Loaded {
+  PluginInfo info;
+  std::shared_ptr<boost::dll::shared_library> library;
+  const IomimicPluginDescriptor* descriptor = nullptr;
+};
+
+bool IsSharedObject(const fs::path& p) {
+  std::string name = p.filename().string();
+  return name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos);
+}
+
+}  // namespace
+
+struct Registry::Impl {
+  std::vector<std::string> search_path;
+  std::vector<PluginInfo> infos;
+  std::vector<RejectedPlugin> rejected;
+  std::vector<Loaded> loaded;  // parallel to infos
+};
+
+Registry::Registry() : impl_(std::make_unique<Impl>()) {}
+Registry::~Registry() = default;
+
+std::vector<std::string> Registry::SearchPath(const std::vector<std::string>& plugin_dirs,
+                                              const std::vector<std::string>& extra_dirs) {
+  std::vector<std::string> path(plugin_dirs.begin(), plugin_dirs.end());
+  if (const char* env = std::getenv("IOMIMIC_PLUGIN_PATH"); env != nullptr && *env != '\0') {
+    std::stringstream ss(env);
+    std::string item;
+    while (std::getline(ss, item, ':')) {
+      if (!item.empty()) path.push_back(item);
+    }
+  }
+  path.insert(path.end(), extra_dirs.begin(), extra_dirs.end());
+  std::error_code ec;
+  fs::path exe = boost::dll::program_location(ec);
+  if (!ec) {
+    fs::path beside = exe.parent_path().parent_path() / IOMIMIC_PLUGIN_RELDIR;
+    path.push_back(beside.lexically_normal().string());
+  }
+  // Drop duplicates, keeping the first occurrence.
+  std::vector<std::string> unique;
+  std::set<std::string> seen;
+  for (const std::string& p : path) {
+    std::string key = fs::weakly_canonical(p, ec).string();
+    if (ec) key = p;
+    if (seen.insert(key).second) unique.push_back(p);
+  }
+  return unique;
+}
+
+void Registry::Discover(const std::vector<std::string>& search_path) {
+  impl_->search_path = search_path;
+  impl_->infos.clear();
+  impl_->rejected.clear();
+  impl_->loaded.clear();
+  std::set<std::pair<Kind, std::string>> taken;
+  for (const std::string& dir : search_path) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.is_regular_file(ec) && IsSharedObject(entry.path())) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      auto lib = std::make_shared<boost::dll::shared_library>();
+      std::error_code load_ec;
+      lib->load(file, load_ec,
+                boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+      if (load_ec) {
+        impl_->rejected.push_back({file.string(), "cannot be loaded: " + load_ec.message()});
+        continue;
+      }
+      if (!lib->has(IOMIMIC_PLUGIN_SYMBOL)) {
+        impl_->rejected.push_back(
+            {file.string(), std::string("not an iomimic plugin (no '") + IOMIMIC_PLUGIN_SYMBOL +
+                                "' symbol)"});
+        continue;
+      }
+      const auto& d = lib->get<const IomimicPluginDescriptor>(IOMIMIC_PLUGIN_SYMBOL);
+      if (d.magic != IOMIMIC_PLUGIN_MAGIC) {
+        std::ostringstream msg;
+        msg << "bad descriptor magic 0x" << std::hex << d.magic << " (expected 0x"
+            << IOMIMIC_PLUGIN_MAGIC << ")";
+        impl_->rejected.push_back({file.string(), msg.str()});
+        continue;
+      }
+      if (d.abi_version != IOMIMIC_PLUGIN_ABI_VERSION) {
+        impl_->rejected.push_back(
+            {file.string(), "built for plugin ABI version " + std::to_string(d.abi_version) +
+                                ", but this iomimic uses ABI version " +
+                                std::to_string(IOMIMIC_PLUGIN_ABI_VERSION) +
+                                "; rebuild the plugin against this SDK"});
+        continue;
+      }
+      if ((d.kind != IOMIMIC_PLUGIN_KIND_STORAGE && d.kind != IOMIMIC_PLUGIN_KIND_FORMAT) ||
+          d.name == nullptr || d.create == nullptr || d.destroy == nullptr) {
+        impl_->rejected.push_back({file.string(), "malformed descriptor (kind, name or factory)"});
+        continue;
+      }
+      Loaded entry;
+      entry.info.kind = d.kind == IOMIMIC_PLUGIN_KIND_STORAGE ? Kind::kStorage : Kind::kFormat;
+      entry.info.name = d.name;
+      entry.info.version = d.version != nullptr ? d.version : "";
+      entry.info.description = d.description != nullptr ? d.description : "";
+      entry.info.path = file.string();
+      entry.info.capabilities = d.capabilities;
+      for (std::size_t i = 0; i < d.num_options && d.options != nullptr; ++i) {
+        const IomimicOptionSpec& o = d.options[i];
+        if (o.name == nullptr) break;
+        entry.info.options.push_back({o.name, o.type ? o.type : "string",
+                                      o.default_value ? o.default_value : "",
+                                      o.help ? o.help : ""});
+      }
+      if (!taken.insert({entry.info.kind, entry.info.name}).second) continue;  // shadowed
+      entry.library = lib;
+      entry.descriptor = &d;
+      impl_->infos.push_back(entry.info);
+      impl_->loaded.push_back(std::move(entry));
+    }
+  }
+}
+
+const std::vector<PluginInfo>& Registry::plugins() const { return impl_->infos; }
+const std::vector<RejectedPlugin>& Registry::rejected() const { return impl_->rejected; }
+const std::vector<std::string>& Registry::search_path() const { return impl_->search_path; }
+
+Result<PluginInfo> Registry::Find(Kind kind, const std::string& name) const {
+  for (const PluginInfo& info : impl_->infos) {
+    if (info.kind == kind && info.name == name) return info;
+  }
+  // A refused library whose file name matches explains the miss best.
+  std::string expected_file = "iomimic_" + KindName(kind) + "_" + name + ".";
+  for (const RejectedPlugin& r : impl_->rejected) {
+    if (fs::path(r.path).filename().string().find(expected_file) != std::string::npos) {
+      return Status::VersionMismatch(KindName(kind) + " plugin '" + name + "' (" + r.path +
+                                     ") was refused: " + r.reason);
+    }
+  }
+  std::string known;
+  for (const PluginInfo& info : impl_->infos) {
+    if (info.kind != kind) continue;
+    if (!known.empty()) known += ", ";
+    known += info.name;
+  }
+  std::string msg = "unknown " + KindName(kind) + " plugin '" + name + "'; available: " +
+                    (known.empty() ? std::string("none") : known);
+  std::string dirs;
+  for (const std::string& d : impl_->search_path) dirs += (dirs.empty() ? "" : ":") + d;
+  msg += " (searched " + (dirs.empty() ? std::string("nothing") : dirs) + ")";
+  return Status::NotFound(std::move(msg));
+}
+
+Result<void*> Registry::Create(Kind kind, const std::string& name, const PluginContext& context,
+                               PluginDeleter* deleter) const {
+  IOMIMIC_ASSIGN_OR_RETURN(PluginInfo info, Find(kind, name));
+  const Loaded* entry = nullptr;
+  for (const Loaded& l : impl_->loaded) {
+    if (l.info.kind == kind && l.info.name == name) entry = &l;
+  }
+  if (entry == nullptr) return Status::Internal("plugin '" + name + "' lost after discovery");
+  for (const auto& [key, value] : context.options.values()) {
+    bool declared = std::any_of(info.options.begin(), info.options.end(),
+                                [&](const OptionInfo& o) { return o.name == key; });
+    if (!declared) {
+      std::string accepted;
+      for (const OptionInfo& o : info.options) accepted += (accepted.empty() ? "" : ", ") + o.name;
+      return Status::InvalidArgument(KindName(kind) + " plugin '" + name +
+                                     "' has no option '" + key + "' (accepted: " +
+                                     (accepted.empty() ? std::string("none") : accepted) + ")");
+    }
+  }
+  PluginContext ctx = context;
+  ctx.options = PluginOptions(KindName(kind) + " plugin '" + name + "'", context.options.values());
+  Status error;
+  void* object = entry->descriptor->create(&ctx, &error);
+  if (object == nullptr) {
+    if (error.ok()) error = Status::Internal("factory returned nothing");
+    return error.WithContext(KindName(kind) + " plugin '" + name + "'");
+  }
+  deleter->destroy = entry->descriptor->destroy;
+  deleter->library = entry->library;
+  return object;
+}
+
+Result<StoragePtr> Registry::CreateStorage(const std::string& name,
+                                           const PluginContext& context) const {
+  PluginDeleter deleter;
+  IOMIMIC_ASSIGN_OR_RETURN(void* object, Create(Kind::kStorage, name, context, &deleter));
+  return StoragePtr(static_cast<Storage*>(object),
+                    [deleter](Storage* s) { deleter(static_cast<void*>(s)); });
+}
+
+Result<FormatPtr> Registry::CreateFormat(const std::string& name,
+                                         const PluginContext& context) const {
+  PluginDeleter deleter;
+  IOMIMIC_ASSIGN_OR_RETURN(void* object, Create(Kind::kFormat, name, context, &deleter));
+  return FormatPtr(static_cast<Format*>(object),
+                   [deleter](Format* f) { deleter(static_cast<void*>(f)); });
+}
+
+}  // namespace iomimic::plugin

@@ -1,0 +1,107 @@
+// Plugin discovery and loading.
+//
+// The registry finds plugin shared objects in a search path, checks each
+// descriptor's magic and ABI version before running any plugin code, and
+// creates storage and format objects by name. Objects it creates hold a
+// reference to their library, so a library is never unloaded while an object
+// it made is alive.
+//
+// Search order (first match of a name wins):
+//   1. --plugin-dir folders, in the order given
+//   2. IOMIMIC_PLUGIN_PATH (colon-separated)
+//   3. folders named by the manifest
+//   4. the plugin folder beside the binary: <bin>/../lib/iomimic/plugins
+// The current directory is never searched implicitly.
+
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "iomimic/format.h"
+#include "iomimic/plugin.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+namespace iomimic::plugin {
+
+enum class Kind { kStorage, kFormat };
+std::string KindName(Kind kind);
+
+struct OptionInfo {
+  std::string name, type, default_value, help;
+};
+
+struct PluginInfo {
+  Kind kind = Kind::kStorage;
+  std::string name;
+  std::string version;
+  std::string description;
+  std::string path;  // the shared object
+  std::uint64_t capabilities = 0;
+  std::vector<OptionInfo> options;
+};
+
+// A shared object that was found but refused, and why.
+struct RejectedPlugin {
+  std::string path;
+  std::string reason;
+};
+
+// Destroys a plugin object through its own library, then lets the library go.
+struct PluginDeleter {
+  void (*destroy)(void*) = nullptr;
+  std::shared_ptr<void> library;
+  void operator()(void* object) const {
+    if (object != nullptr && destroy != nullptr) destroy(object);
+  }
+};
+
+using StoragePtr = std::unique_ptr<Storage, std::function<void(Storage*)>>;
+using FormatPtr = std::unique_ptr<Format, std::function<void(Format*)>>;
+
+// Names capability flags, e.g. "async,direct-io".
+std::string CapabilityNames(std::uint64_t flags);
+
+class Registry {
+ public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The search path for the given --plugin-dir values and extra (manifest)
+  // folders, including IOMIMIC_PLUGIN_PATH and the folder beside the binary.
+  static std::vector<std::string> SearchPath(const std::vector<std::string>& plugin_dirs,
+                                             const std::vector<std::string>& extra_dirs);
+
+  // Scans every folder of `search_path` for *.so files and reads their
+  // descriptors. Missing folders are skipped. Refused files are recorded, not
+  // fatal. Calling it again replaces what was found.
+  void Discover(const std::vector<std::string>& search_path);
+
+  const std::vector<PluginInfo>& plugins() const;
+  const std::vector<RejectedPlugin>& rejected() const;
+  const std::vector<std::string>& search_path() const;
+
+  // Looks up a plugin; kNotFound lists the plugins of that kind that exist
+  // (and mentions refused libraries whose file name matches).
+  Result<PluginInfo> Find(Kind kind, const std::string& name) const;
+
+  // Creates objects. Options are checked against the descriptor first: an
+  // undeclared option is kInvalidArgument naming the plugin and listing the
+  // options it accepts.
+  Result<StoragePtr> CreateStorage(const std::string& name, const PluginContext& context) const;
+  Result<FormatPtr> CreateFormat(const std::string& name, const PluginContext& context) const;
+
+ private:
+  struct Impl;
+  Result<void*> Create(Kind kind, const std::string& name, const PluginContext& context,
+                       PluginDeleter* deleter) const;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace iomimic::plugin
