@@ -1,0 +1,172 @@
+// Reading samples from .npz files the way DLIO's NPZReader does:
+// np.load(path)['x'] materialises the whole x array, then x[..., i] is the
+// sample. One "load" issues the storage requests of np.load:
+//   1. 4 KiB at offset 0 (np.load's magic check),
+//   2. the 22-byte end record at the tail (a wider tail read when the archive
+//      has a comment), then the 20 bytes before it (the ZIP64 locator probe)
+//      and the ZIP64 end record when there is one,
+//   3. the central directory,
+//   4. 4 KiB at the x.npy local header (local header, NPY header and the
+//      first array bytes),
+//   5. the rest of the x.npy member, sequentially, in requests that end on
+//      multiples of the transfer size (default 256 KiB, numpy's read size),
+//      so from a 4 KiB head the first request is 258,048 bytes as in strace.
+// y.npy is never read. With read_type on_demand every ReadSample performs a
+// whole load (open, the requests above, close); with keep_in_memory the
+// first load is kept. OpenReader performs steps 1-4 of the first load, so
+// that num_samples() is known, and the first ReadSample finishes it.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <zlib.h>
+
+#include "iomimic/buffer.h"
+#include "iomimic/format.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+#include "npy_header.h"
+#include "zip_records.h"
+
+namespace iomimic::npz {
+
+// Size of np.load's buffered reads (the BufferedReader's st_blksize).
+inline constexpr std::size_t kProbeSize = 4096;
+// numpy.lib.format.BUFFER_SIZE: np.load reads array data in 2^18-byte pieces.
+inline constexpr std::uint64_t kDefaultTransferSize = 262144;
+// Central directories larger than this are refused (npz files have two entries).
+inline constexpr std::uint64_t kMaxDirectorySize = std::uint64_t{64} << 20;
+
+// Sequential reader of one member's uncompressed bytes. Reads the stored
+// (possibly deflated) bytes in requests that end on transfer-size multiples
+// of the file offset, starting with bytes the caller already has in memory.
+class MemberStream {
+ public:
+  MemberStream() = default;
+  MemberStream(const MemberStream&) = delete;
+  MemberStream& operator=(const MemberStream&) = delete;
+  ~MemberStream();
+
+  // Starts streaming `member` whose data occupy [begin, begin + compressed
+  // size) of `file`. `prefetched` holds file bytes from `begin` on (may be
+  // empty). `staging` (transfer-size bytes) receives chunks that are not
+  // read straight into the caller's memory. With `check_crc` the CRC-32 of
+  // the uncompressed bytes is accumulated.
+  Status Start(File* file, const std::string* path, const zip::MemberRecord* member,
+               std::uint64_t begin, std::span<const std::byte> prefetched,
+               std::span<std::byte> staging, std::uint64_t transfer_size, bool check_crc);
+
+  // Reads exactly out.size() uncompressed bytes (kCorruption when the member
+  // ends first or its deflate data are invalid).
+  Status Read(std::span<std::byte> out);
+
+  // Reads the member's remaining stored bytes from storage without decoding.
+  Status SkipRest();
+
+  // After the last Read: checks the member ends here (deflate stream end,
+  // uncompressed size) and, with check_crc, its CRC-32.
+  Status Finish();
+
+  // Releases zlib state; Start may be called again.
+  void Reset();
+
+  std::uint64_t begin() const { return begin_; }
+
+ private:
+  Status Corrupt(const std::string& what, std::uint64_t offset) const;
+  std::uint64_t ChunkEnd(std::uint64_t offset) const;
+  Status ReadRaw(std::uint64_t offset, std::span<std::byte> out);
+  // Makes pending_ non-empty with the next chunk of stored bytes.
+  Status Refill();
+  Status Inflate(std::span<std::byte> out, std::size_t* produced, bool* stream_end);
+
+  File* file_ = nullptr;
+  const std::string* path_ = nullptr;
+  const zip::MemberRecord* member_ = nullptr;
+  std::uint64_t begin_ = 0;
+  std::uint64_t end_ = 0;       // end of the stored bytes
+  std::uint64_t raw_pos_ = 0;   // next file offset not yet requested
+  std::uint64_t produced_ = 0;  // uncompressed bytes handed out
+  std::uint64_t transfer_ = kDefaultTransferSize;
+  std::span<const std::byte> pending_;  // stored bytes read but not consumed
+  std::span<std::byte> staging_;
+  bool check_crc_ = false;
+  std::uint32_t crc_ = 0;
+  bool deflated_ = false;
+  bool inflating_ = false;  // z_ is initialised
+  bool stream_end_ = false;
+  z_stream z_{};
+};
+
+class NpzReader final : public FileReader {
+ public:
+  // Opens `path` on options.storage and performs the metadata part of the
+  // first load. Never throws.
+  static Result<std::unique_ptr<FileReader>> Open(const std::string& path,
+                                                  const ReaderOptions& options);
+
+  ~NpzReader() override;
+
+  std::uint64_t num_samples() const override { return num_samples_; }
+
+  // Sample `index` as x[..., index] in C order (decode) or just its size
+  // (no decode). kOutOfRange for index >= num_samples().
+  Result<SampleView> ReadSample(std::uint64_t index) override;
+
+  // The x.npy header of the first load.
+  const NpyHeader& header() const { return header_; }
+  std::uint64_t sample_bytes() const { return sample_bytes_; }
+  // Loads performed so far (whole-member reads), for tests.
+  std::uint64_t loads() const { return loads_; }
+
+ private:
+  NpzReader(std::string path, const ReaderOptions& options);
+
+  Status Init();
+  // Steps 1-4 of a load: leaves file_ open and stream_ after the NPY header.
+  Status BeginLoad();
+  // Step 5: reads the array data (into payload_ when decoding), closes file_.
+  Status FinishLoad();
+  Status LoadMetadata(NpyHeader* header);
+  Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
+  Status ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what);
+  Status Corrupt(const std::string& what, std::uint64_t offset) const;
+  Result<SampleView> ReadSampleImpl(std::uint64_t index);
+  Result<SampleView> Gather(std::uint64_t index);
+  void AbortLoad();
+
+  std::string path_;
+  Storage* storage_ = nullptr;
+  bool decode_ = true;
+  bool keep_in_memory_ = false;
+  std::uint64_t transfer_ = kDefaultTransferSize;
+
+  std::unique_ptr<File> file_;
+  bool metadata_ready_ = false;  // BeginLoad done, FinishLoad pending
+  bool loaded_ = false;          // a complete load is in memory (keep_in_memory)
+  std::uint64_t loads_ = 0;
+
+  NpyHeader header_;      // from the first load
+  NpyHeader load_header_; // from the current load
+  zip::MemberRecord member_;
+  std::uint64_t data_bytes_ = 0;
+  std::uint64_t num_samples_ = 0;
+  std::uint64_t sample_elements_ = 0;
+  std::uint64_t sample_bytes_ = 0;
+
+  std::vector<std::byte> directory_;
+  std::vector<std::byte> tail_;
+  Buffer probe_;    // kProbeSize bytes
+  Buffer staging_;  // transfer-size bytes
+  Buffer payload_;  // the x array data (decode only); grows when needed
+  Buffer sample_;   // gathered sample; grows when needed
+  MemberStream stream_;
+};
+
+}  // namespace iomimic::npz

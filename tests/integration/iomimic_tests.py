@@ -1,0 +1,366 @@
+#!/usr/bin/python3
+"""End-to-end tests of the iomimic binary, run by ctest.
+
+Usage: iomimic_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+
+Each test runs the real binary on small manifests in its own work folder and
+checks files, exit codes and messages. Interoperability checks use Debian's
+/usr/bin/python3 with numpy. Exit status 0 = pass; a failing test prints why.
+"""
+
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ARGS = None
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(cmd, expect_ok=True, env=None, timeout=600):
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, env=full_env,
+                       timeout=timeout)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write(p.stderr)
+    if expect_ok and p.returncode != 0:
+        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
+    return p
+
+
+def mpirun(n, cmd, **kw):
+    launcher = ["mpirun", "-np", str(n), "--oversubscribe"]
+    if os.geteuid() == 0:
+        launcher.append("--allow-run-as-root")
+    return run(launcher + cmd, **kw)
+
+
+def small_overrides(data, out, files=16, eval_files=0, epochs=2, compute=0.002, extra=()):
+    ov = [
+        "++workload.workflow.generate_data=True",
+        "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.num_files_train=%d" % files,
+        "++workload.dataset.num_files_eval=%d" % eval_files,
+        "++workload.train.epochs=%d" % epochs,
+        "++workload.train.computation_time=%s" % compute,
+        "++workload.output.folder=" + out,
+    ]
+    return ov + list(extra)
+
+
+def workload(name):
+    return os.path.join(ARGS.source, "workloads", name + ".yaml")
+
+
+# --- §5.4 of dlio-compat.md: key -> type -------------------------------------
+SUMMARY_TOP = [
+    ("start", str), ("num_accelerators", int), ("num_hosts", int), ("hostname", str),
+    ("metric", dict), ("num_files_train", int), ("num_files_eval", int),
+    ("num_samples_per_file", int), ("host_cpu_count", list), ("host_processor_name", str),
+    ("potential_caching", list), ("host_cpuinfo", dict), ("host_meminfo", dict),
+    ("host_memory_GB", list), ("data_size_per_host_GB", float), ("epochs", int), ("end", str),
+]
+TRAIN_METRICS = [
+    ("train_au_percentage", list), ("train_au_mean_percentage", float),
+    ("train_au_meet_expectation", str), ("train_au_stdev_percentage", float),
+    ("train_throughput_samples_per_second", list),
+    ("train_throughput_mean_samples_per_second", float),
+    ("train_throughput_stdev_samples_per_second", float),
+    ("train_io_mean_MB_per_second", float), ("train_io_stdev_MB_per_second", float),
+]
+EVAL_METRICS = [(k.replace("train_", "eval_", 1), t) for k, t in TRAIN_METRICS]
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$")
+
+
+def check_type(where, value, typ):
+    if typ is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif typ is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, typ)
+    if not ok:
+        fail("%s: expected %s, got %r" % (where, typ.__name__, value))
+
+
+def load_strict_json(path):
+    def no_constants(name):
+        fail("%s contains %s, which is not JSON" % (path, name))
+    with open(path) as f:
+        return json.load(f, parse_constant=no_constants)
+
+
+def check_summary(path, eval_expected, accelerators):
+    s = load_strict_json(path)
+    keys = [k for k in s.keys() if k != "iomimic"]
+    expected_keys = [k for k, _ in SUMMARY_TOP]
+    if keys != expected_keys:
+        fail("summary.json keys %s differ from DLIO's %s" % (keys, expected_keys))
+    for k, t in SUMMARY_TOP:
+        check_type("summary." + k, s[k], t)
+    for k in ("start", "end"):
+        if not TIMESTAMP.match(s[k]):
+            fail("summary.%s=%r is not DLIO's timestamp format" % (k, s[k]))
+    want = TRAIN_METRICS + (EVAL_METRICS if eval_expected else [])
+    got = list(s["metric"].keys())
+    if got != [k for k, _ in want]:
+        fail("metric keys %s differ from %s" % (got, [k for k, _ in want]))
+    for k, t in want:
+        check_type("metric." + k, s["metric"][k], t)
+    for v in s["metric"]["train_au_percentage"] + s["metric"]["train_throughput_samples_per_second"]:
+        check_type("metric list entry", v, float)
+    if len(s["metric"]["train_au_percentage"]) != s["epochs"]:
+        fail("one AU value per epoch expected")
+    if s["metric"]["train_au_meet_expectation"] not in ("success", "fail"):
+        fail("train_au_meet_expectation must be success or fail")
+    if s["num_accelerators"] != accelerators:
+        fail("num_accelerators is %d, expected %d" % (s["num_accelerators"], accelerators))
+    if s["num_hosts"] != 1:
+        fail("num_hosts is %d, expected 1 on one machine" % s["num_hosts"])
+    io = s["iomimic"]
+    for k in ("bytes_read", "bytes_written", "sample_read_latency_ms", "plugins", "manifest",
+              "units"):
+        if k not in io:
+            fail("iomimic.%s missing" % k)
+    if io["bytes_read"] <= 0:
+        fail("no bytes read were counted")
+    for q in ("p50", "p90", "p99", "max"):
+        check_type("iomimic.sample_read_latency_ms." + q, io["sample_read_latency_ms"][q], float)
+    return s
+
+
+# --- tests -------------------------------------------------------------------
+
+def test_quickstart_npz_interop():
+    """Generate + train with npz/posix; numpy loads every file with the right shape and dtype."""
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    run([ARGS.iomimic, "run", workload("quickstart")] + small_overrides(
+        data, out, files=12, eval_files=4, extra=[
+            "++workload.dataset.num_samples_per_file=3",
+            "++workload.dataset.record_length_bytes=3000",
+            "++workload.dataset.record_length_bytes_stdev=500",
+            "++workload.dataset.record_element_type=float32",
+            "++workload.reader.batch_size=3", "++workload.reader.batch_size_eval=2",
+            "++workload.evaluation.eval_time=0.001"]))
+    check_summary(os.path.join(out, "summary.json"), eval_expected=True, accelerators=1)
+    files = sorted(glob.glob(os.path.join(data, "**", "*.npz"), recursive=True))
+    if len(files) != 16:
+        fail("expected 16 npz files, found %d" % len(files))
+    code = r"""
+import sys, numpy as np
+for path in sys.argv[1:]:
+    z = np.load(path)
+    x, y = z["x"], z["y"]
+    assert x.dtype == np.float32, (path, x.dtype)
+    assert x.ndim == 3 and x.shape[2] == 3, (path, x.shape)
+    assert 1 <= x.shape[0] <= 200 and 1 <= x.shape[1] <= 200, (path, x.shape)
+    assert y.shape == (3,), (path, y.shape)
+print("numpy loaded", len(sys.argv) - 1, "files")
+"""
+    p = subprocess.run(["/usr/bin/python3", "-c", code] + files, capture_output=True, text=True)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode != 0:
+        fail("numpy could not load the generated npz files")
+    checker = os.path.join(ARGS.source, "tests", "interop", "check_npz.py")
+    if os.path.exists(checker):
+        p = subprocess.run(["/usr/bin/python3", checker, data, "--dtype", "float32",
+                            "--samples", "3"], capture_output=True, text=True)
+        sys.stdout.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            fail("check_npz.py rejected the generated files")
+    for name in ("0_per_epoch_stats.json", "0_output.json", "status.json",
+                 ".hydra/config.yaml", ".hydra/overrides.yaml"):
+        if not os.path.exists(os.path.join(out, name)):
+            fail(name + " missing from the run folder")
+    cfg = open(os.path.join(out, ".hydra", "config.yaml")).read()
+    if not cfg.startswith("workload:"):
+        fail("config.yaml must have the root key 'workload'")
+
+
+def test_rerun_skips_complete_files_and_keeps_results():
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    ov = small_overrides(data, out, files=8, epochs=1)
+    run([ARGS.iomimic, "generate", workload("default")] + ov)
+    p = run([ARGS.iomimic, "generate", workload("default")] + ov)
+    if "0 files" not in p.stdout and "8 already complete" not in p.stdout:
+        fail("a second generation should skip the 8 complete files")
+    # A partial file from an interrupted generation never has the final name.
+    leftovers = glob.glob(os.path.join(data, "**", "*.iomimic-partial"), recursive=True)
+    if leftovers:
+        fail("partial files left behind: %s" % leftovers)
+    run([ARGS.iomimic, "run", workload("default")] + ov)
+    # Running again into the same folder must not overwrite the results.
+    p = run([ARGS.iomimic, "run", workload("default")] + ov, expect_ok=False)
+    if p.returncode == 0 or "already holds the results" not in p.stderr:
+        fail("a second run into the same output folder must be refused")
+    # A file of the wrong size under a final name is refused, not overwritten.
+    victim = sorted(glob.glob(os.path.join(data, "train", "*", "*.npz")))[0]
+    with open(victim, "ab") as f:
+        f.write(b"user data")
+    size = os.path.getsize(victim)
+    p = run([ARGS.iomimic, "generate", workload("default")] + ov, expect_ok=False)
+    if p.returncode == 0 or "refusing to overwrite" not in p.stderr:
+        fail("generation must refuse a file of unexpected size")
+    if os.path.getsize(victim) != size:
+        fail("the user's file was modified")
+
+
+def test_default_workload_runs_shrunk():
+    """DLIO's default.yaml, unmodified, with overrides that only shrink it."""
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    shared = os.path.join(ARGS.source, "..", "shared", "dlio-workloads", "default.yaml")
+    manifest = shared if os.path.exists(shared) else workload("default")
+    run([ARGS.iomimic, "run", manifest] + small_overrides(
+        data, out, files=16, eval_files=4, epochs=2, compute=0.005,
+        extra=["++workload.evaluation.eval_time=0.002"]))
+    s = check_summary(os.path.join(out, "summary.json"), eval_expected=True, accelerators=1)
+    if s["epochs"] != 2:
+        fail("expected 2 epochs")
+
+
+def test_all_workloads_parse():
+    dirs = [os.path.join(ARGS.source, "workloads"),
+            os.path.join(ARGS.source, "..", "shared", "dlio-workloads")]
+    count = 0
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "*.yaml"))):
+            p = run([ARGS.iomimic, "config", path], expect_ok=False)
+            if p.returncode != 0:
+                fail("%s does not parse: %s" % (path, p.stderr.strip()))
+            if "error" in p.stderr:
+                fail("%s: unexpected error output: %s" % (path, p.stderr.strip()))
+            count += 1
+    if count < 20:
+        fail("expected at least 20 workload files, found %d" % count)
+    print("parsed %d workload files" % count)
+
+
+def test_mpi_each_sample_once():
+    """mpirun -np 2: every sample read exactly once per epoch across both ranks."""
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    files, spf, epochs = 12, 2, 3
+    mpirun(2, [ARGS.iomimic, "run", workload("quickstart")] + small_overrides(
+        data, out, files=files, epochs=epochs, extra=[
+            "++workload.dataset.num_samples_per_file=%d" % spf,
+            "++workload.dataset.record_length_bytes=1024",
+            "++workload.dataset.record_length_bytes_stdev=0",
+            "++workload.workflow.evaluation=False",
+            "++workload.reader.batch_size=3", "++workload.reader.read_threads=2",
+            "++workload.iomimic.sample_log=True"]))
+    s = check_summary(os.path.join(out, "summary.json"), eval_expected=False, accelerators=2)
+    reads = {}
+    orders = {}
+    for rank in (0, 1):
+        path = os.path.join(out, "%d_samples.csv" % rank)
+        if not os.path.exists(path):
+            fail(path + " missing")
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                if row["phase"] != "train":
+                    continue
+                key = (int(row["epoch"]), int(row["file"]), int(row["sample"]))
+                reads[key] = reads.get(key, 0) + 1
+                orders.setdefault((rank, int(row["epoch"])), []).append(key[1:])
+    for e in range(1, epochs + 1):
+        for fidx in range(files):
+            for k in range(spf):
+                n = reads.get((e, fidx, k), 0)
+                if n != 1:
+                    fail("epoch %d file %d sample %d read %d times" % (e, fidx, k, n))
+    if orders[(0, 1)] == orders[(0, 2)]:
+        fail("sample_shuffle: seed must change the order between epochs")
+    if s["iomimic"]["train_steps_per_epoch"] != files * spf // 3 // 2:
+        fail("wrong steps per epoch")
+    print("each of %d samples read once in each of %d epochs over 2 ranks" % (files * spf, epochs))
+
+
+def expect_error(cmd, pattern):
+    p = run(cmd, expect_ok=False)
+    lines = [l for l in p.stderr.splitlines() if l.strip() and "warning" not in l]
+    if p.returncode == 0:
+        fail("expected a non-zero exit from: " + " ".join(cmd))
+    if len(lines) != 1 or not lines[0].startswith("iomimic: error: "):
+        fail("expected exactly one 'iomimic: error:' line, got:\n" + p.stderr)
+    if not re.search(pattern, lines[0]):
+        fail("error line %r does not match %r" % (lines[0], pattern))
+    print("refused as expected: " + lines[0])
+
+
+def test_refusals():
+    w = ARGS.work
+    bad_yaml = os.path.join(w, "bad.yaml")
+    with open(bad_yaml, "w") as f:
+        f.write("dataset:\n  format: npz\n  num_files_train: [1, 2\n")
+    expect_error([ARGS.iomimic, "config", bad_yaml], r"bad\.yaml:\d+:\d+: error: .*YAML")
+    wrong_type = os.path.join(w, "wrong_type.yaml")
+    with open(wrong_type, "w") as f:
+        f.write("dataset:\n  format: npz\n  num_files_train: lots\n")
+    expect_error([ARGS.iomimic, "config", wrong_type],
+                 r"wrong_type\.yaml:3:\d+: error: dataset\.num_files_train")
+    expect_error([ARGS.iomimic, "run", workload("default"), "++workload.storage.backend=nosuch"],
+                 r"unknown storage plugin 'nosuch'; available: .*posix")
+    expect_error([ARGS.iomimic, "run", workload("default"), "++workload.dataset.format=nosuch"],
+                 r"unknown format plugin 'nosuch'")
+    expect_error([ARGS.iomimic, "run", workload("default"),
+                  "++workload.dataset.data_folder=" + os.path.join(w, "missing"),
+                  "++workload.output.folder=" + os.path.join(w, "out1")],
+                 r"data folder .*missing/train does not exist")
+    expect_error([ARGS.iomimic, "run", workload("default"), "++workload.storage.options.nope=1"],
+                 r"storage plugin 'posix' has no option 'nope'")
+    expect_error([ARGS.iomimic, "config", "workload=nosuchworkload"], r"nosuchworkload")
+    if ARGS.bad_plugins:
+        expect_error([ARGS.iomimic, "run", "--plugin-dir", ARGS.bad_plugins, workload("default"),
+                      "++workload.storage.backend=badabi"],
+                     r"ABI version 999.*ABI version \d+")
+        p = run([ARGS.iomimic, "plugins", "--plugin-dir", ARGS.bad_plugins])
+        if "refused" not in p.stdout or "999" not in p.stdout:
+            fail("'iomimic plugins' must list the refused plugin with its ABI version")
+
+
+def test_plugins_listing():
+    p = run([ARGS.iomimic, "plugins"])
+    for needle in ("storage", "posix", "format", "npz"):
+        if needle not in p.stdout:
+            fail("'%s' missing from 'iomimic plugins'" % needle)
+    # Never the current directory: a plugin copied into cwd is not picked up.
+    lib = re.search(r"(\S+libiomimic_storage_posix\.so)", p.stdout).group(1)
+    shutil.copy(lib, os.path.join(ARGS.work, "libiomimic_storage_cwdtest.so"))
+    p = run([ARGS.iomimic, "plugins"])
+    if "cwdtest" in p.stdout:
+        fail("plugins must not be loaded from the current directory")
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("test")
+    ap.add_argument("--iomimic", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--bad-plugins", default="")
+    ARGS = ap.parse_args()
+    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
+    ARGS.source = os.path.abspath(ARGS.source)
+    shutil.rmtree(ARGS.work, ignore_errors=True)
+    os.makedirs(ARGS.work)
+    fn = globals().get("test_" + ARGS.test)
+    if fn is None:
+        fail("unknown test " + ARGS.test)
+    fn()
+    print("PASS " + ARGS.test)
+
+
+if __name__ == "__main__":
+    main()
