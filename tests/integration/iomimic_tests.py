@@ -342,6 +342,31 @@ def test_plugins_listing():
         fail("plugins must not be loaded from the current directory")
 
 
+def test_out_of_tree_plugin():
+    """Install the SDK, build examples/memory_storage against it, run with it."""
+    prefix = os.path.join(ARGS.work, "prefix")
+    build = os.path.join(ARGS.work, "example-build")
+    run([ARGS.cmake, "--install", ARGS.build, "--prefix", prefix])
+    for f in ("include/iomimic/iomimic.h", "lib/cmake/iomimic/iomimicConfig.cmake", "bin/iomimic"):
+        if not os.path.exists(os.path.join(prefix, f)):
+            fail(f + " not installed")
+    run([ARGS.cmake, "-S", os.path.join(ARGS.source, "examples", "memory_storage"), "-B", build,
+         "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"])
+    run([ARGS.cmake, "--build", build])
+    installed = os.path.join(prefix, "bin", "iomimic")
+    p = run([installed, "plugins", "--plugin-dir", build])
+    if "memory" not in p.stdout or "npz" not in p.stdout:
+        fail("the installed binary must find its own plugins and the example")
+    out = os.path.join(ARGS.work, "out")
+    p = run([installed, "run", "--plugin-dir", build, "workload=quickstart",
+             "++workload.storage.backend=memory"] +
+            small_overrides("mem/data", out, files=8, eval_files=0, extra=[
+                "++workload.workflow.evaluation=False"]))
+    s = check_summary(os.path.join(out, "summary.json"), eval_expected=False, accelerators=1)
+    if s["iomimic"]["plugins"]["storage"]["name"] != "memory":
+        fail("the run did not use the example plugin")
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -350,6 +375,8 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--bad-plugins", default="")
+    ap.add_argument("--cmake", default="cmake")
+    ap.add_argument("--build", default="")
     ARGS = ap.parse_args()
     ARGS.iomimic = os.path.abspath(ARGS.iomimic)
     ARGS.source = os.path.abspath(ARGS.source)

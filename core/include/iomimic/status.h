@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -136,6 +137,12 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  // Accepts anything convertible to T, e.g. a unique_ptr<Derived> for a
+  // Result<unique_ptr<Base>>.
+  template <typename U>
+    requires(!std::is_same_v<std::remove_cvref_t<U>, T> &&
+             !std::is_same_v<std::remove_cvref_t<U>, Status> && std::is_convertible_v<U &&, T>)
+  Result(U&& value) : data_(T(std::forward<U>(value))) {}  // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(data_).ok()) {
       data_ = Status::Internal("Result constructed from an OK Status");

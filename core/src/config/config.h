@@ -265,7 +265,8 @@ struct Diagnostic {
 struct ManifestSource {
   std::string path;             // explicit manifest path, or empty
   std::string workload;         // `workload=<name>`, or empty
-  std::string config_dir;       // --config-dir (empty = shipped workloads/)
+  std::string config_dir;       // --config-dir (empty = shipped workloads/: installed
+                                // <prefix>/share/iomimic/workloads, else the source tree's)
   std::vector<std::string> overrides;  // raw Hydra-style strings, in order
 };
 

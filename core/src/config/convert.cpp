@@ -1,11 +1,10 @@
-#include "config/convert_internal.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <string_view>
 
+#include "config/convert_internal.h"
 #include "config/scalar_internal.h"
 #include "config/schema_internal.h"
 
@@ -34,9 +33,9 @@ const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
 const Words kDistributionTypes = {"normal", "uniform", "gamma", "exponential", "poisson"};
 // NumPy dtype names; the last three are aliases (see CanonicalDtype).
-const Words kDtypes = {"uint8",   "int8",    "uint16",  "int16", "uint32",
-                       "int32",   "uint64",  "int64",   "float16", "float32",
-                       "float64", "bool",    "float",   "int",   "double"};
+const Words kDtypes = {"uint8",   "int8",   "uint16", "int16",   "uint32",
+                       "int32",   "uint64", "int64",  "float16", "float32",
+                       "float64", "bool",   "float",  "int",     "double"};
 
 std::string CanonicalDtype(std::string_view name) {
   if (name == "float" || name == "double") return "float64";
@@ -95,12 +94,18 @@ std::string StripTrailingSlashes(std::string path) {
 
 const char* DistributionTypeName(Distribution::Kind kind) {
   switch (kind) {
-    case Distribution::Kind::kConstant: return "constant";
-    case Distribution::Kind::kNormal: return "normal";
-    case Distribution::Kind::kUniform: return "uniform";
-    case Distribution::Kind::kGamma: return "gamma";
-    case Distribution::Kind::kExponential: return "exponential";
-    case Distribution::Kind::kPoisson: return "poisson";
+    case Distribution::Kind::kConstant:
+      return "constant";
+    case Distribution::Kind::kNormal:
+      return "normal";
+    case Distribution::Kind::kUniform:
+      return "uniform";
+    case Distribution::Kind::kGamma:
+      return "gamma";
+    case Distribution::Kind::kExponential:
+      return "exponential";
+    case Distribution::Kind::kPoisson:
+      return "poisson";
   }
   return "constant";
 }
@@ -119,16 +124,23 @@ class Converter {
   Status Run(const YAML::Node& root, Config* config);
 
  private:
-  // The value of `key` in `section`, or nullopt when absent.
-  std::optional<YAML::Node> Get(const Section& section, std::string_view key);
-  // Error about `node` at `path`.
+  // The entry of `key` in `section`, or nullopt when absent.
+  std::optional<Entry> Get(const Section& section, std::string_view key);
+  // Errors about a value: at the value, or at its key when the value is an
+  // implicit null (yaml-cpp places those where the next token starts).
   Status Bad(const YAML::Node& node, const std::string& path, std::string_view what) const {
     return locator_.Error(node.Mark(), path, what);
   }
-  Status Expected(const YAML::Node& node, const std::string& path,
-                  std::string_view expected) const {
-    return Bad(node, path, "expected " + std::string(expected) + ", got " + Describe(node));
+  Status Bad(const Entry& entry, const std::string& path, std::string_view what) const {
+    return locator_.Error(entry.value.IsNull() ? entry.key.Mark() : entry.value.Mark(), path, what);
   }
+  template <typename Where>
+  Status Expected(const Where& where, const std::string& path, std::string_view expected) const {
+    return Bad(where, path,
+               "expected " + std::string(expected) + ", got " + Describe(ValueOf(where)));
+  }
+  static const YAML::Node& ValueOf(const YAML::Node& node) { return node; }
+  static const YAML::Node& ValueOf(const Entry& entry) { return entry.value; }
   void Warn(const YAML::Node& node, const std::string& path, std::string message) {
     warnings_->push_back(locator_.Warning(node.Mark(), path, std::move(message)));
   }
@@ -141,8 +153,8 @@ class Converter {
               std::uint64_t min = 0, std::uint64_t max = kMaxUInt, bool nullable = false);
   Status Int(const Section& section, std::string_view key, std::int64_t* out,
              std::int64_t min = kMinInt, std::int64_t max = kMaxInt);
-  Status Number(const Section& section, std::string_view key, double* out,
-                double min = -kInfinity, double max = kInfinity);
+  Status Number(const Section& section, std::string_view key, double* out, double min = -kInfinity,
+                double max = kInfinity);
   Status String(const Section& section, std::string_view key, std::string* out,
                 bool nullable = false, bool non_empty = false);
   Status Choice(const Section& section, std::string_view key, std::string* out,
@@ -178,96 +190,103 @@ class Converter {
   std::string unlisted_key_;  // a key read here but missing from the schema (a bug)
 };
 
-std::optional<YAML::Node> Converter::Get(const Section& section, std::string_view key) {
+std::optional<Entry> Converter::Get(const Section& section, std::string_view key) {
   const std::string path = JoinPath(section.path, key);
   if (!LookupKey(path) && unlisted_key_.empty()) unlisted_key_ = path;
-  return Child(section.node, key);
+  return FindEntry(section.node, key);
 }
 
 Result<Section> Converter::Sub(const Section& parent, std::string_view key) {
   Section section{YAML::Node(YAML::NodeType::Null), JoinPath(parent.path, key)};
-  if (std::optional<YAML::Node> node = Get(parent, key)) {
-    if (node->IsMap()) {
-      section.node.reset(*node);
-    } else if (!node->IsNull()) {
-      return Expected(*node, section.path, "a map of keys");
+  if (const std::optional<Entry> entry = Get(parent, key)) {
+    if (entry->value.IsMap()) {
+      section.node.reset(entry->value);
+    } else if (!entry->value.IsNull()) {
+      return Expected(*entry, section.path, "a map of keys");
     }
   }
   return section;
 }
 
 Status Converter::Bool(const Section& section, std::string_view key, bool* out) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   const std::optional<bool> value =
-      node->IsScalar() ? ParseBool(node->Scalar()) : std::optional<bool>();
-  if (!value) return Expected(*node, path, "true or false");
+      node.IsScalar() ? ParseBool(node.Scalar()) : std::optional<bool>();
+  if (!value) return Expected(*entry, path, "true or false");
   *out = *value;
   return Status::OK();
 }
 
 Status Converter::UInt(const Section& section, std::string_view key, std::uint64_t* out,
                        std::uint64_t min, std::uint64_t max, bool nullable) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node || (nullable && node->IsNull())) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry || (nullable && entry->value.IsNull())) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   const std::optional<std::uint64_t> value =
-      node->IsScalar() ? ParseUInt(node->Scalar()) : std::optional<std::uint64_t>();
-  if (!value || *value < min || *value > max) return Expected(*node, path, UIntRange(min, max));
+      node.IsScalar() ? ParseUInt(node.Scalar()) : std::optional<std::uint64_t>();
+  if (!value || *value < min || *value > max) return Expected(*entry, path, UIntRange(min, max));
   *out = *value;
   return Status::OK();
 }
 
 Status Converter::Int(const Section& section, std::string_view key, std::int64_t* out,
                       std::int64_t min, std::int64_t max) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   const std::optional<std::int64_t> value =
-      node->IsScalar() ? ParseInt(node->Scalar()) : std::optional<std::int64_t>();
-  if (!value || *value < min || *value > max) return Expected(*node, path, IntRange(min, max));
+      node.IsScalar() ? ParseInt(node.Scalar()) : std::optional<std::int64_t>();
+  if (!value || *value < min || *value > max) return Expected(*entry, path, IntRange(min, max));
   *out = *value;
   return Status::OK();
 }
 
 Status Converter::Number(const Section& section, std::string_view key, double* out, double min,
                          double max) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   const std::optional<double> value =
-      node->IsScalar() ? ParseDouble(node->Scalar()) : std::optional<double>();
-  if (!value || *value < min || *value > max) return Expected(*node, path, NumberRange(min, max));
+      node.IsScalar() ? ParseDouble(node.Scalar()) : std::optional<double>();
+  if (!value || *value < min || *value > max) return Expected(*entry, path, NumberRange(min, max));
   *out = *value;
   return Status::OK();
 }
 
 Status Converter::String(const Section& section, std::string_view key, std::string* out,
                          bool nullable, bool non_empty) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node || (nullable && node->IsNull())) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry || (nullable && entry->value.IsNull())) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
-  if (!node->IsScalar()) return Expected(*node, path, non_empty ? "a non-empty string" : "a string");
-  if (non_empty && node->Scalar().empty()) return Bad(*node, path, "expected a non-empty string");
-  *out = node->Scalar();
+  if (!node.IsScalar())
+    return Expected(*entry, path, non_empty ? "a non-empty string" : "a string");
+  if (non_empty && node.Scalar().empty()) return Bad(*entry, path, "expected a non-empty string");
+  *out = node.Scalar();
   return Status::OK();
 }
 
 Status Converter::Choice(const Section& section, std::string_view key, std::string* out,
                          const Words& allowed, bool nullable) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node || (nullable && node->IsNull())) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry || (nullable && entry->value.IsNull())) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   const std::string expected = "one of " + JoinWords(allowed);
-  if (!node->IsScalar()) return Expected(*node, path, expected);
-  const std::string& text = node->Scalar();
+  if (!node.IsScalar()) return Expected(*entry, path, expected);
+  const std::string& text = node.Scalar();
   if (std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
-    std::string what = "expected " + expected + ", got " + Describe(*node);
+    std::string what = "expected " + expected + ", got " + Describe(node);
     if (std::optional<std::string> close = ClosestWord(text, allowed)) {
       what += " (did you mean '" + *close + "'?)";
     }
-    return Bad(*node, path, what);
+    return Bad(*entry, path, what);
   }
   *out = text;
   return Status::OK();
@@ -275,17 +294,18 @@ Status Converter::Choice(const Section& section, std::string_view key, std::stri
 
 Status Converter::PluginName(const Section& section, std::string_view key, std::string* out,
                              bool allow_empty) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
-  if (allow_empty && (node->IsNull() || (node->IsScalar() && node->Scalar().empty()))) {
+  if (allow_empty && (node.IsNull() || (node.IsScalar() && node.Scalar().empty()))) {
     out->clear();
     return Status::OK();
   }
-  if (!node->IsScalar() || !IsPluginName(node->Scalar())) {
-    return Expected(*node, path, "a plugin name (letters, digits, '_', '-', '.')");
+  if (!node.IsScalar() || !IsPluginName(node.Scalar())) {
+    return Expected(*entry, path, "a plugin name (letters, digits, '_', '-', '.')");
   }
-  *out = node->Scalar();
+  *out = node.Scalar();
   return Status::OK();
 }
 
@@ -297,11 +317,12 @@ Status Converter::Dtype(const Section& section, std::string_view key, std::strin
 }
 
 Status Converter::Shuffle(const Section& section, std::string_view key, ShuffleMode* out) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
-  if (node->IsScalar()) {
-    const std::string& text = node->Scalar();
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
     // YAML 1.1 reads a bare `off` as false (and `on` as true); DLIO's enum
     // names are off/seed/random. An explicit off means off (§1.5).
     if (text == "seed") {
@@ -317,23 +338,24 @@ Status Converter::Shuffle(const Section& section, std::string_view key, ShuffleM
       return Status::OK();
     }
   }
-  return Expected(*node, path, "one of off, seed or random");
+  return Expected(*entry, path, "one of off, seed or random");
 }
 
 Status Converter::UIntList(const Section& section, std::string_view key,
-                           std::vector<std::uint64_t>* out, std::uint64_t min,
-                           bool null_is_zero) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+                           std::vector<std::uint64_t>* out, std::uint64_t min, bool null_is_zero) {
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
-  if (node->IsNull()) {
+  if (node.IsNull()) {
     out->clear();
     return Status::OK();
   }
-  if (!node->IsSequence()) return Expected(*node, path, "a list of " + UIntRange(min, kMaxUInt) + "s");
+  if (!node.IsSequence())
+    return Expected(*entry, path, "a list of " + UIntRange(min, kMaxUInt) + "s");
   std::vector<std::uint64_t> values;
-  for (std::size_t i = 0; i < node->size(); ++i) {
-    const YAML::Node element = (*node)[i];
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node element = node[i];
     const std::string element_path = path + "[" + std::to_string(i) + "]";
     if (null_is_zero && element.IsNull()) {
       values.push_back(0);
@@ -353,22 +375,23 @@ Status Converter::UIntList(const Section& section, std::string_view key,
 
 Status Converter::StringList(const Section& section, std::string_view key,
                              std::vector<std::string>* out) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   std::vector<std::string> values;
-  if (node->IsScalar()) {
-    values.push_back(node->Scalar());
-  } else if (node->IsSequence()) {
-    for (std::size_t i = 0; i < node->size(); ++i) {
-      const YAML::Node element = (*node)[i];
+  if (node.IsScalar()) {
+    values.push_back(node.Scalar());
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node element = node[i];
       if (!element.IsScalar()) {
         return Expected(element, path + "[" + std::to_string(i) + "]", "a string");
       }
       values.push_back(element.Scalar());
     }
-  } else if (!node->IsNull()) {
-    return Expected(*node, path, "a string or a list of strings");
+  } else if (!node.IsNull()) {
+    return Expected(*entry, path, "a string or a list of strings");
   }
   *out = std::move(values);
   return Status::OK();
@@ -376,15 +399,16 @@ Status Converter::StringList(const Section& section, std::string_view key,
 
 Status Converter::StringMap(const Section& section, std::string_view key,
                             std::map<std::string, std::string>* out) {
-  const std::optional<YAML::Node> node = Get(section, key);
-  if (!node) return Status::OK();
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry) return Status::OK();
+  const YAML::Node& node = entry->value;
   const std::string path = JoinPath(section.path, key);
   std::map<std::string, std::string> values;
-  if (node->IsMap()) {
-    for (auto it = node->begin(); it != node->end(); ++it) {
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string name = KeyText(it->first);
       const std::string value_path = JoinPath(path, name);
-      const YAML::Node& value = it->second;
+      const YAML::Node value = it->second;  // a copy: it-> yields a temporary proxy
       if (value.IsScalar()) {
         values[name] = value.Scalar();
       } else if (value.IsNull()) {
@@ -404,8 +428,8 @@ Status Converter::StringMap(const Section& section, std::string_view key,
         return Expected(value, value_path, "a scalar or a list of scalars");
       }
     }
-  } else if (!node->IsNull()) {
-    return Expected(*node, path, "a map of options");
+  } else if (!node.IsNull()) {
+    return Expected(*entry, path, "a map of options");
   }
   *out = std::move(values);
   return Status::OK();
@@ -417,32 +441,34 @@ Status Converter::Time(const Section& section, std::string_view key, std::string
   Distribution distribution;
   bool explicit_type = false;
   bool has_mean = false;
-  if (const std::optional<YAML::Node> node = Get(section, key)) {
-    if (node->IsScalar()) {
-      const std::optional<double> value = ParseDouble(node->Scalar());
-      if (!value) return Expected(*node, path, "a number of seconds or a distribution map");
+  if (const std::optional<Entry> entry = Get(section, key)) {
+    const YAML::Node& node = entry->value;
+    if (node.IsScalar()) {
+      const std::optional<double> value = ParseDouble(node.Scalar());
+      if (!value) return Expected(*entry, path, "a number of seconds or a distribution map");
       distribution.mean = *value;
       has_mean = true;
-    } else if (node->IsMap()) {
-      IOMIMIC_RETURN_IF_ERROR(TimeMap(*node, path, &distribution));
-      explicit_type = FindEntry(*node, "type").has_value();
-      has_mean = FindEntry(*node, "mean").has_value();
-    } else if (!node->IsNull()) {
-      return Expected(*node, path, "a number of seconds or a distribution map");
+    } else if (node.IsMap()) {
+      IOMIMIC_RETURN_IF_ERROR(TimeMap(node, path, &distribution));
+      explicit_type = FindEntry(node, "type").has_value();
+      has_mean = FindEntry(node, "mean").has_value();
+    } else if (!node.IsNull()) {
+      return Expected(*entry, path, "a number of seconds or a distribution map");
     }
   }
 
-  if (const std::optional<YAML::Node> node = Get(section, stdev_key)) {
+  if (const std::optional<Entry> entry = Get(section, stdev_key)) {
+    const YAML::Node& node = entry->value;
     const std::string stdev_path = JoinPath(section.path, stdev_key);
     const std::optional<double> stdev =
-        node->IsScalar() ? ParseDouble(node->Scalar()) : std::optional<double>();
-    if (!stdev || *stdev < 0) return Expected(*node, stdev_path, "a non-negative number");
+        node.IsScalar() ? ParseDouble(node.Scalar()) : std::optional<double>();
+    if (!stdev || *stdev < 0) return Expected(*entry, stdev_path, "a non-negative number");
     if (explicit_type && distribution.kind != Distribution::Kind::kNormal) {
-      Warn(*node, stdev_path,
+      Warn(node, stdev_path,
            "'" + stdev_path + "' is ignored: '" + path + "' is a " +
                DistributionTypeName(distribution.kind) + " distribution");
     } else if (!has_mean) {
-      return Bad(*node, stdev_path, "given without " + path);
+      return Bad(*entry, stdev_path, "given without " + path);
     } else {
       distribution.kind = Distribution::Kind::kNormal;
       distribution.stdev = *stdev;
@@ -478,10 +504,7 @@ Status Converter::TimeMap(const YAML::Node& node, const std::string& path, Distr
 
   Distribution result;
   std::string type;
-  if (const std::optional<YAML::Node> type_node = Child(node, "type")) {
-    Section section{node, path};
-    IOMIMIC_RETURN_IF_ERROR(Choice(section, "type", &type, kDistributionTypes));
-  }
+  IOMIMIC_RETURN_IF_ERROR(Choice(Section{node, path}, "type", &type, kDistributionTypes));
 
   // The parameters `type` reads; the others are reported as unused.
   std::vector<std::string_view> used;
@@ -540,10 +563,10 @@ Status Converter::TimeMap(const YAML::Node& node, const std::string& path, Distr
     const auto& known = DistributionKeys();
     if (name == "type" || std::find(known.begin(), known.end(), name) == known.end()) continue;
     if (std::find(used.begin(), used.end(), name) == used.end()) {
-      Warn(it->first, JoinPath(path, name),
-           "key '" + JoinPath(path, name) + "' is not used by a " +
-               (type.empty() ? std::string("distribution without 'type'")
-                             : type + " distribution"));
+      Warn(
+          it->first, JoinPath(path, name),
+          "key '" + JoinPath(path, name) + "' is not used by a " +
+              (type.empty() ? std::string("distribution without 'type'") : type + " distribution"));
     }
   }
   *out = result;
@@ -555,7 +578,8 @@ Status Converter::ReadModel(const Section& root, ModelConfig* model) {
   IOMIMIC_RETURN_IF_ERROR(String(section, "name", &model->name));
   IOMIMIC_RETURN_IF_ERROR(String(section, "type", &model->type, /*nullable=*/true));
   IOMIMIC_RETURN_IF_ERROR(UInt(section, "model_size_bytes", &model->model_size_bytes));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "model_datatype", &model->model_datatype, kModelDatatypes));
+  IOMIMIC_RETURN_IF_ERROR(
+      Choice(section, "model_datatype", &model->model_datatype, kModelDatatypes));
   IOMIMIC_RETURN_IF_ERROR(
       Choice(section, "optimizer_datatype", &model->optimizer_datatype, kModelDatatypes));
   IOMIMIC_RETURN_IF_ERROR(UIntList(section, "optimization_groups", &model->optimization_groups));
@@ -576,8 +600,7 @@ Status Converter::ReadModel(const Section& root, ModelConfig* model) {
   IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "vocab_size", &model->vocab_size, 1));
   IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "hidden_size", &model->hidden_size, 1));
   IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "ffn_hidden_size", &model->ffn_hidden_size, 1));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(transformer, "num_attention_heads", &model->num_attention_heads, 1));
+  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "num_attention_heads", &model->num_attention_heads, 1));
   IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "num_kv_heads", &model->num_kv_heads, 1));
   return Status::OK();
 }
@@ -642,8 +665,7 @@ Status Converter::ReadDataset(const Section& root, DatasetConfig* dataset) {
 
   IOMIMIC_ASSIGN_OR_RETURN(const Section hdf5, Sub(section, "hdf5"));
   IOMIMIC_RETURN_IF_ERROR(UIntList(hdf5, "chunk_dims", &dataset->hdf5_chunk_dims, 1));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(hdf5, "num_dset_per_record", &dataset->hdf5_num_dset_per_record, 1));
+  IOMIMIC_RETURN_IF_ERROR(UInt(hdf5, "num_dset_per_record", &dataset->hdf5_num_dset_per_record, 1));
   // h5py's maxshape takes None for an unlimited dimension; kept as 0.
   IOMIMIC_RETURN_IF_ERROR(
       UIntList(hdf5, "max_shape", &dataset->hdf5_max_shape, 0, /*null_is_zero=*/true));
@@ -652,8 +674,8 @@ Status Converter::ReadDataset(const Section& root, DatasetConfig* dataset) {
   if ((dataset->format == "jpeg" || dataset->format == "png") &&
       dataset->record_element_type != "uint8") {
     // DLIO forces uint8 for images (PIL.Image.fromarray needs it).
-    if (const std::optional<YAML::Node> node = Get(section, "record_element_type")) {
-      Warn(*node, JoinPath(section.path, "record_element_type"),
+    if (const std::optional<Entry> entry = Get(section, "record_element_type")) {
+      Warn(entry->value, JoinPath(section.path, "record_element_type"),
            "dataset.record_element_type " + dataset->record_element_type +
                " is replaced by uint8 for format " + dataset->format);
     }
@@ -689,12 +711,12 @@ Status Converter::ReadReader(const Section& root, ReaderConfig* reader) {
       Time(section, "preprocess_time", "preprocess_time_stdev", &reader->preprocess_time));
   IOMIMIC_RETURN_IF_ERROR(
       UIntList(section, "transformed_record_dims", &reader->transformed_record_dims, 1));
-  IOMIMIC_RETURN_IF_ERROR(Dtype(section, "transformed_record_element_type",
-                                &reader->transformed_record_element_type));
+  IOMIMIC_RETURN_IF_ERROR(
+      Dtype(section, "transformed_record_element_type", &reader->transformed_record_element_type));
   IOMIMIC_RETURN_IF_ERROR(
       String(section, "reader_classname", &reader->reader_classname, /*nullable=*/true));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "data_loader_classname",
-                                 &reader->data_loader_classname, /*nullable=*/true));
+  IOMIMIC_RETURN_IF_ERROR(
+      String(section, "data_loader_classname", &reader->data_loader_classname, /*nullable=*/true));
   IOMIMIC_RETURN_IF_ERROR(Choice(section, "data_loader_sampler", &reader->data_loader_sampler,
                                  kSamplers, /*nullable=*/true));
   return Bool(section, "decode", &reader->decode);
@@ -744,13 +766,14 @@ Status Converter::ReadCheckpoint(const Section& root, CheckpointConfig* checkpoi
                                  &checkpoint->checkpoint_mechanism_classname, /*nullable=*/true));
 
   // `ksm:` enables KSM by its presence (DLIO); `ksm: false` is read as off.
-  if (const std::optional<YAML::Node> ksm = Get(section, "ksm")) {
+  if (const std::optional<Entry> entry = Get(section, "ksm")) {
+    const YAML::Node& ksm = entry->value;
     const std::string path = JoinPath(section.path, "ksm");
-    if (ksm->IsScalar()) {
-      const std::optional<bool> enabled = ParseBool(ksm->Scalar());
-      if (!enabled) return Expected(*ksm, path, "a map of KSM settings or true/false");
+    if (ksm.IsScalar()) {
+      const std::optional<bool> enabled = ParseBool(ksm.Scalar());
+      if (!enabled) return Expected(*entry, path, "a map of KSM settings or true/false");
       checkpoint->ksm_present = *enabled;
-    } else if (ksm->IsMap() || ksm->IsNull()) {
+    } else if (ksm.IsMap() || ksm.IsNull()) {
       checkpoint->ksm_present = true;
       IOMIMIC_ASSIGN_OR_RETURN(const Section settings, Sub(section, "ksm"));
       std::uint64_t ignored_id = 0;
@@ -760,7 +783,7 @@ Status Converter::ReadCheckpoint(const Section& root, CheckpointConfig* checkpoi
       IOMIMIC_RETURN_IF_ERROR(Number(settings, "low_ram_exit", &ignored_percent, 0, 100));
       IOMIMIC_RETURN_IF_ERROR(Number(settings, "await_time", &ignored_percent, 0));
     } else {
-      return Expected(*ksm, path, "a map of KSM settings or true/false");
+      return Expected(*entry, path, "a map of KSM settings or true/false");
     }
   }
   IOMIMIC_RETURN_IF_ERROR(PluginName(section, "backend", &checkpoint->backend, true));

@@ -1,5 +1,4 @@
 #include "config/overrides_internal.h"
-
 #include "config/scalar_internal.h"
 #include "config/schema_internal.h"
 
@@ -54,8 +53,7 @@ std::string DidYouMean(std::string_view path) {
 }
 
 Status ApplyHydra(const Override& override_, HydraConfig* hydra) {
-  std::string* field =
-      override_.key == "hydra.run.dir" ? &hydra->run_dir : &hydra->output_subdir;
+  std::string* field = override_.key == "hydra.run.dir" ? &hydra->run_dir : &hydra->output_subdir;
   if (override_.op == Override::Op::kDelete) {
     *field = override_.key == "hydra.run.dir" ? HydraConfig().run_dir : HydraConfig().output_subdir;
     return Status::OK();
@@ -90,8 +88,8 @@ Status ApplyWorkload(const Override& override_, const std::string& path, YAML::N
       break;
     case Override::Op::kAdd:
       if (existing) {
-        return OverrideError(override_.text, "'" + path + "' is already set; '+" + override_.text +
-                                                 "' replaces it");
+        return OverrideError(
+            override_.text, "'" + path + "' is already set; '+" + override_.text + "' replaces it");
       }
       break;
     case Override::Op::kDelete: {
@@ -115,7 +113,14 @@ Status ApplyWorkload(const Override& override_, const std::string& path, YAML::N
     }
   }
 
-  IOMIMIC_ASSIGN_OR_RETURN(const YAML::Node value, ParseValue(override_));
+  IOMIMIC_ASSIGN_OR_RETURN(YAML::Node value, ParseValue(override_));
+  if (path == "model" && value.IsScalar()) {
+    // The legacy `model: <name>`, rewritten now so that later model.*
+    // overrides find a map.
+    YAML::Node section(YAML::NodeType::Map);
+    section["name"] = value;
+    value.reset(section);
+  }
   YAML::Node parent = root;
   std::string parent_path;
   for (std::size_t i = 0; i + 1 < segments.size(); ++i) {
@@ -127,8 +132,8 @@ Status ApplyWorkload(const Override& override_, const std::string& path, YAML::N
       parent[segment] = YAML::Node(YAML::NodeType::Map);
       child = Child(parent, segment);
     } else if (!child->IsMap()) {
-      return OverrideError(override_.text, "'" + parent_path + "' is " + Describe(*child) +
-                                               ", not a map of keys");
+      return OverrideError(override_.text,
+                           "'" + parent_path + "' is " + Describe(*child) + ", not a map of keys");
     }
     parent.reset(*child);  // rebinds the handle; assignment would rewrite the tree
   }
@@ -182,8 +187,8 @@ Result<std::string> FindWorkloadSelection(const std::vector<std::string>& overri
   return selected;
 }
 
-Status ApplyOverrides(const std::vector<std::string>& overrides, YAML::Node root,
-                      Locator* locator, HydraConfig* hydra) {
+Status ApplyOverrides(const std::vector<std::string>& overrides, YAML::Node root, Locator* locator,
+                      HydraConfig* hydra) {
   for (const std::string& text : overrides) {
     IOMIMIC_ASSIGN_OR_RETURN(const Override override_, ParseOverride(text));
     if (override_.key == "workload") continue;  // a selection, handled by the caller
@@ -192,7 +197,8 @@ Status ApplyOverrides(const std::vector<std::string>& overrides, YAML::Node root
       continue;
     }
     if (!override_.key.starts_with(kWorkloadPrefix)) return BadForm(text);
-    const std::string_view raw_path = std::string_view(override_.key).substr(kWorkloadPrefix.size());
+    const std::string_view raw_path =
+        std::string_view(override_.key).substr(kWorkloadPrefix.size());
     if (!IsWellFormedPath(raw_path)) {
       return OverrideError(text, "malformed key '" + override_.key + "'");
     }

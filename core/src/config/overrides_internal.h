@@ -39,7 +39,7 @@ Result<std::string> FindWorkloadSelection(const std::vector<std::string>& overri
 // Applies the workload.* overrides to the manifest tree `root` (a map) in
 // order, recording their origin in `locator`, and the hydra.* ones to
 // `hydra`. `workload=` selections are skipped (see FindWorkloadSelection).
-Status ApplyOverrides(const std::vector<std::string>& overrides, YAML::Node root,
-                      Locator* locator, HydraConfig* hydra);
+Status ApplyOverrides(const std::vector<std::string>& overrides, YAML::Node root, Locator* locator,
+                      HydraConfig* hydra);
 
 }  // namespace iomimic::config::internal

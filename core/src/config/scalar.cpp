@@ -1,11 +1,11 @@
-#include "config/scalar_internal.h"
-
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <system_error>
+
+#include "config/scalar_internal.h"
 
 namespace iomimic::config::internal {
 namespace {

@@ -1,7 +1,7 @@
-#include "config/schema_internal.h"
-
 #include <algorithm>
 #include <utility>
+
+#include "config/schema_internal.h"
 
 namespace iomimic::config::internal {
 namespace {

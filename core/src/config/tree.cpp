@@ -1,6 +1,5 @@
-#include "config/tree_internal.h"
-
 #include "config/schema_internal.h"
+#include "config/tree_internal.h"
 
 namespace iomimic::config::internal {
 namespace {
@@ -16,8 +15,7 @@ bool IsUnder(std::string_view path, std::string_view prefix) {
 
 // Moves the value of `from_key` in `from` to `to_key` in `to`, keeping the
 // value node itself (and so its position in the file).
-void MoveEntry(YAML::Node from, std::string_view from_key, YAML::Node to,
-               std::string_view to_key) {
+void MoveEntry(YAML::Node from, std::string_view from_key, YAML::Node to, std::string_view to_key) {
   const std::optional<Entry> entry = FindEntry(from, from_key);
   if (!entry) return;
   const YAML::Node value = entry->value;
@@ -42,10 +40,10 @@ Status RenameKey(YAML::Node section, std::string_view section_path, std::string_
     return locator.Error(old_entry->key.Mark(), old_path, what + "; give only one of them");
   }
   if (warnings != nullptr) {
-    warnings->push_back(locator.Warning(
-        old_entry->key.Mark(), old_path,
-        "legacy key '" + old_path + "' read as '" + new_path +
-            "' (DLIO since v2.0.1 ignores the old spelling and uses its default)"));
+    warnings->push_back(
+        locator.Warning(old_entry->key.Mark(), old_path,
+                        "legacy key '" + old_path + "' read as '" + new_path +
+                            "' (DLIO since v2.0.1 ignores the old spelling and uses its default)"));
   }
   MoveEntry(section, old_key, target, new_key);
   return Status::OK();
@@ -77,8 +75,7 @@ const std::string* Locator::OverrideFor(std::string_view path) const {
   }
 }
 
-Status Locator::Error(const YAML::Mark& mark, std::string_view path,
-                      std::string_view what) const {
+Status Locator::Error(const YAML::Mark& mark, std::string_view path, std::string_view what) const {
   std::string message;
   if (const std::string* text = OverrideFor(path)) {
     message = "override '" + *text + "': ";
@@ -152,12 +149,9 @@ std::string Describe(const YAML::Node& node) {
   return "nothing";
 }
 
-std::string KeyText(const YAML::Node& key) {
-  return key.IsScalar() ? key.Scalar() : Describe(key);
-}
+std::string KeyText(const YAML::Node& key) { return key.IsScalar() ? key.Scalar() : Describe(key); }
 
-Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path,
-                          const Locator& locator) {
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path, const Locator& locator) {
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
       IOMIMIC_RETURN_IF_ERROR(
@@ -194,8 +188,8 @@ YAML::Node UnwrapWorkloadRoot(const YAML::Node& root, const Locator& locator,
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = KeyText(it->first);
     if (key == "workload") continue;
-    warnings->push_back(locator.Warning(it->first.Mark(), key,
-                                        "key '" + key + "' next to 'workload:' is ignored"));
+    warnings->push_back(
+        locator.Warning(it->first.Mark(), key, "key '" + key + "' next to 'workload:' is ignored"));
   }
   return *workload;
 }
@@ -208,19 +202,19 @@ Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
     if (const std::optional<Entry> reader = FindEntry(root, "reader")) {
       return locator.Error(old_reader->key.Mark(), "data_reader",
                            "given together with 'reader' (line " +
-                               std::to_string(reader->key.Mark().line + 1) +
-                               "); use one section");
+                               std::to_string(reader->key.Mark().line + 1) + "); use one section");
     }
     MoveEntry(root, "data_reader", root, "reader");
   }
 
   // `model: <name>`.
-  if (const std::optional<Entry> model = FindEntry(root, "model"); model && model->value.IsScalar()) {
+  if (const std::optional<Entry> model = FindEntry(root, "model");
+      model && model->value.IsScalar()) {
     if (warnings != nullptr) {
-      warnings->push_back(locator.Warning(
-          model->key.Mark(), "model",
-          "legacy form 'model: " + model->value.Scalar() +
-              "' read as 'model.name' (DLIO since v2.0.1 ignores it)"));
+      warnings->push_back(
+          locator.Warning(model->key.Mark(), "model",
+                          "legacy form 'model: " + model->value.Scalar() +
+                              "' read as 'model.name' (DLIO since v2.0.1 ignores it)"));
     }
     const YAML::Node name = model->value;
     root.remove("model");
@@ -236,8 +230,8 @@ Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
         {"record_length_resize", "record_length_bytes_resize"},
     };
     for (const auto& [old_key, new_key] : kRenames) {
-      IOMIMIC_RETURN_IF_ERROR(RenameKey(*dataset, "dataset", old_key, *dataset, "dataset", new_key,
-                                        locator, warnings));
+      IOMIMIC_RETURN_IF_ERROR(
+          RenameKey(*dataset, "dataset", old_key, *dataset, "dataset", new_key, locator, warnings));
     }
   }
 

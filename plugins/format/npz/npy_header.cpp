@@ -148,7 +148,8 @@ class DictParser {
     const std::size_t start = pos_;
     while (IsDigit(Peek())) ++pos_;
     std::optional<std::uint64_t> value = ParseDigits(text_.substr(start, pos_ - start));
-    if (!value) return Error(pos_ == start ? "shape is not a tuple of ints" : "shape value too large");
+    if (!value)
+      return Error(pos_ == start ? "shape is not a tuple of ints" : "shape value too large");
     if (allow_long_suffix_ && (Peek() == 'L' || Peek() == 'l')) ++pos_;
     *out = *value;
     return Status::OK();

@@ -18,14 +18,14 @@
 
 #pragma once
 
+#include <zlib.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <zlib.h>
 
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
@@ -152,8 +152,8 @@ class NpzReader final : public FileReader {
   bool loaded_ = false;          // a complete load is in memory (keep_in_memory)
   std::uint64_t loads_ = 0;
 
-  NpyHeader header_;      // from the first load
-  NpyHeader load_header_; // from the current load
+  NpyHeader header_;       // from the first load
+  NpyHeader load_header_;  // from the current load
   zip::MemberRecord member_;
   std::uint64_t data_bytes_ = 0;
   std::uint64_t num_samples_ = 0;
@@ -163,7 +163,7 @@ class NpzReader final : public FileReader {
   std::vector<std::byte> directory_;
   std::vector<std::byte> tail_;
   Buffer probe_;    // kProbeSize bytes
-  Buffer staging_;  // transfer-size bytes
+  Buffer staging_;  // min(transfer size, member size) bytes; grows when needed
   Buffer payload_;  // the x array data (decode only); grows when needed
   Buffer sample_;   // gathered sample; grows when needed
   MemberStream stream_;

@@ -172,7 +172,9 @@ class VectorSink final : public OutputSink {
     used_ += n;
     return Status::OK();
   }
-  std::span<const std::byte> bytes() const { return std::span<const std::byte>(data_).first(used_); }
+  std::span<const std::byte> bytes() const {
+    return std::span<const std::byte>(data_).first(used_);
+  }
 
  private:
   std::vector<std::byte> data_;
@@ -193,7 +195,8 @@ class Deflater {
   Status Init() {
     std::memset(&z_, 0, sizeof(z_));
     const int rc = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-    if (rc == Z_MEM_ERROR) return Status::ResourceExhausted("npz: zlib deflateInit2: out of memory");
+    if (rc == Z_MEM_ERROR)
+      return Status::ResourceExhausted("npz: zlib deflateInit2: out of memory");
     if (rc != Z_OK) return Status::Internal("npz: zlib deflateInit2 failed: " + std::to_string(rc));
     initialized_ = true;
     return Status::OK();
@@ -439,7 +442,8 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
     members[0].compressed_size = members[0].uncompressed_size = x_plan.member_size;
     members[1].name = kLabelsMember;
     members[1].compressed_size = members[1].uncompressed_size = y_plan.member_size;
-    members[1].local_header_offset = zip::LocalHeaderSize(members[0].name.size()) + x_plan.member_size;
+    members[1].local_header_offset =
+        zip::LocalHeaderSize(members[0].name.size()) + x_plan.member_size;
     const std::uint64_t directory_offset = members[1].local_header_offset +
                                            zip::LocalHeaderSize(members[1].name.size()) +
                                            y_plan.member_size;

@@ -6,7 +6,9 @@
 //   y.npy: int64 zeros of shape (num_samples,), the labels.
 // Members are stored (np.savez) or deflated (np.savez_compressed, when the
 // spec's compression is "zip"), and every byte matches what numpy 1.24 with
-// CPython 3.11's zipfile writes for the same arrays.
+// CPython 3.11's zipfile writes for the same arrays. Deflate uses zlib's
+// default level, as np.savez_compressed does; spec.compression_level is not
+// used (DLIO's npz generator ignores it too).
 //
 // The content of x is the byte stream of iomimic::Xoshiro256(spec.seed)
 // (bool arrays take the lowest bit of each byte, so they hold only 0 and 1).

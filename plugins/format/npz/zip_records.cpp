@@ -41,7 +41,9 @@ class Encoder {
   std::vector<std::byte>* out_;
 };
 
-std::uint32_t Clamp32(std::uint64_t v) { return v > kMax32 ? kMax32 : static_cast<std::uint32_t>(v); }
+std::uint32_t Clamp32(std::uint64_t v) {
+  return v > kMax32 ? kMax32 : static_cast<std::uint32_t>(v);
+}
 
 Status CorruptAt(std::string what, std::uint64_t offset) {
   return Status::Corruption(std::move(what) + " at offset " + std::to_string(offset));
@@ -55,11 +57,13 @@ std::uint16_t LoadU16(const std::byte* p) {
 }
 
 std::uint32_t LoadU32(const std::byte* p) {
-  return static_cast<std::uint32_t>(LoadU16(p)) | (static_cast<std::uint32_t>(LoadU16(p + 2)) << 16);
+  return static_cast<std::uint32_t>(LoadU16(p)) |
+         (static_cast<std::uint32_t>(LoadU16(p + 2)) << 16);
 }
 
 std::uint64_t LoadU64(const std::byte* p) {
-  return static_cast<std::uint64_t>(LoadU32(p)) | (static_cast<std::uint64_t>(LoadU32(p + 4)) << 32);
+  return static_cast<std::uint64_t>(LoadU32(p)) |
+         (static_cast<std::uint64_t>(LoadU32(p + 4)) << 32);
 }
 
 void StoreU32(std::byte* p, std::uint32_t v) {
@@ -259,9 +263,8 @@ Result<MemberRecord> ParseCentralEntry(std::span<const std::byte> data, std::siz
       std::span<const std::byte> field = extra.subspan(4, size);
       auto take = [&](std::uint64_t* value, const char* what) -> Status {
         if (field.size() < 8) {
-          return CorruptAt("corrupt ZIP64 extra field of member '" + m.name + "' (" + what +
-                               " not found)",
-                           at);
+          return CorruptAt(
+              "corrupt ZIP64 extra field of member '" + m.name + "' (" + what + " not found)", at);
         }
         *value = LoadU64(field.data());
         field = field.subspan(8);

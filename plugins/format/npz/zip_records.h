@@ -84,7 +84,7 @@ struct EndRecord {
   bool zip64 = false;                   // values come from a ZIP64 end record
   std::uint64_t entries = 0;
   std::uint64_t directory_size = 0;
-  std::uint64_t directory_offset = 0;   // as recorded (before zipfile's "concat" shift)
+  std::uint64_t directory_offset = 0;  // as recorded (before zipfile's "concat" shift)
 };
 
 // Parses a classic end record at `data` (at least kEndOfCentralDirSize bytes)

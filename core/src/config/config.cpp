@@ -1,0 +1,85 @@
+#include "config/config.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "config/scalar_internal.h"
+
+namespace iomimic::config {
+namespace {
+
+// E|X| for X ~ Normal(mean, stdev): the mean of the folded normal.
+double FoldedNormalMean(double mean, double stdev) {
+  if (stdev <= 0) return std::fabs(mean);
+  const double z = mean / stdev;
+  const double phi = 0.5 * std::erfc(z / std::numbers::sqrt2);  // P(X < 0)
+  return stdev * std::sqrt(2 / std::numbers::pi) * std::exp(-0.5 * z * z) + mean * (1 - 2 * phi);
+}
+
+// E|X| for X ~ Uniform(min, max).
+double FoldedUniformMean(double min, double max) {
+  if (max <= min) return std::fabs(min);
+  if (min >= 0) return (min + max) / 2;
+  if (max <= 0) return -(min + max) / 2;
+  return (min * min + max * max) / (2 * (max - min));
+}
+
+}  // namespace
+
+double Distribution::Expected() const {
+  switch (kind) {
+    case Kind::kConstant:
+      return std::fabs(mean);
+    case Kind::kNormal:
+      return FoldedNormalMean(mean, stdev);
+    case Kind::kUniform:
+      return FoldedUniformMean(min, max);
+    case Kind::kGamma:
+      return shape * scale;
+    case Kind::kExponential:
+      return scale;
+    case Kind::kPoisson:
+      return lam;
+  }
+  return 0;
+}
+
+Result<Distribution> ParseDistributionScalar(const std::string& text) {
+  const std::optional<double> value = internal::ParseDouble(internal::Trim(text));
+  if (!value) {
+    return Status::InvalidArgument("expected a number of seconds, got '" + text + "'");
+  }
+  Distribution distribution;
+  distribution.mean = *value;
+  return distribution;
+}
+
+std::string ShuffleModeName(ShuffleMode mode) {
+  switch (mode) {
+    case ShuffleMode::kOff:
+      return "off";
+    case ShuffleMode::kSeed:
+      return "seed";
+    case ShuffleMode::kRandom:
+      return "random";
+  }
+  return "off";
+}
+
+std::string ReadTypeName(ReadType type) {
+  switch (type) {
+    case ReadType::kOnDemand:
+      return "on_demand";
+    case ReadType::kMemory:
+      return "memory";
+  }
+  return "on_demand";
+}
+
+std::string Diagnostic::ToString() const {
+  std::string text = file;
+  if (line > 0) text += ":" + std::to_string(line) + ":" + std::to_string(column);
+  return text + ": warning: " + message;
+}
+
+}  // namespace iomimic::config

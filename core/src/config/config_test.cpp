@@ -1,0 +1,1200 @@
+#include "config/config.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <string>
+#include <vector>
+
+namespace iomimic::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The DLIO workload files: IOMIMIC_SHARED_WORKLOADS_DIR, else
+// <repo>/../shared/dlio-workloads. Empty when not there.
+fs::path SharedWorkloadsDir() {
+#ifdef IOMIMIC_SHARED_WORKLOADS_DIR
+  fs::path dir = IOMIMIC_SHARED_WORKLOADS_DIR;
+#else
+  // This file is <repo>/core/src/config/config_test.cpp.
+  const fs::path repo =
+      fs::absolute(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  fs::path dir = repo.parent_path() / "shared" / "dlio-workloads";
+#endif
+  std::error_code error;
+  return fs::is_directory(dir, error) ? dir : fs::path();
+}
+
+std::vector<fs::path> SharedWorkloads() {
+  std::vector<fs::path> files;
+  const fs::path dir = SharedWorkloadsDir();
+  if (dir.empty()) return files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+LoadedManifest MustLoadFile(const fs::path& path, std::vector<std::string> overrides = {}) {
+  ManifestSource source;
+  source.path = path.string();
+  source.overrides = std::move(overrides);
+  Result<LoadedManifest> loaded = LoadManifest(source);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().ToString());
+  return std::move(loaded).value();
+}
+
+LoadedManifest MustLoad(const std::string& yaml, std::vector<std::string> overrides = {}) {
+  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().ToString());
+  return std::move(loaded).value();
+}
+
+// The error message of a load that must fail.
+std::string LoadError(const std::string& yaml, std::vector<std::string> overrides = {}) {
+  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.status().code() == StatusCode::kInvalidArgument);
+  return loaded.status().message();
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+bool HasWarning(const LoadedManifest& manifest, const std::string& part) {
+  return std::any_of(manifest.warnings.begin(), manifest.warnings.end(),
+                     [&](const Diagnostic& d) { return Contains(d.message, part); });
+}
+
+// A scratch folder removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("iomimic_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+  }
+  const fs::path& path() const { return path_; }
+  void Write(const fs::path& relative, const std::string& text) const {
+    fs::create_directories((path_ / relative).parent_path());
+    std::ofstream(path_ / relative) << text;
+  }
+
+ private:
+  fs::path path_;
+};
+
+TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
+  const std::vector<fs::path> files = SharedWorkloads();
+  if (files.empty()) {
+    MESSAGE("shared/dlio-workloads not found; skipped");
+    return;
+  }
+  CHECK(files.size() >= 20);
+  for (const fs::path& file : files) {
+    CAPTURE(file);
+    const LoadedManifest manifest = MustLoadFile(file);
+    CHECK(manifest.manifest_path == file.string());
+    CHECK(manifest.workload_name == file.stem().string());
+    // DLIO itself ignores these keys; nothing else may be reported.
+    for (const Diagnostic& warning : manifest.warnings) {
+      CAPTURE(warning.ToString());
+      const bool expected =
+          warning.message ==
+              "unknown key 'model.model_size' (did you mean 'model.model_size_bytes'?)" ||
+          warning.message == "unknown key 'workflow.debug'";
+      CHECK(expected);
+      CHECK(warning.file == file.string());
+      CHECK(warning.line > 0);
+    }
+    for (const bool workload_root : {false, true}) {
+      const std::string yaml = ToYaml(manifest.config, workload_root);
+      CAPTURE(yaml);
+      const LoadedManifest again = MustLoad(yaml);
+      CHECK(again.config == manifest.config);
+      CHECK(again.warnings.empty());
+    }
+  }
+}
+
+TEST_CASE("shipped workload values") {
+  const fs::path dir = SharedWorkloadsDir();
+  if (dir.empty()) return;
+
+  SUBCASE("unet3d_h100") {
+    const LoadedManifest m = MustLoadFile(dir / "unet3d_h100.yaml");
+    const Config& c = m.config;
+    CHECK(c.model.name == "unet3d");
+    CHECK(c.model.type == "cnn");
+    CHECK(c.model.model_size_bytes == 10240);  // model.model_size is not a DLIO key
+    CHECK(c.framework == "pytorch");
+    CHECK(c.workflow.checkpoint);
+    CHECK(c.dataset.format == "npz");
+    CHECK(c.dataset.data_folder == "data/unet3d");
+    CHECK(c.dataset.num_files_train == 168);
+    CHECK(c.dataset.record_length_bytes == 146600628);
+    CHECK(c.dataset.record_length_bytes_stdev == 68341808);
+    CHECK(c.dataset.record_length_bytes_resize == 2097152);
+    CHECK(c.reader.data_loader == "pytorch");
+    CHECK(c.reader.data_loader_given);
+    CHECK(c.reader.batch_size == 7);
+    CHECK(c.reader.read_threads == 4);
+    CHECK(c.reader.file_shuffle == ShuffleMode::kSeed);
+    CHECK(c.reader.sample_shuffle == ShuffleMode::kSeed);
+    CHECK(c.train.epochs == 5);
+    CHECK(c.train.computation_time.kind == Distribution::Kind::kConstant);
+    CHECK(c.train.computation_time.mean == 0.323);
+    CHECK(c.checkpoint.checkpoint_folder == "checkpoints/unet3d");
+    CHECK(c.checkpoint.checkpoint_after_epoch == 5);
+    CHECK(c.checkpoint.epochs_between_checkpoints == 2);
+    CHECK(c.metric.au == 0.90);
+    REQUIRE(m.warnings.size() == 1);
+    CHECK(m.warnings[0].line == 4);
+    CHECK(m.warnings[0].column == 3);
+  }
+  SUBCASE("bert_v100") {
+    const Config c = MustLoadFile(dir / "bert_v100.yaml").config;
+    CHECK(c.model.model_size_bytes == 4034713312ULL);
+    CHECK(c.dataset.file_prefix == "part");
+    CHECK(c.dataset.num_samples_per_file == 313532);
+    CHECK(c.reader.transfer_size == 262144);
+    CHECK(c.train.total_training_steps == 1000);
+    CHECK_FALSE(c.train.seed_change_epoch);
+    CHECK(c.checkpoint.steps_between_checkpoints == 250);
+  }
+  SUBCASE("resnet50_v100") {
+    const Config c = MustLoadFile(dir / "resnet50_v100.yaml").config;
+    CHECK(c.dataset.record_length_bytes == 114660.07);
+    CHECK(c.reader.batch_size_eval == 128);
+    CHECK(c.reader.dont_use_mmap);
+    CHECK(c.reader.computation_threads == 8);
+    CHECK(c.framework == "tensorflow");
+  }
+  SUBCASE("default") {
+    const Config c = MustLoadFile(dir / "default.yaml").config;
+    CHECK(c.workflow.evaluation);
+    CHECK(c.dataset.num_files_eval == 8);
+    CHECK(c.dataset.num_subfolders_train == 2);
+    CHECK(c.evaluation.eval_time.mean == 0.5);
+    CHECK(c.profiling.profiler == "iostat");
+  }
+  SUBCASE("megatron_deepspeed_LLNL") {
+    const Config c = MustLoadFile(dir / "megatron_deepspeed_LLNL.yaml").config;
+    CHECK(c.dataset.data_folder == "dataset/megatron-deepspeed");
+    CHECK(c.dataset.format == "mmap_indexed_binary");
+    CHECK(c.model.optimization_groups == std::vector<std::uint64_t>{1009254400, 865075200, 793600});
+    CHECK(c.model.layer_parameters == std::vector<std::uint64_t>{52583936, 209715200});
+    CHECK(c.model.num_layers == 40);
+    CHECK(c.model.pipeline_parallelism == 8);
+    CHECK(c.model.tensor_parallelism == 4);
+    CHECK(c.checkpoint.type == "all_ranks");
+    CHECK(c.train.computation_time.mean == 2.44);
+  }
+  SUBCASE("llama_70b") {
+    const Config c = MustLoadFile(dir / "llama_70b.yaml").config;
+    CHECK(c.model.type == "transformer");
+    CHECK(c.model.vocab_size == 128256);
+    CHECK(c.model.ffn_hidden_size == 28672);
+    CHECK(c.checkpoint.fsync);  // honoured, unlike DLIO HEAD (§1.5)
+    CHECK(c.checkpoint.num_checkpoints_write == 10);
+    CHECK(c.checkpoint.num_checkpoints_read == 10);
+    CHECK(c.checkpoint.time_between_checkpoints == 5);
+    CHECK_FALSE(c.workflow.train);
+  }
+  SUBCASE("llama_1t trains with framework pytorch and the default loader") {
+    const Config c = MustLoadFile(dir / "llama_1t.yaml").config;
+    CHECK(c.framework == "pytorch");
+    CHECK(c.reader.data_loader == "tensorflow");
+    CHECK_FALSE(c.reader.data_loader_given);
+    CHECK(c.workflow.train);
+  }
+  SUBCASE("unet3d_v100_s3") {
+    const Config c = MustLoadFile(dir / "unet3d_v100_s3.yaml").config;
+    CHECK(c.storage.storage_type == "s3");
+    CHECK(c.storage.storage_root == "s3pytorchconnector");
+    CHECK(c.storage.storage_options.at("endpoint_url") == "http://localhost:9020");
+    CHECK(c.storage.storage_options.at("s3_force_path_style") == "False");
+    CHECK(c.storage.storage_options.at("s3_max_attempts") == "5");
+    CHECK(c.dataset.data_folder == "s3://s3pytorchconnector");
+    CHECK(c.dataset.format == "npy");
+  }
+}
+
+TEST_CASE("an empty manifest holds DLIO's defaults (reference §1.3)") {
+  const LoadedManifest m = MustLoad("");
+  const Config& c = m.config;
+  CHECK(m.warnings.empty());
+  CHECK(c == Config{});
+  CHECK(m.workload_name == "t");
+
+  CHECK(c.model.name == "default");
+  CHECK(c.model.type.empty());
+  CHECK(c.model.model_size_bytes == 10240);
+  CHECK(c.model.model_datatype == "fp16");
+  CHECK(c.model.optimizer_datatype == "fp32");
+  CHECK(c.model.optimization_groups.empty());
+  CHECK(c.model.num_layers == -1);
+  CHECK(c.model.layer_parameters.empty());
+  CHECK(c.model.tensor_parallelism == 1);
+  CHECK(c.model.pipeline_parallelism == 1);
+  CHECK(c.model.data_parallelism == -1);
+  CHECK(c.model.zero_stage == 0);
+  CHECK(c.model.vocab_size == 32000);
+  CHECK(c.model.hidden_size == 2048);
+  CHECK(c.model.ffn_hidden_size == 8192);
+  CHECK(c.model.num_attention_heads == 32);
+  CHECK(c.model.num_kv_heads == 8);
+  CHECK(c.framework == "tensorflow");
+  CHECK_FALSE(c.workflow.generate_data);
+  CHECK(c.workflow.train);
+  CHECK_FALSE(c.workflow.evaluation);
+  CHECK_FALSE(c.workflow.checkpoint);
+  CHECK_FALSE(c.workflow.profiling);
+  CHECK(c.storage.storage_type == "local_fs");
+  CHECK(c.storage.storage_root == "./");
+  CHECK(c.storage.storage_options.empty());
+  CHECK(c.storage.backend == "posix");
+  CHECK(c.dataset.format == "tfrecord");
+  CHECK(c.dataset.data_folder == "./data");
+  CHECK(c.dataset.num_files_train == 8);
+  CHECK(c.dataset.num_files_eval == 0);
+  CHECK(c.dataset.num_samples_per_file == 1);
+  CHECK(c.dataset.record_length_bytes == 65536);
+  CHECK(c.dataset.record_length_bytes_stdev == 0);
+  CHECK(c.dataset.record_length_bytes_resize == 0);
+  CHECK(c.dataset.record_dims.empty());
+  CHECK(c.dataset.record_element_type == "uint8");
+  CHECK(c.dataset.num_subfolders_train == 0);
+  CHECK(c.dataset.num_subfolders_eval == 0);
+  CHECK(c.dataset.file_prefix == "img");
+  CHECK(c.dataset.compression == "none");
+  CHECK(c.dataset.compression_level == 4);
+  CHECK_FALSE(c.dataset.enable_chunking);
+  CHECK(c.dataset.chunk_size == 0);
+  CHECK(c.dataset.keep_files);
+  CHECK(c.dataset.generation_buffer_size == 2ULL * 1024 * 1024 * 1024);
+  CHECK(c.dataset.hdf5_chunk_dims.empty());
+  CHECK(c.dataset.hdf5_num_dset_per_record == 1);
+  CHECK(c.dataset.hdf5_max_shape.empty());
+  CHECK(c.reader.data_loader == "tensorflow");
+  CHECK_FALSE(c.reader.data_loader_given);
+  CHECK(c.reader.batch_size == 1);
+  CHECK(c.reader.batch_size_eval == 1);
+  CHECK(c.reader.read_threads == 1);
+  CHECK(c.reader.computation_threads == 1);
+  CHECK(c.reader.prefetch_size == 2);
+  CHECK(c.reader.file_shuffle == ShuffleMode::kOff);
+  CHECK(c.reader.sample_shuffle == ShuffleMode::kOff);
+  CHECK(c.reader.shuffle_size == 1024);
+  CHECK(c.reader.transfer_size == 0);
+  CHECK(c.reader.read_type == ReadType::kOnDemand);
+  CHECK(c.reader.file_access == "multi");
+  CHECK_FALSE(c.reader.dont_use_mmap);
+  CHECK_FALSE(c.reader.odirect);
+  CHECK(c.reader.pin_memory);
+  CHECK(c.reader.multiprocessing_context == "fork");
+  CHECK(c.reader.preprocess_time.is_zero());
+  CHECK(c.reader.transformed_record_dims.empty());
+  CHECK(c.reader.transformed_record_element_type == "uint8");
+  CHECK(c.reader.reader_classname.empty());
+  CHECK(c.reader.data_loader_classname.empty());
+  CHECK(c.reader.data_loader_sampler.empty());
+  CHECK(c.reader.decode);
+  CHECK(c.train.epochs == 1);
+  CHECK(c.train.computation_time.is_zero());
+  CHECK(c.train.total_training_steps == -1);
+  CHECK(c.train.seed_change_epoch);
+  CHECK(c.train.seed == 123);
+  CHECK(c.evaluation.eval_time.is_zero());
+  CHECK(c.evaluation.eval_after_epoch == 1);
+  CHECK(c.evaluation.epochs_between_evals == 1);
+  CHECK(c.checkpoint.checkpoint_folder == "./checkpoints");
+  CHECK(c.checkpoint.checkpoint_after_epoch == 1);
+  CHECK(c.checkpoint.epochs_between_checkpoints == 1);
+  CHECK(c.checkpoint.steps_between_checkpoints == -1);
+  CHECK(c.checkpoint.type == "rank_zero");
+  CHECK(c.checkpoint.mode == "default");
+  CHECK_FALSE(c.checkpoint.fsync);
+  CHECK(c.checkpoint.time_between_checkpoints == -1);
+  CHECK(c.checkpoint.num_checkpoints_write == -1);
+  CHECK(c.checkpoint.num_checkpoints_read == -1);
+  CHECK_FALSE(c.checkpoint.recovery_rank_shift);
+  CHECK_FALSE(c.checkpoint.rank_sync);
+  CHECK(c.checkpoint.randomize_tensor);
+  CHECK(c.checkpoint.checkpoint_mechanism_classname.empty());
+  CHECK_FALSE(c.checkpoint.ksm_present);
+  CHECK(c.checkpoint.backend.empty());
+  CHECK(c.output.folder.empty());
+  CHECK(c.output.log_file == "dlio.log");
+  CHECK(c.output.exclude_start_steps == 1);
+  CHECK(c.output.exclude_end_steps == 0);
+  CHECK(c.profiling.profiler == "iostat");
+  CHECK(c.profiling.iostat_devices.empty());
+  CHECK(c.metric.au == 0.90);
+  CHECK_FALSE(c.iomimic.sample_log);
+  CHECK_FALSE(c.iomimic.dlio_order);
+  CHECK(c.hydra.run_dir.empty());
+  CHECK(c.hydra.output_subdir == ".hydra");
+
+  // Empty sections and a comment-only file are fine too.
+  CHECK(MustLoad("# nothing\n").config == Config{});
+  CHECK(MustLoad("workflow:\nreader:\n").config == Config{});
+}
+
+TEST_CASE("every key is read") {
+  const LoadedManifest m = MustLoad(R"(
+model:
+  name: gpt
+  type: transformer
+  model_size_bytes: 1000
+  model_datatype: bf16
+  optimizer_datatype: fp64
+  optimization_groups: [1, 2]
+  num_layers: 8
+  layer_parameters: [3]
+  parallelism: {tensor: 2, pipeline: 4, data: 8, zero_stage: 2}
+  transformer: {vocab_size: 5, hidden_size: 6, ffn_hidden_size: 7, num_attention_heads: 8, num_kv_heads: 9}
+framework: pytorch
+workflow: {generate_data: yes, train: no, evaluation: True, checkpoint: true, profiling: on, query: x}
+storage:
+  storage_type: parallel_fs
+  storage_root: /mnt/fs
+  storage_options: {a: 1}
+  storage_library: s3dlio
+  backend: io_uring
+  options: {queue_depth: 64, devices: [nvme0, nvme1]}
+dataset:
+  format: hdf5
+  data_folder: /data/x/
+  num_files_train: 10
+  num_files_eval: 2
+  num_samples_per_file: 4
+  record_length_bytes: 100
+  record_length_bytes_resize: 50
+  record_dims: [6, 2]
+  record_element_type: float
+  record_element_bytes: 8
+  num_subfolders_train: 3
+  num_subfolders_eval: 1
+  file_prefix: sample
+  compression: gzip
+  compression_level: 9
+  enable_chunking: true
+  chunk_size: 4096
+  keep_files: false
+  generation_buffer_size: 1048576
+  hdf5: {chunk_dims: [3, 2], num_dset_per_record: 3, max_shape: [null, 2]}
+  options: {layout: contiguous}
+reader:
+  data_loader: dali
+  batch_size: 16
+  batch_size_eval: 8
+  read_threads: 0
+  computation_threads: 2
+  prefetch_size: 0
+  file_shuffle: random
+  sample_shuffle: seed
+  shuffle_size: 7
+  transfer_size: 1024
+  read_type: memory
+  file_access: shared
+  dont_use_mmap: true
+  odirect: false
+  pin_memory: false
+  multiprocessing_context: spawn
+  preprocess_time: 0.01
+  transformed_record_dims: [4, 4]
+  transformed_record_element_type: float32
+  reader_classname: my.Reader
+  data_loader_classname: my.Loader
+  data_loader_sampler: index
+  decode: false
+train: {epochs: 3, computation_time: 0.5, total_training_steps: 20, seed_change_epoch: false, seed: 7}
+evaluation: {eval_time: 0.25, eval_after_epoch: 2, epochs_between_evals: 3}
+checkpoint:
+  checkpoint_folder: ck/
+  checkpoint_after_epoch: 2
+  epochs_between_checkpoints: 4
+  steps_between_checkpoints: 100
+  type: all_ranks
+  mode: subset
+  fsync: true
+  time_between_checkpoints: 2.5
+  num_checkpoints_write: 4
+  num_checkpoints_read: 3
+  recovery_rank_shift: true
+  rank_sync: true
+  randomize_tensor: false
+  checkpoint_mechanism_classname: my.Ckpt
+  ksm: {madv_mergeable_id: 12, high_ram_trigger: 30.0, low_ram_exit: 15, await_time: 200}
+  backend: posix
+  options: {sync: data}
+output: {folder: out, log_file: run.log, metric: {exclude_start_steps: 2, exclude_end_steps: 1}}
+profiling: {profiler: none, iostat_devices: [sda, sdb]}
+metric: {au: 0.7}
+iomimic: {sample_log: true, dlio_order: true}
+)");
+  CHECK(m.warnings.empty());
+  const Config& c = m.config;
+  CHECK(c.model.name == "gpt");
+  CHECK(c.model.model_size_bytes == 1000);
+  CHECK(c.model.model_datatype == "bf16");
+  CHECK(c.model.optimizer_datatype == "fp64");
+  CHECK(c.model.optimization_groups == std::vector<std::uint64_t>{1, 2});
+  CHECK(c.model.data_parallelism == 8);
+  CHECK(c.model.zero_stage == 2);
+  CHECK(c.model.num_kv_heads == 9);
+  CHECK(c.workflow.generate_data);
+  CHECK_FALSE(c.workflow.train);
+  CHECK(c.workflow.profiling);
+  CHECK(c.storage.storage_type == "parallel_fs");
+  CHECK(c.storage.storage_options.at("a") == "1");
+  CHECK(c.storage.storage_options.at("storage_library") == "s3dlio");
+  CHECK(c.storage.backend == "io_uring");
+  CHECK(c.storage.options.at("queue_depth") == "64");
+  CHECK(c.storage.options.at("devices") == "nvme0,nvme1");
+  CHECK(c.dataset.data_folder == "/data/x");
+  CHECK(c.dataset.record_dims == std::vector<std::uint64_t>{6, 2});
+  CHECK(c.dataset.record_element_type == "float64");
+  CHECK(c.dataset.compression == "gzip");
+  CHECK(c.dataset.compression_level == 9);
+  CHECK(c.dataset.hdf5_chunk_dims == std::vector<std::uint64_t>{3, 2});
+  CHECK(c.dataset.hdf5_num_dset_per_record == 3);
+  CHECK(c.dataset.hdf5_max_shape == std::vector<std::uint64_t>{0, 2});
+  CHECK(c.dataset.options.at("layout") == "contiguous");
+  CHECK(c.reader.data_loader == "dali");
+  CHECK(c.reader.read_threads == 0);
+  CHECK(c.reader.file_shuffle == ShuffleMode::kRandom);
+  CHECK(c.reader.read_type == ReadType::kMemory);
+  CHECK(c.reader.file_access == "shared");
+  CHECK(c.reader.multiprocessing_context == "spawn");
+  CHECK(c.reader.preprocess_time.mean == 0.01);
+  CHECK(c.reader.transformed_record_element_type == "float32");
+  CHECK(c.reader.data_loader_sampler == "index");
+  CHECK_FALSE(c.reader.decode);
+  CHECK(c.train.seed == 7);
+  CHECK(c.evaluation.eval_after_epoch == 2);
+  CHECK(c.checkpoint.checkpoint_folder == "ck");
+  CHECK(c.checkpoint.mode == "subset");
+  CHECK(c.checkpoint.ksm_present);
+  CHECK(c.checkpoint.options.at("sync") == "data");
+  CHECK(c.output.folder == "out");
+  CHECK(c.output.exclude_start_steps == 2);
+  CHECK(c.profiling.iostat_devices == std::vector<std::string>{"sda", "sdb"});
+  CHECK(c.metric.au == 0.7);
+  CHECK(c.iomimic.sample_log);
+  CHECK(c.iomimic.dlio_order);
+
+  // ...and everything survives ToYaml.
+  CHECK(MustLoad(ToYaml(c, false)).config == c);
+  CHECK(MustLoad(ToYaml(c, true)).config == c);
+}
+
+TEST_CASE("workload selection") {
+  const fs::path shared = SharedWorkloadsDir();
+  if (!shared.empty()) {
+    SUBCASE("by ManifestSource::workload") {
+      ManifestSource source;
+      source.workload = "unet3d_h100";
+      source.config_dir = shared.string();
+      Result<LoadedManifest> m = LoadManifest(source);
+      REQUIRE_MESSAGE(m.ok(), m.status().ToString());
+      CHECK(m->workload_name == "unet3d_h100");
+      CHECK(m->manifest_path == (shared / "unet3d_h100.yaml").string());
+      CHECK(m->config.reader.batch_size == 7);
+    }
+    SUBCASE("by a workload= override, kept in raw_overrides") {
+      ManifestSource source;
+      source.config_dir = shared.string();
+      source.overrides = {"workload=dlrm", "++workload.train.epochs=2"};
+      Result<LoadedManifest> m = LoadManifest(source);
+      REQUIRE_MESSAGE(m.ok(), m.status().ToString());
+      CHECK(m->workload_name == "dlrm");
+      CHECK(m->config.train.epochs == 2);
+      CHECK(m->config.dataset.format == "indexed_binary");
+      CHECK(m->raw_overrides == source.overrides);
+    }
+    SUBCASE("a missing workload lists the available ones") {
+      ManifestSource source;
+      source.config_dir = shared.string();
+      source.workload = "unet3d_h10";
+      Result<LoadedManifest> m = LoadManifest(source);
+      REQUIRE_FALSE(m.ok());
+      CHECK(m.status().IsNotFound());
+      const std::string message = m.status().message();
+      CHECK(Contains(message, "workload 'unet3d_h10' not found in " + shared.string()));
+      CHECK(Contains(message, "did you mean 'unet3d_h100'?"));
+      CHECK(Contains(message, "Available: bert_v100, cosmoflow_a100,"));
+      CHECK(Contains(message, "unet3d_v100_s3"));
+    }
+  }
+
+  SUBCASE("<config_dir>/workload/<name>.yaml, MLPerf style") {
+    TempDir dir;
+    dir.Write("workload/mine.yaml", "train:\n  epochs: 4\n");
+    ManifestSource source;
+    source.config_dir = dir.path().string();
+    source.overrides = {"workload=mine"};
+    Result<LoadedManifest> m = LoadManifest(source);
+    REQUIRE_MESSAGE(m.ok(), m.status().ToString());
+    CHECK(m->config.train.epochs == 4);
+    CHECK(m->manifest_path == (dir.path() / "workload" / "mine.yaml").string());
+
+    dir.Write("mine.yaml", "train:\n  epochs: 6\n");  // <dir>/<name>.yaml comes first
+    m = LoadManifest(source);
+    REQUIRE(m.ok());
+    CHECK(m->config.train.epochs == 6);
+  }
+  SUBCASE("errors") {
+    ManifestSource none;
+    Result<LoadedManifest> m = LoadManifest(none);
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.status().code() == StatusCode::kInvalidArgument);
+
+    ManifestSource missing_dir;
+    missing_dir.workload = "x";
+    missing_dir.config_dir = "/nonexistent/iomimic/configs";
+    m = LoadManifest(missing_dir);
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.status().IsNotFound());
+
+    TempDir dir;
+    dir.Write("a.yaml", "");
+    ManifestSource conflict;
+    conflict.path = (dir.path() / "a.yaml").string();
+    conflict.overrides = {"workload=b"};
+    m = LoadManifest(conflict);
+    REQUIRE_FALSE(m.ok());
+    CHECK(Contains(m.status().message(), "override 'workload=b': "));
+
+    ManifestSource two;
+    two.workload = "a";
+    two.config_dir = dir.path().string();
+    two.overrides = {"workload=b"};
+    m = LoadManifest(two);
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.status().message() ==
+          "override 'workload=b': conflicts with the selected workload 'a'");
+
+    CHECK(LoadError("", {"workload=x"}) ==
+          "override 'workload=x': the manifest is given already ('t.yaml')");
+  }
+}
+
+TEST_CASE("manifest files") {
+  TempDir dir;
+  dir.Write("run.yaml", "dataset:\n  num_files_train: abc\n");
+  ManifestSource source;
+  source.path = (dir.path() / "run.yaml").string();
+  Result<LoadedManifest> m = LoadManifest(source);
+  REQUIRE_FALSE(m.ok());
+  // The file is named as the user gave it.
+  CHECK(m.status().message() == source.path +
+                                    ":2:20: error: dataset.num_files_train: expected a "
+                                    "non-negative integer, got 'abc'");
+
+  source.path = (dir.path() / "missing.yaml").string();
+  m = LoadManifest(source);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().IsNotFound());
+  CHECK(Contains(m.status().message(), "missing.yaml"));
+
+  source.path = dir.path().string();
+  m = LoadManifest(source);
+  REQUIRE_FALSE(m.ok());
+  CHECK(Contains(m.status().message(), "is a directory"));
+}
+
+TEST_CASE("overrides") {
+  SUBCASE("++ sets and creates") {
+    const LoadedManifest m =
+        MustLoad("train:\n  epochs: 5\n",
+                 {"++workload.train.epochs=2", "++workload.dataset.num_files_train=16",
+                  "++workload.dataset.hdf5.chunk_dims=[2,2]"});
+    CHECK(m.config.train.epochs == 2);
+    CHECK(m.config.dataset.num_files_train == 16);
+    CHECK(m.config.dataset.hdf5_chunk_dims == std::vector<std::uint64_t>{2, 2});
+    CHECK(m.raw_overrides.size() == 3);
+  }
+  SUBCASE("applied in order") {
+    CHECK(MustLoad("", {"++workload.train.epochs=2", "++workload.train.epochs=3"})
+              .config.train.epochs == 3);
+  }
+  SUBCASE("an unknown key set with ++ is a warning from the override") {
+    const LoadedManifest m = MustLoad("", {"++workload.dataset.foo=1"});
+    REQUIRE(m.warnings.size() == 1);
+    CHECK(m.warnings[0].file == "override '++workload.dataset.foo=1'");
+    CHECK(m.warnings[0].line == 0);
+    CHECK(m.warnings[0].ToString() ==
+          "override '++workload.dataset.foo=1': warning: unknown key 'dataset.foo'");
+  }
+  SUBCASE("plain form: a key of the file, or a known key") {
+    CHECK(MustLoad("train:\n  epochs: 5\n", {"workload.train.epochs=2"}).config.train.epochs == 2);
+    CHECK(MustLoad("", {"workload.reader.batch_size=8"}).config.reader.batch_size == 8);
+    CHECK(MustLoad("", {"workload.storage.options.depth=8"}).config.storage.options.at("depth") ==
+          "8");
+    CHECK(LoadError("", {"workload.dataset.num_file_train=3"}) ==
+          "override 'workload.dataset.num_file_train=3': no key 'dataset.num_file_train' to "
+          "replace (did you mean 'dataset.num_files_train'?)");
+    CHECK(LoadError("", {"workload.foo.bar=1"}) ==
+          "override 'workload.foo.bar=1': no key 'foo.bar' to replace; '+workload.foo.bar=1' "
+          "adds it");
+    // An unknown key that the file has may be replaced (with a warning).
+    const LoadedManifest m = MustLoad("foo:\n  bar: 1\n", {"workload.foo.bar=2"});
+    CHECK(HasWarning(m, "unknown key 'foo'"));
+  }
+  SUBCASE("+ adds only") {
+    CHECK(MustLoad("", {"+workload.train.epochs=3"}).config.train.epochs == 3);
+    CHECK(LoadError("train:\n  epochs: 5\n", {"+workload.train.epochs=3"}) ==
+          "override '+workload.train.epochs=3': 'train.epochs' is already set; "
+          "'++workload.train.epochs=3' replaces it");
+  }
+  SUBCASE("~ deletes") {
+    CHECK(MustLoad("train:\n  epochs: 5\n", {"~workload.train.epochs"}).config.train.epochs == 1);
+    CHECK(MustLoad("train:\n  epochs: 5\n", {"~workload.train.epochs=5"}).config.train.epochs == 1);
+    CHECK(
+        MustLoad("reader: {read_threads: 4}\n", {"~workload.reader"}).config.reader.read_threads ==
+        1);
+    CHECK(MustLoad("", {"~workload.train.epochs"}).config.train.epochs == 1);  // known, absent
+    CHECK(LoadError("train:\n  epochs: 5\n", {"~workload.train.epochs=6"}) ==
+          "override '~workload.train.epochs=6': 'train.epochs' is '5', not '6'");
+    CHECK(LoadError("", {"~workload.train.epoch"}) ==
+          "override '~workload.train.epoch': no key 'train.epoch' to delete (did you mean "
+          "'train.epochs'?)");
+  }
+  SUBCASE("hydra settings") {
+    const LoadedManifest m =
+        MustLoad("", {"++hydra.run.dir=/tmp/run1", "hydra.output_subdir=dlio_config"});
+    CHECK(m.config.hydra.run_dir == "/tmp/run1");
+    CHECK(m.config.hydra.output_subdir == "dlio_config");
+    CHECK_FALSE(Contains(ToYaml(m.config, true), "hydra"));
+    CHECK(MustLoad("", {"+hydra.run.dir=out"}).config.hydra.run_dir == "out");
+  }
+  SUBCASE("other forms are rejected") {
+    const std::string expected = "expected workload.<key>=<value> or hydra.run.dir=...";
+    CHECK(LoadError("", {"++dataset.num_files_train=1"}) ==
+          "override '++dataset.num_files_train=1': " + expected);
+    CHECK(LoadError("", {"++workload.dataset.num_files_train"}) ==
+          "override '++workload.dataset.num_files_train': " + expected);
+    CHECK(LoadError("", {"++hydra.job.chdir=True"}) ==
+          "override '++hydra.job.chdir=True': " + expected);
+    CHECK(LoadError("", {"=3"}) == "override '=3': " + expected);
+    CHECK(LoadError("", {"++workload.a..b=1"}) ==
+          "override '++workload.a..b=1': malformed key 'workload.a..b'");
+    CHECK(Contains(LoadError("", {"++workload.dataset.record_dims=[1,2"}),
+                   "override '++workload.dataset.record_dims=[1,2': malformed value: "));
+    CHECK(LoadError("dataset: 5\n", {"++workload.dataset.x=1"}) ==
+          "override '++workload.dataset.x=1': 'dataset' is '5', not a map of keys");
+  }
+  SUBCASE("values are typed like Hydra's") {
+    const LoadedManifest m = MustLoad(
+        "", {"++workload.dataset.record_dims=[3,4]", "++workload.workflow.generate_data=True",
+             "++workload.workflow.train=false", "++workload.dataset.file_prefix='007'",
+             "++workload.output.folder=null", "++workload.model.name=", "++workload.metric.au=0.5",
+             "++workload.profiling.iostat_devices=[sda,sdb]"});
+    CHECK(m.config.dataset.record_dims == std::vector<std::uint64_t>{3, 4});
+    CHECK(m.config.workflow.generate_data);
+    CHECK_FALSE(m.config.workflow.train);
+    CHECK(m.config.dataset.file_prefix == "007");
+    CHECK(m.config.output.folder.empty());
+    CHECK(m.config.model.name.empty());
+    CHECK(m.config.metric.au == 0.5);
+    CHECK(m.config.profiling.iostat_devices == std::vector<std::string>{"sda", "sdb"});
+  }
+  SUBCASE("a bad value names the override") {
+    CHECK(LoadError("", {"++workload.dataset.num_files_train=abc"}) ==
+          "override '++workload.dataset.num_files_train=abc': dataset.num_files_train: expected "
+          "a non-negative integer, got 'abc'");
+    // A whole section set by an override.
+    CHECK(LoadError("", {"++workload.reader={batch_size: 0}"}) ==
+          "override '++workload.reader={batch_size: 0}': reader.batch_size: expected a positive "
+          "integer, got '0'");
+  }
+  SUBCASE("legacy spellings in overrides") {
+    const LoadedManifest m =
+        MustLoad("dataset:\n  record_length_bytes: 5\ndata_reader:\n  batch_size: 2\n",
+                 {"workload.dataset.record_length=100", "++workload.data_reader.batch_size=9",
+                  "++workload.model=bert", "++workload.checkpoint.model_size=77"});
+    CHECK(m.config.dataset.record_length_bytes == 100);
+    CHECK(m.config.reader.batch_size == 9);
+    CHECK(m.config.model.model_size_bytes == 77);
+    CHECK(m.config.model.name == "bert");
+  }
+}
+
+TEST_CASE("legacy keys (reference §1.4)") {
+  const LoadedManifest m = MustLoad(R"(model: resnet
+dataset:
+  record_length: 1000
+  record_length_stdev: 10
+  record_length_resize: 500
+data_reader:
+  batch_size: 4
+  data_loader: tensorflow
+checkpoint:
+  model_size: 4096
+)");
+  const Config& c = m.config;
+  CHECK(c.model.name == "resnet");
+  CHECK(c.dataset.record_length_bytes == 1000);
+  CHECK(c.dataset.record_length_bytes_stdev == 10);
+  CHECK(c.dataset.record_length_bytes_resize == 500);
+  CHECK(c.reader.batch_size == 4);
+  CHECK(c.reader.data_loader_given);
+  CHECK(c.model.model_size_bytes == 4096);
+  CHECK(HasWarning(m, "legacy key 'dataset.record_length' read as 'dataset.record_length_bytes'"));
+  CHECK(HasWarning(m, "legacy key 'checkpoint.model_size' read as 'model.model_size_bytes'"));
+  CHECK(HasWarning(m, "legacy form 'model: resnet' read as 'model.name'"));
+  CHECK_FALSE(HasWarning(m, "unknown key"));
+  // Warnings come in file order.
+  REQUIRE(m.warnings.size() == 5);
+  CHECK(m.warnings[0].line == 1);
+  CHECK(m.warnings[1].line == 3);
+  CHECK(m.warnings[4].line == 10);
+
+  CHECK(LoadError("dataset:\n  record_length: 1\n  record_length_bytes: 2\n") ==
+        "t.yaml:2:3: error: dataset.record_length: conflicts with dataset.record_length_bytes "
+        "(line 3); give only one of them");
+  CHECK(LoadError("model:\n  model_size_bytes: 1\ncheckpoint:\n  model_size: 2\n") ==
+        "t.yaml:4:3: error: checkpoint.model_size: conflicts with model.model_size_bytes (line "
+        "2); give only one of them");
+  CHECK(LoadError("reader:\n  batch_size: 1\ndata_reader:\n  batch_size: 2\n") ==
+        "t.yaml:3:1: error: data_reader: given together with 'reader' (line 1); use one section");
+}
+
+TEST_CASE("unknown keys are warnings with a suggestion") {
+  const LoadedManifest m = MustLoad(R"(dataset:
+  num_file_train: 4
+reader:
+  bach_size: 3
+batch_size: 4
+workflow:
+  debug: False
+train:
+  computation_time: {meen: 1}
+storage:
+  options: {anything: 1}
+  storage_options: {whatever: 2}
+reders: {}
+)");
+  CHECK(m.config.dataset.num_files_train == 8);  // ignored
+  CHECK(m.config.reader.batch_size == 1);
+  std::vector<std::string> lines;
+  for (const Diagnostic& d : m.warnings) lines.push_back(d.ToString());
+  CHECK(lines == std::vector<std::string>{
+                     "t.yaml:2:3: warning: unknown key 'dataset.num_file_train' (did you mean "
+                     "'dataset.num_files_train'?)",
+                     "t.yaml:4:3: warning: unknown key 'reader.bach_size' (did you mean "
+                     "'reader.batch_size'?)",
+                     "t.yaml:5:1: warning: unknown key 'batch_size' (did you mean "
+                     "'reader.batch_size'?)",
+                     "t.yaml:7:3: warning: unknown key 'workflow.debug'",
+                     "t.yaml:9:22: warning: unknown key 'train.computation_time.meen' (did you "
+                     "mean 'train.computation_time.mean'?)",
+                     "t.yaml:13:1: warning: unknown key 'reders' (did you mean 'reader'?)",
+                 });
+  CHECK(m.warnings[0].file == "t.yaml");
+  CHECK(m.warnings[0].line == 2);
+  CHECK(m.warnings[0].column == 3);
+}
+
+TEST_CASE("type and range errors name file:line:col and the key") {
+  CHECK(LoadError("dataset:\n  num_files_train: abc\n") ==
+        "t.yaml:2:20: error: dataset.num_files_train: expected a non-negative integer, got 'abc'");
+  CHECK(LoadError("dataset:\n  num_files_train: -3\n") ==
+        "t.yaml:2:20: error: dataset.num_files_train: expected a non-negative integer, got '-3'");
+  CHECK(LoadError("reader:\n  batch_size: {a: 1}\n") ==
+        "t.yaml:2:15: error: reader.batch_size: expected a positive integer, got a map");
+  CHECK(LoadError("reader:\n  batch_size: 0\n") ==
+        "t.yaml:2:15: error: reader.batch_size: expected a positive integer, got '0'");
+  CHECK(LoadError("train:\n  epochs: 0\n") ==
+        "t.yaml:2:11: error: train.epochs: expected a positive integer, got '0'");
+  CHECK(LoadError("dataset: 5\n") ==
+        "t.yaml:1:10: error: dataset: expected a map of keys, got '5'");
+  CHECK(LoadError("framework: pytroch\n") ==
+        "t.yaml:1:12: error: framework: expected one of tensorflow or pytorch, got 'pytroch' "
+        "(did you mean 'pytorch'?)");
+  CHECK(LoadError("workflow:\n  train: maybe\n") ==
+        "t.yaml:2:10: error: workflow.train: expected true or false, got 'maybe'");
+  CHECK(LoadError("model:\n  parallelism:\n    zero_stage: 4\n") ==
+        "t.yaml:3:17: error: model.parallelism.zero_stage: expected an integer from 0 to 3, got "
+        "'4'");
+  CHECK(LoadError("metric:\n  au: 90\n") ==
+        "t.yaml:2:7: error: metric.au: expected a number from 0 to 1, got '90'");
+  CHECK(LoadError("dataset:\n  record_dims: [4, x]\n") ==
+        "t.yaml:2:20: error: dataset.record_dims[1]: expected a positive integer, got 'x'");
+  CHECK(LoadError("dataset:\n  record_element_type: complex64\n") ==
+        "t.yaml:2:24: error: dataset.record_element_type: expected one of uint8, int8, uint16, "
+        "int16, uint32, int32, uint64, int64, float16, float32, float64, bool, float, int or "
+        "double, got 'complex64'");
+  CHECK(LoadError("dataset:\n  format: two words\n") ==
+        "t.yaml:2:11: error: dataset.format: expected a plugin name (letters, digits, '_', '-', "
+        "'.'), got 'two words'");
+  CHECK(LoadError("model:\n  parallelism: {data: 0}\n") ==
+        "t.yaml:2:23: error: model.parallelism.data: expected -1 (derived from the world size) or "
+        "a positive integer, got '0'");
+  CHECK(LoadError("dataset:\n  record_length_bytes: .inf\n") ==
+        "t.yaml:2:24: error: dataset.record_length_bytes: expected a non-negative number, got "
+        "'.inf'");
+  CHECK(LoadError("dataset:\n  num_files_train: 99999999999999999999\n") ==
+        "t.yaml:2:20: error: dataset.num_files_train: expected a non-negative integer, got "
+        "'99999999999999999999'");
+  CHECK(LoadError("reader:\n  batch_size:\n") ==
+        "t.yaml:2:3: error: reader.batch_size: expected a positive integer, got null");
+  CHECK(LoadError("- a\n- b\n") ==
+        "t.yaml:1:1: error: expected a map of sections (model, dataset, reader, ...), got a list");
+  CHECK(LoadError("train:\n  epochs: 1\n  epochs: 2\n") ==
+        "t.yaml:3:3: error: train.epochs: duplicate key (first given at line 2)");
+
+  // Accepted spellings.
+  const Config c = MustLoad(
+                       "dataset:\n  num_files_train: 1_000\n  record_length_bytes: 1.5e3\n"
+                       "  format: my_format\n  record_element_type: int\n"
+                       "reader:\n  read_threads: 0\n  transfer_size: null\n"
+                       "model:\n  num_layers: -5\n")
+                       .config;
+  CHECK(c.dataset.num_files_train == 1000);
+  CHECK(c.dataset.record_length_bytes == 1500);
+  CHECK(c.dataset.format == "my_format");  // formats are plugins
+  CHECK(c.dataset.record_element_type == "int64");
+  CHECK(c.reader.read_threads == 0);
+  CHECK(c.reader.transfer_size == 0);
+  CHECK(c.model.num_layers == -5);
+}
+
+TEST_CASE("malformed YAML") {
+  Result<LoadedManifest> m = LoadManifestFromString("dataset: [1, 2\nreader: x\n", "bad.yaml");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == StatusCode::kInvalidArgument);
+  const std::string message = m.status().message();
+  CHECK(message.starts_with("bad.yaml:"));
+  CHECK(Contains(message, ": error: malformed YAML: "));
+  CHECK(message == "bad.yaml:2:7: error: malformed YAML: end of sequence flow not found");
+
+  // Odd but valid YAML never throws.
+  CHECK_NOTHROW((void)LoadManifestFromString("? [a, b]\n: c\n", "odd.yaml"));
+  CHECK_NOTHROW((void)LoadManifestFromString("a: &x {b: 1}\nc: *x\n", "odd.yaml"));
+  CHECK_NOTHROW((void)LoadManifestFromString("dataset: !!binary aGVsbG8=\n", "odd.yaml"));
+  CHECK_NOTHROW((void)LoadManifestFromString("\t- x", "odd.yaml"));
+}
+
+TEST_CASE("shuffle modes and read types") {
+  auto shuffle = [](const std::string& value) {
+    return MustLoad("reader:\n  file_shuffle: " + value + "\n").config.reader.file_shuffle;
+  };
+  CHECK(shuffle("off") == ShuffleMode::kOff);  // YAML 1.1 false: off means off
+  CHECK(shuffle("'off'") == ShuffleMode::kOff);
+  CHECK(shuffle("False") == ShuffleMode::kOff);
+  CHECK(shuffle("seed") == ShuffleMode::kSeed);
+  CHECK(shuffle("True") == ShuffleMode::kSeed);
+  CHECK(shuffle("on") == ShuffleMode::kSeed);
+  CHECK(shuffle("random") == ShuffleMode::kRandom);
+  CHECK(LoadError("reader:\n  sample_shuffle: always\n") ==
+        "t.yaml:2:19: error: reader.sample_shuffle: expected one of off, seed or random, got "
+        "'always'");
+  CHECK(ShuffleModeName(ShuffleMode::kOff) == "off");
+  CHECK(ShuffleModeName(ShuffleMode::kSeed) == "seed");
+  CHECK(ShuffleModeName(ShuffleMode::kRandom) == "random");
+
+  CHECK(MustLoad("reader: {read_type: memory}").config.reader.read_type == ReadType::kMemory);
+  CHECK(MustLoad("reader: {read_type: on_demand}").config.reader.read_type == ReadType::kOnDemand);
+  CHECK(ReadTypeName(ReadType::kOnDemand) == "on_demand");
+  CHECK(ReadTypeName(ReadType::kMemory) == "memory");
+}
+
+TEST_CASE("time distributions (reference §1.7)") {
+  using Kind = Distribution::Kind;
+  auto time = [](const std::string& yaml) { return MustLoad(yaml).config.train.computation_time; };
+
+  Distribution d = time("train: {computation_time: 0.25}");
+  CHECK(d.kind == Kind::kConstant);
+  CHECK(d.mean == 0.25);
+  CHECK(d.Expected() == 0.25);
+
+  d = time("train: {computation_time: {mean: 2}}");
+  CHECK(d.kind == Kind::kConstant);
+  CHECK(d.mean == 2);
+
+  d = time("train: {computation_time: {mean: 2, stdev: 0.5}}");
+  CHECK(d.kind == Kind::kNormal);
+  CHECK(d.mean == 2);
+  CHECK(d.stdev == 0.5);
+
+  d = time("train: {computation_time: {type: normal, mean: 0, stdev: 1}}");
+  CHECK(d.kind == Kind::kNormal);
+  CHECK(d.Expected() == doctest::Approx(std::sqrt(2 / std::numbers::pi)));  // |N(0,1)|
+
+  d = time("train: {computation_time: {type: uniform, min: 1, max: 3}}");
+  CHECK(d.kind == Kind::kUniform);
+  CHECK(d.min == 1);
+  CHECK(d.max == 3);
+  CHECK(d.Expected() == 2);
+
+  d = time("train: {computation_time: {type: gamma, shape: 2, scale: 0.5}}");
+  CHECK(d.kind == Kind::kGamma);
+  CHECK(d.Expected() == 1);
+
+  d = time("train: {computation_time: {type: exponential, scale: 0.3}}");
+  CHECK(d.kind == Kind::kExponential);
+  CHECK(d.Expected() == 0.3);
+
+  d = time("train: {computation_time: {type: poisson, lam: 4}}");
+  CHECK(d.kind == Kind::kPoisson);
+  CHECK(d.Expected() == 4);
+
+  SUBCASE("the *_stdev siblings") {
+    d = time("train:\n  computation_time: 1.0\n  computation_time_stdev: 0.1\n");
+    CHECK(d.kind == Kind::kNormal);
+    CHECK(d.mean == 1.0);
+    CHECK(d.stdev == 0.1);
+    CHECK(d.Expected() == doctest::Approx(1.0));
+    d = time("train:\n  computation_time: 1.0\n  computation_time_stdev: 0\n");
+    CHECK(d.kind == Kind::kConstant);
+
+    const Config c = MustLoad(
+                         "evaluation: {eval_time: 2, eval_time_stdev: 0.5}\n"
+                         "reader: {preprocess_time: 0.1, preprocess_time_stdev: 0.01}\n")
+                         .config;
+    CHECK(c.evaluation.eval_time.kind == Kind::kNormal);
+    CHECK(c.evaluation.eval_time.stdev == 0.5);
+    CHECK(c.reader.preprocess_time.kind == Kind::kNormal);
+    CHECK(c.reader.preprocess_time.stdev == 0.01);
+
+    const LoadedManifest m = MustLoad(
+        "train:\n  computation_time: {type: uniform, min: 1, max: 2}\n"
+        "  computation_time_stdev: 0.1\n");
+    CHECK(m.config.train.computation_time.kind == Kind::kUniform);
+    CHECK(HasWarning(m, "'train.computation_time_stdev' is ignored"));
+
+    CHECK(LoadError("train:\n  computation_time_stdev: 0.1\n") ==
+          "t.yaml:2:27: error: train.computation_time_stdev: given without "
+          "train.computation_time");
+  }
+  SUBCASE("errors and warnings") {
+    CHECK(LoadError("train:\n  computation_time: {type: uniform, min: 1}\n") ==
+          "t.yaml:2:21: error: train.computation_time: a uniform distribution needs 'max'");
+    CHECK(LoadError("train:\n  computation_time: {type: weibull, a: 1}\n") ==
+          "t.yaml:2:28: error: train.computation_time.type: expected one of normal, uniform, "
+          "gamma, exponential or poisson, got 'weibull'");
+    CHECK(Contains(LoadError("train:\n  computation_time: {stdev: 1}\n"),
+                   "train.computation_time: a distribution needs 'type'"));
+    CHECK(LoadError("train:\n  computation_time: {type: uniform, min: 3, max: 1}\n") ==
+          "t.yaml:2:50: error: train.computation_time.max: must not be smaller than min (3)");
+    CHECK(LoadError("train:\n  computation_time: {mean: 1, stdev: -1}\n") ==
+          "t.yaml:2:38: error: train.computation_time.stdev: expected a non-negative number, "
+          "got '-1'");
+    CHECK(LoadError("train:\n  computation_time: [1]\n") ==
+          "t.yaml:2:21: error: train.computation_time: expected a number of seconds or a "
+          "distribution map, got a list");
+    const LoadedManifest m =
+        MustLoad("train:\n  computation_time: {type: uniform, min: 1, max: 2, mean: 5}\n");
+    REQUIRE(m.warnings.size() == 1);
+    CHECK(m.warnings[0].message ==
+          "key 'train.computation_time.mean' is not used by a uniform distribution");
+  }
+  SUBCASE("Expected() of folded draws") {
+    Distribution constant;
+    constant.mean = -1;  // DLIO sleeps |draw|
+    CHECK(constant.Expected() == 1);
+    Distribution uniform;
+    uniform.kind = Kind::kUniform;
+    uniform.min = -1;
+    uniform.max = 3;
+    CHECK(uniform.Expected() == doctest::Approx(10.0 / 8));
+    Distribution normal;
+    normal.kind = Kind::kNormal;
+    normal.mean = 10;
+    normal.stdev = 0.1;
+    CHECK(normal.Expected() == doctest::Approx(10));
+  }
+  SUBCASE("ParseDistributionScalar") {
+    Result<Distribution> parsed = ParseDistributionScalar("0.25");
+    REQUIRE(parsed.ok());
+    CHECK(parsed->kind == Kind::kConstant);
+    CHECK(parsed->mean == 0.25);
+    CHECK_FALSE(parsed->is_zero());
+    REQUIRE(ParseDistributionScalar("0").ok());
+    CHECK(ParseDistributionScalar("0")->is_zero());
+    CHECK(ParseDistributionScalar("-1")->Expected() == 1);
+    CHECK_FALSE(ParseDistributionScalar("abc").ok());
+    CHECK_FALSE(ParseDistributionScalar("nan").ok());
+    CHECK_FALSE(ParseDistributionScalar("").ok());
+  }
+}
+
+TEST_CASE("ToYaml") {
+  Config c;
+  c.model.name = "off";  // looks like a boolean: must come back as a string
+  c.dataset.file_prefix = "123";
+  c.dataset.format = "npz";
+  c.dataset.record_length_bytes = 114660.07;
+  c.dataset.record_length_bytes_stdev = 1e-5;
+  c.reader.data_loader = "pytorch";
+  c.reader.data_loader_given = true;
+  c.framework = "pytorch";
+  c.reader.file_shuffle = ShuffleMode::kRandom;
+  c.reader.transfer_size = 4096;
+  c.reader.preprocess_time.kind = Distribution::Kind::kNormal;
+  c.reader.preprocess_time.mean = 0.5;
+  c.reader.preprocess_time.stdev = 0.1;
+  c.train.computation_time.kind = Distribution::Kind::kGamma;
+  c.train.computation_time.shape = 2;
+  c.train.computation_time.scale = 0.25;
+  c.evaluation.eval_time.kind = Distribution::Kind::kPoisson;
+  c.evaluation.eval_time.lam = 3;
+  c.checkpoint.ksm_present = true;
+  c.checkpoint.randomize_tensor = false;
+  c.checkpoint.backend = "posix";
+  c.checkpoint.options = {{"x", "true"}};
+  c.storage.storage_options = {{"region", "us-east-1"}, {"empty", ""}};
+  c.profiling.iostat_devices = {"sda"};
+  c.output.folder = "results";
+  c.iomimic.sample_log = true;
+
+  for (const bool workload_root : {false, true}) {
+    const std::string yaml = ToYaml(c, workload_root);
+    CAPTURE(yaml);
+    CHECK(yaml.starts_with(workload_root ? "workload:\n  model:\n" : "model:\n"));
+    CHECK(Contains(yaml, "iomimic:"));
+    CHECK(Contains(yaml, "file_shuffle: random"));
+    CHECK(Contains(yaml, "record_length_bytes: 114660.07"));
+    CHECK(Contains(yaml, "record_length_bytes_stdev: 1.0e-05"));
+    CHECK(Contains(yaml, "file_prefix: \"123\""));
+    CHECK(Contains(yaml, "type: gamma"));
+    const LoadedManifest again = MustLoad(yaml);
+    CHECK(again.warnings.empty());
+    CHECK(again.config == c);
+  }
+
+  // Sections in DLIO's order, then iomimic's.
+  const std::string yaml = ToYaml(Config{}, false);
+  std::size_t last = 0;
+  for (const char* section :
+       {"\nframework:", "\nworkflow:", "\nstorage:", "\ndataset:", "\nreader:", "\ntrain:",
+        "\nevaluation:", "\ncheckpoint:", "\noutput:", "\nprofiling:", "\nmetric:", "\niomimic:"}) {
+    const std::size_t at = yaml.find(section);
+    CAPTURE(section);
+    REQUIRE(at != std::string::npos);
+    CHECK(at > last);
+    last = at;
+  }
+  // An unnamed data loader is only a comment, so a framework change stays valid.
+  CHECK(Contains(yaml, "reader:\n  # data_loader: tensorflow"));
+  CHECK(Contains(ToYaml(Config{}, true), "  reader:\n    # data_loader: tensorflow"));
+  CHECK(Contains(yaml, "file_shuffle: \"off\""));
+}
+
+TEST_CASE("reader.odirect selects the odirect storage back end") {
+  CHECK(MustLoad("reader: {odirect: True}").config.storage.backend == "odirect");
+  CHECK(MustLoad("reader: {odirect: False}").config.storage.backend == "posix");
+  CHECK(MustLoad("", {"++workload.reader.odirect=True"}).config.storage.backend == "odirect");
+  // An explicit back end wins.
+  const Config c = MustLoad("reader: {odirect: True}\nstorage: {backend: posix}").config;
+  CHECK(c.storage.backend == "posix");
+  CHECK(c.reader.odirect);
+}
+
+TEST_CASE("cross-key validation (reference §1.8)") {
+  CHECK(LoadError("dataset:\n  record_dims: [4, 4]\n  record_length_bytes_stdev: 10\n") ==
+        "t.yaml:3:30: error: dataset.record_length_bytes_stdev: must be 0 when "
+        "dataset.record_dims is set (give record_length_bytes with a stdev instead of "
+        "record_dims)");
+  CHECK(LoadError("dataset:\n  record_dims: [10]\n  hdf5:\n    num_dset_per_record: 3\n") ==
+        "t.yaml:4:26: error: dataset.hdf5.num_dset_per_record: 3 does not divide "
+        "dataset.record_dims[0] (10)");
+  CHECK(MustLoad("dataset:\n  record_dims: [9]\n  hdf5:\n    num_dset_per_record: 3\n")
+            .config.dataset.hdf5_num_dset_per_record == 3);
+  CHECK(LoadError("dataset:\n  format: png\n  record_dims: [2, 2, 3]\n") ==
+        "t.yaml:3:16: error: dataset.record_dims: format png supports at most 2 dimensions, "
+        "got 3");
+  CHECK(LoadError("checkpoint:\n  num_checkpoints_write: 2\n  num_checkpoints_read: 3\n") ==
+        "t.yaml:3:25: error: checkpoint.num_checkpoints_read: 3 exceeds "
+        "checkpoint.num_checkpoints_write (2)");
+  CHECK(
+      MustLoad("checkpoint:\n  num_checkpoints_read: 3\n").config.checkpoint.num_checkpoints_read ==
+      3);
+  CHECK(LoadError("model:\n  parallelism: {pipeline: 2, zero_stage: 3}\n") ==
+        "t.yaml:2:42: error: model.parallelism.zero_stage: ZeRO stage 3 does not work with "
+        "pipeline parallelism (model.parallelism.pipeline is 2)");
+  CHECK(LoadError("model:\n  num_layers: 2\n  parallelism: {pipeline: 4}\n") ==
+        "t.yaml:2:15: error: model.num_layers: model.num_layers (2) must be at least "
+        "model.parallelism.pipeline (4)");
+  CHECK(LoadError("model:\n  parallelism: {data: 4}\n") ==
+        "t.yaml:2:23: error: model.parallelism.data: may be set only with checkpoint.mode: "
+        "subset (the default mode derives it from the world size)");
+  CHECK(MustLoad("model:\n  parallelism: {data: 4}\ncheckpoint: {mode: subset}\n")
+            .config.model.data_parallelism == 4);
+  CHECK(LoadError("checkpoint: {mode: subset}\n") ==
+        "t.yaml:1:20: error: checkpoint.mode: subset needs model.parallelism.data (the data "
+        "parallelism of the full job)");
+  CHECK(LoadError("framework: pytorch\nreader:\n  data_loader: pytorch\n") ==
+        "t.yaml:3:16: error: reader.data_loader: the pytorch loader cannot read tfrecord files "
+        "(use tensorflow or dali)");
+  CHECK(LoadError("dataset: {format: npz}\nreader:\n  data_loader: pytorch\n") ==
+        "t.yaml:3:16: error: reader.data_loader: 'pytorch' does not match framework "
+        "'tensorflow'");
+  CHECK(MustLoad("framework: pytorch\ndataset: {format: npz}\nreader: {data_loader: dali}\n")
+            .config.reader.data_loader == "dali");
+  CHECK(MustLoad("framework: pytorch\n").config.reader.data_loader == "tensorflow");
+  CHECK(LoadError("checkpoint:\n  ksm: {await_time: 10}\n") ==
+        "t.yaml:2:8: error: checkpoint.ksm: needs checkpoint.randomize_tensor: False (KSM "
+        "merges identical pages)");
+  CHECK(MustLoad("checkpoint:\n  ksm:\n  randomize_tensor: false\n").config.checkpoint.ksm_present);
+  CHECK(LoadError("reader:\n  data_loader_classname: my.Loader\n") ==
+        "t.yaml:2:26: error: reader.data_loader_classname: needs reader.data_loader_sampler "
+        "(iterative or index)");
+  // A value from an override is blamed on the override.
+  CHECK(LoadError("model:\n  parallelism: {pipeline: 2}\n",
+                  {"++workload.model.parallelism.zero_stage=3"}) ==
+        "override '++workload.model.parallelism.zero_stage=3': model.parallelism.zero_stage: ZeRO "
+        "stage 3 does not work with pipeline parallelism (model.parallelism.pipeline is 2)");
+}
+
+TEST_CASE("folders keep their relative spelling without trailing slashes") {
+  const Config c = MustLoad(
+                       "dataset: {data_folder: data/x///}\n"
+                       "checkpoint: {checkpoint_folder: ck/}\n")
+                       .config;
+  CHECK(c.dataset.data_folder == "data/x");
+  CHECK(c.checkpoint.checkpoint_folder == "ck");
+  CHECK(MustLoad("dataset: {data_folder: /}").config.dataset.data_folder == "/");
+  CHECK(LoadError("dataset:\n  data_folder: ''\n") ==
+        "t.yaml:2:16: error: dataset.data_folder: expected a non-empty string");
+}
+
+TEST_CASE("a saved config with a workload: root loads too") {
+  const LoadedManifest m = MustLoad("workload:\n  train:\n    epochs: 3\nhydra:\n  job: {}\n",
+                                    {"++workload.reader.batch_size=2"});
+  CHECK(m.config.train.epochs == 3);
+  CHECK(m.config.reader.batch_size == 2);
+  REQUIRE(m.warnings.size() == 1);
+  CHECK(m.warnings[0].ToString() ==
+        "t.yaml:4:1: warning: key 'hydra' next to 'workload:' is ignored");
+}
+
+TEST_CASE("Diagnostic::ToString") {
+  Diagnostic d;
+  d.file = "a.yaml";
+  d.line = 3;
+  d.column = 7;
+  d.message = "unknown key 'x'";
+  CHECK(d.ToString() == "a.yaml:3:7: warning: unknown key 'x'");
+  d.line = 0;
+  CHECK(d.ToString() == "a.yaml: warning: unknown key 'x'");
+}
+
+}  // namespace
+}  // namespace iomimic::config

@@ -1,0 +1,54 @@
+#include "npz_format.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "iomimic/plugin.h"
+#include "npz_reader.h"
+
+namespace iomimic::npz {
+
+std::string NpzFormat::name() const { return "npz"; }
+
+FormatTraits NpzFormat::traits() const {
+  FormatTraits t;
+  t.extension = "npz";
+  t.multi_sample_files = true;
+  t.partial_reads = false;
+  t.needs_host_decode = true;
+  t.predictable_size = true;
+  return t;
+}
+
+Status NpzFormat::Validate(const FileSpec& spec) const {
+  try {
+    return ValidateSpec(spec);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("npz: out of memory validating a file spec");
+  }
+}
+
+Result<std::uint64_t> NpzFormat::ExpectedFileSize(const FileSpec& spec) const {
+  return ComputeFileSize(spec, options_);
+}
+
+Status NpzFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
+  return WriteNpzFile(storage, file, spec, options_);
+}
+
+Result<std::unique_ptr<FileReader>> NpzFormat::OpenReader(const std::string& path,
+                                                          const ReaderOptions& options) {
+  return NpzReader::Open(path, options);
+}
+
+}  // namespace iomimic::npz
+
+IOMIMIC_DEFINE_FORMAT_PLUGIN(
+    "npz", "1.0.0",
+    "NumPy .npz archives as np.savez writes them (x.npy samples on the last axis, y.npy labels; "
+    "stored or zip-deflated), read whole per sample like np.load(f)['x']",
+    IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE, IOMIMIC_NO_OPTIONS,
+    [](const iomimic::PluginContext&) -> iomimic::Result<std::unique_ptr<iomimic::Format>> {
+      return std::unique_ptr<iomimic::Format>(std::make_unique<iomimic::npz::NpzFormat>());
+    });

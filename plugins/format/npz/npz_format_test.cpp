@@ -1,0 +1,1166 @@
+// Tests of the npz format plugin: NPY headers, ZIP records, writing, reading,
+// corruption handling and interoperability with numpy (when available).
+
+#include "npz_format.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "iomimic/iomimic.h"
+#include "npy_header.h"
+#include "npz_reader.h"
+#include "npz_writer.h"
+#include "zip_records.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::npz {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// An in-memory storage that records every request.
+
+struct Request {
+  bool write = false;
+  std::string path;
+  std::uint64_t offset = 0;
+  std::size_t length = 0;
+};
+
+class MemStorage;
+
+struct Blob {
+  std::mutex mu;
+  std::vector<std::byte> data;
+};
+
+class MemFile final : public File {
+ public:
+  MemFile(MemStorage* storage, std::string path, std::shared_ptr<Blob> blob)
+      : storage_(storage), path_(std::move(path)), blob_(std::move(blob)) {}
+  ~MemFile() override;
+
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
+  Status Sync() override { return closed_ ? Closed() : Status::OK(); }
+  Result<std::uint64_t> Size() override {
+    if (closed_) return Closed();
+    std::lock_guard<std::mutex> lock(blob_->mu);
+    return static_cast<std::uint64_t>(blob_->data.size());
+  }
+  Status Close() override;
+  const std::string& path() const override { return path_; }
+
+ private:
+  Status Closed() const { return Status::IOError(path_ + ": file is closed"); }
+
+  MemStorage* storage_;
+  std::string path_;
+  std::shared_ptr<Blob> blob_;
+  bool closed_ = false;
+};
+
+class MemStorage final : public Storage {
+ public:
+  std::string name() const override { return "mem"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c;
+    c.data_path = "memory";
+    return c;
+  }
+
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    if (options.mode == OpenMode::kRead) {
+      if (it == files_.end()) return Status::NotFound(path + ": no such file");
+    } else if (it == files_.end()) {
+      it = files_.emplace(path, std::make_shared<Blob>()).first;
+    } else if (options.mode == OpenMode::kWrite) {
+      std::lock_guard<std::mutex> blob_lock(it->second->mu);
+      it->second->data.clear();
+    }
+    ++opens_;
+    ++open_files_;
+    return std::unique_ptr<File>(std::make_unique<MemFile>(this, path, it->second));
+  }
+  Status CreateDirectories(const std::string&) override { return Status::OK(); }
+  Status Remove(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return files_.erase(path) ? Status::OK() : Status::NotFound(path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(from);
+    if (it == files_.end()) return Status::NotFound(from);
+    files_[to] = it->second;
+    files_.erase(from);
+    return Status::OK();
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return Status::NotFound(path);
+    std::lock_guard<std::mutex> blob_lock(it->second->mu);
+    return FileInfo{it->second->data.size(), false};
+  }
+
+  // Test helpers.
+  std::vector<std::byte> Bytes(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto blob = files_.at(path);
+    std::lock_guard<std::mutex> blob_lock(blob->mu);
+    return blob->data;
+  }
+  void SetBytes(const std::string& path, std::vector<std::byte> data) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& blob = files_[path];
+    if (!blob) blob = std::make_shared<Blob>();
+    std::lock_guard<std::mutex> blob_lock(blob->mu);
+    blob->data = std::move(data);
+  }
+  void Log(Request r) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (logging_) log_.push_back(std::move(r));
+  }
+  std::vector<Request> TakeLog() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return std::exchange(log_, {});
+  }
+  void SetLogging(bool on) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    logging_ = on;
+    log_.clear();
+  }
+  void FileClosed() { --open_files_; }
+  int open_files() const { return open_files_; }
+  int opens() const { return opens_; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Blob>> files_;
+  std::mutex log_mu_;
+  bool logging_ = false;
+  std::vector<Request> log_;
+  std::atomic<int> open_files_{0};
+  std::atomic<int> opens_{0};
+};
+
+MemFile::~MemFile() {
+  if (!closed_) storage_->FileClosed();
+}
+
+Result<std::size_t> MemFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
+  if (closed_) return Closed();
+  storage_->Log({false, path_, offset, destination.size()});
+  std::lock_guard<std::mutex> lock(blob_->mu);
+  if (offset >= blob_->data.size()) return std::size_t{0};
+  const std::size_t n = std::min<std::size_t>(
+      destination.size(), blob_->data.size() - static_cast<std::size_t>(offset));
+  std::memcpy(destination.data(), blob_->data.data() + offset, n);
+  return n;
+}
+
+Status MemFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
+  if (closed_) return Closed();
+  storage_->Log({true, path_, offset, source.size()});
+  std::lock_guard<std::mutex> lock(blob_->mu);
+  if (blob_->data.size() < offset + source.size()) blob_->data.resize(offset + source.size());
+  std::memcpy(blob_->data.data() + offset, source.data(), source.size());
+  return Status::OK();
+}
+
+Status MemFile::Close() {
+  if (closed_) return Closed();
+  closed_ = true;
+  storage_->FileClosed();
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// A minimal POSIX storage for real files.
+
+class PosixFile final : public File {
+ public:
+  PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    std::size_t done = 0;
+    while (done < destination.size()) {
+      const ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
+                                static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "pread " + path_ + " at offset " + std::to_string(offset));
+      }
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+    std::size_t done = 0;
+    while (done < source.size()) {
+      const ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
+                                 static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "pwrite " + path_ + " at offset " + std::to_string(offset));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return Status::OK();
+  }
+  Status Sync() override {
+    return ::fsync(fd_) == 0 ? Status::OK() : Status::FromErrno(errno, "fsync " + path_);
+  }
+  Result<std::uint64_t> Size() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat " + path_);
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+  Status Close() override {
+    const int fd = std::exchange(fd_, -1);
+    if (fd < 0) return Status::IOError(path_ + ": already closed");
+    return ::close(fd) == 0 ? Status::OK() : Status::FromErrno(errno, "close " + path_);
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+class PosixStorage final : public Storage {
+ public:
+  std::string name() const override { return "posix-test"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c;
+    c.data_path = "pread";
+    return c;
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    int flags = O_CLOEXEC;
+    switch (options.mode) {
+      case OpenMode::kRead:
+        flags |= O_RDONLY;
+        break;
+      case OpenMode::kWrite:
+        flags |= O_WRONLY | O_CREAT | O_TRUNC;
+        break;
+      case OpenMode::kReadWrite:
+        flags |= O_RDWR | O_CREAT;
+        break;
+    }
+    const int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return Status::FromErrno(errno, "open " + path);
+    return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path));
+  }
+  Status CreateDirectories(const std::string& path) override {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    return ec ? Status::IOError(path + ": " + ec.message()) : Status::OK();
+  }
+  Status Remove(const std::string& path) override {
+    return ::unlink(path.c_str()) == 0 ? Status::OK() : Status::FromErrno(errno, "unlink " + path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return ::rename(from.c_str(), to.c_str()) == 0 ? Status::OK()
+                                                   : Status::FromErrno(errno, "rename " + from);
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
+  }
+};
+
+// A temporary directory removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("iomimic_npz_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
+                  std::uint64_t seed, const std::string& compression = "none",
+                  const std::string& path = "/data/test.npz") {
+  FileSpec spec;
+  spec.path = path;
+  Result<ElementType> type = ElementType::FromName(dtype);
+  REQUIRE(type.ok());
+  spec.element_type = *type;
+  spec.sample_shape = std::move(shape);
+  spec.num_samples = samples;
+  spec.seed = seed;
+  spec.compression = compression;
+  return spec;
+}
+
+Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
+  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
+  return file->Close();
+}
+
+// What x holds: the Xoshiro256 stream of the seed, as one Fill.
+std::vector<std::byte> ReferencePayload(const FileSpec& spec) {
+  std::vector<std::byte> data(spec.sample_bytes() * spec.num_samples);
+  Xoshiro256 rng(spec.seed);
+  rng.Fill(data);
+  if (spec.element_type.descr == "|b1") {
+    for (std::byte& b : data) b &= std::byte{1};
+  }
+  return data;
+}
+
+// x[..., i] of the C-order array with samples on the last axis.
+std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<std::byte>& payload,
+                                       std::uint64_t i) {
+  const std::size_t k = spec.element_type.size;
+  const std::size_t n = spec.num_samples;
+  std::vector<std::byte> out(spec.sample_bytes());
+  for (std::size_t j = 0; j < spec.sample_elements(); ++j) {
+    std::memcpy(out.data() + j * k, payload.data() + (j * n + i) * k, k);
+  }
+  return out;
+}
+
+bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
+                      std::uint64_t transfer = 0) {
+  ReaderOptions o;
+  o.storage = storage;
+  o.decode = decode;
+  o.keep_in_memory = keep;
+  o.transfer_size = transfer;
+  return o;
+}
+
+// Reads every sample and compares with the reference.
+void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
+  const std::vector<std::byte> payload = ReferencePayload(spec);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, keep));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  REQUIRE((*reader)->num_samples() == spec.num_samples);
+  for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
+    Result<SampleView> sample = (*reader)->ReadSample(i);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+    CHECK(sample->bytes == spec.sample_bytes());
+    CHECK(SameBytes(sample->data, ReferenceSample(spec, payload, i)));
+  }
+}
+
+// Opens `path` and reads sample 0; returns the first error.
+Status OpenAndRead(Format& format, Storage& storage, const std::string& path, bool decode = true) {
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage, decode));
+  if (!reader.ok()) return reader.status();
+  Result<SampleView> sample = (*reader)->ReadSample(0);
+  return sample.status();
+}
+
+void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
+  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
+  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
+  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
+  if (!fragment.empty()) {
+    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
+  }
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteBinary(const fs::path& p, std::span<const std::byte> data) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+// Runs a shell command; returns its exit status and its combined output.
+int Run(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char kPython[] = "/usr/bin/python3";
+
+bool HaveNumpy() {
+  if (::access(kPython, X_OK) != 0) return false;
+  std::string out;
+  return Run(std::string(kPython) + " -c 'import numpy'", &out) == 0;
+}
+
+fs::path RepoRoot() {
+  // plugins/format/npz/npz_format_test.cpp -> repository root.
+  return fs::absolute(fs::path(__FILE__)).parent_path().parent_path().parent_path().parent_path();
+}
+
+// ---------------------------------------------------------------------------
+// NPY headers.
+
+TEST_CASE("npy header matches numpy 1.24 byte for byte") {
+  const std::uint64_t shape[] = {3, 4, 1};
+  Result<std::string> h = EncodeNpyHeader("<f4", shape);
+  REQUIRE(h.ok());
+  // np.save of a float32 (3, 4, 1) array: 128 bytes, length field 118.
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }";
+  CHECK(h->size() == 128);
+  CHECK(h->substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));
+  CHECK(h->substr(10, dict.size()) == dict);
+  CHECK(h->back() == '\n');
+  CHECK(h->find_first_not_of(' ', 10 + dict.size()) == h->size() - 1);
+
+  const std::uint64_t y_shape[] = {4};
+  Result<std::string> y = EncodeNpyHeader("<i8", y_shape);
+  REQUIRE(y.ok());
+  CHECK(y->size() == 128);
+  CHECK(y->find("'shape': (4,), }") != std::string::npos);
+
+  // unet3d_small: uint8 (2048, 2048, 1) has a 128-byte header too.
+  const std::uint64_t big[] = {2048, 2048, 1};
+  CHECK(EncodeNpyHeader("|u1", big)->size() == 128);
+
+  // Alignment holds for any length; exactly aligned text still gets 64 spaces.
+  for (std::uint64_t d = 1; d < 100000000000ull; d = d * 10 + 7) {
+    const std::uint64_t s[] = {d, 3, d};
+    Result<std::string> e = EncodeNpyHeader("<f8", s);
+    REQUIRE(e.ok());
+    CHECK(e->size() % kNpyArrayAlign == 0);
+  }
+}
+
+TEST_CASE("npy header falls back to version 2.0 when the dict is too long") {
+  std::vector<std::uint64_t> shape(30000, 1);
+  Result<std::string> h = EncodeNpyHeader("|u1", shape);
+  REQUIRE(h.ok());
+  CHECK(h->size() % kNpyArrayAlign == 0);
+  CHECK((*h)[6] == 2);
+  CHECK(h->size() > 65535);
+}
+
+TEST_CASE("npy dict parser") {
+  SUBCASE("what numpy writes") {
+    Result<NpyHeader> h = ParseNpyDict(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }          \n", 1);
+    REQUIRE(h.ok());
+    CHECK(h->descr == "<f4");
+    CHECK(h->dtype.itemsize == 4);
+    CHECK(h->dtype.kind == 'f');
+    CHECK_FALSE(h->fortran_order);
+    CHECK(h->shape == std::vector<std::uint64_t>{3, 4, 1});
+  }
+  SUBCASE("other spellings") {
+    Result<NpyHeader> h =
+        ParseNpyDict("{\"shape\":(7,),\"fortran_order\":True,\"descr\":\"|b1\"}", 1);
+    REQUIRE(h.ok());
+    CHECK(h->shape == std::vector<std::uint64_t>{7});
+    CHECK(h->fortran_order);
+    CHECK(h->dtype.itemsize == 1);
+    CHECK(ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }", 1).ok());
+    CHECK(
+        ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 1)->shape.empty());
+    CHECK(ParseNpyDict("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", 3)
+              ->dtype.itemsize == 12);
+  }
+  SUBCASE("rejected") {
+    const char* bad[] = {
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (3), }",         // not a tuple
+        "{'descr': '<f4', 'fortran_order': False}",                         // missing key
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'x': 1}",  // extra key
+        "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (3,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (-3,)}",
+        "{'descr': '<g4', 'fortran_order': False, 'shape': (3,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} junk",
+        "['descr', '<f4']",
+        "",
+    };
+    for (const char* text : bad) {
+      Result<NpyHeader> h = ParseNpyDict(text, 1);
+      CHECK_MESSAGE(h.status().code() == StatusCode::kCorruption, text);
+    }
+    CHECK(ParseNpyDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,)}", 1)
+              .status()
+              .code() == StatusCode::kNotSupported);
+    CHECK(
+        ParseNpyDict("{'descr': '|O', 'fortran_order': False, 'shape': (3,)}", 1).status().code() ==
+        StatusCode::kNotSupported);
+  }
+}
+
+TEST_CASE("content stream does not depend on how it is split") {
+  std::vector<std::byte> whole(1000);
+  Xoshiro256(42).Fill(whole);
+  std::vector<std::byte> pieces(1000);
+  ContentStream stream(42, false);
+  const std::size_t cuts[] = {0, 1, 3, 8, 13, 64, 65, 200, 999, 1000};
+  for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) {
+    stream.Fill(std::span<std::byte>(pieces).subspan(cuts[i], cuts[i + 1] - cuts[i]));
+  }
+  CHECK(whole == pieces);
+}
+
+// ---------------------------------------------------------------------------
+// Format basics.
+
+TEST_CASE("descriptor and traits") {
+  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
+  CHECK(d.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(d.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
+  CHECK(d.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(d.name) == "npz");
+  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
+  CHECK(d.num_options == 0);
+  PluginContext context;
+  Status error;
+  void* object = d.create(&context, &error);
+  REQUIRE_MESSAGE(object != nullptr, error.ToString());
+  auto* format = static_cast<Format*>(object);
+  CHECK(format->name() == "npz");
+  const FormatTraits t = format->traits();
+  CHECK(t.extension == "npz");
+  CHECK(t.multi_sample_files);
+  CHECK_FALSE(t.partial_reads);
+  CHECK(t.needs_host_decode);
+  CHECK(t.predictable_size);
+  d.destroy(object);
+}
+
+TEST_CASE("validate") {
+  NpzFormat format;
+  CHECK(format.Validate(MakeSpec("uint8", {4, 4}, 2, 1)).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {4, 4}, 2, 1, "zip")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {}, 2, 1)).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("uint8", {4, 0}, 2, 1)).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("uint8", {4}, 0, 1)).code() == StatusCode::kInvalidArgument);
+  Status gzip = format.Validate(MakeSpec("uint8", {4}, 1, 1, "gzip"));
+  CHECK(gzip.code() == StatusCode::kNotSupported);
+  CHECK(gzip.message().find("'gzip'") != std::string::npos);
+  FileSpec odd = MakeSpec("uint8", {4}, 1, 1);
+  odd.element_type.size = 4;
+  CHECK(format.Validate(odd).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("float64", {1ull << 40, 1ull << 40}, 1, 1)).code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(format.ExpectedFileSize(MakeSpec("uint8", {4}, 1, 1, "zip")).status().code() ==
+        StatusCode::kNotSupported);
+  MemStorage storage;
+  CHECK(WriteSpec(format, storage, MakeSpec("uint8", {4}, 1, 1, "bz2")).code() ==
+        StatusCode::kNotSupported);
+}
+
+TEST_CASE("layout matches np.savez for DLIO's unet3d files") {
+  NpzFormat format;
+  MemStorage storage;
+  // img_04_of_64.npz of unet3d_small: uint8 (2048, 2048, 1), 4,194,802 bytes.
+  FileSpec one = MakeSpec("uint8", {2048, 2048}, 1, 7, "none", "/one.npz");
+  CHECK(*format.ExpectedFileSize(one) == 4194802);
+  REQUIRE(WriteSpec(format, storage, one).ok());
+  std::vector<std::byte> bytes = storage.Bytes("/one.npz");
+  CHECK(bytes.size() == 4194802);
+  // Local header of x: 30 + 5 + 20 bytes, then the NPY header, data at 183.
+  CHECK(zip::LoadU32(bytes.data()) == zip::kLocalHeaderSignature);
+  CHECK(zip::LoadU16(bytes.data() + 28) == 20);
+  CHECK(std::memcmp(bytes.data() + 55, "\x93NUMPY", 6) == 0);
+  CHECK(zip::LoadU16(bytes.data() + 55 + 8) == 118);
+  CHECK(zip::LoadU32(bytes.data() + 4194487) == zip::kLocalHeaderSignature);
+  CHECK(zip::LoadU32(bytes.data() + 4194678) == zip::kCentralHeaderSignature);
+  CHECK(zip::LoadU32(bytes.data() + 4194780) == zip::kEndOfCentralDirSignature);
+  std::vector<std::byte> payload = ReferencePayload(one);
+  CHECK(std::memcmp(bytes.data() + 183, payload.data(), payload.size()) == 0);
+
+  // The 4-samples-per-file variant: uint8 (1024, 1024, 4), 4,194,826 bytes.
+  FileSpec four = MakeSpec("uint8", {1024, 1024}, 4, 7, "none", "/four.npz");
+  CHECK(*format.ExpectedFileSize(four) == 4194826);
+  REQUIRE(WriteSpec(format, storage, four).ok());
+  bytes = storage.Bytes("/four.npz");
+  CHECK(bytes.size() == 4194826);
+  CHECK(zip::LoadU32(bytes.data() + 4194702) == zip::kCentralHeaderSignature);
+}
+
+TEST_CASE("round trip: dtypes, shapes, samples per file") {
+  NpzFormat format;
+  MemStorage storage;
+  struct Case {
+    const char* dtype;
+    std::vector<std::uint64_t> shape;
+    std::uint64_t samples;
+  };
+  const Case cases[] = {
+      {"uint8", {16, 16}, 1},  {"uint8", {5, 7}, 3},  {"float32", {5, 7}, 3},  {"float64", {3}, 5},
+      {"int16", {2, 3, 4}, 2}, {"bool", {9}, 4},      {"float16", {33, 1}, 7}, {"int64", {1}, 1000},
+      {"uint32", {17, 5}, 2},  {"int8", {300000}, 2},
+  };
+  std::uint64_t seed = 100;
+  for (const Case& c : cases) {
+    for (const char* compression : {"none", "zip"}) {
+      FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, ++seed, compression,
+                               std::string("/rt/") + c.dtype + "_" + compression + ".npz");
+      CAPTURE(spec.path);
+      REQUIRE(WriteSpec(format, storage, spec).ok());
+      if (spec.compression == "none") {
+        CHECK(*format.ExpectedFileSize(spec) == storage.Bytes(spec.path).size());
+      }
+      CheckRoundTrip(format, storage, spec, false);
+      CheckRoundTrip(format, storage, spec, true);
+    }
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("large sample streams through several chunks and transfer sizes") {
+  WriterOptions small_chunks;
+  small_chunks.chunk_size = 64 << 10;
+  NpzFormat format(small_chunks);
+  MemStorage storage;
+  for (const char* compression : {"none", "zip"}) {
+    FileSpec spec = MakeSpec("uint16", {300, 301}, 3, 5, compression, "/big.npz");
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    const std::vector<std::byte> payload = ReferencePayload(spec);
+    for (std::uint64_t transfer :
+         {std::uint64_t{0}, std::uint64_t{4096}, std::uint64_t{100000}, std::uint64_t{1} << 24}) {
+      Result<std::unique_ptr<FileReader>> reader =
+          format.OpenReader(spec.path, Options(&storage, true, false, transfer));
+      REQUIRE(reader.ok());
+      for (std::uint64_t i = 0; i < 3; ++i) {
+        Result<SampleView> s = (*reader)->ReadSample(i);
+        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+        CHECK(SameBytes(s->data, ReferenceSample(spec, payload, i)));
+      }
+    }
+  }
+}
+
+TEST_CASE("read pattern follows np.load") {
+  NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/pattern.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = 4194802;
+
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    std::vector<Request> open_log = storage.TakeLog();
+    REQUIRE(open_log.size() == 5);
+    CHECK((open_log[0].offset == 0 && open_log[0].length == 4096));
+    CHECK((open_log[1].offset == size - 22 && open_log[1].length == 22));
+    CHECK((open_log[2].offset == size - 42 && open_log[2].length == 20));
+    CHECK((open_log[3].offset == 4194678 && open_log[3].length == 102));
+    CHECK((open_log[4].offset == 0 && open_log[4].length == 4096));
+
+    for (int round = 0; round < 2; ++round) {
+      Result<SampleView> s = (*reader)->ReadSample(0);
+      REQUIRE(s.ok());
+      CHECK(s->bytes == 2048 * 2048);
+      CHECK(s->data.empty() == !decode);
+      std::vector<Request> log = storage.TakeLog();
+      // A later on-demand read repeats the metadata requests.
+      const std::size_t first_data = round == 0 ? 0 : 5;
+      REQUIRE(log.size() == first_data + 17);
+      CHECK((log[first_data].offset == 4096 && log[first_data].length == 258048));
+      for (std::size_t k = 1; k <= 15; ++k) {
+        CHECK((log[first_data + k].offset == k * 262144 && log[first_data + k].length == 262144));
+      }
+      CHECK((log.back().offset == 4194304 && log.back().length == 183));
+    }
+    storage.SetLogging(false);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
+  NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  for (bool decode : {true, false}) {
+    const int opens_before = storage.opens();
+    Result<std::unique_ptr<FileReader>> on_demand =
+        NpzReader::Open(spec.path, Options(&storage, decode, false));
+    REQUIRE(on_demand.ok());
+    auto* r = static_cast<NpzReader*>(on_demand->get());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
+    CHECK(r->loads() == 4);
+    CHECK(storage.opens() - opens_before == 4);
+
+    Result<std::unique_ptr<FileReader>> memory =
+        NpzReader::Open(spec.path, Options(&storage, decode, true));
+    REQUIRE(memory.ok());
+    auto* m = static_cast<NpzReader*>(memory->get());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(i).ok());
+    CHECK(m->loads() == 1);
+    CHECK(storage.opens() - opens_before == 5);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("decode off returns sizes only") {
+  NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, false));
+  REQUIRE(reader.ok());
+  CHECK((*reader)->num_samples() == 3);
+  Result<SampleView> s = (*reader)->ReadSample(2);
+  REQUIRE(s.ok());
+  CHECK(s->data.empty());
+  CHECK(s->bytes == 6 * 5 * 4);
+}
+
+TEST_CASE("out of range index") {
+  NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {4}, 2, 1, "none", "/range.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  Result<SampleView> s = (*reader)->ReadSample(2);
+  CHECK(s.status().code() == StatusCode::kOutOfRange);
+  CHECK(s.status().message().find("/range.npz") != std::string::npos);
+  CHECK((*reader)->ReadSample(1).ok());
+  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
+}
+
+TEST_CASE("open errors are passed through") {
+  NpzFormat format;
+  MemStorage storage;
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/missing.npz", Options(&storage));
+  CHECK(reader.status().code() == StatusCode::kNotFound);
+  CHECK(reader.status().message().find("/missing.npz") != std::string::npos);
+  ReaderOptions no_storage;
+  CHECK(format.OpenReader("/x.npz", no_storage).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("forced ZIP64 records") {
+  WriterOptions forced;
+  forced.zip64_limit = 0;
+  NpzFormat format(forced);
+  MemStorage storage;
+  for (const char* compression : {"none", "zip"}) {
+    FileSpec spec = MakeSpec("float32", {5, 7}, 3, 11, compression, "/z64.npz");
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    std::vector<std::byte> bytes = storage.Bytes(spec.path);
+    if (spec.compression == "none") CHECK(*format.ExpectedFileSize(spec) == bytes.size());
+    // Local header: version 45, 32-bit sizes 0xFFFFFFFF, real sizes in the extra.
+    CHECK(std::to_integer<int>(bytes[4]) == 45);
+    CHECK(zip::LoadU32(bytes.data() + 18) == 0xFFFFFFFFu);
+    CHECK(zip::LoadU32(bytes.data() + 22) == 0xFFFFFFFFu);
+    CHECK(zip::LoadU16(bytes.data() + 30 + 5) == 1);
+    CHECK(zip::LoadU64(bytes.data() + 30 + 5 + 4) == 128 + 5 * 7 * 3 * 4);
+    // ZIP64 end record and locator before the end record.
+    const std::size_t end = bytes.size() - zip::kEndOfCentralDirSize;
+    const std::size_t locator = end - zip::kZip64LocatorSize;
+    const std::size_t record = locator - zip::kZip64EndOfCentralDirSize;
+    CHECK(zip::LoadU32(bytes.data() + locator) == zip::kZip64LocatorSignature);
+    CHECK(zip::LoadU64(bytes.data() + locator + 8) == record);
+    CHECK(zip::LoadU32(bytes.data() + record) == zip::kZip64EndOfCentralDirSignature);
+    CHECK(zip::LoadU64(bytes.data() + record + 32) == 2);
+    CheckRoundTrip(format, storage, spec, false);
+
+    // The reader takes the directory from the ZIP64 record: spoil the
+    // classic fields and it still works.
+    zip::StoreU32(bytes.data() + end + 12, 0xFFFFFFFFu);
+    zip::StoreU32(bytes.data() + end + 16, 0xFFFFFFFFu);
+    storage.SetBytes(spec.path, bytes);
+    CheckRoundTrip(format, storage, spec, false);
+
+    // A broken ZIP64 record is reported.
+    bytes[record] = std::byte{0};
+    storage.SetBytes(spec.path, bytes);
+    CheckCorruption(OpenAndRead(format, storage, spec.path), spec.path, "ZIP64");
+  }
+}
+
+TEST_CASE("archive comment: the end record is searched for") {
+  NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, "none", "/comment.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  std::vector<std::byte> bytes = storage.Bytes(spec.path);
+  const std::string comment = "written by a test";
+  bytes[bytes.size() - 2] = static_cast<std::byte>(comment.size());
+  for (char c : comment) bytes.push_back(static_cast<std::byte>(c));
+  storage.SetBytes(spec.path, bytes);
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+TEST_CASE("corruption is reported with path and offset") {
+  NpzFormat format;
+  MemStorage storage;
+  const std::string path = "/bad.npz";
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, "none", path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  auto with = [&](auto mutate) {
+    std::vector<std::byte> b = good;
+    mutate(b);
+    storage.SetBytes(path, b);
+  };
+
+  SUBCASE("truncated") {
+    for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{10}, std::size_t{100},
+                             good.size() / 2, good.size() - 23, good.size() - 1}) {
+      CAPTURE(keep);
+      with([&](std::vector<std::byte>& b) { b.resize(keep); });
+      CheckCorruption(OpenAndRead(format, storage, path), path);
+    }
+  }
+  SUBCASE("zip signature") {
+    with([](std::vector<std::byte>& b) { b[0] = std::byte{'Q'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "not a ZIP archive");
+  }
+  SUBCASE("npy magic") {
+    with([](std::vector<std::byte>& b) { b[55 + 1] ^= std::byte{0x20}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY magic");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 55");
+  }
+  SUBCASE("npy dictionary") {
+    with([](std::vector<std::byte>& b) { b[55 + 10 + 2] = std::byte{'x'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY header");
+  }
+  SUBCASE("npy shape disagrees with the member size") {
+    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
+    const std::size_t at = text.find("(8, 8, 2)");
+    REQUIRE(at != std::string::npos);
+    with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY header describes");
+  }
+  SUBCASE("npy header length") {
+    with([](std::vector<std::byte>& b) { b[55 + 9] = std::byte{0x7f}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path);
+  }
+  SUBCASE("data byte: CRC") {
+    with([](std::vector<std::byte>& b) { b[55 + 128 + 5] ^= std::byte{1}; });
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    CheckCorruption(s.status(), path, "CRC-32");
+    CHECK(s.status().message().find("at offset 55") != std::string::npos);
+    // The next call starts a fresh load and fails the same way.
+    CheckCorruption((*reader)->ReadSample(1).status(), path, "CRC-32");
+    // Without decoding nothing is checked.
+    CHECK(OpenAndRead(format, storage, path, false).ok());
+    CHECK(storage.open_files() == 0);
+  }
+  SUBCASE("central directory signature") {
+    const std::size_t cd = good.size() - 22 - 2 * 51;
+    REQUIRE(zip::LoadU32(good.data() + cd) == zip::kCentralHeaderSignature);
+    with([&](std::vector<std::byte>& b) { b[cd + 1] = std::byte{0}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "central directory");
+  }
+  SUBCASE("local header signature") {
+    with([](std::vector<std::byte>& b) {
+      b[2] = std::byte{5};
+      b[3] = std::byte{6};
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path);
+  }
+  SUBCASE("missing x member") {
+    with([](std::vector<std::byte>& b) {
+      for (std::size_t i = 0; i + 5 <= b.size(); ++i) {
+        if (std::memcmp(b.data() + i, "x.npy", 5) == 0) b[i] = std::byte{'z'};
+      }
+    });
+    Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path, "no member 'x.npy'");
+  }
+  SUBCASE("local and central names differ") {
+    with([](std::vector<std::byte>& b) { b[30] = std::byte{'w'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "differ");
+  }
+  SUBCASE("directory points past the end") {
+    const std::size_t cd = good.size() - 22 - 2 * 51;
+    with([&](std::vector<std::byte>& b) { zip::StoreU32(b.data() + cd + 42, 0x7fffff00u); });
+    CheckCorruption(OpenAndRead(format, storage, path), path);
+  }
+  SUBCASE("unsupported method") {
+    const std::size_t cd = good.size() - 22 - 2 * 51;
+    with([&](std::vector<std::byte>& b) { b[cd + 10] = std::byte{12}; });
+    CHECK(OpenAndRead(format, storage, path).code() == StatusCode::kNotSupported);
+  }
+}
+
+TEST_CASE("corrupt deflate data") {
+  NpzFormat format;
+  MemStorage storage;
+  const std::string path = "/badzip.npz";
+  FileSpec spec = MakeSpec("uint8", {64, 64}, 2, 3, "zip", path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  for (std::size_t at :
+       {std::size_t{60}, std::size_t{2000}, std::size_t{5000}, std::size_t{8200}}) {
+    CAPTURE(at);
+    std::vector<std::byte> b = good;
+    b[at] ^= std::byte{0x5a};
+    storage.SetBytes(path, b);
+    CheckCorruption(OpenAndRead(format, storage, path), path);
+  }
+  // Cut the x member short by shrinking its compressed size.
+  std::vector<std::byte> b = good;
+  const std::size_t cd = good.size() - 22 - 2 * 51;
+  zip::StoreU32(b.data() + cd + 20, zip::LoadU32(b.data() + cd + 20) - 100);
+  storage.SetBytes(path, b);
+  CheckCorruption(OpenAndRead(format, storage, path), path);
+}
+
+TEST_CASE("concurrent writers and readers share one format") {
+  NpzFormat format;
+  MemStorage storage;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FileSpec spec = MakeSpec("float32", {32, 32}, 3, 1000 + t, t % 2 ? "zip" : "none",
+                               "/mt/" + std::to_string(t) + ".npz");
+      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      const std::vector<std::byte> payload = ReferencePayload(spec);
+      for (int round = 0; round < 5; ++round) {
+        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
+        if (!r.ok()) {
+          ++failures;
+          continue;
+        }
+        for (std::uint64_t i = 0; i < 3; ++i) {
+          Result<SampleView> s = (*r)->ReadSample(i);
+          if (!s.ok() || !SameBytes(s->data, ReferenceSample(spec, payload, i))) ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+}
+
+TEST_CASE("posix files round trip") {
+  TempDir dir;
+  NpzFormat format;
+  PosixStorage storage;
+  FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, "none", (dir.path() / "p.npz").string());
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with numpy.
+
+TEST_CASE("numpy reads what we write and we read what numpy writes") {
+  if (!HaveNumpy()) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
+    return;
+  }
+  const fs::path checker = RepoRoot() / "tests" / "interop" / "check_npz.py";
+  REQUIRE_MESSAGE(fs::exists(checker), checker.string());
+  TempDir dir;
+  PosixStorage storage;
+  NpzFormat format;
+  WriterOptions forced;
+  forced.zip64_limit = 0;
+  NpzFormat zip64_format(forced);
+  fs::create_directories(dir.path() / "u8");
+  fs::create_directories(dir.path() / "f32" / "nested");
+  fs::create_directories(dir.path() / "ref");
+  fs::create_directories(dir.path() / "foreign");
+
+  struct Written {
+    FileSpec spec;
+    bool identical;  // np.savez(_compressed) of the loaded arrays gives the same bytes
+  };
+  std::vector<Written> written;
+  auto write = [&](Format& f, FileSpec spec, bool identical) {
+    REQUIRE(WriteSpec(f, storage, spec).ok());
+    WriteBinary(dir.path() / "ref" / (fs::path(spec.path).filename().string() + ".bin"),
+                ReferencePayload(spec));
+    written.push_back({spec, identical});
+  };
+  const std::string u8 = (dir.path() / "u8").string();
+  const std::string f32 = (dir.path() / "f32").string();
+  write(format, MakeSpec("uint8", {16, 16}, 2, 1, "none", u8 + "/a_stored.npz"), true);
+  write(format, MakeSpec("uint8", {16, 16}, 2, 2, "zip", u8 + "/b_deflated.npz"), true);
+  write(zip64_format, MakeSpec("uint8", {16, 16}, 2, 3, "none", u8 + "/c_zip64.npz"), false);
+  write(zip64_format, MakeSpec("uint8", {16, 16}, 2, 4, "zip", u8 + "/d_zip64_deflated.npz"),
+        false);
+  write(format, MakeSpec("float32", {5, 7}, 3, 5, "none", f32 + "/e_stored.npz"), true);
+  write(format, MakeSpec("float32", {5, 7}, 3, 6, "zip", f32 + "/nested/f_deflated.npz"), true);
+
+  std::string out;
+  const std::string py = kPython;
+  int rc = Run(py + " " + checker.string() + " " + u8 + " --dtype uint8 --samples 2 --shape 16,16",
+               &out);
+  CHECK_MESSAGE(rc == 0, out);
+  CHECK_MESSAGE(out.find("checked 4 files") != std::string::npos, out);
+  rc = Run(py + " " + checker.string() + " " + f32 + " --dtype float32 --samples 3 --shape 5,7",
+           &out);
+  CHECK_MESSAGE(rc == 0, out);
+  CHECK_MESSAGE(out.find("checked 2 files") != std::string::npos, out);
+  // The checker notices mismatches and empty folders.
+  CHECK(Run(py + " " + checker.string() + " " + u8 + " --samples 3", &out) != 0);
+  CHECK(Run(py + " " + checker.string() + " " + f32 + " --dtype uint8", &out) != 0);
+  CHECK(Run(py + " " + checker.string() + " " + (dir.path() / "ref").string(), &out) != 0);
+
+  // Values and bytes: x equals the reference stream, y is zeros, and for
+  // non-forced files np.savez of the same arrays reproduces the file exactly.
+  const fs::path compare = dir.path() / "compare.py";
+  {
+    std::ofstream s(compare);
+    s << "import io, sys, numpy as np\n"
+         "path, ref, identical, compressed = sys.argv[1], sys.argv[2], sys.argv[3] == '1', "
+         "sys.argv[4] == '1'\n"
+         "with np.load(path) as f:\n"
+         "    x, y = f['x'], f['y']\n"
+         "assert x.tobytes() == open(ref, 'rb').read(), 'x differs from the reference'\n"
+         "assert y.dtype == np.int64 and not y.any(), 'y is not int64 zeros'\n"
+         "if identical:\n"
+         "    buf = io.BytesIO()\n"
+         "    (np.savez_compressed if compressed else np.savez)(buf, x=x, y=y)\n"
+         "    assert buf.getvalue() == open(path, 'rb').read(), 'np.savez writes different bytes'\n"
+         "print('ok', path, x.dtype, x.shape)\n";
+  }
+  for (const Written& w : written) {
+    const std::string ref =
+        (dir.path() / "ref" / (fs::path(w.spec.path).filename().string() + ".bin")).string();
+    rc = Run(py + " " + compare.string() + " " + w.spec.path + " " + ref + " " +
+                 (w.identical ? "1" : "0") + " " + (w.spec.compression == "zip" ? "1" : "0"),
+             &out);
+    CHECK_MESSAGE(rc == 0, (w.spec.path + ": " + out));
+  }
+
+  // numpy-written files (C and Fortran order, big-endian, compressed) read
+  // back sample by sample.
+  const fs::path make = dir.path() / "make.py";
+  {
+    std::ofstream s(make);
+    s << "import sys, numpy as np\n"
+         "d = sys.argv[1]\n"
+         "rng = np.random.default_rng(5)\n"
+         "arrays = {\n"
+         "  'c_u16': (rng.integers(0, 60000, (3, 4, 5)).astype('<u2'), np.savez),\n"
+         "  'f_f8': (np.asfortranarray(rng.random((3, 4, 2))), np.savez),\n"
+         "  'f_i2': (np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')), "
+         "np.savez),\n"
+         "  'be_i4': (rng.integers(-5, 5, (4, 3)).astype('>i4'), np.savez),\n"
+         "  'z_i4': (rng.integers(0, 9, (6, 3)).astype('<i4'), np.savez_compressed),\n"
+         "  'one_d': (np.arange(5, dtype='<i8'), np.savez),\n"
+         "}\n"
+         "for name, (x, save) in arrays.items():\n"
+         "    save(d + '/' + name + '.npz', y=np.zeros(x.shape[-1], dtype=np.int64), x=x)\n"
+         "    for i in range(x.shape[-1]):\n"
+         "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
+  }
+  const fs::path foreign = dir.path() / "foreign";
+  rc = Run(py + " " + make.string() + " " + foreign.string(), &out);
+  REQUIRE_MESSAGE(rc == 0, out);
+  for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "z_i4", "one_d"}) {
+    CAPTURE(name);
+    const std::string path = (foreign / (std::string(name) + ".npz")).string();
+    for (bool keep : {false, true}) {
+      Result<std::unique_ptr<FileReader>> reader =
+          format.OpenReader(path, Options(&storage, true, keep));
+      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
+        Result<SampleView> s = (*reader)->ReadSample(i);
+        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+        const std::string expected =
+            ReadText(foreign / (std::string(name) + "." + std::to_string(i)));
+        CHECK(SameBytes(
+            s->data, std::span<const std::byte>(reinterpret_cast<const std::byte*>(expected.data()),
+                                                expected.size())));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (not run by default: --no-skip -tc='*throughput*').
+
+TEST_CASE("throughput of a 64 MiB file" * doctest::skip()) {
+  TempDir dir;
+  PosixStorage storage;
+  NpzFormat format;
+  for (const char* compression : {"none", "zip"}) {
+    FileSpec spec = MakeSpec("uint8", {4096, 4096}, 4, 1, compression,
+                             (dir.path() / (std::string("t_") + compression + ".npz")).string());
+    const double mib = 64.0;
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    auto t1 = std::chrono::steady_clock::now();
+    const double write_s = std::chrono::duration<double>(t1 - t0).count();
+    for (bool decode : {true, false}) {
+      Result<std::unique_ptr<FileReader>> reader =
+          format.OpenReader(spec.path, Options(&storage, decode));
+      REQUIRE(reader.ok());
+      auto t2 = std::chrono::steady_clock::now();
+      for (std::uint64_t i = 0; i < 4; ++i) REQUIRE((*reader)->ReadSample(i).ok());
+      auto t3 = std::chrono::steady_clock::now();
+      const double read_s = std::chrono::duration<double>(t3 - t2).count() / 4;
+      MESSAGE(std::string(compression)
+              << " decode=" << decode << ": write " << mib / write_s
+              << " MiB/s, read (whole file per sample) " << mib / read_s << " MiB/s");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::npz

@@ -1,0 +1,740 @@
+#include "npz_reader.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <new>
+#include <utility>
+
+#include "npz_writer.h"
+
+namespace iomimic::npz {
+namespace {
+
+// Largest transfer size honoured (zlib's avail_in is 32 bits).
+constexpr std::uint64_t kMaxTransferSize = std::uint64_t{1} << 30;
+// Deflate cannot expand data by more than about 1032:1.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+
+std::string Hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+std::string ShapeText(const std::vector<std::uint64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ',';
+  return s + ")";
+}
+
+std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> data) {
+  return static_cast<std::uint32_t>(
+      crc32_z(crc, reinterpret_cast<const Bytef*>(data.data()), data.size()));
+}
+
+// Copies every `stride`-th element of size K starting at `src` into `dst`.
+template <std::size_t K>
+void GatherFixed(const std::byte* src, std::size_t stride, std::size_t count, std::byte* dst) {
+  for (std::size_t j = 0; j < count; ++j) {
+    std::memcpy(dst, src, K);
+    dst += K;
+    src += stride;
+  }
+}
+
+void GatherStrided(const std::byte* src, std::size_t stride, std::size_t count, std::size_t size,
+                   std::byte* dst) {
+  switch (size) {
+    case 1:
+      GatherFixed<1>(src, stride, count, dst);
+      return;
+    case 2:
+      GatherFixed<2>(src, stride, count, dst);
+      return;
+    case 4:
+      GatherFixed<4>(src, stride, count, dst);
+      return;
+    case 8:
+      GatherFixed<8>(src, stride, count, dst);
+      return;
+    default:
+      for (std::size_t j = 0; j < count; ++j) {
+        std::memcpy(dst, src, size);
+        dst += size;
+        src += stride;
+      }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// MemberStream
+
+MemberStream::~MemberStream() { Reset(); }
+
+void MemberStream::Reset() {
+  if (inflating_) inflateEnd(&z_);
+  inflating_ = false;
+  pending_ = {};
+  stream_end_ = false;
+}
+
+Status MemberStream::Start(File* file, const std::string* path, const zip::MemberRecord* member,
+                           std::uint64_t begin, std::span<const std::byte> prefetched,
+                           std::span<std::byte> staging, std::uint64_t transfer_size,
+                           bool check_crc) {
+  Reset();
+  file_ = file;
+  path_ = path;
+  member_ = member;
+  begin_ = begin;
+  end_ = begin + member->compressed_size;
+  transfer_ = transfer_size;
+  staging_ = staging;
+  check_crc_ = check_crc;
+  crc_ = 0;
+  produced_ = 0;
+  deflated_ = member->method == zip::kMethodDeflated;
+  const std::size_t have =
+      static_cast<std::size_t>(std::min<std::uint64_t>(prefetched.size(), member->compressed_size));
+  pending_ = prefetched.first(have);
+  raw_pos_ = begin + have;
+  if (deflated_) {
+    std::memset(&z_, 0, sizeof(z_));
+    const int rc = inflateInit2(&z_, -15);
+    if (rc == Z_MEM_ERROR)
+      return Status::ResourceExhausted("npz: zlib inflateInit2: out of memory");
+    if (rc != Z_OK) return Status::Internal("npz: zlib inflateInit2 failed: " + std::to_string(rc));
+    inflating_ = true;
+  }
+  return Status::OK();
+}
+
+Status MemberStream::Corrupt(const std::string& what, std::uint64_t offset) const {
+  return Status::Corruption(*path_ + ": " + what + " at offset " + std::to_string(offset));
+}
+
+std::uint64_t MemberStream::ChunkEnd(std::uint64_t offset) const {
+  return std::min(end_, (offset / transfer_ + 1) * transfer_);
+}
+
+Status MemberStream::ReadRaw(std::uint64_t offset, std::span<std::byte> out) {
+  Result<std::size_t> n = file_->ReadAt(offset, out);
+  if (!n.ok()) {
+    return n.status().WithContext("npz: reading member '" + member_->name + "' of " + *path_);
+  }
+  if (*n < out.size()) {
+    return Corrupt("truncated file: member '" + member_->name + "' needs " +
+                       std::to_string(out.size()) + " bytes but only " + std::to_string(*n) +
+                       " could be read",
+                   offset);
+  }
+  return Status::OK();
+}
+
+Status MemberStream::Refill() {
+  if (raw_pos_ >= end_) {
+    return Corrupt("member '" + member_->name + "' ends (after " +
+                       std::to_string(member_->compressed_size) +
+                       " stored bytes) before its content is complete",
+                   end_);
+  }
+  const std::uint64_t chunk_end = ChunkEnd(raw_pos_);
+  std::span<std::byte> chunk = staging_.first(static_cast<std::size_t>(chunk_end - raw_pos_));
+  IOMIMIC_RETURN_IF_ERROR(ReadRaw(raw_pos_, chunk));
+  pending_ = chunk;
+  raw_pos_ = chunk_end;
+  return Status::OK();
+}
+
+Status MemberStream::Inflate(std::span<std::byte> out, std::size_t* produced, bool* stream_end) {
+  const std::size_t out_size = std::min<std::size_t>(out.size(), UINT_MAX);
+  z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(pending_.data()));
+  z_.avail_in = static_cast<uInt>(pending_.size());
+  z_.next_out = reinterpret_cast<Bytef*>(out.data());
+  z_.avail_out = static_cast<uInt>(out_size);
+  const int rc = inflate(&z_, Z_NO_FLUSH);
+  const std::size_t consumed = pending_.size() - z_.avail_in;
+  *produced = out_size - z_.avail_out;
+  pending_ = pending_.subspan(consumed);
+  const std::uint64_t at = raw_pos_ - pending_.size();
+  switch (rc) {
+    case Z_STREAM_END:
+      *stream_end = true;
+      return Status::OK();
+    case Z_OK:
+    case Z_BUF_ERROR:
+      if (consumed == 0 && *produced == 0) {
+        if (pending_.empty() && raw_pos_ >= end_) {
+          return Corrupt("deflate data of member '" + member_->name + "' end prematurely (" +
+                             std::to_string(member_->compressed_size) + " stored bytes)",
+                         end_);
+        }
+        return Corrupt("deflate data of member '" + member_->name + "' make no progress", at);
+      }
+      return Status::OK();
+    case Z_MEM_ERROR:
+      return Status::ResourceExhausted("npz: zlib inflate: out of memory");
+    default: {
+      std::string what = "invalid deflate data in member '" + member_->name + "'";
+      if (z_.msg != nullptr) what += std::string(" (") + z_.msg + ")";
+      return Corrupt(what, at);
+    }
+  }
+}
+
+Status MemberStream::Read(std::span<std::byte> out) {
+  std::span<std::byte> whole = out;
+  if (!deflated_) {
+    while (!out.empty()) {
+      if (!pending_.empty()) {
+        const std::size_t n = std::min(out.size(), pending_.size());
+        std::memcpy(out.data(), pending_.data(), n);
+        pending_ = pending_.subspan(n);
+        out = out.subspan(n);
+        continue;
+      }
+      if (raw_pos_ >= end_) return Refill();  // reports the premature end
+      const std::uint64_t chunk_end = ChunkEnd(raw_pos_);
+      const std::size_t len = static_cast<std::size_t>(chunk_end - raw_pos_);
+      if (out.size() >= len) {
+        IOMIMIC_RETURN_IF_ERROR(ReadRaw(raw_pos_, out.first(len)));
+        raw_pos_ = chunk_end;
+        out = out.subspan(len);
+      } else {
+        IOMIMIC_RETURN_IF_ERROR(Refill());
+      }
+    }
+  } else {
+    while (!out.empty()) {
+      if (stream_end_) {
+        return Corrupt("deflate data of member '" + member_->name + "' end after " +
+                           std::to_string(produced_ + (whole.size() - out.size())) +
+                           " bytes, but " + std::to_string(member_->uncompressed_size) +
+                           " are declared",
+                       begin_);
+      }
+      if (pending_.empty() && raw_pos_ < end_) IOMIMIC_RETURN_IF_ERROR(Refill());
+      std::size_t n = 0;
+      IOMIMIC_RETURN_IF_ERROR(Inflate(out, &n, &stream_end_));
+      out = out.subspan(n);
+    }
+  }
+  if (check_crc_) crc_ = Crc32(crc_, whole);
+  produced_ += whole.size();
+  return Status::OK();
+}
+
+Status MemberStream::SkipRest() {
+  pending_ = {};
+  while (raw_pos_ < end_) {
+    const std::uint64_t chunk_end = ChunkEnd(raw_pos_);
+    IOMIMIC_RETURN_IF_ERROR(
+        ReadRaw(raw_pos_, staging_.first(static_cast<std::size_t>(chunk_end - raw_pos_))));
+    raw_pos_ = chunk_end;
+  }
+  return Status::OK();
+}
+
+Status MemberStream::Finish() {
+  if (deflated_) {
+    std::byte extra[64];
+    while (!stream_end_) {
+      if (pending_.empty() && raw_pos_ < end_) IOMIMIC_RETURN_IF_ERROR(Refill());
+      std::size_t n = 0;
+      IOMIMIC_RETURN_IF_ERROR(Inflate(extra, &n, &stream_end_));
+      if (n > 0) {
+        return Corrupt("deflate data of member '" + member_->name + "' hold more than the " +
+                           std::to_string(member_->uncompressed_size) + " bytes declared",
+                       begin_);
+      }
+    }
+  } else if (raw_pos_ != end_ || !pending_.empty()) {
+    return Corrupt("member '" + member_->name + "' has bytes after its array data", begin_);
+  }
+  if (produced_ != member_->uncompressed_size) {
+    return Corrupt("member '" + member_->name + "' holds " + std::to_string(produced_) +
+                       " bytes, but " + std::to_string(member_->uncompressed_size) +
+                       " are declared",
+                   begin_);
+  }
+  if (check_crc_ && crc_ != member_->crc32) {
+    return Corrupt("bad CRC-32 for member '" + member_->name + "' (directory " +
+                       Hex32(member_->crc32) + ", data " + Hex32(crc_) + ")",
+                   begin_);
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// NpzReader
+
+NpzReader::NpzReader(std::string path, const ReaderOptions& options)
+    : path_(std::move(path)),
+      storage_(options.storage),
+      decode_(options.decode),
+      keep_in_memory_(options.keep_in_memory) {
+  std::uint64_t t = options.transfer_size == 0 ? kDefaultTransferSize : options.transfer_size;
+  transfer_ = std::min(t, kMaxTransferSize);
+}
+
+NpzReader::~NpzReader() {
+  stream_.Reset();
+  if (file_) (void)file_->Close();
+}
+
+Result<std::unique_ptr<FileReader>> NpzReader::Open(const std::string& path,
+                                                    const ReaderOptions& options) {
+  if (options.storage == nullptr) {
+    return Status::InvalidArgument("npz: ReaderOptions.storage is null (opening " + path + ")");
+  }
+  try {
+    std::unique_ptr<NpzReader> reader(new NpzReader(path, options));
+    IOMIMIC_RETURN_IF_ERROR(reader->Init());
+    return std::unique_ptr<FileReader>(std::move(reader));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("npz: out of memory opening " + path);
+  } catch (const std::exception& e) {
+    return Status::Internal("npz: opening " + path + ": " + e.what());
+  } catch (...) {
+    return Status::Internal("npz: opening " + path + ": unknown exception");
+  }
+}
+
+Status NpzReader::Init() {
+  IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize));
+  IOMIMIC_RETURN_IF_ERROR(BeginLoad());
+  header_ = load_header_;
+  num_samples_ = header_.shape.back();
+  sample_elements_ = 1;
+  for (std::size_t a = 0; a + 1 < header_.shape.size(); ++a) {
+    const std::uint64_t d = header_.shape[a];
+    if (d != 0 && sample_elements_ > std::numeric_limits<std::uint64_t>::max() / d) {
+      return Corrupt("x.npy sample shape overflows 64 bits", stream_.begin());
+    }
+    sample_elements_ *= d;
+  }
+  const std::uint64_t itemsize = header_.dtype.itemsize;
+  if (itemsize != 0 && sample_elements_ > std::numeric_limits<std::uint64_t>::max() / itemsize) {
+    return Corrupt("x.npy sample size overflows 64 bits", stream_.begin());
+  }
+  sample_bytes_ = sample_elements_ * itemsize;
+  return Status::OK();
+}
+
+Status NpzReader::Corrupt(const std::string& what, std::uint64_t offset) const {
+  return Status::Corruption(path_ + ": " + what + " at offset " + std::to_string(offset));
+}
+
+Status NpzReader::ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what) {
+  Result<std::size_t> n = file_->ReadAt(offset, out);
+  if (!n.ok()) return n.status().WithContext(std::string("npz: reading ") + what + " of " + path_);
+  if (*n < out.size()) {
+    return Corrupt(std::string("truncated file: ") + what + " needs " + std::to_string(out.size()) +
+                       " bytes but only " + std::to_string(*n) + " could be read",
+                   offset);
+  }
+  return Status::OK();
+}
+
+void NpzReader::AbortLoad() {
+  stream_.Reset();
+  if (file_) (void)file_->Close();
+  file_.reset();
+  metadata_ready_ = false;
+  loaded_ = false;
+}
+
+Status NpzReader::BeginLoad() {
+  OpenOptions open_options;
+  open_options.mode = OpenMode::kRead;
+  open_options.hint = AccessHint::kWholeFile;
+  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
+  if (!opened.ok()) return opened.status().WithContext("npz: opening " + path_);
+  file_ = std::move(opened).value();
+  Status s = LoadMetadata(&load_header_);
+  if (!s.ok()) {
+    AbortLoad();
+    return s;
+  }
+  metadata_ready_ = true;
+  return Status::OK();
+}
+
+Status NpzReader::ReadEndRecords(std::uint64_t size, zip::EndRecord* end) {
+  constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
+  if (size < kEnd) {
+    return Corrupt("truncated file: " + std::to_string(size) +
+                       " bytes cannot hold a ZIP end-of-central-directory record",
+                   0);
+  }
+  // zipfile first expects an end record without a comment at the very end.
+  tail_.resize(kEnd);
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(size - kEnd, tail_, "end-of-central-directory record"));
+  std::uint64_t end_offset = size - kEnd;
+  if (zip::LoadU32(tail_.data()) != zip::kEndOfCentralDirSignature ||
+      zip::LoadU16(tail_.data() + 20) != 0) {
+    // Then searches the last 64 KiB (+ record) for one followed by a comment.
+    const std::uint64_t start =
+        size > zip::kMaxCommentSize + 1 + kEnd ? size - (zip::kMaxCommentSize + 1 + kEnd) : 0;
+    tail_.resize(static_cast<std::size_t>(size - start));
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(start, tail_, "archive tail"));
+    const std::int64_t found = zip::FindEndRecord(tail_, start);
+    if (found < 0) {
+      return Corrupt("no ZIP end-of-central-directory record (file truncated or not a ZIP archive)",
+                     size - kEnd);
+    }
+    end_offset = static_cast<std::uint64_t>(found);
+    std::memmove(tail_.data(), tail_.data() + (end_offset - start), kEnd);
+    tail_.resize(kEnd);
+  }
+  Result<zip::EndRecord> parsed = zip::ParseEndRecord(tail_, end_offset);
+  if (!parsed.ok()) return parsed.status().WithContext(path_);
+  *end = *parsed;
+
+  // Probe for a ZIP64 end locator just before the end record.
+  if (end_offset >= zip::kZip64LocatorSize) {
+    const std::uint64_t locator_offset = end_offset - zip::kZip64LocatorSize;
+    tail_.resize(zip::kZip64LocatorSize);
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(locator_offset, tail_, "ZIP64 end locator"));
+    if (zip::IsZip64Locator(tail_)) {
+      Status s = zip::CheckZip64Locator(tail_, locator_offset);
+      if (!s.ok()) return s.WithContext(path_);
+      if (locator_offset < zip::kZip64EndOfCentralDirSize) {
+        return Corrupt("ZIP64 end locator without room for a ZIP64 end record", locator_offset);
+      }
+      const std::uint64_t record_offset = locator_offset - zip::kZip64EndOfCentralDirSize;
+      tail_.resize(zip::kZip64EndOfCentralDirSize);
+      IOMIMIC_RETURN_IF_ERROR(ReadExact(record_offset, tail_, "ZIP64 end record"));
+      s = zip::ApplyZip64EndRecord(tail_, record_offset, end);
+      if (!s.ok()) return s.WithContext(path_);
+    }
+  }
+  return Status::OK();
+}
+
+Status NpzReader::LoadMetadata(NpyHeader* header) {
+  Result<std::uint64_t> file_size = file_->Size();
+  if (!file_size.ok()) return file_size.status().WithContext("npz: size of " + path_);
+  const std::uint64_t size = *file_size;
+
+  // 1. np.load's magic check.
+  const std::size_t probe_size =
+      static_cast<std::size_t>(std::min<std::uint64_t>(kProbeSize, size));
+  if (probe_size > 0) {
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(0, probe_.span().first(probe_size), "archive start"));
+  }
+  if (probe_size < 4 || (zip::LoadU32(probe_.data()) != zip::kLocalHeaderSignature &&
+                         zip::LoadU32(probe_.data()) != zip::kEndOfCentralDirSignature)) {
+    return Corrupt("not a ZIP archive (no PK\\3\\4 or PK\\5\\6 signature)", 0);
+  }
+
+  // 2. End records.
+  zip::EndRecord end;
+  IOMIMIC_RETURN_IF_ERROR(ReadEndRecords(size, &end));
+
+  // 3. Central directory. Like zipfile, locate it just before the end records
+  // and treat any difference from the recorded offset as prepended data.
+  const std::uint64_t end_records_start =
+      end.end_record_offset -
+      (end.zip64 ? zip::kZip64EndOfCentralDirSize + zip::kZip64LocatorSize : 0);
+  if (end.directory_size > end_records_start) {
+    return Corrupt("central directory size " + std::to_string(end.directory_size) +
+                       " exceeds the space before the end record",
+                   end.end_record_offset);
+  }
+  const std::uint64_t directory_start = end_records_start - end.directory_size;
+  if (directory_start < end.directory_offset) {
+    return Corrupt("bad central directory offset " + std::to_string(end.directory_offset),
+                   end.end_record_offset);
+  }
+  const std::uint64_t concat = directory_start - end.directory_offset;
+  if (end.directory_size > kMaxDirectorySize) {
+    return Status::NotSupported(path_ + ": central directory of " +
+                                std::to_string(end.directory_size) + " bytes is too large");
+  }
+  directory_.resize(static_cast<std::size_t>(end.directory_size));
+  if (!directory_.empty()) {
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(directory_start, directory_, "central directory"));
+  }
+  bool found = false;
+  std::uint64_t members = 0;
+  for (std::size_t pos = 0; pos < directory_.size();) {
+    Result<zip::MemberRecord> entry = zip::ParseCentralEntry(directory_, &pos, directory_start);
+    if (!entry.ok()) return entry.status().WithContext(path_);
+    ++members;
+    // zipfile keeps the last entry of a name.
+    if (entry->name == kSamplesMember) {
+      member_ = std::move(entry).value();
+      found = true;
+    }
+  }
+  if (!found) {
+    return Corrupt("no member 'x.npy' in the archive (" + std::to_string(members) +
+                       " members in the central directory)",
+                   directory_start);
+  }
+  if (member_.local_header_offset > std::numeric_limits<std::uint64_t>::max() - concat) {
+    return Corrupt("bad local header offset of member 'x.npy'", directory_start);
+  }
+  member_.local_header_offset += concat;
+  const std::uint64_t lh = member_.local_header_offset;
+  if (member_.flags & (zip::kFlagEncrypted | zip::kFlagStrongEncryption)) {
+    return Status::NotSupported(path_ + ": member 'x.npy' is encrypted");
+  }
+  if (member_.flags & zip::kFlagCompressedPatch) {
+    return Status::NotSupported(path_ + ": member 'x.npy' is compressed patched data");
+  }
+  if (member_.method != zip::kMethodStored && member_.method != zip::kMethodDeflated) {
+    return Status::NotSupported(path_ + ": member 'x.npy' uses compression method " +
+                                std::to_string(member_.method) +
+                                " (only stored and deflated are supported)");
+  }
+  if (member_.method == zip::kMethodStored &&
+      member_.compressed_size != member_.uncompressed_size) {
+    return Corrupt("stored member 'x.npy' has compressed size " +
+                       std::to_string(member_.compressed_size) + " but size " +
+                       std::to_string(member_.uncompressed_size),
+                   lh);
+  }
+  if (member_.method == zip::kMethodDeflated &&
+      member_.uncompressed_size / kMaxDeflateRatio > member_.compressed_size + 1024) {
+    return Corrupt("member 'x.npy' declares " + std::to_string(member_.uncompressed_size) +
+                       " bytes, more than " + std::to_string(member_.compressed_size) +
+                       " deflated bytes can hold",
+                   lh);
+  }
+
+  // 4. Local header, NPY header and the first array bytes in one 4 KiB read.
+  if (lh >= size) {
+    return Corrupt("truncated file: local header of member 'x.npy' lies past the end (" +
+                       std::to_string(size) + " bytes)",
+                   lh);
+  }
+  const std::size_t head_size =
+      static_cast<std::size_t>(std::min<std::uint64_t>(kProbeSize, size - lh));
+  std::span<std::byte> head = probe_.span().first(head_size);
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(lh, head, "local file header"));
+  Result<zip::LocalHeader> local = zip::ParseLocalHeader(head, lh);
+  if (!local.ok()) return local.status().WithContext(path_);
+  std::string name;
+  if (zip::kLocalHeaderFixedSize + local->name_size <= head.size()) {
+    name.assign(reinterpret_cast<const char*>(head.data() + zip::kLocalHeaderFixedSize),
+                local->name_size);
+  } else {
+    std::vector<std::byte> name_bytes(local->name_size);
+    IOMIMIC_RETURN_IF_ERROR(
+        ReadExact(lh + zip::kLocalHeaderFixedSize, name_bytes, "local file header name"));
+    name.assign(reinterpret_cast<const char*>(name_bytes.data()), name_bytes.size());
+  }
+  if (name != member_.name) {
+    return Corrupt(
+        "file name in directory '" + member_.name + "' and in local header '" + name + "' differ",
+        lh);
+  }
+  const std::uint64_t data_offset =
+      lh + zip::kLocalHeaderFixedSize + local->name_size + local->extra_size;
+  if (data_offset > size || member_.compressed_size > size - data_offset) {
+    return Corrupt("truncated file: member 'x.npy' needs " +
+                       std::to_string(member_.compressed_size) + " bytes from here, the file has " +
+                       std::to_string(size) + " bytes",
+                   data_offset);
+  }
+  std::span<const std::byte> prefetched;
+  if (data_offset < lh + head.size()) {
+    prefetched = head.subspan(static_cast<std::size_t>(data_offset - lh));
+  }
+  // No request is longer than the transfer size or the member.
+  const std::size_t staging_size = static_cast<std::size_t>(
+      std::max<std::uint64_t>(1, std::min(transfer_, member_.compressed_size)));
+  if (staging_.size() < staging_size) {
+    staging_.Reset();
+    IOMIMIC_ASSIGN_OR_RETURN(staging_, AllocateHostBuffer(*storage_, staging_size));
+  }
+  IOMIMIC_RETURN_IF_ERROR(stream_.Start(file_.get(), &path_, &member_, data_offset, prefetched,
+                                        staging_.span().first(staging_size), transfer_, decode_));
+
+  // NPY header at the start of the member.
+  std::byte preamble[kNpyPreambleSize];
+  IOMIMIC_RETURN_IF_ERROR(stream_.Read(preamble));
+  int major = 0;
+  int minor = 0;
+  Result<std::size_t> width = ParseNpyPreamble(preamble, &major, &minor);
+  if (!width.ok()) {
+    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
+  }
+  std::byte length_field[4] = {};
+  IOMIMIC_RETURN_IF_ERROR(stream_.Read(std::span<std::byte>(length_field, *width)));
+  const std::uint64_t dict_size =
+      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
+  if (dict_size > kNpyMaxHeaderSize) {
+    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
+                       " bytes, more than numpy's limit of " + std::to_string(kNpyMaxHeaderSize),
+                   data_offset + kNpyPreambleSize);
+  }
+  std::string text(static_cast<std::size_t>(dict_size), '\0');
+  IOMIMIC_RETURN_IF_ERROR(
+      stream_.Read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
+  Result<NpyHeader> parsed = ParseNpyDict(text, major);
+  if (!parsed.ok()) {
+    if (parsed.status().code() == StatusCode::kCorruption) {
+      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
+                     data_offset + kNpyPreambleSize + *width);
+    }
+    return parsed.status().WithContext(path_ + ": member 'x.npy'");
+  }
+  *header = std::move(parsed).value();
+  header->header_size = kNpyPreambleSize + *width + dict_size;
+  if (header->shape.empty()) {
+    return Status::NotSupported(path_ + ": x.npy is 0-dimensional (samples are on the last axis)");
+  }
+  Result<std::uint64_t> data_bytes = header->DataBytes();
+  if (!data_bytes.ok()) {
+    return Corrupt("bad NPY header in member 'x.npy': " + data_bytes.status().message(),
+                   data_offset);
+  }
+  if (member_.uncompressed_size < header->header_size ||
+      member_.uncompressed_size - header->header_size != *data_bytes) {
+    return Corrupt("member 'x.npy' holds " + std::to_string(member_.uncompressed_size) +
+                       " bytes but its NPY header describes " +
+                       std::to_string(header->header_size) + " + " + std::to_string(*data_bytes) +
+                       " (shape " + ShapeText(header->shape) + ", descr '" + header->descr + "')",
+                   data_offset);
+  }
+  data_bytes_ = *data_bytes;
+  return Status::OK();
+}
+
+Status NpzReader::FinishLoad() {
+  if (decode_) {
+    if (data_bytes_ > std::numeric_limits<std::size_t>::max()) {
+      return Status::ResourceExhausted(path_ + ": x.npy is too large for this address space");
+    }
+    const std::size_t bytes = static_cast<std::size_t>(data_bytes_);
+    if (payload_.size() < bytes) {
+      payload_.Reset();
+      IOMIMIC_ASSIGN_OR_RETURN(payload_, AllocateHostBuffer(*storage_, bytes));
+    }
+    if (bytes > 0) IOMIMIC_RETURN_IF_ERROR(stream_.Read(payload_.span().first(bytes)));
+    IOMIMIC_RETURN_IF_ERROR(stream_.Finish());
+  } else {
+    IOMIMIC_RETURN_IF_ERROR(stream_.SkipRest());
+  }
+  stream_.Reset();
+  Status closed = file_->Close();
+  file_.reset();
+  metadata_ready_ = false;
+  if (!closed.ok()) return closed.WithContext("npz: closing " + path_);
+  loaded_ = true;
+  ++loads_;
+  return Status::OK();
+}
+
+Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
+  try {
+    Result<SampleView> r = ReadSampleImpl(index);
+    // A failed load leaves nothing half-open; the next call starts afresh.
+    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
+    return r;
+  } catch (const std::bad_alloc&) {
+    AbortLoad();
+    return Status::ResourceExhausted("npz: out of memory reading " + path_);
+  } catch (const std::exception& e) {
+    AbortLoad();
+    return Status::Internal("npz: reading " + path_ + ": " + e.what());
+  } catch (...) {
+    AbortLoad();
+    return Status::Internal("npz: reading " + path_ + ": unknown exception");
+  }
+}
+
+Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
+  if (index >= num_samples_) {
+    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
+                              " is out of range (the file has " + std::to_string(num_samples_) +
+                              " samples)");
+  }
+  if (!(keep_in_memory_ && loaded_)) {
+    if (!metadata_ready_) {
+      IOMIMIC_RETURN_IF_ERROR(BeginLoad());
+      if (load_header_.descr != header_.descr || load_header_.shape != header_.shape ||
+          load_header_.fortran_order != header_.fortran_order) {
+        return Corrupt("x.npy changed since the reader opened the file (now shape " +
+                           ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
+                           "'; was " + ShapeText(header_.shape) + ", '" + header_.descr + "')",
+                       stream_.begin());
+      }
+    }
+    IOMIMIC_RETURN_IF_ERROR(FinishLoad());
+  }
+  return Gather(index);
+}
+
+Result<SampleView> NpzReader::Gather(std::uint64_t index) {
+  SampleView view;
+  view.bytes = sample_bytes_;
+  if (!decode_ || sample_bytes_ == 0) return view;
+  const std::size_t k = header_.dtype.itemsize;
+  const std::size_t n = static_cast<std::size_t>(num_samples_);
+  const std::size_t count = static_cast<std::size_t>(sample_elements_);
+  const std::size_t bytes = static_cast<std::size_t>(sample_bytes_);
+  const std::byte* base = payload_.data();
+  const std::size_t sample_rank = header_.shape.size() - 1;
+
+  if (!header_.fortran_order) {
+    // C order: element j of sample i is at flat index j * n + i.
+    if (n == 1) {
+      view.data = std::span<const std::byte>(base, bytes);
+      return view;
+    }
+  } else if (sample_rank <= 1) {
+    // Fortran order: sample i is the contiguous block i of the array, already
+    // in C order when the sample has at most one axis.
+    view.data = std::span<const std::byte>(base + static_cast<std::size_t>(index) * bytes, bytes);
+    return view;
+  }
+  if (sample_.size() < bytes) {
+    sample_.Reset();
+    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes));
+  }
+  std::byte* out = sample_.data();
+  if (!header_.fortran_order) {
+    GatherStrided(base + static_cast<std::size_t>(index) * k, n * k, count, k, out);
+  } else {
+    // Walk the sample's axes in C order; Fortran strides grow from axis 0.
+    std::vector<std::size_t> strides(sample_rank);
+    std::size_t stride = k;
+    for (std::size_t a = 0; a < sample_rank; ++a) {
+      strides[a] = stride;
+      stride *= static_cast<std::size_t>(header_.shape[a]);
+    }
+    const std::size_t last = sample_rank - 1;
+    const std::size_t inner = static_cast<std::size_t>(header_.shape[last]);
+    std::vector<std::size_t> idx(sample_rank, 0);
+    const std::byte* block = base + static_cast<std::size_t>(index) * bytes;
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < count; j += inner) {
+      GatherStrided(block + offset, strides[last], inner, k, out + j * k);
+      // Advance the outer axes (all but the last) like an odometer.
+      for (std::size_t a = last; a-- > 0;) {
+        offset += strides[a];
+        if (++idx[a] < header_.shape[a]) break;
+        offset -= strides[a] * idx[a];
+        idx[a] = 0;
+      }
+    }
+  }
+  view.data = std::span<const std::byte>(out, bytes);
+  return view;
+}
+
+}  // namespace iomimic::npz
