@@ -8,7 +8,9 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev
   libopenmpi-dev openmpi-bin
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev doctest-dev
-  python3 python3-numpy
+  libhdf5-dev libpng-dev libjpeg-dev libtiff-dev libprotobuf-dev protobuf-compiler
+  liburing-dev libaio-dev
+  python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c
 )
 
 missing=()
