@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -68,6 +69,10 @@ struct FileSpec {
   std::uint64_t seed = 0;                  // content seed; same seed, same bytes
   std::string compression = "none";        // none, gzip, lzf, bz2, zip, xz
   int compression_level = 4;
+  // DLIO dataset keys that only some formats honour, as text: "hdf5.chunk_dims"
+  // and "hdf5.max_shape" ("64,64"; absent when unset), "hdf5.num_dset_per_record"
+  // ("1"), "generation_buffer_size" (bytes).
+  std::map<std::string, std::string> parameters;
 
   std::uint64_t sample_elements() const {
     std::uint64_t n = 1;

@@ -41,6 +41,19 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
       compression_(config.dataset.compression),
       compression_level_(config.dataset.compression_level),
       seed_(config.train.seed) {
+  auto join = [](const std::vector<std::uint64_t>& v) {
+    std::string out;
+    for (std::uint64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return out;
+  };
+  if (!config.dataset.hdf5_chunk_dims.empty()) {
+    parameters_["hdf5.chunk_dims"] = join(config.dataset.hdf5_chunk_dims);
+  }
+  if (!config.dataset.hdf5_max_shape.empty()) {
+    parameters_["hdf5.max_shape"] = join(config.dataset.hdf5_max_shape);
+  }
+  parameters_["hdf5.num_dset_per_record"] = std::to_string(config.dataset.hdf5_num_dset_per_record);
+  parameters_["generation_buffer_size"] = std::to_string(config.dataset.generation_buffer_size);
   const double length = config.dataset.record_length_bytes;
   dimension_ = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));
   const double stdev = length > 0 ? config.dataset.record_length_bytes_stdev / 2.0 / std::sqrt(length)
@@ -117,6 +130,7 @@ FileSpec DatasetLayout::Spec(std::uint64_t global_index, const ElementType& elem
   spec.seed = MixSeed(seed_, global_index);
   spec.compression = compression_;
   spec.compression_level = compression_level_;
+  spec.parameters = parameters_;
   return spec;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,7 @@ class DatasetLayout {
   std::string compression_;
   int compression_level_ = 4;
   std::uint64_t seed_ = 0;
+  std::map<std::string, std::string> parameters_;
 };
 
 // Which sample a read touches: a file of the split and a record inside it.
