@@ -8,6 +8,8 @@
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
 
+#include <cstdarg>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -35,6 +37,39 @@ using namespace iomimic;
 namespace {
 
 constexpr const char* kDefaultWorkload = "quickstart";
+
+// Progress lines of rank 0: to stdout (unless quiet) and to the run's log
+// file (output.log_file in the run folder) once that exists.
+class Console {
+ public:
+  Console(bool enabled, bool quiet) : enabled_(enabled), quiet_(quiet) {}
+  void OpenLog(const std::string& path) {
+    if (enabled_) log_.open(path, std::ios::out | std::ios::app);
+  }
+  void Line(const std::string& text, bool always = false) {
+    if (!enabled_) return;
+    if (!quiet_ || always) std::cout << text << std::endl;
+    if (log_.is_open()) log_ << text << std::endl;
+  }
+  void LogOnly(const std::string& text) {
+    if (log_.is_open()) log_ << text << std::endl;
+  }
+
+ private:
+  bool enabled_;
+  bool quiet_;
+  std::ofstream log_;
+};
+
+std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Format(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
 
 int Fail(const Status& status) {
   std::string msg = status.message();
@@ -248,6 +283,7 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
 
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   const bool leader = cluster.rank() == 0;
+  Console console(leader, args.quiet);
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
 
@@ -272,20 +308,20 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     folder = *prepared;
     status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
     if (!status.ok()) return Fail(status);
+    console.OpenLog(folder + "/" + c.output.log_file);
   }
   auto finish_failed = [&](const Status& st) {
     if (leader && !folder.empty()) (void)output::WriteStatus(folder, st);
+    console.LogOnly("error: " + st.message());
     return Fail(st);
   };
 
   if (c.workflow.generate_data) {
     unsigned threads = args.generate_threads > 0 ? args.generate_threads
                                                  : std::max(1u, std::thread::hardware_concurrency());
-    if (leader && !args.quiet) {
-      std::cout << "generating " << s.layout().num_generated_files() << " " << c.dataset.format
-                << " files in " << s.layout().SplitDirectory(plan::Split::kTrain)
-                << " (and valid/) ..." << std::endl;
-    }
+    console.Line("generating " + std::to_string(s.layout().num_generated_files()) + " " +
+                 c.dataset.format + " files in " + s.layout().SplitDirectory(plan::Split::kTrain) +
+                 " (and valid/) ...");
     Result<engine::GenerateReport> report = engine::Generate(s, threads);
     if (!report.ok()) return finish_failed(report.status());
     outcome.generate = *report;
@@ -293,11 +329,11 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     const std::uint64_t skipped = cluster.SumU64(report->files_skipped);
     const std::uint64_t bytes = cluster.SumU64(report->bytes_written);
     const double seconds = cluster.MaxDouble(report->seconds);
-    if (leader && (!args.quiet || !training)) {
-      std::printf("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)\n",
-                  static_cast<unsigned long long>(written), static_cast<unsigned long long>(skipped),
-                  bytes / 1048576.0, seconds, seconds > 0 ? bytes / 1048576.0 / seconds : 0.0);
-    }
+    console.Line(Format("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)",
+                        static_cast<unsigned long long>(written),
+                        static_cast<unsigned long long>(skipped), bytes / 1048576.0, seconds,
+                        seconds > 0 ? bytes / 1048576.0 / seconds : 0.0),
+                 /*always=*/!training);
   }
 
   if (training) {
@@ -307,11 +343,13 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     if (c.iomimic.sample_log) {
       options.sample_log_path = folder + "/" + std::to_string(cluster.rank()) + "_samples.csv";
     }
-    if (leader && !args.quiet) {
-      std::cout << "training: " << c.train.epochs << " epochs x "
-                << plan::TrainStepsPerEpoch(c, cluster.size()) << " steps of batch "
-                << c.reader.batch_size << " per rank, " << cluster.size() << " rank(s), "
-                << c.reader.read_threads << " reader thread(s)" << std::endl;
+    if (leader) {
+      console.Line(Format("training: %llu epochs x %llu steps of batch %llu per rank, %d rank(s), "
+                          "%llu reader thread(s)",
+                          static_cast<unsigned long long>(c.train.epochs),
+                          static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, cluster.size())),
+                          static_cast<unsigned long long>(c.reader.batch_size), cluster.size(),
+                          static_cast<unsigned long long>(c.reader.read_threads)));
       options.on_epoch = [&](const metrics::EpochRecord& e) {
         std::vector<metrics::PhaseMetrics> blocks;
         for (const auto& b : e.blocks) {
@@ -319,10 +357,10 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
                                                       c.output.exclude_end_steps, c.reader.batch_size));
         }
         metrics::PhaseMetrics m = metrics::CombineBlocks(blocks);
-        std::printf("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (rank 0)%s\n",
-                    static_cast<unsigned long long>(e.epoch), metrics::Seconds(e.start, e.end),
-                    m.au_percent, m.samples_per_second, e.eval ? ", evaluated" : "");
-        std::fflush(stdout);
+        console.Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (rank 0)%s",
+                            static_cast<unsigned long long>(e.epoch),
+                            metrics::Seconds(e.start, e.end), m.au_percent, m.samples_per_second,
+                            e.eval ? ", evaluated" : ""));
       };
     }
     Result<engine::TrainResult> trained = engine::Train(s, options);
@@ -339,7 +377,8 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     if (leader) {
       status = output::WriteStatus(folder, Status::OK());
       if (!status.ok()) return Fail(status);
-      std::cout << human << std::flush;
+      if (!human.empty() && human.back() == '\n') human.pop_back();
+      console.Line(human, /*always=*/true);
     }
   }
   return 0;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "config/config.h"
 #include "config/convert_internal.h"
@@ -81,10 +82,12 @@ Result<std::string> FindWorkload(const std::string& name, const std::vector<std:
   available.erase(std::unique(available.begin(), available.end()), available.end());
   std::string message = "workload '" + name + "' not found in " + where + " (looked for <dir>/" +
                         name + ".yaml and <dir>/workload/" + name + ".yaml)";
-  if (available.empty()) return Status::NotFound(message + "; no workloads there");
+  if (available.empty()) return Status::NotFound(message + ". No workloads there.");
   std::vector<std::string_view> candidates(available.begin(), available.end());
   if (std::optional<std::string> close = internal::ClosestWord(name, candidates)) {
-    message += "; did you mean '" + *close + "'?";
+    message += ". Did you mean '" + *close + "'?";
+  } else {
+    message += ".";
   }
   message += " Available:";
   for (std::size_t i = 0; i < available.size(); ++i) {

@@ -2,10 +2,25 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 
 #include "iomimic/random.h"
 
 namespace iomimic::engine {
+
+std::uint64_t ResizedSampleBytes(const config::Config& c) {
+  if (!c.reader.transformed_record_dims.empty()) {
+    std::uint64_t n = 1;
+    for (std::uint64_t d : c.reader.transformed_record_dims) n *= d;
+    Result<ElementType> t = ElementType::FromName(c.reader.transformed_record_element_type);
+    return n * (t.ok() ? t->size : 1);
+  }
+  double base = c.dataset.record_length_bytes_resize > 0 ? c.dataset.record_length_bytes_resize
+                                                          : c.dataset.record_length_bytes;
+  std::uint64_t side = base > 0 ? static_cast<std::uint64_t>(std::floor(std::sqrt(base))) : 0;
+  return side * side;
+}
 
 // One reader's state: its preprocess-time sampler and, for read_type memory,
 // the file it keeps open.
@@ -17,6 +32,15 @@ class Loader::Reader {
     options_.decode = session.config().reader.decode;
     options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory;
     options_.transfer_size = session.config().reader.transfer_size;
+    resized_.resize(ResizedSampleBytes(session.config()));
+    Xoshiro256(seed).Fill(resized_);
+  }
+
+  // Places the returned tensor of sample `slot` into the batch buffer.
+  void Collate(std::uint64_t slot, std::uint64_t batch_size) {
+    if (resized_.empty()) return;
+    if (batch_.size() < resized_.size() * batch_size) batch_.resize(resized_.size() * batch_size);
+    std::memcpy(batch_.data() + slot * resized_.size(), resized_.data(), resized_.size());
   }
 
   // Reads one sample with the format's access pattern; returns payload bytes.
@@ -50,6 +74,8 @@ class Loader::Reader {
   ReaderOptions options_;
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
+  std::vector<std::byte> resized_;  // DLIO's resized_image, made once
+  std::vector<std::byte> batch_;    // batch_size x resized_, reused
 };
 
 Loader::Loader(Session& session, const plan::EpochPlan& plan, plan::Split split,
@@ -101,6 +127,7 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
                                         path + " (format '" + session_.format().name() +
                                         "', storage '" + session_.storage().name() + "')");
     }
+    reader.Collate(i, bs);
     out->samples += 1;
     out->sample_bytes += *bytes;
     if (log_samples_) out->refs.push_back(ref);

@@ -9,7 +9,10 @@
 //
 // Batches carry counts and timings, not data: samples are read into each
 // reader's own buffers (allocated by the storage back end) and dropped, as
-// DLIO drops what it reads.
+// DLIO drops what it reads. Like DLIO's collate step, each sample then puts
+// the fixed "resized" tensor (record_length_bytes_resize or
+// transformed_record_dims) into the reader's batch buffer, so the memory
+// traffic of building batches is part of the emulation.
 
 #pragma once
 
@@ -25,6 +28,11 @@
 #include "plan/plan.h"
 
 namespace iomimic::engine {
+
+// Bytes of the tensor DLIO's readers return per sample (§1.6 resized_image):
+// transformed_record_dims x element size, else floor(sqrt(resize))^2, else
+// floor(sqrt(record_length_bytes))^2.
+std::uint64_t ResizedSampleBytes(const config::Config& config);
 
 struct BatchInfo {
   std::uint64_t step = 0;

@@ -63,8 +63,10 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
     }
     if (!failed) {
       block.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
+      const double drawn = compute.Draw();
+      block.compute_requested += drawn;
       auto compute_start = std::chrono::steady_clock::now();
-      PreciseSleep(compute.Draw());
+      PreciseSleep(drawn);
       auto computed = std::chrono::steady_clock::now();
       block.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
       block.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
@@ -112,8 +114,10 @@ Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, 
     status = log.Write(epoch, "eval", *batch);
     if (!status.ok()) break;
     eval.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
+    const double drawn = eval_time.Draw();
+    eval.compute_requested += drawn;
     auto compute_start = std::chrono::steady_clock::now();
-    PreciseSleep(eval_time.Draw());
+    PreciseSleep(drawn);
     auto computed = std::chrono::steady_clock::now();
     eval.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
     eval.proc.push_back(std::chrono::duration<double>(computed - load_start).count());

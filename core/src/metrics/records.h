@@ -38,6 +38,7 @@ struct PhaseRecord {
   std::vector<double> proc;
   std::vector<double> compute;
   std::vector<double> barrier;  // iomimic: time in the per-step barrier
+  double compute_requested = 0;  // iomimic: sum of the drawn compute times
   std::uint64_t samples = 0;
   std::uint64_t bytes_read = 0;  // counted by the storage layer during the phase
   std::uint64_t steps() const { return compute.size(); }

@@ -294,16 +294,21 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     double slowest = cluster.MaxDouble(epoch_train_wall[i]);
     actual_mibps.push_back(slowest > 0 ? static_cast<double>(total_epoch_bytes[i]) / kMiB / slowest : 0);
   }
-  double barrier_sum = 0;
+  double barrier_sum = 0, compute_measured = 0, compute_requested = 0;
   std::uint64_t barrier_n = 0;
   if (outcome.train) {
     for (const auto& e : outcome.train->epochs) {
       for (const auto& b : e.blocks) {
         for (double v : b.barrier) barrier_sum += v;
+        for (double v : b.compute) compute_measured += v;
+        compute_requested += b.compute_requested;
         barrier_n += b.barrier.size();
       }
     }
   }
+  // How far the emulated compute strayed from what was drawn, all ranks.
+  const double all_measured = cluster.SumDouble(compute_measured);
+  const double all_requested = cluster.SumDouble(compute_requested);
   double barrier_mean_ms = 0;
   {
     double s = cluster.SumDouble(barrier_sum);
@@ -461,6 +466,10 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     for (std::uint64_t b : total_epoch_bytes) total_bytes += b;
     io_json["train_bytes_read"] = total_bytes;
     io_json["barrier_mean_ms"] = Num(barrier_mean_ms);
+    io_json["compute_requested_seconds"] = Num(all_requested);
+    io_json["compute_measured_seconds"] = Num(all_measured);
+    io_json["compute_error_percent"] =
+        Num(all_requested > 0 ? 100.0 * (all_measured - all_requested) / all_requested : 0.0);
   }
   io_json["sample_read_latency_ms"] = Percentiles(sample_lat);
   io_json["read_request_latency_ms"] = Percentiles(read_lat);
