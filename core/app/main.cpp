@@ -27,6 +27,7 @@
 #include "iomimic/version.h"
 #include "metrics/records.h"
 #include "output/results.h"
+#include "plan/checkpoint_plan.h"
 #include "plan/plan.h"
 #include "plugin/registry.h"
 
@@ -107,6 +108,7 @@ struct CommonArgs {
   unsigned generate_threads = 0;
   bool quiet = false;
   bool plan = false;
+  int ranks = 0;
 };
 
 const char* const kCommandHelp =
@@ -171,7 +173,10 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
   }
   if (command == "config") {
     opts.add_options()("plan", po::bool_switch(&args->plan),
-                       "print the plan (steps, files, sizes) instead of the manifest");
+                       "print the plan (steps, files, checkpoint files and sizes) instead of the "
+                       "manifest; writes nothing")(
+        "ranks", po::value<int>(&args->ranks),
+        "world size for --plan (default: the smallest the parallelism allows)");
   }
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
@@ -258,11 +263,32 @@ int CmdConfig(int argc, char** argv) {
             << layout.num_files(plan::Split::kEval) << " eval files of "
             << layout.samples_per_file() << " samples, first file "
             << layout.FilePath(plan::Split::kTrain, 0) << "\n";
-  for (int world : {1, 2, 4, 8}) {
-    std::cout << "  ranks " << world << ": " << plan::TrainStepsPerEpoch(c, world)
-              << " train steps/epoch, " << plan::EvalStepsPerEpoch(c, world)
-              << " eval steps/epoch\n";
+  const int world = args.ranks > 0
+                        ? args.ranks
+                        : static_cast<int>(std::max<std::int64_t>(1, c.model.tensor_parallelism) *
+                                           std::max<std::int64_t>(1, c.model.pipeline_parallelism));
+  std::cout << "ranks: " << world << "\n";
+  std::cout << "train: " << c.train.epochs << " epochs x " << plan::TrainStepsPerEpoch(c, world)
+            << " steps of batch " << c.reader.batch_size << " per rank; eval: "
+            << plan::EvalStepsPerEpoch(c, world) << " steps of batch " << c.reader.batch_size_eval
+            << "\n";
+  if (!c.workflow.checkpoint) return 0;
+  Result<plan::CheckpointPlan> cp = plan::PlanCheckpoint(c, world);
+  if (!cp.ok()) return Fail(cp.status());
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::cout << Format("checkpoint: %s/global_epoch<E>_step<S>/, TP %d x PP %d x DP %d, ZeRO %d, "
+                      "%llu parameters\n",
+                      c.checkpoint.checkpoint_folder.c_str(), cp->tensor, cp->pipeline, cp->data,
+                      cp->zero_stage, static_cast<unsigned long long>(cp->parameters));
+  for (const plan::RankCheckpoint& r : cp->ranks) {
+    for (const plan::CheckpointFile& f : r.files) {
+      std::cout << Format("  rank %d  %-52s %16llu bytes  %10.3f GiB\n", r.rank, f.name.c_str(),
+                          static_cast<unsigned long long>(f.bytes), f.bytes / kGiB);
+    }
   }
+  std::cout << Format("model state %.3f GiB + optimizer state %.3f GiB = %.3f GiB per checkpoint\n",
+                      cp->model_bytes_total / kGiB, cp->optimizer_bytes_total / kGiB,
+                      cp->total_bytes() / kGiB);
   return 0;
 }
 
@@ -292,17 +318,21 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   if (!status.ok()) return Fail(status);
   engine::Session& s = **session;
 
-  if (c.workflow.checkpoint && leader) {
-    std::cerr << "iomimic: warning: workflow.checkpoint is set, but checkpointing is not "
-                 "implemented in this version; the run continues without checkpoints"
-              << std::endl;
+  std::unique_ptr<engine::Checkpointer> checkpointer;
+  if (c.workflow.checkpoint) {
+    Result<std::unique_ptr<engine::Checkpointer>> made = engine::Checkpointer::Create(s, registry);
+    if (!made.ok()) return Fail(made.status());
+    checkpointer = std::move(made).value();
   }
 
   output::RunOutcome outcome;
   outcome.start = metrics::Stamp::Now();
   const bool training = c.workflow.train;
+  const bool checkpoint_only = !training && checkpointer != nullptr;
+  const bool with_results = training || checkpoint_only;
+  outcome.checkpointer = checkpointer.get();
   std::string folder;
-  if (training) {
+  if (with_results) {
     Result<std::string> prepared = output::PrepareOutputFolder(c, cluster);
     if (!prepared.ok()) return Fail(prepared.status());
     folder = *prepared;
@@ -363,13 +393,26 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
                             e.eval ? ", evaluated" : ""));
       };
     }
+    options.checkpointer = checkpointer.get();
     Result<engine::TrainResult> trained = engine::Train(s, options);
     if (!trained.ok()) return finish_failed(trained.status());
     outcome.train = std::move(trained).value();
+  } else if (checkpoint_only) {
+    const plan::CheckpointPlan& cp = checkpointer->plan();
+    console.Line(Format("checkpointing: %lld writes and %lld reads of %.3f GiB over %d rank(s) "
+                        "(TP %d x PP %d x DP %d, ZeRO %d), storage %s%s",
+                        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write)),
+                        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read)),
+                        cp.total_bytes() / 1073741824.0, cluster.size(), cp.tensor, cp.pipeline,
+                        cp.data, cp.zero_stage, checkpointer->storage_name().c_str(),
+                        c.checkpoint.fsync ? ", fsync" : ""));
+    Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(s, *checkpointer);
+    if (!done.ok()) return finish_failed(done.status());
+    outcome.checkpoint_only = std::move(done).value();
   }
   outcome.end = metrics::Stamp::Now();
 
-  if (training) {
+  if (with_results) {
     std::string human;
     status = output::WriteResults(folder, s, outcome, &human);
     status = cluster.AgreeOnStatus(status);

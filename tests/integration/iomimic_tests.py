@@ -403,6 +403,119 @@ def test_format_storage_matrix():
     print("matrix: %d combinations ran: %s" % (len(results), ", ".join(results)))
 
 
+LLAMA_SHRINK = [
+    "++workload.model.num_layers=4", "++workload.model.transformer.hidden_size=256",
+    "++workload.model.transformer.ffn_hidden_size=1024",
+    "++workload.model.transformer.vocab_size=8000",
+    "++workload.checkpoint.num_checkpoints_write=2", "++workload.checkpoint.num_checkpoints_read=2",
+    "++workload.checkpoint.time_between_checkpoints=0",
+]
+
+
+def planned_files(manifest, overrides, ranks):
+    """(name, bytes) per file, from `iomimic config --plan` (writes nothing)."""
+    p = run([ARGS.iomimic, "config", "--plan", "--ranks", str(ranks), manifest] + overrides)
+    files = {}
+    for m in re.finditer(r"^  rank (\d+)\s+(\S+)\s+(\d+) bytes", p.stdout, re.M):
+        files[m.group(2)] = int(m.group(3))
+    if not files:
+        fail("the plan lists no checkpoint files")
+    return files
+
+
+def check_checkpoint_files(folder, planned, steps):
+    for step in steps:
+        d = os.path.join(folder, step)
+        if not os.path.isdir(d):
+            fail(d + " missing")
+        found = {f: os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)}
+        if found != planned:
+            fail("%s holds %s, the plan says %s" % (d, found, planned))
+
+
+def test_llama_checkpoints_mpi():
+    """Checkpoint-only llama workloads under mpirun -np 2: names and sizes as planned."""
+    for name, ranks in (("llama_8b_zero3", 2), ("llama_7b", 2)):
+        ck = os.path.join(ARGS.work, name, "ckpt")
+        out = os.path.join(ARGS.work, name, "out")
+        ov = LLAMA_SHRINK + ["++workload.checkpoint.checkpoint_folder=" + ck,
+                             "++workload.output.folder=" + out]
+        planned = planned_files(workload(name), ov, ranks)
+        mpirun(ranks, [ARGS.iomimic, "run", workload(name)] + ov)
+        check_checkpoint_files(ck, planned, ["global_epoch1_step1", "global_epoch1_step2"])
+        s = load_strict_json(os.path.join(out, "summary.json"))
+        m = s["metric"]
+        for k in ("save_checkpoint_io_mean_GB_per_second", "save_checkpoint_duration_mean_seconds",
+                  "load_checkpoint_io_mean_GB_per_second", "load_checkpoint_duration_mean_seconds",
+                  "checkpoint_size_GB"):
+            check_type("metric." + k, m[k], float)
+        if abs(m["checkpoint_size_GB"] * 2**30 - sum(planned.values())) > 1024:
+            fail("checkpoint_size_GB does not match the planned files")
+        if s["epochs"] != 0 or s["num_accelerators"] != ranks:
+            fail("checkpoint-only runs report 0 epochs and the rank count")
+        ck_io = s["iomimic"]["checkpoint"]
+        # The llama files set fsync: True; DLIO ignores it, iomimic must not.
+        if ck_io["fsync_calls"] != 2 * len(planned):
+            fail("expected %d fsync calls, counted %d" % (2 * len(planned), ck_io["fsync_calls"]))
+        if len(ck_io["saves"]) != 2 or "slowest_rank" not in ck_io["saves"][0]:
+            fail("per-checkpoint details missing")
+
+
+def test_checkpoint_fsync_only_when_asked():
+    """fsync is called for every checkpoint file when asked, and never otherwise (strace too)."""
+    for fsync in (True, False):
+        tag = "fsync" if fsync else "nofsync"
+        ck = os.path.join(ARGS.work, tag, "ckpt")
+        out = os.path.join(ARGS.work, tag, "out")
+        ov = LLAMA_SHRINK + ["++workload.checkpoint.checkpoint_folder=" + ck,
+                             "++workload.output.folder=" + out,
+                             "++workload.checkpoint.fsync=%s" % fsync,
+                             "++workload.checkpoint.num_checkpoints_read=0"]
+        cmd = [ARGS.iomimic, "run", workload("llama_8b_zero3")] + ov
+        trace = os.path.join(ARGS.work, tag + ".strace")
+        if shutil.which("strace"):
+            cmd = ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace] + cmd
+        run(cmd)
+        s = load_strict_json(os.path.join(out, "summary.json"))
+        calls = s["iomimic"]["checkpoint"]["fsync_calls"]
+        files = 2 * 2  # model + optimizer file, 2 checkpoints, 1 rank
+        if calls != (files if fsync else 0):
+            fail("fsync=%s: counted %d fsync calls" % (fsync, calls))
+        if os.path.exists(trace):
+            n = sum(1 for l in open(trace) if re.search(r"\bf(data)?sync\(", l))
+            if (n >= files) != fsync or (not fsync and n != 0):
+                fail("fsync=%s: strace saw %d fsync calls" % (fsync, n))
+            print("strace: %d fsync calls with fsync=%s" % (n, fsync))
+
+
+def test_bert_step_checkpoints():
+    """bert_v100: checkpoints every N steps inside an epoch, outside the AU blocks."""
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    ck = os.path.join(ARGS.work, "ckpt")
+    ov = small_overrides(data, out, files=4, epochs=1, compute=0.001, extra=[
+        "++workload.dataset.num_samples_per_file=48",
+        "++workload.dataset.record_length_bytes=2500",
+        "++workload.reader.batch_size=8",
+        "++workload.train.total_training_steps=20",
+        "++workload.checkpoint.steps_between_checkpoints=5",
+        "++workload.model.model_size_bytes=1048576",
+        "++workload.checkpoint.checkpoint_folder=" + ck])
+    run([ARGS.iomimic, "run", workload("bert_v100")] + ov)
+    steps = sorted(os.listdir(ck))
+    if steps != ["global_epoch1_step10", "global_epoch1_step15", "global_epoch1_step20",
+                 "global_epoch1_step5"]:
+        fail("unexpected checkpoint folders %s" % steps)
+    check_checkpoint_files(ck, {"model_states-0.pt": 1048576}, steps)
+    stats = load_strict_json(os.path.join(out, "0_per_epoch_stats.json"))["1"]
+    blocks = [k for k in stats if k.startswith("block")]
+    saves = [k for k in stats if k.startswith("save_ckpt")]
+    if len(saves) != 4 or len(blocks) != 4:
+        fail("expected 4 blocks and 4 saves, got %s" % list(stats))
+    s = load_strict_json(os.path.join(out, "summary.json"))
+    if s["metric"]["checkpoint_size_GB"] * 2**30 != 1048576:
+        fail("checkpoint_size_GB wrong")
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -43,27 +43,34 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
                            registry.CreateStorage(c.storage.backend, storage_ctx));
   s->storage_ = std::make_unique<CountingStorage>(s->storage_plugin_.get());
 
-  PluginContext format_ctx;
-  format_ctx.options = PluginOptions("", c.dataset.options);
-  format_ctx.rank = cluster.rank();
-  format_ctx.world_size = cluster.size();
-  IOMIMIC_ASSIGN_OR_RETURN(s->format_info_, registry.Find(plugin::Kind::kFormat, c.dataset.format));
-  IOMIMIC_ASSIGN_OR_RETURN(s->format_, registry.CreateFormat(c.dataset.format, format_ctx));
+  // The format is needed to generate and to read samples; a checkpoint-only
+  // run has no dataset and needs none.
+  const bool needs_format = c.workflow.generate_data || c.workflow.train;
+  std::string extension = c.dataset.format;
+  if (needs_format) {
+    PluginContext format_ctx;
+    format_ctx.options = PluginOptions("", c.dataset.options);
+    format_ctx.rank = cluster.rank();
+    format_ctx.world_size = cluster.size();
+    IOMIMIC_ASSIGN_OR_RETURN(s->format_info_,
+                             registry.Find(plugin::Kind::kFormat, c.dataset.format));
+    IOMIMIC_ASSIGN_OR_RETURN(s->format_, registry.CreateFormat(c.dataset.format, format_ctx));
+    extension = s->format_->traits().extension;
+  }
 
   IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(c.dataset.record_element_type));
 
   config::Config resolved = c;
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);
-  s->layout_ = std::make_unique<plan::DatasetLayout>(resolved, s->format_->traits().extension);
+  s->layout_ = std::make_unique<plan::DatasetLayout>(resolved, extension);
 
   // Check that the format can write what the manifest asks for, before any
   // file exists (wrong shape rank, dtype or compression for this format).
-  if (s->layout_->num_generated_files() > 0) {
+  if (needs_format && s->layout_->num_generated_files() > 0) {
     FileSpec probe = s->layout_->Spec(0, s->element_type_);
     IOMIMIC_RETURN_IF_ERROR(
         s->format_->Validate(probe).WithContext("format plugin '" + c.dataset.format + "'"));
   }
-
   return s;
 }
 

@@ -33,7 +33,9 @@ class Session {
   const config::Config& config() const { return manifest_.config; }
   cluster::Cluster& cluster() { return cluster_; }
   CountingStorage& storage() { return *storage_; }
+  // Precondition: the workflow generates or trains (else there is no format).
   Format& format() { return *format_; }
+  bool has_format() const { return format_ != nullptr; }
   const plugin::PluginInfo& storage_info() const { return storage_info_; }
   const plugin::PluginInfo& format_info() const { return format_info_; }
   const plan::DatasetLayout& layout() const { return *layout_; }

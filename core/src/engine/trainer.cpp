@@ -1,5 +1,7 @@
 #include "engine/trainer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "engine/compute.h"
@@ -38,7 +40,7 @@ class SampleLog {
 // One training epoch on this rank. Returns this rank's status; the caller
 // agrees on it across ranks. `any_failed` is set when another rank failed.
 Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, SampleLog& log,
-                  metrics::EpochRecord& record, bool& any_failed) {
+                  Checkpointer* checkpointer, metrics::EpochRecord& record, bool& any_failed) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
@@ -46,10 +48,22 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
   Loader loader(session, plan, plan::Split::kTrain, epoch, log.enabled());
 
   PhaseRecord block;
-  block.index = 1;
-  block.start = Stamp::Now();
-  IoSnapshot io_start = session.storage().Snapshot();
+  IoSnapshot io_start;
+  std::uint64_t block_index = 1;
+  auto begin_block = [&] {
+    block = PhaseRecord();
+    block.index = block_index++;
+    block.start = Stamp::Now();
+    io_start = session.storage().Snapshot();
+  };
+  auto end_block = [&] {
+    block.end = Stamp::Now();
+    block.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
+    record.blocks.push_back(std::move(block));
+  };
+  begin_block();
   Status status;
+  std::uint64_t checkpoints = 0;
   auto load_start = std::chrono::steady_clock::now();
   for (std::uint64_t step = 0; step < plan.steps(); ++step) {
     Result<BatchInfo> batch = loader.Next();
@@ -81,14 +95,32 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
           std::chrono::duration<double>(std::chrono::steady_clock::now() - barrier_start).count());
     }
     if (any_failed) break;
-    // Step-mode checkpoints would end the block here (issue: checkpointing).
+    if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
+      // Step mode: the checkpoint sits between two blocks, outside AU (§4.2).
+      end_block();
+      metrics::CheckpointRecord save;
+      save.index = record.saves.size() + 1;
+      status = checkpointer->Save(epoch, step + 1, &save);
+      record.saves.push_back(save);
+      status = cluster.AgreeOnStatus(status);
+      if (!status.ok()) {
+        any_failed = true;
+        break;
+      }
+      ++checkpoints;
+      begin_block();
+    }
     load_start = std::chrono::steady_clock::now();
   }
   loader.Stop();
-  block.end = Stamp::Now();
-  block.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
-  record.blocks.push_back(std::move(block));
+  if (!block.compute.empty() || record.blocks.empty()) end_block();
   if (!any_failed) cluster.Barrier();
+  if (!any_failed && checkpointer != nullptr && plan::CheckpointAfterEpoch(c, epoch)) {
+    metrics::CheckpointRecord save;
+    save.index = record.saves.size() + 1;
+    status = checkpointer->Save(epoch, plan.steps(), &save);
+    record.saves.push_back(save);
+  }
   return status;
 }
 
@@ -167,6 +199,39 @@ Status CheckDataset(Session& session) {
   return session.cluster().AgreeOnStatus(status);
 }
 
+Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& checkpointer) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  CheckpointOnlyResult result;
+  // DLIO sleeps |time_between_checkpoints| (the -1 default sleeps 1 s).
+  const double pause = std::fabs(c.checkpoint.time_between_checkpoints);
+  const std::int64_t writes = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write);
+  const std::int64_t reads = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read);
+  for (std::int64_t i = 1; i <= writes; ++i) {
+    PreciseSleep(pause);
+    cluster.Barrier();
+    metrics::CheckpointRecord record;
+    record.index = static_cast<std::uint64_t>(i);
+    Status status = checkpointer.Save(1, static_cast<std::uint64_t>(i), &record);
+    // Agreeing on the outcome synchronises the ranks; with rank_sync the
+    // timed interval ends there, so it covers the slowest rank.
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    if (c.checkpoint.rank_sync) record.end = Stamp::Now();
+    result.saves.push_back(record);
+  }
+  for (std::int64_t i = 1; i <= reads; ++i) {
+    PreciseSleep(pause);
+    cluster.Barrier();
+    metrics::CheckpointRecord record;
+    record.index = static_cast<std::uint64_t>(i);
+    Status status = checkpointer.Load(1, static_cast<std::uint64_t>(i), &record);
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    if (c.checkpoint.rank_sync) record.end = Stamp::Now();
+    result.loads.push_back(record);
+  }
+  return result;
+}
+
 Result<TrainResult> Train(Session& session, const TrainOptions& options) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
@@ -186,7 +251,8 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     record.epoch = epoch;
     record.start = Stamp::Now();
     bool any_failed = false;
-    Status status = TrainEpoch(session, epoch, compute, log, record, any_failed);
+    Status status =
+        TrainEpoch(session, epoch, compute, log, options.checkpointer, record, any_failed);
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
       status = EvalEpoch(session, epoch, eval_time, log, record);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpointer.h"
 #include "engine/session.h"
 #include "metrics/records.h"
 
@@ -25,6 +26,8 @@ struct TrainOptions {
   std::string sample_log_path;
   // Called after each epoch with its record (progress output).
   std::function<void(const metrics::EpochRecord&)> on_epoch;
+  // Writes checkpoints on the manifest's schedule when set.
+  Checkpointer* checkpointer = nullptr;
 };
 
 struct TrainResult {
@@ -38,6 +41,17 @@ struct TrainResult {
 // Collective: every rank calls it. On any rank's failure every rank returns
 // an error (its own, or one naming the failed rank).
 Result<TrainResult> Train(Session& session, const TrainOptions& options);
+
+struct CheckpointOnlyResult {
+  std::vector<metrics::CheckpointRecord> saves;
+  std::vector<metrics::CheckpointRecord> loads;
+};
+
+// DLIO's checkpoint-only workflow (workflow.train False, checkpoint True):
+// num_checkpoints_write times {sleep time_between_checkpoints, barrier, timed
+// save, barrier if rank_sync}, then num_checkpoints_read loads the same way.
+// Collective.
+Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& checkpointer);
 
 // Checks that the dataset the plan expects is there, cheaply and without
 // listing folders: the split folders exist and the first and last file of

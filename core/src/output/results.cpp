@@ -327,7 +327,87 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   const std::uint64_t gen_bytes = cluster.SumU64(outcome.generate ? outcome.generate->bytes_written : 0);
   const double gen_seconds = cluster.MaxDouble(outcome.generate ? outcome.generate->seconds : 0);
 
+  // ---- checkpoints: every rank has the same number of saves and loads ----
+  std::vector<metrics::CheckpointRecord> saves, loads;
+  std::vector<std::uint64_t> save_epochs;
+  if (outcome.train) {
+    for (const auto& e : outcome.train->epochs) {
+      for (const auto& r : e.saves) {
+        saves.push_back(r);
+        save_epochs.push_back(e.epoch);
+      }
+    }
+  }
+  if (outcome.checkpoint_only) {
+    saves = outcome.checkpoint_only->saves;
+    loads = outcome.checkpoint_only->loads;
+    save_epochs.assign(saves.size(), 1);
+  }
+  const double ckpt_gib = outcome.checkpointer != nullptr
+                              ? static_cast<double>(outcome.checkpointer->plan().total_bytes()) / kGiB
+                              : 0.0;
+  // Per checkpoint: every rank's duration and bytes, so the slowest and
+  // fastest rank can be named (MLPerf reports the slowest).
+  auto describe = [&](const std::vector<metrics::CheckpointRecord>& list, std::vector<double>* rank0,
+                      json* details) {
+    for (const metrics::CheckpointRecord& r : list) {
+      std::vector<double> durations(static_cast<std::size_t>(world), 0.0);
+      durations[static_cast<std::size_t>(rank)] = r.duration();
+      durations = cluster.SumDoubles(durations);
+      std::vector<std::uint64_t> bytes(static_cast<std::size_t>(world), 0);
+      bytes[static_cast<std::size_t>(rank)] = r.bytes;
+      bytes = cluster.SumU64s(bytes);
+      rank0->push_back(durations[0]);
+      std::size_t slow = 0, fast = 0;
+      std::uint64_t total = 0;
+      double min_tp = -1;
+      for (std::size_t i = 0; i < durations.size(); ++i) {
+        if (durations[i] > durations[slow]) slow = i;
+        if (durations[i] < durations[fast]) fast = i;
+        total += bytes[i];
+        if (bytes[i] > 0 && durations[i] > 0) {
+          double t = static_cast<double>(bytes[i]) / kGiB / durations[i];
+          if (min_tp < 0 || t < min_tp) min_tp = t;
+        }
+      }
+      json d;
+      d["index"] = r.index;
+      d["bytes"] = total;
+      d["duration_max_seconds"] = Num(durations[slow]);
+      d["duration_min_seconds"] = Num(durations[fast]);
+      d["throughput_GiB_per_second"] =
+          Num(durations[slow] > 0 ? static_cast<double>(total) / kGiB / durations[slow] : 0.0);
+      d["min_rank_throughput_GiB_per_second"] = Num(min_tp < 0 ? 0.0 : min_tp);
+      d["slowest_rank"] = slow;
+      d["fastest_rank"] = fast;
+      details->push_back(d);
+    }
+  };
+  const std::uint64_t ckpt_fsyncs =
+      outcome.checkpointer != nullptr ? cluster.SumU64(outcome.checkpointer->fsync_calls()) : 0;
+  std::vector<double> save_durations, load_durations;
+  json save_details = json::array(), load_details = json::array();
+  describe(saves, &save_durations, &save_details);
+  describe(loads, &load_durations, &load_details);
+  auto ckpt_stats = [&](const metrics::CheckpointRecord& r) {
+    json o;
+    o["start"] = Timestamp(r.start.wall);
+    o["end"] = Timestamp(r.end.wall);
+    o["duration"] = Num(r.duration());
+    o["throughput"] = Num(r.duration() > 0 ? ckpt_gib / r.duration() : 0.0);
+    return o;
+  };
+
   // ---- per-rank files ----
+  if (outcome.checkpoint_only) {
+    json stats = json::object();
+    json epoch1 = json::object();
+    for (const auto& r : saves) epoch1["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
+    for (const auto& r : loads) epoch1["load_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
+    stats["1"] = epoch1;
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteFile(
+        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", stats.dump(4) + "\n")));
+  }
   if (outcome.train) {
     json stats = json::object();
     json output = json::object();
@@ -373,6 +453,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
         aus["eval"] = Num(eval_epochs[i].au_percent);
         tps["eval"] = Num(eval_epochs[i].samples_per_second);
       }
+      for (const auto& r : e.saves) es["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
       stats[std::to_string(e.epoch)] = es;
       json eo;
       eo["load"] = load;
@@ -421,6 +502,30 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     metric["eval_throughput_stdev_samples_per_second"] = Num(etp_s.stdev);
     metric["eval_io_mean_MB_per_second"] = Num(etp_s.mean * record / kMiB);
     metric["eval_io_stdev_MB_per_second"] = Num(etp_s.stdev * record / kMiB);
+  }
+  if (c.workflow.checkpoint && outcome.checkpointer != nullptr) {
+    auto throughputs = [&](const std::vector<double>& durations) {
+      std::vector<double> out;
+      for (double d : durations) out.push_back(d > 0 ? ckpt_gib / d : 0.0);
+      return out;
+    };
+    metrics::MeanStdev st = metrics::Summarize(throughputs(save_durations));
+    metrics::MeanStdev sd = metrics::Summarize(save_durations);
+    // DLIO writes NaN for an empty list; strict JSON gets null.
+    const bool any_save = !save_durations.empty();
+    metric["save_checkpoint_io_mean_GB_per_second"] = any_save ? Num(st.mean) : json(nullptr);
+    metric["save_checkpoint_io_stdev_GB_per_second"] = any_save ? Num(st.stdev) : json(nullptr);
+    metric["save_checkpoint_duration_mean_seconds"] = any_save ? Num(sd.mean) : json(nullptr);
+    metric["save_checkpoint_duration_stdev_seconds"] = any_save ? Num(sd.stdev) : json(nullptr);
+    if (!load_durations.empty()) {
+      metrics::MeanStdev lt = metrics::Summarize(throughputs(load_durations));
+      metrics::MeanStdev ld = metrics::Summarize(load_durations);
+      metric["load_checkpoint_io_mean_GB_per_second"] = Num(lt.mean);
+      metric["load_checkpoint_io_stdev_GB_per_second"] = Num(lt.stdev);
+      metric["load_checkpoint_duration_mean_seconds"] = Num(ld.mean);
+      metric["load_checkpoint_duration_stdev_seconds"] = Num(ld.stdev);
+    }
+    metric["checkpoint_size_GB"] = Num(ckpt_gib);
   }
   summary["metric"] = metric;
   summary["num_files_train"] = c.dataset.num_files_train;
@@ -471,6 +576,17 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     io_json["compute_error_percent"] =
         Num(all_requested > 0 ? 100.0 * (all_measured - all_requested) / all_requested : 0.0);
   }
+  if (outcome.checkpointer != nullptr) {
+    json ck;
+    ck["storage"] = outcome.checkpointer->storage_name();
+    ck["fsync"] = c.checkpoint.fsync;
+    ck["fsync_calls"] = ckpt_fsyncs;
+    ck["size_bytes"] = outcome.checkpointer->plan().total_bytes();
+    ck["parameters"] = outcome.checkpointer->plan().parameters;
+    ck["saves"] = save_details;
+    ck["loads"] = load_details;
+    io_json["checkpoint"] = ck;
+  }
   io_json["sample_read_latency_ms"] = Percentiles(sample_lat);
   io_json["read_request_latency_ms"] = Percentiles(read_lat);
   io_json["peak_rss_MiB_max_rank"] = Num(peak_rss);
@@ -514,7 +630,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     char line[512];
     h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << session.manifest().workload_name
       << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage " << session.storage_info().name
-      << " (" << caps.data_path << "), format " << session.format_info().name << "\n";
+      << " (" << caps.data_path << ")"
+      << (session.has_format() ? ", format " + session.format_info().name : std::string()) << "\n";
     if (outcome.generate) {
       std::snprintf(line, sizeof(line),
                     "  generate: %llu files written, %llu already complete, %.1f MiB in %.2f s\n",
@@ -536,11 +653,26 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
       std::snprintf(line, sizeof(line), "  eval: AU %.2f%%, %.1f samples/s\n", eau_s.mean, etp_s.mean);
       h << line;
     }
-    std::snprintf(line, sizeof(line),
-                  "  sample read latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu samples)\n",
-                  sample_lat.Percentile(0.5) / 1e6, sample_lat.Percentile(0.99) / 1e6,
-                  sample_lat.max_ns() / 1e6, static_cast<unsigned long long>(sample_lat.count()));
-    h << line;
+    auto ckpt_line = [&](const char* what, const std::vector<double>& durations) {
+      if (durations.empty()) return;
+      metrics::MeanStdev d = metrics::Summarize(durations);
+      std::vector<double> rates;
+      for (double x : durations) rates.push_back(x > 0 ? ckpt_gib / x : 0.0);
+      std::snprintf(line, sizeof(line),
+                    "  checkpoint %s: %zu x %.3f GiB, %.3f s mean, %.3f GiB/s mean (rank 0)%s\n",
+                    what, durations.size(), ckpt_gib, d.mean, metrics::Summarize(rates).mean,
+                    c.checkpoint.fsync ? ", fsync" : "");
+      h << line;
+    };
+    ckpt_line("save", save_durations);
+    ckpt_line("load", load_durations);
+    if (sample_lat.count() > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  sample read latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu samples)\n",
+                    sample_lat.Percentile(0.5) / 1e6, sample_lat.Percentile(0.99) / 1e6,
+                    sample_lat.max_ns() / 1e6, static_cast<unsigned long long>(sample_lat.count()));
+      h << line;
+    }
     std::snprintf(line, sizeof(line), "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
                   io_total[2] / kMiB, io_total[4] / kMiB, peak_rss);
     h << line;

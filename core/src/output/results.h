@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cluster/cluster.h"
+#include "engine/checkpointer.h"
 #include "engine/generator.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
@@ -30,6 +31,9 @@ struct RunOutcome {
   metrics::Stamp end;
   std::optional<engine::GenerateReport> generate;
   std::optional<engine::TrainResult> train;
+  std::optional<engine::CheckpointOnlyResult> checkpoint_only;
+  // Set when the run checkpoints (training with checkpoints or checkpoint-only).
+  engine::Checkpointer* checkpointer = nullptr;
 };
 
 // The run folder for a manifest: output.folder, else hydra.run.dir, else

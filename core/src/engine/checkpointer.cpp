@@ -1,0 +1,156 @@
+#include "engine/checkpointer.h"
+
+#include <cstring>
+
+#include "iomimic/random.h"
+
+namespace iomimic::engine {
+namespace {
+constexpr std::size_t kChunk = 4u << 20;  // bytes per request and pattern size
+}  // namespace
+
+Checkpointer::~Checkpointer() {
+  pattern_.Reset();
+  own_storage_.reset();
+  own_plugin_.reset();
+}
+
+Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
+                                                           const plugin::Registry& registry) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  std::unique_ptr<Checkpointer> cp(new Checkpointer(session));
+  Status status;
+  Result<plan::CheckpointPlan> plan = plan::PlanCheckpoint(c, cluster.size());
+  if (plan.ok()) {
+    cp->plan_ = std::move(plan).value();
+  } else {
+    status = plan.status();
+  }
+  cp->folder_ = ResolveDataPath(c, c.checkpoint.checkpoint_folder);
+  if (status.ok() && !c.checkpoint.backend.empty()) {
+    PluginContext ctx;
+    ctx.options = PluginOptions("", c.checkpoint.options);
+    ctx.rank = cluster.rank();
+    ctx.world_size = cluster.size();
+    Result<plugin::StoragePtr> made = registry.CreateStorage(c.checkpoint.backend, ctx);
+    if (made.ok()) {
+      cp->own_plugin_ = std::move(made).value();
+      cp->own_storage_ = std::make_unique<CountingStorage>(cp->own_plugin_.get());
+      cp->storage_ = cp->own_storage_.get();
+      cp->storage_name_ = c.checkpoint.backend;
+    } else {
+      status = made.status().WithContext("checkpoint storage");
+    }
+  } else {
+    cp->storage_ = &session.storage();
+    cp->storage_name_ = session.storage().name();
+  }
+  if (status.ok()) {
+    Result<Buffer> buffer = cp->storage_->Allocate(kChunk);
+    if (buffer.ok()) {
+      cp->pattern_ = std::move(buffer).value();
+      if (!cp->pattern_.host_accessible()) {
+        status = Status::NotSupported("checkpoint storage '" + cp->storage_name_ +
+                                      "' allocates device memory; checkpoints need host buffers");
+      } else if (c.checkpoint.randomize_tensor) {
+        Xoshiro256(MixSeed(c.train.seed, 0xC4EC)).Fill(cp->pattern_.span());
+      } else {
+        std::memset(cp->pattern_.data(), 1, cp->pattern_.size());  // DLIO's "ones"
+      }
+    } else {
+      status = buffer.status();
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+  return cp;
+}
+
+std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().syncs; }
+
+Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  options.hint = AccessHint::kSequential;
+  options.expected_size = bytes;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(path, options));
+  for (std::uint64_t offset = 0; offset < bytes;) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - offset));
+    IOMIMIC_RETURN_IF_ERROR(file->WriteAt(offset, pattern_.span().first(n)));
+    offset += n;
+  }
+  if (session_.config().checkpoint.fsync) IOMIMIC_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
+Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {
+  OpenOptions options;
+  options.mode = OpenMode::kRead;
+  options.hint = AccessHint::kSequential;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(path, options));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, storage_->Allocate(kChunk));
+  std::uint64_t offset = 0;
+  for (;;) {
+    IOMIMIC_ASSIGN_OR_RETURN(std::size_t n, file->ReadAt(offset, buffer.span()));
+    if (n == 0) break;
+    if (offset + n > bytes) {
+      return Status::Corruption(path + ": checkpoint file is longer than the " +
+                                std::to_string(bytes) + " bytes planned");
+    }
+    if (buffer.host_accessible() && std::memcmp(buffer.data(), pattern_.data(), n) != 0) {
+      std::size_t i = 0;
+      while (i < n && buffer.data()[i] == pattern_.data()[i]) ++i;
+      return Status::Corruption(path + ": checkpoint content differs at offset " +
+                                std::to_string(offset + i));
+    }
+    offset += n;
+  }
+  if (offset != bytes) {
+    return Status::Corruption(path + ": checkpoint file has " + std::to_string(offset) +
+                              " bytes, expected " + std::to_string(bytes));
+  }
+  return file->Close();
+}
+
+Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
+                          metrics::CheckpointRecord* record) {
+  const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
+  const plan::RankCheckpoint& mine = plan_.ranks[static_cast<std::size_t>(session_.cluster().rank())];
+  IoSnapshot before = storage_->Snapshot();
+  record->start = metrics::Stamp::Now();
+  Status status = storage_->CreateDirectories(dir);
+  for (const plan::CheckpointFile& f : mine.files) {
+    if (!status.ok()) break;
+    status = WriteFile(dir + "/" + f.name, f.bytes)
+                 .WithContext("writing checkpoint (storage '" + storage_name_ + "')");
+  }
+  record->end = metrics::Stamp::Now();
+  record->bytes = (storage_->Snapshot() - before).write_bytes;
+  return status;
+}
+
+Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
+                          metrics::CheckpointRecord* record) {
+  const config::Config& c = session_.config();
+  cluster::Cluster& cluster = session_.cluster();
+  int source = cluster.rank();
+  if (c.checkpoint.recovery_rank_shift) {
+    // Read another host's shard so the client cache cannot serve it.
+    source = (cluster.rank() + cluster.ranks_on_host()) % cluster.size();
+  }
+  const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
+  const plan::RankCheckpoint& files = plan_.ranks[static_cast<std::size_t>(source)];
+  IoSnapshot before = storage_->Snapshot();
+  record->start = metrics::Stamp::Now();
+  Status status;
+  for (const plan::CheckpointFile& f : files.files) {
+    status = ReadFile(dir + "/" + f.name, f.bytes)
+                 .WithContext("reading checkpoint (storage '" + storage_name_ + "')");
+    if (!status.ok()) break;
+  }
+  record->end = metrics::Stamp::Now();
+  record->bytes = (storage_->Snapshot() - before).read_bytes;
+  return status;
+}
+
+}  // namespace iomimic::engine

@@ -1,0 +1,64 @@
+// Checkpoint writing and reading (reference/dlio-compat.md §4.9).
+//
+// Each rank writes the files the checkpoint plan gives it under
+// <checkpoint_folder>/global_epoch<E>_step<S>/, streaming from a small
+// reusable pattern buffer through a storage plugin (memory stays bounded
+// however large the shard). checkpoint.fsync is honoured for real (DLIO
+// silently ignores it). Reading streams the same files back and verifies
+// their size and content. The checkpoint folder may live on another storage
+// back end than the dataset (checkpoint.backend / checkpoint.options).
+//
+// Files hold the raw bytes of the tensors, with DLIO's names and sizes; they
+// are not torch.save containers.
+
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/counting_storage.h"
+#include "engine/session.h"
+#include "metrics/records.h"
+#include "plan/checkpoint_plan.h"
+#include "plugin/registry.h"
+
+namespace iomimic::engine {
+
+class Checkpointer {
+ public:
+  // Plans the checkpoint for this world and opens its storage. Collective
+  // (every rank gets the same verdict).
+  static Result<std::unique_ptr<Checkpointer>> Create(Session& session,
+                                                      const plugin::Registry& registry);
+  ~Checkpointer();
+
+  // Writes this rank's files of checkpoint (epoch, step). Not collective:
+  // the caller places barriers as DLIO does. Fills `record` (this rank).
+  Status Save(std::uint64_t epoch, std::uint64_t step, metrics::CheckpointRecord* record);
+  // Reads back this rank's files of checkpoint (epoch, step) (another rank's
+  // with checkpoint.recovery_rank_shift), checking sizes and content.
+  Status Load(std::uint64_t epoch, std::uint64_t step, metrics::CheckpointRecord* record);
+
+  const plan::CheckpointPlan& plan() const { return plan_; }
+  // Storage used for checkpoints (the dataset's, or its own).
+  CountingStorage& storage() { return *storage_; }
+  const std::string& storage_name() const { return storage_name_; }
+  std::uint64_t fsync_calls() const;
+
+ private:
+  Checkpointer(Session& session) : session_(session) {}
+  Status WriteFile(const std::string& path, std::uint64_t bytes);
+  Status ReadFile(const std::string& path, std::uint64_t bytes);
+
+  Session& session_;
+  plan::CheckpointPlan plan_;
+  std::string folder_;
+  plugin::StoragePtr own_plugin_;            // when checkpoint.backend is set
+  std::unique_ptr<CountingStorage> own_storage_;
+  CountingStorage* storage_ = nullptr;
+  std::string storage_name_;
+  Buffer pattern_;                            // the bytes every file repeats
+};
+
+}  // namespace iomimic::engine
