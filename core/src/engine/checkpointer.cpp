@@ -12,7 +12,7 @@ constexpr std::size_t kChunk = 4u << 20;  // bytes per request and pattern size
 Checkpointer::~Checkpointer() {
   pattern_.Reset();
   own_storage_.reset();
-  own_plugin_.reset();
+  own_stack_ = plugin::StorageStack();
 }
 
 Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
@@ -29,22 +29,19 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
   }
   cp->folder_ = ResolveDataPath(c, c.checkpoint.checkpoint_folder);
   if (status.ok() && !c.checkpoint.backend.empty()) {
-    PluginContext ctx;
-    ctx.options = PluginOptions("", c.checkpoint.options);
-    ctx.rank = cluster.rank();
-    ctx.world_size = cluster.size();
-    Result<plugin::StoragePtr> made = registry.CreateStorage(c.checkpoint.backend, ctx);
+    Result<plugin::StorageStack> made = plugin::StorageStack::Open(
+        registry, c.checkpoint.backend, c.checkpoint.options, cluster.rank(), cluster.size());
     if (made.ok()) {
-      cp->own_plugin_ = std::move(made).value();
-      cp->own_storage_ = std::make_unique<CountingStorage>(cp->own_plugin_.get());
+      cp->own_stack_ = std::move(made).value();
+      cp->own_storage_ = std::make_unique<CountingStorage>(cp->own_stack_.top());
       cp->storage_ = cp->own_storage_.get();
-      cp->storage_name_ = c.checkpoint.backend;
+      cp->storage_name_ = cp->own_stack_.Describe();
     } else {
       status = made.status().WithContext("checkpoint storage");
     }
   } else {
     cp->storage_ = &session.storage();
-    cp->storage_name_ = session.storage().name();
+    cp->storage_name_ = session.storage_chain();
   }
   if (status.ok()) {
     Result<Buffer> buffer = cp->storage_->Allocate(kChunk);

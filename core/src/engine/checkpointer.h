@@ -54,7 +54,7 @@ class Checkpointer {
   Session& session_;
   plan::CheckpointPlan plan_;
   std::string folder_;
-  plugin::StoragePtr own_plugin_;            // when checkpoint.backend is set
+  plugin::StorageStack own_stack_;           // when checkpoint.backend is set
   std::unique_ptr<CountingStorage> own_storage_;
   CountingStorage* storage_ = nullptr;
   std::string storage_name_;

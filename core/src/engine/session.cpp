@@ -16,7 +16,7 @@ Session::~Session() {
   // Format objects may hold buffers allocated by the storage: drop them first.
   format_.reset();
   storage_.reset();
-  storage_plugin_.reset();
+  storage_stack_ = plugin::StorageStack();
 }
 
 Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& manifest,
@@ -33,15 +33,11 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   drawn = cluster.Broadcast(drawn);
   s->seeds_.random_seed = std::stoull(drawn);
 
-  PluginContext storage_ctx;
-  storage_ctx.options = PluginOptions("", c.storage.options);
-  storage_ctx.rank = cluster.rank();
-  storage_ctx.world_size = cluster.size();
-  IOMIMIC_ASSIGN_OR_RETURN(s->storage_info_,
-                           registry.Find(plugin::Kind::kStorage, c.storage.backend));
-  IOMIMIC_ASSIGN_OR_RETURN(s->storage_plugin_,
-                           registry.CreateStorage(c.storage.backend, storage_ctx));
-  s->storage_ = std::make_unique<CountingStorage>(s->storage_plugin_.get());
+  IOMIMIC_ASSIGN_OR_RETURN(s->storage_stack_,
+                           plugin::StorageStack::Open(registry, c.storage.backend, c.storage.options,
+                                                      cluster.rank(), cluster.size()));
+  s->storage_info_ = s->storage_stack_.top_info();
+  s->storage_ = std::make_unique<CountingStorage>(s->storage_stack_.top());
 
   // The format is needed to generate and to read samples; a checkpoint-only
   // run has no dataset and needs none.

@@ -37,6 +37,8 @@ class Session {
   Format& format() { return *format_; }
   bool has_format() const { return format_ != nullptr; }
   const plugin::PluginInfo& storage_info() const { return storage_info_; }
+  // "faulty > posix" for decorated back ends, else the plugin name.
+  std::string storage_chain() const { return storage_stack_.Describe(); }
   const plugin::PluginInfo& format_info() const { return format_info_; }
   const plan::DatasetLayout& layout() const { return *layout_; }
   const ElementType& element_type() const { return element_type_; }
@@ -51,7 +53,7 @@ class Session {
 
   const config::LoadedManifest& manifest_;
   cluster::Cluster& cluster_;
-  plugin::StoragePtr storage_plugin_;
+  plugin::StorageStack storage_stack_;
   std::unique_ptr<CountingStorage> storage_;
   plugin::FormatPtr format_;
   plugin::PluginInfo storage_info_;

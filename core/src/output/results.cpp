@@ -603,6 +603,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   json storage = PluginJson(session.storage_info(), c.storage.options);
   StorageCapabilities caps = session.storage().capabilities();
   storage["data_path"] = caps.data_path;
+  storage["chain"] = session.storage_chain();
   storage["alignment"] = caps.alignment;
   plugins["storage"] = storage;
   plugins["format"] = PluginJson(session.format_info(), c.dataset.options);
@@ -629,7 +630,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     std::ostringstream h;
     char line[512];
     h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << session.manifest().workload_name
-      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage " << session.storage_info().name
+      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage " << session.storage_chain()
       << " (" << caps.data_path << ")"
       << (session.has_format() ? ", format " + session.format_info().name : std::string()) << "\n";
     if (outcome.generate) {

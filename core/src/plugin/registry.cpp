@@ -239,4 +239,63 @@ Result<FormatPtr> Registry::CreateFormat(const std::string& name,
                    [deleter](Format* f) { deleter(static_cast<void*>(f)); });
 }
 
+StorageStack::~StorageStack() {
+  for (StoragePtr& layer : layers_) layer.reset();  // top first
+}
+
+Result<StorageStack> StorageStack::Open(const Registry& registry, const std::string& name,
+                                        const std::map<std::string, std::string>& options,
+                                        int rank, int world_size) {
+  StorageStack stack;
+  std::string current = name;
+  std::map<std::string, std::string> current_options = options;
+  std::vector<std::pair<PluginInfo, std::map<std::string, std::string>>> chain;
+  for (int depth = 0;; ++depth) {
+    if (depth > 16) return Status::InvalidArgument("storage decorator chain deeper than 16");
+    IOMIMIC_ASSIGN_OR_RETURN(PluginInfo info, registry.Find(Kind::kStorage, current));
+    std::map<std::string, std::string> own, inner;
+    std::string inner_name = "posix";
+    const bool decorator = (info.capabilities & IOMIMIC_CAP_DECORATOR) != 0;
+    for (const auto& [key, value] : current_options) {
+      if (decorator && key == "inner") {
+        inner_name = value;
+      } else if (decorator && key.rfind("inner.", 0) == 0) {
+        inner[key.substr(6)] = value;
+      } else {
+        own[key] = value;
+      }
+    }
+    chain.emplace_back(info, own);
+    if (!decorator) break;
+    current = inner_name;
+    current_options = inner;
+  }
+  // Create from the bottom up; each decorator wraps the layer below it.
+  Storage* below = nullptr;
+  std::vector<StoragePtr> bottom_up;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    PluginContext ctx;
+    ctx.options = PluginOptions("", it->second);
+    ctx.rank = rank;
+    ctx.world_size = world_size;
+    ctx.inner = below;
+    Result<StoragePtr> made = registry.CreateStorage(it->first.name, ctx);
+    if (!made.ok()) {
+      while (!bottom_up.empty()) bottom_up.pop_back();  // top first
+      return made.status();
+    }
+    below = made->get();
+    bottom_up.push_back(std::move(made).value());
+  }
+  for (auto it = bottom_up.rbegin(); it != bottom_up.rend(); ++it) stack.layers_.push_back(std::move(*it));
+  for (auto& [info, opts] : chain) stack.infos_.push_back(info);
+  return stack;
+}
+
+std::string StorageStack::Describe() const {
+  std::string out;
+  for (const PluginInfo& info : infos_) out += (out.empty() ? "" : " > ") + info.name;
+  return out;
+}
+
 }  // namespace iomimic::plugin

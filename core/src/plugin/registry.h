@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,6 +103,32 @@ class Registry {
   Result<void*> Create(Kind kind, const std::string& name, const PluginContext& context,
                        PluginDeleter* deleter) const;
   std::unique_ptr<Impl> impl_;
+};
+
+// A storage back end and the back ends it wraps, top first. Decorator plugins
+// (IOMIMIC_CAP_DECORATOR) take the back end named by their option `inner`
+// (default posix); options "inner.<key>" go to that inner back end, so chains
+// nest: {inner: latency, inner.inner: posix, inner.delay: 1ms}.
+class StorageStack {
+ public:
+  StorageStack() = default;
+  StorageStack(StorageStack&&) = default;
+  StorageStack& operator=(StorageStack&&) = default;
+  ~StorageStack();
+
+  // Builds the stack for `name` with `options` (manifest values).
+  static Result<StorageStack> Open(const Registry& registry, const std::string& name,
+                                   const std::map<std::string, std::string>& options, int rank,
+                                   int world_size);
+
+  Storage* top() const { return layers_.empty() ? nullptr : layers_.front().get(); }
+  // Plugin names, top first, e.g. "faulty > posix".
+  std::string Describe() const;
+  const PluginInfo& top_info() const { return infos_.front(); }
+
+ private:
+  std::vector<StoragePtr> layers_;  // top first; destroyed top first
+  std::vector<PluginInfo> infos_;
 };
 
 }  // namespace iomimic::plugin
