@@ -60,6 +60,20 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);
   s->layout_ = std::make_unique<plan::DatasetLayout>(resolved, extension);
 
+  // A combination that cannot work is refused now, not discovered mid-run:
+  // a format that decodes in host memory cannot decode what a back end
+  // lands in device memory.
+  if (needs_format && c.reader.decode &&
+      ((s->storage_info_.capabilities & IOMIMIC_CAP_DEVICE_MEMORY) != 0 ||
+       s->storage_->capabilities().device_memory) &&
+      s->format_->traits().needs_host_decode) {
+    return Status::InvalidArgument(
+        "format '" + c.dataset.format + "' decodes samples in host memory, but storage '" +
+        s->storage_stack_.Describe() +
+        "' lands data in device memory; set reader.decode: False to measure the storage path "
+        "alone, or use a host storage back end");
+  }
+
   // Check that the format can write what the manifest asks for, before any
   // file exists (wrong shape rank, dtype or compression for this format).
   if (needs_format && s->layout_->num_generated_files() > 0) {
