@@ -110,6 +110,12 @@ struct SampleView {
   std::uint64_t bytes = 0;
 };
 
+// A span of bytes in a file.
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
 class FileReader {
  public:
   FileReader() = default;
@@ -124,6 +130,18 @@ class FileReader {
   // the real reader. kOutOfRange past the end; kCorruption when the bytes do
   // not parse, with the file path and offset in the message.
   virtual Result<SampleView> ReadSample(std::uint64_t index) = 0;
+
+  // For collective back ends (MPI-IO), which read the samples of a whole
+  // step in one call: the byte ranges of data_file() that sample `index`
+  // occupies. Formats with true partial reads (indexed binary, contiguous
+  // HDF5) override both; whole-file and streaming formats keep the default
+  // kNotSupported, and the core then refuses collective reading for them.
+  virtual Result<std::vector<ByteRange>> SampleRanges(std::uint64_t index) {
+    (void)index;
+    return Status::NotSupported("this format cannot describe a sample as byte ranges");
+  }
+  // The open data file SampleRanges refers to (owned by the reader), or null.
+  virtual File* data_file() { return nullptr; }
 };
 
 class Format {

@@ -18,7 +18,8 @@ Cluster& Cluster::Init(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    // Reader threads may call MPI-IO (the mpiio back end) concurrently.
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   }
   auto* c = new Cluster();
   MPI_Comm_rank(MPI_COMM_WORLD, &c->rank_);

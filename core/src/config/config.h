@@ -217,6 +217,9 @@ struct IomimicConfig {
   // Shuffle like DLIO HEAD does (index loaders read in sorted order): false
   // gives true per-epoch shuffles.
   bool dlio_order = false;
+  // Hash every sample's bytes (an order-independent sum, reported as
+  // iomimic.read_checksum) so runs on different back ends can be compared.
+  bool checksum = false;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

@@ -276,6 +276,7 @@ void WriteConfig(const Config& c, Writer& w) {
   w.BeginSection("iomimic");
   w.Bool("sample_log", c.iomimic.sample_log);
   w.Bool("dlio_order", c.iomimic.dlio_order);
+  w.Bool("checksum", c.iomimic.checksum);
   w.EndSection();
 }
 

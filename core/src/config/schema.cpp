@@ -152,6 +152,7 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic", kS},
     {"iomimic.sample_log", kV},
     {"iomimic.dlio_order", kV},
+    {"iomimic.checksum", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/checksum.h"
 #include "iomimic/random.h"
 
 namespace iomimic::engine {
@@ -32,6 +33,7 @@ class Loader::Reader {
     options_.decode = session.config().reader.decode;
     options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory;
     options_.transfer_size = session.config().reader.transfer_size;
+    checksum_ = session.config().iomimic.checksum;
     resized_.resize(ResizedSampleBytes(session.config()));
     Xoshiro256(seed).Fill(resized_);
   }
@@ -55,17 +57,24 @@ class Loader::Reader {
       }
       IOMIMIC_ASSIGN_OR_RETURN(SampleView view, cached_->ReadSample(sample));
       bytes = view.bytes;
+      if (checksum_ && !view.data.empty()) session_.AddChecksum(HashBytes(view.data));
     } else {
       IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader,
                                session_.format().OpenReader(path, options_));
       IOMIMIC_ASSIGN_OR_RETURN(SampleView view, reader->ReadSample(sample));
       bytes = view.bytes;
+      if (checksum_ && !view.data.empty()) session_.AddChecksum(HashBytes(view.data));
     }
     session_.sample_latency().Record(static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
             .count()));
-    if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
+    Preprocess();
     return bytes;
+  }
+
+  // The per-sample preprocessing time (reader.preprocess_time).
+  void Preprocess() {
+    if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
   }
 
  private:
@@ -74,6 +83,7 @@ class Loader::Reader {
   ReaderOptions options_;
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
+  bool checksum_ = false;
   std::vector<std::byte> resized_;  // DLIO's resized_image, made once
   std::vector<std::byte> batch_;    // batch_size x resized_, reused
 };
@@ -84,7 +94,8 @@ Loader::Loader(Session& session, const plan::EpochPlan& plan, plan::Split split,
   const std::uint64_t threads = plan.reader_threads();
   const std::uint64_t prefetch = std::max<std::uint64_t>(1, session.config().reader.prefetch_size);
   const std::uint64_t rank = static_cast<std::uint64_t>(session.cluster().rank());
-  if (threads == 0) {
+  collective_ = session.storage().capabilities().collective;
+  if (threads == 0 || collective_) {
     inline_reader_ = std::make_unique<Reader>(session, MixSeed(MixSeed(epoch, rank), 0));
     return;
   }
@@ -135,6 +146,101 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   return Status::OK();
 }
 
+Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
+  const std::uint64_t bs = plan_.batch_size();
+  out->step = step;
+  out->samples = 0;
+  out->sample_bytes = 0;
+  out->refs.clear();
+  ReaderOptions options;
+  options.storage = &session_.storage();
+  options.decode = session_.config().reader.decode;
+  options.keep_in_memory = true;  // index and handle stay open for the epoch
+  options.transfer_size = session_.config().reader.transfer_size;
+  std::string step_path;
+  FileReader* reader = nullptr;
+  std::vector<ReadRequest> requests;
+  std::vector<std::size_t> first_request;  // per sample
+  std::uint64_t total = 0;
+  for (std::uint64_t i = 0; i < bs; ++i) {
+    const plan::SampleRef ref = plan_.Sample(step * bs + i);
+    const std::string path = session_.layout().FilePath(split_, ref.file);
+    if (step_path.empty()) {
+      step_path = path;
+    } else if (path != step_path) {
+      return Status::InvalidArgument(
+          "collective reading needs every sample of a step in one shared file, but step " +
+          std::to_string(step) + " reads " + step_path + " and " + path +
+          "; use a shared-file dataset (dataset.num_files_train: 1)");
+    }
+    auto it = collective_readers_.find(path);
+    if (it == collective_readers_.end()) {
+      IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> opened,
+                               session_.format().OpenReader(path, options));
+      it = collective_readers_.emplace(path, std::move(opened)).first;
+    }
+    reader = it->second.get();
+    Result<std::vector<ByteRange>> ranges = reader->SampleRanges(ref.sample);
+    if (!ranges.ok()) {
+      return ranges.status().WithContext("format '" + session_.format().name() +
+                                         "' cannot be read collectively (" + path + ")");
+    }
+    first_request.push_back(requests.size());
+    for (const ByteRange& r : *ranges) {
+      ReadRequest req;
+      req.offset = r.offset;
+      req.destination = std::span<std::byte>(static_cast<std::byte*>(nullptr), r.length);
+      requests.push_back(req);
+      total += r.length;
+    }
+    out->samples += 1;
+    if (log_samples_) out->refs.push_back(ref);
+  }
+  first_request.push_back(requests.size());
+  if (step_buffer_.size() < total) {
+    IOMIMIC_ASSIGN_OR_RETURN(step_buffer_, session_.storage().Allocate(total));
+  }
+  std::uint64_t at = 0;
+  for (ReadRequest& r : requests) {
+    r.destination = std::span<std::byte>(step_buffer_.data() + at, r.destination.size());
+    at += r.destination.size();
+  }
+  File* file = reader != nullptr ? reader->data_file() : nullptr;
+  if (file == nullptr) {
+    return Status::NotSupported("format '" + session_.format().name() +
+                                "' does not expose its data file for collective reads");
+  }
+  auto start = std::chrono::steady_clock::now();
+  IOMIMIC_RETURN_IF_ERROR(file->ReadBatch(requests).WithContext(
+      "collective read of step " + std::to_string(step) + " (storage '" +
+      session_.storage().name() + "')"));
+  const auto per_sample = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count() / static_cast<long long>(bs));
+  for (const ReadRequest& r : requests) {
+    if (r.bytes_read != r.destination.size()) {
+      return Status::Corruption(step_path + ": short read of " + std::to_string(r.bytes_read) +
+                                " of " + std::to_string(r.destination.size()) + " bytes at offset " +
+                                std::to_string(r.offset));
+    }
+  }
+  const bool checksum = session_.config().iomimic.checksum && step_buffer_.host_accessible();
+  for (std::uint64_t i = 0; i < bs; ++i) {
+    std::uint64_t bytes = 0;
+    const std::byte* begin = requests[first_request[i]].destination.data();
+    for (std::size_t k = first_request[i]; k < first_request[i + 1]; ++k) {
+      bytes += requests[k].destination.size();
+    }
+    // A sample's ranges are adjacent in the step buffer, in range order.
+    if (checksum) session_.AddChecksum(HashBytes(std::span<const std::byte>(begin, bytes)));
+    session_.sample_latency().Record(per_sample);
+    out->sample_bytes += bytes;
+    inline_reader_->Collate(i, bs);
+    inline_reader_->Preprocess();
+  }
+  return Status::OK();
+}
+
 void Loader::ReaderMain(std::uint64_t thread_index) {
   const std::uint64_t threads = plan_.reader_threads();
   const std::uint64_t rank = static_cast<std::uint64_t>(session_.cluster().rank());
@@ -164,7 +270,8 @@ Result<BatchInfo> Loader::Next() {
   if (next_step_ >= plan_.steps()) return Status::OutOfRange("no more batches in this epoch");
   if (inline_reader_ != nullptr) {
     BatchInfo batch;
-    IOMIMIC_RETURN_IF_ERROR(ReadBatch(*inline_reader_, next_step_, &batch));
+    IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, &batch)
+                                        : ReadBatch(*inline_reader_, next_step_, &batch));
     ++next_step_;
     return batch;
   }

@@ -5,7 +5,8 @@
 // at once, so memory stays bounded by the prefetch depth whatever the dataset
 // size; the consumer takes batches strictly in step order. With 0 reader
 // threads the consumer reads each batch itself when it asks for it (no
-// overlap, as PyTorch with num_workers=0).
+// overlap, as PyTorch with num_workers=0). With a collective storage back end
+// (MPI-IO) the consumer reads each step itself with one collective request.
 //
 // Batches carry counts and timings, not data: samples are read into each
 // reader's own buffers (allocated by the storage back end) and dropped, as
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -70,6 +72,9 @@ class Loader {
 
   void ReaderMain(std::uint64_t thread_index);
   Status ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out);
+  // Collective back ends: the consumer reads a whole step with one
+  // ReadBatch call on the shared data file, in lockstep with the other ranks.
+  Status ReadCollectiveStep(std::uint64_t step, BatchInfo* out);
 
   Session& session_;
   const plan::EpochPlan& plan_;
@@ -84,7 +89,10 @@ class Loader {
   bool stopping_ = false;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;
-  std::unique_ptr<Reader> inline_reader_;  // for 0 reader threads
+  std::unique_ptr<Reader> inline_reader_;  // for 0 reader threads and collective reads
+  bool collective_ = false;
+  std::map<std::string, std::unique_ptr<FileReader>> collective_readers_;
+  Buffer step_buffer_;
 };
 
 }  // namespace iomimic::engine

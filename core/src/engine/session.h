@@ -6,6 +6,7 @@
 
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,15 @@ class Session {
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
 
+  // Order-independent sum of the hashes of every sample's bytes (when
+  // iomimic.checksum is on) and the number of samples hashed.
+  void AddChecksum(std::uint64_t hash) {
+    checksum_.fetch_add(hash, std::memory_order_relaxed);
+    checksummed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::uint64_t checksum() const { return checksum_.load(); }
+  std::uint64_t checksummed() const { return checksummed_.load(); }
+
  private:
   Session(const config::LoadedManifest& manifest, cluster::Cluster& cluster)
       : manifest_(manifest), cluster_(cluster) {}
@@ -62,6 +72,8 @@ class Session {
   ElementType element_type_;
   plan::ShuffleSeeds seeds_;
   metrics::LatencyHistogram sample_latency_;
+  std::atomic<std::uint64_t> checksum_{0};
+  std::atomic<std::uint64_t> checksummed_{0};
 };
 
 // Resolves a dataset-relative path against storage.storage_root (DLIO joins

@@ -383,6 +383,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
       details->push_back(d);
     }
   };
+  const std::uint64_t read_checksum = cluster.SumU64(session.checksum());
+  const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   const std::uint64_t ckpt_fsyncs =
       outcome.checkpointer != nullptr ? cluster.SumU64(outcome.checkpointer->fsync_calls()) : 0;
   std::vector<double> save_durations, load_durations;
@@ -586,6 +588,13 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     ck["saves"] = save_details;
     ck["loads"] = load_details;
     io_json["checkpoint"] = ck;
+  }
+  if (c.iomimic.checksum) {
+    // A string: JSON numbers lose precision above 2^53.
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(read_checksum));
+    io_json["read_checksum"] = hex;
+    io_json["checksummed_samples"] = checksummed;
   }
   io_json["sample_read_latency_ms"] = Percentiles(sample_lat);
   io_json["read_request_latency_ms"] = Percentiles(read_lat);
