@@ -1196,5 +1196,22 @@ TEST_CASE("Diagnostic::ToString") {
   CHECK(d.ToString() == "a.yaml: warning: unknown key 'x'");
 }
 
+TEST_CASE("reader.file_access selects the MPI-IO back end unless a backend is named") {
+  Config c = MustLoad("reader: {file_access: collective}\n").config;
+  CHECK(c.storage.backend == "mpiio");
+  CHECK(c.storage.options.at("mode") == "collective");
+  c = MustLoad("reader: {file_access: shared}\n").config;
+  CHECK(c.storage.backend == "mpiio");
+  CHECK(c.storage.options.at("mode") == "independent");
+  c = MustLoad("reader: {file_access: shared}\nstorage: {backend: posix}\n").config;
+  CHECK(c.storage.backend == "posix");
+  c = MustLoad("reader: {file_access: multi}\n").config;
+  CHECK(c.storage.backend == "posix");
+  // The resolved manifest reloads to the same thing.
+  Config again = MustLoad(ToYaml(MustLoad("reader: {file_access: collective}\n").config, false)).config;
+  CHECK(again.storage.backend == "mpiio");
+  CHECK(again.storage.options.at("mode") == "collective");
+}
+
 }  // namespace
 }  // namespace iomimic::config

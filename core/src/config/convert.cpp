@@ -838,6 +838,17 @@ Status Converter::Run(const YAML::Node& root, Config* config) {
   }
   // DLIO's O_DIRECT readers become iomimic's O_DIRECT storage back end.
   if (config->reader.odirect && !storage_backend_given) config->storage.backend = "odirect";
+  // DLIO parses reader.file_access but never uses it; iomimic maps the
+  // shared-file values to the MPI-IO back end: shared and mpio read
+  // independently, collective reads each step with one collective call.
+  const std::string& access = config->reader.file_access;
+  if ((access == "shared" || access == "mpio" || access == "collective") &&
+      !storage_backend_given && !config->reader.odirect) {
+    config->storage.backend = "mpiio";
+    if (config->storage.options.count("mode") == 0) {
+      config->storage.options["mode"] = access == "collective" ? "collective" : "independent";
+    }
+  }
   return Status::OK();
 }
 
