@@ -516,6 +516,65 @@ def test_bert_step_checkpoints():
         fail("checkpoint_size_GB wrong")
 
 
+def sample_counts(out, ranks):
+    reads = {}
+    for rank in range(ranks):
+        with open(os.path.join(out, "%d_samples.csv" % rank)) as f:
+            for row in csv.DictReader(f):
+                if row["phase"] == "train":
+                    key = (int(row["epoch"]), int(row["file"]), int(row["sample"]))
+                    reads[key] = reads.get(key, 0) + 1
+    return reads
+
+
+def test_mpiio_modes():
+    """dlrm (one shared indexed-binary file) read with MPI-IO by 2 ranks: independent,
+    collective (one read_at_all per step) and aggregator modes read every sample once per
+    epoch, and the bytes hash the same as with posix."""
+    data = os.path.join(ARGS.work, "data")
+    samples, epochs = 96, 2
+    base = [
+        "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.num_samples_per_file=%d" % samples,
+        "++workload.dataset.record_length_bytes=4096",
+        "++workload.reader.batch_size=4",
+        "++workload.train.epochs=%d" % epochs,
+        "++workload.train.computation_time=0.001",
+        "++workload.iomimic.sample_log=True",
+        "++workload.iomimic.checksum=True",
+    ]
+    run([ARGS.iomimic, "generate", workload("dlrm")] + base)
+    results = {}
+    for name, backend in (("posix", ["++workload.storage.backend=posix"]),
+                          ("independent", ["++workload.reader.file_access=shared"]),
+                          ("collective", ["++workload.reader.file_access=collective"]),
+                          ("aggregator", ["++workload.storage.backend=mpiio",
+                                          "++workload.storage.options.mode=aggregator",
+                                          "++workload.storage.options.group_size=2"])):
+        out = os.path.join(ARGS.work, "out-" + name)
+        mpirun(2, [ARGS.iomimic, "run", workload("dlrm"), "++workload.output.folder=" + out] +
+               base + backend)
+        s = load_strict_json(os.path.join(out, "summary.json"))
+        io = s["iomimic"]
+        reads = sample_counts(out, 2)
+        for e in range(1, epochs + 1):
+            for k in range(samples):
+                if reads.get((e, 0, k), 0) != 1:
+                    fail("%s: epoch %d sample %d read %d times" % (name, e, k, reads.get((e, 0, k), 0)))
+        if io["checksummed_samples"] != samples * epochs:
+            fail("%s: %d samples hashed" % (name, io["checksummed_samples"]))
+        results[name] = (io["read_checksum"], io["plugins"]["storage"]["data_path"])
+        print(name, results[name])
+    sums = set(v[0] for v in results.values())
+    if len(sums) != 1:
+        fail("the modes read different bytes: %s" % results)
+    want = {"posix": "pread", "independent": "mpiio-independent",
+            "collective": "mpiio-collective", "aggregator": "mpiio-aggregator(group 2)"}
+    for name, (_, path) in results.items():
+        if path != want[name]:
+            fail("%s ran %s" % (name, path))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
