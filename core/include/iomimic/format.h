@@ -61,7 +61,10 @@ struct ElementType {
 
 // Everything a format needs to write one file.
 struct FileSpec {
-  std::string path;                        // for messages only; the File is already open
+  // The final path of the data file (the File handed to WriteFile is open on
+  // a temporary name that the core renames to this when WriteFile succeeds).
+  // Formats derive companion files (index files) from it.
+  std::string path;
   std::uint64_t file_index = 0;            // global index in the dataset (train then eval)
   std::vector<std::uint64_t> sample_shape; // per-sample dimensions, e.g. {d1, d2}
   ElementType element_type;
@@ -165,11 +168,15 @@ class Format {
   virtual Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const = 0;
 
   // Writes one complete file described by `spec` into `file` (opened for
-  // writing, empty), using `storage` only to allocate buffers. Memory used is
+  // writing, empty). `storage` allocates buffers and holds companion files a
+  // format may write next to spec.path (write them to a temporary name and
+  // rename them, so a failure never leaves a partial one). Memory used is
   // bounded (streams large files in chunks). Thread-safe.
   virtual Status WriteFile(Storage& storage, File& file, const FileSpec& spec) = 0;
 
   // Opens `path` for reading samples. The reader owns whatever it opens.
+  // With read_type on_demand the core opens a reader per sample, so state
+  // worth keeping across samples of a file (an index) belongs in the Format.
   virtual Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                          const ReaderOptions& options) = 0;
 };

@@ -152,8 +152,10 @@ class Storage {
   // Size and type of `path`; kNotFound if it does not exist.
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
 
-  // Returns a buffer of `size` bytes that this back end can read into and
-  // write from directly (aligned, pinned or device memory as it needs).
+  // Returns a buffer of `size` bytes that this back end reads into directly
+  // (aligned, pinned or device memory as it needs). Host buffers
+  // (host_accessible()) may also be written from; device buffers are for
+  // reads only.
   virtual Result<Buffer> Allocate(std::size_t size) {
     std::size_t align = capabilities().alignment;
     Buffer b = Buffer::AllocateHost(size, align < 64 ? 64 : align);

@@ -1,6 +1,7 @@
 #include "engine/checkpointer.h"
 
 #include <cstring>
+#include <map>
 
 #include "iomimic/random.h"
 
@@ -28,9 +29,15 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
     status = plan.status();
   }
   cp->folder_ = ResolveDataPath(c, c.checkpoint.checkpoint_folder);
-  if (status.ok() && !c.checkpoint.backend.empty()) {
+  // Checkpoints are written from host memory: when the dataset's back end
+  // lands data in device memory (gds) and no checkpoint back end is named,
+  // checkpoints go through posix.
+  std::string backend = c.checkpoint.backend;
+  std::map<std::string, std::string> backend_options = c.checkpoint.options;
+  if (backend.empty() && session.storage().capabilities().device_memory) backend = "posix";
+  if (status.ok() && !backend.empty()) {
     Result<plugin::StorageStack> made = plugin::StorageStack::Open(
-        registry, c.checkpoint.backend, c.checkpoint.options, cluster.rank(), cluster.size());
+        registry, backend, backend_options, cluster.rank(), cluster.size());
     if (made.ok()) {
       cp->own_stack_ = std::move(made).value();
       cp->own_storage_ = std::make_unique<CountingStorage>(cp->own_stack_.top());

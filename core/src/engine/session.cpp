@@ -63,7 +63,7 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   // A combination that cannot work is refused now, not discovered mid-run:
   // a format that decodes in host memory cannot decode what a back end
   // lands in device memory.
-  if (needs_format && c.reader.decode &&
+  if (c.workflow.train && c.reader.decode &&
       ((s->storage_info_.capabilities & IOMIMIC_CAP_DEVICE_MEMORY) != 0 ||
        s->storage_->capabilities().device_memory) &&
       s->format_->traits().needs_host_decode) {

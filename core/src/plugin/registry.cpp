@@ -216,7 +216,9 @@ Result<void*> Registry::Create(Kind kind, const std::string& name, const PluginC
   void* object = entry->descriptor->create(&ctx, &error);
   if (object == nullptr) {
     if (error.ok()) error = Status::Internal("factory returned nothing");
-    return error.WithContext(KindName(kind) + " plugin '" + name + "'");
+    const std::string who = KindName(kind) + " plugin '" + name + "'";
+    // Option errors already name the plugin (PluginOptions::owner).
+    return error.message().find(who) == std::string::npos ? error.WithContext(who) : error;
   }
   deleter->destroy = entry->descriptor->destroy;
   deleter->library = entry->library;

@@ -1,0 +1,311 @@
+#include "hdf5_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "hdf5_vfd.h"
+
+namespace iomimic::hdf5 {
+namespace {
+
+// Writes one file: owns the HDF5 identifiers and turns failures into Status.
+class FileWriter {
+ public:
+  FileWriter(Storage& storage, File& file, const FileSpec& spec, const FileLayout& layout,
+             const WriterOptions& options)
+      : storage_(storage),
+        spec_(spec),
+        layout_(layout),
+        options_(options),
+        channel_(std::make_shared<StorageChannel>(&file, spec.path)) {}
+
+  ~FileWriter() {
+    // Identifiers close before the channel lets go of the File.
+    file_id_.Reset();
+    channel_->Detach();
+  }
+
+  Status Write() {
+    IOMIMIC_ASSIGN_OR_RETURN(
+        Handle fapl,
+        MakeFileAccess(channel_, FileAccessOptions{.latest_format = true, .sieve_buffer_size = 0}));
+    const std::string name = spec_.path.empty() ? std::string("<iomimic hdf5 file>") : spec_.path;
+    file_id_ = Handle(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+    if (!file_id_.valid()) return Fail("creating the file");
+    IOMIMIC_RETURN_IF_ERROR(AllocateBuffer());
+
+    IOMIMIC_ASSIGN_OR_RETURN(Handle type, CreateElementType(layout_.element_type));
+    IOMIMIC_ASSIGN_OR_RETURN(Handle dcpl, RecordsCreationList());
+    for (std::uint64_t k = 0; k < layout_.num_datasets; ++k) {
+      IOMIMIC_RETURN_IF_ERROR(WriteRecords(RecordsName(k), type.get(), dcpl.get()));
+    }
+    IOMIMIC_RETURN_IF_ERROR(WriteLabels());
+
+    if (!file_id_.Close()) return Fail("closing the file");
+    IOMIMIC_RETURN_IF_ERROR(StorageFailure());
+    return channel_->TakeStorageError();
+  }
+
+ private:
+  // The first storage failure, if a write failed (HDF5 does not see those).
+  Status StorageFailure() {
+    if (!channel_->write_failed()) return Status::OK();
+    Status s = channel_->TakeStorageError();
+    return s.ok() ? Status::IOError(spec_.path + ": a write failed") : s;
+  }
+
+  // HDF5's error stack, or the storage failure behind it, as a Status.
+  Status Fail(const std::string& what) {
+    ErrorStack errors = TakeErrorStack();
+    Status storage = channel_->TakeStorageError();
+    if (!storage.ok()) return storage;
+    return Status::Internal("hdf5: " + what + " of " + spec_.path + " failed: " + errors.Summary());
+  }
+
+  Status AllocateBuffer() {
+    std::uint64_t need = 8;  // labels
+    if (layout_.row_bytes > 0) {
+      BlockWalker walker(layout_.dims, layout_.element_type.size, options_.block_size,
+                         layout_.chunked() ? layout_.chunk_dims[0] : 0);
+      need = std::max(need, walker.max_block_bytes());
+    }
+    const std::uint64_t labels = layout_.num_samples > options_.block_size / 8
+                                     ? options_.block_size
+                                     : layout_.num_samples * 8;
+    need = std::max(need, labels);
+    if (need > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max())) {
+      return Status::ResourceExhausted("hdf5: a block of " + std::to_string(need) +
+                                       " bytes does not fit in memory (" + spec_.path + ")");
+    }
+    IOMIMIC_ASSIGN_OR_RETURN(buffer_, AllocateHostBuffer(storage_, static_cast<std::size_t>(need)));
+    return Status::OK();
+  }
+
+  Result<Handle> RecordsCreationList() {
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    if (!dcpl.valid()) return Fail("creating a dataset creation property list");
+    if (H5Pset_obj_track_times(dcpl.get(), 0) < 0) return Fail("disabling object times");
+    if (layout_.chunked()) {
+      if (H5Pset_chunk(dcpl.get(), static_cast<int>(layout_.rank()), layout_.chunk_dims.data()) <
+          0) {
+        return Fail("setting the chunk shape");
+      }
+      // h5py sets this on every chunked dataset ("prevent resize glitch").
+      if (H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_ALLOC) < 0) return Fail("setting fill time");
+    }
+    switch (layout_.compression) {
+      case Compression::kNone:
+        break;
+      case Compression::kGzip:
+        if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(layout_.gzip_level)) < 0) {
+          return Fail("setting the gzip filter");
+        }
+        break;
+      case Compression::kLzf:
+        if (H5Pset_filter(dcpl.get(), kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0) {
+          return Fail("setting the lzf filter");
+        }
+        break;
+    }
+    return dcpl;
+  }
+
+  // Writes `walker`'s blocks of `dataset`, each filled by `fill`.
+  template <typename FillFn>
+  Status WriteBlocks(hid_t dataset, hid_t type, const std::string& name, BlockWalker& walker,
+                     std::uint64_t element_size, FillFn fill) {
+    Handle space(H5Dget_space(dataset));
+    if (!space.valid()) return Fail("getting the dataspace of " + name);
+    std::vector<hsize_t> start;
+    std::vector<hsize_t> count;
+    while (walker.Next(&start, &count)) {
+      hsize_t elements = 1;
+      for (hsize_t c : count) elements *= c;
+      const std::size_t bytes = static_cast<std::size_t>(elements * element_size);
+      std::span<std::byte> block = buffer_.span().first(bytes);
+      fill(block);
+      if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                              nullptr) < 0) {
+        return Fail("selecting a block of " + name);
+      }
+      Handle memory(H5Screate_simple(1, &elements, nullptr));
+      if (!memory.valid()) return Fail("creating a memory dataspace");
+      if (H5Dwrite(dataset, type, memory.get(), space.get(), H5P_DEFAULT, block.data()) < 0) {
+        return Fail("writing " + std::to_string(bytes) + " bytes of " + name);
+      }
+      IOMIMIC_RETURN_IF_ERROR(StorageFailure());
+    }
+    return Status::OK();
+  }
+
+  Status WriteRecords(const std::string& name, hid_t type, hid_t dcpl) {
+    Handle space(H5Screate_simple(static_cast<int>(layout_.rank()), layout_.dims.data(),
+                                  layout_.max_dims.empty() ? nullptr : layout_.max_dims.data()));
+    if (!space.valid()) return Fail("creating the dataspace of " + name);
+    Handle dataset(H5Dcreate2(file_id_.get(), name.c_str(), type, space.get(), H5P_DEFAULT, dcpl,
+                              H5P_DEFAULT));
+    if (!dataset.valid()) return Fail("creating dataset " + name);
+    if (layout_.row_bytes > 0) {
+      ContentStream content(spec_.seed, layout_.element_type.name == "bool");
+      BlockWalker walker(layout_.dims, layout_.element_type.size, options_.block_size,
+                         layout_.chunked() ? layout_.chunk_dims[0] : 0);
+      IOMIMIC_RETURN_IF_ERROR(WriteBlocks(dataset.get(), type, name, walker,
+                                          layout_.element_type.size,
+                                          [&content](std::span<std::byte> b) { content.Fill(b); }));
+    }
+    if (!dataset.Close()) return Fail("closing dataset " + name);
+    return Status::OK();
+  }
+
+  Status WriteLabels() {
+    const hsize_t dims[1] = {layout_.num_samples};
+    Handle space(H5Screate_simple(1, dims, nullptr));
+    if (!space.valid()) return Fail("creating the dataspace of labels");
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    if (!dcpl.valid() || H5Pset_obj_track_times(dcpl.get(), 0) < 0) {
+      return Fail("creating the labels' creation property list");
+    }
+    Handle dataset(H5Dcreate2(file_id_.get(), kLabelsName, H5T_STD_I64LE, space.get(), H5P_DEFAULT,
+                              dcpl.get(), H5P_DEFAULT));
+    if (!dataset.valid()) return Fail("creating dataset labels");
+    BlockWalker walker(std::span<const hsize_t>(dims, 1), 8,
+                       std::max<std::uint64_t>(8, buffer_.size()));
+    IOMIMIC_RETURN_IF_ERROR(
+        WriteBlocks(dataset.get(), H5T_STD_I64LE, kLabelsName, walker, 8,
+                    [](std::span<std::byte> b) { std::memset(b.data(), 0, b.size()); }));
+    if (!dataset.Close()) return Fail("closing dataset labels");
+    return Status::OK();
+  }
+
+  Storage& storage_;
+  const FileSpec& spec_;
+  const FileLayout& layout_;
+  const WriterOptions& options_;
+  std::shared_ptr<StorageChannel> channel_;
+  Handle file_id_;
+  Buffer buffer_;
+};
+
+}  // namespace
+
+void ContentStream::Fill(std::span<std::byte> out) {
+  std::span<std::byte> rest = out;
+  const std::size_t from_word = std::min(rest.size(), sizeof(word_) - word_used_);
+  if (from_word > 0) {
+    std::memcpy(rest.data(), word_ + word_used_, from_word);
+    word_used_ += from_word;
+    rest = rest.subspan(from_word);
+  }
+  const std::size_t whole = rest.size() / 8 * 8;
+  if (whole > 0) {
+    rng_.Fill(rest.first(whole));
+    rest = rest.subspan(whole);
+  }
+  if (!rest.empty()) {
+    const std::uint64_t v = rng_.Next();
+    std::memcpy(word_, &v, sizeof(word_));
+    std::memcpy(rest.data(), word_, rest.size());
+    word_used_ = rest.size();
+  }
+  if (boolean_) {
+    for (std::byte& b : out) b &= std::byte{1};
+  }
+}
+
+BlockWalker::BlockWalker(std::span<const hsize_t> dims, std::uint64_t element_size,
+                         std::uint64_t budget, hsize_t row_multiple)
+    : dims_(dims.begin(), dims.end()) {
+  const std::size_t n = dims_.size();
+  if (n == 0 || std::any_of(dims_.begin(), dims_.end(), [](hsize_t d) { return d == 0; })) {
+    done_ = true;
+    return;
+  }
+  element_size = std::max<std::uint64_t>(1, element_size);
+  budget = std::max<std::uint64_t>(1, budget);
+  // inner[j]: bytes of one step along axis j (everything after it).
+  std::vector<std::uint64_t> inner(n);
+  inner[n - 1] = element_size;
+  for (std::size_t j = n - 1; j > 0; --j) inner[j - 1] = inner[j] * dims_[j];
+  if (row_multiple > 0) {
+    axis_ = 0;
+    const std::uint64_t fit = budget / inner[0] / row_multiple * row_multiple;
+    step_ = std::min<hsize_t>(dims_[0], std::max<hsize_t>(row_multiple, fit));
+  } else {
+    axis_ = n - 1;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (inner[j] <= budget) {
+        axis_ = j;
+        break;
+      }
+    }
+    step_ = std::min<hsize_t>(dims_[axis_], std::max<std::uint64_t>(1, budget / inner[axis_]));
+  }
+  max_block_bytes_ = step_ * inner[axis_];
+  index_.assign(axis_ + 1, 0);
+}
+
+bool BlockWalker::Next(std::vector<hsize_t>* start, std::vector<hsize_t>* count) {
+  if (done_) return false;
+  const std::size_t n = dims_.size();
+  start->assign(n, 0);
+  count->assign(dims_.begin(), dims_.end());
+  for (std::size_t j = 0; j < axis_; ++j) {
+    (*start)[j] = index_[j];
+    (*count)[j] = 1;
+  }
+  (*start)[axis_] = index_[axis_];
+  (*count)[axis_] = std::min<hsize_t>(step_, dims_[axis_] - index_[axis_]);
+  // Advance like an odometer whose last wheel turns by the block length.
+  index_[axis_] += (*count)[axis_];
+  std::size_t j = axis_;
+  while (index_[j] >= dims_[j]) {
+    index_[j] = 0;
+    if (j == 0) {
+      done_ = true;
+      break;
+    }
+    --j;
+    ++index_[j];
+  }
+  return true;
+}
+
+Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
+  Result<Buffer> made = storage.Allocate(size);
+  if (!made.ok()) {
+    return made.status().WithContext("hdf5: allocating " + std::to_string(size) + " bytes");
+  }
+  if (made->host_accessible() && made->size() >= size) return made;
+  const std::size_t align = storage.capabilities().alignment;
+  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
+  if (size != 0 && host.empty()) {
+    return Status::ResourceExhausted("hdf5: cannot allocate " + std::to_string(size) +
+                                     " bytes of host memory");
+  }
+  return host;
+}
+
+Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
+                     const WriterOptions& options) {
+  try {
+    IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
+    ApiLock lock;
+    QuietErrors();
+    FileWriter writer(storage, file, spec, layout, options);
+    return writer.Write();
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
+  } catch (const std::exception& e) {
+    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
+  } catch (...) {
+    return Status::Internal("hdf5: writing " + spec.path + ": unknown exception");
+  }
+}
+
+}  // namespace iomimic::hdf5

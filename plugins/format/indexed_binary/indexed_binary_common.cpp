@@ -1,0 +1,81 @@
+#include "indexed_binary_common.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace iomimic::indexed_binary {
+
+std::string_view FlavorName(Flavor flavor) {
+  return flavor == Flavor::kMmapIndexedBinary ? "mmap_indexed_binary" : "indexed_binary";
+}
+
+std::string OffsetIndexPath(const std::string& data_path) {
+  return data_path + std::string(kOffsetIndexSuffix);
+}
+
+std::string SizeIndexPath(const std::string& data_path) {
+  return data_path + std::string(kSizeIndexSuffix);
+}
+
+std::string PartialPath(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return dir + "." + base + ".iomimic-partial";
+}
+
+void StoreU64(std::byte* out, std::uint64_t value) {
+  for (std::size_t i = 0; i < kIndexEntrySize; ++i) {
+    out[i] = static_cast<std::byte>((value >> (8 * i)) & 0xFF);
+  }
+}
+
+std::uint64_t LoadU64(const std::byte* in) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < kIndexEntrySize; ++i) {
+    value |= std::to_integer<std::uint64_t>(in[i]) << (8 * i);
+  }
+  return value;
+}
+
+void ContentStream::Fill(std::span<std::byte> out) {
+  std::span<std::byte> rest = out;
+  const std::size_t from_carry = std::min(rest.size(), sizeof(carry_) - carry_begin_);
+  if (from_carry > 0) {
+    std::memcpy(rest.data(), carry_ + carry_begin_, from_carry);
+    carry_begin_ += from_carry;
+    rest = rest.subspan(from_carry);
+  }
+  const std::size_t whole = rest.size() / 8 * 8;
+  if (whole > 0) {
+    rng_.Fill(rest.first(whole));
+    rest = rest.subspan(whole);
+  }
+  if (!rest.empty()) {
+    const std::uint64_t v = rng_.Next();
+    std::memcpy(carry_, &v, sizeof(carry_));
+    std::memcpy(rest.data(), carry_, rest.size());
+    carry_begin_ = rest.size();
+  }
+  if (boolean_) {
+    for (std::byte& b : out) b &= std::byte{1};
+  }
+}
+
+Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, Flavor flavor) {
+  const std::string name(FlavorName(flavor));
+  Result<Buffer> made = storage.Allocate(size);
+  if (!made.ok()) {
+    return made.status().WithContext(name + ": allocating " + std::to_string(size) + " bytes");
+  }
+  if (made->host_accessible() && made->size() >= size) return made;
+  const std::size_t align = storage.capabilities().alignment;
+  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
+  if (size != 0 && host.empty()) {
+    return Status::ResourceExhausted(name + ": cannot allocate " + std::to_string(size) +
+                                     " bytes of host memory");
+  }
+  return host;
+}
+
+}  // namespace iomimic::indexed_binary

@@ -1,0 +1,56 @@
+#include "indexed_binary_format.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "indexed_binary_reader.h"
+
+namespace iomimic::indexed_binary {
+
+std::string IndexedBinaryFormat::name() const { return std::string(FlavorName(flavor_)); }
+
+FormatTraits IndexedBinaryFormat::traits() const {
+  FormatTraits t;
+  t.extension = name();
+  t.multi_sample_files = true;
+  t.partial_reads = true;
+  t.needs_host_decode = false;
+  t.predictable_size = true;
+  return t;
+}
+
+Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
+  try {
+    return ValidateSpec(spec, flavor_);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(name() + ": out of memory validating a file spec");
+  }
+}
+
+Result<std::uint64_t> IndexedBinaryFormat::ExpectedFileSize(const FileSpec& spec) const {
+  try {
+    return ComputeFileSize(spec, flavor_);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(name() + ": out of memory computing a file size");
+  }
+}
+
+Status IndexedBinaryFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
+  return WriteIndexedBinaryFile(storage, file, spec, flavor_, writer_options_);
+}
+
+Result<std::unique_ptr<FileReader>> IndexedBinaryFormat::OpenReader(const std::string& path,
+                                                                    const ReaderOptions& options) {
+  return IndexedBinaryReader::Open(path, options, flavor_,
+                                   cache_.capacity() > 0 ? &cache_ : nullptr);
+}
+
+Result<std::unique_ptr<Format>> CreateIndexedBinaryFormat(Flavor flavor,
+                                                          const PluginContext& context) {
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t cache_bytes,
+                           context.options.GetBytes("index_cache_size", kDefaultIndexCacheBytes));
+  return std::unique_ptr<Format>(std::make_unique<IndexedBinaryFormat>(flavor, cache_bytes));
+}
+
+}  // namespace iomimic::indexed_binary

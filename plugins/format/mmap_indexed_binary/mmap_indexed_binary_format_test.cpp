@@ -1,0 +1,135 @@
+// Tests of the mmap_indexed_binary plugin. The implementation is shared with
+// indexed_binary and tested in depth there; these tests check what this
+// plugin adds: its descriptor and name, that it writes exactly the files of
+// indexed_binary under its own extension, and that it reads them (with the
+// same ranged read per sample) and reports errors under its own name.
+
+#include <doctest/doctest.h>
+
+#include "indexed_binary_format.h"
+#include "indexed_binary_reader.h"
+#include "indexed_binary_test_storage.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::indexed_binary {
+namespace {
+
+using testing::MemStorage;
+using testing::Request;
+
+FileSpec MakeSpec(std::uint64_t samples, const std::string& path) {
+  FileSpec spec;
+  spec.path = path;
+  spec.element_type = *ElementType::FromName("uint8");
+  spec.sample_shape = {45, 45};  // record_length_bytes 2048 in DLIO terms
+  spec.num_samples = samples;
+  spec.seed = 11;
+  spec.parameters["generation_buffer_size"] = "4096";
+  return spec;
+}
+
+Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  const std::string partial = PartialPath(spec.path);
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
+  Status s = format.WriteFile(storage, *file, spec);
+  Status closed = file->Close();
+  if (s.ok()) s = closed;
+  if (s.ok()) s = storage.Rename(partial, spec.path);
+  return s;
+}
+
+ReaderOptions Options(Storage* storage, bool keep = false) {
+  ReaderOptions o;
+  o.storage = storage;
+  o.keep_in_memory = keep;
+  return o;
+}
+
+TEST_CASE("descriptor and traits") {
+  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
+  CHECK(d.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(d.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
+  CHECK(d.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(d.name) == "mmap_indexed_binary");
+  CHECK(std::string(d.description).find("mmap storage") != std::string::npos);
+  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
+  REQUIRE(d.num_options == 1);
+  CHECK(std::string(d.options[0].name) == "index_cache_size");
+  PluginContext context;
+  Status error;
+  void* object = d.create(&context, &error);
+  REQUIRE_MESSAGE(object != nullptr, error.ToString());
+  auto* format = static_cast<Format*>(object);
+  CHECK(format->name() == "mmap_indexed_binary");
+  const FormatTraits t = format->traits();
+  CHECK(t.extension == "mmap_indexed_binary");
+  CHECK(t.multi_sample_files);
+  CHECK(t.partial_reads);
+  CHECK_FALSE(t.needs_host_decode);
+  CHECK(t.predictable_size);
+  d.destroy(object);
+}
+
+TEST_CASE("the files are those of indexed_binary") {
+  MemStorage storage;
+  IndexedBinaryFormat mmap_format(Flavor::kMmapIndexedBinary);
+  IndexedBinaryFormat plain_format(Flavor::kIndexedBinary);
+  const FileSpec a = MakeSpec(300, "/d/img_0_of_1.mmap_indexed_binary");
+  const FileSpec b = MakeSpec(300, "/d/img_0_of_1.indexed_binary");
+  CHECK(*mmap_format.ExpectedFileSize(a) == 2025 * 300);
+  REQUIRE(WriteSpec(mmap_format, storage, a).ok());
+  REQUIRE(WriteSpec(plain_format, storage, b).ok());
+  CHECK(storage.Bytes(a.path) == storage.Bytes(b.path));
+  CHECK(storage.Bytes(OffsetIndexPath(a.path)) == storage.Bytes(OffsetIndexPath(b.path)));
+  CHECK(storage.Bytes(SizeIndexPath(a.path)) == storage.Bytes(SizeIndexPath(b.path)));
+  CHECK(storage.Exists("/d/img_0_of_1.mmap_indexed_binary.off.idx"));
+  CHECK(storage.Exists("/d/img_0_of_1.mmap_indexed_binary.sz.idx"));
+}
+
+TEST_CASE("round trip with one ranged read per sample") {
+  MemStorage storage;
+  IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
+  const FileSpec spec = MakeSpec(64, "/r/x.mmap_indexed_binary");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  std::vector<std::byte> data(2025 * 64);
+  Xoshiro256(spec.seed).Fill(data);
+  for (bool keep : {false, true}) {
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, keep));
+    REQUIRE(reader.ok());
+    REQUIRE((*reader)->num_samples() == 64);
+    (void)storage.TakeLog();
+    for (std::uint64_t i = 0; i < 64; i += 7) {
+      Result<SampleView> s = (*reader)->ReadSample(i);
+      REQUIRE(s.ok());
+      CHECK(s->bytes == 2025);
+      CHECK(std::memcmp(s->data.data(), data.data() + i * 2025, 2025) == 0);
+      const std::vector<Request> log = storage.TakeLog();
+      REQUIRE(log.size() == 1);
+      CHECK((log[0].offset == i * 2025 && log[0].length == 2025));
+    }
+    storage.SetLogging(false);
+  }
+}
+
+TEST_CASE("messages name this format") {
+  MemStorage storage;
+  IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
+  const FileSpec spec = MakeSpec(4, "/e/x.mmap_indexed_binary");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(storage.Remove(SizeIndexPath(spec.path)).ok());
+  const Status s = format.OpenReader(spec.path, Options(&storage)).status();
+  CHECK(s.code() == StatusCode::kNotFound);
+  CHECK(s.message().find("mmap_indexed_binary: index file /e/x.mmap_indexed_binary.sz.idx") !=
+        std::string::npos);
+  FileSpec zipped = spec;
+  zipped.compression = "gzip";
+  CHECK(format.Validate(zipped).message().find("mmap_indexed_binary:") == 0);
+}
+
+}  // namespace
+}  // namespace iomimic::indexed_binary

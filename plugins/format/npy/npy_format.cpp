@@ -1,0 +1,54 @@
+#include "npy_format.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "iomimic/plugin.h"
+#include "npy_reader.h"
+
+namespace iomimic::npy {
+
+std::string NpyFormat::name() const { return "npy"; }
+
+FormatTraits NpyFormat::traits() const {
+  FormatTraits t;
+  t.extension = "npy";
+  t.multi_sample_files = true;
+  t.partial_reads = false;
+  t.needs_host_decode = true;
+  t.predictable_size = true;
+  return t;
+}
+
+Status NpyFormat::Validate(const FileSpec& spec) const {
+  try {
+    return ValidateSpec(spec);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("npy: out of memory validating a file spec");
+  }
+}
+
+Result<std::uint64_t> NpyFormat::ExpectedFileSize(const FileSpec& spec) const {
+  return ComputeFileSize(spec);
+}
+
+Status NpyFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
+  return WriteNpyFile(storage, file, spec, options_);
+}
+
+Result<std::unique_ptr<FileReader>> NpyFormat::OpenReader(const std::string& path,
+                                                          const ReaderOptions& options) {
+  return NpyReader::Open(path, options);
+}
+
+}  // namespace iomimic::npy
+
+IOMIMIC_DEFINE_FORMAT_PLUGIN(
+    "npy", "1.0.0",
+    "NumPy .npy files as np.save writes them (NPY v1.0, samples on the last axis), read whole "
+    "per sample like np.load(f)[..., i]",
+    IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE, IOMIMIC_NO_OPTIONS,
+    [](const iomimic::PluginContext&) -> iomimic::Result<std::unique_ptr<iomimic::Format>> {
+      return std::unique_ptr<iomimic::Format>(std::make_unique<iomimic::npy::NpyFormat>());
+    });

@@ -1,0 +1,1202 @@
+// Tests of the npy format plugin: layout, writing, reading, the access
+// pattern, corruption handling and interoperability with numpy (when
+// /usr/bin/python3 has numpy).
+
+#include "npy_format.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "iomimic/iomimic.h"
+#include "npy_reader.h"
+#include "npy_writer.h"
+#include "npz/npy_header.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::npy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// An in-memory storage that records every request.
+
+struct Request {
+  bool write = false;
+  std::string path;
+  std::uint64_t offset = 0;
+  std::size_t length = 0;
+};
+
+struct Blob {
+  std::mutex mu;
+  std::vector<std::byte> data;
+};
+
+class MemStorage;
+
+class MemFile final : public File {
+ public:
+  MemFile(MemStorage* storage, std::string path, std::shared_ptr<Blob> blob)
+      : storage_(storage), path_(std::move(path)), blob_(std::move(blob)) {}
+  ~MemFile() override;
+
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
+  Status Sync() override { return closed_ ? Closed() : Status::OK(); }
+  Result<std::uint64_t> Size() override {
+    if (closed_) return Closed();
+    std::lock_guard<std::mutex> lock(blob_->mu);
+    return static_cast<std::uint64_t>(blob_->data.size());
+  }
+  Status Close() override;
+  const std::string& path() const override { return path_; }
+
+ private:
+  Status Closed() const { return Status::IOError(path_ + ": file is closed"); }
+
+  MemStorage* storage_;
+  std::string path_;
+  std::shared_ptr<Blob> blob_;
+  bool closed_ = false;
+};
+
+class MemStorage final : public Storage {
+ public:
+  std::string name() const override { return "mem"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c;
+    c.alignment = alignment_;
+    c.data_path = "memory";
+    return c;
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    if (options.mode == OpenMode::kRead) {
+      if (it == files_.end()) return Status::NotFound(path + ": no such file");
+    } else if (it == files_.end()) {
+      it = files_.emplace(path, std::make_shared<Blob>()).first;
+    } else if (options.mode == OpenMode::kWrite) {
+      std::lock_guard<std::mutex> blob_lock(it->second->mu);
+      it->second->data.clear();
+    }
+    ++opens_;
+    ++open_files_;
+    return std::unique_ptr<File>(std::make_unique<MemFile>(this, path, it->second));
+  }
+  Status CreateDirectories(const std::string&) override { return Status::OK(); }
+  Status Remove(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return files_.erase(path) ? Status::OK() : Status::NotFound(path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(from);
+    if (it == files_.end()) return Status::NotFound(from);
+    files_[to] = it->second;
+    files_.erase(from);
+    return Status::OK();
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return Status::NotFound(path);
+    std::lock_guard<std::mutex> blob_lock(it->second->mu);
+    return FileInfo{it->second->data.size(), false};
+  }
+
+  std::vector<std::byte> Bytes(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto blob = files_.at(path);
+    std::lock_guard<std::mutex> blob_lock(blob->mu);
+    return blob->data;
+  }
+  void SetBytes(const std::string& path, std::vector<std::byte> data) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& blob = files_[path];
+    if (!blob) blob = std::make_shared<Blob>();
+    std::lock_guard<std::mutex> blob_lock(blob->mu);
+    blob->data = std::move(data);
+  }
+  void Log(Request r) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (logging_) log_.push_back(std::move(r));
+  }
+  std::vector<Request> TakeLog() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return std::exchange(log_, {});
+  }
+  void SetLogging(bool on) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    logging_ = on;
+    log_.clear();
+  }
+  void set_alignment(std::size_t a) { alignment_ = a; }
+  void FileClosed() { --open_files_; }
+  int open_files() const { return open_files_; }
+  int opens() const { return opens_; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Blob>> files_;
+  std::mutex log_mu_;
+  bool logging_ = false;
+  std::vector<Request> log_;
+  std::size_t alignment_ = 1;
+  std::atomic<int> open_files_{0};
+  std::atomic<int> opens_{0};
+};
+
+MemFile::~MemFile() {
+  if (!closed_) storage_->FileClosed();
+}
+
+Result<std::size_t> MemFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
+  if (closed_) return Closed();
+  storage_->Log({false, path_, offset, destination.size()});
+  std::lock_guard<std::mutex> lock(blob_->mu);
+  if (offset >= blob_->data.size()) return std::size_t{0};
+  const std::size_t n = std::min<std::size_t>(
+      destination.size(), blob_->data.size() - static_cast<std::size_t>(offset));
+  std::memcpy(destination.data(), blob_->data.data() + offset, n);
+  return n;
+}
+
+Status MemFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
+  if (closed_) return Closed();
+  storage_->Log({true, path_, offset, source.size()});
+  std::lock_guard<std::mutex> lock(blob_->mu);
+  if (blob_->data.size() < offset + source.size()) blob_->data.resize(offset + source.size());
+  std::memcpy(blob_->data.data() + offset, source.data(), source.size());
+  return Status::OK();
+}
+
+Status MemFile::Close() {
+  if (closed_) return Closed();
+  closed_ = true;
+  storage_->FileClosed();
+  return Status::OK();
+}
+
+// Forwards to a MemStorage but allocates "device" buffers (host memory marked
+// MemoryKind::kDevice), like a GPU staging back end.
+class DeviceMemStorage final : public Storage {
+ public:
+  explicit DeviceMemStorage(MemStorage* inner) : inner_(inner) {}
+  std::string name() const override { return "device-mem"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c = inner_->capabilities();
+    c.device_memory = true;
+    return c;
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    return inner_->Open(path, options);
+  }
+  Status CreateDirectories(const std::string& path) override {
+    return inner_->CreateDirectories(path);
+  }
+  Status Remove(const std::string& path) override { return inner_->Remove(path); }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return inner_->Rename(from, to);
+  }
+  Result<FileInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<Buffer> Allocate(std::size_t size) override {
+    ++device_allocations;
+    void* p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+    if (p == nullptr) return Status::ResourceExhausted("device-mem");
+    return Buffer(
+        p, size, [](void*, void* data, std::size_t) { std::free(data); }, nullptr,
+        MemoryKind::kDevice);
+  }
+  int device_allocations = 0;
+
+ private:
+  MemStorage* inner_;
+};
+
+// ---------------------------------------------------------------------------
+// A minimal POSIX storage for real files.
+
+class PosixFile final : public File {
+ public:
+  PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    std::size_t done = 0;
+    while (done < destination.size()) {
+      const ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
+                                static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "pread " + path_ + " at offset " + std::to_string(offset));
+      }
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+    std::size_t done = 0;
+    while (done < source.size()) {
+      const ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
+                                 static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "pwrite " + path_ + " at offset " + std::to_string(offset));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return Status::OK();
+  }
+  Status Sync() override {
+    return ::fsync(fd_) == 0 ? Status::OK() : Status::FromErrno(errno, "fsync " + path_);
+  }
+  Result<std::uint64_t> Size() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat " + path_);
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+  Status Close() override {
+    const int fd = std::exchange(fd_, -1);
+    if (fd < 0) return Status::IOError(path_ + ": already closed");
+    return ::close(fd) == 0 ? Status::OK() : Status::FromErrno(errno, "close " + path_);
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+class PosixStorage final : public Storage {
+ public:
+  std::string name() const override { return "posix-test"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c;
+    c.data_path = "pread";
+    return c;
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    int flags = O_CLOEXEC;
+    switch (options.mode) {
+      case OpenMode::kRead:
+        flags |= O_RDONLY;
+        break;
+      case OpenMode::kWrite:
+        flags |= O_WRONLY | O_CREAT | O_TRUNC;
+        break;
+      case OpenMode::kReadWrite:
+        flags |= O_RDWR | O_CREAT;
+        break;
+    }
+    const int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return Status::FromErrno(errno, "open " + path);
+    return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path));
+  }
+  Status CreateDirectories(const std::string& path) override {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    return ec ? Status::IOError(path + ": " + ec.message()) : Status::OK();
+  }
+  Status Remove(const std::string& path) override {
+    return ::unlink(path.c_str()) == 0 ? Status::OK() : Status::FromErrno(errno, "unlink " + path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return ::rename(from.c_str(), to.c_str()) == 0 ? Status::OK()
+                                                   : Status::FromErrno(errno, "rename " + from);
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
+  }
+};
+
+// A temporary directory removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("iomimic_npy_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
+                  std::uint64_t seed, const std::string& path = "/data/test.npy") {
+  FileSpec spec;
+  spec.path = path;
+  Result<ElementType> type = ElementType::FromName(dtype);
+  REQUIRE(type.ok());
+  spec.element_type = *type;
+  spec.sample_shape = std::move(shape);
+  spec.num_samples = samples;
+  spec.seed = seed;
+  return spec;
+}
+
+Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
+  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
+  return file->Close();
+}
+
+// The array data: the Xoshiro256 stream of the seed, as one Fill.
+std::vector<std::byte> ReferencePayload(const FileSpec& spec) {
+  std::vector<std::byte> data(spec.sample_bytes() * spec.num_samples);
+  Xoshiro256 rng(spec.seed);
+  rng.Fill(data);
+  if (spec.element_type.descr == "|b1") {
+    for (std::byte& b : data) b &= std::byte{1};
+  }
+  return data;
+}
+
+// x[..., i] of the C-order array with samples on the last axis.
+std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<std::byte>& payload,
+                                       std::uint64_t i) {
+  const std::size_t k = spec.element_type.size;
+  const std::size_t n = spec.num_samples;
+  std::vector<std::byte> out(spec.sample_bytes());
+  for (std::size_t j = 0; j < spec.sample_elements(); ++j) {
+    std::memcpy(out.data() + j * k, payload.data() + (j * n + i) * k, k);
+  }
+  return out;
+}
+
+bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+std::span<const std::byte> AsBytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
+                      std::uint64_t transfer = 0) {
+  ReaderOptions o;
+  o.storage = storage;
+  o.decode = decode;
+  o.keep_in_memory = keep;
+  o.transfer_size = transfer;
+  return o;
+}
+
+// Reads every sample and compares with the reference.
+void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep,
+                    std::uint64_t transfer = 0) {
+  const std::vector<std::byte> payload = ReferencePayload(spec);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, keep, transfer));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  REQUIRE((*reader)->num_samples() == spec.num_samples);
+  for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
+    Result<SampleView> sample = (*reader)->ReadSample(i);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+    CHECK(sample->bytes == spec.sample_bytes());
+    CHECK(SameBytes(sample->data, ReferenceSample(spec, payload, i)));
+  }
+}
+
+// Opens `path` and reads sample 0; returns the first error.
+Status OpenAndRead(Format& format, Storage& storage, const std::string& path, bool decode = true) {
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage, decode));
+  if (!reader.ok()) return reader.status();
+  return (*reader)->ReadSample(0).status();
+}
+
+void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
+  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
+  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
+  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
+  if (!fragment.empty()) {
+    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
+  }
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command; returns its exit status and its combined output.
+int Run(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char kPython[] = "/usr/bin/python3";
+
+bool HaveNumpy() {
+  if (::access(kPython, X_OK) != 0) return false;
+  std::string out;
+  return Run(std::string(kPython) + " -c 'import numpy'", &out) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// Format basics.
+
+TEST_CASE("descriptor and traits") {
+  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
+  CHECK(d.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(d.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
+  CHECK(d.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(d.name) == "npy");
+  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
+  CHECK(d.num_options == 0);
+  PluginContext context;
+  Status error;
+  void* object = d.create(&context, &error);
+  REQUIRE_MESSAGE(object != nullptr, error.ToString());
+  auto* format = static_cast<Format*>(object);
+  CHECK(format->name() == "npy");
+  const FormatTraits t = format->traits();
+  CHECK(t.extension == "npy");
+  CHECK(t.multi_sample_files);
+  CHECK_FALSE(t.partial_reads);
+  CHECK(t.needs_host_decode);
+  CHECK(t.predictable_size);
+  d.destroy(object);
+}
+
+TEST_CASE("validate") {
+  NpyFormat format;
+  CHECK(format.Validate(MakeSpec("uint8", {4, 4}, 2, 1)).ok());
+  CHECK(format.Validate(MakeSpec("float64", {7}, 1, 1)).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {}, 2, 1)).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("uint8", {4, 0}, 2, 1)).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("uint8", {4}, 0, 1)).code() == StatusCode::kInvalidArgument);
+  FileSpec zipped = MakeSpec("uint8", {4}, 1, 1);
+  zipped.compression = "gzip";
+  Status s = format.Validate(zipped);
+  CHECK(s.code() == StatusCode::kNotSupported);
+  CHECK(s.message().find("'gzip'") != std::string::npos);
+  CHECK(format.ExpectedFileSize(zipped).status().code() == StatusCode::kNotSupported);
+  MemStorage storage;
+  zipped.path = "/zipped.npy";
+  CHECK(WriteSpec(format, storage, zipped).code() == StatusCode::kNotSupported);
+  FileSpec odd = MakeSpec("uint8", {4}, 1, 1);
+  odd.element_type.size = 4;
+  CHECK(format.Validate(odd).code() == StatusCode::kInvalidArgument);
+  FileSpec bad_descr = MakeSpec("uint8", {4}, 1, 1);
+  bad_descr.element_type.descr = "<q9";
+  CHECK(format.Validate(bad_descr).code() == StatusCode::kInvalidArgument);
+  CHECK(format.Validate(MakeSpec("float64", {1ull << 40, 1ull << 40}, 1, 1)).code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("layout matches np.save") {
+  NpyFormat format;
+  MemStorage storage;
+  // uint8 (2048, 2048, 1): a 128-byte header (length field 118), then data.
+  FileSpec one = MakeSpec("uint8", {2048, 2048}, 1, 7, "/one.npy");
+  CHECK(*format.ExpectedFileSize(one) == 128 + 2048 * 2048);
+  REQUIRE(WriteSpec(format, storage, one).ok());
+  std::vector<std::byte> bytes = storage.Bytes(one.path);
+  REQUIRE(bytes.size() == 128 + 2048 * 2048);
+  const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (2048, 2048, 1), }";
+  const std::string head(reinterpret_cast<const char*>(bytes.data()), 128);
+  CHECK(head.substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));
+  CHECK(head.substr(10, dict.size()) == dict);
+  CHECK(head.back() == '\n');
+  CHECK(head.find_first_not_of(' ', 10 + dict.size()) == 127);
+  const std::vector<std::byte> payload = ReferencePayload(one);
+  CHECK(std::memcmp(bytes.data() + 128, payload.data(), payload.size()) == 0);
+
+  // float32 (5, 7, 3): the header of np.save for that array.
+  FileSpec f32 = MakeSpec("float32", {5, 7}, 3, 8, "/f32.npy");
+  REQUIRE(WriteSpec(format, storage, f32).ok());
+  bytes = storage.Bytes(f32.path);
+  const std::uint64_t shape[] = {5, 7, 3};
+  const std::string expected_header = *npz::EncodeNpyHeader("<f4", shape);
+  CHECK(expected_header.size() % 64 == 0);
+  CHECK(SameBytes(std::span<const std::byte>(bytes).first(expected_header.size()),
+                  AsBytes(expected_header)));
+  CHECK(bytes.size() == *format.ExpectedFileSize(f32));
+  CHECK(bytes.size() == expected_header.size() + 5 * 7 * 3 * 4);
+}
+
+TEST_CASE("writes are chunk-aligned and bounded") {
+  WriterOptions options;
+  options.chunk_size = 64 << 10;
+  NpyFormat format(options);
+  MemStorage storage;
+  storage.set_alignment(4096);
+  FileSpec spec = MakeSpec("uint16", {300, 301}, 3, 5, "/chunks.npy");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> log = storage.TakeLog();
+  storage.SetLogging(false);
+  const std::uint64_t size = *format.ExpectedFileSize(spec);
+  std::uint64_t expected_offset = 0;
+  for (const Request& r : log) {
+    CHECK(r.write);
+    CHECK(r.offset == expected_offset);
+    CHECK(r.offset % (64 << 10) == 0);
+    CHECK(r.length <= (64 << 10));
+    expected_offset += r.length;
+  }
+  CHECK(expected_offset == size);
+  CHECK(log.size() == (size + (64 << 10) - 1) / (64 << 10));
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+TEST_CASE("round trip: dtypes, shapes, samples per file") {
+  NpyFormat format;
+  MemStorage storage;
+  struct Case {
+    const char* dtype;
+    std::vector<std::uint64_t> shape;
+    std::uint64_t samples;
+  };
+  const Case cases[] = {
+      {"uint8", {16, 16}, 1},  {"uint8", {5, 7}, 3},  {"float32", {5, 7}, 3},  {"float64", {3}, 5},
+      {"int16", {2, 3, 4}, 2}, {"bool", {9}, 4},      {"float16", {33, 1}, 7}, {"int64", {1}, 1000},
+      {"uint32", {17, 5}, 2},  {"int8", {300000}, 2}, {"uint64", {3, 3}, 16},
+  };
+  std::uint64_t seed = 100;
+  for (const Case& c : cases) {
+    ++seed;
+    FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
+                             std::string("/rt/") + c.dtype + "_" + std::to_string(seed) + ".npy");
+    CAPTURE(spec.path);
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    CHECK(*format.ExpectedFileSize(spec) == storage.Bytes(spec.path).size());
+    CheckRoundTrip(format, storage, spec, false);
+    CheckRoundTrip(format, storage, spec, true);
+    CheckRoundTrip(format, storage, spec, false, 1000);
+  }
+  // Bool arrays hold only 0 and 1.
+  FileSpec b = MakeSpec("bool", {64}, 4, 3, "/bool.npy");
+  REQUIRE(WriteSpec(format, storage, b).ok());
+  const std::vector<std::byte> bytes = storage.Bytes(b.path);
+  CHECK(std::all_of(bytes.begin() + 128, bytes.end(),
+                    [](std::byte v) { return v == std::byte{0} || v == std::byte{1}; }));
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("content does not depend on the chunk size") {
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {1000, 77}, 3, 42, "/a.npy");
+  NpyFormat big;
+  REQUIRE(WriteSpec(big, storage, spec).ok());
+  const std::vector<std::byte> a = storage.Bytes(spec.path);
+  WriterOptions small;
+  small.chunk_size = 1;  // raised to the 64 KiB minimum
+  NpyFormat chunked(small);
+  storage.set_alignment(512);
+  REQUIRE(WriteSpec(chunked, storage, spec).ok());
+  CHECK(a == storage.Bytes(spec.path));
+
+  std::vector<std::byte> whole(1000);
+  Xoshiro256(42).Fill(whole);
+  std::vector<std::byte> pieces(1000);
+  ContentStream stream(42, false);
+  const std::size_t cuts[] = {0, 1, 3, 8, 13, 64, 65, 200, 999, 1000};
+  for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) {
+    stream.Fill(std::span<std::byte>(pieces).subspan(cuts[i], cuts[i + 1] - cuts[i]));
+  }
+  CHECK(whole == pieces);
+}
+
+TEST_CASE("read pattern follows np.load") {
+  NpyFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("float32", {256, 64}, 4, 3, "/pattern.npy");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t header = 128;
+  const std::uint64_t data = 256 * 64 * 4 * 4;
+
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    std::vector<Request> open_log = storage.TakeLog();
+    REQUIRE(open_log.size() == 1);
+    CHECK((open_log[0].offset == 0 && open_log[0].length == kProbeSize));
+    for (int round = 0; round < 3; ++round) {
+      Result<SampleView> s = (*reader)->ReadSample(static_cast<std::uint64_t>(round));
+      REQUIRE(s.ok());
+      CHECK(s->bytes == 256 * 64 * 4);
+      CHECK(s->data.empty() == !decode);
+      std::vector<Request> log = storage.TakeLog();
+      // A later on-demand read repeats the header request.
+      std::size_t at = 0;
+      if (round > 0) {
+        REQUIRE(log.size() == 2);
+        CHECK((log[0].offset == 0 && log[0].length == kProbeSize));
+        at = 1;
+      }
+      REQUIRE(log.size() == at + 1);
+      CHECK((log[at].offset == header && log[at].length == data));
+    }
+    storage.SetLogging(false);
+  }
+
+  // A transfer size splits the data read.
+  storage.SetLogging(true);
+  Result<std::unique_ptr<FileReader>> chunked =
+      format.OpenReader(spec.path, Options(&storage, true, false, 100000));
+  REQUIRE(chunked.ok());
+  REQUIRE((*chunked)->ReadSample(1).ok());
+  std::vector<Request> log = storage.TakeLog();
+  storage.SetLogging(false);
+  REQUIRE(log.size() == 1 + (data + 99999) / 100000);
+  for (std::size_t k = 1; k < log.size(); ++k) {
+    CHECK(log[k].offset == header + (k - 1) * 100000);
+    CHECK(log[k].length == std::min<std::uint64_t>(100000, data - (k - 1) * 100000));
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
+  NpyFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "/od.npy");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  for (bool decode : {true, false}) {
+    const int opens_before = storage.opens();
+    Result<std::unique_ptr<FileReader>> on_demand =
+        NpyReader::Open(spec.path, Options(&storage, decode, false));
+    REQUIRE(on_demand.ok());
+    auto* r = static_cast<NpyReader*>(on_demand->get());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
+    CHECK(r->loads() == 4);
+    CHECK(storage.opens() - opens_before == 4);
+    CHECK(storage.open_files() == 0);
+
+    Result<std::unique_ptr<FileReader>> memory =
+        NpyReader::Open(spec.path, Options(&storage, decode, true));
+    REQUIRE(memory.ok());
+    auto* m = static_cast<NpyReader*>(memory->get());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(i).ok());
+    CHECK(m->loads() == 1);
+    CHECK(storage.opens() - opens_before == 5);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("decode off returns sizes only") {
+  NpyFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, false));
+  REQUIRE(reader.ok());
+  CHECK((*reader)->num_samples() == 3);
+  Result<SampleView> s = (*reader)->ReadSample(2);
+  REQUIRE(s.ok());
+  CHECK(s->data.empty());
+  CHECK(s->bytes == 6 * 5 * 4);
+}
+
+TEST_CASE("decode off reads into whatever memory the storage allocates") {
+  NpyFormat format;
+  MemStorage mem;
+  FileSpec spec = MakeSpec("uint8", {64, 64}, 4, 2, "/dev.npy");
+  REQUIRE(WriteSpec(format, mem, spec).ok());
+  DeviceMemStorage device(&mem);
+  // Without decoding the array goes to device memory and nothing looks at it.
+  Result<std::unique_ptr<FileReader>> raw = format.OpenReader(spec.path, Options(&device, false));
+  REQUIRE(raw.ok());
+  const int before = device.device_allocations;
+  Result<SampleView> s = (*raw)->ReadSample(3);
+  REQUIRE(s.ok());
+  CHECK(s->bytes == 64 * 64);
+  CHECK(s->data.empty());
+  CHECK(device.device_allocations == before + 1);
+  // Decoding needs host memory: the reader falls back to it.
+  CheckRoundTrip(format, device, spec, false);
+  CheckRoundTrip(format, device, spec, true);
+}
+
+TEST_CASE("out of range index") {
+  NpyFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {4}, 2, 1, "/range.npy");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  Result<SampleView> s = (*reader)->ReadSample(2);
+  CHECK(s.status().code() == StatusCode::kOutOfRange);
+  CHECK(s.status().message().find("/range.npy") != std::string::npos);
+  CHECK((*reader)->ReadSample(1).ok());
+  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
+}
+
+TEST_CASE("open errors are passed through") {
+  NpyFormat format;
+  MemStorage storage;
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/missing.npy", Options(&storage));
+  CHECK(reader.status().code() == StatusCode::kNotFound);
+  CHECK(reader.status().message().find("/missing.npy") != std::string::npos);
+  ReaderOptions no_storage;
+  CHECK(format.OpenReader("/x.npy", no_storage).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("a header longer than the first 4 KiB takes one more request") {
+  NpyFormat format;
+  MemStorage storage;
+  // 2000 axes of length 1 and 3 samples: the dict is about 6 KB.
+  std::vector<std::uint64_t> shape(2000, 1);
+  shape.push_back(3);
+  Result<std::string> header = npz::EncodeNpyHeader("<i2", shape);
+  REQUIRE(header.ok());
+  REQUIRE(header->size() > kProbeSize);
+  std::vector<std::byte> bytes(header->size() + 6);
+  std::memcpy(bytes.data(), header->data(), header->size());
+  for (std::size_t i = 0; i < 6; ++i) bytes[header->size() + i] = std::byte(i + 1);
+  storage.SetBytes("/long.npy", bytes);
+  storage.SetLogging(true);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader("/long.npy", Options(&storage, true));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  std::vector<Request> log = storage.TakeLog();
+  storage.SetLogging(false);
+  REQUIRE(log.size() == 2);
+  CHECK((log[0].offset == 0 && log[0].length == kProbeSize));
+  CHECK((log[1].offset == kProbeSize && log[1].length == header->size() - kProbeSize));
+  CHECK((*reader)->num_samples() == 3);
+  Result<SampleView> s = (*reader)->ReadSample(1);
+  REQUIRE(s.ok());
+  REQUIRE(s->data.size() == 2);
+  CHECK(s->data[0] == std::byte{3});
+  CHECK(s->data[1] == std::byte{4});
+}
+
+TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
+  NpyFormat format;
+  MemStorage storage;
+  auto make = [&](const std::string& path, const std::string& descr,
+                  std::vector<std::uint64_t> shape, bool fortran, int major) {
+    Result<std::string> h = npz::EncodeNpyHeader(descr, shape, fortran);
+    REQUIRE(h.ok());
+    std::string header = *h;
+    if (major == 2) {
+      // Re-wrap the same dict with a 4-byte length field, padded to 64.
+      std::string dict = header.substr(10);
+      while ((12 + dict.size()) % 64 != 0) dict.insert(dict.size() - 1, " ");
+      header = std::string("\x93NUMPY\x02\x00", 8);
+      for (int i = 0; i < 4; ++i) header += static_cast<char>((dict.size() >> (8 * i)) & 0xFF);
+      header += dict;
+    }
+    Result<npz::NpyDtype> dtype = npz::ParseNpyDescr(descr);
+    const std::size_t itemsize = dtype.ok() ? dtype->itemsize : 8;  // 8 for object pointers
+    std::uint64_t count = 1;
+    for (std::uint64_t d : shape) count *= d;
+    std::vector<std::byte> bytes(header.size() + count * itemsize);
+    std::memcpy(bytes.data(), header.data(), header.size());
+    for (std::size_t i = header.size(); i < bytes.size(); ++i) bytes[i] = std::byte(i * 7 + 1);
+    storage.SetBytes(path, bytes);
+    return header.size();
+  };
+
+  SUBCASE("Fortran order (2, 3, 4) of int16") {
+    const std::size_t h = make("/f.npy", "<i2", {2, 3, 4}, true, 1);
+    const std::vector<std::byte> bytes = storage.Bytes("/f.npy");
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/f.npy", Options(&storage));
+    REQUIRE(reader.ok());
+    REQUIRE((*reader)->num_samples() == 4);
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      Result<SampleView> s = (*reader)->ReadSample(i);
+      REQUIRE(s.ok());
+      REQUIRE(s->data.size() == 2 * 3 * 2);
+      // Element (a, b) of sample i sits at a + 2 * b + 6 * i in Fortran order.
+      for (std::size_t a = 0; a < 2; ++a) {
+        for (std::size_t b = 0; b < 3; ++b) {
+          const std::size_t src = h + (a + 2 * b + 6 * i) * 2;
+          const std::size_t dst = (a * 3 + b) * 2;
+          CHECK(std::memcmp(s->data.data() + dst, bytes.data() + src, 2) == 0);
+        }
+      }
+    }
+  }
+  SUBCASE("1-D array: each sample is one element") {
+    const std::size_t h = make("/one_d.npy", "<i8", {5}, false, 1);
+    const std::vector<std::byte> bytes = storage.Bytes("/one_d.npy");
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader("/one_d.npy", Options(&storage, true, true));
+    REQUIRE(reader.ok());
+    REQUIRE((*reader)->num_samples() == 5);
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      Result<SampleView> s = (*reader)->ReadSample(i);
+      REQUIRE(s.ok());
+      CHECK(SameBytes(s->data, std::span<const std::byte>(bytes).subspan(h + i * 8, 8)));
+    }
+  }
+  SUBCASE("version 2.0 header") {
+    const std::size_t h = make("/v2.npy", "|u1", {3, 2}, false, 2);
+    CHECK(h % 64 == 0);
+    const std::vector<std::byte> bytes = storage.Bytes("/v2.npy");
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/v2.npy", Options(&storage));
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    auto* r = static_cast<NpyReader*>(reader->get());
+    CHECK(r->header().major_version == 2);
+    CHECK(r->header().header_size == h);
+    Result<SampleView> s = r->ReadSample(1);
+    REQUIRE(s.ok());
+    REQUIRE(s->data.size() == 3);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(s->data[j] == bytes[h + j * 2 + 1]);
+  }
+  SUBCASE("unsupported and 0-d arrays") {
+    make("/obj.npy", "|O", {3}, false, 1);
+    CHECK(OpenAndRead(format, storage, "/obj.npy").code() == StatusCode::kNotSupported);
+    make("/scalar.npy", "<f8", {}, false, 1);
+    Status s = OpenAndRead(format, storage, "/scalar.npy");
+    CHECK(s.code() == StatusCode::kNotSupported);
+    CHECK(s.message().find("/scalar.npy") != std::string::npos);
+  }
+  SUBCASE("empty array: a zero-length sample axis") {
+    make("/empty.npy", "<f4", {4, 0}, false, 1);
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/empty.npy", Options(&storage));
+    REQUIRE(reader.ok());
+    CHECK((*reader)->num_samples() == 0);
+    CHECK((*reader)->ReadSample(0).status().code() == StatusCode::kOutOfRange);
+  }
+}
+
+TEST_CASE("corruption is reported with path and offset") {
+  NpyFormat format;
+  MemStorage storage;
+  const std::string path = "/bad.npy";
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  REQUIRE(good.size() == 128 + 128);
+  auto with = [&](auto mutate) {
+    std::vector<std::byte> b = good;
+    mutate(b);
+    storage.SetBytes(path, b);
+  };
+
+  SUBCASE("truncated") {
+    for (std::size_t keep :
+         {std::size_t{0}, std::size_t{3}, std::size_t{7}, std::size_t{9}, std::size_t{60},
+          std::size_t{127}, std::size_t{128}, std::size_t{200}, good.size() - 1}) {
+      CAPTURE(keep);
+      with([&](std::vector<std::byte>& b) { b.resize(keep); });
+      for (bool decode : {true, false})
+        CheckCorruption(OpenAndRead(format, storage, path, decode), path);
+    }
+    with([&](std::vector<std::byte>& b) { b.resize(good.size() - 1); });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 255");
+  }
+  SUBCASE("magic") {
+    with([](std::vector<std::byte>& b) { b[1] = std::byte{'X'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY magic");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 0");
+  }
+  SUBCASE("not an npy file at all") {
+    storage.SetBytes(path, std::vector<std::byte>(300, std::byte{'P'}));
+    CheckCorruption(OpenAndRead(format, storage, path), path, "not an NPY file");
+  }
+  SUBCASE("version") {
+    with([](std::vector<std::byte>& b) { b[6] = std::byte{9}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "unsupported NPY version 9.0");
+  }
+  SUBCASE("dictionary") {
+    with([](std::vector<std::byte>& b) { b[10 + 2] = std::byte{'x'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "bad NPY header");
+    with([](std::vector<std::byte>& b) { b[10] = std::byte{'['}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 10");
+  }
+  SUBCASE("header length beyond numpy's limit") {
+    with([](std::vector<std::byte>& b) {
+      b[8] = std::byte{0xff};
+      b[9] = std::byte{0x7f};
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "numpy's limit");
+  }
+  SUBCASE("header length pointing past the end of the file") {
+    with([](std::vector<std::byte>& b) {
+      b[8] = std::byte{0x10};
+      b[9] = std::byte{0x27};  // 10000: allowed, but the file has 256 bytes
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "truncated file");
+  }
+  SUBCASE("shape larger than the file") {
+    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
+    const std::size_t at = text.find("(8, 8, 2)");
+    REQUIRE(at != std::string::npos);
+    with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "needs 144 bytes");
+  }
+  SUBCASE("the file shrinks between open and read") {
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    with([&](std::vector<std::byte>& b) { b.resize(200); });
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    CheckCorruption(s.status(), path, "at offset 200");
+    CHECK(storage.open_files() == 0);
+    // The next call starts a fresh load and fails the same way.
+    CheckCorruption((*reader)->ReadSample(1).status(), path, "truncated file");
+  }
+  SUBCASE("the header changes between loads") {
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    REQUIRE((*reader)->ReadSample(0).ok());
+    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
+    const std::size_t at = text.find("(8, 8, 2)");
+    with([&](std::vector<std::byte>& b) {
+      b[at + 4] = std::byte{'4'};  // (8, 4, 2): still fits in the file
+    });
+    CheckCorruption((*reader)->ReadSample(1).status(), path, "changed since the reader opened");
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("concurrent writers and readers share one format") {
+  NpyFormat format;
+  MemStorage storage;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FileSpec spec = MakeSpec(t % 2 ? "float32" : "uint8", {32, 32}, 3, 1000 + t,
+                               "/mt/" + std::to_string(t) + ".npy");
+      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      const std::vector<std::byte> payload = ReferencePayload(spec);
+      for (int round = 0; round < 5; ++round) {
+        Result<std::unique_ptr<FileReader>> r =
+            format.OpenReader(spec.path, Options(&storage, true, round % 2 == 1));
+        if (!r.ok()) {
+          ++failures;
+          continue;
+        }
+        for (std::uint64_t i = 0; i < 3; ++i) {
+          Result<SampleView> s = (*r)->ReadSample(i);
+          if (!s.ok() || !SameBytes(s->data, ReferenceSample(spec, payload, i))) ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("posix files round trip") {
+  TempDir dir;
+  NpyFormat format;
+  PosixStorage storage;
+  FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, (dir.path() / "p.npy").string());
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
+  CheckRoundTrip(format, storage, spec, false);
+  CheckRoundTrip(format, storage, spec, true);
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with numpy.
+
+TEST_CASE("numpy reads what we write and we read what numpy writes") {
+  if (!HaveNumpy()) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
+    return;
+  }
+  TempDir dir;
+  PosixStorage storage;
+  NpyFormat format;
+  const std::string py = kPython;
+  std::string out;
+
+  // Ours, checked by numpy: values, dtype, shape, and np.save of the loaded
+  // array reproduces the file byte for byte.
+  const fs::path check = dir.path() / "check.py";
+  {
+    std::ofstream s(check);
+    s << "import io, sys, numpy as np\n"
+         "path, ref, dtype, shape = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]\n"
+         "x = np.load(path)\n"
+         "assert x.dtype == np.dtype(dtype), (x.dtype, dtype)\n"
+         "assert x.shape == tuple(int(v) for v in shape.split(',')), x.shape\n"
+         "assert x.tobytes() == open(ref, 'rb').read(), 'data differ from the reference'\n"
+         "buf = io.BytesIO()\n"
+         "np.save(buf, x)\n"
+         "assert buf.getvalue() == open(path, 'rb').read(), 'np.save writes different bytes'\n"
+         "print('ok', path, x.dtype, x.shape)\n";
+  }
+  struct Case {
+    const char* dtype;
+    std::vector<std::uint64_t> shape;
+    std::uint64_t samples;
+  };
+  const Case cases[] = {{"uint8", {16, 16}, 2},
+                        {"float32", {5, 7}, 3},
+                        {"bool", {9}, 4},
+                        {"int64", {3, 2, 2}, 5},
+                        {"float16", {100}, 1}};
+  int k = 0;
+  for (const Case& c : cases) {
+    FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, 50 + k,
+                             (dir.path() / ("ours_" + std::to_string(k) + ".npy")).string());
+    ++k;
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    const std::string ref = spec.path + ".ref";
+    {
+      const std::vector<std::byte> payload = ReferencePayload(spec);
+      std::ofstream r(ref, std::ios::binary);
+      r.write(reinterpret_cast<const char*>(payload.data()),
+              static_cast<std::streamsize>(payload.size()));
+    }
+    std::string shape;
+    for (std::uint64_t d : spec.sample_shape) shape += std::to_string(d) + ",";
+    shape += std::to_string(spec.num_samples);
+    const int rc =
+        Run(py + " " + check.string() + " " + spec.path + " " + ref + " " + c.dtype + " " + shape,
+            &out);
+    CHECK_MESSAGE(rc == 0, (spec.path + ": " + out));
+  }
+
+  // numpy's, read back sample by sample.
+  const fs::path make = dir.path() / "make.py";
+  {
+    std::ofstream s(make);
+    s << "import sys, numpy as np\n"
+         "d = sys.argv[1]\n"
+         "rng = np.random.default_rng(5)\n"
+         "arrays = {\n"
+         "  'c_u16': rng.integers(0, 60000, (3, 4, 5)).astype('<u2'),\n"
+         "  'f_f8': np.asfortranarray(rng.random((3, 4, 2))),\n"
+         "  'f_i2': np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')),\n"
+         "  'be_i4': rng.integers(-5, 5, (4, 3)).astype('>i4'),\n"
+         "  'one_d': np.arange(5, dtype='<i8'),\n"
+         "  'b1_4d': rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1'),\n"
+         "}\n"
+         "for name, x in arrays.items():\n"
+         "    np.save(d + '/' + name + '.npy', x)\n"
+         "    for i in range(x.shape[-1]):\n"
+         "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
+  }
+  const fs::path foreign = dir.path() / "foreign";
+  fs::create_directories(foreign);
+  int rc = Run(py + " " + make.string() + " " + foreign.string(), &out);
+  REQUIRE_MESSAGE(rc == 0, out);
+  for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", "b1_4d"}) {
+    CAPTURE(name);
+    const std::string path = (foreign / (std::string(name) + ".npy")).string();
+    for (bool keep : {false, true}) {
+      Result<std::unique_ptr<FileReader>> reader =
+          format.OpenReader(path, Options(&storage, true, keep));
+      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
+        Result<SampleView> s = (*reader)->ReadSample(i);
+        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+        const std::string expected =
+            ReadText(foreign / (std::string(name) + "." + std::to_string(i)));
+        CHECK(SameBytes(s->data, AsBytes(expected)));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (not run by default: --no-skip -tc='*throughput*').
+
+TEST_CASE("throughput: 16 files x 16 samples of 64 KiB" * doctest::skip()) {
+  TempDir dir;
+  PosixStorage storage;
+  NpyFormat format;
+  constexpr int kFiles = 16;
+  constexpr std::uint64_t kSamples = 16;
+  std::vector<FileSpec> specs;
+  for (int f = 0; f < kFiles; ++f) {
+    specs.push_back(MakeSpec("uint8", {256, 256}, kSamples, static_cast<std::uint64_t>(f),
+                             (dir.path() / ("t_" + std::to_string(f) + ".npy")).string()));
+  }
+  double bytes = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const FileSpec& spec : specs) {
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    bytes += static_cast<double>(*format.ExpectedFileSize(spec));
+  }
+  const double write_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("generation: " << bytes / (1 << 20) / write_s << " MiB/s (" << bytes / (1 << 20)
+                         << " MiB in " << write_s << " s)");
+  for (bool keep : {false, true}) {
+    for (bool decode : {true, false}) {
+      // Warm-up pass, then the measured pass (page cache).
+      double best = 0;
+      for (int pass = 0; pass < 3; ++pass) {
+        auto t1 = std::chrono::steady_clock::now();
+        for (const FileSpec& spec : specs) {
+          if (keep) {
+            Result<std::unique_ptr<FileReader>> r =
+                format.OpenReader(spec.path, Options(&storage, decode, true));
+            REQUIRE(r.ok());
+            for (std::uint64_t i = 0; i < kSamples; ++i) REQUIRE((*r)->ReadSample(i).ok());
+          } else {
+            for (std::uint64_t i = 0; i < kSamples; ++i) {
+              Result<std::unique_ptr<FileReader>> r =
+                  format.OpenReader(spec.path, Options(&storage, decode, false));
+              REQUIRE(r.ok());
+              REQUIRE((*r)->ReadSample(i).ok());
+            }
+          }
+        }
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        best = std::max(best, kFiles * kSamples / s);
+      }
+      MESSAGE(std::string(keep ? "memory" : "on_demand")
+              << " decode=" << decode << ": " << best << " samples/s");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::npy

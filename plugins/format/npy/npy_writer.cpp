@@ -1,0 +1,169 @@
+#include "npy_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "npz/npy_header.h"
+
+namespace iomimic::npy {
+namespace {
+
+// Largest array accepted, so that every offset computation stays far from
+// 64-bit overflow.
+constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
+// Smallest write chunk.
+constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
+
+std::vector<std::uint64_t> ArrayShape(const FileSpec& spec) {
+  std::vector<std::uint64_t> shape = spec.sample_shape;
+  shape.push_back(spec.num_samples);
+  return shape;
+}
+
+Status WriteNpyFileImpl(Storage& storage, File& file, const FileSpec& spec,
+                        const WriterOptions& options) {
+  IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec));
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string header, EncodeHeader(spec));
+  const std::uint64_t data_bytes = spec.sample_bytes() * spec.num_samples;
+  const std::uint64_t total = header.size() + data_bytes;
+
+  std::size_t align = storage.capabilities().alignment;
+  if (align == 0) align = 1;
+  std::size_t chunk = std::max(options.chunk_size, kMinChunkSize);
+  chunk = (chunk + align - 1) / align * align;
+  // Small files need no more than their own size (rounded to the alignment).
+  if (total < chunk) chunk = static_cast<std::size_t>((total + align - 1) / align * align);
+
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk));
+  ContentStream content(spec.seed, spec.element_type.descr == "|b1");
+  for (std::uint64_t pos = 0; pos < total;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, total - pos));
+    std::span<std::byte> out = buffer.span().first(n);
+    std::size_t filled = 0;
+    if (pos < header.size()) {
+      filled = std::min(n, static_cast<std::size_t>(header.size() - pos));
+      std::memcpy(out.data(), header.data() + pos, filled);
+    }
+    content.Fill(out.subspan(filled));
+    Status s = file.WriteAt(pos, out);
+    if (!s.ok()) return s.WithContext("npy: writing " + spec.path);
+    pos += n;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void ContentStream::Fill(std::span<std::byte> out) {
+  std::span<std::byte> rest = out;
+  const std::size_t from_carry = std::min(rest.size(), sizeof(carry_) - carry_begin_);
+  if (from_carry > 0) {
+    std::memcpy(rest.data(), carry_ + carry_begin_, from_carry);
+    carry_begin_ += from_carry;
+    rest = rest.subspan(from_carry);
+  }
+  const std::size_t whole = rest.size() / 8 * 8;
+  if (whole > 0) {
+    rng_.Fill(rest.first(whole));
+    rest = rest.subspan(whole);
+  }
+  if (!rest.empty()) {
+    const std::uint64_t v = rng_.Next();
+    std::memcpy(carry_, &v, sizeof(carry_));
+    std::memcpy(rest.data(), carry_, rest.size());
+    carry_begin_ = rest.size();
+  }
+  if (boolean_) {
+    for (std::byte& b : out) b &= std::byte{1};
+  }
+}
+
+Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
+  Result<Buffer> made = storage.Allocate(size);
+  if (!made.ok()) {
+    return made.status().WithContext("npy: allocating " + std::to_string(size) + " bytes");
+  }
+  if (made->host_accessible() && made->size() >= size) return made;
+  std::size_t align = storage.capabilities().alignment;
+  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
+  if (size != 0 && host.empty()) {
+    return Status::ResourceExhausted("npy: cannot allocate " + std::to_string(size) +
+                                     " bytes of host memory");
+  }
+  return host;
+}
+
+Status ValidateSpec(const FileSpec& spec) {
+  if (spec.sample_shape.empty()) {
+    return Status::InvalidArgument(
+        "npy: sample_shape is empty (the array needs at least one dimension besides the sample "
+        "axis)");
+  }
+  for (std::uint64_t d : spec.sample_shape) {
+    if (d == 0) return Status::InvalidArgument("npy: sample_shape has a zero dimension");
+  }
+  if (spec.num_samples == 0) {
+    return Status::InvalidArgument("npy: num_samples must be at least 1");
+  }
+  Result<npz::NpyDtype> dtype = npz::ParseNpyDescr(spec.element_type.descr);
+  if (!dtype.ok()) {
+    return Status::InvalidArgument("npy: element type '" + spec.element_type.name +
+                                   "': " + dtype.status().message());
+  }
+  if (dtype->itemsize != spec.element_type.size || spec.element_type.size == 0) {
+    return Status::InvalidArgument("npy: element type '" + spec.element_type.name + "' has size " +
+                                   std::to_string(spec.element_type.size) + " but descr '" +
+                                   spec.element_type.descr + "' means " +
+                                   std::to_string(dtype->itemsize));
+  }
+  if (spec.compression != "none") {
+    return Status::NotSupported("npy: compression '" + spec.compression +
+                                "' is not supported (np.save writes uncompressed arrays; use "
+                                "compression none, or format npz with zip)");
+  }
+  std::uint64_t bytes = spec.element_type.size;
+  for (std::uint64_t d : spec.sample_shape) {
+    if (bytes > kMaxPayloadBytes / d) return Status::InvalidArgument("npy: sample too large");
+    bytes *= d;
+  }
+  if (bytes > kMaxPayloadBytes / spec.num_samples) {
+    return Status::InvalidArgument("npy: file too large (sample_bytes * num_samples)");
+  }
+  return Status::OK();
+}
+
+Result<std::string> EncodeHeader(const FileSpec& spec) {
+  const std::vector<std::uint64_t> shape = ArrayShape(spec);
+  Result<std::string> header = npz::EncodeNpyHeader(spec.element_type.descr, shape);
+  if (!header.ok()) return header.status().WithContext("npy");
+  return header;
+}
+
+Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
+  IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec));
+  try {
+    IOMIMIC_ASSIGN_OR_RETURN(const std::string header, EncodeHeader(spec));
+    return header.size() + spec.sample_bytes() * spec.num_samples;
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("npy: out of memory computing the file size");
+  }
+}
+
+Status WriteNpyFile(Storage& storage, File& file, const FileSpec& spec,
+                    const WriterOptions& options) {
+  try {
+    return WriteNpyFileImpl(storage, file, spec, options);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("npy: out of memory writing " + spec.path);
+  } catch (const std::exception& e) {
+    return Status::Internal("npy: writing " + spec.path + ": " + e.what());
+  } catch (...) {
+    return Status::Internal("npy: writing " + spec.path + ": unknown exception");
+  }
+}
+
+}  // namespace iomimic::npy

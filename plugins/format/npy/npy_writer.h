@@ -1,0 +1,76 @@
+// Writing .npy files the way DLIO's npy_generator does: np.save(path, x).
+//
+// x is the array DLIO's npz generator stores as "x": shape
+// (*sample_shape, num_samples) (the sample index on the last axis), C order,
+// dtype spec.element_type.descr. The file is an NPY v1.0 header exactly as
+// numpy 1.24's np.save writes it (magic, version, little-endian header length,
+// the dict padded with spaces and '\n' so the data start on a 64-byte
+// boundary; version 2.0 only when the dict exceeds 65535 bytes) followed by
+// the raw array bytes.
+//
+// The content of x is the byte stream of iomimic::Xoshiro256(spec.seed), as
+// if produced by one Fill over the whole array (bool arrays keep only the
+// lowest bit of each byte, so they hold 0 and 1). Large files stream through
+// one chunk buffer written at chunk-aligned offsets.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "iomimic/buffer.h"
+#include "iomimic/format.h"
+#include "iomimic/random.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+namespace iomimic::npy {
+
+struct WriterOptions {
+  // Bytes per write request (at least 64 KiB, rounded up to the storage
+  // alignment).
+  std::size_t chunk_size = std::size_t{4} << 20;
+};
+
+// The byte stream that fills x: Xoshiro256 output as if produced by a single
+// Xoshiro256::Fill over the whole array, however the caller splits it.
+class ContentStream {
+ public:
+  // `boolean`: reduce every byte to 0 or 1 (for '|b1' arrays).
+  ContentStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
+
+  // Writes the next out.size() bytes of the stream into `out`.
+  void Fill(std::span<std::byte> out);
+
+ private:
+  Xoshiro256 rng_;
+  bool boolean_;
+  std::byte carry_[8] = {};
+  std::size_t carry_begin_ = sizeof(carry_);  // carry_[carry_begin_..8) are unused
+};
+
+// A buffer of at least `size` bytes that host code can fill: from
+// storage.Allocate() when that gives host-accessible memory, otherwise plain
+// aligned host memory.
+Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
+
+// Checks that `spec` can be written: a non-empty sample shape with no zero
+// dimension, at least one sample, a known element type whose descr matches
+// its size, compression none (np.save does not compress) and sizes that fit
+// in 64 bits.
+Status ValidateSpec(const FileSpec& spec);
+
+// The NPY header (preamble, length, dict, padding) for `spec`.
+Result<std::string> EncodeHeader(const FileSpec& spec);
+
+// The exact size WriteNpyFile produces: header plus sample_bytes * num_samples.
+Result<std::uint64_t> ComputeFileSize(const FileSpec& spec);
+
+// Writes the file for `spec` into `file` (open for writing, empty) through
+// File::WriteAt only, with a chunk buffer from `storage`. Never throws.
+Status WriteNpyFile(Storage& storage, File& file, const FileSpec& spec,
+                    const WriterOptions& options);
+
+}  // namespace iomimic::npy

@@ -1,0 +1,90 @@
+#include "synthetic_format.h"
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "iomimic/plugin.h"
+
+namespace iomimic::synthetic {
+
+std::string FileText(std::uint64_t file_index) { return std::to_string(file_index); }
+
+Result<SampleView> SyntheticReader::ReadSample(std::uint64_t) { return SampleView{}; }
+
+std::string SyntheticFormat::name() const { return "synthetic"; }
+
+FormatTraits SyntheticFormat::traits() const {
+  FormatTraits t;
+  t.extension = "synthetic";
+  t.multi_sample_files = true;
+  t.partial_reads = true;
+  t.needs_host_decode = false;
+  t.predictable_size = true;
+  return t;
+}
+
+Status SyntheticFormat::Validate(const FileSpec& spec) const {
+  if (spec.num_samples == 0) {
+    return Status::InvalidArgument("synthetic: num_samples must be at least 1");
+  }
+  return Status::OK();
+}
+
+Result<std::uint64_t> SyntheticFormat::ExpectedFileSize(const FileSpec& spec) const {
+  IOMIMIC_RETURN_IF_ERROR(Validate(spec));
+  return FileText(spec.file_index).size();
+}
+
+Status SyntheticFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
+  try {
+    IOMIMIC_RETURN_IF_ERROR(Validate(spec));
+    const std::string text = FileText(spec.file_index);
+    // A buffer from the storage, so that back ends with alignment needs
+    // (O_DIRECT) get memory they accept.
+    Result<Buffer> buffer = storage.Allocate(text.size());
+    if (!buffer.ok()) return buffer.status().WithContext("synthetic: writing " + spec.path);
+    Buffer host;
+    std::byte* out = nullptr;
+    if (buffer->host_accessible() && buffer->size() >= text.size()) {
+      out = buffer->data();
+    } else {
+      host = Buffer::AllocateHost(text.size(), 64);
+      if (host.empty()) {
+        return Status::ResourceExhausted("synthetic: cannot allocate " +
+                                         std::to_string(text.size()) + " bytes");
+      }
+      out = host.data();
+    }
+    std::memcpy(out, text.data(), text.size());
+    Status s = file.WriteAt(0, std::span<const std::byte>(out, text.size()));
+    if (!s.ok()) return s.WithContext("synthetic: writing " + spec.path);
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("synthetic: out of memory writing " + spec.path);
+  } catch (const std::exception& e) {
+    return Status::Internal("synthetic: writing " + spec.path + ": " + e.what());
+  }
+}
+
+Result<std::unique_ptr<FileReader>> SyntheticFormat::OpenReader(const std::string&,
+                                                                const ReaderOptions&) {
+  try {
+    return std::unique_ptr<FileReader>(std::make_unique<SyntheticReader>());
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("synthetic: out of memory creating a reader");
+  }
+}
+
+}  // namespace iomimic::synthetic
+
+IOMIMIC_DEFINE_FORMAT_PLUGIN(
+    "synthetic", "1.0.0",
+    "DLIO's synthetic format: tiny text files holding the file index; reading performs no I/O "
+    "(measures the input pipeline alone; samples report 0 bytes)",
+    IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS, IOMIMIC_NO_OPTIONS,
+    [](const iomimic::PluginContext&) -> iomimic::Result<std::unique_ptr<iomimic::Format>> {
+      return std::unique_ptr<iomimic::Format>(
+          std::make_unique<iomimic::synthetic::SyntheticFormat>());
+    });

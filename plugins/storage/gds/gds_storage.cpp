@@ -1,0 +1,777 @@
+#include "gds_storage.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <new>
+#include <set>
+#include <shared_mutex>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "device_path.h"
+#include "h2d_model.h"
+
+namespace iomimic::gds {
+namespace {
+
+constexpr std::uint64_t kMaxFileOffset =
+    static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
+
+std::string At(const std::string& path, std::uint64_t offset) {
+  return path + " at offset " + std::to_string(offset);
+}
+
+std::size_t RoundUp(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::uint64_t Nanos(Clock::duration d) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+struct GdsOptions {
+  PathOptions path;
+  bool direct = false;
+  std::size_t staging_size = 4u << 20;
+  std::size_t allocation_cache = 256u << 20;
+  bool report = false;
+};
+
+// Where a destination range lies relative to the device allocations.
+enum class Where : std::uint8_t { kHost, kDevice, kStraddles };
+
+struct Lookup {
+  Where where = Where::kHost;
+  std::byte* base = nullptr;  // the device block holding the range (kDevice)
+};
+
+// The address ranges of live device allocations, to tell a device
+// destination from a host one. Thread-safe; lookups share a lock.
+class DeviceRegistry {
+ public:
+  void Add(std::byte* base, std::size_t size) {
+    std::unique_lock lock(mu_);
+    regions_[Key(base)] = size;
+  }
+
+  void Remove(std::byte* base) {
+    std::unique_lock lock(mu_);
+    regions_.erase(Key(base));
+  }
+
+  Lookup Find(const std::byte* data, std::size_t size) const {
+    const std::uintptr_t begin = Key(data);
+    const std::uintptr_t end = begin + size;
+    std::shared_lock lock(mu_);
+    auto next = regions_.upper_bound(begin);  // first region starting after `begin`
+    if (next != regions_.end() && next->first < end) return {Where::kStraddles, nullptr};
+    if (next == regions_.begin()) return {Where::kHost, nullptr};
+    auto holder = std::prev(next);
+    const std::uintptr_t region_end = holder->first + holder->second;
+    if (begin >= region_end) return {Where::kHost, nullptr};
+    if (end > region_end) return {Where::kStraddles, nullptr};
+    return {Where::kDevice, reinterpret_cast<std::byte*>(holder->first)};
+  }
+
+ private:
+  static std::uintptr_t Key(const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+  mutable std::shared_mutex mu_;
+  std::map<std::uintptr_t, std::size_t> regions_;
+};
+
+// Host staging buffers, created on demand (one per concurrently reading
+// thread) and kept for reuse: pinned allocations are too slow to make per
+// read.
+class StagingPool {
+ public:
+  StagingPool(DevicePath* path, std::size_t capacity) : path_(path), capacity_(capacity) {}
+  StagingPool(const StagingPool&) = delete;
+  StagingPool& operator=(const StagingPool&) = delete;
+  ~StagingPool() {
+    for (StagingBuffer& b : free_) path_->DeleteStaging(b);
+  }
+
+  // A buffer held for the lease's lifetime.
+  class Lease {
+   public:
+    Lease(StagingPool* pool, StagingBuffer buffer) : pool_(pool), buffer_(buffer) {}
+    Lease(Lease&& other) noexcept
+        : pool_(std::exchange(other.pool_, nullptr)), buffer_(other.buffer_) {}
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (pool_ != nullptr) pool_->Return(buffer_);
+    }
+    StagingBuffer& buffer() { return buffer_; }
+
+   private:
+    StagingPool* pool_;
+    StagingBuffer buffer_;
+  };
+
+  Result<Lease> Acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        StagingBuffer b = free_.back();
+        free_.pop_back();
+        return Lease(this, b);
+      }
+    }
+    IOMIMIC_ASSIGN_OR_RETURN(StagingBuffer b, path_->NewStaging(capacity_));
+    return Lease(this, b);
+  }
+
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  void Return(StagingBuffer buffer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    try {
+      free_.push_back(buffer);
+    } catch (...) {
+      path_->DeleteStaging(buffer);
+    }
+  }
+
+  DevicePath* path_;
+  const std::size_t capacity_;
+  std::mutex mu_;
+  std::vector<StagingBuffer> free_;
+};
+
+struct Counters {
+  std::atomic<std::uint64_t> device_reads{0};
+  std::atomic<std::uint64_t> device_bytes{0};
+  std::atomic<std::uint64_t> storage_nanos{0};
+  std::atomic<std::uint64_t> h2d_nanos{0};
+  std::atomic<std::uint64_t> host_reads{0};
+  std::atomic<std::uint64_t> host_bytes{0};
+  std::atomic<std::uint64_t> allocations{0};
+  std::atomic<std::uint64_t> cache_hits{0};
+};
+
+}  // namespace
+
+// Everything the storage, its files and its buffers share. Buffers keep it
+// alive, so a buffer released after the storage still frees correctly.
+struct State {
+  State(GdsOptions opts, PathSelection selection, int rank_in)
+      : options(std::move(opts)),
+        path(std::move(selection.path)),
+        reason(std::move(selection.reason)),
+        data_path(DataPathName(path->kind())),
+        direct_reads(options.direct || path->reads_directly()),
+        rank(rank_in),
+        staging(path.get(), options.staging_size) {}
+
+  ~State() {
+    for (auto& [size, block] : cache) path->FreeDevice(block, size);
+  }
+
+  // Device memory of `size` bytes, from the release cache when a block of
+  // the same rounded size is there.
+  Result<std::byte*> AllocateDevice(std::size_t size) {
+    const std::size_t rounded = RoundUp(size, kBlockAlignment);
+    std::byte* block = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(cache_mu);
+      auto it = cache.find(rounded);
+      if (it != cache.end()) {
+        block = it->second;
+        cache.erase(it);
+        cached_bytes -= rounded;
+        counters.cache_hits.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (block == nullptr) {
+      IOMIMIC_ASSIGN_OR_RETURN(void* fresh, path->AllocateDevice(rounded));
+      block = static_cast<std::byte*>(fresh);
+    }
+    try {
+      registry.Add(block, rounded);
+    } catch (...) {
+      path->FreeDevice(block, rounded);
+      throw;  // std::bad_alloc, turned into ResourceExhausted by Allocate
+    }
+    counters.allocations.fetch_add(1, std::memory_order_relaxed);
+    return block;
+  }
+
+  // Takes a block back: keeps it for reuse while the cache has room.
+  void ReleaseDevice(std::byte* block, std::size_t size) {
+    const std::size_t rounded = RoundUp(size, kBlockAlignment);
+    registry.Remove(block);
+    {
+      std::lock_guard<std::mutex> lock(cache_mu);
+      if (cached_bytes + rounded <= options.allocation_cache) {
+        try {
+          cache.emplace(rounded, block);
+          cached_bytes += rounded;
+          return;
+        } catch (...) {
+          // Fall through and free it.
+        }
+      }
+    }
+    path->FreeDevice(block, rounded);
+  }
+
+  const GdsOptions options;
+  const std::unique_ptr<DevicePath> path;
+  const std::string reason;
+  const std::string data_path;
+  const bool direct_reads;  // read descriptors are O_DIRECT
+  const int rank;
+  DeviceRegistry registry;
+  StagingPool staging;  // destroyed before `path`, which frees its buffers
+  Counters counters;
+  std::mutex cache_mu;
+  std::multimap<std::size_t, std::byte*> cache;  // rounded size -> free block
+  std::size_t cached_bytes = 0;
+};
+
+namespace {
+
+// Frees a device buffer; `context` is a heap-held reference to the State.
+void ReleaseDeviceBuffer(void* context, void* data, std::size_t size) {
+  auto* state = static_cast<std::shared_ptr<State>*>(context);
+  (*state)->ReleaseDevice(static_cast<std::byte*>(data), size);
+  delete state;
+}
+
+// pread until `size` bytes, end of file, or (O_DIRECT) a short read that
+// ends off the block grid, which also means end of file.
+Result<std::size_t> PreadFully(int fd, std::byte* data, std::size_t size, std::uint64_t offset,
+                               bool direct, const std::string& path) {
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, data + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno,
+                               "pread " + At(path, offset + done) + (direct ? " (O_DIRECT)" : ""));
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+    if (direct && static_cast<std::size_t>(n) % kBlockAlignment != 0) break;
+  }
+  return done;
+}
+
+// One chunk read into staging memory: `data` points at the bytes of the
+// requested offset. `asked` is how many of them the chunk tried to read;
+// `size` < `asked` means end of file.
+struct Chunk {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+  std::size_t asked = 0;
+};
+
+// Reads up to `want` bytes at `offset` into `staging`. With O_DIRECT the
+// read covers whole blocks around the range, so a chunk holds at most the
+// staging capacity minus the offset's position in its block; callers loop.
+Result<Chunk> ReadChunk(int fd, bool direct, std::uint64_t offset, std::size_t want,
+                        StagingBuffer& staging, const std::string& path) {
+  if (!direct) {
+    const std::size_t asked = std::min(want, staging.capacity);
+    IOMIMIC_ASSIGN_OR_RETURN(std::size_t got,
+                             PreadFully(fd, staging.data, asked, offset, false, path));
+    return Chunk{staging.data, got, asked};
+  }
+  const std::uint64_t aligned = offset / kBlockAlignment * kBlockAlignment;
+  const std::size_t head = static_cast<std::size_t>(offset - aligned);
+  const std::size_t asked = std::min(want, staging.capacity - head);
+  const std::size_t length = RoundUp(head + asked, kBlockAlignment);
+  IOMIMIC_ASSIGN_OR_RETURN(std::size_t got,
+                           PreadFully(fd, staging.data, length, aligned, true, path));
+  const std::size_t usable = got > head ? std::min(got - head, asked) : 0;
+  return Chunk{staging.data + head, usable, asked};
+}
+
+class GdsFile final : public File {
+ public:
+  GdsFile(std::shared_ptr<State> state, std::string path, int read_fd, int write_fd)
+      : state_(std::move(state)), path_(std::move(path)), read_fd_(read_fd), write_fd_(write_fd) {}
+  ~GdsFile() override { (void)Close(); }
+
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    try {
+      return ReadAtImpl(offset, destination);
+    } catch (const std::bad_alloc&) {
+      return Status::ResourceExhausted("out of memory reading " + At(path_, offset));
+    } catch (const std::exception& e) {
+      return Status::Internal("reading " + At(path_, offset) + ": " + e.what());
+    } catch (...) {
+      return Status::Internal("reading " + At(path_, offset) + ": unknown exception");
+    }
+  }
+
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+    if (closed_) return Status::InvalidArgument(path_ + ": write on a closed file");
+    if (write_fd_ < 0) {
+      return Status::InvalidArgument(path_ + ": opened for reading only; cannot write at offset " +
+                                     std::to_string(offset));
+    }
+    if (source.empty()) return Status::OK();
+    if (state_->registry.Find(source.data(), source.size()).where != Where::kHost) {
+      return Status::NotSupported(
+          "pwrite " + At(path_, offset) +
+          ": the source is device memory; the gds back end writes from host memory only "
+          "(GDS writes are out of scope)");
+    }
+    std::size_t done = 0;
+    while (done < source.size()) {
+      ssize_t n = ::pwrite(write_fd_, source.data() + done, source.size() - done,
+                           static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "pwrite " + At(path_, offset + done));
+      }
+      if (n == 0) return Status::IOError("pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
+      done += static_cast<std::size_t>(n);
+    }
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    if (closed_) return Status::InvalidArgument(path_ + ": sync on a closed file");
+    if (::fsync(write_fd_ >= 0 ? write_fd_ : read_fd_) != 0) {
+      return Status::FromErrno(errno, "fsync " + path_);
+    }
+    return Status::OK();
+  }
+
+  Result<std::uint64_t> Size() override {
+    if (closed_) return Status::InvalidArgument(path_ + ": size of a closed file");
+    struct stat st {};
+    if (::fstat(read_fd_ >= 0 ? read_fd_ : write_fd_, &st) != 0) {
+      return Status::FromErrno(errno, "fstat " + path_);
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+
+  Status Close() override {
+    if (closed_) return Status::OK();
+    closed_ = true;
+    if (handle_ != nullptr) state_->path->DeregisterFile(handle_);
+    handle_ = nullptr;
+    Status result;
+    if (read_fd_ >= 0 && ::close(read_fd_) != 0) {
+      result = Status::FromErrno(errno, "close " + path_);
+    }
+    if (write_fd_ >= 0 && write_fd_ != read_fd_ && ::close(write_fd_) != 0 && result.ok()) {
+      result = Status::FromErrno(errno, "close " + path_);
+    }
+    read_fd_ = write_fd_ = -1;
+    return result;
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  Result<std::size_t> ReadAtImpl(std::uint64_t offset, std::span<std::byte> destination) {
+    if (closed_) return Status::InvalidArgument(path_ + ": read on a closed file");
+    if (read_fd_ < 0) {
+      return Status::InvalidArgument(path_ + ": opened for writing only; cannot read at offset " +
+                                     std::to_string(offset));
+    }
+    if (destination.empty()) return std::size_t{0};
+    if (offset > kMaxFileOffset || destination.size() > kMaxFileOffset - offset) {
+      return Status::InvalidArgument("read of " + std::to_string(destination.size()) +
+                                     " bytes at " + At(path_, offset) +
+                                     " goes beyond the largest file offset");
+    }
+    Lookup where = state_->registry.Find(destination.data(), destination.size());
+    switch (where.where) {
+      case Where::kHost:
+        return ReadToHost(offset, destination);
+      case Where::kDevice:
+        return ReadToDevice(offset, destination, where.base);
+      case Where::kStraddles:
+        break;
+    }
+    return Status::InvalidArgument("read of " + std::to_string(destination.size()) + " bytes at " +
+                                   At(path_, offset) +
+                                   ": the destination crosses the edge of a device buffer "
+                                   "allocated by this storage");
+  }
+
+  // The host destination rule: a plain pread into the caller's memory.
+  Result<std::size_t> ReadToHost(std::uint64_t offset, std::span<std::byte> destination) {
+    std::size_t done = 0;
+    if (!state_->direct_reads) {
+      IOMIMIC_ASSIGN_OR_RETURN(
+          done, PreadFully(read_fd_, destination.data(), destination.size(), offset, false, path_));
+    } else {
+      // O_DIRECT needs block-aligned offsets, lengths and memory: bounce.
+      IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease lease, state_->staging.Acquire());
+      while (done < destination.size()) {
+        const std::size_t want = destination.size() - done;
+        IOMIMIC_ASSIGN_OR_RETURN(
+            Chunk chunk, ReadChunk(read_fd_, true, offset + done, want, lease.buffer(), path_));
+        std::memcpy(destination.data() + done, chunk.data, chunk.size);
+        done += chunk.size;
+        if (chunk.size < chunk.asked) break;  // end of file
+      }
+    }
+    state_->counters.host_reads.fetch_add(1, std::memory_order_relaxed);
+    state_->counters.host_bytes.fetch_add(done, std::memory_order_relaxed);
+    return done;
+  }
+
+  Result<std::size_t> ReadToDevice(std::uint64_t offset, std::span<std::byte> destination,
+                                   std::byte* block) {
+    DevicePath& device = *state_->path;
+    Counters& counters = state_->counters;
+    std::size_t done = 0;
+    if (device.reads_directly()) {
+      const Clock::time_point start = Clock::now();
+      if (handle_ == nullptr) {
+        // Registered on the first device read: files read only into host
+        // memory (headers) never pay for it.
+        Result<CufileHandle> handle = device.RegisterFile(read_fd_);
+        if (!handle.ok()) return handle.status().WithContext(path_);
+        handle_ = *handle;
+      }
+      const std::size_t device_offset = static_cast<std::size_t>(destination.data() - block);
+      while (done < destination.size()) {
+        Result<std::size_t> n = device.ReadDirect(handle_, block, device_offset + done,
+                                                  destination.size() - done, offset + done);
+        if (!n.ok()) return n.status().WithContext(At(path_, offset + done));
+        if (*n == 0) break;
+        done += *n;
+      }
+      counters.storage_nanos.fetch_add(Nanos(Clock::now() - start), std::memory_order_relaxed);
+    } else {
+      IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease lease, state_->staging.Acquire());
+      Clock::duration storage{};
+      Clock::duration h2d{};
+      while (done < destination.size()) {
+        const std::size_t want = std::min(destination.size() - done, lease.buffer().capacity);
+        const Clock::time_point t0 = Clock::now();
+        IOMIMIC_ASSIGN_OR_RETURN(
+            Chunk chunk,
+            ReadChunk(read_fd_, state_->direct_reads, offset + done, want, lease.buffer(), path_));
+        const Clock::time_point t1 = Clock::now();
+        storage += t1 - t0;
+        if (chunk.size > 0) {
+          Status copied = device.HostToDevice(destination.data() + done, chunk.data, chunk.size,
+                                              lease.buffer());
+          if (!copied.ok()) {
+            return copied.WithContext("staging " + std::to_string(chunk.size) +
+                                      " bytes read from " + At(path_, offset + done));
+          }
+          h2d += Clock::now() - t1;
+        }
+        done += chunk.size;
+        if (chunk.size < chunk.asked) break;  // end of file
+      }
+      counters.storage_nanos.fetch_add(Nanos(storage), std::memory_order_relaxed);
+      counters.h2d_nanos.fetch_add(Nanos(h2d), std::memory_order_relaxed);
+    }
+    counters.device_reads.fetch_add(1, std::memory_order_relaxed);
+    counters.device_bytes.fetch_add(done, std::memory_order_relaxed);
+    return done;
+  }
+
+  std::shared_ptr<State> state_;
+  std::string path_;
+  int read_fd_;
+  int write_fd_;
+  CufileHandle handle_ = nullptr;
+  bool closed_ = false;
+};
+
+Result<GdsOptions> ParseOptions(const PluginOptions& given) {
+  // Errors get "storage plugin 'gds': " from the loader; parse without an
+  // owner so that it is not repeated.
+  const PluginOptions opts("", given.values());
+  GdsOptions out;
+  IOMIMIC_ASSIGN_OR_RETURN(out.path.mode, opts.GetString("mode", "auto"));
+  if (out.path.mode != "auto" && out.path.mode != "cufile" && out.path.mode != "cuda-bounce" &&
+      out.path.mode != "emulated") {
+    return Status::InvalidArgument("option 'mode' = '" + out.path.mode +
+                                   "' is not one of auto, cufile, cuda-bounce, emulated");
+  }
+  // Bandwidth: a byte count per second, "/s" optional ("25G", "25G/s").
+  IOMIMIC_ASSIGN_OR_RETURN(std::string bandwidth, opts.GetString("h2d_bandwidth", "25G"));
+  if (bandwidth.size() > 2 && bandwidth.compare(bandwidth.size() - 2, 2, "/s") == 0) {
+    bandwidth.resize(bandwidth.size() - 2);
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(
+      std::uint64_t bytes_per_second,
+      PluginOptions("", {{"h2d_bandwidth", bandwidth}}).GetBytes("h2d_bandwidth", 0));
+  out.path.h2d_bytes_per_second = static_cast<double>(bytes_per_second);
+  IOMIMIC_ASSIGN_OR_RETURN(std::string latency, opts.GetString("h2d_latency", "10us"));
+  Result<double> latency_seconds = ParseDurationSeconds(latency);
+  if (!latency_seconds.ok()) {
+    return Status::InvalidArgument("option 'h2d_latency': " + latency_seconds.status().message());
+  }
+  out.path.h2d_latency_seconds = *latency_seconds;
+  IOMIMIC_ASSIGN_OR_RETURN(out.direct, opts.GetBool("direct", false));
+  IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t staging, opts.GetBytes("staging_size", 4u << 20));
+  if (staging < kBlockAlignment || staging > (std::uint64_t{1} << 30)) {
+    return Status::InvalidArgument("option 'staging_size' = " + std::to_string(staging) +
+                                   " must be between 4K and 1G");
+  }
+  out.staging_size = RoundUp(static_cast<std::size_t>(staging), kBlockAlignment);
+  IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t cache, opts.GetBytes("allocation_cache", 256u << 20));
+  out.allocation_cache = static_cast<std::size_t>(cache);
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t device, opts.GetInt("device", -1));
+  if (device < -1 || device > std::numeric_limits<int>::max()) {
+    return Status::InvalidArgument("option 'device' = " + std::to_string(device) +
+                                   " must be -1 (rank modulo the device count) or a GPU index");
+  }
+  out.path.device = static_cast<int>(device);
+  IOMIMIC_ASSIGN_OR_RETURN(out.report, opts.GetBool("report", false));
+  IOMIMIC_ASSIGN_OR_RETURN(out.path.cuda_runtime, opts.GetString("cuda_runtime", ""));
+  IOMIMIC_ASSIGN_OR_RETURN(out.path.cufile_library, opts.GetString("cufile_library", ""));
+  IOMIMIC_ASSIGN_OR_RETURN(out.path.cufile_log, opts.GetString("cufile_log", ""));
+  return out;
+}
+
+// Logs the data path choice once per process and choice (several storages
+// with the same choice log it once).
+void LogChoiceOnce(const State& state) {
+  static std::mutex mu;
+  static std::set<std::string>* logged = new std::set<std::string>;
+  const std::string line = "iomimic: gds: rank " + std::to_string(state.rank) + ": data path " +
+                           state.data_path + " (" + state.reason + ")";
+  std::lock_guard<std::mutex> lock(mu);
+  if (logged->insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GdsStorage>> GdsStorage::Create(const PluginContext& context) {
+  IOMIMIC_ASSIGN_OR_RETURN(GdsOptions options, ParseOptions(context.options));
+  IOMIMIC_ASSIGN_OR_RETURN(PathSelection selection, SelectDevicePath(options.path, context.rank));
+  auto state = std::make_shared<State>(std::move(options), std::move(selection), context.rank);
+  if (state->options.report) LogChoiceOnce(*state);
+  return std::unique_ptr<GdsStorage>(new GdsStorage(std::move(state)));
+}
+
+GdsStorage::~GdsStorage() {
+  if (state_->options.report) std::fprintf(stderr, "%s\n", ReportLine().c_str());
+}
+
+StorageCapabilities GdsStorage::capabilities() const {
+  StorageCapabilities caps;
+  caps.alignment = state_->direct_reads ? kBlockAlignment : 1;
+  caps.async = false;
+  caps.collective = false;
+  caps.device_memory = true;
+  caps.thread_safe = true;
+  caps.queue_depth = 1;
+  caps.data_path = state_->data_path;
+  return caps;
+}
+
+Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
+                                               const OpenOptions& options) {
+  auto open_fd = [&](int flags, bool direct) -> Result<int> {
+    int fd;
+    do {
+      fd = ::open(path.c_str(), flags | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+    } while (fd < 0 && errno == EINTR);
+    if (fd >= 0) return fd;
+    const int err = errno;
+    if (direct && err == EINVAL) {
+      return Status::FromErrno(err, "open " + path + " with O_DIRECT")
+          .WithContext(state_->path->reads_directly()
+                           ? "cuFile needs a file system with direct I/O"
+                           : "the file system refuses direct I/O (set direct=false)");
+    }
+    return Status::FromErrno(err, "open " + path);
+  };
+  int read_fd = -1;
+  int write_fd = -1;
+  const bool direct = state_->direct_reads;
+  switch (options.mode) {
+    case OpenMode::kRead: {
+      IOMIMIC_ASSIGN_OR_RETURN(read_fd, open_fd(O_RDONLY, direct));
+      break;
+    }
+    case OpenMode::kWrite: {
+      IOMIMIC_ASSIGN_OR_RETURN(write_fd, open_fd(O_WRONLY | O_CREAT | O_TRUNC, false));
+      if (options.expected_size > 0) {
+        // Best effort, as in posix: file systems without fallocate skip it.
+        (void)::posix_fallocate(write_fd, 0, static_cast<off_t>(options.expected_size));
+      }
+      break;
+    }
+    case OpenMode::kReadWrite: {
+      IOMIMIC_ASSIGN_OR_RETURN(write_fd, open_fd(O_RDWR | O_CREAT, false));
+      if (direct) {
+        // Reads bypass the page cache; writes stay buffered from host memory.
+        Result<int> r = open_fd(O_RDONLY, true);
+        if (!r.ok()) {
+          ::close(write_fd);
+          return r.status();
+        }
+        read_fd = *r;
+      } else {
+        read_fd = write_fd;
+      }
+      break;
+    }
+  }
+  if (read_fd >= 0 && !direct) {
+    switch (options.hint) {
+      case AccessHint::kSequential:
+      case AccessHint::kWholeFile:
+        (void)::posix_fadvise(read_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        break;
+      case AccessHint::kRandom:
+        (void)::posix_fadvise(read_fd, 0, 0, POSIX_FADV_RANDOM);
+        break;
+      case AccessHint::kNormal:
+        break;
+    }
+  }
+  try {
+    return std::unique_ptr<File>(new GdsFile(state_, path, read_fd, write_fd));
+  } catch (...) {
+    if (read_fd >= 0) ::close(read_fd);
+    if (write_fd >= 0 && write_fd != read_fd) ::close(write_fd);
+    return Status::ResourceExhausted("out of memory opening " + path);
+  }
+}
+
+Status GdsStorage::CreateDirectories(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
+  return Status::OK();
+}
+
+Status GdsStorage::Remove(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
+  return Status::OK();
+}
+
+Status GdsStorage::Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + from + " -> " + to);
+  }
+  return Status::OK();
+}
+
+Result<FileInfo> GdsStorage::Stat(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  FileInfo info;
+  info.size = static_cast<std::uint64_t>(st.st_size);
+  info.is_directory = S_ISDIR(st.st_mode);
+  return info;
+}
+
+Result<Buffer> GdsStorage::Allocate(std::size_t size) {
+  if (size == 0) return Buffer();
+  try {
+    IOMIMIC_ASSIGN_OR_RETURN(std::byte * block, state_->AllocateDevice(size));
+    auto* context = new (std::nothrow) std::shared_ptr<State>(state_);
+    if (context == nullptr) {
+      state_->ReleaseDevice(block, size);
+      return Status::ResourceExhausted("cannot allocate " + std::to_string(size) +
+                                       " bytes of device memory: out of host memory");
+    }
+    return Buffer(block, size, &ReleaseDeviceBuffer, context, MemoryKind::kDevice);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("cannot allocate " + std::to_string(size) +
+                                     " bytes of device memory: out of host memory");
+  }
+}
+
+const std::string& GdsStorage::data_path() const { return state_->data_path; }
+
+const std::string& GdsStorage::path_reason() const { return state_->reason; }
+
+GdsStats GdsStorage::stats() const {
+  const Counters& c = state_->counters;
+  GdsStats s;
+  s.device_reads = c.device_reads.load(std::memory_order_relaxed);
+  s.device_bytes = c.device_bytes.load(std::memory_order_relaxed);
+  s.storage_seconds = static_cast<double>(c.storage_nanos.load(std::memory_order_relaxed)) * 1e-9;
+  s.h2d_seconds = static_cast<double>(c.h2d_nanos.load(std::memory_order_relaxed)) * 1e-9;
+  s.host_reads = c.host_reads.load(std::memory_order_relaxed);
+  s.host_bytes = c.host_bytes.load(std::memory_order_relaxed);
+  s.allocations = c.allocations.load(std::memory_order_relaxed);
+  s.allocation_cache_hits = c.cache_hits.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string GdsStorage::ReportLine() const {
+  const GdsStats s = stats();
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "iomimic: gds: rank %d: data path %s [%s]: staged %llu bytes into device memory "
+                "in %llu reads (storage %.6f s, host-to-device %.6f s); %llu bytes in %llu reads "
+                "went to host memory; %llu device allocations (%llu from the cache)",
+                state_->rank, state_->data_path.c_str(), state_->path->Describe().c_str(),
+                static_cast<unsigned long long>(s.device_bytes),
+                static_cast<unsigned long long>(s.device_reads), s.storage_seconds, s.h2d_seconds,
+                static_cast<unsigned long long>(s.host_bytes),
+                static_cast<unsigned long long>(s.host_reads),
+                static_cast<unsigned long long>(s.allocations),
+                static_cast<unsigned long long>(s.allocation_cache_hits));
+  return text;
+}
+
+Status GdsStorage::CopyToHost(const std::byte* device, std::span<std::byte> host) const {
+  if (host.empty()) return Status::OK();
+  if (state_->registry.Find(device, host.size()).where != Where::kDevice) {
+    return Status::InvalidArgument("CopyToHost: the source range of " +
+                                   std::to_string(host.size()) +
+                                   " bytes is not inside one device buffer of this storage");
+  }
+  return state_->path->DeviceToHost(host.data(), device, host.size());
+}
+
+Result<std::unique_ptr<Storage>> CreateGdsStorage(const PluginContext& context) {
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<GdsStorage> storage, GdsStorage::Create(context));
+  return std::unique_ptr<Storage>(std::move(storage));
+}
+
+}  // namespace iomimic::gds
+
+namespace {
+const IomimicOptionSpec kGdsOptions[] = {
+    {"mode", "string", "auto",
+     "data path: auto (cufile, else cuda-bounce, else emulated), cufile, cuda-bounce, emulated"},
+    {"h2d_bandwidth", "bytes", "25G",
+     "emulated: modelled host-to-device bandwidth in bytes/s (binary suffixes; 0 = unlimited)"},
+    {"h2d_latency", "string", "10us", "emulated: modelled latency of each host-to-device copy"},
+    {"direct", "bool", "false",
+     "emulated and cuda-bounce: read with O_DIRECT (cufile always does)"},
+    {"staging_size", "bytes", "4M", "size of each host staging buffer (one per reading thread)"},
+    {"allocation_cache", "bytes", "256M", "released device memory kept for reuse (0 = none)"},
+    {"device", "int", "-1", "GPU index; -1 = MPI rank modulo the number of GPUs"},
+    {"report", "bool", "false", "log the data path choice and one statistics line to stderr"},
+    {"cuda_runtime", "string", "", "CUDA runtime to dlopen (default libcudart.so.13, .12, .11.0)"},
+    {"cufile_library", "string", "", "cuFile library to dlopen (default libcufile.so.0, .so)"},
+    {"cufile_log", "string", "",
+     "cuFile log file (CUFILE_LOGFILE_PATH); default $TMPDIR/iomimic-cufile-<pid>.log"},
+};
+}  // namespace
+
+IOMIMIC_DEFINE_STORAGE_PLUGIN("gds", "1.0.0",
+                              "GPUDirect-style staging into device memory: cufile, cuda-bounce, "
+                              "or emulated without a GPU",
+                              IOMIMIC_CAP_DEVICE_MEMORY, kGdsOptions,
+                              &iomimic::gds::CreateGdsStorage);

@@ -1,0 +1,97 @@
+// The `gds` storage back end: GPUDirect-style staging of file data into
+// accelerator memory.
+//
+// Storage::Allocate returns MemoryKind::kDevice buffers on every machine, and
+// ReadAt lands reads into them through the data path picked at creation
+// (device_path.h): cufile, cuda-bounce, or emulated where there is no GPU.
+// Behaviour is identical with and without a GPU, so a format never touches
+// the bytes of a device buffer, and host-decoding formats run only with
+// reader.decode off (the core refuses the rest before the run starts).
+//
+// Host destination rule: ReadAt into memory that is not a buffer from this
+// storage's Allocate (a format's own header or staging buffer) is a plain
+// pread into that memory (through an aligned bounce buffer when descriptors
+// are O_DIRECT), counted apart from staged reads. Writes are pwrite from host
+// memory; GDS writes (cuFileWrite) are out of scope, and writing from a device
+// buffer is refused.
+//
+// Options: see kGdsOptions at the end of gds_storage.cpp and README.md.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "iomimic/iomimic.h"
+
+namespace iomimic::gds {
+
+// What the back end did, for the report line and for tests.
+struct GdsStats {
+  // Reads whose destination was device memory, and the bytes they landed.
+  std::uint64_t device_reads = 0;
+  std::uint64_t device_bytes = 0;
+  // Seconds in the storage step of those reads (pread, or cuFileRead).
+  double storage_seconds = 0;
+  // Seconds in the host-to-device step: the real copy (cuda-bounce) or the
+  // memcpy stretched to the modelled copy time (emulated); 0 for cufile,
+  // whose storage step already ends in device memory.
+  double h2d_seconds = 0;
+  // Reads into host memory (the host destination rule).
+  std::uint64_t host_reads = 0;
+  std::uint64_t host_bytes = 0;
+  // Device allocations made, and those served from the release cache.
+  std::uint64_t allocations = 0;
+  std::uint64_t allocation_cache_hits = 0;
+};
+
+struct State;  // shared by the storage, its files and its buffers
+
+class GdsStorage final : public Storage {
+ public:
+  // Parses the options, picks the data path and prepares it. A forced mode
+  // that cannot work here fails with NotSupported naming what is missing.
+  static Result<std::unique_ptr<GdsStorage>> Create(const PluginContext& context);
+
+  // Logs the statistics line when report=true.
+  ~GdsStorage() override;
+
+  std::string name() const override { return "gds"; }
+  StorageCapabilities capabilities() const override;
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
+  Status CreateDirectories(const std::string& path) override;
+  Status Remove(const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Result<FileInfo> Stat(const std::string& path) override;
+  // Device memory (MemoryKind::kDevice), whatever the data path.
+  Result<Buffer> Allocate(std::size_t size) override;
+
+  // "cufile", "cuda-bounce" or "emulated".
+  const std::string& data_path() const;
+  // Why that path was chosen, e.g. "no CUDA driver: cudaGetDeviceCount
+  // returned 35 (CUDA driver version is insufficient for CUDA runtime
+  // version)".
+  const std::string& path_reason() const;
+  // A snapshot of the counters. Thread-safe.
+  GdsStats stats() const;
+  // The report line (what report=true logs at destruction).
+  std::string ReportLine() const;
+
+  // Copies host.size() bytes of device memory starting at `device` (inside
+  // a buffer from Allocate) into `host`. For verification: formats never
+  // read device memory.
+  Status CopyToHost(const std::byte* device, std::span<std::byte> host) const;
+
+ private:
+  explicit GdsStorage(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+  std::shared_ptr<State> state_;
+};
+
+// The plugin factory (GdsStorage::Create as a Storage).
+Result<std::unique_ptr<Storage>> CreateGdsStorage(const PluginContext& context);
+
+}  // namespace iomimic::gds
