@@ -45,8 +45,6 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
                        epoch, session.shuffle_seeds());
-  Loader loader(session, plan, plan::Split::kTrain, epoch, log.enabled());
-
   PhaseRecord block;
   IoSnapshot io_start;
   std::uint64_t block_index = 1;
@@ -61,9 +59,11 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
     block.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
     record.blocks.push_back(std::move(block));
   };
+  // The block starts before the loader does, as DLIO's does before iterating
+  // the DataLoader: prefetching counts toward the first step.
   begin_block();
+  Loader loader(session, plan, plan::Split::kTrain, epoch, log.enabled());
   Status status;
-  std::uint64_t checkpoints = 0;
   auto load_start = std::chrono::steady_clock::now();
   for (std::uint64_t step = 0; step < plan.steps(); ++step) {
     Result<BatchInfo> batch = loader.Next();
@@ -107,7 +107,6 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
         any_failed = true;
         break;
       }
-      ++checkpoints;
       begin_block();
     }
     load_start = std::chrono::steady_clock::now();
@@ -130,10 +129,10 @@ Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, 
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, cluster.rank(), cluster.size(),
                        epoch, session.shuffle_seeds());
-  Loader loader(session, plan, plan::Split::kEval, epoch, log.enabled());
   PhaseRecord eval;
   eval.start = Stamp::Now();
   IoSnapshot io_start = session.storage().Snapshot();
+  Loader loader(session, plan, plan::Split::kEval, epoch, log.enabled());
   Status status;
   auto load_start = std::chrono::steady_clock::now();
   for (std::uint64_t step = 0; step < plan.steps(); ++step) {

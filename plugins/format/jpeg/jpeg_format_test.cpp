@@ -1,0 +1,577 @@
+// Tests of the jpeg format plugin: validation, writing, reading with DLIO's
+// access pattern, corruption handling and interoperability with PIL.
+
+#include "jpeg_format.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "image_common/image_reader.h"
+#include "image_common/image_sink.h"
+#include "image_common/image_test_util.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::jpeg {
+namespace {
+
+using namespace iomimic::image_test;  // NOLINT: test helpers
+
+struct Marker {
+  unsigned code = 0;
+  std::size_t offset = 0;  // of the 0xFF
+  std::size_t length = 0;  // of the segment after the marker (0 for SOI/EOI)
+};
+
+// The markers before the entropy-coded data, then SOS, then EOI.
+std::vector<Marker> Markers(const std::vector<std::byte>& b) {
+  std::vector<Marker> out;
+  std::size_t pos = 2;
+  out.push_back({0xD8, 0, 0});
+  while (pos + 4 <= b.size()) {
+    REQUIRE(b[pos] == std::byte{0xFF});
+    Marker m;
+    m.code = static_cast<unsigned>(b[pos + 1]);
+    m.offset = pos;
+    m.length = (std::size_t(b[pos + 2]) << 8) | std::size_t(b[pos + 3]);
+    out.push_back(m);
+    pos += 2 + m.length;
+    if (m.code == 0xDA) break;
+  }
+  out.push_back({0xD9, b.size() - 2, 0});
+  return out;
+}
+
+const Marker& Find(const std::vector<Marker>& markers, unsigned code) {
+  for (const Marker& m : markers) {
+    if (m.code == code) return m;
+  }
+  FAIL("no marker " << code);
+  return markers.front();
+}
+
+// Mean absolute difference between decoded and original pixels.
+double MeanError(std::span<const std::byte> a, std::span<const std::byte> b) {
+  REQUIRE(a.size() == b.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    sum += std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i]));
+  }
+  return a.empty() ? 0 : sum / static_cast<double>(a.size());
+}
+
+// JPEG is lossy: the decoded image has the spec's shape, is the same every
+// time, and stays close to the generated pixels.
+// Noise at quality 75 comes back with a mean error near 47 (unrelated
+// noise would be near 85).
+void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep,
+                    double max_error = 60) {
+  const std::vector<std::byte> pixels = ReferencePixels(spec);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, keep));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  REQUIRE((*reader)->num_samples() == 1);
+  std::vector<std::byte> first;
+  for (int round = 0; round < 2; ++round) {
+    Result<SampleView> sample = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+    CHECK(sample->bytes == spec.sample_bytes());
+    REQUIRE(sample->data.size() == spec.sample_bytes());
+    CHECK(MeanError(sample->data, pixels) < max_error);
+    if (round == 0) {
+      first.assign(sample->data.begin(), sample->data.end());
+    } else {
+      CHECK(SameBytes(sample->data, first));
+    }
+  }
+}
+
+TEST_CASE("descriptor, traits and options") {
+  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(iomimic_plugin_descriptor.name) == "jpeg");
+  CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
+  REQUIRE(iomimic_plugin_descriptor.num_options == 1);
+  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "quality");
+
+  JpegFormat format;
+  CHECK(format.name() == "jpeg");
+  const FormatTraits t = format.traits();
+  CHECK(t.extension == "jpeg");
+  CHECK_FALSE(t.multi_sample_files);
+  CHECK_FALSE(t.partial_reads);
+  CHECK(t.needs_host_decode);
+  CHECK_FALSE(t.predictable_size);
+  CHECK(format.ExpectedFileSize(MakeSpec("uint8", {8, 8}, 1, "/a.jpeg")).status().code() ==
+        StatusCode::kNotSupported);
+
+  PluginContext ctx;
+  Status error;
+  void* made = iomimic_plugin_descriptor.create(&ctx, &error);
+  REQUIRE(made != nullptr);
+  iomimic_plugin_descriptor.destroy(made);
+  for (const char* bad : {"0", "101", "high"}) {
+    ctx.options = PluginOptions("format plugin 'jpeg'", {{"quality", bad}});
+    CHECK(iomimic_plugin_descriptor.create(&ctx, &error) == nullptr);
+    CHECK(error.code() == StatusCode::kInvalidArgument);
+    CHECK(error.message().find("quality") != std::string::npos);
+  }
+}
+
+TEST_CASE("validation") {
+  JpegFormat format;
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48}, 1, "/a.jpeg")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48, 1}, 1, "/a.jpeg")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48, 3}, 1, "/a.jpeg")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {65500, 1}, 1, "/a.jpeg")).ok());
+  auto code = [&](const FileSpec& spec) { return format.Validate(spec).code(); };
+  CHECK(code(MakeSpec("uint8", {65501, 1}, 1, "/a.jpeg")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {64}, 1, "/a.jpeg")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 4, 4}, 1, "/a.jpeg")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 0}, 1, "/a.jpeg")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("int16", {4, 4}, 1, "/a.jpeg")) == StatusCode::kInvalidArgument);
+  const Status many = format.Validate(MakeSpec("uint8", {4, 4}, 1, "/a.jpeg", 2));
+  CHECK(many.code() == StatusCode::kInvalidArgument);
+  CHECK(many.message().find("num_samples_per_file") != std::string::npos);
+  FileSpec zip = MakeSpec("uint8", {4, 4}, 1, "/a.jpeg");
+  zip.compression = "zip";
+  CHECK(code(zip) == StatusCode::kNotSupported);
+}
+
+TEST_CASE("round trip of several shapes") {
+  JpegFormat format;
+  MemStorage storage;
+  const std::vector<std::vector<std::uint64_t>> shapes = {
+      {64, 64}, {1, 1}, {3, 1000}, {1000, 3}, {31, 29, 1}, {17, 5, 3}, {256, 256, 3}, {7, 9}};
+  std::uint64_t seed = 100;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape[0]);
+    CAPTURE(shape[1]);
+    FileSpec spec = MakeSpec("uint8", shape, seed++, "/rt/" + std::to_string(seed) + ".jpeg");
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    CheckRoundTrip(format, storage, spec, false);
+    CheckRoundTrip(format, storage, spec, true);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("quality trades size for fidelity") {
+  MemStorage storage;
+  WriterOptions best;
+  best.quality = 100;
+  JpegFormat q100(best);
+  JpegFormat q75;
+  FileSpec a = MakeSpec("uint8", {128, 128}, 3, "/q100.jpeg");
+  FileSpec b = MakeSpec("uint8", {128, 128}, 3, "/q75.jpeg");
+  REQUIRE(WriteSpec(q100, storage, a).ok());
+  REQUIRE(WriteSpec(q75, storage, b).ok());
+  CHECK(storage.Bytes(a.path).size() > storage.Bytes(b.path).size());
+  CheckRoundTrip(q75, storage, a, false, 3);
+}
+
+TEST_CASE("file layout: baseline JFIF, the spec's dimensions") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {300, 500}, 7, "/layout.jpeg");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  const std::vector<std::byte> b = storage.Bytes(spec.path);
+  REQUIRE(writes.size() == 1);  // a small file is one write request
+  CHECK(writes[0].length == b.size());
+  const std::vector<Marker> markers = Markers(b);
+  CHECK(markers[1].code == 0xE0);  // APP0 JFIF
+  CHECK(std::memcmp(b.data() + 6, "JFIF", 5) == 0);
+  const Marker& sof = Find(markers, 0xC0);  // baseline
+  CHECK(b[sof.offset + 4] == std::byte{8});
+  CHECK(((std::size_t(b[sof.offset + 5]) << 8) | std::size_t(b[sof.offset + 6])) == 300);
+  CHECK(((std::size_t(b[sof.offset + 7]) << 8) | std::size_t(b[sof.offset + 8])) == 500);
+  CHECK(b[sof.offset + 9] == std::byte{1});  // one component
+  CHECK(b[b.size() - 2] == std::byte{0xFF});
+  CHECK(b[b.size() - 1] == std::byte{0xD9});
+  FileSpec again = spec;
+  again.path = "/layout2.jpeg";
+  REQUIRE(WriteSpec(format, storage, again).ok());
+  CHECK(storage.Bytes(again.path) == b);
+  FileSpec rgb = MakeSpec("uint8", {16, 16, 3}, 7, "/rgb.jpeg");
+  REQUIRE(WriteSpec(format, storage, rgb).ok());
+  const std::vector<std::byte> c = storage.Bytes(rgb.path);
+  CHECK(c[Find(Markers(c), 0xC0).offset + 9] == std::byte{3});
+}
+
+TEST_CASE("large images stream through bounded write requests") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {3000, 3000}, 9, "/big.jpeg");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  REQUIRE(writes.size() > 1);
+  std::uint64_t next = 0;
+  for (const Request& w : writes) {
+    CHECK(w.offset == next);
+    CHECK(w.length <= image::kMaxWriteChunk);
+    next += w.length;
+  }
+  CHECK(next == storage.Bytes(spec.path).size());
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+TEST_CASE("reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EOF") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {400, 400}, 5, "/pattern.jpeg");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = storage.Bytes(spec.path).size();
+  REQUIRE(size > 65536);
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    std::vector<Request> log = storage.TakeLog();
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].length == 4096);
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(s->bytes == 400 * 400);
+    CHECK(s->data.size() == (decode ? 400u * 400 : 0u));
+    log = storage.TakeLog();
+    REQUIRE(log.size() >= 2);
+    CHECK(log[0].offset == 4096);
+    CHECK(log[0].length == 61440);
+    std::uint64_t next = 4096;
+    for (std::size_t i = 0; i + 1 < log.size(); ++i) {
+      CHECK(log[i].offset == next);
+      CHECK(log[i].length == std::min<std::uint64_t>((next / 65536 + 1) * 65536, size) - next);
+      next += log[i].returned;
+    }
+    CHECK(next == size);
+    CHECK(log.back().offset == size);
+    CHECK(log.back().returned == 0);
+    CHECK(storage.open_files() == 0);
+    storage.SetLogging(false);
+  }
+}
+
+TEST_CASE("on_demand reloads every time, keep_in_memory reads once") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {40, 40}, 5, "/mem.jpeg");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  for (bool decode : {true, false}) {
+    for (bool keep : {false, true}) {
+      CAPTURE(decode);
+      CAPTURE(keep);
+      const int opens_before = storage.opens();
+      Result<std::unique_ptr<FileReader>> reader =
+          format.OpenReader(spec.path, Options(&storage, decode, keep));
+      REQUIRE(reader.ok());
+      auto* image_reader = dynamic_cast<image::ImageReader*>(reader->get());
+      REQUIRE(image_reader != nullptr);
+      for (int i = 0; i < 3; ++i) {
+        Result<SampleView> s = (*reader)->ReadSample(0);
+        REQUIRE(s.ok());
+        CHECK(s->bytes == 1600);
+      }
+      CHECK(image_reader->loads() == (keep ? 1u : 3u));
+      CHECK(storage.opens() - opens_before == (keep ? 1 : 3));
+    }
+  }
+}
+
+TEST_CASE("out-of-range sample index") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 5, "/range.jpeg");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  CHECK((*reader)->ReadSample(1).status().code() == StatusCode::kOutOfRange);
+  CHECK((*reader)->ReadSample(0).ok());
+}
+
+TEST_CASE("storage errors are reported, not hidden") {
+  JpegFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {100, 100}, 5, "/io.jpeg");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  storage.FailReads(1);
+  CHECK((*reader)->ReadSample(0).status().code() == StatusCode::kIOError);
+  CHECK(storage.open_files() == 0);
+  CHECK((*reader)->ReadSample(0).ok());
+  storage.FailWritesAfter(1000);
+  Status w = WriteSpec(format, storage, MakeSpec("uint8", {400, 400}, 5, "/full.jpeg"));
+  CHECK(w.code() == StatusCode::kResourceExhausted);
+  CHECK(w.message().find("/full.jpeg") != std::string::npos);
+  storage.FailWritesAfter(-1);
+}
+
+TEST_CASE("corruption is reported with path and offset") {
+  JpegFormat format;
+  MemStorage storage;
+  const std::string path = "/bad.jpeg";
+  FileSpec spec = MakeSpec("uint8", {120, 100}, 3, path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  const std::vector<Marker> markers = Markers(good);
+  const Marker& dqt = Find(markers, 0xDB);
+  const Marker& sof = Find(markers, 0xC0);
+  const Marker& dht = Find(markers, 0xC4);
+  const Marker& sos = Find(markers, 0xDA);
+  const std::size_t scan = sos.offset + 2 + sos.length;  // entropy-coded data
+  auto with = [&](auto mutate) {
+    std::vector<std::byte> b = good;
+    mutate(b);
+    storage.SetBytes(path, b);
+  };
+
+  SUBCASE("truncated") {
+    for (std::size_t keep :
+         {std::size_t{0}, std::size_t{2}, std::size_t{3}, std::size_t{10}, std::size_t{100}, scan,
+          good.size() / 2, good.size() - 2, good.size() - 1}) {
+      CAPTURE(keep);
+      with([&](std::vector<std::byte>& b) { b.resize(keep); });
+      const Status s = OpenAndRead(format, storage, path);
+      CheckCorruption(s, path);
+      if (keep > 3) CHECK_MESSAGE(s.message().find("truncated") != std::string::npos, s.message());
+    }
+  }
+  SUBCASE("no SOI") {
+    with([](std::vector<std::byte>& b) { b[1] = std::byte{0xD9}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "not a jpeg file");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 1");
+  }
+  SUBCASE("unknown marker") {
+    with([&](std::vector<std::byte>& b) { b[dqt.offset + 1] = std::byte{0x02}; });
+    const Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path, "corrupt jpeg");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "corrupt jpeg");
+  }
+  SUBCASE("bad marker length") {
+    with([&](std::vector<std::byte>& b) {
+      b[sof.offset + 2] = std::byte{0};
+      b[sof.offset + 3] = std::byte{2};
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
+  }
+  SUBCASE("bad Huffman table") {
+    with([&](std::vector<std::byte>& b) {
+      for (std::size_t i = 5; i < 21; ++i) b[dht.offset + i] = std::byte{0xFF};
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
+  }
+  SUBCASE("unsupported precision") {
+    with([&](std::vector<std::byte>& b) { b[sof.offset + 4] = std::byte{12}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
+  }
+  SUBCASE("a marker inside the entropy-coded data") {
+    with([&](std::vector<std::byte>& b) {
+      const std::size_t at = scan + (b.size() - scan) / 2;
+      b[at] = std::byte{0xFF};
+      b[at + 1] = std::byte{0xD5};
+    });
+    const Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path, "Corrupt JPEG data");
+    // The header is intact: without decoding nothing is noticed.
+    CHECK(OpenAndRead(format, storage, path, false).ok());
+  }
+  SUBCASE("garbage after the scan, before EOI") {
+    with([&](std::vector<std::byte>& b) {
+      const std::vector<std::byte> junk(64, std::byte{1});
+      b.insert(b.end() - 2, junk.begin(), junk.end());
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "extraneous bytes");
+  }
+  SUBCASE("header declares an image the file cannot hold") {
+    with([&](std::vector<std::byte>& b) {
+      for (std::size_t i = 5; i < 9; ++i) b[sof.offset + i] = std::byte{0xFF};
+    });
+    const Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path);
+  }
+  SUBCASE("a failed load leaves the reader usable") {
+    with([&](std::vector<std::byte>& b) { b.resize(b.size() - 10); });
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    CheckCorruption((*reader)->ReadSample(0).status(), path, "truncated");
+    CHECK(storage.open_files() == 0);
+    storage.SetBytes(path, good);
+    CHECK((*reader)->ReadSample(0).ok());
+  }
+}
+
+TEST_CASE("concurrent writers and readers share one format") {
+  JpegFormat format;
+  MemStorage storage;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FileSpec spec = MakeSpec("uint8", {50 + std::uint64_t(t), 70, t % 2 ? 3u : 1u}, 1000 + t,
+                               "/mt/" + std::to_string(t) + ".jpeg");
+      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      std::vector<std::byte> first;
+      for (int round = 0; round < 10; ++round) {
+        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
+        if (!r.ok()) {
+          ++failures;
+          continue;
+        }
+        Result<SampleView> s = (*r)->ReadSample(0);
+        if (!s.ok() || s->data.size() != spec.sample_bytes()) {
+          ++failures;
+          continue;
+        }
+        if (round == 0) first.assign(s->data.begin(), s->data.end());
+        if (!SameBytes(s->data, first)) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with PIL.
+
+TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its files") {
+  if (!HavePython("numpy PIL")) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy and PIL is not available");
+    return;
+  }
+  TempDir dir("jpeg");
+  PosixStorage storage;
+  JpegFormat format;
+  const std::string script =
+      "import io, sys, numpy as np; from PIL import Image\n"
+      "path, ref, ours, mode, rows, cols = sys.argv[1:7]\n"
+      "im = Image.open(path)\n"
+      "assert im.format == 'JPEG', im.format\n"
+      "assert im.mode == mode, im.mode\n"
+      "assert im.size == (int(cols), int(rows)), im.size\n"
+      "a = np.asarray(im)\n"
+      "assert a.tobytes() == open(ours, 'rb').read(), 'PIL decodes other pixels'\n"
+      "shape = (int(rows), int(cols)) + ((3,) if mode == 'RGB' else ())\n"
+      "x = np.frombuffer(open(ref, 'rb').read(), dtype=np.uint8).reshape(shape)\n"
+      "buf = io.BytesIO(); Image.fromarray(x).save(buf, format='JPEG')\n"
+      "assert buf.getvalue() == open(path, 'rb').read(), 'PIL writes other bytes'\n"
+      "print('ok')\n";
+  WriteBinary(
+      dir.path() / "check.py",
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()), script.size()));
+  struct Case {
+    std::vector<std::uint64_t> shape;
+    std::string mode;
+  };
+  const std::vector<Case> cases = {{{64, 64}, "L"},
+                                   {{33, 70}, "L"},
+                                   {{20, 30, 3}, "RGB"},
+                                   {{1, 1}, "L"},
+                                   {{257, 300, 3}, "RGB"}};
+  std::string out;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".jpeg")).string();
+    FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    WriteBinary(path + ".ref", ReferencePixels(spec));
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE(s.ok());
+    WriteBinary(path + ".ours", s->data);
+    const int rc =
+        Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " + path + " " +
+                path + ".ref " + path + ".ours " + cases[i].mode + " " +
+                std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
+            &out);
+    CHECK_MESSAGE(rc == 0, out);
+  }
+
+  // Files PIL writes: greyscale, RGB with several subsamplings, progressive,
+  // optimised, CMYK, with EXIF and restart markers.
+  const std::string make =
+      "import sys, numpy as np; from PIL import Image\n"
+      "d = sys.argv[1]; rng = np.random.default_rng(3)\n"
+      "def save(name, im, **kw):\n"
+      "    im.save(d + '/' + name + '.jpeg', **kw)\n"
+      "    a = np.asarray(Image.open(d + '/' + name + '.jpeg'))\n"
+      "    open(d + '/' + name + '.bin', 'wb').write(a.tobytes())\n"
+      "g = rng.integers(0, 256, (37, 53), dtype=np.uint8)\n"
+      "c = rng.integers(0, 256, (45, 61, 3), dtype=np.uint8)\n"
+      "save('l', Image.fromarray(g))\n"
+      "save('rgb420', Image.fromarray(c))\n"
+      "save('rgb444', Image.fromarray(c), subsampling=0, quality=95)\n"
+      "save('rgb422', Image.fromarray(c), subsampling=1)\n"
+      "save('progressive', Image.fromarray(c), progressive=True)\n"
+      "save('optimized', Image.fromarray(g), optimize=True)\n"
+      "save('cmyk', Image.fromarray(c).convert('CMYK'))\n"
+      "save('exif', Image.fromarray(g), exif=b'Exif\\x00\\x00' + bytes(5000))\n"
+      "save('smooth', Image.fromarray(np.tile(np.arange(256, dtype=np.uint8), (64, 1))))\n";
+  WriteBinary(
+      dir.path() / "make.py",
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
+  fs::create_directories(dir.path() / "pil");
+  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
+                         (dir.path() / "pil").string(),
+                     &out);
+  REQUIRE_MESSAGE(rc == 0, out);
+  for (const char* name :
+       {"l", "rgb420", "rgb444", "rgb422", "progressive", "optimized", "cmyk", "exif", "smooth"}) {
+    const std::string which = name;
+    CAPTURE(which);
+    const fs::path base = dir.path() / "pil" / name;
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(base.string() + ".jpeg", Options(&storage));
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (not run by default: --no-skip -tc='*throughput*').
+
+TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
+  TempDir dir("jpeg_speed");
+  PosixStorage storage;
+  JpegFormat format;
+  constexpr int kFiles = 256;
+  std::vector<FileSpec> specs;
+  for (int i = 0; i < kFiles; ++i) {
+    specs.push_back(MakeSpec("uint8", {256, 256}, i,
+                             (dir.path() / ("f" + std::to_string(i) + ".jpeg")).string()));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t bytes = 0;
+  for (const FileSpec& spec : specs) {
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    bytes += fs::file_size(spec.path);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  const double write_s = std::chrono::duration<double>(t1 - t0).count();
+  for (bool decode : {true, false}) {
+    for (const FileSpec& spec : specs) REQUIRE(OpenAndRead(format, storage, spec.path).ok());
+    auto t2 = std::chrono::steady_clock::now();
+    for (const FileSpec& spec : specs) {
+      REQUIRE(OpenAndRead(format, storage, spec.path, decode).ok());
+    }
+    auto t3 = std::chrono::steady_clock::now();
+    const double read_s = std::chrono::duration<double>(t3 - t2).count();
+    MESSAGE("jpeg 256x256 decode=" << decode << ": generate "
+                                   << kFiles * 65536.0 / write_s / (1 << 20) << " MiB/s of pixels ("
+                                   << bytes / write_s / (1 << 20) << " MiB/s of file), read "
+                                   << kFiles / read_s << " samples/s");
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::jpeg

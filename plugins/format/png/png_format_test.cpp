@@ -1,0 +1,689 @@
+// Tests of the png format plugin: validation, writing, reading with DLIO's
+// access pattern, corruption handling and interoperability with PIL.
+
+#include "png_format.h"
+
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "image_common/image_reader.h"
+#include "image_common/image_sink.h"
+#include "image_common/image_test_util.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::png {
+namespace {
+
+using namespace iomimic::image_test;  // NOLINT: test helpers
+
+std::uint32_t LoadBe32(const std::byte* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
+         std::uint32_t(p[3]);
+}
+
+void StoreBe32(std::byte* p, std::uint32_t v) {
+  p[0] = std::byte(v >> 24);
+  p[1] = std::byte(v >> 16);
+  p[2] = std::byte(v >> 8);
+  p[3] = std::byte(v);
+}
+
+struct Chunk {
+  std::string type;
+  std::size_t offset = 0;  // of the length field
+  std::uint32_t length = 0;
+};
+
+std::vector<Chunk> Chunks(const std::vector<std::byte>& b) {
+  std::vector<Chunk> out;
+  std::size_t pos = 8;
+  while (pos + 12 <= b.size()) {
+    Chunk c;
+    c.offset = pos;
+    c.length = LoadBe32(b.data() + pos);
+    c.type.assign(reinterpret_cast<const char*>(b.data() + pos + 4), 4);
+    out.push_back(c);
+    pos += 12 + c.length;
+  }
+  return out;
+}
+
+// Recomputes the CRC of the chunk at `offset` (after editing its data).
+void FixCrc(std::vector<std::byte>& b, std::size_t offset) {
+  const std::uint32_t length = LoadBe32(b.data() + offset);
+  const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(b.data() + offset + 4),
+                          static_cast<uInt>(length + 4));
+  StoreBe32(b.data() + offset + 8 + length, static_cast<std::uint32_t>(crc));
+}
+
+const Chunk& Find(const std::vector<Chunk>& chunks, const std::string& type) {
+  for (const Chunk& c : chunks) {
+    if (c.type == type) return c;
+  }
+  FAIL("no chunk " << type);
+  return chunks.front();
+}
+
+void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
+  const std::vector<std::byte> pixels = ReferencePixels(spec);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, keep));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  REQUIRE((*reader)->num_samples() == 1);
+  for (int round = 0; round < 2; ++round) {
+    Result<SampleView> sample = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+    CHECK(sample->bytes == spec.sample_bytes());
+    CHECK(SameBytes(sample->data, pixels));
+  }
+}
+
+// ChunkedWriter and ContentStream live in image_common and are compiled
+// into every image plugin; they are tested here once.
+TEST_CASE("ChunkedWriter: random-access writes land where they belong") {
+  MemStorage storage;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    const std::string path = "/cw.bin";
+    OpenOptions options;
+    options.mode = OpenMode::kWrite;
+    Result<std::unique_ptr<File>> file = storage.Open(path, options);
+    REQUIRE(file.ok());
+    std::vector<std::byte> window(64 + rng() % 200);
+    image::ChunkedWriter writer(**file, path, "test", window);
+    std::vector<std::byte> model;
+    for (int w = 0; w < 30; ++w) {
+      // Mostly appends, sometimes a small gap past the end, sometimes a
+      // patch anywhere before the end.
+      std::uint64_t offset = model.size();
+      const int kind = static_cast<int>(rng() % 6);
+      if (kind == 0 && !model.empty()) offset = rng() % model.size();
+      if (kind == 1) offset += rng() % 40;
+      std::vector<std::byte> data(1 + rng() % 150);
+      for (std::byte& b : data) b = std::byte(rng());
+      if (model.size() < offset + data.size()) model.resize(offset + data.size());
+      std::memcpy(model.data() + offset, data.data(), data.size());
+      REQUIRE(writer.Write(offset, data).ok());
+      CHECK(writer.size() == model.size());
+      std::vector<std::byte> back(std::min<std::size_t>(data.size(), 8));
+      if (writer.ReadBack(offset, back)) {
+        CHECK(std::memcmp(back.data(), data.data(), back.size()) == 0);
+      }
+    }
+    REQUIRE(writer.Finish().ok());
+    REQUIRE((*file)->Close().ok());
+    CHECK(storage.Bytes(path) == model);
+    CHECK(writer.requests() >= (model.size() + window.size() - 1) / window.size());
+  }
+}
+
+TEST_CASE("ContentStream gives the same bytes however it is split") {
+  const std::uint64_t seed = 99;
+  std::vector<std::byte> whole(1000);
+  Xoshiro256(seed).Fill(whole);
+  for (std::size_t piece : {1u, 3u, 7u, 8u, 13u, 64u, 999u}) {
+    CAPTURE(piece);
+    image::ContentStream stream(seed);
+    std::vector<std::byte> parts(whole.size());
+    for (std::size_t at = 0; at < parts.size(); at += piece) {
+      stream.Fill(std::span<std::byte>(parts).subspan(at, std::min(piece, parts.size() - at)));
+    }
+    CHECK(parts == whole);
+  }
+}
+
+TEST_CASE("descriptor, traits and options") {
+  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(iomimic_plugin_descriptor.name) == "png");
+  CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
+  REQUIRE(iomimic_plugin_descriptor.num_options == 1);
+  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "compress_level");
+
+  PngFormat format;
+  CHECK(format.name() == "png");
+  const FormatTraits t = format.traits();
+  CHECK(t.extension == "png");
+  CHECK_FALSE(t.multi_sample_files);
+  CHECK_FALSE(t.partial_reads);
+  CHECK(t.needs_host_decode);
+  CHECK_FALSE(t.predictable_size);
+  CHECK(format.ExpectedFileSize(MakeSpec("uint8", {8, 8}, 1, "/a.png")).status().code() ==
+        StatusCode::kNotSupported);
+
+  // The factory parses the options.
+  PluginContext ctx;
+  Status error;
+  void* made = iomimic_plugin_descriptor.create(&ctx, &error);
+  REQUIRE(made != nullptr);
+  iomimic_plugin_descriptor.destroy(made);
+  ctx.options = PluginOptions("format plugin 'png'", {{"compress_level", "12"}});
+  CHECK(iomimic_plugin_descriptor.create(&ctx, &error) == nullptr);
+  CHECK(error.code() == StatusCode::kInvalidArgument);
+  CHECK(error.message().find("compress_level") != std::string::npos);
+  ctx.options = PluginOptions("format plugin 'png'", {{"compress_level", "fast"}});
+  CHECK(iomimic_plugin_descriptor.create(&ctx, &error) == nullptr);
+  CHECK(error.code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("validation") {
+  PngFormat format;
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48}, 1, "/a.png")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48, 1}, 1, "/a.png")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48, 3}, 1, "/a.png")).ok());
+  CHECK(format.Validate(MakeSpec("uint8", {1, 1}, 1, "/a.png")).ok());
+
+  auto code = [&](const FileSpec& spec) { return format.Validate(spec).code(); };
+  CHECK(code(MakeSpec("uint8", {64}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 4, 4, 1}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 4, 2}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {0, 4}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("float32", {4, 4}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint16", {4, 4}, 1, "/a.png")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {std::uint64_t{1} << 31, 4}, 1, "/a.png")) ==
+        StatusCode::kInvalidArgument);
+  const Status many = format.Validate(MakeSpec("uint8", {4, 4}, 1, "/a.png", 4));
+  CHECK(many.code() == StatusCode::kInvalidArgument);
+  CHECK(many.message().find("one sample") != std::string::npos);
+  FileSpec gz = MakeSpec("uint8", {4, 4}, 1, "/a.png");
+  gz.compression = "gzip";
+  CHECK(code(gz) == StatusCode::kNotSupported);
+
+  // WriteFile validates too and writes nothing.
+  MemStorage storage;
+  CHECK(WriteSpec(format, storage, MakeSpec("float64", {4, 4}, 1, "/bad.png")).code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(storage.Bytes("/bad.png").empty());
+}
+
+TEST_CASE("round trip of several shapes") {
+  PngFormat format;
+  MemStorage storage;
+  const std::vector<std::vector<std::uint64_t>> shapes = {
+      {64, 64}, {1, 1}, {3, 1000}, {1000, 3}, {31, 29, 1}, {17, 5, 3}, {256, 256, 3}, {7, 9}};
+  std::uint64_t seed = 100;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.size());
+    CAPTURE(shape[0]);
+    CAPTURE(shape[1]);
+    FileSpec spec = MakeSpec("uint8", shape, seed++, "/rt/" + std::to_string(seed) + ".png");
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    CheckRoundTrip(format, storage, spec, false);
+    CheckRoundTrip(format, storage, spec, true);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("file layout: IHDR, IDAT chunks of at most 64 KiB, IEND") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {300, 500}, 7, "/layout.png");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  const std::vector<std::byte> b = storage.Bytes(spec.path);
+  // A 150 KB file is written with one request.
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].offset == 0);
+  CHECK(writes[0].length == b.size());
+  CHECK(b.size() > 300 * 500);  // noise does not compress
+  CHECK(std::memcmp(b.data(), kSignature, 8) == 0);
+  const std::vector<Chunk> chunks = Chunks(b);
+  REQUIRE(chunks.size() >= 4);
+  CHECK(chunks.front().type == "IHDR");
+  CHECK(chunks.front().length == 13);
+  CHECK(LoadBe32(b.data() + 16) == 500);  // width = d2
+  CHECK(LoadBe32(b.data() + 20) == 300);  // height = d1
+  CHECK(b[24] == std::byte{8});           // bit depth
+  CHECK(b[25] == std::byte{0});           // greyscale
+  CHECK(b[28] == std::byte{0});           // not interlaced
+  CHECK(chunks.back().type == "IEND");
+  CHECK(chunks.back().offset + 12 == b.size());
+  for (std::size_t i = 1; i + 1 < chunks.size(); ++i) {
+    CHECK(chunks[i].type == "IDAT");
+    CHECK(chunks[i].length <= kIdatSize);
+  }
+  // The same seed gives the same bytes.
+  FileSpec again = spec;
+  again.path = "/layout2.png";
+  REQUIRE(WriteSpec(format, storage, again).ok());
+  CHECK(storage.Bytes(again.path) == b);
+  // RGB: colour type 2.
+  FileSpec rgb = MakeSpec("uint8", {4, 4, 3}, 7, "/rgb.png");
+  REQUIRE(WriteSpec(format, storage, rgb).ok());
+  CHECK(storage.Bytes(rgb.path)[25] == std::byte{2});
+}
+
+TEST_CASE("large images stream through bounded write requests") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {3000, 3000}, 9, "/big.png");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  REQUIRE(writes.size() > 2);
+  std::uint64_t next = 0;
+  for (const Request& w : writes) {
+    CHECK(w.offset == next);
+    CHECK(w.length <= image::kMaxWriteChunk);
+    next += w.length;
+  }
+  CHECK(next == storage.Bytes(spec.path).size());
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+TEST_CASE("compress_level changes the encoding, not the pixels") {
+  MemStorage storage;
+  WriterOptions stored;
+  stored.compress_level = 0;
+  PngFormat level0(stored);
+  PngFormat level6;
+  FileSpec a = MakeSpec("uint8", {128, 128}, 3, "/l0.png");
+  FileSpec b = MakeSpec("uint8", {128, 128}, 3, "/l6.png");
+  REQUIRE(WriteSpec(level0, storage, a).ok());
+  REQUIRE(WriteSpec(level6, storage, b).ok());
+  CHECK(storage.Bytes(a.path) != storage.Bytes(b.path));
+  CheckRoundTrip(level6, storage, a, false);
+  CheckRoundTrip(level0, storage, b, false);
+}
+
+TEST_CASE("reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EOF") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {300, 400}, 5, "/pattern.png");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = storage.Bytes(spec.path).size();
+  REQUIRE(size > 65536 * 1);
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    std::vector<Request> log = storage.TakeLog();
+    REQUIRE(log.size() == 1);  // Image.open: the header read only
+    CHECK(log[0].offset == 0);
+    CHECK(log[0].length == 4096);
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(s->bytes == 300 * 400);
+    CHECK(s->data.size() == (decode ? 300u * 400 : 0u));
+    log = storage.TakeLog();
+    REQUIRE(log.size() >= 2);
+    std::uint64_t next = 4096;
+    for (std::size_t i = 0; i + 1 < log.size(); ++i) {
+      CHECK(!log[i].write);
+      CHECK(log[i].offset == next);
+      const std::uint64_t boundary = (next / 65536 + 1) * 65536;
+      CHECK(log[i].length == std::min(boundary, size) - next);
+      CHECK(log[i].returned == log[i].length);
+      next += log[i].returned;
+    }
+    CHECK(next == size);
+    CHECK(log.back().offset == size);  // the read that finds the end
+    CHECK(log.back().returned == 0);
+    CHECK(storage.open_files() == 0);
+    storage.SetLogging(false);
+  }
+  // A 61,440-byte first block, as in the strace of DLIO's reader.
+  storage.SetLogging(true);
+  REQUIRE(OpenAndRead(format, storage, spec.path).ok());
+  const std::vector<Request> log = storage.TakeLog();
+  CHECK(log[1].length == 61440);
+  // transfer_size changes the block size.
+  storage.SetLogging(true);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, false, 16384));
+  REQUIRE(reader.ok());
+  REQUIRE((*reader)->ReadSample(0).ok());
+  const std::vector<Request> small = storage.TakeLog();
+  CHECK(small[1].offset == 4096);
+  CHECK(small[1].length == 12288);
+  CHECK(small[2].length == 16384);
+  storage.SetLogging(false);
+}
+
+TEST_CASE("tiny files: the header read is short, then one read at EOF") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {2, 3}, 5, "/tiny.png");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = storage.Bytes(spec.path).size();
+  storage.SetLogging(true);
+  CheckRoundTrip(format, storage, spec, false);
+  const std::vector<Request> log = storage.TakeLog();
+  // Per load: 4 KiB at 0 (short), then 4 KiB at the end (0 bytes).
+  REQUIRE(log.size() == 4);
+  CHECK(log[0].returned == size);
+  CHECK(log[1].offset == size);
+  CHECK(log[1].returned == 0);
+}
+
+TEST_CASE("on_demand reloads every time, keep_in_memory reads once") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {40, 40}, 5, "/mem.png");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  for (bool keep : {false, true}) {
+    CAPTURE(keep);
+    const int opens_before = storage.opens();
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, true, keep));
+    REQUIRE(reader.ok());
+    auto* image_reader = dynamic_cast<image::ImageReader*>(reader->get());
+    REQUIRE(image_reader != nullptr);
+    for (int i = 0; i < 3; ++i) REQUIRE((*reader)->ReadSample(0).ok());
+    CHECK(image_reader->loads() == (keep ? 1u : 3u));
+    CHECK(storage.opens() - opens_before == (keep ? 1 : 3));
+    CHECK(image_reader->info().width == 40);
+    CHECK(storage.open_files() == 0);
+  }
+}
+
+TEST_CASE("out-of-range sample index") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 5, "/range.png");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  Result<SampleView> s = (*reader)->ReadSample(1);
+  CHECK(s.status().code() == StatusCode::kOutOfRange);
+  CHECK(s.status().message().find(spec.path) != std::string::npos);
+  CHECK((*reader)->ReadSample(0).ok());
+  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
+}
+
+TEST_CASE("storage errors are reported, not hidden") {
+  PngFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {100, 100}, 5, "/io.png");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  CHECK(format.OpenReader("/missing.png", Options(&storage)).status().code() ==
+        StatusCode::kNotFound);
+  storage.FailReads(1);
+  CHECK(format.OpenReader(spec.path, Options(&storage)).status().code() == StatusCode::kIOError);
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  storage.FailReads(1);
+  Status failed = (*reader)->ReadSample(0).status();
+  CHECK(failed.code() == StatusCode::kIOError);
+  CHECK(failed.message().find(spec.path) != std::string::npos);
+  CHECK(storage.open_files() == 0);
+  CHECK((*reader)->ReadSample(0).ok());  // a fresh load succeeds
+
+  storage.FailWritesAfter(1000);
+  FileSpec full = MakeSpec("uint8", {200, 200}, 5, "/full.png");
+  Status w = WriteSpec(format, storage, full);
+  CHECK(w.code() == StatusCode::kResourceExhausted);
+  CHECK(w.message().find("/full.png") != std::string::npos);
+  storage.FailWritesAfter(-1);
+}
+
+TEST_CASE("corruption is reported with path and offset") {
+  PngFormat format;
+  MemStorage storage;
+  const std::string path = "/bad.png";
+  FileSpec spec = MakeSpec("uint8", {120, 100}, 3, path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  const std::vector<Chunk> chunks = Chunks(good);
+  const Chunk& idat = Find(chunks, "IDAT");
+  const Chunk& iend = Find(chunks, "IEND");
+  auto with = [&](auto mutate) {
+    std::vector<std::byte> b = good;
+    mutate(b);
+    storage.SetBytes(path, b);
+  };
+
+  SUBCASE("truncated") {
+    for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{8}, std::size_t{20},
+                             std::size_t{40}, good.size() / 2, good.size() - 12, good.size() - 1}) {
+      CAPTURE(keep);
+      with([&](std::vector<std::byte>& b) { b.resize(keep); });
+      const Status s = OpenAndRead(format, storage, path);
+      CheckCorruption(s, path);
+      if (keep > 8) CHECK_MESSAGE(s.message().find("truncated") != std::string::npos, s.message());
+    }
+  }
+  SUBCASE("signature") {
+    with([](std::vector<std::byte>& b) { b[1] = std::byte{'Q'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "not a png file");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 1");
+  }
+  SUBCASE("IHDR CRC") {
+    with([](std::vector<std::byte>& b) { b[29] ^= std::byte{1}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "CRC error");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 8");
+  }
+  SUBCASE("IDAT CRC") {
+    with([&](std::vector<std::byte>& b) { b[idat.offset + 8 + idat.length + 2] ^= std::byte{4}; });
+    const Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path, "IDAT: CRC error");
+    CHECK_MESSAGE(s.message().find("at offset " + std::to_string(idat.offset)) != std::string::npos,
+                  s.message());
+    // Without decoding only the header is parsed.
+    CHECK(OpenAndRead(format, storage, path, false).ok());
+  }
+  SUBCASE("IDAT data byte") {
+    // zlib's Adler-32 (or the chunk CRC) catches it, whichever comes first.
+    with([&](std::vector<std::byte>& b) { b[idat.offset + 8 + 100] ^= std::byte{0x40}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path,
+                    "at offset " + std::to_string(idat.offset));
+    CHECK(OpenAndRead(format, storage, path, false).ok());
+  }
+  SUBCASE("IEND CRC") {
+    with([&](std::vector<std::byte>& b) { b[iend.offset + 8] ^= std::byte{1}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path,
+                    "at offset " + std::to_string(iend.offset));
+  }
+  SUBCASE("CRC of an ancillary chunk") {
+    with([&](std::vector<std::byte>& b) {
+      // A tEXt chunk after IHDR whose CRC is wrong.
+      const char text[] = "\0\0\0\x07tEXtkey\0val\0\0\0\0";
+      b.insert(b.begin() + 33, reinterpret_cast<const std::byte*>(text),
+               reinterpret_cast<const std::byte*>(text) + sizeof(text) - 1);
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 33");
+    with([&](std::vector<std::byte>& b) {
+      const char text[] = "\0\0\0\x07tEXtkey\0val\0\0\0\0";
+      b.insert(b.begin() + 33, reinterpret_cast<const std::byte*>(text),
+               reinterpret_cast<const std::byte*>(text) + sizeof(text) - 1);
+      FixCrc(b, 33);
+    });
+    CHECK(OpenAndRead(format, storage, path).ok());
+  }
+  SUBCASE("zlib data damaged under a valid CRC") {
+    with([&](std::vector<std::byte>& b) {
+      b[idat.offset + 8] = std::byte{0xff};  // zlib header
+      FixCrc(b, idat.offset);
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path,
+                    "at offset " + std::to_string(idat.offset));
+  }
+  SUBCASE("header declares an image the file cannot hold") {
+    with([](std::vector<std::byte>& b) {
+      StoreBe32(b.data() + 16, 0x7fff0000);
+      StoreBe32(b.data() + 20, 0x7fff0000);
+      FixCrc(b, 8);
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "more than a file");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "more than a file");
+  }
+  SUBCASE("invalid IHDR values") {
+    with([](std::vector<std::byte>& b) {
+      b[24] = std::byte{7};  // bit depth 7
+      FixCrc(b, 8);
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 8");
+  }
+  SUBCASE("missing IEND") {
+    with([&](std::vector<std::byte>& b) { b.resize(iend.offset); });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "truncated");
+  }
+  SUBCASE("a failed load leaves the reader usable") {
+    with([&](std::vector<std::byte>& b) { b[idat.offset + 20] ^= std::byte{1}; });
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    CheckCorruption((*reader)->ReadSample(0).status(), path, "corrupt png");
+    CHECK(storage.open_files() == 0);
+    storage.SetBytes(path, good);
+    CHECK((*reader)->ReadSample(0).ok());
+  }
+}
+
+TEST_CASE("concurrent writers and readers share one format") {
+  PngFormat format;
+  MemStorage storage;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FileSpec spec = MakeSpec("uint8", {50 + std::uint64_t(t), 70, t % 2 ? 3u : 1u}, 1000 + t,
+                               "/mt/" + std::to_string(t) + ".png");
+      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      const std::vector<std::byte> pixels = ReferencePixels(spec);
+      for (int round = 0; round < 10; ++round) {
+        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
+        if (!r.ok()) {
+          ++failures;
+          continue;
+        }
+        Result<SampleView> s = (*r)->ReadSample(0);
+        if (!s.ok() || !SameBytes(s->data, pixels)) ++failures;
+        // Corrupt reads in parallel with good ones.
+        if (round % 3 == 0 && OpenAndRead(format, storage, "/mt/missing.png").ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with PIL.
+
+TEST_CASE("PIL reads what we write and we read what PIL writes") {
+  if (!HavePython("numpy PIL")) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy and PIL is not available");
+    return;
+  }
+  TempDir dir("png");
+  PosixStorage storage;
+  PngFormat format;
+  struct Case {
+    std::vector<std::uint64_t> shape;
+    std::string mode;
+  };
+  const std::vector<Case> cases = {
+      {{64, 64}, "L"}, {{33, 70}, "L"}, {{20, 30, 3}, "RGB"}, {{1, 1}, "L"}};
+  std::string out;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".png")).string();
+    FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    WriteBinary(path + ".ref", ReferencePixels(spec));
+    const std::string script =
+        "import sys, numpy as np; from PIL import Image\n"
+        "im = Image.open(sys.argv[1]); a = np.asarray(im)\n"
+        "assert im.format == 'PNG', im.format\n"
+        "assert im.mode == sys.argv[3], im.mode\n"
+        "assert im.size == (int(sys.argv[5]), int(sys.argv[4])), im.size\n"
+        "assert a.tobytes() == open(sys.argv[2], 'rb').read(), 'pixels differ'\n"
+        "print('ok')\n";
+    WriteBinary(dir.path() / "check.py",
+                std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()),
+                                           script.size()));
+    const int rc =
+        Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " + path + " " +
+                path + ".ref " + cases[i].mode + " " + std::to_string(cases[i].shape[0]) + " " +
+                std::to_string(cases[i].shape[1]),
+            &out);
+    CHECK_MESSAGE(rc == 0, out);
+  }
+
+  // Files PIL writes, in every mode np.asarray maps to a plain array.
+  const std::string make =
+      "import sys, numpy as np; from PIL import Image\n"
+      "d = sys.argv[1]; rng = np.random.default_rng(3)\n"
+      "def save(name, im, **kw):\n"
+      "    im.save(d + '/' + name + '.png', **kw)\n"
+      "    a = np.asarray(Image.open(d + '/' + name + '.png'))\n"
+      "    if a.dtype == np.uint16 or a.dtype == np.int32: a = a.astype('<u2')\n"
+      "    open(d + '/' + name + '.bin', 'wb').write(a.tobytes())\n"
+      "    open(d + '/' + name + '.shape', 'w').write(' '.join(map(str, a.shape)))\n"
+      "save('l', Image.fromarray(rng.integers(0, 256, (37, 53), dtype=np.uint8)))\n"
+      "save('rgb', Image.fromarray(rng.integers(0, 256, (21, 19, 3), dtype=np.uint8)))\n"
+      "save('rgba', Image.fromarray(rng.integers(0, 256, (9, 11, 4), dtype=np.uint8)))\n"
+      "save('la', Image.fromarray(rng.integers(0, 256, (9, 11, 2), dtype=np.uint8), 'LA'))\n"
+      "save('p', Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8))"
+      ".quantize(7))\n"
+      "save('i16', Image.fromarray(rng.integers(0, 65536, (12, 10)).astype(np.uint16)))\n"
+      "save('flat', Image.fromarray(np.full((300, 300), 7, dtype=np.uint8)), optimize=True)\n"
+      "save('interlaced', Image.fromarray(rng.integers(0, 256, (40, 30), dtype=np.uint8)),"
+      " interlace=1)\n";
+  WriteBinary(
+      dir.path() / "make.py",
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
+  fs::create_directories(dir.path() / "pil");
+  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
+                         (dir.path() / "pil").string(),
+                     &out);
+  REQUIRE_MESSAGE(rc == 0, out);
+  for (const char* name : {"l", "rgb", "rgba", "la", "p", "i16", "flat", "interlaced"}) {
+    CAPTURE(name);
+    const fs::path base = dir.path() / "pil" / name;
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(base.string() + ".png", Options(&storage));
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
+    CHECK(s->bytes == s->data.size());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (not run by default: --no-skip -tc='*throughput*').
+
+TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
+  TempDir dir("png_speed");
+  PosixStorage storage;
+  PngFormat format;
+  constexpr int kFiles = 256;
+  std::vector<FileSpec> specs;
+  for (int i = 0; i < kFiles; ++i) {
+    specs.push_back(MakeSpec("uint8", {256, 256}, i,
+                             (dir.path() / ("f" + std::to_string(i) + ".png")).string()));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t bytes = 0;
+  for (const FileSpec& spec : specs) {
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    bytes += fs::file_size(spec.path);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  const double write_s = std::chrono::duration<double>(t1 - t0).count();
+  for (bool decode : {true, false}) {
+    for (const FileSpec& spec : specs) REQUIRE(OpenAndRead(format, storage, spec.path).ok());
+    auto t2 = std::chrono::steady_clock::now();
+    for (const FileSpec& spec : specs) {
+      REQUIRE(OpenAndRead(format, storage, spec.path, decode).ok());
+    }
+    auto t3 = std::chrono::steady_clock::now();
+    const double read_s = std::chrono::duration<double>(t3 - t2).count();
+    MESSAGE("png 256x256 decode=" << decode << ": generate "
+                                  << kFiles * 65536.0 / write_s / (1 << 20) << " MiB/s of pixels ("
+                                  << bytes / write_s / (1 << 20) << " MiB/s of file), read "
+                                  << kFiles / read_s << " samples/s");
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::png

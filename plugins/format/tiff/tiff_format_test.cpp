@@ -1,0 +1,639 @@
+// Tests of the tiff format plugin: validation, writing every element type and
+// compression, reading with DLIO's image access pattern, corruption
+// handling, libtiff's message handlers and interoperability with tifffile and
+// PIL.
+
+#include "tiff_format.h"
+
+#include <doctest/doctest.h>
+#include <tiffio.h>
+
+#include <chrono>
+#include <thread>
+
+#include "image_common/image_reader.h"
+#include "image_common/image_sink.h"
+#include "image_common/image_test_util.h"
+
+extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
+
+namespace iomimic::tiff {
+namespace {
+
+using namespace iomimic::image_test;  // NOLINT: test helpers
+
+std::uint32_t LoadLe(const std::vector<std::byte>& b, std::size_t at, int bytes) {
+  std::uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | std::uint32_t(b[at + i]);
+  return v;
+}
+
+void StoreLe32(std::vector<std::byte>& b, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + i] = std::byte(v >> (8 * i));
+}
+
+struct Entry {
+  std::uint16_t tag = 0;
+  std::uint16_t type = 0;
+  std::uint32_t count = 0;
+  std::size_t offset = 0;   // of the entry in the file
+  std::uint32_t value = 0;  // the first value (inline) or the value offset
+};
+
+// The entries of the first IFD of a little-endian classic TIFF.
+std::vector<Entry> Directory(const std::vector<std::byte>& b, std::size_t* ifd = nullptr) {
+  const std::size_t at = LoadLe(b, 4, 4);
+  if (ifd != nullptr) *ifd = at;
+  const std::size_t n = LoadLe(b, at, 2);
+  std::vector<Entry> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    Entry e;
+    e.offset = at + 2 + 12 * i;
+    e.tag = static_cast<std::uint16_t>(LoadLe(b, e.offset, 2));
+    e.type = static_cast<std::uint16_t>(LoadLe(b, e.offset + 2, 2));
+    e.count = LoadLe(b, e.offset + 4, 4);
+    e.value = e.type == 3 && e.count == 1 ? LoadLe(b, e.offset + 8, 2) : LoadLe(b, e.offset + 8, 4);
+    out.push_back(e);
+  }
+  return out;
+}
+
+const Entry& Tag(const std::vector<Entry>& entries, std::uint16_t tag) {
+  for (const Entry& e : entries) {
+    if (e.tag == tag) return e;
+  }
+  FAIL("no tag " << tag);
+  return entries.front();
+}
+
+void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
+  const std::vector<std::byte> pixels = ReferencePixels(spec);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&storage, true, keep));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  REQUIRE((*reader)->num_samples() == 1);
+  for (int round = 0; round < 2; ++round) {
+    Result<SampleView> sample = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+    CHECK(sample->bytes == spec.sample_bytes());
+    CHECK(SameBytes(sample->data, pixels));
+  }
+}
+
+// Captures what the process writes to stderr (fd 2) while alive.
+class StderrCapture {
+ public:
+  explicit StderrCapture(const fs::path& file) : file_(file) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrCapture() { Restore(); }
+  std::string Take() {
+    Restore();
+    return ReadText(file_);
+  }
+
+ private:
+  void Restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  fs::path file_;
+  int saved_ = -1;
+};
+
+TEST_CASE("descriptor, traits and options") {
+  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
+  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+  CHECK(std::string(iomimic_plugin_descriptor.name) == "tiff");
+  CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
+  CHECK(iomimic_plugin_descriptor.num_options == 3);
+
+  TiffFormat format;
+  CHECK(format.name() == "tiff");
+  const FormatTraits t = format.traits();
+  CHECK(t.extension == "tiff");
+  CHECK_FALSE(t.multi_sample_files);
+  CHECK_FALSE(t.partial_reads);
+  CHECK(t.needs_host_decode);
+  CHECK_FALSE(t.predictable_size);
+  CHECK(format.ExpectedFileSize(MakeSpec("uint8", {8, 8}, 1, "/a.tiff")).status().code() ==
+        StatusCode::kNotSupported);
+
+  PluginContext ctx;
+  Status error;
+  ctx.options =
+      PluginOptions("format plugin 'tiff'",
+                    {{"compression", "lzw"}, {"compress_level", "9"}, {"rows_per_strip", "3"}});
+  void* made = iomimic_plugin_descriptor.create(&ctx, &error);
+  REQUIRE_MESSAGE(made != nullptr, error.ToString());
+  iomimic_plugin_descriptor.destroy(made);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"compression", "jpeg2000"}, {"compress_level", "0"}, {"rows_per_strip", "-1"}}) {
+    CAPTURE(key);
+    ctx.options = PluginOptions("format plugin 'tiff'", {{key, value}});
+    CHECK(iomimic_plugin_descriptor.create(&ctx, &error) == nullptr);
+    CHECK(error.code() == StatusCode::kInvalidArgument);
+    CHECK(error.message().find("format plugin 'tiff'") != std::string::npos);
+  }
+  Result<WriterOptions> parsed = ParseOptions(PluginOptions("", {{"compression", "zip"}}));
+  REQUIRE(parsed.ok());
+  CHECK(parsed->compression == Compression::kDeflate);
+}
+
+TEST_CASE("validation") {
+  TiffFormat format;
+  for (const char* dtype : {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64",
+                            "int64", "float16", "float32", "float64"}) {
+    CAPTURE(dtype);
+    CHECK(format.Validate(MakeSpec(dtype, {64, 48}, 1, "/a.tiff")).ok());
+  }
+  CHECK(format.Validate(MakeSpec("uint8", {64, 48, 3}, 1, "/a.tiff")).ok());
+  auto code = [&](const FileSpec& spec) { return format.Validate(spec).code(); };
+  CHECK(code(MakeSpec("bool", {4, 4}, 1, "/a.tiff")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4}, 1, "/a.tiff")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 4, 2}, 1, "/a.tiff")) == StatusCode::kInvalidArgument);
+  CHECK(code(MakeSpec("uint8", {4, 4}, 1, "/a.tiff", 3)) == StatusCode::kInvalidArgument);
+  FileSpec spec = MakeSpec("uint8", {4, 4}, 1, "/a.tiff");
+  spec.compression = "gzip";
+  CHECK(format.Validate(spec).ok());
+  spec.compression = "bz2";
+  CHECK(code(spec) == StatusCode::kNotSupported);
+  WriterOptions lzw;
+  lzw.compression = Compression::kLzw;
+  spec.compression = "zip";
+  CHECK(TiffFormat(lzw).Validate(spec).code() == StatusCode::kInvalidArgument);
+
+  Result<TiffPlan> plan = PlanTiff(MakeSpec("uint16", {1000, 100}, 1, "/a.tiff"), {});
+  REQUIRE(plan.ok());
+  CHECK(plan->rows_per_strip == 327);  // 65536 / 200 bytes per row
+  CHECK_FALSE(plan->bigtiff);
+  plan = PlanTiff(MakeSpec("float64", {70000, 70000}, 1, "/a.tiff"), {});
+  REQUIRE(plan.ok());
+  CHECK(plan->bigtiff);
+}
+
+TEST_CASE("round trip of shapes, element types and compressions") {
+  MemStorage storage;
+  std::uint64_t seed = 1;
+  for (Compression c :
+       {Compression::kNone, Compression::kDeflate, Compression::kLzw, Compression::kPackBits}) {
+    WriterOptions options;
+    options.compression = c;
+    TiffFormat format(options);
+    for (const char* dtype : {"uint8", "int16", "uint32", "float32", "float64", "float16"}) {
+      for (const std::vector<std::uint64_t>& shape : std::vector<std::vector<std::uint64_t>>{
+               {64, 64}, {1, 1}, {3, 1000}, {300, 7, 3}, {31, 29, 1}}) {
+        CAPTURE(CompressionName(c));
+        CAPTURE(dtype);
+        CAPTURE(shape[0]);
+        CAPTURE(shape[1]);
+        FileSpec spec = MakeSpec(dtype, shape, seed++, "/rt/" + std::to_string(seed) + ".tiff");
+        REQUIRE(WriteSpec(format, storage, spec).ok());
+        CheckRoundTrip(format, storage, spec, seed % 2 == 0);
+      }
+    }
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("file layout: classic little-endian TIFF with the spec's tags") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint16", {300, 500}, 7, "/layout.tiff");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  const std::vector<std::byte> b = storage.Bytes(spec.path);
+  REQUIRE(writes.size() == 1);  // header patch included, one request
+  CHECK(writes[0].length == b.size());
+  CHECK(b[0] == std::byte{'I'});
+  CHECK(LoadLe(b, 2, 2) == 42);
+  const std::vector<Entry> dir = Directory(b);
+  CHECK(Tag(dir, 256).value == 500);  // ImageWidth = d2
+  CHECK(Tag(dir, 257).value == 300);  // ImageLength = d1
+  CHECK(Tag(dir, 258).value == 16);   // BitsPerSample
+  CHECK(Tag(dir, 259).value == 1);    // no compression
+  CHECK(Tag(dir, 262).value == 1);    // MinIsBlack
+  CHECK(Tag(dir, 277).value == 1);    // SamplesPerPixel
+  CHECK(Tag(dir, 278).value == 65);   // RowsPerStrip: 64 KiB strips
+  CHECK(Tag(dir, 339).value == 1);    // SampleFormat unsigned
+  CHECK(Tag(dir, 273).count == 5);    // StripOffsets
+  // Raw strips: the pixels are in the file as generated.
+  const std::vector<std::byte> pixels = ReferencePixels(spec);
+  const std::uint32_t first_strip = LoadLe(b, Tag(dir, 273).value, 4);
+  CHECK(std::memcmp(b.data() + first_strip, pixels.data(), 1000) == 0);
+  FileSpec again = spec;
+  again.path = "/layout2.tiff";
+  REQUIRE(WriteSpec(format, storage, again).ok());
+  CHECK(storage.Bytes(again.path) == b);
+}
+
+TEST_CASE("large images stream through bounded write requests") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {3000, 3000}, 9, "/big.tiff");
+  storage.SetLogging(true);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<Request> writes = storage.TakeLog();
+  REQUIRE(writes.size() > 2);
+  std::uint64_t covered = 0;
+  for (const Request& w : writes) {
+    CHECK(w.length <= image::kMaxWriteChunk);
+    covered += w.length;
+  }
+  CHECK(covered >= storage.Bytes(spec.path).size());
+  // libtiff patches the directory offset into the header once the strips
+  // are out.
+  CHECK(std::any_of(writes.begin() + 1, writes.end(),
+                    [](const Request& w) { return w.offset <= 4 && w.offset + w.length >= 8; }));
+  CheckRoundTrip(format, storage, spec, false);
+}
+
+TEST_CASE("reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EOF") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {300, 400}, 5, "/pattern.tiff");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = storage.Bytes(spec.path).size();
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    CHECK(storage.TakeLog().size() == 1);
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(s->bytes == 300 * 400);
+    CHECK(s->data.size() == (decode ? 300u * 400 : 0u));
+    const std::vector<Request> log = storage.TakeLog();
+    std::uint64_t next = 4096;
+    for (std::size_t i = 0; i + 1 < log.size(); ++i) {
+      CHECK(log[i].offset == next);
+      CHECK(log[i].length == std::min<std::uint64_t>((next / 65536 + 1) * 65536, size) - next);
+      next += log[i].returned;
+    }
+    CHECK(next == size);
+    CHECK(log.back().returned == 0);
+    storage.SetLogging(false);
+  }
+}
+
+TEST_CASE("on_demand reloads every time, keep_in_memory reads once") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("float32", {40, 40}, 5, "/mem.tiff");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  for (bool keep : {false, true}) {
+    const int opens_before = storage.opens();
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, true, keep));
+    REQUIRE(reader.ok());
+    auto* image_reader = dynamic_cast<image::ImageReader*>(reader->get());
+    REQUIRE(image_reader != nullptr);
+    for (int i = 0; i < 3; ++i) REQUIRE((*reader)->ReadSample(0).ok());
+    CHECK(image_reader->loads() == (keep ? 1u : 3u));
+    CHECK(storage.opens() - opens_before == (keep ? 1 : 3));
+    CHECK(image_reader->info().bytes_per_sample == 4);
+  }
+}
+
+TEST_CASE("out-of-range sample index") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {8, 8}, 5, "/range.tiff");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  CHECK((*reader)->ReadSample(1).status().code() == StatusCode::kOutOfRange);
+  CHECK((*reader)->ReadSample(0).ok());
+}
+
+TEST_CASE("storage errors are reported, not hidden") {
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {100, 100}, 5, "/io.tiff");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  storage.FailReads(1);
+  CHECK((*reader)->ReadSample(0).status().code() == StatusCode::kIOError);
+  CHECK((*reader)->ReadSample(0).ok());
+  storage.FailWritesAfter(1000);
+  Status w = WriteSpec(format, storage, MakeSpec("uint8", {3000, 3000}, 5, "/full.tiff"));
+  CHECK(w.code() == StatusCode::kResourceExhausted);
+  CHECK(w.message().find("/full.tiff") != std::string::npos);
+  storage.FailWritesAfter(-1);
+}
+
+TEST_CASE("corruption is reported with path and offset") {
+  MemStorage storage;
+  const std::string path = "/bad.tiff";
+  WriterOptions deflate;
+  deflate.compression = Compression::kDeflate;
+  TiffFormat format;
+  TiffFormat deflate_format(deflate);
+  FileSpec spec = MakeSpec("uint8", {300, 300}, 3, path);
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> good = storage.Bytes(path);
+  std::size_t ifd = 0;
+  const std::vector<Entry> dir = Directory(good, &ifd);
+  auto with = [&](auto mutate) {
+    std::vector<std::byte> b = good;
+    mutate(b);
+    storage.SetBytes(path, b);
+  };
+
+  SUBCASE("truncated") {
+    for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{7}, std::size_t{100},
+                             good.size() / 2, ifd + 20, good.size() - 1}) {
+      CAPTURE(keep);
+      with([&](std::vector<std::byte>& b) { b.resize(keep); });
+      const Status s = OpenAndRead(format, storage, path);
+      CheckCorruption(s, path);
+    }
+  }
+  SUBCASE("byte order mark") {
+    with([](std::vector<std::byte>& b) { b[0] = std::byte{'X'}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "not a tiff file");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 0");
+  }
+  SUBCASE("magic number") {
+    with([](std::vector<std::byte>& b) { b[2] = std::byte{41}; });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 2");
+  }
+  SUBCASE("directory offset outside the file") {
+    with([](std::vector<std::byte>& b) { StoreLe32(b, 4, 0x7fffffff); });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 4");
+    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 4");
+  }
+  SUBCASE("directory entry count") {
+    with([&](std::vector<std::byte>& b) {
+      b[ifd] = std::byte{0xff};
+      b[ifd + 1] = std::byte{0xff};
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset " + std::to_string(ifd));
+  }
+  SUBCASE("required tag missing") {
+    with([&](std::vector<std::byte>& b) {
+      b[Tag(dir, 256).offset] = std::byte{0x30};  // ImageWidth becomes an unknown tag
+    });
+    CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt tiff");
+  }
+  SUBCASE("strip past the end") {
+    with([&](std::vector<std::byte>& b) {
+      StoreLe32(b, LoadLe(b, Tag(dir, 273).offset + 8, 4) + 4, 0x00ffffff);
+    });
+    const Status s = OpenAndRead(format, storage, path);
+    CheckCorruption(s, path, "strip 1");
+    CHECK_MESSAGE(s.message().find("at offset " + std::to_string(0x00ffffff)) != std::string::npos,
+                  s.message());
+    // Without decoding, strips are not read.
+    CHECK(OpenAndRead(format, storage, path, false).ok());
+  }
+  SUBCASE("damaged deflate data") {
+    FileSpec zspec = spec;
+    REQUIRE(WriteSpec(deflate_format, storage, zspec).ok());
+    std::vector<std::byte> b = storage.Bytes(path);
+    const std::vector<Entry> zdir = Directory(b);
+    const std::uint32_t strip0 = LoadLe(b, Tag(zdir, 273).value, 4);
+    for (std::size_t i = 0; i < 64; ++i) b[strip0 + 2 + i] ^= std::byte{0x5a};
+    storage.SetBytes(path, b);
+    const Status s = OpenAndRead(deflate_format, storage, path);
+    CheckCorruption(s, path, "strip 0");
+    CHECK_MESSAGE(s.message().find("at offset " + std::to_string(strip0)) != std::string::npos,
+                  s.message());
+  }
+  SUBCASE("a failed load leaves the reader usable") {
+    with([](std::vector<std::byte>& b) { StoreLe32(b, 4, 0x7fffffff); });
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    REQUIRE(reader.ok());
+    CheckCorruption((*reader)->ReadSample(0).status(), path, "directory offset");
+    CHECK(storage.open_files() == 0);
+    storage.SetBytes(path, good);
+    CHECK((*reader)->ReadSample(0).ok());
+  }
+}
+
+TEST_CASE("libtiff prints nothing, whatever happens") {
+  TempDir dir("tiff_stderr");
+  TiffFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {50, 50}, 3, "/quiet.tiff");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  std::vector<std::byte> b = storage.Bytes(spec.path);
+  b[LoadLe(b, 4, 4)] = std::byte{0xff};
+  b[LoadLe(b, 4, 4) + 1] = std::byte{0xff};
+  storage.SetBytes(spec.path, b);
+  StderrCapture capture(dir.path() / "stderr.txt");
+  CHECK(OpenAndRead(format, storage, spec.path).code() == StatusCode::kCorruption);
+  // Messages without a TIFF handle go to the process-wide handlers.
+  TIFFError("iomimic-test", "an error nobody should see");
+  TIFFWarning("iomimic-test", "a warning nobody should see");
+  const std::string printed = capture.Take();
+  CHECK_MESSAGE(printed.empty(), printed);
+}
+
+TEST_CASE("concurrent writers and readers share one format") {
+  WriterOptions options;
+  options.compression = Compression::kDeflate;
+  TiffFormat format(options);
+  MemStorage storage;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FileSpec spec = MakeSpec(t % 2 ? "uint16" : "uint8", {50 + std::uint64_t(t), 70}, 1000 + t,
+                               "/mt/" + std::to_string(t) + ".tiff");
+      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      const std::vector<std::byte> pixels = ReferencePixels(spec);
+      for (int round = 0; round < 10; ++round) {
+        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
+        if (!r.ok()) {
+          ++failures;
+          continue;
+        }
+        Result<SampleView> s = (*r)->ReadSample(0);
+        if (!s.ok() || !SameBytes(s->data, pixels)) ++failures;
+      }
+      // A corrupt file read at the same time gets its own message.
+      const std::string bad = "/mt/bad" + std::to_string(t) + ".tiff";
+      std::vector<std::byte> b = storage.Bytes(spec.path);
+      b[LoadLe(b, 4, 4)] = std::byte{0xff};
+      b[LoadLe(b, 4, 4) + 1] = std::byte{0xff};
+      storage.SetBytes(bad, b);
+      const Status s = OpenAndRead(format, storage, bad);
+      if (s.code() != StatusCode::kCorruption || s.message().find(bad) == std::string::npos) {
+        ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with tifffile and PIL.
+
+TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
+  if (!HavePython("numpy tifffile PIL")) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy, tifffile and PIL is not available");
+    return;
+  }
+  TempDir dir("tiff");
+  PosixStorage storage;
+  // tifffile without imagecodecs decodes only uncompressed and deflate
+  // files; PIL (through libtiff) checks the others.
+  const std::string script =
+      "import sys, numpy as np, tifffile; from PIL import Image\n"
+      "path, ref, dtype, shape, compression = sys.argv[1:6]\n"
+      "shape = tuple(int(x) for x in shape.split(','))\n"
+      "if len(shape) == 3 and shape[2] == 1: shape = shape[:2]\n"
+      "want = np.frombuffer(open(ref, 'rb').read(), dtype=dtype).reshape(shape)\n"
+      "if compression in ('none', 'deflate'):\n"
+      "    a = tifffile.imread(path)\n"
+      "    assert a.dtype == np.dtype(dtype), a.dtype\n"
+      "    assert a.shape == shape, a.shape\n"
+      "    assert a.tobytes() == want.tobytes(), 'tifffile reads other pixels'\n"
+      "if dtype in ('uint8', 'uint16', 'int32', 'float32'):\n"
+      "    im = Image.open(path)\n"
+      "    assert im.size == (shape[1], shape[0]), im.size\n"
+      "    a = np.asarray(im)\n"
+      "    assert a.dtype == want.dtype and a.shape == want.shape, (a.dtype, a.shape)\n"
+      "    assert a.tobytes() == want.tobytes(), 'PIL reads other pixels'\n"
+      "print('ok')\n";
+  WriteBinary(
+      dir.path() / "check.py",
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()), script.size()));
+  struct Case {
+    std::string dtype;
+    std::vector<std::uint64_t> shape;
+    Compression compression;
+  };
+  const std::vector<Case> cases = {
+      {"uint8", {64, 64}, Compression::kNone},   {"uint8", {33, 70, 3}, Compression::kDeflate},
+      {"uint8", {200, 300}, Compression::kLzw},  {"uint8", {20, 30, 1}, Compression::kPackBits},
+      {"uint16", {31, 17}, Compression::kLzw},   {"float32", {12, 11}, Compression::kPackBits},
+      {"uint16", {50, 40}, Compression::kNone},  {"int32", {17, 9}, Compression::kDeflate},
+      {"float32", {70, 80}, Compression::kNone}, {"float64", {5, 6, 3}, Compression::kNone},
+      {"int8", {10, 10}, Compression::kNone},    {"float16", {9, 13}, Compression::kNone},
+      {"uint64", {4, 5}, Compression::kDeflate},
+  };
+  std::string out;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    WriterOptions options;
+    options.compression = cases[i].compression;
+    TiffFormat format(options);
+    const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".tiff")).string();
+    FileSpec spec = MakeSpec(cases[i].dtype, cases[i].shape, 40 + i, path);
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    WriteBinary(path + ".ref", ReferencePixels(spec));
+    std::string shape;
+    for (std::uint64_t d : cases[i].shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    const int rc = Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " +
+                           path + " " + path + ".ref " + cases[i].dtype + " " + shape + " " +
+                           CompressionName(cases[i].compression),
+                       &out);
+    CHECK_MESSAGE(rc == 0, out);
+  }
+
+  // Files tifffile and PIL write: big-endian, tiled, planar, compressed with
+  // a predictor, PIL's defaults.
+  const std::string make =
+      "import sys, numpy as np, tifffile; from PIL import Image\n"
+      "d = sys.argv[1]; rng = np.random.default_rng(3)\n"
+      "def save(name, a, **kw):\n"
+      "    tifffile.imwrite(d + '/' + name + '.tiff', a, **kw)\n"
+      "    b = tifffile.imread(d + '/' + name + '.tiff')\n"
+      "    open(d + '/' + name + '.bin', "
+      "'wb').write(b.astype(b.dtype.newbyteorder('<')).tobytes())\n"
+      "save('u8', rng.integers(0, 256, (37, 53), dtype=np.uint8))\n"
+      "save('be_u16', rng.integers(0, 65536, (20, 30)).astype('>u2'), byteorder='>')\n"
+      "save('tiled', rng.integers(0, 256, (100, 70), dtype=np.uint8), tile=(32, 32))\n"
+      "save('planar', rng.integers(0, 256, (3, 20, 25), dtype=np.uint8), planarconfig='separate',"
+      " photometric='rgb')\n"
+      "save('predictor', rng.integers(0, 65536, (30, 40)).astype(np.uint16), compression='zlib',"
+      " predictor=True)\n"
+      "save('f64', rng.random((7, 9)))\n"
+      "im = Image.fromarray(rng.integers(0, 256, (41, 43), dtype=np.uint8))\n"
+      "im.save(d + '/pil.tiff')\n"
+      "open(d + '/pil.bin', 'wb').write(np.asarray(im).tobytes())\n"
+      "im.save(d + '/pil_deflate.tiff', compression='tiff_adobe_deflate')\n"
+      "open(d + '/pil_deflate.bin', 'wb').write(np.asarray(im).tobytes())\n"
+      "im = Image.fromarray(rng.integers(0, 256, (19, 23, 3), dtype=np.uint8))\n"
+      "im.save(d + '/pil_lzw.tiff', compression='tiff_lzw')\n"
+      "open(d + '/pil_lzw.bin', 'wb').write(np.asarray(im).tobytes())\n";
+  WriteBinary(
+      dir.path() / "make.py",
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
+  fs::create_directories(dir.path() / "foreign");
+  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
+                         (dir.path() / "foreign").string(),
+                     &out);
+  REQUIRE_MESSAGE(rc == 0, out);
+  TiffFormat format;
+  for (const char* name :
+       {"u8", "be_u16", "tiled", "planar", "predictor", "f64", "pil", "pil_deflate", "pil_lzw"}) {
+    const std::string which = name;
+    CAPTURE(which);
+    const fs::path base = dir.path() / "foreign" / name;
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(base.string() + ".tiff", Options(&storage));
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    Result<SampleView> s = (*reader)->ReadSample(0);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (not run by default: --no-skip -tc='*throughput*').
+
+TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
+  TempDir dir("tiff_speed");
+  PosixStorage storage;
+  for (Compression c : {Compression::kNone, Compression::kDeflate}) {
+    WriterOptions options;
+    options.compression = c;
+    TiffFormat format(options);
+    constexpr int kFiles = 256;
+    std::vector<FileSpec> specs;
+    for (int i = 0; i < kFiles; ++i) {
+      specs.push_back(MakeSpec("uint8", {256, 256}, i,
+                               (dir.path() / ("f" + std::to_string(i) + ".tiff")).string()));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t bytes = 0;
+    for (const FileSpec& spec : specs) {
+      REQUIRE(WriteSpec(format, storage, spec).ok());
+      bytes += fs::file_size(spec.path);
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    const double write_s = std::chrono::duration<double>(t1 - t0).count();
+    for (bool decode : {true, false}) {
+      for (const FileSpec& spec : specs) REQUIRE(OpenAndRead(format, storage, spec.path).ok());
+      auto t2 = std::chrono::steady_clock::now();
+      for (const FileSpec& spec : specs) {
+        REQUIRE(OpenAndRead(format, storage, spec.path, decode).ok());
+      }
+      auto t3 = std::chrono::steady_clock::now();
+      const double read_s = std::chrono::duration<double>(t3 - t2).count();
+      MESSAGE("tiff " << std::string(CompressionName(c)) << " 256x256 decode=" << decode << ": generate "
+                      << kFiles * 65536.0 / write_s / (1 << 20) << " MiB/s of pixels ("
+                      << bytes / write_s / (1 << 20) << " MiB/s of file), read " << kFiles / read_s
+                      << " samples/s");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::tiff
