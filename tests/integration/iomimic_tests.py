@@ -394,6 +394,8 @@ def test_format_storage_matrix():
                  "++workload.dataset.record_length_bytes=4096",
                  "++workload.reader.batch_size=2", "++workload.evaluation.eval_time=0",
                  "++workload.reader.read_threads=2",
+                 # tf.data reads every format, tfrecord included.
+                 "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow",
                  # Data that lands in device memory cannot be decoded on the host.
                  "++workload.reader.decode=%s" % (st not in device)] +
                 small_overrides(data, out, files=6, eval_files=2, epochs=1, compute=0))

@@ -93,6 +93,10 @@ struct FormatTraits {
   bool partial_reads = false;         // a sample read touches only its bytes
   bool needs_host_decode = false;     // the data must be decoded in host memory
   bool predictable_size = false;      // ExpectedFileSize is exact
+  // Files are read as a stream from the start (TFRecord): reading sample i
+  // costs reading samples 0..i. The core then reads each file's samples in
+  // order with one reader, as tf.data does, instead of one reader per sample.
+  bool streamed = false;
 };
 
 // How samples are read. `read_type` follows DLIO: on_demand opens, reads and

@@ -31,7 +31,12 @@ class Loader::Reader {
       : session_(session), preprocess_(session.config().reader.preprocess_time, seed) {
     options_.storage = &session.storage();
     options_.decode = session.config().reader.decode;
-    options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory;
+    // A streamed file is read once, in order, by one reader (tf.data): the
+    // reader keeps what it streamed so the file's next sample continues the
+    // pass (memory: one file per reader thread).
+    options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory ||
+                              session.format().traits().streamed;
+    keep_open_ = options_.keep_in_memory;
     options_.transfer_size = session.config().reader.transfer_size;
     checksum_ = session.config().iomimic.checksum;
     resized_.resize(ResizedSampleBytes(session.config()));
@@ -49,7 +54,7 @@ class Loader::Reader {
   Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
-    if (options_.keep_in_memory) {
+    if (keep_open_) {
       if (cached_ == nullptr || cached_path_ != path) {
         cached_.reset();
         IOMIMIC_ASSIGN_OR_RETURN(cached_, session_.format().OpenReader(path, options_));
@@ -84,6 +89,7 @@ class Loader::Reader {
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
   bool checksum_ = false;
+  bool keep_open_ = false;
   std::vector<std::byte> resized_;  // DLIO's resized_image, made once
   std::vector<std::byte> batch_;    // batch_size x resized_, reused
 };

@@ -44,7 +44,7 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
-                       epoch, session.shuffle_seeds());
+                       epoch, session.shuffle_seeds(), session.format().traits().streamed);
   PhaseRecord block;
   IoSnapshot io_start;
   std::uint64_t block_index = 1;
@@ -128,7 +128,7 @@ Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, 
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, cluster.rank(), cluster.size(),
-                       epoch, session.shuffle_seeds());
+                       epoch, session.shuffle_seeds(), session.format().traits().streamed);
   PhaseRecord eval;
   eval.start = Stamp::Now();
   IoSnapshot io_start = session.storage().Snapshot();

@@ -191,7 +191,8 @@ std::uint64_t EpochSeed(const ShuffleSeeds& seeds, bool random_mode, std::uint64
 }  // namespace
 
 EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, Split split,
-                     int rank, int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds)
+                     int rank, int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds,
+                     bool streamed)
     : samples_per_file_(layout.samples_per_file()),
       batch_size_(std::max<std::uint64_t>(
           1, split == Split::kTrain ? config.reader.batch_size : config.reader.batch_size_eval)),
@@ -202,7 +203,8 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
                                   : EvalStepsPerEpoch(config, world_size);
   rank_offset_ = static_cast<std::uint64_t>(rank) * steps_ * batch_size_;
   bool compat_sorted = config.iomimic.dlio_order && IndexLoader(config);
-  bool sample_shuffle = !compat_sorted && config.reader.sample_shuffle != config::ShuffleMode::kOff;
+  bool sample_shuffle = !compat_sorted && !streamed &&
+                        config.reader.sample_shuffle != config::ShuffleMode::kOff;
   bool file_shuffle = !compat_sorted && config.reader.file_shuffle != config::ShuffleMode::kOff;
   std::uint64_t sample_seed =
       EpochSeed(seeds, config.reader.sample_shuffle == config::ShuffleMode::kRandom, epoch);

@@ -93,8 +93,12 @@ struct ShuffleSeeds {
 // One epoch of one split as seen by one rank.
 class EpochPlan {
  public:
+  // `streamed`: the format streams whole files (FormatTraits::streamed), so
+  // samples are read file after file in record order, as tf.data reads
+  // them; file_shuffle still permutes the files, and sample_shuffle (a
+  // shuffle buffer after reading in TensorFlow) does not change the reads.
   EpochPlan(const config::Config& config, const DatasetLayout& layout, Split split, int rank,
-            int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds);
+            int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds, bool streamed = false);
 
   // Steps (batches) this rank runs; equal on every rank.
   std::uint64_t steps() const { return steps_; }

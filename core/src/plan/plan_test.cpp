@@ -203,6 +203,23 @@ TEST_CASE("dlio_order reproduces DLIO HEAD's sorted order for index loaders") {
   for (std::size_t i = 0; i < reads.size(); ++i) CHECK(reads[i].file == i / 4);
 }
 
+TEST_CASE("streamed formats read files in record order; file shuffle still applies") {
+  config::Config c = SmallConfig();
+  c.reader.sample_shuffle = config::ShuffleMode::kSeed;
+  c.reader.file_shuffle = config::ShuffleMode::kSeed;
+  DatasetLayout layout(c, "tfrecord");
+  ShuffleSeeds seeds{c.train.seed, true, 0};
+  EpochPlan plan(c, layout, Split::kTrain, 0, 1, 1, seeds, /*streamed=*/true);
+  std::set<std::uint64_t> files;
+  for (std::uint64_t p = 0; p < plan.samples(); ++p) {
+    SampleRef r = plan.Sample(p);
+    CHECK(r.sample == p % 4);  // records of a file in order
+    files.insert(r.file);
+  }
+  CHECK(files.size() == 24);
+  CHECK(plan.Sample(0).file != 0);  // files are shuffled (seed 124)
+}
+
 TEST_CASE("step counts follow DLIO and total_training_steps caps them") {
   config::Config c = SmallConfig();
   CHECK(TrainStepsPerEpoch(c, 1) == 24);  // 96 / 4

@@ -1,0 +1,298 @@
+#include "csv_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "csv_writer.h"
+#include "csv_zip.h"
+
+namespace iomimic::csv {
+namespace {
+
+std::string Hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+std::span<const char> AsChars(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// The largest central directory accepted (one entry with a 64 KiB name,
+// extra field and comment fits easily).
+constexpr std::uint64_t kMaxDirectorySize = std::uint64_t{1} << 20;
+
+}  // namespace
+
+CsvReader::CsvReader(std::string path, const ReaderOptions& options)
+    : path_(std::move(path)),
+      storage_(options.storage),
+      decode_(options.decode),
+      keep_in_memory_(options.keep_in_memory) {
+  if (options.transfer_size != 0) {
+    transfer_ =
+        std::clamp<std::uint64_t>(options.transfer_size, kMinTransferSize, kMaxTransferSize);
+  }
+}
+
+Result<std::unique_ptr<FileReader>> CsvReader::Open(const std::string& path,
+                                                    const ReaderOptions& options) {
+  if (options.storage == nullptr)
+    return Status::InvalidArgument("csv: ReaderOptions.storage is null");
+  try {
+    std::unique_ptr<CsvReader> reader(new CsvReader(path, options));
+    IOMIMIC_ASSIGN_OR_RETURN(
+        reader->chunk_,
+        AllocateHostBuffer(*options.storage, static_cast<std::size_t>(reader->transfer_)));
+    IOMIMIC_RETURN_IF_ERROR(reader->Load());
+    return std::unique_ptr<FileReader>(std::move(reader));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("csv: out of memory opening " + path);
+  } catch (const std::exception& e) {
+    return Status::Internal("csv: opening " + path + ": " + e.what());
+  }
+}
+
+Status CsvReader::ReadExact(File& file, std::uint64_t offset, std::span<std::byte> out,
+                            const char* what) {
+  Result<std::size_t> n = file.ReadAt(offset, out);
+  if (!n.ok()) return n.status().WithContext("csv: reading " + path_);
+  if (*n < out.size()) {
+    return Status::Corruption(path_ + ": truncated file: the " + std::string(what) + " needs " +
+                              std::to_string(out.size()) + " bytes at offset " +
+                              std::to_string(offset) + " but only " + std::to_string(*n) +
+                              " are there");
+  }
+  return Status::OK();
+}
+
+template <typename Fn>
+Status CsvReader::Stream(File& file, std::uint64_t offset, std::uint64_t end,
+                         std::span<const std::byte> head, Fn&& consume) {
+  if (!head.empty()) {
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(head.size(), end - offset));
+    IOMIMIC_RETURN_IF_ERROR(consume(head.first(n), offset));
+    offset += n;
+  }
+  while (offset < end) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(transfer_, end - offset));
+    std::span<std::byte> buffer = chunk_.span().first(want);
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(file, offset, buffer, "member data"));
+    IOMIMIC_RETURN_IF_ERROR(consume(std::span<const std::byte>(buffer), offset));
+    offset += want;
+  }
+  return Status::OK();
+}
+
+Status CsvReader::Load() {
+  loaded_ = false;
+  served_ = false;
+  OpenOptions open;
+  open.mode = OpenMode::kRead;
+  open.hint = AccessHint::kSequential;
+  Result<std::unique_ptr<File>> file = storage_->Open(path_, open);
+  if (!file.ok()) return file.status().WithContext("csv: opening " + path_);
+  Status s = LoadImpl(**file);
+  Status closed = (*file)->Close();  // read-only: only reported when the load succeeded
+  if (s.ok()) s = closed;
+  if (!s.ok()) {
+    table_.Clear();
+    return s;
+  }
+  ++loads_;
+  loaded_ = true;
+  return Status::OK();
+}
+
+Status CsvReader::LoadImpl(File& file) {
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, file.Size());
+  std::span<std::byte> head_buffer = chunk_.span().first(static_cast<std::size_t>(transfer_));
+  Result<std::size_t> first = file.ReadAt(0, head_buffer);
+  if (!first.ok()) return first.status().WithContext("csv: reading " + path_);
+  // Zip reuses these bytes for its member data before it reads into the
+  // chunk again; the other formats consume them first.
+  const std::span<const std::byte> head = head_buffer.first(*first);
+  codec_ = SniffCodec(head);
+  CsvParser parser(path_, codec_ == Codec::kNone ? "file" : "decompressed text", !decode_, &table_);
+  if (codec_ == Codec::kNone) parser.set_expected_bytes(size);
+  const TextSink text = [&](std::span<const char> piece) { return parser.Feed(piece); };
+
+  if (codec_ == Codec::kZip) {
+    IOMIMIC_RETURN_IF_ERROR(LoadZip(file, size, head, parser));
+  } else {
+    std::unique_ptr<Decompressor> decompressor;
+    if (codec_ != Codec::kNone) {
+      IOMIMIC_ASSIGN_OR_RETURN(decompressor, Decompressor::Make(codec_, path_));
+    }
+    auto consume = [&](std::span<const std::byte> piece, std::uint64_t at) -> Status {
+      if (decompressor == nullptr) return parser.Feed(AsChars(piece));
+      return decompressor->Feed(piece, at, text);
+    };
+    // pandas reads until a read comes back short.
+    IOMIMIC_RETURN_IF_ERROR(consume(head, 0));
+    std::uint64_t offset = head.size();
+    bool more = head.size() == head_buffer.size();
+    while (more) {
+      Result<std::size_t> n = file.ReadAt(offset, head_buffer);
+      if (!n.ok()) return n.status().WithContext("csv: reading " + path_);
+      IOMIMIC_RETURN_IF_ERROR(consume(head_buffer.first(*n), offset));
+      offset += *n;
+      more = *n == head_buffer.size();
+    }
+    if (decompressor != nullptr) IOMIMIC_RETURN_IF_ERROR(decompressor->Finish(offset, text));
+  }
+  IOMIMIC_RETURN_IF_ERROR(parser.Finish());
+  has_header_ = parser.has_header();
+  return Status::OK();
+}
+
+Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::byte> head,
+                          CsvParser& parser) {
+  // The end record: zipfile first tries the last 22 bytes, then searches
+  // the last 64 KiB + 22 for an archive comment.
+  if (size < zip::kEndRecordSize) {
+    return Status::Corruption(path_ + ": truncated ZIP archive of " + std::to_string(size) +
+                              " bytes (at offset " + std::to_string(size) + ")");
+  }
+  std::vector<std::byte> tail(zip::kEndRecordSize);
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(file, size - tail.size(), tail, "ZIP end record"));
+  Result<zip::Directory> dir = zip::ParseEndRecord(tail, size - tail.size(), path_);
+  if (!dir.ok()) {
+    tail.resize(static_cast<std::size_t>(
+        std::min<std::uint64_t>(size, zip::kEndRecordSize + zip::kMaxCommentSize)));
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(file, size - tail.size(), tail, "ZIP end record"));
+    dir = zip::ParseEndRecord(tail, size - tail.size(), path_);
+    if (!dir.ok()) return dir.status();
+  }
+  if (dir->end_record_offset >= zip::kZip64LocatorSize) {
+    std::byte locator[zip::kZip64LocatorSize];
+    IOMIMIC_RETURN_IF_ERROR(
+        ReadExact(file, dir->end_record_offset - zip::kZip64LocatorSize, locator, "ZIP64 locator"));
+    std::uint64_t end64 = 0;
+    if (zip::ParseZip64Locator(locator, &end64)) {
+      std::byte record[zip::kZip64EndSize];
+      if (end64 > size || size - end64 < zip::kZip64EndSize) {
+        return Status::Corruption(path_ + ": ZIP64 end record offset " + std::to_string(end64) +
+                                  " is past the end (at offset " +
+                                  std::to_string(dir->end_record_offset) + ")");
+      }
+      IOMIMIC_RETURN_IF_ERROR(ReadExact(file, end64, record, "ZIP64 end record"));
+      IOMIMIC_RETURN_IF_ERROR(zip::ParseZip64End(record, end64, path_, &*dir));
+    } else if (dir->zip64_fields) {
+      return Status::Corruption(path_ +
+                                ": ZIP end record needs a ZIP64 record that is missing "
+                                "(at offset " +
+                                std::to_string(dir->end_record_offset) + ")");
+    }
+  }
+  if (dir->entries != 1) {
+    return Status::Corruption(path_ + ": the ZIP archive holds " + std::to_string(dir->entries) +
+                              " members; pandas reads archives of exactly one (at offset " +
+                              std::to_string(dir->end_record_offset) + ")");
+  }
+  if (dir->offset > size || dir->size > size - dir->offset || dir->size > kMaxDirectorySize) {
+    return Status::Corruption(path_ + ": central directory [" + std::to_string(dir->offset) +
+                              ", +" + std::to_string(dir->size) + ") does not fit the " +
+                              std::to_string(size) + "-byte file (at offset " +
+                              std::to_string(dir->end_record_offset) + ")");
+  }
+  std::vector<std::byte> directory(static_cast<std::size_t>(dir->size));
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(file, dir->offset, directory, "central directory"));
+  IOMIMIC_ASSIGN_OR_RETURN(const zip::Member member,
+                           zip::ParseCentralEntry(directory, dir->offset, path_));
+  if (member.method != zip::kMethodStored && member.method != zip::kMethodDeflated) {
+    return Status::NotSupported(path_ + ": ZIP member '" + member.name + "' uses method " +
+                                std::to_string(member.method) +
+                                " (only stored and deflated are supported)");
+  }
+  std::byte local[zip::kLocalHeaderFixed];
+  if (member.local_header_offset > size) {
+    return Status::Corruption(path_ + ": local header offset " +
+                              std::to_string(member.local_header_offset) +
+                              " is past the end (at offset " + std::to_string(dir->offset) + ")");
+  }
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(file, member.local_header_offset, local, "ZIP local header"));
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t variable,
+                           zip::ParseLocalHeader(local, member.local_header_offset, path_));
+  const std::uint64_t begin = member.local_header_offset + zip::kLocalHeaderFixed + variable;
+  if (begin > dir->offset || member.compressed_size > dir->offset - begin) {
+    return Status::Corruption(
+        path_ + ": the data of ZIP member '" + member.name + "' (" +
+        std::to_string(member.compressed_size) + " bytes from offset " + std::to_string(begin) +
+        ") runs into the central directory at offset " + std::to_string(dir->offset));
+  }
+  const std::uint64_t end = begin + member.compressed_size;
+
+  std::unique_ptr<Decompressor> inflater;
+  if (member.method == zip::kMethodDeflated) {
+    IOMIMIC_ASSIGN_OR_RETURN(inflater, Decompressor::Make(Codec::kZip, path_));
+  }
+  std::uint32_t crc = 0;
+  std::uint64_t produced = 0;
+  const TextSink text = [&](std::span<const char> piece) -> Status {
+    if (decode_) {
+      crc = static_cast<std::uint32_t>(
+          crc32_z(crc, reinterpret_cast<const Bytef*>(piece.data()), piece.size()));
+    }
+    produced += piece.size();
+    return parser.Feed(piece);
+  };
+  std::span<const std::byte> reuse;
+  if (begin < head.size()) reuse = head.subspan(static_cast<std::size_t>(begin));
+  IOMIMIC_RETURN_IF_ERROR(
+      Stream(file, begin, end, reuse, [&](std::span<const std::byte> piece, std::uint64_t at) {
+        if (inflater == nullptr) return text(AsChars(piece));
+        return inflater->Feed(piece, at, text);
+      }));
+  if (inflater != nullptr) IOMIMIC_RETURN_IF_ERROR(inflater->Finish(end, text));
+  if (produced != member.uncompressed_size) {
+    return Status::Corruption(path_ + ": ZIP member '" + member.name + "' holds " +
+                              std::to_string(produced) + " bytes but its directory entry says " +
+                              std::to_string(member.uncompressed_size) + " (data at offset " +
+                              std::to_string(begin) + ")");
+  }
+  if (decode_ && crc != member.crc32) {
+    return Status::Corruption(path_ + ": CRC-32 mismatch of ZIP member '" + member.name +
+                              "' (stored " + Hex32(member.crc32) + ", computed " + Hex32(crc) +
+                              ", data at offset " + std::to_string(begin) + ")");
+  }
+  return Status::OK();
+}
+
+Result<SampleView> CsvReader::ReadSample(std::uint64_t index) {
+  try {
+    if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
+    served_ = true;
+    if (index >= table_.rows) {
+      return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
+                                " is out of range (the file has " + std::to_string(table_.rows) +
+                                " rows)");
+    }
+    if (!decode_) return SampleView{{}, table_.columns * 8};
+    const std::size_t columns = static_cast<std::size_t>(table_.columns);
+    const std::uint64_t* row = table_.slots.data() + index * table_.columns;
+    if (table_.kind == TableKind::kBool) {
+      row_.resize(columns);
+      for (std::size_t c = 0; c < columns; ++c) row_[c] = static_cast<std::byte>(row[c] != 0);
+      return SampleView{std::span<const std::byte>(row_), columns};
+    }
+    return SampleView{std::as_bytes(std::span<const std::uint64_t>(row, columns)), columns * 8};
+  } catch (const std::bad_alloc&) {
+    loaded_ = false;
+    return Status::ResourceExhausted("csv: out of memory reading " + path_);
+  } catch (const std::exception& e) {
+    loaded_ = false;
+    return Status::Internal("csv: reading " + path_ + ": " + e.what());
+  }
+}
+
+}  // namespace iomimic::csv

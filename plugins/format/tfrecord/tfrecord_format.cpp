@@ -1,0 +1,64 @@
+#include "tfrecord_format.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "iomimic/plugin.h"
+#include "tfrecord_reader.h"
+
+namespace iomimic::tfrecord {
+
+std::string TfRecordFormat::name() const { return "tfrecord"; }
+
+FormatTraits TfRecordFormat::traits() const {
+  FormatTraits t;
+  t.extension = "tfrecord";
+  t.multi_sample_files = true;
+  t.partial_reads = false;
+  t.needs_host_decode = true;
+  t.predictable_size = true;
+  t.streamed = true;
+  return t;
+}
+
+Status TfRecordFormat::Validate(const FileSpec& spec) const { return ValidateSpec(spec); }
+
+Result<std::uint64_t> TfRecordFormat::ExpectedFileSize(const FileSpec& spec) const {
+  return ComputeFileSize(spec);
+}
+
+Status TfRecordFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
+  return WriteTfRecordFile(storage, file, spec, options_);
+}
+
+Result<std::unique_ptr<FileReader>> TfRecordFormat::OpenReader(const std::string& path,
+                                                               const ReaderOptions& options) {
+  return TfRecordReader::Open(path, options);
+}
+
+namespace {
+
+const IomimicOptionSpec kOptions[] = {
+    {"index", "bool", "true",
+     "write the DALI index file <data_folder>/index/<split>/<file>.idx beside each data file, "
+     "as DLIO does"},
+    {nullptr, nullptr, nullptr, nullptr},
+};
+
+Result<std::unique_ptr<Format>> MakeFormat(const PluginContext& context) {
+  WriterOptions options;
+  IOMIMIC_ASSIGN_OR_RETURN(options.write_index, context.options.GetBool("index", true));
+  return std::unique_ptr<Format>(std::make_unique<TfRecordFormat>(options));
+}
+
+}  // namespace
+
+}  // namespace iomimic::tfrecord
+
+IOMIMIC_DEFINE_FORMAT_PLUGIN(
+    "tfrecord", "1.0.0",
+    "TFRecord files of tf.train.Example records (image bytes + size) with DALI index files, as "
+    "DLIO's tf_generator writes them; streamed whole like tf.data.TFRecordDataset, CRC32C checked",
+    IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE, iomimic::tfrecord::kOptions,
+    &iomimic::tfrecord::MakeFormat);
