@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""Benchmark: iomimic's storage back ends against fio on the same files.
+
+  bench/storage_vs_fio.py --iomimic build/bin/iomimic [--files 8] [--size-mib 128]
+                          [--threads 2] [--block 1M] [--qd 32] [--repeat 3]
+                          [--backends posix,odirect,mmap] [--caches cold,warm]
+                          [--work /tmp/iomimic-bench-fio] [--markdown OUT.md]
+
+Pattern: sequential whole-file reads of N files of S MiB by T readers, each
+file read once. iomimic generates the files (npz, one sample per file) and
+reads them with a shrunk workload: dataset.format npz, reader.decode False
+(the same reads, no parsing), computation_time 0, read_threads T, batch 1,
+one epoch, and the per-sample "resized" copy DLIO makes shrunk to 4 KiB
+(dataset.record_length_bytes_resize: it is CPU work, not I/O). fio reads the very same files with T jobs (one per reader; the
+files dealt out to the jobs in turn, each read start to end:
+file_service_type=sequential, thread=1, invalidate=0).
+
+Per back end:
+  posix    iomimic reader.transfer_size = block (one pread per block)
+           fio --ioengine=psync --bs=block --iodepth=1 --direct=0
+  odirect  iomimic reader.transfer_size = the whole file; the back end splits
+           the read into `block` requests with `qd` in flight (io_uring)
+           fio --ioengine=io_uring --bs=block --iodepth=qd --direct=1
+  mmap     iomimic reader.transfer_size = block (a copy from the mapping)
+           fio --ioengine=mmap --bs=block --iodepth=1 --direct=0
+
+Caches: "cold" empties the page cache before each run (echo 3 >
+/proc/sys/vm/drop_caches when permitted, otherwise posix_fadvise DONTNEED
+on every dataset file); "warm" reads every file once first. For odirect,
+cold and warm differ only in what the device (or the hypervisor below it)
+caches.
+
+Throughput: iomimic = the epoch's bytes actually read / the epoch's wall
+time (summary.json: iomimic.train_io_actual_MiB_per_second); fio = the
+group's read bw_bytes (--output-format=json, group_reporting). Each cell is
+repeated and the table shows medians and the median of the per-repeat ratios
+(iomimic / fio; 1.0 = the same speed).
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+
+MiB = 1 << 20
+
+
+def parse_bytes(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().rstrip("b").rstrip("i")
+    if t and t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+class Caches:
+    """Empties or fills the page cache for the dataset files."""
+
+    def __init__(self, files):
+        self.files = files
+        self.method = None
+
+    def drop(self):
+        os.sync()
+        if self.method in (None, "drop_caches"):
+            try:
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("3\n")
+                self.method = "drop_caches"
+                return
+            except OSError:
+                self.method = "fadvise"
+        for path in self.files:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+    def warm(self):
+        for path in self.files:
+            with open(path, "rb") as f:
+                while f.read(16 * MiB):
+                    pass
+
+
+def manifest_text(a, data):
+    return """# Written by bench/storage_vs_fio.py: sequential whole-file reads.
+model:
+  name: storage_vs_fio
+framework: pytorch
+workflow:
+  generate_data: False
+  train: True
+  evaluation: False
+  checkpoint: False
+dataset:
+  data_folder: %s
+  format: npz
+  num_files_train: %d
+  num_files_eval: 0
+  num_samples_per_file: 1
+  record_length_bytes: %d
+  record_length_bytes_stdev: 0
+  # DLIO copies a "resized" random sample of record_length bytes into every
+  # batch; that CPU copy is not storage I/O, so keep it to 4 KiB here.
+  record_length_bytes_resize: 4096
+  num_subfolders_train: 0
+  num_subfolders_eval: 0
+reader:
+  data_loader: pytorch
+  batch_size: 1
+  read_threads: %d
+  prefetch_size: %d
+  file_shuffle: off
+  sample_shuffle: off
+  decode: False
+train:
+  epochs: 1
+  computation_time: 0
+""" % (data, a.files, a.size_mib * MiB, a.threads, 2 * a.threads)
+
+
+def iomimic_overrides(backend, a, out):
+    block = parse_bytes(a.block)
+    if backend == "odirect":
+        transfer = 2 * a.size_mib * MiB  # the whole file in one request
+        storage = ["++workload.storage.backend=odirect",
+                   "++workload.storage.options.queue_depth=%d" % a.qd,
+                   "++workload.storage.options.block_size=%d" % block]
+    else:
+        transfer = block
+        storage = ["++workload.storage.backend=" + backend]
+    return storage + ["++workload.reader.transfer_size=%d" % transfer,
+                      "++workload.output.folder=" + out]
+
+
+def run_iomimic(a, manifest, backend, out):
+    cmd = [a.iomimic, "run", "-q", manifest] + iomimic_overrides(backend, a, out)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
+    if p.returncode != 0:
+        sys.exit("iomimic failed:\n$ %s\n%s%s" % (shlex.join(cmd), p.stdout, p.stderr))
+    with open(os.path.join(out, "summary.json")) as f:
+        io = json.load(f)["iomimic"]
+    return io["train_io_actual_MiB_per_second"][0], io["plugins"]["storage"]["data_path"], cmd
+
+
+def fio_job(backend, a, files):
+    engine = {"posix": "psync", "odirect": "io_uring", "mmap": "mmap"}[backend]
+    depth = a.qd if backend == "odirect" else 1
+    direct = 1 if backend == "odirect" else 0
+    lines = ["[global]", "rw=read", "bs=%s" % a.block, "ioengine=%s" % engine,
+             "iodepth=%d" % depth, "direct=%d" % direct, "invalidate=0", "thread=1",
+             "group_reporting=1", "file_service_type=sequential", ""]
+    for t in range(a.threads):
+        mine = files[t::a.threads]
+        if not mine:
+            continue
+        lines += ["[reader%d]" % t, "filename=" + ":".join(mine), ""]
+    return "\n".join(lines)
+
+
+def run_fio(a, backend, files, job_path):
+    with open(job_path, "w") as f:
+        f.write(fio_job(backend, a, files))
+    cmd = ["fio", "--output-format=json", job_path]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
+    if p.returncode != 0:
+        sys.exit("fio failed:\n$ %s\n%s%s" % (shlex.join(cmd), p.stdout, p.stderr))
+    text = p.stdout[p.stdout.index("{"):]  # fio may print notes before the JSON
+    job = json.loads(text)["jobs"][0]
+    return job["read"]["bw_bytes"] / MiB, cmd
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def machine():
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    fs = sh(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", "/tmp"]).stdout.strip()
+    fio_version = sh(["fio", "--version"]).stdout.strip()
+    return ("%d vCPU (%s), %.0f GiB RAM, Linux %s, /tmp on %s, %s" %
+            (os.cpu_count(), model, mem_kib / 2**20, platform.release(), fs, fio_version))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iomimic", required=True)
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--size-mib", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--block", default="1M")
+    ap.add_argument("--qd", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--backends", default="posix,odirect,mmap")
+    ap.add_argument("--caches", default="cold,warm")
+    ap.add_argument("--work", default="/tmp/iomimic-bench-fio")
+    ap.add_argument("--markdown", help="also write the table and commands to this file")
+    a = ap.parse_args()
+    a.iomimic = os.path.abspath(a.iomimic)
+    os.makedirs(a.work, exist_ok=True)
+    data = os.path.join(a.work, "data")
+    manifest = os.path.join(a.work, "storage_vs_fio.yaml")
+    with open(manifest, "w") as f:
+        f.write(manifest_text(a, data))
+
+    gen = [a.iomimic, "generate", "-q", manifest, "++workload.storage.backend=posix"]
+    subprocess.run(gen, check=True, cwd=a.work, capture_output=True)
+    files = sorted(glob.glob(os.path.join(data, "train", "*.npz")))
+    if len(files) != a.files:
+        sys.exit("expected %d files in %s, found %d" % (a.files, data, len(files)))
+    total = sum(os.path.getsize(p) for p in files)
+    caches = Caches(files)
+    print("machine: " + machine())
+    print("dataset: %d npz files, %.1f MiB in all, %d readers, block %s, queue depth %d" %
+          (len(files), total / MiB, a.threads, a.block, a.qd), flush=True)
+
+    load_start = loadavg()
+    rows = []
+    commands = {}
+    for backend in a.backends.split(","):
+        for cache in a.caches.split(","):
+            io_rates, fio_rates, ratios, path = [], [], [], ""
+            for rep in range(a.repeat):
+                # Alternate who goes first, so drift favours neither.
+                order = ("iomimic", "fio") if rep % 2 == 0 else ("fio", "iomimic")
+                got = {}
+                for tool in order:
+                    if cache == "cold":
+                        caches.drop()
+                    else:
+                        caches.warm()
+                    if tool == "iomimic":
+                        out = os.path.join(a.work, "out-%s-%s-%d" % (backend, cache, rep))
+                        got[tool], path, cmd = run_iomimic(a, manifest, backend, out)
+                    else:
+                        job = os.path.join(a.work, "fio-%s.job" % backend)
+                        got[tool], cmd = run_fio(a, backend, files, job)
+                    commands[(backend, tool)] = cmd
+                io_rates.append(got["iomimic"])
+                fio_rates.append(got["fio"])
+                ratios.append(got["iomimic"] / got["fio"])
+                print("  %-8s %-4s #%d  iomimic %8.1f MiB/s  fio %8.1f MiB/s  ratio %.3f" %
+                      (backend, cache, rep + 1, got["iomimic"], got["fio"], ratios[-1]),
+                      flush=True)
+            rows.append((backend, path, cache, statistics.median(io_rates),
+                         statistics.median(fio_rates), statistics.median(ratios), ratios))
+
+    header = ("| back end | data path | cache | iomimic MiB/s | fio MiB/s | ratio (median) | "
+              "ratios |\n|---|---|---|---:|---:|---:|---|")
+    lines = [header]
+    for backend, path, cache, io, fio, ratio, ratios in rows:
+        lines.append("| %s | %s | %s | %.1f | %.1f | %.2f | %s |" %
+                     (backend, path, cache, io, fio, ratio, " ".join("%.2f" % r for r in ratios)))
+    table = "\n".join(lines)
+    print()
+    print(table)
+    print("load average at the start: %s, at the end: %s" % (load_start, loadavg()))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("# storage_vs_fio run of %s\n\n" % datetime.datetime.now().isoformat(" ", "seconds"))
+            f.write("machine: %s\n\n" % machine())
+            f.write("dataset: %d npz files, %.1f MiB in all; %d readers; block %s; queue depth %d; "
+                    "%d repeats; cache drop: %s\n\n" % (len(files), total / MiB, a.threads, a.block,
+                                                      a.qd, a.repeat, caches.method or "-"))
+            f.write("load average (1, 5, 15 min) at the start: %s, at the end: %s\n\n" %
+                    (load_start, loadavg()))
+            f.write(table + "\n\ncommands:\n\n```\n$ " + shlex.join(gen) + "\n")
+            for (backend, tool), cmd in sorted(commands.items()):
+                f.write("$ " + shlex.join(cmd) + "\n")
+                if tool == "fio":
+                    f.write(fio_job(backend, a, files) + "\n")
+            f.write("```\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
