@@ -72,12 +72,25 @@ std::string Format(const char* fmt, ...) {
   return buf;
 }
 
-int Fail(const Status& status) {
-  std::string msg = status.message();
-  for (char& ch : msg) {
-    if (ch == '\n') ch = ' ';
+// One line, printable: a plugin may quote raw bytes from a damaged file.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    if (ch == '\n' || ch == '\t') {
+      out += ' ';
+    } else if (ch < 0x20 || ch >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", ch);
+      out += hex;
+    } else {
+      out += static_cast<char>(ch);
+    }
   }
-  std::cerr << "iomimic: error: " << msg << std::endl;
+  return out;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "iomimic: error: " << Printable(status.message()) << std::endl;
   return 1;
 }
 
@@ -342,7 +355,7 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   }
   auto finish_failed = [&](const Status& st) {
     if (leader && !folder.empty()) (void)output::WriteStatus(folder, st);
-    console.LogOnly("error: " + st.message());
+    console.LogOnly("error: " + Printable(st.message()));
     return Fail(st);
   };
 

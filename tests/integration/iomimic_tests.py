@@ -581,6 +581,58 @@ def test_mpiio_modes():
             fail("%s ran %s" % (name, path))
 
 
+def test_format_corruption():
+    """Format conformance on the real binary: for every format plugin, a truncated
+    file and a file whose start belongs to another format each stop the run with
+    one error line naming the file and an offset; never a crash, never success."""
+    p = run([ARGS.iomimic, "plugins"])
+    formats = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("format ")]
+    foreign = {"png": b"\x93NUMPY\x01\x00" + b"\xff" * 56}
+    default_foreign = b"\x89PNG\r\n\x1a\n" + b"\xff" * 56
+    checked = []
+    for fmt in formats:
+        if fmt == "synthetic":
+            continue  # no bytes to damage
+        single = fmt in ("png", "jpeg", "tiff")
+        data = os.path.join(ARGS.work, fmt, "data")
+        ov = ["++workload.dataset.format=" + fmt, "++workload.dataset.data_folder=" + data,
+              "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow",
+              "++workload.dataset.num_files_train=4", "++workload.dataset.num_files_eval=0",
+              "++workload.dataset.num_subfolders_train=0",
+              "++workload.dataset.num_samples_per_file=%d" % (1 if single else 4),
+              "++workload.dataset.record_length_bytes=4096",
+              "++workload.dataset.record_length_bytes_stdev=0",
+              "++workload.workflow.evaluation=False", "++workload.train.computation_time=0",
+              "++workload.train.epochs=1", "++workload.reader.batch_size=1",
+              "++workload.reader.read_threads=1"]
+        run([ARGS.iomimic, "generate", workload("quickstart")] + ov)
+        victim = sorted(glob.glob(os.path.join(data, "train", "*." + fmt)))[0]
+        original = open(victim, "rb").read()
+        cases = [("truncated", original[: len(original) * 3 // 5])]
+        if fmt not in ("indexed_binary", "mmap_indexed_binary"):  # raw bytes: no header
+            cases.append(("foreign header", foreign.get(fmt, default_foreign) + original[64:]))
+        for name, content in cases:
+            with open(victim, "wb") as f:
+                f.write(content)
+            out = os.path.join(ARGS.work, fmt, "out-" + name.replace(" ", "-"))
+            p = run([ARGS.iomimic, "run", workload("quickstart"), "++workload.output.folder=" + out,
+                     "++workload.workflow.generate_data=False"] + ov, expect_ok=False)
+            lines = [l for l in p.stderr.splitlines() if l.startswith("iomimic: error:")]
+            if p.returncode == 0 or p.returncode < 0 or len(lines) != 1:
+                fail("%s, %s file: expected one error line and a clean non-zero exit, got "
+                     "rc=%d:\n%s" % (fmt, name, p.returncode, p.stderr))
+            if os.path.basename(victim) not in lines[0] or "offset" not in lines[0]:
+                fail("%s, %s file: the error must name the file and an offset: %s" %
+                     (fmt, name, lines[0]))
+            status = load_strict_json(os.path.join(out, "status.json"))
+            if status["status"] != "failed":
+                fail("%s: status.json must say failed" % fmt)
+            checked.append("%s/%s" % (fmt, name))
+        with open(victim, "wb") as f:
+            f.write(original)
+    print("refused cleanly: " + ", ".join(checked))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -202,7 +202,7 @@ Status WriteStatus(const std::string& folder, const Status& run_status) {
   o["status"] = run_status.ok() ? "completed" : "failed";
   if (!run_status.ok()) o["error"] = run_status.message();
   o["end"] = Timestamp(std::chrono::system_clock::now());
-  return WriteFile(folder + "/status.json", o.dump(2) + "\n");
+  return WriteFile(folder + "/status.json", o.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 Status WriteResults(const std::string& folder, engine::Session& session, const RunOutcome& outcome,
@@ -408,7 +408,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     for (const auto& r : loads) epoch1["load_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
     stats["1"] = epoch1;
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteFile(
-        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", stats.dump(4) + "\n")));
+        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n")));
   }
   if (outcome.train) {
     json stats = json::object();
@@ -467,8 +467,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
       output[std::to_string(e.epoch)] = eo;
     }
     Status s = WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
-                         stats.dump(4) + "\n");
-    if (s.ok()) s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json", output.dump(4) + "\n");
+                         stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
+    if (s.ok()) s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json", output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(s));
   }
 
@@ -633,7 +633,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   io_json["manifest"] = manifest;
   summary["iomimic"] = io_json;
 
-  IOMIMIC_RETURN_IF_ERROR(WriteFile(folder + "/summary.json", summary.dump(4) + "\n"));
+  IOMIMIC_RETURN_IF_ERROR(WriteFile(folder + "/summary.json", summary.dump(4, ' ', false, json::error_handler_t::replace) + "\n"));
 
   if (human != nullptr) {
     std::ostringstream h;
