@@ -495,10 +495,11 @@ def test_checkpoint_fsync_only_when_asked():
 
 
 def test_bert_step_checkpoints():
-    """bert_v100: checkpoints every N steps inside an epoch, outside the AU blocks."""
+    """bert_v100 under mpirun -np 2: checkpoints every N steps inside an epoch, outside the
+    AU blocks; a plain model is one tensor written by rank 0."""
     data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
     ck = os.path.join(ARGS.work, "ckpt")
-    ov = small_overrides(data, out, files=4, epochs=1, compute=0.001, extra=[
+    ov = small_overrides(data, out, files=8, epochs=1, compute=0.001, extra=[
         "++workload.dataset.num_samples_per_file=48",
         "++workload.dataset.record_length_bytes=2500",
         "++workload.reader.batch_size=8",
@@ -506,7 +507,7 @@ def test_bert_step_checkpoints():
         "++workload.checkpoint.steps_between_checkpoints=5",
         "++workload.model.model_size_bytes=1048576",
         "++workload.checkpoint.checkpoint_folder=" + ck])
-    run([ARGS.iomimic, "run", workload("bert_v100")] + ov)
+    mpirun(2, [ARGS.iomimic, "run", workload("bert_v100")] + ov)
     steps = sorted(os.listdir(ck))
     if steps != ["global_epoch1_step10", "global_epoch1_step15", "global_epoch1_step20",
                  "global_epoch1_step5"]:
