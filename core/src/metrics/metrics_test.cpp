@@ -53,7 +53,7 @@ TEST_CASE("eval throughput is steps over wall time, no exclusions") {
   CHECK(m.au_percent == doctest::Approx(100.0 * 1.5 / 3.0));
 }
 
-TEST_CASE("epoch values are step-weighted over blocks; summaries use population stdev") {
+TEST_CASE("epoch values are step-weighted over blocks, and summaries use population stdev") {
   PhaseMetrics a{90, 100, 3}, b{60, 40, 1};
   PhaseMetrics c = CombineBlocks({a, b});
   CHECK(c.au_percent == doctest::Approx((90 * 3 + 60) / 4.0));

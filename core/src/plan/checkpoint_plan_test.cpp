@@ -83,7 +83,7 @@ TEST_CASE("plain models: one tensor of model_size_bytes written by rank 0") {
   CHECK(plan->total_bytes() == 4034713312ULL);
 }
 
-TEST_CASE("world sizes that do not fit the parallelism are refused; subset mode sizes the full job") {
+TEST_CASE("world sizes that do not fit the parallelism are refused, and subset mode sizes the full job") {
   config::Config c = Workload("llama_70b");
   auto bad = PlanCheckpoint(c, 2);
   REQUIRE_FALSE(bad.ok());

@@ -179,7 +179,7 @@ TEST_CASE("order is deterministic for a seed and changes across epochs when shuf
   CHECK(ReadsOfEpoch(c, 2, 1) == ReadsOfEpoch(c, 2, 2));
 }
 
-TEST_CASE("no shuffle reads in order; file shuffle alone permutes whole files") {
+TEST_CASE("no shuffle reads in order, and file shuffle alone permutes whole files") {
   config::Config c = SmallConfig();
   c.reader.read_threads = 1;
   std::vector<SampleRef> plain = ReadsOfEpoch(c, 1, 1);
@@ -203,7 +203,7 @@ TEST_CASE("dlio_order reproduces DLIO HEAD's sorted order for index loaders") {
   for (std::size_t i = 0; i < reads.size(); ++i) CHECK(reads[i].file == i / 4);
 }
 
-TEST_CASE("streamed formats read files in record order; file shuffle still applies") {
+TEST_CASE("streamed formats read files in record order, and file shuffle still applies") {
   config::Config c = SmallConfig();
   c.reader.sample_shuffle = config::ShuffleMode::kSeed;
   c.reader.file_shuffle = config::ShuffleMode::kSeed;
