@@ -236,9 +236,9 @@ int CmdPlugins(int argc, char** argv) {
   }
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
-  std::printf("%-8s %-16s %-9s %-32s %s\n", "KIND", "NAME", "VERSION", "CAPABILITIES", "PATH");
+  std::printf("%-8s %-20s %-9s %-38s %s\n", "KIND", "NAME", "VERSION", "CAPABILITIES", "PATH");
   for (const plugin::PluginInfo& p : registry.plugins()) {
-    std::printf("%-8s %-16s %-9s %-32s %s\n", plugin::KindName(p.kind).c_str(), p.name.c_str(),
+    std::printf("%-8s %-20s %-9s %-38s %s\n", plugin::KindName(p.kind).c_str(), p.name.c_str(),
                 p.version.c_str(), plugin::CapabilityNames(p.capabilities).c_str(), p.path.c_str());
     if (verbose) {
       std::printf("         %s\n", p.description.c_str());
