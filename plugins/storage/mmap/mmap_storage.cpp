@@ -388,7 +388,7 @@ const IomimicOptionSpec kMmapOptions[] = {
     {"max_mappings", "int", "1024", "live mappings before idle ones are unmapped (LRU)"},
     {"max_mapped_bytes", "bytes", "16G", "bytes mapped before idle mappings are unmapped (LRU)"},
     {"sync_on_close", "bool", "false", "fsync files opened for writing when they close"},
-    {"willneed_window", "bytes", "16M",
+    {"willneed_window", "bytes", "0",
      "MADV_WILLNEED this far ahead of each read (0: the whole file when it is mapped)"},
 };
 }  // namespace
