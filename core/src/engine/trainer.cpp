@@ -206,28 +206,26 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
   const double pause = std::fabs(c.checkpoint.time_between_checkpoints);
   const std::int64_t writes = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write);
   const std::int64_t reads = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read);
-  for (std::int64_t i = 1; i <= writes; ++i) {
-    PreciseSleep(pause);
-    cluster.Barrier();
-    metrics::CheckpointRecord record;
-    record.index = static_cast<std::uint64_t>(i);
-    Status status = checkpointer.Save(1, static_cast<std::uint64_t>(i), &record);
-    // Agreeing on the outcome synchronises the ranks; with rank_sync the
-    // timed interval ends there, so it covers the slowest rank.
-    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
-    if (c.checkpoint.rank_sync) record.end = Stamp::Now();
-    result.saves.push_back(record);
-  }
-  for (std::int64_t i = 1; i <= reads; ++i) {
-    PreciseSleep(pause);
-    cluster.Barrier();
-    metrics::CheckpointRecord record;
-    record.index = static_cast<std::uint64_t>(i);
-    Status status = checkpointer.Load(1, static_cast<std::uint64_t>(i), &record);
-    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
-    if (c.checkpoint.rank_sync) record.end = Stamp::Now();
-    result.loads.push_back(record);
-  }
+  // Saves use epoch 1 and steps 1..N, loads read the same checkpoints back.
+  auto repeat = [&](std::int64_t count, bool save,
+                    std::vector<metrics::CheckpointRecord>* records) -> Status {
+    for (std::int64_t i = 1; i <= count; ++i) {
+      PreciseSleep(pause);
+      cluster.Barrier();
+      metrics::CheckpointRecord record;
+      record.index = static_cast<std::uint64_t>(i);
+      const std::uint64_t step = static_cast<std::uint64_t>(i);
+      Status status = save ? checkpointer.Save(1, step, &record) : checkpointer.Load(1, step, &record);
+      // Agreeing on the outcome synchronises the ranks; with rank_sync the
+      // timed interval ends there, so it covers the slowest rank.
+      IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+      if (c.checkpoint.rank_sync) record.end = Stamp::Now();
+      records->push_back(record);
+    }
+    return Status::OK();
+  };
+  IOMIMIC_RETURN_IF_ERROR(repeat(writes, /*save=*/true, &result.saves));
+  IOMIMIC_RETURN_IF_ERROR(repeat(reads, /*save=*/false, &result.loads));
   return result;
 }
 

@@ -482,29 +482,23 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   summary["hostname"] = cluster.hostname();
   json metric = json::object();
   metrics::MeanStdev au_s = metrics::Summarize(au), tp_s = metrics::Summarize(tp);
-  if (outcome.train && n_epochs > 0) {
-    metric["train_au_percentage"] = NumList(au);
-    metric["train_au_mean_percentage"] = Num(au_s.mean);
-    metric["train_au_meet_expectation"] = au_s.mean >= 100.0 * c.metric.au ? "success" : "fail";
-    metric["train_au_stdev_percentage"] = Num(au_s.stdev);
-    metric["train_throughput_samples_per_second"] = NumList(tp);
-    metric["train_throughput_mean_samples_per_second"] = Num(tp_s.mean);
-    metric["train_throughput_stdev_samples_per_second"] = Num(tp_s.stdev);
-    metric["train_io_mean_MB_per_second"] = Num(tp_s.mean * record / kMiB);
-    metric["train_io_stdev_MB_per_second"] = Num(tp_s.stdev * record / kMiB);
-  }
   metrics::MeanStdev eau_s = metrics::Summarize(eau), etp_s = metrics::Summarize(etp);
-  if (have_eval) {
-    metric["eval_au_percentage"] = NumList(eau);
-    metric["eval_au_mean_percentage"] = Num(eau_s.mean);
-    metric["eval_au_meet_expectation"] = eau_s.mean >= 100.0 * c.metric.au ? "success" : "fail";
-    metric["eval_au_stdev_percentage"] = Num(eau_s.stdev);
-    metric["eval_throughput_samples_per_second"] = NumList(etp);
-    metric["eval_throughput_mean_samples_per_second"] = Num(etp_s.mean);
-    metric["eval_throughput_stdev_samples_per_second"] = Num(etp_s.stdev);
-    metric["eval_io_mean_MB_per_second"] = Num(etp_s.mean * record / kMiB);
-    metric["eval_io_stdev_MB_per_second"] = Num(etp_s.stdev * record / kMiB);
-  }
+  // DLIO's nine keys of a phase ("train" or "eval"), in DLIO's order.
+  auto add_phase = [&](const std::string& p, const std::vector<double>& aus,
+                       const metrics::MeanStdev& a, const std::vector<double>& tps,
+                       const metrics::MeanStdev& t) {
+    metric[p + "_au_percentage"] = NumList(aus);
+    metric[p + "_au_mean_percentage"] = Num(a.mean);
+    metric[p + "_au_meet_expectation"] = a.mean >= 100.0 * c.metric.au ? "success" : "fail";
+    metric[p + "_au_stdev_percentage"] = Num(a.stdev);
+    metric[p + "_throughput_samples_per_second"] = NumList(tps);
+    metric[p + "_throughput_mean_samples_per_second"] = Num(t.mean);
+    metric[p + "_throughput_stdev_samples_per_second"] = Num(t.stdev);
+    metric[p + "_io_mean_MB_per_second"] = Num(t.mean * record / kMiB);
+    metric[p + "_io_stdev_MB_per_second"] = Num(t.stdev * record / kMiB);
+  };
+  if (outcome.train && n_epochs > 0) add_phase("train", au, au_s, tp, tp_s);
+  if (have_eval) add_phase("eval", eau, eau_s, etp, etp_s);
   if (c.workflow.checkpoint && outcome.checkpointer != nullptr) {
     auto throughputs = [&](const std::vector<double>& durations) {
       std::vector<double> out;
