@@ -8,6 +8,7 @@
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
 
+#include <boost/program_options.hpp>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
@@ -16,8 +17,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "cluster/cluster.h"
 #include "config/config.h"
@@ -107,7 +106,8 @@ fs::path ExecutableDir() {
 
 // Where `workload=NAME` is looked up when --config-dir is not given.
 std::string DefaultConfigDir() {
-  if (const char* env = std::getenv("IOMIMIC_CONFIG_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("IOMIMIC_CONFIG_DIR"); env != nullptr && *env != '\0')
+    return env;
   std::error_code ec;
   fs::path installed = ExecutableDir().parent_path() / IOMIMIC_WORKLOADS_INSTALL_RELDIR;
   if (fs::is_directory(installed, ec)) return installed.string();
@@ -282,17 +282,18 @@ int CmdConfig(int argc, char** argv) {
                                            std::max<std::int64_t>(1, c.model.pipeline_parallelism));
   std::cout << "ranks: " << world << "\n";
   std::cout << "train: " << c.train.epochs << " epochs x " << plan::TrainStepsPerEpoch(c, world)
-            << " steps of batch " << c.reader.batch_size << " per rank; eval: "
-            << plan::EvalStepsPerEpoch(c, world) << " steps of batch " << c.reader.batch_size_eval
-            << "\n";
+            << " steps of batch " << c.reader.batch_size
+            << " per rank; eval: " << plan::EvalStepsPerEpoch(c, world) << " steps of batch "
+            << c.reader.batch_size_eval << "\n";
   if (!c.workflow.checkpoint) return 0;
   Result<plan::CheckpointPlan> cp = plan::PlanCheckpoint(c, world);
   if (!cp.ok()) return Fail(cp.status());
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  std::cout << Format("checkpoint: %s/global_epoch<E>_step<S>/, TP %d x PP %d x DP %d, ZeRO %d, "
-                      "%llu parameters\n",
-                      c.checkpoint.checkpoint_folder.c_str(), cp->tensor, cp->pipeline, cp->data,
-                      cp->zero_stage, static_cast<unsigned long long>(cp->parameters));
+  std::cout << Format(
+      "checkpoint: %s/global_epoch<E>_step<S>/, TP %d x PP %d x DP %d, ZeRO %d, "
+      "%llu parameters\n",
+      c.checkpoint.checkpoint_folder.c_str(), cp->tensor, cp->pipeline, cp->data, cp->zero_stage,
+      static_cast<unsigned long long>(cp->parameters));
   for (const plan::RankCheckpoint& r : cp->ranks) {
     for (const plan::CheckpointFile& f : r.files) {
       std::cout << Format("  rank %d  %-52s %16llu bytes  %10.3f GiB\n", r.rank, f.name.c_str(),
@@ -326,7 +327,8 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
 
-  Result<std::unique_ptr<engine::Session>> session = engine::Session::Open(manifest, registry, cluster);
+  Result<std::unique_ptr<engine::Session>> session =
+      engine::Session::Open(manifest, registry, cluster);
   Status status = cluster.AgreeOnStatus(session.status());
   if (!status.ok()) return Fail(status);
   engine::Session& s = **session;
@@ -360,8 +362,9 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   };
 
   if (c.workflow.generate_data) {
-    unsigned threads = args.generate_threads > 0 ? args.generate_threads
-                                                 : std::max(1u, std::thread::hardware_concurrency());
+    unsigned threads = args.generate_threads > 0
+                           ? args.generate_threads
+                           : std::max(1u, std::thread::hardware_concurrency());
     console.Line("generating " + std::to_string(s.layout().num_generated_files()) + " " +
                  c.dataset.format + " files in " + s.layout().SplitDirectory(plan::Split::kTrain) +
                  " (and valid/) ...");
@@ -372,11 +375,11 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     const std::uint64_t skipped = cluster.SumU64(report->files_skipped);
     const std::uint64_t bytes = cluster.SumU64(report->bytes_written);
     const double seconds = cluster.MaxDouble(report->seconds);
-    console.Line(Format("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)",
-                        static_cast<unsigned long long>(written),
-                        static_cast<unsigned long long>(skipped), bytes / 1048576.0, seconds,
-                        seconds > 0 ? bytes / 1048576.0 / seconds : 0.0),
-                 /*always=*/!training);
+    console.Line(
+        Format("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)",
+               static_cast<unsigned long long>(written), static_cast<unsigned long long>(skipped),
+               bytes / 1048576.0, seconds, seconds > 0 ? bytes / 1048576.0 / seconds : 0.0),
+        /*always=*/!training);
   }
 
   if (training) {
@@ -387,17 +390,18 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
       options.sample_log_path = folder + "/" + std::to_string(cluster.rank()) + "_samples.csv";
     }
     if (leader) {
-      console.Line(Format("training: %llu epochs x %llu steps of batch %llu per rank, %d rank(s), "
-                          "%llu reader thread(s)",
-                          static_cast<unsigned long long>(c.train.epochs),
-                          static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, cluster.size())),
-                          static_cast<unsigned long long>(c.reader.batch_size), cluster.size(),
-                          static_cast<unsigned long long>(c.reader.read_threads)));
+      console.Line(
+          Format("training: %llu epochs x %llu steps of batch %llu per rank, %d rank(s), "
+                 "%llu reader thread(s)",
+                 static_cast<unsigned long long>(c.train.epochs),
+                 static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, cluster.size())),
+                 static_cast<unsigned long long>(c.reader.batch_size), cluster.size(),
+                 static_cast<unsigned long long>(c.reader.read_threads)));
       options.on_epoch = [&](const metrics::EpochRecord& e) {
         std::vector<metrics::PhaseMetrics> blocks;
         for (const auto& b : e.blocks) {
-          blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
-                                                      c.output.exclude_end_steps, c.reader.batch_size));
+          blocks.push_back(metrics::TrainBlockMetrics(
+              b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size));
         }
         metrics::PhaseMetrics m = metrics::CombineBlocks(blocks);
         console.Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (rank 0)%s",
@@ -412,13 +416,13 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     outcome.train = std::move(trained).value();
   } else if (checkpoint_only) {
     const plan::CheckpointPlan& cp = checkpointer->plan();
-    console.Line(Format("checkpointing: %lld writes and %lld reads of %.3f GiB over %d rank(s) "
-                        "(TP %d x PP %d x DP %d, ZeRO %d), storage %s%s",
-                        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write)),
-                        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read)),
-                        cp.total_bytes() / 1073741824.0, cluster.size(), cp.tensor, cp.pipeline,
-                        cp.data, cp.zero_stage, checkpointer->storage_name().c_str(),
-                        c.checkpoint.fsync ? ", fsync" : ""));
+    console.Line(Format(
+        "checkpointing: %lld writes and %lld reads of %.3f GiB over %d rank(s) "
+        "(TP %d x PP %d x DP %d, ZeRO %d), storage %s%s",
+        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write)),
+        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read)),
+        cp.total_bytes() / 1073741824.0, cluster.size(), cp.tensor, cp.pipeline, cp.data,
+        cp.zero_stage, checkpointer->storage_name().c_str(), c.checkpoint.fsync ? ", fsync" : ""));
     Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(s, *checkpointer);
     if (!done.ok()) return finish_failed(done.status());
     outcome.checkpoint_only = std::move(done).value();

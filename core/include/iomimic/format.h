@@ -36,12 +36,15 @@ struct ElementType {
 
   // Parses a NumPy dtype name; kInvalidArgument lists the accepted names.
   static Result<ElementType> FromName(std::string_view name) {
-    struct Entry { const char* name; const char* descr; std::size_t size; };
+    struct Entry {
+      const char* name;
+      const char* descr;
+      std::size_t size;
+    };
     static constexpr Entry kTable[] = {
-        {"uint8", "|u1", 1},    {"int8", "|i1", 1},     {"uint16", "<u2", 2},
-        {"int16", "<i2", 2},    {"uint32", "<u4", 4},   {"int32", "<i4", 4},
-        {"uint64", "<u8", 8},   {"int64", "<i8", 8},    {"float16", "<f2", 2},
-        {"float32", "<f4", 4},  {"float64", "<f8", 8},  {"bool", "|b1", 1},
+        {"uint8", "|u1", 1},   {"int8", "|i1", 1},    {"uint16", "<u2", 2},  {"int16", "<i2", 2},
+        {"uint32", "<u4", 4},  {"int32", "<i4", 4},   {"uint64", "<u8", 8},  {"int64", "<i8", 8},
+        {"float16", "<f2", 2}, {"float32", "<f4", 4}, {"float64", "<f8", 8}, {"bool", "|b1", 1},
     };
     std::string_view n = name;
     if (n == "float") n = "float64";
@@ -65,12 +68,12 @@ struct FileSpec {
   // a temporary name that the core renames to this when WriteFile succeeds).
   // Formats derive companion files (index files) from it.
   std::string path;
-  std::uint64_t file_index = 0;            // global index in the dataset (train then eval)
-  std::vector<std::uint64_t> sample_shape; // per-sample dimensions, e.g. {d1, d2}
+  std::uint64_t file_index = 0;             // global index in the dataset (train then eval)
+  std::vector<std::uint64_t> sample_shape;  // per-sample dimensions, e.g. {d1, d2}
   ElementType element_type;
-  std::uint64_t num_samples = 1;           // samples (records) in this file
-  std::uint64_t seed = 0;                  // content seed; same seed, same bytes
-  std::string compression = "none";        // none, gzip, lzf, bz2, zip, xz
+  std::uint64_t num_samples = 1;     // samples (records) in this file
+  std::uint64_t seed = 0;            // content seed; same seed, same bytes
+  std::string compression = "none";  // none, gzip, lzf, bz2, zip, xz
   int compression_level = 4;
   // DLIO dataset keys that only some formats honour, as text: "hdf5.chunk_dims"
   // and "hdf5.max_shape" ("64,64"; absent when unset), "hdf5.num_dset_per_record"
@@ -88,11 +91,11 @@ struct FileSpec {
 // Static facts about a format, reported by `iomimic plugins` and used by the
 // core to plan (never to special-case a format by name).
 struct FormatTraits {
-  std::string extension;              // file name extension without the dot
-  bool multi_sample_files = true;     // false: one sample per file (png, jpeg)
-  bool partial_reads = false;         // a sample read touches only its bytes
-  bool needs_host_decode = false;     // the data must be decoded in host memory
-  bool predictable_size = false;      // ExpectedFileSize is exact
+  std::string extension;           // file name extension without the dot
+  bool multi_sample_files = true;  // false: one sample per file (png, jpeg)
+  bool partial_reads = false;      // a sample read touches only its bytes
+  bool needs_host_decode = false;  // the data must be decoded in host memory
+  bool predictable_size = false;   // ExpectedFileSize is exact
   // Files are read as a stream from the start (TFRecord): reading sample i
   // costs reading samples 0..i. The core then reads each file's samples in
   // order with one reader, as tf.data does, instead of one reader per sample.
@@ -102,10 +105,10 @@ struct FormatTraits {
 // How samples are read. `read_type` follows DLIO: on_demand opens, reads and
 // closes per sample; memory keeps what was read for the reader's lifetime.
 struct ReaderOptions {
-  Storage* storage = nullptr;          // where to open files and allocate buffers
-  bool decode = true;                  // parse/decode what was read
-  bool keep_in_memory = false;         // read_type: memory
-  std::uint64_t transfer_size = 0;     // streaming chunk size, 0 = format default
+  Storage* storage = nullptr;       // where to open files and allocate buffers
+  bool decode = true;               // parse/decode what was read
+  bool keep_in_memory = false;      // read_type: memory
+  std::uint64_t transfer_size = 0;  // streaming chunk size, 0 = format default
 };
 
 // A sample as returned by a reader. `data` stays valid until the next call on

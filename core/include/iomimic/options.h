@@ -82,18 +82,35 @@ class PluginOptions {
     char* end = nullptr;
     errno = 0;
     double number = std::strtod(v.c_str(), &end);
-    if (v.empty() || errno != 0 || number < 0) return Bad(key, v, "a byte count such as 4096 or 1M");
+    if (v.empty() || errno != 0 || number < 0)
+      return Bad(key, v, "a byte count such as 4096 or 1M");
     std::string_view suffix(end);
     while (!suffix.empty() && suffix.front() == ' ') suffix.remove_prefix(1);
     double scale = 1;
     if (!suffix.empty()) {
       switch (suffix.front()) {
-        case 'b': case 'B': scale = 1; break;
-        case 'k': case 'K': scale = 1024.0; break;
-        case 'm': case 'M': scale = 1024.0 * 1024; break;
-        case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
-        case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
-        default: return Bad(key, v, "a byte count such as 4096 or 1M");
+        case 'b':
+        case 'B':
+          scale = 1;
+          break;
+        case 'k':
+        case 'K':
+          scale = 1024.0;
+          break;
+        case 'm':
+        case 'M':
+          scale = 1024.0 * 1024;
+          break;
+        case 'g':
+        case 'G':
+          scale = 1024.0 * 1024 * 1024;
+          break;
+        case 't':
+        case 'T':
+          scale = 1024.0 * 1024 * 1024 * 1024;
+          break;
+        default:
+          return Bad(key, v, "a byte count such as 4096 or 1M");
       }
       suffix.remove_prefix(1);
       if (!(suffix.empty() || suffix == "B" || suffix == "iB" || suffix == "b")) {

@@ -47,14 +47,14 @@
 
 // Capability flags advertised in the descriptor (listed by `iomimic plugins`).
 #define IOMIMIC_CAP_NONE 0ull
-#define IOMIMIC_CAP_ASYNC (1ull << 0)           // storage: overlapping batched reads
-#define IOMIMIC_CAP_DIRECT_IO (1ull << 1)       // storage: bypasses the page cache
-#define IOMIMIC_CAP_COLLECTIVE (1ull << 2)      // storage: MPI collective I/O
-#define IOMIMIC_CAP_DEVICE_MEMORY (1ull << 3)   // storage: lands data in device memory
-#define IOMIMIC_CAP_DECORATOR (1ull << 4)       // storage: wraps another back end
-#define IOMIMIC_CAP_PARTIAL_READS (1ull << 8)   // format: reads only a sample's bytes
-#define IOMIMIC_CAP_HOST_DECODE (1ull << 9)     // format: decoding needs host memory
-#define IOMIMIC_CAP_MULTI_SAMPLE (1ull << 10)   // format: several samples per file
+#define IOMIMIC_CAP_ASYNC (1ull << 0)          // storage: overlapping batched reads
+#define IOMIMIC_CAP_DIRECT_IO (1ull << 1)      // storage: bypasses the page cache
+#define IOMIMIC_CAP_COLLECTIVE (1ull << 2)     // storage: MPI collective I/O
+#define IOMIMIC_CAP_DEVICE_MEMORY (1ull << 3)  // storage: lands data in device memory
+#define IOMIMIC_CAP_DECORATOR (1ull << 4)      // storage: wraps another back end
+#define IOMIMIC_CAP_PARTIAL_READS (1ull << 8)  // format: reads only a sample's bytes
+#define IOMIMIC_CAP_HOST_DECODE (1ull << 9)    // format: decoding needs host memory
+#define IOMIMIC_CAP_MULTI_SAMPLE (1ull << 10)  // format: several samples per file
 
 extern "C" {
 
@@ -75,9 +75,9 @@ namespace iomimic {
 
 // What the core hands a plugin factory.
 struct PluginContext {
-  PluginOptions options;      // validated against the descriptor's option list
-  int rank = 0;               // MPI rank of this process
-  int world_size = 1;         // MPI world size
+  PluginOptions options;  // validated against the descriptor's option list
+  int rank = 0;           // MPI rank of this process
+  int world_size = 1;     // MPI world size
   // For decorator storages: the back end being wrapped (owned by the core,
   // outlives the decorator). Null for ordinary back ends.
   Storage* inner = nullptr;
@@ -93,10 +93,10 @@ struct IomimicPluginDescriptor {
   std::uint32_t abi_version;  // IOMIMIC_PLUGIN_ABI_VERSION the plugin was built with
   std::uint32_t kind;         // IOMIMIC_PLUGIN_KIND_*
   std::uint32_t reserved;
-  const char* name;           // unique among plugins of the same kind
-  const char* version;        // the plugin's own version, free form
-  const char* description;    // one line
-  std::uint64_t capabilities; // IOMIMIC_CAP_* flags
+  const char* name;            // unique among plugins of the same kind
+  const char* version;         // the plugin's own version, free form
+  const char* description;     // one line
+  std::uint64_t capabilities;  // IOMIMIC_CAP_* flags
   const IomimicOptionSpec* options;
   std::size_t num_options;
   // Creates the plugin object (an iomimic::Storage* or iomimic::Format*
@@ -160,7 +160,7 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
   }                                                                                            \
   void IomimicPluginDestroy(void* object) { delete static_cast<BASE*>(object); }               \
   }                                                                                            \
-  extern "C" IOMIMIC_PLUGIN_EXPORT const IomimicPluginDescriptor iomimic_plugin_descriptor = {  \
+  extern "C" IOMIMIC_PLUGIN_EXPORT const IomimicPluginDescriptor iomimic_plugin_descriptor = { \
       IOMIMIC_PLUGIN_MAGIC,                                                                    \
       IOMIMIC_PLUGIN_ABI_VERSION,                                                              \
       KIND,                                                                                    \
@@ -176,12 +176,12 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
 
 // Defines the descriptor of a storage plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Storage>>.
-#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY)       \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,       \
+#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,  \
                          DESCRIPTION, CAPS, OPTIONS, FACTORY)
 
 // Defines the descriptor of a format plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Format>>.
-#define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY)        \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,         \
+#define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,   \
                          DESCRIPTION, CAPS, OPTIONS, FACTORY)

@@ -23,34 +23,46 @@ namespace iomimic {
 
 enum class StatusCode : int {
   kOk = 0,
-  kNotFound = 1,          // file, key or plugin does not exist
-  kAlreadyExists = 2,     // refusing to replace something that exists
-  kInvalidArgument = 3,   // bad option, bad manifest value, bad request
-  kIOError = 4,           // the storage system failed an operation
-  kCorruption = 5,        // data read back does not parse or checksum
-  kNotSupported = 6,      // the back end or format cannot do this
-  kOutOfRange = 7,        // offset or index beyond the end
-  kResourceExhausted = 8, // memory, file descriptors, disk space
-  kAborted = 9,           // stopped because another part failed
-  kInternal = 10,         // a bug in iomimic or a plugin
-  kVersionMismatch = 11,  // plugin ABI or format version does not match
+  kNotFound = 1,           // file, key or plugin does not exist
+  kAlreadyExists = 2,      // refusing to replace something that exists
+  kInvalidArgument = 3,    // bad option, bad manifest value, bad request
+  kIOError = 4,            // the storage system failed an operation
+  kCorruption = 5,         // data read back does not parse or checksum
+  kNotSupported = 6,       // the back end or format cannot do this
+  kOutOfRange = 7,         // offset or index beyond the end
+  kResourceExhausted = 8,  // memory, file descriptors, disk space
+  kAborted = 9,            // stopped because another part failed
+  kInternal = 10,          // a bug in iomimic or a plugin
+  kVersionMismatch = 11,   // plugin ABI or format version does not match
 };
 
 // Returns a short lower-case name for `code`, e.g. "io error".
 constexpr std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kAlreadyExists: return "already exists";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kIOError: return "io error";
-    case StatusCode::kCorruption: return "corruption";
-    case StatusCode::kNotSupported: return "not supported";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kAborted: return "aborted";
-    case StatusCode::kInternal: return "internal error";
-    case StatusCode::kVersionMismatch: return "version mismatch";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kAlreadyExists:
+      return "already exists";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kIOError:
+      return "io error";
+    case StatusCode::kCorruption:
+      return "corruption";
+    case StatusCode::kNotSupported:
+      return "not supported";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kAborted:
+      return "aborted";
+    case StatusCode::kInternal:
+      return "internal error";
+    case StatusCode::kVersionMismatch:
+      return "version mismatch";
   }
   return "unknown";
 }
@@ -89,16 +101,27 @@ class [[nodiscard]] Status {
   static Status FromErrno(int err, std::string_view context) {
     StatusCode code = StatusCode::kIOError;
     switch (err) {
-      case ENOENT: code = StatusCode::kNotFound; break;
-      case EEXIST: code = StatusCode::kAlreadyExists; break;
-      case EINVAL: code = StatusCode::kInvalidArgument; break;
+      case ENOENT:
+        code = StatusCode::kNotFound;
+        break;
+      case EEXIST:
+        code = StatusCode::kAlreadyExists;
+        break;
+      case EINVAL:
+        code = StatusCode::kInvalidArgument;
+        break;
       case ENOSPC:
       case ENOMEM:
       case EMFILE:
       case ENFILE:
-      case EDQUOT: code = StatusCode::kResourceExhausted; break;
-      case ENOTSUP: code = StatusCode::kNotSupported; break;
-      default: break;
+      case EDQUOT:
+        code = StatusCode::kResourceExhausted;
+        break;
+      case ENOTSUP:
+        code = StatusCode::kNotSupported;
+        break;
+      default:
+        break;
     }
     std::string msg(context);
     msg += ": ";
@@ -140,9 +163,10 @@ class [[nodiscard]] Result {
   // Accepts anything convertible to T, e.g. a unique_ptr<Derived> for a
   // Result<unique_ptr<Base>>.
   template <typename U>
-    requires(!std::is_same_v<std::remove_cvref_t<U>, T> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Status> && std::is_convertible_v<U &&, T>)
-  Result(U&& value) : data_(T(std::forward<U>(value))) {}  // NOLINT: implicit by design
+  requires(!std::is_same_v<std::remove_cvref_t<U>, T> &&
+           !std::is_same_v<std::remove_cvref_t<U>, Status> && std::is_convertible_v<U&&, T>)
+      Result(U&& value)
+      : data_(T(std::forward<U>(value))) {}           // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(data_).ok()) {
       data_ = Status::Internal("Result constructed from an OK Status");

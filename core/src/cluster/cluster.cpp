@@ -96,8 +96,8 @@ std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const
 std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
   std::vector<std::uint64_t> out(values.size());
   if (!values.empty()) {
-    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T,
-                  MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM,
+                  MPI_COMM_WORLD);
   }
   return out;
 }

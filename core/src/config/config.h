@@ -23,13 +23,13 @@ namespace iomimic::config {
 struct Distribution {
   enum class Kind { kConstant, kNormal, kUniform, kGamma, kExponential, kPoisson };
   Kind kind = Kind::kConstant;
-  double mean = 0;    // constant value, or normal mean
-  double stdev = 0;   // normal
-  double min = 0;     // uniform
-  double max = 0;     // uniform
-  double shape = 0;   // gamma
-  double scale = 0;   // gamma, exponential
-  double lam = 0;     // poisson
+  double mean = 0;   // constant value, or normal mean
+  double stdev = 0;  // normal
+  double min = 0;    // uniform
+  double max = 0;    // uniform
+  double shape = 0;  // gamma
+  double scale = 0;  // gamma, exponential
+  double lam = 0;    // poisson
   bool is_zero() const { return kind == Kind::kConstant && mean == 0; }
   // The expected value of a draw (for planning and reports).
   double Expected() const;
@@ -42,7 +42,7 @@ enum class ReadType { kOnDemand, kMemory };
 
 struct ModelConfig {
   std::string name = "default";
-  std::string type;                          // "transformer" switches checkpoint sizing
+  std::string type;  // "transformer" switches checkpoint sizing
   std::uint64_t model_size_bytes = 10240;
   std::string model_datatype = "fp16";
   std::string optimizer_datatype = "fp32";
@@ -266,18 +266,18 @@ struct Diagnostic {
 // Where a manifest comes from: a path, or a workload name looked up as
 // <config_dir>/<name>.yaml or <config_dir>/workload/<name>.yaml.
 struct ManifestSource {
-  std::string path;             // explicit manifest path, or empty
-  std::string workload;         // `workload=<name>`, or empty
-  std::string config_dir;       // --config-dir (empty = shipped workloads/: installed
-                                // <prefix>/share/iomimic/workloads, else the source tree's)
+  std::string path;                    // explicit manifest path, or empty
+  std::string workload;                // `workload=<name>`, or empty
+  std::string config_dir;              // --config-dir (empty = shipped workloads/: installed
+                                       // <prefix>/share/iomimic/workloads, else the source tree's)
   std::vector<std::string> overrides;  // raw Hydra-style strings, in order
 };
 
 // The loaded manifest and what it took to get there.
 struct LoadedManifest {
   Config config;
-  std::string manifest_path;             // the YAML file actually read
-  std::string workload_name;             // file stem, or the workload= name
+  std::string manifest_path;               // the YAML file actually read
+  std::string workload_name;               // file stem, or the workload= name
   std::vector<std::string> raw_overrides;  // as given (for overrides.yaml)
   std::vector<Diagnostic> warnings;
 };

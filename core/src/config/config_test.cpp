@@ -1208,7 +1208,8 @@ TEST_CASE("reader.file_access selects the MPI-IO back end unless a backend is na
   c = MustLoad("reader: {file_access: multi}\n").config;
   CHECK(c.storage.backend == "posix");
   // The resolved manifest reloads to the same thing.
-  Config again = MustLoad(ToYaml(MustLoad("reader: {file_access: collective}\n").config, false)).config;
+  Config again =
+      MustLoad(ToYaml(MustLoad("reader: {file_access: collective}\n").config, false)).config;
   CHECK(again.storage.backend == "mpiio");
   CHECK(again.storage.options.at("mode") == "collective");
 }

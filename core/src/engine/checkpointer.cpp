@@ -119,7 +119,8 @@ Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {
 Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
                           metrics::CheckpointRecord* record) {
   const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
-  const plan::RankCheckpoint& mine = plan_.ranks[static_cast<std::size_t>(session_.cluster().rank())];
+  const plan::RankCheckpoint& mine =
+      plan_.ranks[static_cast<std::size_t>(session_.cluster().rank())];
   IoSnapshot before = storage_->Snapshot();
   record->start = metrics::Stamp::Now();
   Status status = storage_->CreateDirectories(dir);

@@ -54,11 +54,11 @@ class Checkpointer {
   Session& session_;
   plan::CheckpointPlan plan_;
   std::string folder_;
-  plugin::StorageStack own_stack_;           // when checkpoint.backend is set
+  plugin::StorageStack own_stack_;  // when checkpoint.backend is set
   std::unique_ptr<CountingStorage> own_storage_;
   CountingStorage* storage_ = nullptr;
   std::string storage_name_;
-  Buffer pattern_;                            // the bytes every file repeats
+  Buffer pattern_;  // the bytes every file repeats
 };
 
 }  // namespace iomimic::engine

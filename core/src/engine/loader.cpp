@@ -18,7 +18,7 @@ std::uint64_t ResizedSampleBytes(const config::Config& c) {
     return n * (t.ok() ? t->size : 1);
   }
   double base = c.dataset.record_length_bytes_resize > 0 ? c.dataset.record_length_bytes_resize
-                                                          : c.dataset.record_length_bytes;
+                                                         : c.dataset.record_length_bytes;
   std::uint64_t side = base > 0 ? static_cast<std::uint64_t>(std::floor(std::sqrt(base))) : 0;
   return side * side;
 }
@@ -70,9 +70,10 @@ class Loader::Reader {
       bytes = view.bytes;
       if (checksum_ && !view.data.empty()) session_.AddChecksum(HashBytes(view.data));
     }
-    session_.sample_latency().Record(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-            .count()));
+    session_.sample_latency().Record(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count()));
     Preprocess();
     return bytes;
   }
@@ -217,17 +218,18 @@ Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
                                 "' does not expose its data file for collective reads");
   }
   auto start = std::chrono::steady_clock::now();
-  IOMIMIC_RETURN_IF_ERROR(file->ReadBatch(requests).WithContext(
-      "collective read of step " + std::to_string(step) + " (storage '" +
-      session_.storage().name() + "')"));
+  IOMIMIC_RETURN_IF_ERROR(
+      file->ReadBatch(requests).WithContext("collective read of step " + std::to_string(step) +
+                                            " (storage '" + session_.storage().name() + "')"));
   const auto per_sample = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count() / static_cast<long long>(bs));
+          .count() /
+      static_cast<long long>(bs));
   for (const ReadRequest& r : requests) {
     if (r.bytes_read != r.destination.size()) {
       return Status::Corruption(step_path + ": short read of " + std::to_string(r.bytes_read) +
-                                " of " + std::to_string(r.destination.size()) + " bytes at offset " +
-                                std::to_string(r.offset));
+                                " of " + std::to_string(r.destination.size()) +
+                                " bytes at offset " + std::to_string(r.offset));
     }
   }
   const bool checksum = session_.config().iomimic.checksum && step_buffer_.host_accessible();

@@ -18,8 +18,8 @@
 #pragma once
 
 #include <condition_variable>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -39,7 +39,7 @@ std::uint64_t ResizedSampleBytes(const config::Config& config);
 struct BatchInfo {
   std::uint64_t step = 0;
   std::uint64_t samples = 0;
-  std::uint64_t sample_bytes = 0;  // payload bytes returned by the format
+  std::uint64_t sample_bytes = 0;     // payload bytes returned by the format
   std::vector<plan::SampleRef> refs;  // only when sample logging is on
 };
 

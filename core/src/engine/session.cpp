@@ -33,9 +33,9 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   drawn = cluster.Broadcast(drawn);
   s->seeds_.random_seed = std::stoull(drawn);
 
-  IOMIMIC_ASSIGN_OR_RETURN(s->storage_stack_,
-                           plugin::StorageStack::Open(registry, c.storage.backend, c.storage.options,
-                                                      cluster.rank(), cluster.size()));
+  IOMIMIC_ASSIGN_OR_RETURN(
+      s->storage_stack_, plugin::StorageStack::Open(registry, c.storage.backend, c.storage.options,
+                                                    cluster.rank(), cluster.size()));
   s->storage_info_ = s->storage_stack_.top_info();
   s->storage_ = std::make_unique<CountingStorage>(s->storage_stack_.top());
 

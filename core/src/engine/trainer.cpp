@@ -27,7 +27,8 @@ class SampleLog {
   Status Write(std::uint64_t epoch, const char* phase, const BatchInfo& batch) {
     if (!enabled()) return Status::OK();
     for (const plan::SampleRef& r : batch.refs) {
-      out_ << epoch << ',' << phase << ',' << batch.step << ',' << r.file << ',' << r.sample << '\n';
+      out_ << epoch << ',' << phase << ',' << batch.step << ',' << r.file << ',' << r.sample
+           << '\n';
     }
     if (!out_) return Status::IOError("cannot write the sample log");
     return Status::OK();
@@ -177,19 +178,19 @@ Status CheckDataset(Session& session) {
       const std::string dir = layout.SplitDirectory(split);
       Result<FileInfo> d = session.storage().Stat(dir);
       if (!d.ok() || !d->is_directory) {
-        status = Status::NotFound(
-            "data folder " + dir + " does not exist; generate the dataset first with "
-            "'iomimic generate' or ++workload.workflow.generate_data=True");
+        status = Status::NotFound("data folder " + dir +
+                                  " does not exist; generate the dataset first with "
+                                  "'iomimic generate' or ++workload.workflow.generate_data=True");
         break;
       }
       for (std::uint64_t i : {std::uint64_t{0}, files - 1}) {
         const std::string path = layout.FilePath(split, i);
         Result<FileInfo> f = session.storage().Stat(path);
         if (!f.ok()) {
-          status = Status::NotFound(
-              "dataset incomplete: " + path + " is missing (expected " + std::to_string(files) +
-              " " + plan::SplitName(split) + " files); generate it with 'iomimic generate' or "
-              "++workload.workflow.generate_data=True");
+          status = Status::NotFound("dataset incomplete: " + path + " is missing (expected " +
+                                    std::to_string(files) + " " + plan::SplitName(split) +
+                                    " files); generate it with 'iomimic generate' or "
+                                    "++workload.workflow.generate_data=True");
           break;
         }
       }
@@ -215,7 +216,8 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
       metrics::CheckpointRecord record;
       record.index = static_cast<std::uint64_t>(i);
       const std::uint64_t step = static_cast<std::uint64_t>(i);
-      Status status = save ? checkpointer.Save(1, step, &record) : checkpointer.Load(1, step, &record);
+      Status status =
+          save ? checkpointer.Save(1, step, &record) : checkpointer.Load(1, step, &record);
       // Agreeing on the outcome synchronises the ranks; with rank_sync the
       // timed interval ends there, so it covers the slowest rank.
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));

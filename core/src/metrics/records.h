@@ -18,7 +18,9 @@ namespace iomimic::metrics {
 struct Stamp {
   std::chrono::steady_clock::time_point mono{};
   std::chrono::system_clock::time_point wall{};
-  static Stamp Now() { return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()}; }
+  static Stamp Now() {
+    return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()};
+  }
   bool valid() const { return mono.time_since_epoch().count() != 0; }
 };
 
@@ -37,7 +39,7 @@ struct PhaseRecord {
   std::vector<double> load;
   std::vector<double> proc;
   std::vector<double> compute;
-  std::vector<double> barrier;  // iomimic: time in the per-step barrier
+  std::vector<double> barrier;   // iomimic: time in the per-step barrier
   double compute_requested = 0;  // iomimic: sum of the drawn compute times
   std::uint64_t samples = 0;
   std::uint64_t bytes_read = 0;  // counted by the storage layer during the phase

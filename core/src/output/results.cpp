@@ -119,8 +119,10 @@ Status WriteFile(const std::string& path, const std::string& text) {
 std::string YamlQuote(const std::string& s) {
   std::string out = "'";
   for (char ch : s) {
-    if (ch == '\'') out += "''";
-    else out += ch;
+    if (ch == '\'')
+      out += "''";
+    else
+      out += ch;
   }
   return out + "'";
 }
@@ -167,7 +169,8 @@ Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::C
       // Two runs in the same second: add a suffix rather than share a folder.
       std::string base = folder;
       for (int i = 1; fs::exists(folder, ec); ++i) folder = base + "-" + std::to_string(i);
-    } else if (fs::exists(folder + "/summary.json", ec) || fs::exists(folder + "/status.json", ec)) {
+    } else if (fs::exists(folder + "/summary.json", ec) ||
+               fs::exists(folder + "/status.json", ec)) {
       status = Status::AlreadyExists("output folder " + folder +
                                      " already holds the results of another run; choose another "
                                      "with ++workload.output.folder=<dir> or remove it");
@@ -202,7 +205,8 @@ Status WriteStatus(const std::string& folder, const Status& run_status) {
   o["status"] = run_status.ok() ? "completed" : "failed";
   if (!run_status.ok()) o["error"] = run_status.message();
   o["end"] = Timestamp(std::chrono::system_clock::now());
-  return WriteFile(folder + "/status.json", o.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  return WriteFile(folder + "/status.json",
+                   o.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 Status WriteResults(const std::string& folder, engine::Session& session, const RunOutcome& outcome,
@@ -228,10 +232,10 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     host_cpus = cluster.SumDoubles(mine_cpu);
   }
   const double record = c.dataset.record_length_bytes;
-  const double data_per_host_gib = static_cast<double>(cluster.ranks_on_host()) *
-                                   static_cast<double>(c.dataset.num_samples_per_file *
-                                                       c.dataset.num_files_train / world) *
-                                   record / kGiB;
+  const double data_per_host_gib =
+      static_cast<double>(cluster.ranks_on_host()) *
+      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train / world) *
+      record / kGiB;
 
   // Per-epoch metrics of this rank, then aggregated (AU: mean over ranks,
   // throughput: sum over ranks, as DLIO).
@@ -245,8 +249,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
       std::uint64_t bytes = 0;
       double wall = 0;
       for (const metrics::PhaseRecord& b : e.blocks) {
-        blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
-                                                    c.output.exclude_end_steps, c.reader.batch_size));
+        blocks.push_back(metrics::TrainBlockMetrics(
+            b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size));
         bytes += b.bytes_read;
         wall += Seconds(b.start, b.end);
       }
@@ -287,12 +291,13 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     }
   }
   // Actual bytes: summed over ranks; time: the slowest rank's train time.
-  std::vector<std::uint64_t> total_epoch_bytes =
-      cluster.SumU64s(std::vector<std::uint64_t>(epoch_train_bytes.begin(), epoch_train_bytes.end()));
+  std::vector<std::uint64_t> total_epoch_bytes = cluster.SumU64s(
+      std::vector<std::uint64_t>(epoch_train_bytes.begin(), epoch_train_bytes.end()));
   std::vector<double> actual_mibps;
   for (std::size_t i = 0; i < n_epochs; ++i) {
     double slowest = cluster.MaxDouble(epoch_train_wall[i]);
-    actual_mibps.push_back(slowest > 0 ? static_cast<double>(total_epoch_bytes[i]) / kMiB / slowest : 0);
+    actual_mibps.push_back(slowest > 0 ? static_cast<double>(total_epoch_bytes[i]) / kMiB / slowest
+                                       : 0);
   }
   double barrier_sum = 0, compute_measured = 0, compute_requested = 0;
   std::uint64_t barrier_n = 0;
@@ -320,11 +325,15 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   std::vector<std::uint64_t> io_total = cluster.SumU64s(
       {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
   metrics::LatencyHistogram sample_lat = MergeHistogram(session.sample_latency(), cluster);
-  metrics::LatencyHistogram read_lat = MergeHistogram(session.storage().counters().read_latency, cluster);
+  metrics::LatencyHistogram read_lat =
+      MergeHistogram(session.storage().counters().read_latency, cluster);
   const double peak_rss = cluster.MaxDouble(PeakRssMiB());
-  const std::uint64_t gen_written = cluster.SumU64(outcome.generate ? outcome.generate->files_written : 0);
-  const std::uint64_t gen_skipped = cluster.SumU64(outcome.generate ? outcome.generate->files_skipped : 0);
-  const std::uint64_t gen_bytes = cluster.SumU64(outcome.generate ? outcome.generate->bytes_written : 0);
+  const std::uint64_t gen_written =
+      cluster.SumU64(outcome.generate ? outcome.generate->files_written : 0);
+  const std::uint64_t gen_skipped =
+      cluster.SumU64(outcome.generate ? outcome.generate->files_skipped : 0);
+  const std::uint64_t gen_bytes =
+      cluster.SumU64(outcome.generate ? outcome.generate->bytes_written : 0);
   const double gen_seconds = cluster.MaxDouble(outcome.generate ? outcome.generate->seconds : 0);
 
   // ---- checkpoints: every rank has the same number of saves and loads ----
@@ -343,13 +352,14 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     loads = outcome.checkpoint_only->loads;
     save_epochs.assign(saves.size(), 1);
   }
-  const double ckpt_gib = outcome.checkpointer != nullptr
-                              ? static_cast<double>(outcome.checkpointer->plan().total_bytes()) / kGiB
-                              : 0.0;
+  const double ckpt_gib =
+      outcome.checkpointer != nullptr
+          ? static_cast<double>(outcome.checkpointer->plan().total_bytes()) / kGiB
+          : 0.0;
   // Per checkpoint: every rank's duration and bytes, so the slowest and
   // fastest rank can be named (MLPerf reports the slowest).
-  auto describe = [&](const std::vector<metrics::CheckpointRecord>& list, std::vector<double>* rank0,
-                      json* details) {
+  auto describe = [&](const std::vector<metrics::CheckpointRecord>& list,
+                      std::vector<double>* rank0, json* details) {
     for (const metrics::CheckpointRecord& r : list) {
       std::vector<double> durations(static_cast<std::size_t>(world), 0.0);
       durations[static_cast<std::size_t>(rank)] = r.duration();
@@ -407,8 +417,9 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     for (const auto& r : saves) epoch1["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
     for (const auto& r : loads) epoch1["load_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
     stats["1"] = epoch1;
-    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteFile(
-        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n")));
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(
+        WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
+                  stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n")));
   }
   if (outcome.train) {
     json stats = json::object();
@@ -435,8 +446,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
         bs["end"] = Timestamp(b.end.wall);
         bs["duration"] = Fixed2(Seconds(b.start, b.end));
         es[key] = bs;
-        PhaseMetrics m = metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
-                                                    c.output.exclude_end_steps, c.reader.batch_size);
+        PhaseMetrics m = metrics::TrainBlockMetrics(
+            b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size);
         load[key] = NumList(b.load);
         proc[key] = NumList(b.proc);
         compute[key] = NumList(b.compute);
@@ -468,7 +479,9 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     }
     Status s = WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
                          stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
-    if (s.ok()) s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json", output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
+    if (s.ok())
+      s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json",
+                    output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(s));
   }
 
@@ -599,7 +612,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     g["files_skipped"] = gen_skipped;
     g["bytes_written"] = gen_bytes;
     g["seconds"] = Num(gen_seconds);
-    g["MiB_per_second"] = Num(gen_seconds > 0 ? static_cast<double>(gen_bytes) / kMiB / gen_seconds : 0);
+    g["MiB_per_second"] =
+        Num(gen_seconds > 0 ? static_cast<double>(gen_bytes) / kMiB / gen_seconds : 0);
     io_json["generate"] = g;
   }
   json plugins;
@@ -627,14 +641,16 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   io_json["manifest"] = manifest;
   summary["iomimic"] = io_json;
 
-  IOMIMIC_RETURN_IF_ERROR(WriteFile(folder + "/summary.json", summary.dump(4, ' ', false, json::error_handler_t::replace) + "\n"));
+  IOMIMIC_RETURN_IF_ERROR(
+      WriteFile(folder + "/summary.json",
+                summary.dump(4, ' ', false, json::error_handler_t::replace) + "\n"));
 
   if (human != nullptr) {
     std::ostringstream h;
     char line[512];
     h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << session.manifest().workload_name
-      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage " << session.storage_chain()
-      << " (" << caps.data_path << ")"
+      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage "
+      << session.storage_chain() << " (" << caps.data_path << ")"
       << (session.has_format() ? ", format " + session.format_info().name : std::string()) << "\n";
     if (outcome.generate) {
       std::snprintf(line, sizeof(line),
@@ -654,7 +670,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
       h << line;
     }
     if (have_eval) {
-      std::snprintf(line, sizeof(line), "  eval: AU %.2f%%, %.1f samples/s\n", eau_s.mean, etp_s.mean);
+      std::snprintf(line, sizeof(line), "  eval: AU %.2f%%, %.1f samples/s\n", eau_s.mean,
+                    etp_s.mean);
       h << line;
     }
     auto ckpt_line = [&](const char* what, const std::vector<double>& durations) {
@@ -677,7 +694,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
                     sample_lat.max_ns() / 1e6, static_cast<unsigned long long>(sample_lat.count()));
       h << line;
     }
-    std::snprintf(line, sizeof(line), "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
+    std::snprintf(line, sizeof(line),
+                  "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
                   io_total[2] / kMiB, io_total[4] / kMiB, peak_rss);
     h << line;
     h << "  results: " << folder << "\n";

@@ -97,8 +97,8 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
     plan.data = static_cast<int>(m.data_parallelism);
     if (world_size > plan.data * mp) {
       return Status::InvalidArgument(
-          "subset checkpointing: " + std::to_string(world_size) + " ranks exceed the job's DP x TP x PP = " +
-          std::to_string(plan.data * mp));
+          "subset checkpointing: " + std::to_string(world_size) +
+          " ranks exceed the job's DP x TP x PP = " + std::to_string(plan.data * mp));
     }
   } else {
     if (world_size % mp != 0) {
@@ -125,11 +125,13 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
     rc.pp_rank = (r / plan.tensor) % plan.pipeline;
     rc.mp_rank = r % mp;
     rc.dp_rank = r / mp;
-    const std::string zero_prefix = "zero_pp_rank_" + std::to_string(rc.dp_rank) + "_mp_rank_" +
-                                    std::to_string(rc.mp_rank);
+    const std::string zero_prefix =
+        "zero_pp_rank_" + std::to_string(rc.dp_rank) + "_mp_rank_" + std::to_string(rc.mp_rank);
     if (!transformer && !legacy) {
       // A plain model: one tensor, written by the first model-parallel group.
-      if (r < mp) rc.files.push_back({"model_states-" + std::to_string(r) + ".pt", m.model_size_bytes, false});
+      if (r < mp)
+        rc.files.push_back(
+            {"model_states-" + std::to_string(r) + ".pt", m.model_size_bytes, false});
       plan.ranks.push_back(std::move(rc));
       continue;
     }
@@ -139,7 +141,8 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
       continue;
     }
     const std::uint64_t layers_total =
-        transformer ? shape.layers : static_cast<std::uint64_t>(std::max<std::int64_t>(0, m.num_layers));
+        transformer ? shape.layers
+                    : static_cast<std::uint64_t>(std::max<std::int64_t>(0, m.num_layers));
     std::vector<std::uint64_t> stage_layers =
         StageLayers(layers_total, static_cast<std::uint64_t>(plan.pipeline),
                     static_cast<std::uint64_t>(rc.pp_rank));
@@ -147,7 +150,8 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
     auto layer_bytes = [&](std::uint64_t index) -> std::uint64_t {
       if (transformer) return LayerElements(shape, index, plan.tensor, shard) * model_dt;
       std::uint64_t elements = 0;
-      for (std::uint64_t p : m.layer_parameters) elements += p / static_cast<std::uint64_t>(plan.tensor);
+      for (std::uint64_t p : m.layer_parameters)
+        elements += p / static_cast<std::uint64_t>(plan.tensor);
       return elements * model_dt;
     };
     // Model state.
@@ -159,14 +163,15 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
       } else if (rc.dp_rank == 0) {
         if (plan.pipeline > 1) {
           for (std::uint64_t l : stage_layers) {
-            rc.files.push_back({"layer_" + std::to_string(l) + "-model_" + std::to_string(rc.mp_rank) +
-                                    "_model_states.pt",
+            rc.files.push_back({"layer_" + std::to_string(l) + "-model_" +
+                                    std::to_string(rc.mp_rank) + "_model_states.pt",
                                 layer_bytes(l), false});
           }
         } else {
           std::uint64_t bytes = 0;
           for (std::uint64_t l : stage_layers) bytes += layer_bytes(l);
-          rc.files.push_back({"model_" + std::to_string(rc.mp_rank) + "_model_states.pt", bytes, false});
+          rc.files.push_back(
+              {"model_" + std::to_string(rc.mp_rank) + "_model_states.pt", bytes, false});
         }
       }
     }

@@ -25,7 +25,7 @@
 namespace iomimic::plan {
 
 struct CheckpointFile {
-  std::string name;      // relative to the checkpoint folder's step directory
+  std::string name;  // relative to the checkpoint folder's step directory
   std::uint64_t bytes = 0;
   bool optimizer = false;
 };
@@ -42,12 +42,12 @@ struct CheckpointPlan {
   // a larger job than the one that runs).
   int tensor = 1, pipeline = 1, data = 1;
   int zero_stage = 0;
-  std::uint64_t parameters = 0;           // 0 for plain models
-  std::uint64_t model_bytes_total = 0;     // one copy of the model state
+  std::uint64_t parameters = 0;         // 0 for plain models
+  std::uint64_t model_bytes_total = 0;  // one copy of the model state
   std::uint64_t optimizer_bytes_total = 0;
   // The ranks of this run (world_size of them) and what each writes.
   std::vector<RankCheckpoint> ranks;
-  std::uint64_t total_bytes() const;       // all files of one checkpoint
+  std::uint64_t total_bytes() const;  // all files of one checkpoint
 };
 
 // Bytes of a DLIO datatype name (fp16 -> 2...).

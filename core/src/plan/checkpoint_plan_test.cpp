@@ -36,7 +36,8 @@ TEST_CASE("llama checkpoint totals match §4.9 (8B 104.7 GiB, 70B 911 GiB, 405B 
   CHECK(TotalGiB("llama_70b_zero3", 64) == doctest::Approx(911.2).epsilon(0.001));
   CHECK(TotalGiB("llama_405b", 256) == doctest::Approx(5292).epsilon(0.001));
   // The total does not depend on how many data-parallel replicas share it.
-  CHECK(TotalGiB("llama_8b_zero3", 2) == doctest::Approx(TotalGiB("llama_8b_zero3", 8)).epsilon(1e-4));
+  CHECK(TotalGiB("llama_8b_zero3", 2) ==
+        doctest::Approx(TotalGiB("llama_8b_zero3", 8)).epsilon(1e-4));
 }
 
 TEST_CASE("file names and ownership follow DLIO") {
@@ -83,7 +84,8 @@ TEST_CASE("plain models: one tensor of model_size_bytes written by rank 0") {
   CHECK(plan->total_bytes() == 4034713312ULL);
 }
 
-TEST_CASE("world sizes that do not fit the parallelism are refused, and subset mode sizes the full job") {
+TEST_CASE(
+    "world sizes that do not fit the parallelism are refused, and subset mode sizes the full job") {
   config::Config c = Workload("llama_70b");
   auto bad = PlanCheckpoint(c, 2);
   REQUIRE_FALSE(bad.ok());
@@ -96,7 +98,8 @@ TEST_CASE("world sizes that do not fit the parallelism are refused, and subset m
   auto subset = PlanCheckpoint(c, 2);
   REQUIRE(subset.ok());
   // Two of 64 shards: 2/64 of the whole checkpoint.
-  CHECK(static_cast<double>(subset->total_bytes()) / kGiB == doctest::Approx(911.2 / 32).epsilon(0.002));
+  CHECK(static_cast<double>(subset->total_bytes()) / kGiB ==
+        doctest::Approx(911.2 / 32).epsilon(0.002));
 }
 
 TEST_CASE("checkpoint directory names") {

@@ -55,9 +55,10 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
   parameters_["hdf5.num_dset_per_record"] = std::to_string(config.dataset.hdf5_num_dset_per_record);
   parameters_["generation_buffer_size"] = std::to_string(config.dataset.generation_buffer_size);
   const double length = config.dataset.record_length_bytes;
-  dimension_ = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));
-  const double stdev = length > 0 ? config.dataset.record_length_bytes_stdev / 2.0 / std::sqrt(length)
-                                  : 0.0;
+  dimension_ =
+      std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));
+  const double stdev =
+      length > 0 ? config.dataset.record_length_bytes_stdev / 2.0 / std::sqrt(length) : 0.0;
   if (record_dims_.empty() && stdev > 0) {
     // np.random.seed(10); np.random.normal(dimension, stdev, 2 * files),
     // each truncated to int and clamped to >= 1.
@@ -96,7 +97,8 @@ std::vector<std::string> DatasetLayout::Directories() const {
   for (Split split : {Split::kTrain, Split::kEval}) {
     std::uint64_t s = split == Split::kTrain ? subfolders_train_ : subfolders_eval_;
     if (s > 1) {
-      for (std::uint64_t i = 0; i < s; ++i) dirs.push_back(SplitDirectory(split) + "/" + Padded(i, s));
+      for (std::uint64_t i = 0; i < s; ++i)
+        dirs.push_back(SplitDirectory(split) + "/" + Padded(i, s));
     }
   }
   return dirs;
@@ -140,7 +142,8 @@ std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
                     config.dataset.num_files_train;
   std::uint64_t steps = n / bs / static_cast<std::uint64_t>(world_size);
   if (config.train.total_training_steps > 0) {
-    steps = std::min<std::uint64_t>(steps, static_cast<std::uint64_t>(config.train.total_training_steps));
+    steps = std::min<std::uint64_t>(steps,
+                                    static_cast<std::uint64_t>(config.train.total_training_steps));
   }
   return steps;
 }
@@ -171,8 +174,7 @@ bool CheckpointAfterStep(const config::Config& config, std::uint64_t step) {
   return step % static_cast<std::uint64_t>(config.checkpoint.steps_between_checkpoints) == 0;
 }
 
-std::vector<std::uint64_t> FilesGeneratedBy(const DatasetLayout& layout, int rank,
-                                            int world_size) {
+std::vector<std::uint64_t> FilesGeneratedBy(const DatasetLayout& layout, int rank, int world_size) {
   std::vector<std::uint64_t> files;
   for (std::uint64_t g = static_cast<std::uint64_t>(rank); g < layout.num_generated_files();
        g += static_cast<std::uint64_t>(world_size)) {
@@ -203,15 +205,16 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
                                   : EvalStepsPerEpoch(config, world_size);
   rank_offset_ = static_cast<std::uint64_t>(rank) * steps_ * batch_size_;
   bool compat_sorted = config.iomimic.dlio_order && IndexLoader(config);
-  bool sample_shuffle = !compat_sorted && !streamed &&
-                        config.reader.sample_shuffle != config::ShuffleMode::kOff;
+  bool sample_shuffle =
+      !compat_sorted && !streamed && config.reader.sample_shuffle != config::ShuffleMode::kOff;
   bool file_shuffle = !compat_sorted && config.reader.file_shuffle != config::ShuffleMode::kOff;
   std::uint64_t sample_seed =
       EpochSeed(seeds, config.reader.sample_shuffle == config::ShuffleMode::kRandom, epoch);
   std::uint64_t file_seed =
       EpochSeed(seeds, config.reader.file_shuffle == config::ShuffleMode::kRandom, epoch);
   epoch_seed_ = sample_shuffle ? sample_seed : file_seed;
-  sample_order_ = Permutation(layout.num_samples(split), MixSeed(sample_seed, 0x5A), sample_shuffle);
+  sample_order_ =
+      Permutation(layout.num_samples(split), MixSeed(sample_seed, 0x5A), sample_shuffle);
   file_order_ = Permutation(layout.num_files(split), MixSeed(file_seed, 0xF1), file_shuffle);
 }
 

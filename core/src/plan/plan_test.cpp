@@ -135,8 +135,8 @@ TEST_CASE("permutation is a bijection for many sizes and keys") {
 
 TEST_CASE("every sample is read exactly once per epoch across ranks and threads") {
   for (auto file_shuffle : {config::ShuffleMode::kOff, config::ShuffleMode::kSeed}) {
-    for (auto sample_shuffle : {config::ShuffleMode::kOff, config::ShuffleMode::kSeed,
-                                config::ShuffleMode::kRandom}) {
+    for (auto sample_shuffle :
+         {config::ShuffleMode::kOff, config::ShuffleMode::kSeed, config::ShuffleMode::kRandom}) {
       for (int world : {1, 2, 3, 4}) {
         config::Config c = SmallConfig();  // 96 samples: divisible by 4*world for 1,2,3,4
         c.reader.file_shuffle = file_shuffle;
@@ -224,8 +224,8 @@ TEST_CASE("step counts follow DLIO and total_training_steps caps them") {
   config::Config c = SmallConfig();
   CHECK(TrainStepsPerEpoch(c, 1) == 24);  // 96 / 4
   CHECK(TrainStepsPerEpoch(c, 2) == 12);
-  CHECK(TrainStepsPerEpoch(c, 5) == 4);   // floor(96 / 4 / 5)
-  CHECK(EvalStepsPerEpoch(c, 1) == 12);   // 24 / 2
+  CHECK(TrainStepsPerEpoch(c, 5) == 4);  // floor(96 / 4 / 5)
+  CHECK(EvalStepsPerEpoch(c, 1) == 12);  // 24 / 2
   c.train.total_training_steps = 10;
   CHECK(TrainStepsPerEpoch(c, 1) == 10);
   CHECK(TrainStepsPerEpoch(c, 4) == 6);

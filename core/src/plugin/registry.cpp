@@ -105,16 +105,14 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
     for (const fs::path& file : files) {
       auto lib = std::make_shared<boost::dll::shared_library>();
       std::error_code load_ec;
-      lib->load(file, load_ec,
-                boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+      lib->load(file, load_ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
       if (load_ec) {
         impl_->rejected.push_back({file.string(), "cannot be loaded: " + load_ec.message()});
         continue;
       }
       if (!lib->has(IOMIMIC_PLUGIN_SYMBOL)) {
-        impl_->rejected.push_back(
-            {file.string(), std::string("not an iomimic plugin (no '") + IOMIMIC_PLUGIN_SYMBOL +
-                                "' symbol)"});
+        impl_->rejected.push_back({file.string(), std::string("not an iomimic plugin (no '") +
+                                                      IOMIMIC_PLUGIN_SYMBOL + "' symbol)"});
         continue;
       }
       const auto& d = lib->get<const IomimicPluginDescriptor>(IOMIMIC_PLUGIN_SYMBOL);
@@ -126,11 +124,11 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
         continue;
       }
       if (d.abi_version != IOMIMIC_PLUGIN_ABI_VERSION) {
-        impl_->rejected.push_back(
-            {file.string(), "built for plugin ABI version " + std::to_string(d.abi_version) +
-                                ", but this iomimic uses ABI version " +
-                                std::to_string(IOMIMIC_PLUGIN_ABI_VERSION) +
-                                "; rebuild the plugin against this SDK"});
+        impl_->rejected.push_back({file.string(), "built for plugin ABI version " +
+                                                      std::to_string(d.abi_version) +
+                                                      ", but this iomimic uses ABI version " +
+                                                      std::to_string(IOMIMIC_PLUGIN_ABI_VERSION) +
+                                                      "; rebuild the plugin against this SDK"});
         continue;
       }
       if ((d.kind != IOMIMIC_PLUGIN_KIND_STORAGE && d.kind != IOMIMIC_PLUGIN_KIND_FORMAT) ||
@@ -183,8 +181,8 @@ Result<PluginInfo> Registry::Find(Kind kind, const std::string& name) const {
     if (!known.empty()) known += ", ";
     known += info.name;
   }
-  std::string msg = "unknown " + KindName(kind) + " plugin '" + name + "'; available: " +
-                    (known.empty() ? std::string("none") : known);
+  std::string msg = "unknown " + KindName(kind) + " plugin '" + name +
+                    "'; available: " + (known.empty() ? std::string("none") : known);
   std::string dirs;
   for (const std::string& d : impl_->search_path) dirs += (dirs.empty() ? "" : ":") + d;
   msg += " (searched " + (dirs.empty() ? std::string("nothing") : dirs) + ")";
@@ -205,9 +203,9 @@ Result<void*> Registry::Create(Kind kind, const std::string& name, const PluginC
     if (!declared) {
       std::string accepted;
       for (const OptionInfo& o : info.options) accepted += (accepted.empty() ? "" : ", ") + o.name;
-      return Status::InvalidArgument(KindName(kind) + " plugin '" + name +
-                                     "' has no option '" + key + "' (accepted: " +
-                                     (accepted.empty() ? std::string("none") : accepted) + ")");
+      return Status::InvalidArgument(
+          KindName(kind) + " plugin '" + name + "' has no option '" + key +
+          "' (accepted: " + (accepted.empty() ? std::string("none") : accepted) + ")");
     }
   }
   PluginContext ctx = context;
@@ -246,8 +244,8 @@ StorageStack::~StorageStack() {
 }
 
 Result<StorageStack> StorageStack::Open(const Registry& registry, const std::string& name,
-                                        const std::map<std::string, std::string>& options,
-                                        int rank, int world_size) {
+                                        const std::map<std::string, std::string>& options, int rank,
+                                        int world_size) {
   StorageStack stack;
   std::string current = name;
   std::map<std::string, std::string> current_options = options;
@@ -289,7 +287,8 @@ Result<StorageStack> StorageStack::Open(const Registry& registry, const std::str
     below = made->get();
     bottom_up.push_back(std::move(made).value());
   }
-  for (auto it = bottom_up.rbegin(); it != bottom_up.rend(); ++it) stack.layers_.push_back(std::move(*it));
+  for (auto it = bottom_up.rbegin(); it != bottom_up.rend(); ++it)
+    stack.layers_.push_back(std::move(*it));
   for (auto& [info, opts] : chain) stack.infos_.push_back(info);
   return stack;
 }

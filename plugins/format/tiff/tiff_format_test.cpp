@@ -627,10 +627,10 @@ TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
       }
       auto t3 = std::chrono::steady_clock::now();
       const double read_s = std::chrono::duration<double>(t3 - t2).count();
-      MESSAGE("tiff " << std::string(CompressionName(c)) << " 256x256 decode=" << decode << ": generate "
-                      << kFiles * 65536.0 / write_s / (1 << 20) << " MiB/s of pixels ("
-                      << bytes / write_s / (1 << 20) << " MiB/s of file), read " << kFiles / read_s
-                      << " samples/s");
+      MESSAGE("tiff " << std::string(CompressionName(c)) << " 256x256 decode=" << decode
+                      << ": generate " << kFiles * 65536.0 / write_s / (1 << 20)
+                      << " MiB/s of pixels (" << bytes / write_s / (1 << 20)
+                      << " MiB/s of file), read " << kFiles / read_s << " samples/s");
     }
   }
 }

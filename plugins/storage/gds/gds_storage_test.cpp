@@ -615,7 +615,8 @@ TEST_CASE("gds: cuda-bounce stages through pinned memory and a stream (fake runt
   CHECK(after.violations == 0);
 }
 
-TEST_CASE("gds: auto with a runtime but no cuFile picks cuda-bounce, and the GPU follows the rank") {
+TEST_CASE(
+    "gds: auto with a runtime but no cuFile picks cuda-bounce, and the GPU follows the rank") {
   iomimic::PluginContext ctx;
   ctx.rank = 3;
   ctx.options = iomimic::PluginOptions("", {{"cuda_runtime", IOMIMIC_GDS_FAKE_CUDART},

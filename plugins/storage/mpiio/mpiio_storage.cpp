@@ -77,7 +77,8 @@ class MpiioFile final : public File {
       int rc = MPI_File_read_at(handle_, static_cast<MPI_Offset>(offset + done), dst.data() + done,
                                 want, MPI_BYTE, &st);
       if (rc != MPI_SUCCESS) {
-        return Fail(rc, "MPI_File_read_at " + path_ + " at offset " + std::to_string(offset + done));
+        return Fail(rc,
+                    "MPI_File_read_at " + path_ + " at offset " + std::to_string(offset + done));
       }
       int got = 0;
       MPI_Get_count(&st, MPI_BYTE, &got);
@@ -92,10 +93,11 @@ class MpiioFile final : public File {
     while (done < src.size()) {
       const int want = static_cast<int>(std::min(kMaxCall, src.size() - done));
       MPI_Status st;
-      int rc = MPI_File_write_at(handle_, static_cast<MPI_Offset>(offset + done),
-                                 src.data() + done, want, MPI_BYTE, &st);
+      int rc = MPI_File_write_at(handle_, static_cast<MPI_Offset>(offset + done), src.data() + done,
+                                 want, MPI_BYTE, &st);
       if (rc != MPI_SUCCESS) {
-        return Fail(rc, "MPI_File_write_at " + path_ + " at offset " + std::to_string(offset + done));
+        return Fail(rc,
+                    "MPI_File_write_at " + path_ + " at offset " + std::to_string(offset + done));
       }
       int put = 0;
       MPI_Get_count(&st, MPI_BYTE, &put);
@@ -163,8 +165,12 @@ class MpiioStorage final : public Storage {
     StorageCapabilities caps;
     caps.collective = options_.mode != Mode::kIndependent;
     switch (options_.mode) {
-      case Mode::kIndependent: caps.data_path = "mpiio-independent"; break;
-      case Mode::kCollective: caps.data_path = "mpiio-collective"; break;
+      case Mode::kIndependent:
+        caps.data_path = "mpiio-independent";
+        break;
+      case Mode::kCollective:
+        caps.data_path = "mpiio-collective";
+        break;
       case Mode::kAggregator:
         caps.data_path = "mpiio-aggregator(group " + std::to_string(options_.group_size) + ")";
         break;
@@ -172,13 +178,18 @@ class MpiioStorage final : public Storage {
     return caps;
   }
 
-  Result<std::unique_ptr<File>> Open(const std::string& path,
-                                     const OpenOptions& options) override {
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
     int amode = 0;
     switch (options.mode) {
-      case OpenMode::kRead: amode = MPI_MODE_RDONLY; break;
-      case OpenMode::kWrite: amode = MPI_MODE_WRONLY | MPI_MODE_CREATE; break;
-      case OpenMode::kReadWrite: amode = MPI_MODE_RDWR | MPI_MODE_CREATE; break;
+      case OpenMode::kRead:
+        amode = MPI_MODE_RDONLY;
+        break;
+      case OpenMode::kWrite:
+        amode = MPI_MODE_WRONLY | MPI_MODE_CREATE;
+        break;
+      case OpenMode::kReadWrite:
+        amode = MPI_MODE_RDWR | MPI_MODE_CREATE;
+        break;
     }
     if (options.mode == OpenMode::kRead) {
       struct stat st {};
@@ -241,9 +252,12 @@ class MpiioStorage final : public Storage {
 
 Status MpiioFile::ReadBatch(std::span<ReadRequest> requests) {
   switch (owner_->mode()) {
-    case Mode::kIndependent: return ReadBatchIndependent(requests);
-    case Mode::kCollective: return ReadBatchCollective(requests);
-    case Mode::kAggregator: return ReadBatchAggregated(requests);
+    case Mode::kIndependent:
+      return ReadBatchIndependent(requests);
+    case Mode::kCollective:
+      return ReadBatchCollective(requests);
+    case Mode::kAggregator:
+      return ReadBatchAggregated(requests);
   }
   return Status::Internal("unknown mode");
 }
@@ -326,7 +340,8 @@ Status MpiioFile::ReadBatchAggregated(std::span<ReadRequest> requests) {
   MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(),
               MPI_UINT64_T, 0, group);
   // 2. The leader reads every range of its group.
-  std::vector<int> byte_counts(static_cast<std::size_t>(size)), byte_displs(static_cast<std::size_t>(size));
+  std::vector<int> byte_counts(static_cast<std::size_t>(size)),
+      byte_displs(static_cast<std::size_t>(size));
   std::vector<std::byte> gathered;
   Status status;
   if (rank == 0) {
@@ -343,7 +358,8 @@ Status MpiioFile::ReadBatchAggregated(std::span<ReadRequest> requests) {
     gathered.resize(total);
     std::size_t at = 0;
     for (int k = 0; k < total_pairs && status.ok(); k += 2) {
-      std::uint64_t off = all[static_cast<std::size_t>(k)], len = all[static_cast<std::size_t>(k + 1)];
+      std::uint64_t off = all[static_cast<std::size_t>(k)],
+                    len = all[static_cast<std::size_t>(k + 1)];
       Result<std::size_t> n = ReadAt(off, std::span<std::byte>(gathered.data() + at, len));
       if (!n.ok()) status = n.status();
       at += len;
@@ -359,7 +375,8 @@ Status MpiioFile::ReadBatchAggregated(std::span<ReadRequest> requests) {
   MPI_Scatterv(gathered.data(), byte_counts.data(), byte_displs.data(), MPI_BYTE, received.data(),
                static_cast<int>(my_bytes), MPI_BYTE, 0, group);
   if (failed) {
-    return status.ok() ? Status::IOError(path_ + ": the group's aggregator failed to read") : status;
+    return status.ok() ? Status::IOError(path_ + ": the group's aggregator failed to read")
+                       : status;
   }
   std::size_t at = 0;
   for (ReadRequest& r : requests) {
@@ -385,7 +402,8 @@ Result<Options> ParseOptions(const PluginOptions& opts) {
                                    "' is not one of independent, collective, aggregator");
   }
   IOMIMIC_ASSIGN_OR_RETURN(std::int64_t group, opts.GetInt("group_size", 2));
-  if (group < 1) return Status::InvalidArgument(opts.owner() + ": option 'group_size' must be >= 1");
+  if (group < 1)
+    return Status::InvalidArgument(opts.owner() + ": option 'group_size' must be >= 1");
   out.group_size = static_cast<int>(group);
   for (const char* hint : {"cb_nodes", "cb_buffer_size", "romio_cb_read"}) {
     IOMIMIC_ASSIGN_OR_RETURN(std::string v, opts.GetString(hint, ""));
@@ -414,7 +432,8 @@ Result<std::unique_ptr<Storage>> CreateMpiioStorage(const PluginContext& context
 
 namespace {
 const IomimicOptionSpec kMpiioOptions[] = {
-    {"mode", "string", "independent", "independent, collective (read_at_all per step) or aggregator"},
+    {"mode", "string", "independent",
+     "independent, collective (read_at_all per step) or aggregator"},
     {"group_size", "int", "2", "aggregator mode: ranks per group; one reads for all"},
     {"cb_nodes", "string", "", "MPI-IO hint: collective buffering aggregators"},
     {"cb_buffer_size", "string", "", "MPI-IO hint: collective buffer size in bytes"},
