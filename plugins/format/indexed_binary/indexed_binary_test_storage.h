@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::indexed_binary::testing {
@@ -261,122 +262,9 @@ class DeviceMemStorage final : public Storage {
 // ---------------------------------------------------------------------------
 // A minimal POSIX storage for real files.
 
-class PosixFile final : public File {
- public:
-  PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  ~PosixFile() override {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
-    std::size_t done = 0;
-    while (done < destination.size()) {
-      const ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
-                                static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pread " + path_ + " at offset " + std::to_string(offset));
-      }
-      if (n == 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    return done;
-  }
-  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
-    std::size_t done = 0;
-    while (done < source.size()) {
-      const ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
-                                 static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pwrite " + path_ + " at offset " + std::to_string(offset));
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    return Status::OK();
-  }
-  Status Sync() override {
-    return ::fsync(fd_) == 0 ? Status::OK() : Status::FromErrno(errno, "fsync " + path_);
-  }
-  Result<std::uint64_t> Size() override {
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat " + path_);
-    return static_cast<std::uint64_t>(st.st_size);
-  }
-  Status Close() override {
-    const int fd = std::exchange(fd_, -1);
-    if (fd < 0) return Status::IOError(path_ + ": already closed");
-    return ::close(fd) == 0 ? Status::OK() : Status::FromErrno(errno, "close " + path_);
-  }
-  const std::string& path() const override { return path_; }
-
- private:
-  int fd_;
-  std::string path_;
-};
-
-class PosixStorage final : public Storage {
- public:
-  std::string name() const override { return "posix-test"; }
-  StorageCapabilities capabilities() const override {
-    StorageCapabilities c;
-    c.data_path = "pread";
-    return c;
-  }
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    int flags = O_CLOEXEC;
-    switch (options.mode) {
-      case OpenMode::kRead:
-        flags |= O_RDONLY;
-        break;
-      case OpenMode::kWrite:
-        flags |= O_WRONLY | O_CREAT | O_TRUNC;
-        break;
-      case OpenMode::kReadWrite:
-        flags |= O_RDWR | O_CREAT;
-        break;
-    }
-    const int fd = ::open(path.c_str(), flags, 0644);
-    if (fd < 0) return Status::FromErrno(errno, "open " + path);
-    return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path));
-  }
-  Status CreateDirectories(const std::string& path) override {
-    std::error_code ec;
-    fs::create_directories(path, ec);
-    return ec ? Status::IOError(path + ": " + ec.message()) : Status::OK();
-  }
-  Status Remove(const std::string& path) override {
-    return ::unlink(path.c_str()) == 0 ? Status::OK() : Status::FromErrno(errno, "unlink " + path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return ::rename(from.c_str(), to.c_str()) == 0 ? Status::OK()
-                                                   : Status::FromErrno(errno, "rename " + from);
-  }
-  Result<FileInfo> Stat(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-    return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
-  }
-};
-
-// A temporary directory removed at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ =
-        fs::temp_directory_path() / ("iomimic_indexed_binary_test_" + std::to_string(::getpid()) +
-                                     "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
+using ::iomimic::testing::PosixFile;
+using ::iomimic::testing::PosixStorage;
+using ::iomimic::testing::TempDir;
 
 }  // namespace iomimic::indexed_binary::testing

@@ -55,7 +55,10 @@ TEST_CASE("latency: durations parse with units") {
   CHECK_FALSE(ParseDuration("5min").ok());
 }
 
-TEST_CASE("latency: a constant delay per read and write, measured within 10%") {
+// Timing checks: the delay and the cap are guarantees (never less delay, never
+// more bandwidth); the other side only proves the delay is not applied twice
+// or the cap throttled to a crawl, with room for a loaded 2-core machine.
+TEST_CASE("latency: a constant delay per read and write, never shorter, not doubled") {
   MemoryStorage mem;
   Fill(mem, "/d/a", 4096);
   auto storage = Make(&mem, {{"delay", "10ms"}});
@@ -70,7 +73,7 @@ TEST_CASE("latency: a constant delay per read and write, measured within 10%") {
   const double per_read = Seconds(Clock::now() - t0) / kOps;
   MESSAGE("mean read time with delay 10ms: " << per_read * 1e3 << " ms");
   CHECK(per_read >= 0.010);
-  CHECK(per_read <= 0.011);
+  CHECK(per_read < 0.019);
 
   auto w = storage->Open("/d/b", {OpenMode::kWrite});
   REQUIRE(w.ok());
@@ -80,7 +83,7 @@ TEST_CASE("latency: a constant delay per read and write, measured within 10%") {
   const double per_write = Seconds(Clock::now() - t0) / 10;
   MESSAGE("mean write time with delay 10ms: " << per_write * 1e3 << " ms");
   CHECK(per_write >= 0.010);
-  CHECK(per_write <= 0.011);
+  CHECK(per_write < 0.019);
   CHECK(mem.Content("/d/b").size() == 1000);
 }
 
@@ -120,7 +123,7 @@ TEST_CASE("latency: a ReadBatch pays one delay") {
   for (const auto& r : reqs) CHECK(r.bytes_read == 100);
 }
 
-TEST_CASE("latency: the bandwidth cap is shared by all threads, within 10%") {
+TEST_CASE("latency: the bandwidth cap is shared by all threads, never exceeded") {
   MemoryStorage mem;
   Fill(mem, "/big", 1 << 20);
   // 8 threads x 16 reads x 64 KiB = 8 MiB at 16 MiB/s: 0.5 s.
@@ -147,7 +150,7 @@ TEST_CASE("latency: the bandwidth cap is shared by all threads, within 10%") {
   MESSAGE("measured " << rate << " MiB/s with a 16 MiB/s cap (" << took << " s)");
   CHECK(bytes.load() == std::uint64_t{kThreads} * kReads * kRead);
   CHECK(rate <= 16 * 1.1);
-  CHECK(rate >= 16 * 0.9);
+  CHECK(rate >= 16 * 0.5);
 }
 
 TEST_CASE("latency: distributions have the asked mean and spread, and respect delay_max") {
