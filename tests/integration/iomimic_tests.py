@@ -634,6 +634,50 @@ def test_format_corruption():
     print("refused cleanly: " + ", ".join(checked))
 
 
+def test_every_training_workload_runs_shrunk():
+    """Every DLIO workload file that trains runs unmodified but for overrides that
+    shrink it (counts, sizes, times, model dimensions and parallelism); the
+    checkpoint-only llama files are covered by the checkpoint tests."""
+    shared = os.path.join(ARGS.source, "..", "shared", "dlio-workloads")
+    folder = shared if os.path.isdir(shared) else os.path.join(ARGS.source, "workloads")
+    ran = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.yaml"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        resolved = run([ARGS.iomimic, "config", path]).stdout
+        if re.search(r"^\s+train: false", resolved, re.M | re.I):
+            continue
+        work = os.path.join(ARGS.work, name)
+        ov = [
+            "++workload.workflow.generate_data=True",
+            "++workload.dataset.data_folder=" + os.path.join(work, "data"),
+            "++workload.output.folder=" + os.path.join(work, "out"),
+            "++workload.checkpoint.checkpoint_folder=" + os.path.join(work, "ckpt"),
+            "++workload.dataset.num_files_train=4", "++workload.dataset.num_files_eval=2",
+            "++workload.dataset.num_samples_per_file=4",
+            "++workload.dataset.record_length_bytes=4096",
+            "++workload.dataset.record_length_bytes_stdev=0",
+            "++workload.dataset.num_subfolders_train=0", "++workload.dataset.num_subfolders_eval=0",
+            "++workload.reader.batch_size=2", "++workload.reader.batch_size_eval=1",
+            "++workload.train.epochs=1", "++workload.train.computation_time=0.001",
+            "++workload.evaluation.eval_time=0",
+            "++workload.model.model_size_bytes=4096",
+            "++workload.model.num_layers=2", "++workload.model.transformer.hidden_size=64",
+            "++workload.model.transformer.ffn_hidden_size=128",
+            "++workload.model.transformer.vocab_size=100",
+            "++workload.model.parallelism.tensor=1", "++workload.model.parallelism.pipeline=1",
+            "++workload.model.layer_parameters=[1024]",
+            "++workload.model.optimization_groups=[1024]",
+        ]
+        run([ARGS.iomimic, "run", "-q", path] + ov)
+        s = load_strict_json(os.path.join(work, "out", "summary.json"))
+        if s["epochs"] != 1 or s["iomimic"]["bytes_read"] <= 0:
+            fail(name + ": no training epoch or nothing read")
+        ran.append(name)
+    if len(ran) < 15:
+        fail("expected the training workloads to run, ran only %s" % ran)
+    print("ran %d workloads: %s" % (len(ran), ", ".join(ran)))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
