@@ -582,6 +582,145 @@ def test_mpiio_modes():
             fail("%s ran %s" % (name, path))
 
 
+def tree_bytes(root):
+    """Every file under root (relative path -> bytes)."""
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            full = os.path.join(d, n)
+            with open(full, "rb") as f:
+                out[os.path.relpath(full, root)] = f.read()
+    return out
+
+
+def test_mpiio_shared_generation():
+    """Shared-file generation through MPI-IO with 2 ranks: rank 0 writes each file's frame,
+    both ranks write their half of the payload (several write_at_all rounds each), and the
+    files are byte for byte those one rank writes through posix; files a format cannot
+    write in parts fall back to one writer; a write error on one rank stops both ranks with
+    one error line and leaves no file behind."""
+    record = 50000  # 16 samples of 223 x 223: halves that are not 4 KiB multiples
+    common = [
+        "++workload.dataset.num_files_train=1",
+        "++workload.dataset.num_files_eval=0",
+        "++workload.dataset.num_samples_per_file=16",
+        "++workload.dataset.record_length_bytes=%d" % record,
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.dataset.num_subfolders_train=0",
+        "++workload.dataset.num_subfolders_eval=0",
+        "++workload.dataset.generation_buffer_size=65536",  # 4 write rounds per rank
+        "++workload.reader.batch_size=4",
+        "++workload.train.epochs=1",
+        "++workload.train.computation_time=0.001",
+        "++workload.iomimic.checksum=True",
+    ]
+    cases = [
+        ("indexed_binary", "collective", []),
+        ("npy", "independent", []),
+        ("hdf5", "aggregator", []),
+        ("hdf5", "independent", ["++workload.dataset.compression=gzip"]),  # not in parts
+    ]
+    for fmt, mode, extra in cases:
+        name = "%s-%s%s" % (fmt, mode, "-gzip" if extra else "")
+        ov = common + extra + ["++workload.dataset.format=" + fmt]
+        ref = os.path.join(ARGS.work, "ref-" + name)
+        run([ARGS.iomimic, "generate", workload("quickstart"),
+             "++workload.dataset.data_folder=" + ref] + ov)
+        data = os.path.join(ARGS.work, "shared-" + name)
+        out = os.path.join(ARGS.work, "out-" + name)
+        mpirun(2, [ARGS.iomimic, "run", workload("quickstart"),
+                   "++workload.workflow.generate_data=True",
+                   "++workload.dataset.data_folder=" + data,
+                   "++workload.output.folder=" + out,
+                   "++workload.storage.backend=mpiio",
+                   "++workload.storage.options.mode=" + mode] + ov)
+        want, got = tree_bytes(ref), tree_bytes(data)
+        if sorted(want) != sorted(got):
+            fail("%s: files differ: %s vs %s" % (name, sorted(want), sorted(got)))
+        for rel in want:
+            if want[rel] == got[rel]:
+                continue
+            # HDF5 files hold the root group's times (as h5py's do): same size,
+            # same datasets, at most the times and their checksum differ.
+            diff = [i for i, (a, b) in enumerate(zip(want[rel], got[rel])) if a != b]
+            if fmt != "hdf5" or len(want[rel]) != len(got[rel]) or diff[-1] >= 256:
+                fail("%s: %s differs from the single-rank posix file" % (name, rel))
+            import h5py  # Debian's python3-h5py
+            import numpy
+            with h5py.File(os.path.join(ref, rel), "r") as a, \
+                    h5py.File(os.path.join(data, rel), "r") as b:
+                for key in ("records_0", "labels"):
+                    if not numpy.array_equal(a[key][()], b[key][()]):
+                        fail("%s: %s: %s differs" % (name, rel, key))
+        g = load_strict_json(os.path.join(out, "summary.json"))["iomimic"]["generate"]
+        print(name, g)
+        per_rank = g["bytes_written_per_rank"]
+        if extra:
+            if g["files_written_by_all_ranks"] != 0 or g["files_written"] != 1:
+                fail("%s: a compressed hdf5 file was not written by one rank: %s" % (name, g))
+            continue
+        if g["files_written_by_all_ranks"] != 1 or g["files_written"] != 1:
+            fail("%s: expected one file written by all ranks: %s" % (name, g))
+        size = max(len(v) for v in got.values())  # the data file
+        if len(per_rank) != 2 or min(per_rank) < size // 2 - 8192:
+            fail("%s: each rank should write about half the payload: %s" % (name, per_rank))
+        if not g["shared_write_path"].startswith("mpiio-" + mode):
+            fail("%s: shared write path %s" % (name, g["shared_write_path"]))
+        # What the MPI-IO run read hashes the same as one posix rank reading the
+        # reference files.
+        ref_out = os.path.join(ARGS.work, "out-ref-" + name)
+        run([ARGS.iomimic, "run", workload("quickstart"),
+             "++workload.workflow.generate_data=False",
+             "++workload.dataset.data_folder=" + ref,
+             "++workload.output.folder=" + ref_out] + ov)
+        mine = load_strict_json(os.path.join(out, "summary.json"))["iomimic"]
+        theirs = load_strict_json(os.path.join(ref_out, "summary.json"))["iomimic"]
+        if (mine["read_checksum"], mine["checksummed_samples"]) != \
+                (theirs["read_checksum"], theirs["checksummed_samples"]):
+            fail("%s: read %s/%d, posix %s/%d" % (name, mine["read_checksum"],
+                 mine["checksummed_samples"], theirs["read_checksum"],
+                 theirs["checksummed_samples"]))
+
+    # Chunked (gzip) hdf5 cannot be read as byte ranges: collective reading is
+    # refused before training, with the reason.
+    p = mpirun(2, [ARGS.iomimic, "run", workload("quickstart"),
+                   "++workload.dataset.data_folder=" + data,
+                   "++workload.output.folder=" + os.path.join(ARGS.work, "out-refused"),
+                   "++workload.storage.backend=mpiio", "++workload.storage.options.mode=collective",
+                   "++workload.dataset.format=hdf5", "++workload.dataset.compression=gzip"] + common,
+               expect_ok=False)
+    text = p.stdout + p.stderr
+    if p.returncode == 0 or "cannot describe a sample" not in text or "chunked" not in text \
+            or "epoch 1" in text:
+        fail("collective reading of chunked hdf5 was not refused before training")
+
+    # A write error on rank 1's half (collective mode): both ranks stop, one error
+    # line, no data file and no partial file, the run is marked failed.
+    data = os.path.join(ARGS.work, "shared-fault")
+    out = os.path.join(ARGS.work, "out-fault")
+    p = mpirun(2, [ARGS.iomimic, "run", workload("quickstart"),
+                   "++workload.workflow.generate_data=True",
+                   "++workload.dataset.data_folder=" + data,
+                   "++workload.output.folder=" + out,
+                   "++workload.dataset.format=indexed_binary",
+                   "++workload.storage.backend=faulty",
+                   "++workload.storage.options={inner: mpiio, inner.mode: collective, "
+                   "mode: enospc, fail_at_offset: 700000}"] + common,
+               expect_ok=False, timeout=120)
+    if p.returncode == 0:
+        fail("the faulty shared generation succeeded")
+    errors = [l for l in (p.stdout + p.stderr).splitlines() if l.startswith("iomimic: error:")]
+    if not errors or not any("700000" in l or "img_0_of_1" in l for l in errors):
+        fail("no error line naming the file/offset: %s" % errors)
+    left = [n for _, _, names in os.walk(data) for n in names
+            if not n.endswith(".idx")] if os.path.isdir(data) else []
+    if left:
+        fail("files left after the failed shared generation: %s" % left)
+    with open(os.path.join(out, "status.json")) as f:
+        if json.load(f).get("status") != "failed":
+            fail("status.json does not say failed")
+
+
 def test_format_corruption():
     """Format conformance on the real binary: for every format plugin, a truncated
     file and a file whose start belongs to another format each stop the run with

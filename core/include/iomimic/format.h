@@ -126,6 +126,18 @@ struct ByteRange {
   std::uint64_t length = 0;
 };
 
+// Where the sample payloads of a file lie, for formats that can write a file
+// in parts: a frame (headers, metadata, companion files) written once, and a
+// payload region of payload_bytes bytes from payload_offset that holds the
+// samples' bytes (in whatever order the format stores them). Shared-file
+// generation writes the frame on one rank, then every rank writes its own
+// slice of the payload.
+struct PayloadLayout {
+  std::uint64_t payload_offset = 0;
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t file_size = 0;  // the size of the complete file
+};
+
 class FileReader {
  public:
   FileReader() = default;
@@ -181,11 +193,52 @@ class Format {
   // bounded (streams large files in chunks). Thread-safe.
   virtual Status WriteFile(Storage& storage, File& file, const FileSpec& spec) = 0;
 
+  // Writing a file in parts (optional; the defaults say kNotSupported, and the
+  // core then writes each file whole, on one rank, with WriteFile). A format
+  // that implements them produces, through WriteFrame followed by FillPayload
+  // for every payload byte, exactly the file WriteFile would write.
+  //
+  // OK when `spec`'s file can be written in parts, otherwise kNotSupported
+  // with the reason (compression, chunking, several datasets per record).
+  // Pure: the same answer for the same spec on every rank.
+  virtual Status CanWriteInParts(const FileSpec& spec) const {
+    (void)spec;
+    return Status::NotSupported("format '" + name() + "' cannot write a file in parts");
+  }
+
+  // Writes everything of `spec`'s file but the sample payloads into `file`
+  // (open for writing, empty), and companion files as WriteFile does, and
+  // returns where the payloads go. The payload region may be left as a hole.
+  // Called only after CanWriteInParts(spec) said OK.
+  virtual Result<PayloadLayout> WriteFrame(Storage& storage, File& file, const FileSpec& spec) {
+    (void)storage;
+    (void)file;
+    return NotInParts(spec, "WriteFrame");
+  }
+
+  // Fills `out` with bytes [position, position + out.size()) of the payload
+  // region of `spec`'s file (position 0 = payload_offset in the file), the
+  // bytes WriteFile would put there. Thread-safe; no I/O.
+  virtual Status FillPayload(const FileSpec& spec, std::uint64_t position,
+                             std::span<std::byte> out) const {
+    (void)position;
+    (void)out;
+    return NotInParts(spec, "FillPayload");
+  }
+
   // Opens `path` for reading samples. The reader owns whatever it opens.
   // With read_type on_demand the core opens a reader per sample, so state
   // worth keeping across samples of a file (an index) belongs in the Format.
   virtual Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                          const ReaderOptions& options) = 0;
+
+ private:
+  // Why the default WriteFrame/FillPayload cannot run.
+  Status NotInParts(const FileSpec& spec, const char* method) const {
+    Status why = CanWriteInParts(spec);
+    return why.ok() ? Status::Internal("format '" + name() + "' does not implement " + method)
+                    : why;
+  }
 };
 
 }  // namespace iomimic

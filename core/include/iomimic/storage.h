@@ -61,8 +61,12 @@ struct StorageCapabilities {
   // (1 = no requirement). Back ends with alignment > 1 handle unaligned
   // requests themselves by bouncing through aligned buffers.
   std::size_t alignment = 1;
-  bool async = false;             // ReadBatch overlaps requests
-  bool collective = false;        // ranks cooperate (MPI-IO)
+  bool async = false;       // ReadBatch overlaps requests
+  bool collective = false;  // ranks cooperate (MPI-IO)
+  // Several ranks may write disjoint parts of one file and read it back
+  // consistently (MPI-IO on a shared file system). The core then generates
+  // every file with all ranks together, through File::WriteAtAll.
+  bool shared_files = false;
   bool device_memory = false;     // Allocate returns kDevice buffers
   bool thread_safe = true;        // see the header comment
   std::uint32_t queue_depth = 1;  // requests in flight per ReadBatch
@@ -106,6 +110,17 @@ class File {
       }
     }
     return first;
+  }
+
+  // One rank's part of a write that all ranks make to the same file together
+  // (shared-file generation): every rank opens the file, then calls this the
+  // same number of times in the same order, each with its own range (disjoint
+  // from the others', possibly empty), then closes the file; a rank must keep
+  // making the calls even when it has nothing left to write. Errors are as
+  // WriteAt's. The default writes independently with WriteAt; collective back
+  // ends make each call one collective write (MPI_File_write_at_all).
+  virtual Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
+    return source.empty() ? Status::OK() : WriteAt(offset, source);
   }
 
   // Makes written data durable (fsync or the back end's equivalent).

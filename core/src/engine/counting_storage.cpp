@@ -32,11 +32,21 @@ class CountingFile final : public File {
 
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
     auto t = Clock::now();
-    Status s = inner_->WriteAt(offset, source);
+    return CountWrite(t, source.size(), inner_->WriteAt(offset, source));
+  }
+
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override {
+    auto t = Clock::now();
+    Status s = inner_->WriteAtAll(offset, source);
+    if (source.empty() && s.ok()) return s;  // took part, wrote nothing
+    return CountWrite(t, source.size(), std::move(s));
+  }
+
+  Status CountWrite(Clock::time_point t, std::size_t bytes, Status s) {
     c_->write_latency.Record(NanosSince(t));
     c_->write_ops.fetch_add(1, std::memory_order_relaxed);
     if (s.ok()) {
-      c_->write_bytes.fetch_add(source.size(), std::memory_order_relaxed);
+      c_->write_bytes.fetch_add(bytes, std::memory_order_relaxed);
     } else {
       c_->errors.fetch_add(1, std::memory_order_relaxed);
     }

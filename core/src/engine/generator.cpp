@@ -1,7 +1,11 @@
 #include "engine/generator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -21,6 +25,9 @@ namespace {
 
 enum class Outcome { kWritten, kSkipped };
 
+// Most bytes per collective write round of shared-file generation (per rank).
+constexpr std::uint64_t kSharedChunk = std::uint64_t{32} << 20;
+
 Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   Storage& storage = session.storage();
   Format& format = session.format();
@@ -35,8 +42,8 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
     }
     if (!expected.ok() || existing->size == *expected) return Outcome::kSkipped;
     return Status::AlreadyExists(
-        path + " exists with " + std::to_string(existing->size) + " bytes, but this manifest makes " +
-        std::to_string(*expected) +
+        path + " exists with " + std::to_string(existing->size) +
+        " bytes, but this manifest makes " + std::to_string(*expected) +
         "-byte files; refusing to overwrite it (remove the old dataset or set "
         "dataset.data_folder to another folder)");
   } else if (!existing.status().IsNotFound()) {
@@ -61,6 +68,151 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   return Outcome::kWritten;
 }
 
+// Decides, on rank 0, what to do with a file that may exist already: the
+// same rules as GenerateOne. Every rank gets the answer or the error.
+Result<Outcome> DecideShared(Session& session, const FileSpec& spec) {
+  cluster::Cluster& cluster = session.cluster();
+  Status status;
+  std::string verdict = "write";
+  if (cluster.rank() == 0) {
+    Result<std::uint64_t> expected = session.format().ExpectedFileSize(spec);
+    Result<FileInfo> existing = session.storage().Stat(spec.path);
+    if (existing.ok()) {
+      if (existing->is_directory) {
+        status = Status::AlreadyExists(spec.path + " is a directory; refusing to generate over it");
+      } else if (!expected.ok() || existing->size == *expected) {
+        verdict = "skip";
+      } else {
+        status = Status::AlreadyExists(
+            spec.path + " exists with " + std::to_string(existing->size) +
+            " bytes, but this manifest makes " + std::to_string(*expected) +
+            "-byte files; refusing to overwrite it (remove the old dataset or set "
+            "dataset.data_folder to another folder)");
+      }
+    } else if (!existing.status().IsNotFound()) {
+      status = existing.status();
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+  return cluster.Broadcast(verdict) == "skip" ? Outcome::kSkipped : Outcome::kWritten;
+}
+
+// Rank 0 writes the frame of the file under its temporary name; every rank
+// learns the payload layout.
+Result<PayloadLayout> WriteSharedFrame(Session& session, const FileSpec& spec,
+                                       const std::string& partial) {
+  cluster::Cluster& cluster = session.cluster();
+  Status status;
+  PayloadLayout layout;
+  if (cluster.rank() == 0) {
+    OpenOptions options;
+    options.mode = OpenMode::kWrite;
+    Result<std::unique_ptr<File>> file = session.storage().Open(partial, options);
+    if (file.ok()) {
+      Result<PayloadLayout> framed = session.format().WriteFrame(session.storage(), **file, spec);
+      Status closed = (*file)->Close();
+      status = framed.ok() ? closed : framed.status();
+      if (framed.ok()) layout = *framed;
+    } else {
+      status = file.status();
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+  const std::string encoded = cluster.Broadcast(std::to_string(layout.payload_offset) + " " +
+                                                std::to_string(layout.payload_bytes) + " " +
+                                                std::to_string(layout.file_size));
+  if (std::sscanf(encoded.c_str(), "%" SCNu64 " %" SCNu64 " %" SCNu64, &layout.payload_offset,
+                  &layout.payload_bytes, &layout.file_size) != 3) {
+    return Status::Internal("generation: bad payload layout from rank 0: " + encoded);
+  }
+  return layout;
+}
+
+// Every rank writes its slice of the payload: rank r the r-th of P equal
+// parts (4 KiB multiples), in rounds of dataset.generation_buffer_size bytes
+// (4 KiB to kSharedChunk; kSharedChunk when unset), one
+// File::WriteAtAll per round on every rank. A per-round vote stops all ranks
+// together when one fails.
+Status WriteSharedPayload(Session& session, const FileSpec& spec, const PayloadLayout& layout,
+                          const std::string& partial) {
+  cluster::Cluster& cluster = session.cluster();
+  const auto ranks = static_cast<std::uint64_t>(cluster.size());
+  const auto rank = static_cast<std::uint64_t>(cluster.rank());
+  constexpr std::uint64_t kUnit = 4096;
+  const std::uint64_t part =
+      ((layout.payload_bytes + ranks - 1) / ranks + kUnit - 1) / kUnit * kUnit;
+  const std::uint64_t begin = std::min(layout.payload_bytes, rank * part);
+  const std::uint64_t end = std::min(layout.payload_bytes, begin + part);
+  std::uint64_t chunk = kSharedChunk;
+  if (auto it = spec.parameters.find("generation_buffer_size"); it != spec.parameters.end()) {
+    chunk = std::clamp<std::uint64_t>(std::strtoull(it->second.c_str(), nullptr, 10), kUnit,
+                                      kSharedChunk);
+  }
+  chunk = std::min(chunk, std::max<std::uint64_t>(part, 1));
+  const std::uint64_t rounds = (part + chunk - 1) / chunk;
+
+  OpenOptions options;
+  options.mode = OpenMode::kReadWrite;
+  options.hint = AccessHint::kSequential;
+  Result<std::unique_ptr<File>> opened = session.storage().Open(partial, options);
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(opened.status()));
+  std::unique_ptr<File> file = std::move(opened).value();
+  Status status;
+  Buffer buffer = Buffer::AllocateHost(static_cast<std::size_t>(chunk), 4096);
+  if (buffer.empty() && chunk > 0) {
+    status = Status::ResourceExhausted("generation: cannot allocate " + std::to_string(chunk) +
+                                       " bytes");
+  }
+  for (std::uint64_t k = 0; k < rounds; ++k) {
+    const std::uint64_t from = std::min(end, begin + k * chunk);
+    const std::uint64_t to = std::min(end, from + chunk);
+    std::span<std::byte> piece;
+    if (status.ok() && to > from) {
+      piece = buffer.span().first(static_cast<std::size_t>(to - from));
+      status = session.format().FillPayload(spec, from, piece);
+      if (!status.ok()) piece = {};
+    }
+    Status wrote = file->WriteAtAll(layout.payload_offset + from, piece);
+    if (status.ok()) status = wrote;
+    if (cluster.BarrierAnyFailed(!status.ok())) break;
+  }
+  Status closed = file->Close();  // collective on collective back ends
+  file.reset();
+  if (status.ok()) status = closed;
+  return cluster.AgreeOnStatus(status);
+}
+
+// Writes one file with every rank (shared-file generation).
+Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
+  cluster::Cluster& cluster = session.cluster();
+  FileSpec spec = session.layout().Spec(global_index, session.element_type());
+  IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideShared(session, spec));
+  if (outcome == Outcome::kSkipped) return outcome;
+  const std::string partial = TemporaryPath(spec.path);
+  Result<PayloadLayout> layout = WriteSharedFrame(session, spec, partial);
+  Status status = layout.status();
+  if (status.ok()) status = WriteSharedPayload(session, spec, *layout, partial);
+  if (status.ok() && cluster.rank() == 0) {
+    Result<FileInfo> info = session.storage().Stat(partial);
+    if (!info.ok()) {
+      status = info.status();
+    } else if (info->size != layout->file_size) {
+      status = Status::Internal(partial + " has " + std::to_string(info->size) +
+                                " bytes after all ranks wrote their parts, expected " +
+                                std::to_string(layout->file_size));
+    } else {
+      status = session.storage().Rename(partial, spec.path);
+    }
+  }
+  status = cluster.AgreeOnStatus(status);
+  if (!status.ok()) {
+    if (cluster.rank() == 0) (void)session.storage().Remove(partial);  // our own file
+    return status.WithContext("generating " + spec.path + " with all ranks (format '" +
+                              session.format().name() + "')");
+  }
+  return outcome;
+}
+
 }  // namespace
 
 Result<GenerateReport> Generate(Session& session, unsigned threads) {
@@ -79,7 +231,29 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
 
-  std::vector<std::uint64_t> mine = plan::FilesGeneratedBy(layout, cluster.rank(), cluster.size());
+  // Shared-file generation: on back ends that share files between ranks,
+  // files the format can write in parts are written by all ranks together,
+  // one after another; the others keep the round robin below.
+  std::vector<std::uint64_t> mine;
+  const bool share = cluster.size() > 1 && session.storage().capabilities().shared_files;
+  for (std::uint64_t f : plan::FilesGeneratedBy(layout, 0, 1)) {
+    const bool in_parts =
+        share && session.format().CanWriteInParts(layout.Spec(f, session.element_type())).ok();
+    if (!in_parts) {
+      if (f % static_cast<std::uint64_t>(cluster.size()) ==
+          static_cast<std::uint64_t>(cluster.rank())) {
+        mine.push_back(f);
+      }
+      continue;
+    }
+    Result<Outcome> r = GenerateShared(session, f);
+    if (!r.ok()) return r.status();
+    if (cluster.rank() == 0) {
+      (*r == Outcome::kWritten ? report.files_written : report.files_skipped) += 1;
+      if (*r == Outcome::kWritten) report.files_written_by_all_ranks += 1;
+    }
+  }
+
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<std::uint64_t> written{0}, skipped{0};
@@ -105,8 +279,8 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   worker();
   for (std::thread& t : pool) t.join();
 
-  report.files_written = written.load();
-  report.files_skipped = skipped.load();
+  report.files_written += written.load();
+  report.files_skipped += skipped.load();
   report.bytes_written = (session.storage().Snapshot() - before).write_bytes;
   report.seconds = metrics::Seconds(start, metrics::Stamp::Now());
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(first_error));

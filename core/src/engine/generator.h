@@ -1,11 +1,16 @@
 // Dataset generation.
 //
 // Rank r writes files r, r+P, r+2P, ... (train then eval, DLIO's split), with
-// several threads per rank. Each file is written through format -> storage
-// under a temporary name in the same folder and renamed when complete, so an
-// interrupted generation never leaves a truncated file under a final name. A
-// re-run skips files that are already complete; a file with the final name
-// but a size this manifest would not produce is refused, never overwritten.
+// several threads per rank. On back ends that share files between ranks
+// (StorageCapabilities::shared_files: MPI-IO) files the format can write in
+// parts (Format::CanWriteInParts) are instead written by all ranks together,
+// one file at a time: rank 0 writes the frame (Format::WriteFrame), then each
+// rank writes its slice of the payload with File::WriteAtAll (one
+// MPI_File_write_at_all per round on collective back ends). Each file is written through format ->
+// storage under a temporary name in the same folder and renamed when complete, so an interrupted
+// generation never leaves a truncated file under a final name. A re-run skips files that are
+// already complete; a file with the final name but a size this manifest would not produce is
+// refused, never overwritten.
 
 #pragma once
 
@@ -16,10 +21,11 @@
 namespace iomimic::engine {
 
 struct GenerateReport {
-  std::uint64_t files_written = 0;  // this rank
-  std::uint64_t files_skipped = 0;  // already complete
-  std::uint64_t bytes_written = 0;  // counted by the storage layer
-  double seconds = 0;               // wall time of this rank's generation
+  std::uint64_t files_written = 0;               // this rank (files written in parts: rank 0)
+  std::uint64_t files_written_by_all_ranks = 0;  // in parts (rank 0 counts them)
+  std::uint64_t files_skipped = 0;               // already complete
+  std::uint64_t bytes_written = 0;               // counted by the storage layer
+  double seconds = 0;                            // wall time of this rank's generation
 };
 
 // Collective: every rank calls it. `threads` = writer threads per rank.

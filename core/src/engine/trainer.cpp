@@ -195,6 +195,26 @@ Status CheckDataset(Session& session) {
         }
       }
     }
+    // Collective back ends read each step as byte ranges of one shared file:
+    // ask the format for the first sample's ranges now, so a format (or a
+    // file layout, such as chunked HDF5) that cannot give them is refused
+    // before training rather than at the first step.
+    const std::uint64_t train_files = c.workflow.train ? layout.num_files(plan::Split::kTrain) : 0;
+    if (status.ok() && train_files > 0 && session.storage().capabilities().collective) {
+      const std::string path = layout.FilePath(plan::Split::kTrain, 0);
+      ReaderOptions options;
+      options.storage = &session.storage();
+      options.decode = false;
+      Result<std::unique_ptr<FileReader>> reader = session.format().OpenReader(path, options);
+      Status ranges = reader.ok() ? (*reader)->SampleRanges(0).status() : reader.status();
+      if (!ranges.ok()) {
+        status = ranges.WithContext("storage '" + session.storage().name() + "' (" +
+                                    session.storage().capabilities().data_path +
+                                    ") reads every step as byte ranges of one file, but format '" +
+                                    session.format().name() + "' cannot describe a sample of " +
+                                    path + " that way (an independent mode reads it)");
+      }
+    }
   }
   return session.cluster().AgreeOnStatus(status);
 }

@@ -330,6 +330,12 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   const double peak_rss = cluster.MaxDouble(PeakRssMiB());
   const std::uint64_t gen_written =
       cluster.SumU64(outcome.generate ? outcome.generate->files_written : 0);
+  std::vector<std::uint64_t> gen_bytes_by_rank(static_cast<std::size_t>(cluster.size()), 0);
+  gen_bytes_by_rank[static_cast<std::size_t>(cluster.rank())] =
+      outcome.generate ? outcome.generate->bytes_written : 0;
+  gen_bytes_by_rank = cluster.SumU64s(gen_bytes_by_rank);
+  const std::uint64_t gen_shared =
+      cluster.SumU64(outcome.generate ? outcome.generate->files_written_by_all_ranks : 0);
   const std::uint64_t gen_skipped =
       cluster.SumU64(outcome.generate ? outcome.generate->files_skipped : 0);
   const std::uint64_t gen_bytes =
@@ -610,7 +616,13 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     json g;
     g["files_written"] = gen_written;
     g["files_skipped"] = gen_skipped;
+    // Files every rank wrote its part of (shared-file generation), and how.
+    g["files_written_by_all_ranks"] = gen_shared;
+    if (gen_shared > 0) {
+      g["shared_write_path"] = session.storage().capabilities().data_path + " (File::WriteAtAll)";
+    }
     g["bytes_written"] = gen_bytes;
+    g["bytes_written_per_rank"] = gen_bytes_by_rank;
     g["seconds"] = Num(gen_seconds);
     g["MiB_per_second"] =
         Num(gen_seconds > 0 ? static_cast<double>(gen_bytes) / kMiB / gen_seconds : 0);

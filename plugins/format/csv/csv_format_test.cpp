@@ -33,8 +33,8 @@
 #include "csv_values.h"
 #include "csv_writer.h"
 #include "csv_zip.h"
-#include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 

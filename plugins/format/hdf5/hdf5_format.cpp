@@ -34,6 +34,18 @@ Status Hdf5Format::WriteFile(Storage& storage, File& file, const FileSpec& spec)
   return WriteHdf5File(storage, file, spec, options_);
 }
 
+Status Hdf5Format::CanWriteInParts(const FileSpec& spec) const { return CanWriteHdf5InParts(spec); }
+
+Result<PayloadLayout> Hdf5Format::WriteFrame(Storage& storage, File& file, const FileSpec& spec) {
+  return WriteHdf5Frame(storage, file, spec, options_);
+}
+
+Status Hdf5Format::FillPayload(const FileSpec& spec, std::uint64_t position,
+                               std::span<std::byte> out) const {
+  ContentStream(spec.seed, spec.element_type.name == "bool", position).Fill(out);
+  return Status::OK();
+}
+
 Result<std::unique_ptr<FileReader>> Hdf5Format::OpenReader(const std::string& path,
                                                            const ReaderOptions& options) {
   return Hdf5Reader::Open(path, options);

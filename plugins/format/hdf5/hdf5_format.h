@@ -44,6 +44,13 @@ class Hdf5Format final : public Format {
   // Writes the file through the iomimic virtual file driver.
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;
 
+  // Files with one contiguous, uncompressed records dataset can be written
+  // in parts (hdf5_writer.h: WriteHdf5Frame); the payload is records_0's data.
+  Status CanWriteInParts(const FileSpec& spec) const override;
+  Result<PayloadLayout> WriteFrame(Storage& storage, File& file, const FileSpec& spec) override;
+  Status FillPayload(const FileSpec& spec, std::uint64_t position,
+                     std::span<std::byte> out) const override;
+
   // Opens an Hdf5Reader (opens the HDF5 file and its records datasets).
   Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                  const ReaderOptions& options) override;

@@ -329,6 +329,54 @@ Result<SampleView> Hdf5Reader::ReadSample(std::uint64_t index) {
   }
 }
 
+Result<std::vector<ByteRange>> Hdf5Reader::SampleRanges(std::uint64_t index) {
+  try {
+    ApiLock lock;
+    QuietErrors();
+    Result<std::vector<ByteRange>> r = SampleRangesImpl(index);
+    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange &&
+        r.status().code() != StatusCode::kNotSupported) {
+      AbortFile();
+    }
+    return r;
+  } catch (const std::bad_alloc&) {
+    AbortFile();
+    return Status::ResourceExhausted("hdf5: out of memory describing a sample of " + path_);
+  }
+}
+
+Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index) {
+  if (!file_id_.valid()) IOMIMIC_RETURN_IF_ERROR(OpenFile());
+  if (data_offsets_.empty()) {
+    if (datasets_.empty()) IOMIMIC_RETURN_IF_ERROR(OpenDatasets());
+    std::vector<std::uint64_t> offsets;
+    for (const Dataset& d : datasets_) {
+      const haddr_t at = H5Dget_offset(d.id.get());
+      if (at == HADDR_UNDEF) {
+        (void)TakeErrorStack();
+        return Status::NotSupported(path_ + ": dataset '" + d.name +
+                                    "' is chunked, compressed or not yet written; only "
+                                    "contiguous records can be read as byte ranges");
+      }
+      offsets.push_back(static_cast<std::uint64_t>(at));
+    }
+    Status closed;
+    CloseDatasets(&closed);
+    IOMIMIC_RETURN_IF_ERROR(closed);
+    data_offsets_ = std::move(offsets);
+  }
+  if (index >= num_samples_) {
+    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
+                              " is out of range (the file has " + std::to_string(num_samples_) +
+                              " samples)");
+  }
+  std::vector<ByteRange> ranges;
+  for (std::size_t k = 0; k < data_offsets_.size(); ++k) {
+    ranges.push_back({data_offsets_[k] + index * shapes_[k].row_bytes, shapes_[k].row_bytes});
+  }
+  return ranges;
+}
+
 Result<SampleView> Hdf5Reader::ReadSampleImpl(std::uint64_t index) {
   if (index >= num_samples_) {
     return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +

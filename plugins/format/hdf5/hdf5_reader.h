@@ -82,6 +82,13 @@ class Hdf5Reader final : public FileReader {
   // kOutOfRange for index >= num_samples().
   Result<SampleView> ReadSample(std::uint64_t index) override;
 
+  // For collective reads: the K rows of sample `index` as byte ranges of
+  // data_file(), when every records dataset is contiguous (HDF5 stores rows
+  // of a contiguous dataset back to back from H5Dget_offset); kNotSupported
+  // for chunked or compressed datasets. Leaves the file open.
+  Result<std::vector<ByteRange>> SampleRanges(std::uint64_t index) override;
+  File* data_file() override { return file_.get(); }
+
   // Number of records datasets (K).
   std::uint64_t num_datasets() const { return shapes_.size(); }
   // K * row_bytes.
@@ -112,6 +119,7 @@ class Hdf5Reader final : public FileReader {
   Hdf5Reader(std::string path, const ReaderOptions& options);
 
   Result<SampleView> ReadSampleImpl(std::uint64_t index);
+  Result<std::vector<ByteRange>> SampleRangesImpl(std::uint64_t index);
   // Opens the storage file and the HDF5 file.
   Status OpenFile();
   // Opens the records datasets; the first time records their shapes,
@@ -143,6 +151,8 @@ class Hdf5Reader final : public FileReader {
   std::vector<Dataset> datasets_;
 
   std::vector<Shape> shapes_;  // from the first open
+  // File offset of each records dataset's data (SampleRanges), once known.
+  std::vector<std::uint64_t> data_offsets_;
   std::uint64_t num_samples_ = 0;
   std::uint64_t sample_bytes_ = 0;
   std::uint64_t opens_ = 0;

@@ -17,12 +17,15 @@ namespace {
 // Writes one file: owns the HDF5 identifiers and turns failures into Status.
 class FileWriter {
  public:
+  // With `frame_only` the records dataset gets its space at creation but no
+  // data (see WriteHdf5Frame).
   FileWriter(Storage& storage, File& file, const FileSpec& spec, const FileLayout& layout,
-             const WriterOptions& options)
+             const WriterOptions& options, bool frame_only = false)
       : storage_(storage),
         spec_(spec),
         layout_(layout),
         options_(options),
+        frame_only_(frame_only),
         channel_(std::make_shared<StorageChannel>(&file, spec.path)) {}
 
   ~FileWriter() {
@@ -36,6 +39,9 @@ class FileWriter {
         Handle fapl,
         MakeFileAccess(channel_, FileAccessOptions{.latest_format = true, .sieve_buffer_size = 0}));
     const std::string name = spec_.path.empty() ? std::string("<iomimic hdf5 file>") : spec_.path;
+    // The root group keeps its times, as in h5py's files (its object header
+    // size fixes where h5py's metadata reads land): two writes of the same
+    // spec differ in those 16 bytes and the header checksum only.
     file_id_ = Handle(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
     if (!file_id_.valid()) return Fail("creating the file");
     IOMIMIC_RETURN_IF_ERROR(AllocateBuffer());
@@ -51,6 +57,9 @@ class FileWriter {
     IOMIMIC_RETURN_IF_ERROR(StorageFailure());
     return channel_->TakeStorageError();
   }
+
+  // Where records_0's data start (frame_only writes).
+  std::uint64_t payload_offset() const { return payload_offset_; }
 
  private:
   // The first storage failure, if a write failed (HDF5 does not see those).
@@ -91,6 +100,13 @@ class FileWriter {
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     if (!dcpl.valid()) return Fail("creating a dataset creation property list");
     if (H5Pset_obj_track_times(dcpl.get(), 0) < 0) return Fail("disabling object times");
+    // Contiguous data get their space when the dataset is created and are
+    // never pre-filled: every byte is written anyway, and a file written in
+    // parts (WriteHdf5Frame) then has the same bytes as one written whole.
+    if (!layout_.chunked() && (H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+                               H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)) {
+      return Fail("asking for early space allocation");
+    }
     if (layout_.chunked()) {
       if (H5Pset_chunk(dcpl.get(), static_cast<int>(layout_.rank()), layout_.chunk_dims.data()) <
           0) {
@@ -151,7 +167,11 @@ class FileWriter {
     Handle dataset(H5Dcreate2(file_id_.get(), name.c_str(), type, space.get(), H5P_DEFAULT, dcpl,
                               H5P_DEFAULT));
     if (!dataset.valid()) return Fail("creating dataset " + name);
-    if (layout_.row_bytes > 0) {
+    if (frame_only_) {
+      const haddr_t at = H5Dget_offset(dataset.get());
+      if (at == HADDR_UNDEF) return Fail("locating the data of " + name);
+      payload_offset_ = static_cast<std::uint64_t>(at);
+    } else if (layout_.row_bytes > 0) {
       ContentStream content(spec_.seed, layout_.element_type.name == "bool");
       BlockWalker walker(layout_.dims, layout_.element_type.size, options_.block_size,
                          layout_.chunked() ? layout_.chunk_dims[0] : 0);
@@ -187,36 +207,14 @@ class FileWriter {
   const FileSpec& spec_;
   const FileLayout& layout_;
   const WriterOptions& options_;
+  const bool frame_only_;
+  std::uint64_t payload_offset_ = 0;
   std::shared_ptr<StorageChannel> channel_;
   Handle file_id_;
   Buffer buffer_;
 };
 
 }  // namespace
-
-void ContentStream::Fill(std::span<std::byte> out) {
-  std::span<std::byte> rest = out;
-  const std::size_t from_word = std::min(rest.size(), sizeof(word_) - word_used_);
-  if (from_word > 0) {
-    std::memcpy(rest.data(), word_ + word_used_, from_word);
-    word_used_ += from_word;
-    rest = rest.subspan(from_word);
-  }
-  const std::size_t whole = rest.size() / 8 * 8;
-  if (whole > 0) {
-    rng_.Fill(rest.first(whole));
-    rest = rest.subspan(whole);
-  }
-  if (!rest.empty()) {
-    const std::uint64_t v = rng_.Next();
-    std::memcpy(word_, &v, sizeof(word_));
-    std::memcpy(rest.data(), word_, rest.size());
-    word_used_ = rest.size();
-  }
-  if (boolean_) {
-    for (std::byte& b : out) b &= std::byte{1};
-  }
-}
 
 BlockWalker::BlockWalker(std::span<const hsize_t> dims, std::uint64_t element_size,
                          std::uint64_t budget, hsize_t row_multiple)
@@ -305,6 +303,46 @@ Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
     return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
   } catch (...) {
     return Status::Internal("hdf5: writing " + spec.path + ": unknown exception");
+  }
+}
+
+Status CanWriteHdf5InParts(const FileSpec& spec) {
+  IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
+  if (layout.num_datasets != 1) {
+    return Status::NotSupported("hdf5: a file with " + std::to_string(layout.num_datasets) +
+                                " records datasets cannot be written in parts");
+  }
+  if (layout.chunked() || layout.compression != Compression::kNone) {
+    return Status::NotSupported(
+        "hdf5: a chunked or compressed records dataset cannot be written in parts");
+  }
+  if (layout.row_bytes == 0) return Status::NotSupported("hdf5: empty records");
+  return Status::OK();
+}
+
+Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpec& spec,
+                                     const WriterOptions& options) {
+  try {
+    IOMIMIC_RETURN_IF_ERROR(CanWriteHdf5InParts(spec));
+    IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
+    std::uint64_t payload_offset = 0;
+    {
+      ApiLock lock;
+      QuietErrors();
+      FileWriter writer(storage, file, spec, layout, options, /*frame_only=*/true);
+      IOMIMIC_RETURN_IF_ERROR(writer.Write());
+      payload_offset = writer.payload_offset();
+    }
+    PayloadLayout out;
+    out.payload_offset = payload_offset;
+    out.payload_bytes = layout.row_bytes * layout.num_samples;
+    IOMIMIC_ASSIGN_OR_RETURN(out.file_size, file.Size());
+    out.file_size = std::max(out.file_size, out.payload_offset + out.payload_bytes);
+    return out;
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
+  } catch (const std::exception& e) {
+    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
   }
 }
 

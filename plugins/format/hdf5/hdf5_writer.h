@@ -15,9 +15,9 @@
 // records_0's data, records_1's data, ..., labels' data.
 //
 // Content: every records dataset holds the byte stream of
-// iomimic::Xoshiro256(spec.seed) in C order (row i is bytes
-// [i * row_bytes, (i + 1) * row_bytes) of the stream), as if produced by one
-// Xoshiro256::Fill over the whole array; bool datasets keep only the lowest
+// iomimic::ContentStream(spec.seed) in C order (row i is bytes
+// [i * row_bytes, (i + 1) * row_bytes) of the stream), however it is split
+// into blocks; bool datasets keep only the lowest
 // bit of each byte. DLIO writes the same array into each of the K datasets,
 // and so does this writer.
 //
@@ -51,23 +51,6 @@ namespace iomimic::hdf5 {
 struct WriterOptions {
   // Target size of one generated block (one H5Dwrite).
   std::size_t block_size = std::size_t{4} << 20;
-};
-
-// The bytes of a records dataset: the Xoshiro256 stream of a seed, however
-// the caller splits it into pieces.
-class ContentStream {
- public:
-  // `boolean`: reduce every byte to 0 or 1 (for bool datasets).
-  ContentStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out);
-
- private:
-  Xoshiro256 rng_;
-  bool boolean_;
-  std::byte word_[8] = {};
-  std::size_t word_used_ = 8;  // bytes of word_ already handed out
 };
 
 // Walks a dataset in C order in blocks of consecutive elements, each a
@@ -107,5 +90,17 @@ Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
 // kInternal. Never throws.
 Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options);
+
+// Writing in parts (shared-file generation), for files with one contiguous,
+// uncompressed records dataset (kNotSupported with the reason otherwise):
+// WriteHdf5File allocates contiguous records at creation
+// (H5D_ALLOC_TIME_EARLY, no fill value written), and WriteHdf5Frame writes
+// the same file but leaves records_0's data unwritten: they are the payload,
+// the bytes of ContentStream(spec.seed) in C order from the returned
+// payload_offset. Frame plus payload are byte for byte WriteHdf5File's file
+// but for the root group's times (as for any two writes of one spec).
+Status CanWriteHdf5InParts(const FileSpec& spec);
+Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpec& spec,
+                                     const WriterOptions& options);
 
 }  // namespace iomimic::hdf5

@@ -10,7 +10,7 @@
 // {d1, d2, c} with c = 1 for greyscale or 3 for RGB) is rows x columns
 // [x channels], pixels in row-major order, channels interleaved.
 //
-// The pixel bytes are the stream of iomimic::Xoshiro256(spec.seed), as if
+// The pixel bytes are the stream of iomimic::ContentStream(spec.seed), as if
 // one Fill() produced the whole image (row-major, channels interleaved,
 // multi-byte elements little-endian), whatever the chunking of the writer.
 
@@ -54,39 +54,6 @@ struct SpecRules {
 // sizes) and returns its geometry. kInvalidArgument names the problem.
 // Compression is the caller's business.
 Result<ImageGeometry> GeometryFromSpec(const FileSpec& spec, const SpecRules& rules);
-
-// The pixel byte stream: Xoshiro256 output as one Fill() over the image,
-// however the caller splits it (rows, strips).
-class ContentStream {
- public:
-  explicit ContentStream(std::uint64_t seed) : rng_(seed) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out) {
-    std::size_t from_carry = std::min(out.size(), sizeof(carry_) - carry_begin_);
-    if (from_carry > 0) {
-      std::memcpy(out.data(), carry_ + carry_begin_, from_carry);
-      carry_begin_ += from_carry;
-      out = out.subspan(from_carry);
-    }
-    const std::size_t whole = out.size() / 8 * 8;
-    if (whole > 0) {
-      rng_.Fill(out.first(whole));
-      out = out.subspan(whole);
-    }
-    if (!out.empty()) {
-      const std::uint64_t v = rng_.Next();
-      std::memcpy(carry_, &v, sizeof(carry_));
-      std::memcpy(out.data(), carry_, out.size());
-      carry_begin_ = out.size();
-    }
-  }
-
- private:
-  Xoshiro256 rng_;
-  std::byte carry_[8] = {};
-  std::size_t carry_begin_ = sizeof(carry_);
-};
 
 // "64x48" or "64x48x3", for messages.
 std::string GeometryText(const ImageGeometry& g);

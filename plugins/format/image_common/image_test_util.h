@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 namespace iomimic::image_test {
 
@@ -253,11 +253,10 @@ inline Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) 
   return file->Close();
 }
 
-// The pixels the seed produces: one Xoshiro256 Fill over the image.
+// The pixels the seed produces: the content stream of the seed over the image.
 inline std::vector<std::byte> ReferencePixels(const FileSpec& spec) {
   std::vector<std::byte> data(spec.sample_bytes());
-  Xoshiro256 rng(spec.seed);
-  rng.Fill(data);
+  ContentStream(spec.seed).Fill(data);
   return data;
 }
 

@@ -38,30 +38,6 @@ std::uint64_t LoadU64(const std::byte* in) {
   return value;
 }
 
-void ContentStream::Fill(std::span<std::byte> out) {
-  std::span<std::byte> rest = out;
-  const std::size_t from_carry = std::min(rest.size(), sizeof(carry_) - carry_begin_);
-  if (from_carry > 0) {
-    std::memcpy(rest.data(), carry_ + carry_begin_, from_carry);
-    carry_begin_ += from_carry;
-    rest = rest.subspan(from_carry);
-  }
-  const std::size_t whole = rest.size() / 8 * 8;
-  if (whole > 0) {
-    rng_.Fill(rest.first(whole));
-    rest = rest.subspan(whole);
-  }
-  if (!rest.empty()) {
-    const std::uint64_t v = rng_.Next();
-    std::memcpy(carry_, &v, sizeof(carry_));
-    std::memcpy(rest.data(), carry_, rest.size());
-    carry_begin_ = rest.size();
-  }
-  if (boolean_) {
-    for (std::byte& b : out) b &= std::byte{1};
-  }
-}
-
 Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, Flavor flavor) {
   const std::string name(FlavorName(flavor));
   Result<Buffer> made = storage.Allocate(size);

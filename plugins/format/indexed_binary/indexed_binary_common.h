@@ -54,24 +54,6 @@ std::string PartialPath(const std::string& path);
 void StoreU64(std::byte* out, std::uint64_t value);
 std::uint64_t LoadU64(const std::byte* in);
 
-// The byte stream that fills the data file: Xoshiro256 output as if produced
-// by a single Xoshiro256::Fill over the whole file, however the caller splits
-// it. Sample i is bytes [i * sample_bytes, (i + 1) * sample_bytes) of it.
-class ContentStream {
- public:
-  // `boolean`: reduce every byte to 0 or 1 (for the bool element type).
-  ContentStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out);
-
- private:
-  Xoshiro256 rng_;
-  bool boolean_;
-  std::byte carry_[8] = {};
-  std::size_t carry_begin_ = sizeof(carry_);  // carry_[carry_begin_..8) are unused
-};
-
 // A buffer of at least `size` bytes that host code can fill: from
 // storage.Allocate() when that gives host-accessible memory, otherwise plain
 // aligned host memory. Errors are prefixed with the flavour's name.

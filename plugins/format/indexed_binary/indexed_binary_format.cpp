@@ -40,6 +40,24 @@ Status IndexedBinaryFormat::WriteFile(Storage& storage, File& file, const FileSp
   return WriteIndexedBinaryFile(storage, file, spec, flavor_, writer_options_);
 }
 
+Status IndexedBinaryFormat::CanWriteInParts(const FileSpec& spec) const { return Validate(spec); }
+
+Result<PayloadLayout> IndexedBinaryFormat::WriteFrame(Storage& storage, File& file,
+                                                      const FileSpec& spec) {
+  (void)file;  // the data file is all payload
+  IOMIMIC_RETURN_IF_ERROR(WriteIndexedBinaryFrame(storage, spec, flavor_, writer_options_));
+  PayloadLayout layout;
+  layout.payload_bytes = spec.sample_bytes() * spec.num_samples;
+  layout.file_size = layout.payload_bytes;
+  return layout;
+}
+
+Status IndexedBinaryFormat::FillPayload(const FileSpec& spec, std::uint64_t position,
+                                        std::span<std::byte> out) const {
+  ContentStream(spec.seed, spec.element_type.descr == "|b1", position).Fill(out);
+  return Status::OK();
+}
+
 Result<std::unique_ptr<FileReader>> IndexedBinaryFormat::OpenReader(const std::string& path,
                                                                     const ReaderOptions& options) {
   return IndexedBinaryReader::Open(path, options, flavor_,

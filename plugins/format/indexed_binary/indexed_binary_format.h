@@ -53,6 +53,13 @@ class IndexedBinaryFormat final : public Format {
   // must be the data file's final path).
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;
 
+  // Every valid spec can be written in parts: the frame is the index files,
+  // the payload the whole data file.
+  Status CanWriteInParts(const FileSpec& spec) const override;
+  Result<PayloadLayout> WriteFrame(Storage& storage, File& file, const FileSpec& spec) override;
+  Status FillPayload(const FileSpec& spec, std::uint64_t position,
+                     std::span<std::byte> out) const override;
+
   // Opens an IndexedBinaryReader with its index from the cache.
   Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                  const ReaderOptions& options) override;

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 namespace iomimic::indexed_binary::testing {
 

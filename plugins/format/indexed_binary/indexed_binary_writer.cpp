@@ -57,6 +57,25 @@ Status WriteIndexFile(Storage& storage, const std::string& path, std::uint64_t c
   return Status::OK();
 }
 
+// Both index files of spec.path; neither is left behind when one fails.
+Status WriteIndexFiles(Storage& storage, const FileSpec& spec, Flavor flavor,
+                       std::span<std::byte> chunk) {
+  const std::uint64_t sample_bytes = spec.sample_bytes();
+  const std::uint64_t count = spec.num_samples;
+  IOMIMIC_RETURN_IF_ERROR(WriteIndexFile(
+      storage, OffsetIndexPath(spec.path), count,
+      [sample_bytes](std::uint64_t i) { return i * sample_bytes; }, chunk, flavor));
+  Status sizes = WriteIndexFile(
+      storage, SizeIndexPath(spec.path), count,
+      [sample_bytes](std::uint64_t) { return sample_bytes; }, chunk, flavor);
+  if (!sizes.ok()) {
+    // Leave no half index behind: the data file will not be renamed either.
+    (void)storage.Remove(OffsetIndexPath(spec.path));
+    return sizes;
+  }
+  return Status::OK();
+}
+
 Status WriteImpl(Storage& storage, File& file, const FileSpec& spec, Flavor flavor,
                  const WriterOptions& options) {
   IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec, flavor));
@@ -90,18 +109,23 @@ Status WriteImpl(Storage& storage, File& file, const FileSpec& spec, Flavor flav
 
   // 2. The index files, each complete under its final name before the core
   // renames the data file.
-  IOMIMIC_RETURN_IF_ERROR(WriteIndexFile(
-      storage, OffsetIndexPath(spec.path), count,
-      [sample_bytes](std::uint64_t i) { return i * sample_bytes; }, chunk, flavor));
-  Status sizes = WriteIndexFile(
-      storage, SizeIndexPath(spec.path), count,
-      [sample_bytes](std::uint64_t) { return sample_bytes; }, chunk, flavor);
-  if (!sizes.ok()) {
-    // Leave no half index behind: the data file will not be renamed either.
-    (void)storage.Remove(OffsetIndexPath(spec.path));
-    return sizes;
-  }
-  return Status::OK();
+  return WriteIndexFiles(storage, spec, flavor, chunk);
+}
+
+// A buffer for the index files alone: no larger than they are.
+Status WriteFrameImpl(Storage& storage, const FileSpec& spec, Flavor flavor,
+                      const WriterOptions& options) {
+  IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec, flavor));
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t configured, GenerationBufferSize(spec, options));
+  std::uint64_t align = storage.capabilities().alignment;
+  if (align == 0) align = 1;
+  const std::uint64_t unit = std::lcm(align, std::uint64_t{kIndexEntrySize});
+  std::uint64_t buffer_size = std::min(configured, spec.num_samples * kIndexEntrySize);
+  buffer_size = RoundUp(std::max<std::uint64_t>(buffer_size, 1), unit);
+  IOMIMIC_ASSIGN_OR_RETURN(
+      Buffer buffer, AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), flavor));
+  return WriteIndexFiles(storage, spec, flavor,
+                         buffer.span().first(static_cast<std::size_t>(buffer_size)));
 }
 
 }  // namespace
@@ -156,6 +180,16 @@ Status ValidateSpec(const FileSpec& spec, Flavor flavor) {
 Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, Flavor flavor) {
   IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec, flavor));
   return spec.sample_bytes() * spec.num_samples;
+}
+
+Status WriteIndexedBinaryFrame(Storage& storage, const FileSpec& spec, Flavor flavor,
+                               const WriterOptions& options) {
+  try {
+    return WriteFrameImpl(storage, spec, flavor, options);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(std::string(FlavorName(flavor)) +
+                                     ": out of memory writing the index of " + spec.path);
+  }
 }
 
 Status WriteIndexedBinaryFile(Storage& storage, File& file, const FileSpec& spec, Flavor flavor,

@@ -2,7 +2,7 @@
 // lays them out (see indexed_binary_common.h for the three files).
 //
 // The data file holds num_samples samples of spec.sample_bytes() bytes, the
-// byte stream of iomimic::Xoshiro256(spec.seed) (bool element types keep only
+// byte stream of iomimic::ContentStream(spec.seed) (bool element types keep only
 // the lowest bit of each byte). The index files hold offset i * sample_bytes
 // and size sample_bytes for every sample i, as little-endian uint64.
 //
@@ -63,5 +63,12 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, Flavor flavor);
 // (the offsets index is removed again when the sizes index fails).
 Status WriteIndexedBinaryFile(Storage& storage, File& file, const FileSpec& spec, Flavor flavor,
                               const WriterOptions& options);
+
+// Writing in parts (shared-file generation): the data file is nothing but
+// payload (sample i at i * sample_bytes, bytes of ContentStream(spec.seed)),
+// so its frame is the two index files alone, written like WriteIndexedBinaryFile
+// writes them. Same failure guarantees.
+Status WriteIndexedBinaryFrame(Storage& storage, const FileSpec& spec, Flavor flavor,
+                               const WriterOptions& options);
 
 }  // namespace iomimic::indexed_binary

@@ -112,7 +112,7 @@ struct WriteContext {
   unsigned char* row = nullptr;
   std::size_t row_bytes = 0;
   unsigned char* output = nullptr;  // kOutputBufferSize bytes
-  image::ContentStream* content = nullptr;
+  ContentStream* content = nullptr;
   image::ChunkedWriter* sink = nullptr;
   Status* sink_status = nullptr;  // the sink's error, when it failed
 };
@@ -214,7 +214,7 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() * 3 / 4 + 4096);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "jpeg"));
   image::ChunkedWriter sink(file, spec.path, "jpeg", window.span().first(chunk));
-  image::ContentStream content(spec.seed);
+  ContentStream content(spec.seed);
   Status sink_status;
 
   auto ctx = std::make_unique<WriteContext>();

@@ -8,7 +8,7 @@
 // component), {d1, d2, 3} is RGB stored as YCbCr with 4:2:0 chroma
 // subsampling (PIL's default); d1 rows, d2 columns, at most 65,500 each.
 // For the same pixels the bytes are those PIL writes. Pixels are the
-// Xoshiro256 stream of spec.seed (image_spec.h); JPEG is lossy, so decoding
+// content stream of spec.seed (image_spec.h); JPEG is lossy, so decoding
 // gives pixels near, not equal to, those. Rows are generated and compressed
 // one at a time and the output streams through a ChunkedWriter. Random
 // pixels compress badly and the size depends on them: ExpectedFileSize is

@@ -95,7 +95,7 @@ TEST_CASE("round trip with one ranged read per sample") {
   const FileSpec spec = MakeSpec(64, "/r/x.mmap_indexed_binary");
   REQUIRE(WriteSpec(format, storage, spec).ok());
   std::vector<std::byte> data(2025 * 64);
-  Xoshiro256(spec.seed).Fill(data);
+  ContentStream(spec.seed).Fill(data);
   for (bool keep : {false, true}) {
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =

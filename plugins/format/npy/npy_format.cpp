@@ -37,6 +37,27 @@ Status NpyFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) 
   return WriteNpyFile(storage, file, spec, options_);
 }
 
+Status NpyFormat::CanWriteInParts(const FileSpec& spec) const { return Validate(spec); }
+
+Result<PayloadLayout> NpyFormat::WriteFrame(Storage& storage, File& file, const FileSpec& spec) {
+  (void)storage;
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string header, EncodeHeader(spec));
+  IOMIMIC_RETURN_IF_ERROR(
+      file.WriteAt(0, std::as_bytes(std::span<const char>(header.data(), header.size())))
+          .WithContext("npy: writing the header of " + spec.path));
+  PayloadLayout layout;
+  layout.payload_offset = header.size();
+  layout.payload_bytes = spec.sample_bytes() * spec.num_samples;
+  layout.file_size = layout.payload_offset + layout.payload_bytes;
+  return layout;
+}
+
+Status NpyFormat::FillPayload(const FileSpec& spec, std::uint64_t position,
+                              std::span<std::byte> out) const {
+  ContentStream(spec.seed, spec.element_type.descr == "|b1", position).Fill(out);
+  return Status::OK();
+}
+
 Result<std::unique_ptr<FileReader>> NpyFormat::OpenReader(const std::string& path,
                                                           const ReaderOptions& options) {
   return NpyReader::Open(path, options);

@@ -38,6 +38,13 @@ class NpyFormat final : public Format {
   // Writes the file through file.WriteAt in chunk-aligned requests.
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;
 
+  // Every valid spec can be written in parts: the frame is the header, the
+  // payload the array bytes after it.
+  Status CanWriteInParts(const FileSpec& spec) const override;
+  Result<PayloadLayout> WriteFrame(Storage& storage, File& file, const FileSpec& spec) override;
+  Status FillPayload(const FileSpec& spec, std::uint64_t position,
+                     std::span<std::byte> out) const override;
+
   // Opens an NpyReader (reads the file's header).
   Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                  const ReaderOptions& options) override;

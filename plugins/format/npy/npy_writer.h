@@ -8,8 +8,8 @@
 // boundary; version 2.0 only when the dict exceeds 65535 bytes) followed by
 // the raw array bytes.
 //
-// The content of x is the byte stream of iomimic::Xoshiro256(spec.seed), as
-// if produced by one Fill over the whole array (bool arrays keep only the
+// The content of x is the byte stream of iomimic::ContentStream(spec.seed),
+// however the writer splits it (bool arrays keep only the
 // lowest bit of each byte, so they hold 0 and 1). Large files stream through
 // one chunk buffer written at chunk-aligned offsets.
 
@@ -32,23 +32,6 @@ struct WriterOptions {
   // Bytes per write request (at least 64 KiB, rounded up to the storage
   // alignment).
   std::size_t chunk_size = std::size_t{4} << 20;
-};
-
-// The byte stream that fills x: Xoshiro256 output as if produced by a single
-// Xoshiro256::Fill over the whole array, however the caller splits it.
-class ContentStream {
- public:
-  // `boolean`: reduce every byte to 0 or 1 (for '|b1' arrays).
-  ContentStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out);
-
- private:
-  Xoshiro256 rng_;
-  bool boolean_;
-  std::byte carry_[8] = {};
-  std::size_t carry_begin_ = sizeof(carry_);  // carry_[carry_begin_..8) are unused
 };
 
 // A buffer of at least `size` bytes that host code can fill: from

@@ -10,7 +10,7 @@
 // default level, as np.savez_compressed does; spec.compression_level is not
 // used (DLIO's npz generator ignores it too).
 //
-// The content of x is the byte stream of iomimic::Xoshiro256(spec.seed)
+// The content of x is the byte stream of iomimic::ContentStream(spec.seed)
 // (bool arrays take the lowest bit of each byte, so they hold only 0 and 1).
 // Large files stream through two chunk buffers: the first chunk of the file
 // is held back until the end so the x local header, whose CRC and sizes are
@@ -42,23 +42,6 @@ struct WriterOptions {
   std::uint64_t zip64_limit = zip::kZip64Limit;
   // Bytes per write request (rounded up to the storage alignment).
   std::size_t chunk_size = std::size_t{4} << 20;
-};
-
-// The byte stream that fills x: Xoshiro256 output as if produced by a single
-// Xoshiro256::Fill over the whole array, however the caller splits it.
-class ContentStream {
- public:
-  // `boolean`: reduce every byte to 0 or 1 (for '|b1' arrays).
-  ContentStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out);
-
- private:
-  Xoshiro256 rng_;
-  bool boolean_;
-  std::byte carry_[8] = {};
-  std::size_t carry_begin_ = 8;  // carry_[carry_begin_..8) are unused stream bytes
 };
 
 // A buffer of at least `size` bytes that host code can fill: from

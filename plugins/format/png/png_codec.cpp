@@ -55,7 +55,7 @@ struct WriteContext {
   int compress_level = 6;
   std::size_t row_bytes = 0;
   unsigned char* row = nullptr;
-  image::ContentStream* content = nullptr;
+  ContentStream* content = nullptr;
   image::ChunkedWriter* sink = nullptr;
   Status* sink_status = nullptr;  // the sink's error, when it failed
 };
@@ -123,7 +123,7 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 4096);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "png"));
   image::ChunkedWriter sink(file, spec.path, "png", window.span().first(chunk));
-  image::ContentStream content(spec.seed);
+  ContentStream content(spec.seed);
   Status sink_status;
 
   WriteContext ctx;

@@ -8,7 +8,7 @@
 // (PIL's default compress_level, plugin option `compress_level`) with
 // libpng's adaptive per-row filter choice (as PIL for 8-bit images), and
 // IDAT chunks of at most 64 KiB (PIL's block size). Pixels are the
-// Xoshiro256 stream of spec.seed (see image_spec.h). Rows are generated and
+// content stream of spec.seed (see image_spec.h). Rows are generated and
 // compressed one at a time and the output streams through a ChunkedWriter,
 // so memory does not grow with the image. Random pixels do not compress:
 // files are a little larger than d1*d2 bytes and their exact size depends on

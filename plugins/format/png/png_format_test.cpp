@@ -123,21 +123,6 @@ TEST_CASE("ChunkedWriter: random-access writes land where they belong") {
   }
 }
 
-TEST_CASE("ContentStream gives the same bytes however it is split") {
-  const std::uint64_t seed = 99;
-  std::vector<std::byte> whole(1000);
-  Xoshiro256(seed).Fill(whole);
-  for (std::size_t piece : {1u, 3u, 7u, 8u, 13u, 64u, 999u}) {
-    CAPTURE(piece);
-    image::ContentStream stream(seed);
-    std::vector<std::byte> parts(whole.size());
-    for (std::size_t at = 0; at < parts.size(); at += piece) {
-      stream.Fill(std::span<std::byte>(parts).subspan(at, std::min(piece, parts.size() - at)));
-    }
-    CHECK(parts == whole);
-  }
-}
-
 TEST_CASE("descriptor, traits and options") {
   CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
   CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);

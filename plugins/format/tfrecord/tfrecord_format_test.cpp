@@ -30,8 +30,8 @@
 #include "crc32c.h"
 #include "example.pb.h"
 #include "example_wire.h"
-#include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 #include "tfrecord_reader.h"
 #include "tfrecord_writer.h"
 

@@ -14,7 +14,7 @@
 // rows_per_strip). Compression is none by default (PIL's default); the
 // plugin option `compression` selects deflate, lzw or packbits, and
 // dataset.compression gzip or zip means deflate at dataset.compression_level.
-// Pixels are the Xoshiro256 stream of spec.seed (image_spec.h), multi-byte
+// Pixels are the content stream of spec.seed (image_spec.h), multi-byte
 // elements little-endian. Strips are generated one at a time and the output
 // streams through a ChunkedWriter; libtiff writes the directory last and
 // patches the header's directory offset, which the writer handles in memory

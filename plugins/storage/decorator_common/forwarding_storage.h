@@ -59,6 +59,12 @@ class ForwardingFile : public File {
     return inner_->WriteAt(offset, source);
   }
   Status ReadBatch(std::span<ReadRequest> requests) override { return inner_->ReadBatch(requests); }
+  // A decorator that overrides this must still call the inner WriteAtAll
+  // (with an empty range if it fails the write): on a collective back end
+  // the other ranks wait in the same call.
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override {
+    return inner_->WriteAtAll(offset, source);
+  }
   Status Sync() override { return inner_->Sync(); }
   Result<std::uint64_t> Size() override { return inner_->Size(); }
   Status Close() override { return inner_->Close(); }

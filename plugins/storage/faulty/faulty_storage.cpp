@@ -157,6 +157,17 @@ Status FaultyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> sour
   });
 }
 
+Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
+  return decorator::Guard("faulty", "writing", path(), [&]() -> Status {
+    const Fault fault =
+        source.empty() ? Fault{} : storage_->Decide(OpKind::kWrite, path(), offset, source.size());
+    if (!fault.fail) return inner().WriteAtAll(offset, source);
+    // Take part in the collective call with nothing, then fail.
+    (void)inner().WriteAtAll(offset, {});
+    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault);
+  });
+}
+
 Status FaultyFile::ReadBatch(std::span<ReadRequest> requests) {
   return decorator::Guard("faulty", "reading", path(), [&]() -> Status {
     const bool short_reads = storage_->options().mode == Mode::kShortRead;

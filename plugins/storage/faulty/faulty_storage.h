@@ -75,6 +75,8 @@ class FaultyFile final : public decorator::ForwardingFile {
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
+  // Faults apply as to WriteAt; a failed rank still joins the collective call.
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
   Status ReadBatch(std::span<ReadRequest> requests) override;
 
  private:

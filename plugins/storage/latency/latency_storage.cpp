@@ -185,6 +185,12 @@ Status LatencyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> sou
   return s;
 }
 
+Status LatencyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
+  Status s = inner().WriteAtAll(offset, source);
+  if (storage_->options().apply_to_writes) storage_->Pace(s.ok() ? source.size() : 0);
+  return s;
+}
+
 Status LatencyFile::ReadBatch(std::span<ReadRequest> requests) {
   Status s = inner().ReadBatch(requests);
   std::uint64_t bytes = 0;

@@ -112,6 +112,7 @@ class LatencyFile final : public decorator::ForwardingFile {
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
   Status ReadBatch(std::span<ReadRequest> requests) override;
 
  private:

@@ -13,10 +13,14 @@
 //                scatters the bytes back (the "few readers broadcast" scheme).
 // Collective and aggregator need formats that describe samples as byte ranges
 // (FileReader::SampleRanges: indexed binary) and a dataset whose step reads
-// one shared file; the core checks both. Writes (generation) are independent
-// MPI_File_write_at calls. Metadata (mkdir, rename, stat) uses POSIX calls:
-// MPI-IO has none. MPI hints go through the options cb_nodes, cb_buffer_size
-// and romio_cb_read.
+// one shared file; the core checks both. Writes are MPI_File_write_at calls,
+// except in shared-file generation (File::WriteAtAll, capability
+// shared_files): there every rank writes its slice of each file, with
+// MPI_File_write_at_all on a handle opened on MPI_COMM_WORLD in the collective
+// and aggregator modes (ROMIO/OMPIO's two-phase collective buffering is the
+// write-side aggregation), and independently in the independent mode. Metadata (mkdir, rename,
+// stat) uses POSIX calls: MPI-IO has none. MPI hints go through the options cb_nodes,
+// cb_buffer_size and romio_cb_read.
 
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
@@ -109,6 +113,8 @@ class MpiioFile final : public File {
 
   Status ReadBatch(std::span<ReadRequest> requests) override;
 
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
+
   Status Sync() override {
     int rc = MPI_File_sync(handle_);
     return rc == MPI_SUCCESS ? Status::OK() : Fail(rc, "MPI_File_sync " + path_);
@@ -121,11 +127,20 @@ class MpiioFile final : public File {
     return static_cast<std::uint64_t>(size);
   }
 
+  // Collective when WriteAtAll opened a shared handle: every rank that wrote
+  // closes too (shared-file generation does).
   Status Close() override {
-    if (handle_ == MPI_FILE_NULL) return Status::OK();
+    Status status;
+    if (all_handle_ != MPI_FILE_NULL) {
+      int rc = MPI_File_close(&all_handle_);
+      all_handle_ = MPI_FILE_NULL;
+      if (rc != MPI_SUCCESS) status = Fail(rc, "collective MPI_File_close " + path_);
+    }
+    if (handle_ == MPI_FILE_NULL) return status;
     int rc = MPI_File_close(&handle_);
     handle_ = MPI_FILE_NULL;
-    return rc == MPI_SUCCESS ? Status::OK() : Fail(rc, "MPI_File_close " + path_);
+    if (rc != MPI_SUCCESS && status.ok()) status = Fail(rc, "MPI_File_close " + path_);
+    return status;
   }
 
   const std::string& path() const override { return path_; }
@@ -136,6 +151,7 @@ class MpiioFile final : public File {
   Status ReadBatchAggregated(std::span<ReadRequest> requests);
 
   MPI_File handle_;
+  MPI_File all_handle_ = MPI_FILE_NULL;  // opened on all ranks by WriteAtAll
   std::string path_;
   MpiioStorage* owner_;
 };
@@ -164,6 +180,7 @@ class MpiioStorage final : public Storage {
   StorageCapabilities capabilities() const override {
     StorageCapabilities caps;
     caps.collective = options_.mode != Mode::kIndependent;
+    caps.shared_files = true;
     switch (options_.mode) {
       case Mode::kIndependent:
         caps.data_path = "mpiio-independent";
@@ -229,6 +246,8 @@ class MpiioStorage final : public Storage {
 
   Mode mode() const { return options_.mode; }
   MPI_Comm group() const { return group_; }
+  MPI_Comm world() const { return world_; }
+  MPI_Info info() const { return info_; }
 
   // The handle opened on every rank for collective reads of `path`. Opening
   // is collective, which is safe here: ReadBatch is called in lockstep.
@@ -260,6 +279,40 @@ Status MpiioFile::ReadBatch(std::span<ReadRequest> requests) {
       return ReadBatchAggregated(requests);
   }
   return Status::Internal("unknown mode");
+}
+
+Status MpiioFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
+  if (owner_->mode() == Mode::kIndependent) return File::WriteAtAll(offset, source);
+  // Every rank must make the call, so nothing may return before it: an
+  // oversized request joins with no data and fails afterwards.
+  const bool too_large = source.size() > kMaxCall;
+  int rc = MPI_SUCCESS;
+  if (all_handle_ == MPI_FILE_NULL) {
+    rc = MPI_File_open(owner_->world(), path_.c_str(), MPI_MODE_WRONLY, owner_->info(),
+                       &all_handle_);
+    if (rc != MPI_SUCCESS) {
+      all_handle_ = MPI_FILE_NULL;
+      return Fail(rc, "collective MPI_File_open " + path_);
+    }
+  }
+  const int count = too_large ? 0 : static_cast<int>(source.size());
+  MPI_Status st;
+  rc = MPI_File_write_at_all(all_handle_, static_cast<MPI_Offset>(offset), source.data(), count,
+                             MPI_BYTE, &st);
+  if (rc != MPI_SUCCESS) {
+    return Fail(rc, "MPI_File_write_at_all " + path_ + " at offset " + std::to_string(offset));
+  }
+  if (too_large) {
+    return Status::NotSupported(path_ + ": a collective write of more than 1 GiB per call");
+  }
+  int put = 0;
+  MPI_Get_count(&st, MPI_BYTE, &put);
+  if (put != count) {
+    return Status::IOError("MPI_File_write_at_all " + path_ + " at offset " +
+                           std::to_string(offset) + ": wrote " + std::to_string(put) + " of " +
+                           std::to_string(count) + " bytes");
+  }
+  return Status::OK();
 }
 
 Status MpiioFile::ReadBatchCollective(std::span<ReadRequest> requests) {
