@@ -38,6 +38,7 @@
 #include "hdf5_writer.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/write_in_parts.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -1359,6 +1360,42 @@ TEST_CASE("throughput: 16 files x 64 samples of 64 KiB" * doctest::skip()) {
     MESSAGE(std::string(keep ? "read (memory): " : "read (on_demand): ")
             << kFiles * kSamples / std::chrono::duration<double>(t3 - t2).count() << " samples/s");
   }
+}
+
+TEST_CASE("written in parts, the file is WriteFile's but for the root group's times") {
+  Hdf5Format format;
+  const FileSpec spec = MakeSpec("float32", {45, 31}, 19, 8, "/p/parts.hdf5");
+  MemStorage whole, parts;
+  REQUIRE(WriteSpec(format, whole, spec).ok());
+  Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 4);
+  REQUIRE(layout.ok());
+  CHECK(layout->payload_offset == 2048);
+  CHECK(layout->payload_bytes == 45 * 31 * 4 * 19);
+  const std::vector<std::byte> a = whole.Bytes(spec.path), b = parts.Bytes(spec.path);
+  REQUIRE(a.size() == b.size());
+  CHECK(layout->file_size == a.size());
+  // The root group's object header (times, checksum) lies in the first 256
+  // bytes; everything after it is the same.
+  CHECK(std::equal(a.begin() + 256, a.end(), b.begin() + 256));
+  // And it reads back as the seed's content.
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&parts));
+  REQUIRE(reader.ok());
+  const std::vector<std::byte> data = ReferenceData(spec, 45 * 31 * 4);
+  for (std::uint64_t i : {0u, 7u, 18u}) {
+    Result<SampleView> v = (*reader)->ReadSample(i);
+    REQUIRE(v.ok());
+    CHECK(std::equal(v->data.begin(), v->data.end(), data.begin() + i * 45 * 31 * 4));
+    Result<std::vector<ByteRange>> ranges = (*reader)->SampleRanges(i);
+    REQUIRE(ranges.ok());
+    REQUIRE(ranges->size() == 1);
+    CHECK((*ranges)[0].offset == 2048 + i * 45 * 31 * 4);
+  }
+  // Several datasets per record, chunks or compression: not in parts.
+  CHECK(!format.CanWriteInParts(MakeSpec("uint8", {8, 8}, 4, 1, "/p/c.hdf5", "gzip")).ok());
+  CHECK(!format
+             .CanWriteInParts(MakeSpec("uint8", {8, 8}, 4, 1, "/p/k.hdf5", "none",
+                                       {{"hdf5.num_dset_per_record", "2"}}))
+             .ok());
 }
 
 }  // namespace

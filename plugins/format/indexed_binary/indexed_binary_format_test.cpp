@@ -18,6 +18,7 @@
 #include "indexed_binary_reader.h"
 #include "indexed_binary_test_storage.h"
 #include "indexed_binary_writer.h"
+#include "iomimic/testing/write_in_parts.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -1006,6 +1007,24 @@ TEST_CASE("throughput: 16 files x 16 samples of 64 KiB" * doctest::skip()) {
               << " decode=" << decode << ": " << best << " samples/s");
     }
   }
+}
+
+TEST_CASE("written in parts, the files are WriteFile's, byte for byte") {
+  const FileSpec spec = MakeSpec("uint16", {777}, 41, 3, "/p/parts.indexed_binary");
+  IndexedBinaryFormat format(kFlavor);
+  MemStorage whole, parts;
+  REQUIRE(WriteSpec(format, whole, spec).ok());
+  Result<PayloadLayout> layout = iomimic::testing::WriteInParts(format, parts, spec, 6);
+  REQUIRE(layout.ok());
+  CHECK(layout->payload_offset == 0);
+  CHECK(layout->payload_bytes == 777 * 2 * 41);
+  for (const std::string& p : {spec.path, OffsetIndexPath(spec.path), SizeIndexPath(spec.path)}) {
+    CAPTURE(p);
+    CHECK(parts.Bytes(p) == whole.Bytes(p));
+  }
+  FileSpec gzip = spec;
+  gzip.compression = "gzip";
+  CHECK(format.CanWriteInParts(gzip).code() == StatusCode::kNotSupported);
 }
 
 }  // namespace

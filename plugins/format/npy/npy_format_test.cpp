@@ -31,6 +31,7 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/write_in_parts.h"
 #include "npy_reader.h"
 #include "npy_writer.h"
 #include "npz/npy_header.h"
@@ -1073,6 +1074,21 @@ TEST_CASE("throughput: 16 files x 16 samples of 64 KiB" * doctest::skip()) {
       MESSAGE(std::string(keep ? "memory" : "on_demand")
               << " decode=" << decode << ": " << best << " samples/s");
     }
+  }
+}
+
+TEST_CASE("written in parts, the file is WriteFile's, byte for byte") {
+  for (const char* dtype : {"uint8", "float32", "bool"}) {
+    CAPTURE(dtype);
+    const FileSpec spec = MakeSpec(dtype, {333, 7}, 29, 5, "/p/parts.npy");
+    NpyFormat format;
+    MemStorage whole, parts;
+    REQUIRE(WriteSpec(format, whole, spec).ok());
+    Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 7);
+    REQUIRE(layout.ok());
+    CHECK(layout->payload_offset == 128);
+    CHECK(layout->file_size == whole.Bytes(spec.path).size());
+    CHECK(parts.Bytes(spec.path) == whole.Bytes(spec.path));
   }
 }
 
