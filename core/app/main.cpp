@@ -88,8 +88,13 @@ std::string Printable(const std::string& text) {
   return out;
 }
 
+// Prints the one error line. In a multi-rank run whose ranks agreed on the
+// failure (every rank holds it), rank 0 alone prints it.
 int Fail(const Status& status) {
-  std::cerr << "iomimic: error: " << Printable(status.message()) << std::endl;
+  const cluster::Cluster* c = cluster::Cluster::Current();
+  if (c == nullptr || c->size() == 1 || c->rank() == 0 || !c->failure_agreed()) {
+    std::cerr << "iomimic: error: " << Printable(status.message()) << std::endl;
+  }
   return 1;
 }
 

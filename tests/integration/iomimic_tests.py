@@ -710,8 +710,8 @@ def test_mpiio_shared_generation():
     if p.returncode == 0:
         fail("the faulty shared generation succeeded")
     errors = [l for l in (p.stdout + p.stderr).splitlines() if l.startswith("iomimic: error:")]
-    if not errors or not any("700000" in l or "img_0_of_1" in l for l in errors):
-        fail("no error line naming the file/offset: %s" % errors)
+    if len(errors) != 1 or "img_0_of_1" not in errors[0] or "ENOSPC" not in errors[0]:
+        fail("expected one error line (rank 0's) naming the file and the error: %s" % errors)
     left = [n for _, _, names in os.walk(data) for n in names
             if not n.endswith(".idx")] if os.path.isdir(data) else []
     if left:

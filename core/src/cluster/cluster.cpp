@@ -50,6 +50,8 @@ Cluster& Cluster::Init(int* argc, char*** argv) {
 
 Cluster& Cluster::Get() { return g_instance != nullptr ? *g_instance : Init(nullptr, nullptr); }
 
+const Cluster* Cluster::Current() { return g_instance; }
+
 void Cluster::Finalize() {
   int initialized = 0;
   int finalized = 0;
@@ -123,9 +125,13 @@ std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) con
 Status Cluster::AgreeOnStatus(const Status& local) const {
   if (size_ == 1) return local;
   std::vector<std::string> all = AllGatherStrings(local.ok() ? std::string() : local.message());
-  if (!local.ok()) return local;
+  if (!local.ok()) {
+    failure_agreed_ = true;
+    return local;
+  }
   for (int r = 0; r < size_; ++r) {
     if (!all[r].empty()) {
+      failure_agreed_ = true;
       return Status::Aborted("rank " + std::to_string(r) + " failed: " + all[r]);
     }
   }

@@ -22,6 +22,8 @@ class Cluster {
   static Cluster& Init(int* argc, char*** argv);
   // The instance after Init; initialises without arguments if needed.
   static Cluster& Get();
+  // The instance if Init ran, else null (never initialises MPI).
+  static const Cluster* Current();
   // Finalises MPI. Call once at exit.
   static void Finalize();
 
@@ -45,6 +47,9 @@ class Cluster {
   // Returns OK on every rank only if `local` is OK on every rank. Otherwise
   // every rank gets an error: its own, or "aborted: rank N failed: <msg>".
   Status AgreeOnStatus(const Status& local) const;
+  // True once AgreeOnStatus has returned an error here: every rank then
+  // holds the failure, and rank 0 alone needs to report it.
+  bool failure_agreed() const { return failure_agreed_; }
   // The per-step barrier: every rank enters with its own failure flag and
   // learns whether any rank failed (an allreduce, as cheap as a barrier).
   bool BarrierAnyFailed(bool local_failed) const;
@@ -59,6 +64,7 @@ class Cluster {
   int host_index_ = 0;
   int ranks_on_host_ = 1;
   std::string hostname_;
+  mutable bool failure_agreed_ = false;
 };
 
 }  // namespace iomimic::cluster
