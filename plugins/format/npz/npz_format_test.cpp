@@ -645,6 +645,99 @@ TEST_CASE("decode off returns sizes only") {
   CHECK(s->bytes == 6 * 5 * 4);
 }
 
+// A back end whose Allocate() hands out "device" buffers (host memory marked
+// kDevice, so the test can run anywhere) and which records, per read, whether
+// the destination was one of them.
+class DeviceLikeStorage final : public Storage {
+ public:
+  explicit DeviceLikeStorage(Storage* inner) : inner_(inner) {}
+  std::string name() const override { return "device-like"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities c = inner_->capabilities();
+    c.device_memory = true;
+    return c;
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> f, inner_->Open(path, options));
+    return std::unique_ptr<File>(new Recording(std::move(f), this));
+  }
+  Status CreateDirectories(const std::string& p) override { return inner_->CreateDirectories(p); }
+  Status Remove(const std::string& p) override { return inner_->Remove(p); }
+  Status Rename(const std::string& a, const std::string& b) override {
+    return inner_->Rename(a, b);
+  }
+  Result<FileInfo> Stat(const std::string& p) override { return inner_->Stat(p); }
+  Result<Buffer> Allocate(std::size_t size) override {
+    auto* block = new std::byte[size];
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.push_back({block, size});
+    return Buffer(
+        block, size, [](void*, void* data, std::size_t) { delete[] static_cast<std::byte*>(data); },
+        nullptr, MemoryKind::kDevice);
+  }
+  std::uint64_t device_bytes() const { return device_bytes_; }
+  std::uint64_t host_bytes() const { return host_bytes_; }
+
+ private:
+  class Recording final : public File {
+   public:
+    Recording(std::unique_ptr<File> inner, DeviceLikeStorage* owner)
+        : inner_(std::move(inner)), owner_(owner) {}
+    Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> dst) override {
+      IOMIMIC_ASSIGN_OR_RETURN(std::size_t n, inner_->ReadAt(offset, dst));
+      (owner_->IsDevice(dst.data()) ? owner_->device_bytes_ : owner_->host_bytes_) += n;
+      return n;
+    }
+    Status WriteAt(std::uint64_t offset, std::span<const std::byte> src) override {
+      return inner_->WriteAt(offset, src);
+    }
+    Status Sync() override { return inner_->Sync(); }
+    Result<std::uint64_t> Size() override { return inner_->Size(); }
+    Status Close() override { return inner_->Close(); }
+    const std::string& path() const override { return inner_->path(); }
+
+   private:
+    std::unique_ptr<File> inner_;
+    DeviceLikeStorage* owner_;
+  };
+  bool IsDevice(const std::byte* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [block, size] : blocks_) {
+      if (p >= block && p < block + size) return true;
+    }
+    return false;
+  }
+  Storage* inner_;
+  std::mutex mu_;
+  std::vector<std::pair<std::byte*, std::size_t>> blocks_;
+  std::uint64_t device_bytes_ = 0;
+  std::uint64_t host_bytes_ = 0;
+};
+
+TEST_CASE("decode off on a device-memory back end: stored data land in its buffers") {
+  NpzFormat format;
+  MemStorage mem;
+  FileSpec spec = MakeSpec("uint8", {512, 512}, 3, 4, "none", "/dev.npz");
+  REQUIRE(WriteSpec(format, mem, spec).ok());
+  DeviceLikeStorage device(&mem);
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, Options(&device, false, false, 64 << 10));
+  REQUIRE(reader.ok());
+  REQUIRE((*reader)->ReadSample(1).ok());
+  // The headers (probe, ZIP records, NPY header) are read on the host; the
+  // array's bytes after the first probe go to the device buffers.
+  CHECK(device.device_bytes() >= 3 * 512 * 512 - 4096);
+  CHECK(device.host_bytes() <= 3 * 4096);
+  // Compressed members must be inflated on the host: host reads only.
+  FileSpec zipped = MakeSpec("uint8", {64, 64}, 2, 4, "zip", "/dev-zip.npz");
+  REQUIRE(WriteSpec(format, mem, zipped).ok());
+  DeviceLikeStorage device2(&mem);
+  reader = format.OpenReader(zipped.path, Options(&device2, false));
+  REQUIRE(reader.ok());
+  REQUIRE((*reader)->ReadSample(0).ok());
+  CHECK(device2.device_bytes() == 0);
+}
+
 TEST_CASE("out of range index") {
   NpzFormat format;
   MemStorage storage;

@@ -234,12 +234,13 @@ Status MemberStream::Read(std::span<std::byte> out) {
   return Status::OK();
 }
 
-Status MemberStream::SkipRest() {
+Status MemberStream::SkipRest(std::span<std::byte> sink) {
   pending_ = {};
+  if (sink.empty()) sink = staging_;
   while (raw_pos_ < end_) {
     const std::uint64_t chunk_end = ChunkEnd(raw_pos_);
     IOMIMIC_RETURN_IF_ERROR(
-        ReadRaw(raw_pos_, staging_.first(static_cast<std::size_t>(chunk_end - raw_pos_))));
+        ReadRaw(raw_pos_, sink.first(static_cast<std::size_t>(chunk_end - raw_pos_))));
     raw_pos_ = chunk_end;
   }
   return Status::OK();
@@ -626,6 +627,18 @@ Status NpzReader::FinishLoad() {
     }
     if (bytes > 0) IOMIMIC_RETURN_IF_ERROR(stream_.Read(payload_.span().first(bytes)));
     IOMIMIC_RETURN_IF_ERROR(stream_.Finish());
+  } else if (member_.method == zip::kMethodStored && storage_->capabilities().device_memory) {
+    // Stored bytes need no host: read them where the back end wants them.
+    if (sink_.size() < staging_.size()) {
+      sink_.Reset();
+      Result<Buffer> made = storage_->Allocate(staging_.size());
+      if (!made.ok()) {
+        return made.status().WithContext("npz: allocating " + std::to_string(staging_.size()) +
+                                         " bytes for " + path_);
+      }
+      sink_ = std::move(made).value();
+    }
+    IOMIMIC_RETURN_IF_ERROR(stream_.SkipRest(sink_.span().first(staging_.size())));
   } else {
     IOMIMIC_RETURN_IF_ERROR(stream_.SkipRest());
   }

@@ -66,8 +66,10 @@ class MemberStream {
   // ends first or its deflate data are invalid).
   Status Read(std::span<std::byte> out);
 
-  // Reads the member's remaining stored bytes from storage without decoding.
-  Status SkipRest();
+  // Reads the member's remaining stored bytes from storage without decoding,
+  // into `sink` (at least one transfer chunk; the staging buffer when empty).
+  // Nothing on the host looks at them, so the sink may be device memory.
+  Status SkipRest(std::span<std::byte> sink = {});
 
   // After the last Read: checks the member ends here (deflate stream end,
   // uncompressed size) and, with check_crc, its CRC-32.
@@ -165,7 +167,11 @@ class NpzReader final : public FileReader {
   Buffer probe_;    // kProbeSize bytes
   Buffer staging_;  // min(transfer size, member size) bytes; grows when needed
   Buffer payload_;  // the x array data (decode only); grows when needed
-  Buffer sample_;   // gathered sample; grows when needed
+  // Without decoding, on a back end whose buffers live in device memory: where
+  // a stored member's bytes are read to (storage.Allocate, so the back end's
+  // device path moves them; staging_ stays host memory for the headers).
+  Buffer sink_;
+  Buffer sample_;  // gathered sample; grows when needed
   MemberStream stream_;
 };
 
