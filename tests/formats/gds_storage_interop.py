@@ -131,6 +131,12 @@ def check_gds_run(out, stderr, gpu, direct):
     host_bytes, host_reads = int(r.group(6)), int(r.group(7))
     if r.group(1) != path:
         fail("the statistics line names path %r, summary.json %r" % (r.group(1), path))
+    stats = storage.get("statistics", {})
+    if stats.get("gds_staged_bytes") != staged or stats.get("gds_host_bytes") != host_bytes:
+        fail("summary.json's storage statistics %s differ from the report line (%d staged, "
+             "%d host)" % (stats, staged, host_bytes))
+    if not stats.get("gds_storage_seconds", 0) > 0:
+        fail("no storage time in the statistics: %s" % stats)
     if staged + host_bytes != io["bytes_read"]:
         fail("gds accounted %d staged + %d host bytes, the core counted %d read"
              % (staged, host_bytes, io["bytes_read"]))

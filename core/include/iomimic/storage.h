@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "iomimic/buffer.h"
 #include "iomimic/status.h"
@@ -46,6 +47,13 @@ struct ReadRequest {
   std::span<std::byte> destination;
   std::size_t bytes_read = 0;
   Status status;
+};
+
+// A figure a back end measured, for the results (summary.json:
+// iomimic.plugins.storage.statistics, each summed over the ranks).
+struct StorageStatistic {
+  std::string name;  // snake_case ending in its unit: "staged_bytes", "h2d_seconds"
+  double value = 0;
 };
 
 struct FileInfo {
@@ -166,6 +174,12 @@ class Storage {
 
   // Size and type of `path`; kNotFound if it does not exist.
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
+
+  // What the back end measured so far on this rank (bytes staged, time spent
+  // in a copy, faults injected...): figures the core cannot count itself.
+  // Names are the same on every rank. Decorators report their inner back
+  // end's and add their own. Thread-safe. Empty by default.
+  virtual std::vector<StorageStatistic> Statistics() const { return {}; }
 
   // Returns a buffer of `size` bytes that this back end reads into directly
   // (aligned, pinned or device memory as it needs). Host buffers

@@ -32,10 +32,10 @@ struct IoCounters {
 
 // A snapshot of the plain counters (for per-phase deltas).
 struct IoSnapshot {
-  std::uint64_t opens = 0, read_ops = 0, read_bytes = 0, write_ops = 0, write_bytes = 0,
-                syncs = 0, errors = 0;
+  std::uint64_t opens = 0, read_ops = 0, read_bytes = 0, write_ops = 0, write_bytes = 0, syncs = 0,
+                errors = 0;
   IoSnapshot operator-(const IoSnapshot& o) const {
-    return {opens - o.opens,         read_ops - o.read_ops, read_bytes - o.read_bytes,
+    return {opens - o.opens,         read_ops - o.read_ops,       read_bytes - o.read_bytes,
             write_ops - o.write_ops, write_bytes - o.write_bytes, syncs - o.syncs,
             errors - o.errors};
   }
@@ -49,13 +49,16 @@ class CountingStorage final : public Storage {
   std::string name() const override { return inner_->name(); }
   StorageCapabilities capabilities() const override { return inner_->capabilities(); }
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
-  Status CreateDirectories(const std::string& path) override { return inner_->CreateDirectories(path); }
+  Status CreateDirectories(const std::string& path) override {
+    return inner_->CreateDirectories(path);
+  }
   Status Remove(const std::string& path) override { return inner_->Remove(path); }
   Status Rename(const std::string& from, const std::string& to) override {
     return inner_->Rename(from, to);
   }
   Result<FileInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
   Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
+  std::vector<StorageStatistic> Statistics() const override { return inner_->Statistics(); }
 
   IoCounters& counters() { return counters_; }
   IoSnapshot Snapshot() const;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,42 @@ std::string YamlQuote(const std::string& s) {
       out += ch;
   }
   return out + "'";
+}
+
+// A back end's statistics summed over the ranks, in rank 0's order. Gathered
+// as text so that a rank with other names (a bug) cannot derail the
+// collective: names missing on rank 0 are ignored.
+std::vector<std::pair<std::string, double>> SumStatistics(const std::vector<StorageStatistic>& mine,
+                                                          const cluster::Cluster& cluster) {
+  std::string encoded;
+  for (const StorageStatistic& s : mine) {
+    char value[64];
+    std::snprintf(value, sizeof(value), "%.17g", s.value);
+    encoded += s.name + "=" + value + "\n";
+  }
+  std::vector<std::pair<std::string, double>> out;
+  std::map<std::string, std::size_t> index;
+  std::vector<std::string> all = cluster.AllGatherStrings(encoded);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::size_t at = 0;
+    while (at < all[r].size()) {
+      const std::size_t end = all[r].find('\n', at);
+      const std::string line = all[r].substr(at, end - at);
+      at = end == std::string::npos ? all[r].size() : end + 1;
+      const std::size_t eq = line.rfind('=');
+      if (eq == std::string::npos) continue;
+      const std::string name = line.substr(0, eq);
+      const double value = std::strtod(line.c_str() + eq + 1, nullptr);
+      auto it = index.find(name);
+      if (it != index.end()) {
+        out[it->second].second += value;
+      } else if (r == 0) {
+        index[name] = out.size();
+        out.emplace_back(name, value);
+      }
+    }
+  }
+  return out;
 }
 
 json PluginJson(const plugin::PluginInfo& info, const std::map<std::string, std::string>& options) {
@@ -328,6 +365,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   metrics::LatencyHistogram read_lat =
       MergeHistogram(session.storage().counters().read_latency, cluster);
   const double peak_rss = cluster.MaxDouble(PeakRssMiB());
+  const std::vector<std::pair<std::string, double>> storage_stats =
+      SumStatistics(session.storage().Statistics(), cluster);
   const std::uint64_t gen_written =
       cluster.SumU64(outcome.generate ? outcome.generate->files_written : 0);
   std::vector<std::uint64_t> gen_bytes_by_rank(static_cast<std::size_t>(cluster.size()), 0);
@@ -634,6 +673,18 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   storage["data_path"] = caps.data_path;
   storage["chain"] = session.storage_chain();
   storage["alignment"] = caps.alignment;
+  if (!storage_stats.empty()) {
+    json stats = json::object();
+    for (const auto& [name, value] : storage_stats) {
+      // Counts stay integers; times and the like are numbers.
+      if (value >= 0 && value < 9007199254740992.0 && std::floor(value) == value) {
+        stats[name] = static_cast<std::uint64_t>(value);
+      } else {
+        stats[name] = Num(value);
+      }
+    }
+    storage["statistics"] = stats;  // the back end's own figures, summed over ranks
+  }
   plugins["storage"] = storage;
   plugins["format"] = PluginJson(session.format_info(), c.dataset.options);
   io_json["plugins"] = plugins;

@@ -101,6 +101,7 @@ class ForwardingStorage : public Storage {
     return inner_->Rename(from, to);
   }
   Result<FileInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  std::vector<StorageStatistic> Statistics() const override { return inner_->Statistics(); }
   // Buffers come from the inner back end: it knows its alignment and memory.
   Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
 

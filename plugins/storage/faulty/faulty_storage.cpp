@@ -157,6 +157,13 @@ Status FaultyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> sour
   });
 }
 
+std::vector<StorageStatistic> FaultyStorage::Statistics() const {
+  std::vector<StorageStatistic> out = ForwardingStorage::Statistics();
+  out.push_back({"faulty_eligible_operations", static_cast<double>(eligible_operations())});
+  out.push_back({"faulty_injected_faults", static_cast<double>(injected())});
+  return out;
+}
+
 Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
   return decorator::Guard("faulty", "writing", path(), [&]() -> Status {
     const Fault fault =

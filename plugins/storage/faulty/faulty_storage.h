@@ -100,6 +100,9 @@ class FaultyStorage final : public decorator::ForwardingStorage {
                        std::uint64_t length, const Fault& fault) const;
 
   const FaultyOptions& options() const { return options_; }
+  // The inner back end's figures plus eligible_operations and
+  // injected_faults.
+  std::vector<StorageStatistic> Statistics() const override;
   // Operations numbered and failures injected so far.
   std::uint64_t eligible_operations() const { return counter_.load(); }
   std::uint64_t injected() const { return injected_.load(); }

@@ -97,6 +97,15 @@ TEST_CASE("faulty: eio on writes with operations=write") {
   REQUIRE_FALSE(s.ok());
   CHECK(s.code() == StatusCode::kIOError);
   CHECK(Contains(s.message(), "injected EIO: write of 10 bytes at offset 20 in /w"));
+  // The results get the count (summary.json: plugins.storage.statistics).
+  bool found = false;
+  for (const iomimic::StorageStatistic& stat : storage->Statistics()) {
+    if (stat.name == "faulty_injected_faults") {
+      found = true;
+      CHECK(stat.value == 1);
+    }
+  }
+  CHECK(found);
   Fill(mem, "/r", 100);
   auto r = storage->Open("/r", {OpenMode::kRead});
   CHECK((*r)->ReadAt(0, buf).ok());

@@ -716,6 +716,20 @@ GdsStats GdsStorage::stats() const {
   return s;
 }
 
+std::vector<StorageStatistic> GdsStorage::Statistics() const {
+  const GdsStats s = stats();
+  return {
+      {"gds_staged_bytes", static_cast<double>(s.device_bytes)},
+      {"gds_device_reads", static_cast<double>(s.device_reads)},
+      {"gds_storage_seconds", s.storage_seconds},
+      {"gds_h2d_seconds", s.h2d_seconds},
+      {"gds_host_bytes", static_cast<double>(s.host_bytes)},
+      {"gds_host_reads", static_cast<double>(s.host_reads)},
+      {"gds_device_allocations", static_cast<double>(s.allocations)},
+      {"gds_allocation_cache_hits", static_cast<double>(s.allocation_cache_hits)},
+  };
+}
+
 std::string GdsStorage::ReportLine() const {
   const GdsStats s = stats();
   char text[1024];

@@ -77,6 +77,10 @@ class GdsStorage final : public Storage {
   const std::string& path_reason() const;
   // A snapshot of the counters. Thread-safe.
   GdsStats stats() const;
+  // stats() for the results: gds_staged_bytes, gds_device_reads,
+  // gds_storage_seconds, gds_h2d_seconds, gds_host_bytes, gds_host_reads,
+  // gds_device_allocations, gds_allocation_cache_hits.
+  std::vector<StorageStatistic> Statistics() const override;
   // The report line (what report=true logs at destruction).
   std::string ReportLine() const;
 

@@ -122,13 +122,18 @@ class PosixStorage final : public Storage {
     return caps;
   }
 
-  Result<std::unique_ptr<File>> Open(const std::string& path,
-                                     const OpenOptions& options) override {
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
     int flags = O_CLOEXEC;
     switch (options.mode) {
-      case OpenMode::kRead: flags |= O_RDONLY; break;
-      case OpenMode::kWrite: flags |= O_WRONLY | O_CREAT | O_TRUNC; break;
-      case OpenMode::kReadWrite: flags |= O_RDWR | O_CREAT; break;
+      case OpenMode::kRead:
+        flags |= O_RDONLY;
+        break;
+      case OpenMode::kWrite:
+        flags |= O_WRONLY | O_CREAT | O_TRUNC;
+        break;
+      case OpenMode::kReadWrite:
+        flags |= O_RDWR | O_CREAT;
+        break;
     }
     int fd;
     do {
@@ -139,9 +144,14 @@ class PosixStorage final : public Storage {
     if (advice == kNoAdvice) {
       switch (options.hint) {
         case AccessHint::kSequential:
-        case AccessHint::kWholeFile: advice = POSIX_FADV_SEQUENTIAL; break;
-        case AccessHint::kRandom: advice = POSIX_FADV_RANDOM; break;
-        case AccessHint::kNormal: break;
+        case AccessHint::kWholeFile:
+          advice = POSIX_FADV_SEQUENTIAL;
+          break;
+        case AccessHint::kRandom:
+          advice = POSIX_FADV_RANDOM;
+          break;
+        case AccessHint::kNormal:
+          break;
       }
     }
     if (advice != kNoAdvice) (void)::posix_fadvise(fd, 0, 0, advice);
@@ -220,12 +230,12 @@ Result<std::unique_ptr<Storage>> CreatePosixStorage(const PluginContext& context
 
 namespace {
 const IomimicOptionSpec kPosixOptions[] = {
-    {"fadvise", "string", "", "posix_fadvise at open: none, sequential, random, willneed, dontneed"},
+    {"fadvise", "string", "",
+     "posix_fadvise at open: none, sequential, random, willneed, dontneed"},
     {"drop_cache_on_close", "bool", "false", "fadvise(DONTNEED) when a read-only file closes"},
     {"sync_on_close", "bool", "false", "fsync files opened for writing when they close"},
 };
 }  // namespace
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("posix", "1.0.0", "buffered POSIX I/O with pread/pwrite",
-                              IOMIMIC_CAP_NONE, kPosixOptions,
-                              &iomimic::posix::CreatePosixStorage);
+                              IOMIMIC_CAP_NONE, kPosixOptions, &iomimic::posix::CreatePosixStorage);
