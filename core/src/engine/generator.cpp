@@ -141,15 +141,25 @@ Status WriteSharedPayload(Session& session, const FileSpec& spec, const PayloadL
   constexpr std::uint64_t kUnit = 4096;
   const std::uint64_t part =
       ((layout.payload_bytes + ranks - 1) / ranks + kUnit - 1) / kUnit * kUnit;
-  const std::uint64_t begin = std::min(layout.payload_bytes, rank * part);
-  const std::uint64_t end = std::min(layout.payload_bytes, begin + part);
+  // Slice boundaries fall on 4 KiB multiples of the file, not of the payload
+  // (npy's payload starts at byte 128), so no two ranks share a block.
+  auto boundary = [&](std::uint64_t r) {
+    if (r == 0) return std::uint64_t{0};
+    const std::uint64_t at = layout.payload_offset + std::min(layout.payload_bytes, r * part);
+    const std::uint64_t aligned = (at + kUnit - 1) / kUnit * kUnit - layout.payload_offset;
+    return std::min(layout.payload_bytes, aligned);
+  };
+  const std::uint64_t begin = boundary(rank);
+  const std::uint64_t end = rank + 1 == ranks ? layout.payload_bytes : boundary(rank + 1);
   std::uint64_t chunk = kSharedChunk;
   if (auto it = spec.parameters.find("generation_buffer_size"); it != spec.parameters.end()) {
     chunk = std::clamp<std::uint64_t>(std::strtoull(it->second.c_str(), nullptr, 10), kUnit,
                                       kSharedChunk);
   }
   chunk = std::min(chunk, std::max<std::uint64_t>(part, 1));
-  const std::uint64_t rounds = (part + chunk - 1) / chunk;
+  // Every rank makes the same number of rounds: enough for the largest slice
+  // (at most part + kUnit bytes after alignment).
+  const std::uint64_t rounds = (part + kUnit + chunk - 1) / chunk;
 
   OpenOptions options;
   options.mode = OpenMode::kReadWrite;

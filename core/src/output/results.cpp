@@ -677,7 +677,8 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     json stats = json::object();
     for (const auto& [name, value] : storage_stats) {
       // Counts stay integers; times and the like are numbers.
-      if (value >= 0 && value < 9007199254740992.0 && std::floor(value) == value) {
+      const bool seconds = name.size() >= 8 && name.compare(name.size() - 8, 8, "_seconds") == 0;
+      if (!seconds && value >= 0 && value < 9007199254740992.0 && std::floor(value) == value) {
         stats[name] = static_cast<std::uint64_t>(value);
       } else {
         stats[name] = Num(value);

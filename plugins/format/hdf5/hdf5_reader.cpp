@@ -342,6 +342,12 @@ Result<std::vector<ByteRange>> Hdf5Reader::SampleRanges(std::uint64_t index) {
   } catch (const std::bad_alloc&) {
     AbortFile();
     return Status::ResourceExhausted("hdf5: out of memory describing a sample of " + path_);
+  } catch (const std::exception& e) {
+    AbortFile();
+    return Status::Internal("hdf5: describing a sample of " + path_ + ": " + e.what());
+  } catch (...) {
+    AbortFile();
+    return Status::Internal("hdf5: describing a sample of " + path_ + ": unknown exception");
   }
 }
 

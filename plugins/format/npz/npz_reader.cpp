@@ -632,13 +632,11 @@ Status NpzReader::FinishLoad() {
     if (sink_.size() < staging_.size()) {
       sink_.Reset();
       Result<Buffer> made = storage_->Allocate(staging_.size());
-      if (!made.ok()) {
-        return made.status().WithContext("npz: allocating " + std::to_string(staging_.size()) +
-                                         " bytes for " + path_);
-      }
-      sink_ = std::move(made).value();
+      if (made.ok()) sink_ = std::move(made).value();  // else: host staging below
     }
-    IOMIMIC_RETURN_IF_ERROR(stream_.SkipRest(sink_.span().first(staging_.size())));
+    IOMIMIC_RETURN_IF_ERROR(sink_.size() >= staging_.size()
+                                ? stream_.SkipRest(sink_.span().first(staging_.size()))
+                                : stream_.SkipRest());
   } else {
     IOMIMIC_RETURN_IF_ERROR(stream_.SkipRest());
   }
