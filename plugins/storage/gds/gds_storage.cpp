@@ -585,10 +585,7 @@ StorageCapabilities GdsStorage::capabilities() const {
 Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
                                                const OpenOptions& options) {
   auto open_fd = [&](int flags, bool direct) -> Result<int> {
-    int fd;
-    do {
-      fd = ::open(path.c_str(), flags | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = OpenRetrying(path, flags | (direct ? O_DIRECT : 0));
     if (fd >= 0) return fd;
     const int err = errno;
     if (direct && err == EINVAL) {
@@ -651,34 +648,6 @@ Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
     if (write_fd >= 0 && write_fd != read_fd) ::close(write_fd);
     return Status::ResourceExhausted("out of memory opening " + path);
   }
-}
-
-Status GdsStorage::CreateDirectories(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
-  return Status::OK();
-}
-
-Status GdsStorage::Remove(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
-  return Status::OK();
-}
-
-Status GdsStorage::Rename(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + from + " -> " + to);
-  }
-  return Status::OK();
-}
-
-Result<FileInfo> GdsStorage::Stat(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  FileInfo info;
-  info.size = static_cast<std::uint64_t>(st.st_size);
-  info.is_directory = S_ISDIR(st.st_mode);
-  return info;
 }
 
 Result<Buffer> GdsStorage::Allocate(std::size_t size) {

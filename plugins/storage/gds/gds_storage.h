@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 
+#include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::gds {
@@ -50,7 +51,7 @@ struct GdsStats {
 
 struct State;  // shared by the storage, its files and its buffers
 
-class GdsStorage final : public Storage {
+class GdsStorage final : public FileSystemStorage {
  public:
   // Parses the options, picks the data path and prepares it. A forced mode
   // that cannot work here fails with NotSupported naming what is missing.
@@ -62,10 +63,6 @@ class GdsStorage final : public Storage {
   std::string name() const override { return "gds"; }
   StorageCapabilities capabilities() const override;
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
-  Status CreateDirectories(const std::string& path) override;
-  Status Remove(const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Result<FileInfo> Stat(const std::string& path) override;
   // Device memory (MemoryKind::kDevice), whatever the data path.
   Result<Buffer> Allocate(std::size_t size) override;
 

@@ -312,23 +312,8 @@ StorageCapabilities MmapStorage::capabilities() const {
 Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
                                                 const OpenOptions& options) {
   return Guarded("opening", path, [&]() -> Result<std::unique_ptr<File>> {
-    int flags = O_CLOEXEC;
-    switch (options.mode) {
-      case OpenMode::kRead:
-        flags |= O_RDONLY;
-        break;
-      // Mapping for reads needs a readable descriptor.
-      case OpenMode::kWrite:
-        flags |= O_RDWR | O_CREAT | O_TRUNC;
-        break;
-      case OpenMode::kReadWrite:
-        flags |= O_RDWR | O_CREAT;
-        break;
-    }
-    int fd;
-    do {
-      fd = ::open(path.c_str(), flags, 0644);
-    } while (fd < 0 && errno == EINTR);
+    // Mapping for reads needs a readable descriptor, also when writing.
+    const int fd = OpenRetrying(path, OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -343,34 +328,6 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
                                               AdviceFor(options_.advice, options.hint),
                                               static_cast<std::uint64_t>(st.st_size)));
   });
-}
-
-Status MmapStorage::CreateDirectories(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
-  return Status::OK();
-}
-
-Status MmapStorage::Remove(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
-  return Status::OK();
-}
-
-Status MmapStorage::Rename(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + from + " -> " + to);
-  }
-  return Status::OK();
-}
-
-Result<FileInfo> MmapStorage::Stat(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  FileInfo info;
-  info.size = static_cast<std::uint64_t>(st.st_size);
-  info.is_directory = S_ISDIR(st.st_mode);
-  return info;
 }
 
 Result<std::unique_ptr<Storage>> CreateMmapStorage(const PluginContext& context) {

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 
+#include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::mmap {
@@ -135,7 +136,7 @@ class MmapFile final : public File {
   std::uint64_t advised_until_ = 0;  // MADV_WILLNEED given up to here (this mapping)
 };
 
-class MmapStorage final : public Storage {
+class MmapStorage final : public FileSystemStorage {
  public:
   explicit MmapStorage(const MmapOptions& options);
   ~MmapStorage() override = default;
@@ -143,10 +144,6 @@ class MmapStorage final : public Storage {
   std::string name() const override { return "mmap"; }
   StorageCapabilities capabilities() const override;
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
-  Status CreateDirectories(const std::string& path) override;
-  Status Remove(const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Result<FileInfo> Stat(const std::string& path) override;
 
   MmapStats stats() const { return limiter_.stats(); }
 

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::mpiio {
@@ -156,7 +157,7 @@ class MpiioFile final : public File {
   MpiioStorage* owner_;
 };
 
-class MpiioStorage final : public Storage {
+class MpiioStorage final : public FileSystemStorage {
  public:
   explicit MpiioStorage(const Options& options) : options_(options) {
     MPI_Info_create(&info_);
@@ -223,25 +224,6 @@ class MpiioStorage final : public Storage {
       }
     }
     return std::unique_ptr<File>(new MpiioFile(handle, path, this));
-  }
-
-  Status CreateDirectories(const std::string& path) override {
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    return ec ? Status::FromErrno(ec.value(), "mkdir -p " + path) : Status::OK();
-  }
-  Status Remove(const std::string& path) override {
-    return ::unlink(path.c_str()) == 0 ? Status::OK() : Status::FromErrno(errno, "unlink " + path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return ::rename(from.c_str(), to.c_str()) == 0
-               ? Status::OK()
-               : Status::FromErrno(errno, "rename " + from + " -> " + to);
-  }
-  Result<FileInfo> Stat(const std::string& path) override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-    return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
   }
 
   Mode mode() const { return options_.mode; }

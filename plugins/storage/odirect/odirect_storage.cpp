@@ -621,23 +621,8 @@ std::size_t OdirectStorage::contexts_created() const {
 Result<std::unique_ptr<File>> OdirectStorage::Open(const std::string& path,
                                                    const OpenOptions& options) {
   return Guarded("opening", path, [&]() -> Result<std::unique_ptr<File>> {
-    int flags = O_CLOEXEC | O_DIRECT;
-    switch (options.mode) {
-      case OpenMode::kRead:
-        flags |= O_RDONLY;
-        break;
-      // Read-modify-write of partial blocks needs read access.
-      case OpenMode::kWrite:
-        flags |= O_RDWR | O_CREAT | O_TRUNC;
-        break;
-      case OpenMode::kReadWrite:
-        flags |= O_RDWR | O_CREAT;
-        break;
-    }
-    int fd;
-    do {
-      fd = ::open(path.c_str(), flags, 0644);
-    } while (fd < 0 && errno == EINTR);
+    // Read-modify-write of partial blocks needs read access, also when writing.
+    const int fd = OpenRetrying(path, O_DIRECT | OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) {
       if (errno == EINVAL) {
         return Status::NotSupported("open " + path +
@@ -660,34 +645,6 @@ Result<std::unique_ptr<File>> OdirectStorage::Open(const std::string& path,
                                                  QueryDioAlignment(fd),
                                                  static_cast<std::uint64_t>(st.st_size)));
   });
-}
-
-Status OdirectStorage::CreateDirectories(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
-  return Status::OK();
-}
-
-Status OdirectStorage::Remove(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
-  return Status::OK();
-}
-
-Status OdirectStorage::Rename(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + from + " -> " + to);
-  }
-  return Status::OK();
-}
-
-Result<FileInfo> OdirectStorage::Stat(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  FileInfo info;
-  info.size = static_cast<std::uint64_t>(st.st_size);
-  info.is_directory = S_ISDIR(st.st_mode);
-  return info;
 }
 
 Result<Buffer> OdirectStorage::Allocate(std::size_t size) {

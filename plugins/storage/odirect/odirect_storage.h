@@ -55,6 +55,7 @@
 
 #include "buffer_cache.h"
 #include "io_queue.h"
+#include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::odirect {
@@ -163,7 +164,7 @@ class OdirectFile final : public File {
   bool tail_valid_ = false;
 };
 
-class OdirectStorage final : public Storage {
+class OdirectStorage final : public FileSystemStorage {
  public:
   // `first_queue` is the probe queue the factory made; it seeds the pool.
   OdirectStorage(const OdirectOptions& options, EngineKind engine,
@@ -173,10 +174,6 @@ class OdirectStorage final : public Storage {
   std::string name() const override { return "odirect"; }
   StorageCapabilities capabilities() const override;
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
-  Status CreateDirectories(const std::string& path) override;
-  Status Remove(const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Result<FileInfo> Stat(const std::string& path) override;
   Result<Buffer> Allocate(std::size_t size) override;
 
   const OdirectOptions& options() const { return options_; }

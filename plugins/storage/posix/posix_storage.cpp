@@ -19,6 +19,7 @@
 #include <string>
 #include <system_error>
 
+#include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::posix {
@@ -109,7 +110,7 @@ class PosixFile final : public File {
   PosixOptions options_;
 };
 
-class PosixStorage final : public Storage {
+class PosixStorage final : public FileSystemStorage {
  public:
   explicit PosixStorage(const PosixOptions& options) : options_(options) {}
 
@@ -123,22 +124,7 @@ class PosixStorage final : public Storage {
   }
 
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    int flags = O_CLOEXEC;
-    switch (options.mode) {
-      case OpenMode::kRead:
-        flags |= O_RDONLY;
-        break;
-      case OpenMode::kWrite:
-        flags |= O_WRONLY | O_CREAT | O_TRUNC;
-        break;
-      case OpenMode::kReadWrite:
-        flags |= O_RDWR | O_CREAT;
-        break;
-    }
-    int fd;
-    do {
-      fd = ::open(path.c_str(), flags, 0644);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = OpenRetrying(path, OpenFlags(options.mode));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
     int advice = options_.fadvise;
     if (advice == kNoAdvice) {
@@ -161,34 +147,6 @@ class PosixStorage final : public Storage {
     }
     return std::unique_ptr<File>(
         new PosixFile(fd, path, options.mode != OpenMode::kRead, options_));
-  }
-
-  Status CreateDirectories(const std::string& path) override {
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
-    return Status::OK();
-  }
-
-  Status Remove(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
-    return Status::OK();
-  }
-
-  Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) {
-      return Status::FromErrno(errno, "rename " + from + " -> " + to);
-    }
-    return Status::OK();
-  }
-
-  Result<FileInfo> Stat(const std::string& path) override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-    FileInfo info;
-    info.size = static_cast<std::uint64_t>(st.st_size);
-    info.is_directory = S_ISDIR(st.st_mode);
-    return info;
   }
 
  private:

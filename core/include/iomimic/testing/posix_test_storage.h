@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "iomimic/file_system.h"
 #include "iomimic/storage.h"
 
 namespace iomimic::testing {
@@ -76,8 +77,8 @@ class PosixFile final : public File {
   std::string path_;
 };
 
-// Opens files with open(2); metadata through std::filesystem and libc.
-class PosixStorage final : public Storage {
+// Opens files with open(2); metadata from FileSystemStorage.
+class PosixStorage final : public FileSystemStorage {
  public:
   std::string name() const override { return "posix-test"; }
   StorageCapabilities capabilities() const override {
@@ -86,38 +87,9 @@ class PosixStorage final : public Storage {
     return c;
   }
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    int flags = O_CLOEXEC;
-    switch (options.mode) {
-      case OpenMode::kRead:
-        flags |= O_RDONLY;
-        break;
-      case OpenMode::kWrite:
-        flags |= O_WRONLY | O_CREAT | O_TRUNC;
-        break;
-      case OpenMode::kReadWrite:
-        flags |= O_RDWR | O_CREAT;
-        break;
-    }
-    const int fd = ::open(path.c_str(), flags, 0644);
+    const int fd = OpenRetrying(path, OpenFlags(options.mode));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
     return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path));
-  }
-  Status CreateDirectories(const std::string& path) override {
-    std::error_code ec;
-    fs::create_directories(path, ec);
-    return ec ? Status::IOError(path + ": " + ec.message()) : Status::OK();
-  }
-  Status Remove(const std::string& path) override {
-    return ::unlink(path.c_str()) == 0 ? Status::OK() : Status::FromErrno(errno, "unlink " + path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return ::rename(from.c_str(), to.c_str()) == 0 ? Status::OK()
-                                                   : Status::FromErrno(errno, "rename " + from);
-  }
-  Result<FileInfo> Stat(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-    return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
   }
 };
 

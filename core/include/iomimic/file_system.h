@@ -1,0 +1,86 @@
+// iomimic plugin SDK: what back ends whose files live in a file system share
+// (posix, odirect, mmap, gds, mpiio and the tests' POSIX storage): the
+// metadata calls as plain POSIX calls, and open(2) the same way everywhere,
+// so each back end writes only its own data path. Header-only.
+
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+namespace iomimic {
+
+// open(2) access flags for `mode`: kRead read only, kWrite creates and
+// truncates, kReadWrite creates without truncating. With `readable_writes`
+// the writing modes open O_RDWR (back ends that read what they write: mmap's
+// mappings, O_DIRECT's read-modify-write of partial blocks).
+inline int OpenFlags(OpenMode mode, bool readable_writes = false) {
+  switch (mode) {
+    case OpenMode::kRead:
+      return O_RDONLY;
+    case OpenMode::kWrite:
+      return (readable_writes ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
+    case OpenMode::kReadWrite:
+      return O_RDWR | O_CREAT;
+  }
+  return O_RDONLY;
+}
+
+// open(2) of `path` with `flags` | O_CLOEXEC and mode 0644, retried on EINTR.
+// Returns the descriptor, or -1 with errno set (callers word their errors).
+inline int OpenRetrying(const std::string& path, int flags) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// A Storage whose directories, renames and sizes are the file system's:
+// derive from it and implement the data path (Open, capabilities, name).
+class FileSystemStorage : public Storage {
+ public:
+  // mkdir -p; existing directories are fine.
+  Status CreateDirectories(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return Status::FromErrno(ec.value(), "mkdir -p " + path);
+    return Status::OK();
+  }
+
+  // unlink(2); kNotFound for a missing file.
+  Status Remove(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "unlink " + path);
+    return Status::OK();
+  }
+
+  // rename(2): atomically replaces `to`.
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return Status::FromErrno(errno, "rename " + from + " -> " + to);
+    }
+    return Status::OK();
+  }
+
+  // stat(2); kNotFound for a missing path.
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    FileInfo info;
+    info.size = static_cast<std::uint64_t>(st.st_size);
+    info.is_directory = S_ISDIR(st.st_mode);
+    return info;
+  }
+};
+
+}  // namespace iomimic
