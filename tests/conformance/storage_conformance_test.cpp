@@ -30,6 +30,7 @@
 
 #include "cluster/cluster.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 #include "plugin/registry.h"
 
 #ifndef IOMIMIC_CONFORMANCE_PLUGIN_DIR
@@ -152,17 +153,7 @@ Instance Create(const PluginInfo& info) {
   return out;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "iomimic-conformance-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using iomimic::testing::TempDir;
 
 // Runs `body(storage, info, folder)` for every plugin under test, each in a
 // fresh folder, with the plugin's name in every failure report.
@@ -173,7 +164,7 @@ void ForEachStorage(Body&& body) {
     INFO("storage plugin '" << info.name << "'");
     Instance instance = Create(info);
     TempDir dir;
-    body(*instance.storage, info, dir.path);
+    body(*instance.storage, info, dir.path());
   }
 }
 

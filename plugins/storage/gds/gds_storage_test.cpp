@@ -27,6 +27,7 @@
 
 #include "cuda_api.h"
 #include "h2d_model.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 namespace {
 
@@ -37,16 +38,7 @@ using iomimic::OpenMode;
 using iomimic::StatusCode;
 using iomimic::gds::GdsStorage;
 
-// A fresh folder under /tmp (ext4 on these machines, so O_DIRECT alignment
-// is enforced there, unlike tmpfs).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "iomimic-gds-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using iomimic::testing::TempDir;
 
 iomimic::Result<std::unique_ptr<GdsStorage>> TryMake(std::map<std::string, std::string> options) {
   iomimic::PluginContext ctx;
@@ -128,7 +120,7 @@ TEST_CASE("gds: reads land in device memory (emulated: the host arena)") {
   CHECK(caps.data_path == mode);
   CHECK(caps.alignment == (mode == "cufile" ? 4096u : 1u));
 
-  const std::string path = (dir.path / "a.bin").string();
+  const std::string path = (dir.path() / "a.bin").string();
   const auto data = Pattern(3 * 1000 * 1000 + 17, 1);
   WriteThrough(*storage, path, data);
 
@@ -170,7 +162,7 @@ TEST_CASE("gds: reads land in device memory (emulated: the host arena)") {
 TEST_CASE("gds: host destinations are plain reads into host memory") {
   TempDir dir;
   auto storage = MakeForTest();
-  const std::string path = (dir.path / "h.bin").string();
+  const std::string path = (dir.path() / "h.bin").string();
   const auto data = Pattern(100000, 2);
   WriteThrough(*storage, path, data);
   auto f = storage->Open(path, {OpenMode::kRead});
@@ -203,7 +195,7 @@ TEST_CASE("gds: direct=true bounces unaligned requests through aligned staging")
   TempDir dir;
   auto storage = MakeForTest({{"direct", "true"}, {"staging_size", "64K"}});
   CHECK(storage->capabilities().alignment == 4096);
-  const std::string path = (dir.path / "d.bin").string();
+  const std::string path = (dir.path() / "d.bin").string();
   const auto data = Pattern(300001, 3);
   WriteThrough(*storage, path, data);
   auto f = storage->Open(path, {OpenMode::kRead});
@@ -238,7 +230,7 @@ TEST_CASE("gds: the modelled host-to-device time follows the bandwidth") {
   TempDir dir;
   constexpr double kBandwidth = 100.0 * 1024 * 1024;  // "100M" per second
   constexpr double kLatency = 10e-6;
-  const std::string path = (dir.path / "bw.bin").string();
+  const std::string path = (dir.path() / "bw.bin").string();
   const auto data = Pattern(8 * 1024 * 1024, 4);  // 2 chunks of 4 MiB (staging_size)
   const double expected = static_cast<double>(data.size()) / kBandwidth + 2 * kLatency;
   // The model never finishes early; a busy machine can only make it late
@@ -302,7 +294,7 @@ TEST_CASE("gds: errors name the path and the offset") {
   REQUIRE(device.ok());
 
   // A missing file.
-  const std::string missing = (dir.path / "nope.npz").string();
+  const std::string missing = (dir.path() / "nope.npz").string();
   auto absent = storage->Open(missing, {OpenMode::kRead});
   REQUIRE_FALSE(absent.ok());
   CHECK(absent.status().IsNotFound());
@@ -311,20 +303,20 @@ TEST_CASE("gds: errors name the path and the offset") {
   // A read the kernel refuses (a directory), into device and host memory.
   // (With O_DIRECT, as in cufile mode, the open itself may be refused.)
   std::vector<std::byte> host(10);
-  auto d = storage->Open(dir.path.string(), {OpenMode::kRead});
+  auto d = storage->Open(dir.path().string(), {OpenMode::kRead});
   if (d.ok()) {
     auto n = (*d)->ReadAt(4100, device->span());
     REQUIRE_FALSE(n.ok());
-    CHECK(Contains(n.status().message(), dir.path.string() + " at offset 4100"));
+    CHECK(Contains(n.status().message(), dir.path().string() + " at offset 4100"));
     n = (*d)->ReadAt(77, host);
     REQUIRE_FALSE(n.ok());
-    CHECK(Contains(n.status().message(), dir.path.string() + " at offset 77"));
+    CHECK(Contains(n.status().message(), dir.path().string() + " at offset 77"));
   } else {
-    CHECK(Contains(d.status().message(), dir.path.string()));
+    CHECK(Contains(d.status().message(), dir.path().string()));
   }
 
   // A destination that runs off the end of a device buffer.
-  const std::string path = (dir.path / "e.bin").string();
+  const std::string path = (dir.path() / "e.bin").string();
   WriteThrough(*storage, path, Pattern(20000, 5));
   auto f = storage->Open(path, {OpenMode::kRead});
   REQUIRE(f.ok());
@@ -335,7 +327,7 @@ TEST_CASE("gds: errors name the path and the offset") {
   CHECK(Contains(n.status().message(), "device buffer"));
 
   // Writing from device memory is refused; reading a write-only file too.
-  auto w = storage->Open((dir.path / "w.bin").string(), {OpenMode::kWrite});
+  auto w = storage->Open((dir.path() / "w.bin").string(), {OpenMode::kWrite});
   REQUIRE(w.ok());
   iomimic::Status refused = (*w)->WriteAt(512, device->span());
   CHECK(refused.code() == StatusCode::kNotSupported);
@@ -476,7 +468,7 @@ TEST_CASE("gds: several threads stage concurrently") {
   std::vector<std::vector<std::byte>> contents;
   for (int t = 0; t < kThreads; ++t) {
     contents.push_back(Pattern(700000 + 1000 * t, 10 + t));
-    WriteThrough(*storage, (dir.path / ("t" + std::to_string(t))).string(), contents.back());
+    WriteThrough(*storage, (dir.path() / ("t" + std::to_string(t))).string(), contents.back());
   }
   std::vector<Buffer> buffers;
   for (int t = 0; t < kThreads; ++t)
@@ -485,7 +477,7 @@ TEST_CASE("gds: several threads stage concurrently") {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      auto f = storage->Open((dir.path / ("t" + std::to_string(t))).string(), {OpenMode::kRead});
+      auto f = storage->Open((dir.path() / ("t" + std::to_string(t))).string(), {OpenMode::kRead});
       if (!f.ok()) return;
       for (int round = 0; round < 5; ++round) {
         auto n = (*f)->ReadAt(0, buffers[t].span());
@@ -505,7 +497,7 @@ TEST_CASE("gds: several threads stage concurrently") {
 
 TEST_CASE("gds: report=true logs the choice and one statistics line") {
   TempDir dir;
-  const std::string log = (dir.path / "stderr.txt").string();
+  const std::string log = (dir.path() / "stderr.txt").string();
   fflush(stderr);
   const int saved = ::dup(2);
   const int sink = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -513,7 +505,7 @@ TEST_CASE("gds: report=true logs the choice and one statistics line") {
   ::dup2(sink, 2);
   {
     auto storage = MakeEmulated({{"report", "true"}, {"h2d_latency", "3us"}});
-    const std::string path = (dir.path / "r.bin").string();
+    const std::string path = (dir.path() / "r.bin").string();
     WriteThrough(*storage, path, Pattern(10000, 7));
     auto f = storage->Open(path, {OpenMode::kRead});
     auto device = storage->Allocate(10000);
@@ -584,7 +576,7 @@ TEST_CASE("gds: cuda-bounce stages through pinned memory and a stream (fake runt
     CHECK(storage->data_path() == "cuda-bounce");
     CHECK(Contains(storage->path_reason(), "mode=cuda-bounce requested; GPU 0 of 2"));
     CHECK(storage->capabilities().alignment == 1);
-    const std::string path = (dir.path / "b.bin").string();
+    const std::string path = (dir.path() / "b.bin").string();
     const auto data = Pattern(200000, 21);
     WriteThrough(*storage, path, data);
     auto f = storage->Open(path, {OpenMode::kRead});
@@ -654,7 +646,7 @@ TEST_CASE("gds: the driver's error code becomes the emulated reason (fake runtim
 
 TEST_CASE("gds: cufile reads into registered device memory through O_DIRECT handles (fakes)") {
   TempDir dir;
-  const std::string log = (dir.path / "cufile.log").string();
+  const std::string log = (dir.path() / "cufile.log").string();
   const CufileCounters before = FakeCufile();
   {
     auto storage = Make({{"mode", "cufile"},
@@ -668,7 +660,7 @@ TEST_CASE("gds: cufile reads into registered device memory through O_DIRECT hand
     CHECK(storage->capabilities().alignment == 4096);
     CHECK(FakeCufile().sessions == 1);
 
-    const std::string path = (dir.path / "c.bin").string();
+    const std::string path = (dir.path() / "c.bin").string();
     const auto data = Pattern(300007, 22);
     WriteThrough(*storage, path, data);
     auto device = storage->Allocate(data.size());

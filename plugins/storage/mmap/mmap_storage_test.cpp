@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "iomimic/testing/posix_test_storage.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,17 +24,7 @@ using iomimic::OpenMode;
 using iomimic::Storage;
 using iomimic::mmap::MmapStorage;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "iomimic-mmap-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using iomimic::testing::TempDir;
 
 std::unique_ptr<Storage> Make(std::map<std::string, std::string> options = {}) {
   iomimic::PluginContext ctx;
@@ -72,7 +64,7 @@ std::vector<std::byte> ReadAll(Storage& storage, const std::string& path) {
 TEST_CASE("mmap: reads copy from the mapping at any offset, short at the end") {
   TempDir dir;
   const std::size_t size = 1048576 + 4099;
-  const std::string path = (dir.path / "a.bin").string();
+  const std::string path = (dir.path() / "a.bin").string();
   const auto data = Pattern(size, 1);
   WritePlain(path, data);
   for (const char* advice : {"auto", "normal", "sequential", "random", "willneed"}) {
@@ -102,7 +94,7 @@ TEST_CASE("mmap: reads copy from the mapping at any offset, short at the end") {
 
 TEST_CASE("mmap: an empty file reads 0 bytes without mapping") {
   TempDir dir;
-  const std::string path = (dir.path / "empty.bin").string();
+  const std::string path = (dir.path() / "empty.bin").string();
   WritePlain(path, {});
   auto storage = Make();
   auto f = storage->Open(path, {OpenMode::kRead});
@@ -117,7 +109,7 @@ TEST_CASE("mmap: max_mappings evicts the least recently used idle mapping") {
   auto storage = Make({{"max_mappings", "2"}});
   std::vector<std::string> paths;
   for (int i = 0; i < 3; ++i) {
-    paths.push_back((dir.path / ("f" + std::to_string(i))).string());
+    paths.push_back((dir.path() / ("f" + std::to_string(i))).string());
     WritePlain(paths.back(), Pattern(10000 + i, i));
   }
   std::vector<std::unique_ptr<iomimic::File>> files;
@@ -153,8 +145,8 @@ TEST_CASE("mmap: max_mappings evicts the least recently used idle mapping") {
 TEST_CASE("mmap: max_mapped_bytes evicts, and a file larger than the bound falls back to pread") {
   TempDir dir;
   auto storage = Make({{"max_mapped_bytes", "2500k"}});
-  const std::string a = (dir.path / "a").string(), b = (dir.path / "b").string(),
-                    c = (dir.path / "c").string(), big = (dir.path / "big").string();
+  const std::string a = (dir.path() / "a").string(), b = (dir.path() / "b").string(),
+                    c = (dir.path() / "c").string(), big = (dir.path() / "big").string();
   WritePlain(a, Pattern(1 << 20, 1));
   WritePlain(b, Pattern(1 << 20, 2));
   WritePlain(c, Pattern(1 << 20, 3));
@@ -176,7 +168,7 @@ TEST_CASE("mmap: max_mapped_bytes evicts, and a file larger than the bound falls
 
 TEST_CASE("mmap: when every mapping is in use, the read falls back to pread") {
   TempDir dir;
-  const std::string a = (dir.path / "a").string(), b = (dir.path / "b").string();
+  const std::string a = (dir.path() / "a").string(), b = (dir.path() / "b").string();
   WritePlain(a, Pattern(5000, 1));
   WritePlain(b, Pattern(6000, 2));
   iomimic::mmap::MmapOptions options;
@@ -205,7 +197,7 @@ TEST_CASE("mmap: when every mapping is in use, the read falls back to pread") {
 TEST_CASE("mmap: populate faults the whole file in when it is mapped") {
   TempDir dir;
   const std::size_t size = 8 << 20;
-  const std::string path = (dir.path / "p.bin").string();
+  const std::string path = (dir.path() / "p.bin").string();
   WritePlain(path, Pattern(size, 5));
   int fd = ::open(path.c_str(), O_RDONLY);
   REQUIRE(fd >= 0);
@@ -235,7 +227,7 @@ TEST_CASE("mmap: populate faults the whole file in when it is mapped") {
 TEST_CASE("mmap: writes go through pwrite and reads of a writable file see them") {
   TempDir dir;
   auto storage = Make();
-  const std::string path = (dir.path / "w.bin").string();
+  const std::string path = (dir.path() / "w.bin").string();
   auto f = storage->Open(path, {OpenMode::kWrite, AccessHint::kSequential, 30000});
   REQUIRE(f.ok());
   const auto data = Pattern(30000, 9);
@@ -259,7 +251,7 @@ TEST_CASE("mmap: concurrent readers under a tight mapping bound") {
   auto storage = Make({{"max_mappings", "3"}});
   std::vector<std::string> paths;
   for (int i = 0; i < 6; ++i) {
-    paths.push_back((dir.path / ("c" + std::to_string(i))).string());
+    paths.push_back((dir.path() / ("c" + std::to_string(i))).string());
     WritePlain(paths.back(), Pattern(200000 + i, i));
   }
   std::atomic<int> failures{0};
@@ -294,7 +286,7 @@ TEST_CASE("mmap: concurrent readers under a tight mapping bound") {
 TEST_CASE("mmap: errors name the path, options are validated") {
   TempDir dir;
   auto storage = Make();
-  const std::string missing = (dir.path / "nope.bin").string();
+  const std::string missing = (dir.path() / "nope.bin").string();
   auto f = storage->Open(missing, {OpenMode::kRead});
   REQUIRE_FALSE(f.ok());
   CHECK(f.status().IsNotFound());

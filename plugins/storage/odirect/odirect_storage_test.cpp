@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "iomimic/testing/posix_test_storage.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,17 +31,7 @@ using iomimic::Storage;
 using iomimic::odirect::EngineKind;
 using iomimic::odirect::MakeIoQueue;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = "/tmp/iomimic-odirect-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using iomimic::testing::TempDir;
 
 std::unique_ptr<Storage> Make(std::map<std::string, std::string> options = {}) {
   iomimic::PluginContext ctx;
@@ -104,7 +96,7 @@ std::string ExpectedDataPath(const std::string& engine) {
 
 TEST_CASE("odirect: statx reports the DIO alignment of /tmp files") {
   TempDir dir;
-  const std::string path = (dir.path / "a.bin").string();
+  const std::string path = (dir.path() / "a.bin").string();
   WritePlain(path, Pattern(100, 1));
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
   REQUIRE(fd >= 0);
@@ -124,7 +116,7 @@ TEST_CASE("odirect: statx reports the DIO alignment of /tmp files") {
 TEST_CASE("odirect: unaligned offsets, lengths and buffers read exactly, with every engine") {
   TempDir dir;
   const std::size_t size = 3 * 1048576 + 123;
-  const std::string path = (dir.path / "data.bin").string();
+  const std::string path = (dir.path() / "data.bin").string();
   const std::vector<std::byte> data = Pattern(size, 7);
   WritePlain(path, data);
   for (const std::string& engine : AvailableEngines()) {
@@ -168,7 +160,7 @@ TEST_CASE("odirect: unaligned offsets, lengths and buffers read exactly, with ev
 TEST_CASE("odirect: a whole-file read into an Allocate buffer keeps the queue full") {
   TempDir dir;
   const std::size_t size = 8 * 1048576 + 5;
-  const std::string path = (dir.path / "big.bin").string();
+  const std::string path = (dir.path() / "big.bin").string();
   const std::vector<std::byte> data = Pattern(size, 3);
   WritePlain(path, data);
   for (const std::string& engine : AvailableEngines()) {
@@ -190,7 +182,7 @@ TEST_CASE("odirect: a whole-file read into an Allocate buffer keeps the queue fu
 TEST_CASE("odirect: ReadBatch fills every request, past the end included") {
   TempDir dir;
   const std::size_t size = 1048576 + 777;
-  const std::string path = (dir.path / "batch.bin").string();
+  const std::string path = (dir.path() / "batch.bin").string();
   const std::vector<std::byte> data = Pattern(size, 11);
   WritePlain(path, data);
   for (const std::string& engine : AvailableEngines()) {
@@ -237,7 +229,7 @@ TEST_CASE("odirect: unaligned writes and the tail of the file") {
   const std::size_t sizes[] = {1, 511, 512, 513, 4097, 1048576 + 3};
   for (std::size_t size : sizes) {
     CAPTURE(size);
-    const std::string path = (dir.path / ("w" + std::to_string(size))).string();
+    const std::string path = (dir.path() / ("w" + std::to_string(size))).string();
     const std::vector<std::byte> data = Pattern(size, static_cast<unsigned>(size));
     auto f = storage->Open(path, {OpenMode::kWrite, iomimic::AccessHint::kSequential, size});
     REQUIRE(f.ok());
@@ -262,7 +254,7 @@ TEST_CASE("odirect: unaligned writes and the tail of the file") {
 TEST_CASE("odirect: random-access overwrites, aligned direct writes and read-write opens") {
   TempDir dir;
   auto storage = Make({{"block_size", "8k"}});
-  const std::string path = (dir.path / "rw.bin").string();
+  const std::string path = (dir.path() / "rw.bin").string();
   std::vector<std::byte> expect = Pattern(100000, 5);
   {
     auto f = storage->Open(path, {OpenMode::kWrite});
@@ -307,7 +299,7 @@ TEST_CASE("odirect: random-access overwrites, aligned direct writes and read-wri
 TEST_CASE("odirect: reads bypass the page cache") {
   TempDir dir;
   const std::size_t size = 4 * 1048576;
-  const std::string path = (dir.path / "cold.bin").string();
+  const std::string path = (dir.path() / "cold.bin").string();
   WritePlain(path, Pattern(size, 21));
   int fd = ::open(path.c_str(), O_RDONLY);
   REQUIRE(fd >= 0);
@@ -334,7 +326,7 @@ TEST_CASE("odirect: reads bypass the page cache") {
 TEST_CASE("odirect: concurrent readers borrow at most one queue each") {
   TempDir dir;
   const std::size_t size = 2 * 1048576 + 99;
-  const std::string path = (dir.path / "shared.bin").string();
+  const std::string path = (dir.path() / "shared.bin").string();
   const std::vector<std::byte> data = Pattern(size, 17);
   WritePlain(path, data);
   auto storage = Make({{"block_size", "128k"}});
@@ -368,12 +360,12 @@ TEST_CASE("odirect: concurrent readers borrow at most one queue each") {
 TEST_CASE("odirect: errors name the path, closed files refuse") {
   TempDir dir;
   auto storage = Make();
-  const std::string missing = (dir.path / "missing.bin").string();
+  const std::string missing = (dir.path() / "missing.bin").string();
   auto f = storage->Open(missing, {OpenMode::kRead});
   REQUIRE_FALSE(f.ok());
   CHECK(f.status().IsNotFound());
   CHECK(f.status().message().find(missing) != std::string::npos);
-  const std::string path = (dir.path / "c.bin").string();
+  const std::string path = (dir.path() / "c.bin").string();
   WritePlain(path, Pattern(10, 1));
   auto g = storage->Open(path, {OpenMode::kRead});
   REQUIRE(g.ok());

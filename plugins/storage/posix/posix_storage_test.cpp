@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 namespace iomimic::posix {
 Result<std::unique_ptr<Storage>> CreatePosixStorage(const PluginContext& context);
@@ -15,14 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "iomimic-posix-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using iomimic::testing::TempDir;
 
 std::unique_ptr<iomimic::Storage> Make(std::map<std::string, std::string> options = {}) {
   iomimic::PluginContext ctx;
@@ -43,8 +37,8 @@ std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
 TEST_CASE("posix: write at odd offsets, read back, size, sync, rename") {
   TempDir dir;
   auto storage = Make();
-  const std::string path = (dir.path / "sub" / "f.bin").string();
-  REQUIRE(storage->CreateDirectories((dir.path / "sub").string()).ok());
+  const std::string path = (dir.path() / "sub" / "f.bin").string();
+  REQUIRE(storage->CreateDirectories((dir.path() / "sub").string()).ok());
   {
     auto f = storage->Open(path, {iomimic::OpenMode::kWrite});
     REQUIRE(f.ok());
@@ -73,7 +67,7 @@ TEST_CASE("posix: write at odd offsets, read back, size, sync, rename") {
   CHECK(reqs[0].bytes_read == 10);
   CHECK(reqs[1].bytes_read == 7);
   (*f).reset();
-  const std::string moved = (dir.path / "moved.bin").string();
+  const std::string moved = (dir.path() / "moved.bin").string();
   CHECK(storage->Rename(path, moved).ok());
   CHECK(storage->Stat(moved)->size == 1777);
   CHECK(storage->Stat(path).status().IsNotFound());
