@@ -119,7 +119,9 @@ TEST_CASE("latency: a ReadBatch pays one delay") {
   REQUIRE((*f)->ReadBatch(reqs).ok());
   const double took = Seconds(Clock::now() - t0);
   CHECK(took >= 0.020);
-  CHECK(took < 0.030);
+  // One delay, not one per request (16 x 20 ms = 320 ms); the bound leaves
+  // room for a loaded 2-core machine (a 30 ms bound failed at 31 ms in CI).
+  CHECK(took < 0.160);
   for (const auto& r : reqs) CHECK(r.bytes_read == 100);
 }
 
