@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/buffer_pool.h"
 #include "engine/checksum.h"
 #include "iomimic/random.h"
 
@@ -23,28 +24,52 @@ std::uint64_t ResizedSampleBytes(const config::Config& c) {
   return side * side;
 }
 
-// One reader's state: its preprocess-time sampler and, for read_type memory,
-// the file it keeps open.
+// Capacity a reader's pool keeps while it is not in use: enough for every
+// buffer of the largest samples the formats read (unet3d's 140 MiB arrays
+// with their staging), while a pathological mix of sizes stays bounded.
+constexpr std::uint64_t kPoolFreeBytes = std::uint64_t{1} << 30;
+
+// One reader's state for the whole run: its buffer pool and the storage view
+// that draws from it, its preprocess-time sampler, the batch buffer it
+// collates into and, for read_type memory, the file it keeps open.
 class Loader::Reader {
  public:
-  Reader(Session& session, std::uint64_t seed)
-      : session_(session), preprocess_(session.config().reader.preprocess_time, seed) {
-    options_.storage = &session.storage();
-    options_.decode = session.config().reader.decode;
+  explicit Reader(Session& session)
+      : session_(session),
+        pool_(session.storage(), kPoolFreeBytes),
+        storage_(session.storage(), pool_),
+        preprocess_(session.config().reader.preprocess_time, 0) {
+    const config::Config& c = session.config();
+    options_.storage = &storage_;
+    options_.decode = c.reader.decode;
     // A streamed file is read once, in order, by one reader (tf.data): the
     // reader keeps what it streamed so the file's next sample continues the
     // pass (memory: one file per reader thread).
-    options_.keep_in_memory = session.config().reader.read_type == config::ReadType::kMemory ||
-                              session.format().traits().streamed;
+    options_.keep_in_memory =
+        c.reader.read_type == config::ReadType::kMemory || session.format().traits().streamed;
     keep_open_ = options_.keep_in_memory;
-    options_.transfer_size = session.config().reader.transfer_size;
-    checksum_ = session.config().iomimic.checksum;
-    resized_.resize(ResizedSampleBytes(session.config()));
-    Xoshiro256(seed).Fill(resized_);
+    options_.transfer_size = c.reader.transfer_size;
+    checksum_ = c.iomimic.checksum;
+    collate_ = c.reader.decode;
   }
 
-  // Places the returned tensor of sample `slot` into the batch buffer.
+  // Prepares for a pass: reseeds the preprocess sampler and lets go of a
+  // file kept from the previous pass (its buffers return to the pool).
+  void BeginPass(std::uint64_t seed) {
+    preprocess_ = TimeSampler(session_.config().reader.preprocess_time, seed);
+    cached_.reset();
+    cached_path_.clear();
+  }
+
+  // Places the returned tensor of sample `slot` into the batch buffer. The
+  // resized tensor and the batch buffer are made (and touched) once.
   void Collate(std::uint64_t slot, std::uint64_t batch_size) {
+    if (!collate_) return;
+    if (!resized_made_) {
+      resized_.resize(ResizedSampleBytes(session_.config()));
+      Xoshiro256(0x5E512ED).Fill(resized_);
+      resized_made_ = true;
+    }
     if (resized_.empty()) return;
     if (batch_.size() < resized_.size() * batch_size) batch_.resize(resized_.size() * batch_size);
     std::memcpy(batch_.data() + slot * resized_.size(), resized_.data(), resized_.size());
@@ -83,61 +108,109 @@ class Loader::Reader {
     if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
   }
 
+  std::uint64_t pooled_bytes() const { return pool_.stats().cached_bytes; }
+
  private:
   Session& session_;
+  // Declared before everything that holds its buffers, so it is destroyed
+  // after them.
+  BufferPool pool_;
+  ReaderStorage storage_;
   TimeSampler preprocess_;
   ReaderOptions options_;
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
   bool checksum_ = false;
   bool keep_open_ = false;
+  bool collate_ = true;
+  bool resized_made_ = false;
   std::vector<std::byte> resized_;  // DLIO's resized_image, made once
-  std::vector<std::byte> batch_;    // batch_size x resized_, reused
+  std::vector<std::byte> batch_;    // batch_size x resized_, grown once
 };
 
-Loader::Loader(Session& session, const plan::EpochPlan& plan, plan::Split split,
-               std::uint64_t epoch, bool log_samples)
-    : session_(session), plan_(plan), split_(split), epoch_(epoch), log_samples_(log_samples) {
-  const std::uint64_t threads = plan.reader_threads();
-  const std::uint64_t prefetch = std::max<std::uint64_t>(1, session.config().reader.prefetch_size);
-  const std::uint64_t rank = static_cast<std::uint64_t>(session.cluster().rank());
-  collective_ = session.storage().capabilities().collective;
-  if (threads == 0 || collective_) {
-    inline_reader_ = std::make_unique<Reader>(session, MixSeed(MixSeed(epoch, rank), 0));
-    return;
+Loader::Loader(Session& session)
+    : session_(session), collective_(session.storage().capabilities().collective) {
+  inline_reader_ = std::make_unique<Reader>(session);
+}
+
+Loader::~Loader() {
+  Finish();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
   }
-  // PyTorch: prefetch_factor = ceil(prefetch_size / workers) batches per worker.
-  const std::uint64_t per_worker = (prefetch + threads - 1) / threads;
-  depth_ = std::max<std::uint64_t>(1, per_worker * threads);
-  slots_.resize(depth_);
-  threads_.reserve(threads);
-  for (std::uint64_t t = 0; t < threads; ++t) {
-    threads_.emplace_back([this, t] { ReaderMain(t); });
+  cv_.notify_all();
+  for (std::thread& t : threads_list_) {
+    if (t.joinable()) t.join();
   }
 }
 
-Loader::~Loader() { Stop(); }
-
-void Loader::Stop() {
+void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
+                   bool log_samples) {
+  Finish();
+  const std::uint64_t rank = static_cast<std::uint64_t>(session_.cluster().rank());
+  plan_ = &plan;
+  split_ = split;
+  epoch_ = epoch;
+  log_samples_ = log_samples;
+  next_step_ = 0;
+  in_pass_ = true;
+  collective_readers_.clear();
+  threads_ = collective_ ? 0 : plan.reader_threads();
+  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, rank), 0));
+  if (threads_ == 0) {
+    depth_ = 1;
+    return;
+  }
+  const std::uint64_t prefetch = std::max<std::uint64_t>(1, session_.config().reader.prefetch_size);
+  // PyTorch: prefetch_factor = ceil(prefetch_size / workers) batches per worker.
+  const std::uint64_t per_worker = (prefetch + threads_ - 1) / threads_;
+  depth_ = std::max<std::uint64_t>(1, per_worker * threads_);
+  for (std::uint64_t t = 0; t < threads_; ++t) {
+    if (t == readers_.size()) readers_.push_back(std::make_unique<Reader>(session_));
+    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, rank), t + 1));
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    slots_.assign(depth_, Slot());
+    stopping_ = false;
+    running_ = threads_;
+    ++pass_;
+  }
+  while (threads_list_.size() < threads_) {
+    const std::uint64_t t = threads_list_.size();
+    threads_list_.emplace_back([this, t] { ReaderMain(t); });
   }
   cv_.notify_all();
-  for (std::thread& t : threads_) {
-    if (t.joinable()) t.join();
-  }
-  threads_.clear();
+}
+
+void Loader::Finish() {
+  if (!in_pass_) return;
+  in_pass_ = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return running_ == 0; });
+  slots_.clear();
+  lock.unlock();
+  collective_readers_.clear();
+  plan_ = nullptr;
+}
+
+std::uint64_t Loader::pooled_bytes() const {
+  std::uint64_t total = inline_reader_->pooled_bytes();
+  for (const auto& r : readers_) total += r->pooled_bytes();
+  return total;
 }
 
 Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
-  const std::uint64_t bs = plan_.batch_size();
+  const std::uint64_t bs = plan_->batch_size();
   out->step = step;
   out->samples = 0;
   out->sample_bytes = 0;
   out->refs.clear();
   for (std::uint64_t i = 0; i < bs; ++i) {
-    const plan::SampleRef ref = plan_.Sample(step * bs + i);
+    const plan::SampleRef ref = plan_->Sample(step * bs + i);
     const std::string path = session_.layout().FilePath(split_, ref.file);
     Result<std::uint64_t> bytes = reader.Read(path, ref.sample);
     if (!bytes.ok()) {
@@ -154,7 +227,7 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
 }
 
 Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
-  const std::uint64_t bs = plan_.batch_size();
+  const std::uint64_t bs = plan_->batch_size();
   out->step = step;
   out->samples = 0;
   out->sample_bytes = 0;
@@ -170,7 +243,7 @@ Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
   std::vector<std::size_t> first_request;  // per sample
   std::uint64_t total = 0;
   for (std::uint64_t i = 0; i < bs; ++i) {
-    const plan::SampleRef ref = plan_.Sample(step * bs + i);
+    const plan::SampleRef ref = plan_->Sample(step * bs + i);
     const std::string path = session_.layout().FilePath(split_, ref.file);
     if (step_path.empty()) {
       step_path = path;
@@ -250,10 +323,28 @@ Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
 }
 
 void Loader::ReaderMain(std::uint64_t thread_index) {
-  const std::uint64_t threads = plan_.reader_threads();
-  const std::uint64_t rank = static_cast<std::uint64_t>(session_.cluster().rank());
-  Reader reader(session_, MixSeed(MixSeed(epoch_, rank), thread_index + 1));
-  for (std::uint64_t step = thread_index; step < plan_.steps(); step += threads) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    std::uint64_t threads = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return shutdown_ || pass_ != seen; });
+      if (shutdown_) return;
+      seen = pass_;
+      threads = threads_;
+      if (thread_index >= threads) continue;  // not needed in this pass
+    }
+    RunPass(*readers_[thread_index], thread_index, threads);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --running_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads) {
+  for (std::uint64_t step = thread_index; step < plan_->steps(); step += threads) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [&] { return stopping_ || step < next_step_ + depth_; });
@@ -275,8 +366,10 @@ void Loader::ReaderMain(std::uint64_t thread_index) {
 }
 
 Result<BatchInfo> Loader::Next() {
-  if (next_step_ >= plan_.steps()) return Status::OutOfRange("no more batches in this epoch");
-  if (inline_reader_ != nullptr) {
+  if (plan_ == nullptr || next_step_ >= plan_->steps()) {
+    return Status::OutOfRange("no more batches in this pass");
+  }
+  if (threads_ == 0) {
     BatchInfo batch;
     IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, &batch)
                                         : ReadBatch(*inline_reader_, next_step_, &batch));
@@ -297,7 +390,7 @@ Result<BatchInfo> Loader::Next() {
   }
   cv_.notify_all();
   if (!taken.status.ok()) {
-    Stop();
+    Finish();
     return taken.status;
   }
   return std::move(taken.batch);

@@ -9,11 +9,12 @@
 // (MPI-IO) the consumer reads each step itself with one collective request.
 //
 // Batches carry counts and timings, not data: samples are read into each
-// reader's own buffers (allocated by the storage back end) and dropped, as
-// DLIO drops what it reads. Like DLIO's collate step, each sample then puts
-// the fixed "resized" tensor (record_length_bytes_resize or
-// transformed_record_dims) into the reader's batch buffer, so the memory
-// traffic of building batches is part of the emulation.
+// reader's own buffers (allocated by the storage back end, pooled for the
+// run) and dropped, as DLIO drops what it reads. Like DLIO's collate step,
+// each decoded sample then puts the fixed "resized" tensor
+// (record_length_bytes_resize or transformed_record_dims) into the reader's
+// batch buffer, so the memory traffic of building batches is part of the
+// emulation; with reader.decode off (storage alone) there is no collate.
 
 #pragma once
 
@@ -43,23 +44,37 @@ struct BatchInfo {
   std::vector<plan::SampleRef> refs;  // only when sample logging is on
 };
 
+// One loader serves every pass (training epochs and evaluations) of a run:
+// its reader threads, their buffer pools and their batch buffers are made
+// once and live until the loader is destroyed, so no epoch starts by
+// allocating, zero-filling or faulting in memory (docs/performance.md).
 class Loader {
  public:
-  // Starts the reader threads. `epoch` seeds preprocess-time draws.
-  Loader(Session& session, const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
-         bool log_samples);
+  explicit Loader(Session& session);
+  // Stops and joins the reader threads.
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
+  // Begins a pass over `plan`, which must stay alive until Finish. `epoch`
+  // seeds preprocess-time draws. Starts reader threads the first time a
+  // pass needs them. Precondition: the previous pass was finished.
+  void Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
+             bool log_samples);
+
   // Blocks until the next batch (in step order) is ready. An error names the
-  // file and sample that failed; after an error the loader is stopped.
+  // file and sample that failed; after an error the pass is stopped.
   Result<BatchInfo> Next();
 
-  // Stops the readers and waits for them. Idempotent.
-  void Stop();
+  // Ends the pass: stops readers still working on it and waits until all are
+  // idle. Idempotent.
+  void Finish();
 
+  // Batches in flight or ready at most during the current pass.
   std::uint64_t depth() const { return depth_; }
+
+  // Memory the readers' pools have taken from the storage back end so far.
+  std::uint64_t pooled_bytes() const;
 
  private:
   struct Slot {
@@ -71,26 +86,35 @@ class Loader {
   class Reader;
 
   void ReaderMain(std::uint64_t thread_index);
+  // Runs this thread's steps of the current pass.
+  void RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads);
   Status ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out);
   // Collective back ends: the consumer reads a whole step with one
   // ReadBatch call on the shared data file, in lockstep with the other ranks.
   Status ReadCollectiveStep(std::uint64_t step, BatchInfo* out);
 
   Session& session_;
-  const plan::EpochPlan& plan_;
-  plan::Split split_;
-  std::uint64_t epoch_;
-  bool log_samples_;
+  const bool collective_;
+  // The current pass (valid between Start and Finish).
+  const plan::EpochPlan* plan_ = nullptr;
+  plan::Split split_ = plan::Split::kTrain;
+  std::uint64_t epoch_ = 0;
+  bool log_samples_ = false;
+  std::uint64_t threads_ = 0;  // reader threads working on the pass
   std::uint64_t depth_ = 1;
   std::uint64_t next_step_ = 0;  // consumer position
+  bool in_pass_ = false;
 
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  std::uint64_t pass_ = 0;     // incremented by Start
+  std::uint64_t running_ = 0;  // threads still working on the pass
+  bool stopping_ = false;      // the pass ends early
+  bool shutdown_ = false;      // the threads exit
   std::vector<Slot> slots_;
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Reader>> readers_;  // one per thread
+  std::vector<std::thread> threads_list_;
   std::unique_ptr<Reader> inline_reader_;  // for 0 reader threads and collective reads
-  bool collective_ = false;
   std::map<std::string, std::unique_ptr<FileReader>> collective_readers_;
   Buffer step_buffer_;
 };

@@ -40,8 +40,8 @@ class SampleLog {
 
 // One training epoch on this rank. Returns this rank's status; the caller
 // agrees on it across ranks. `any_failed` is set when another rank failed.
-Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, SampleLog& log,
-                  Checkpointer* checkpointer, metrics::EpochRecord& record, bool& any_failed) {
+Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSampler& compute,
+                  SampleLog& log, Checkpointer* checkpointer, metrics::EpochRecord& record, bool& any_failed) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
@@ -63,7 +63,7 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
   // The block starts before the loader does, as DLIO's does before iterating
   // the DataLoader: prefetching counts toward the first step.
   begin_block();
-  Loader loader(session, plan, plan::Split::kTrain, epoch, log.enabled());
+  loader.Start(plan, plan::Split::kTrain, epoch, log.enabled());
   Status status;
   auto load_start = std::chrono::steady_clock::now();
   for (std::uint64_t step = 0; step < plan.steps(); ++step) {
@@ -112,7 +112,7 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
     }
     load_start = std::chrono::steady_clock::now();
   }
-  loader.Stop();
+  loader.Finish();
   if (!block.compute.empty() || record.blocks.empty()) end_block();
   if (!any_failed) cluster.Barrier();
   if (!any_failed && checkpointer != nullptr && plan::CheckpointAfterEpoch(c, epoch)) {
@@ -124,8 +124,8 @@ Status TrainEpoch(Session& session, std::uint64_t epoch, TimeSampler& compute, S
   return status;
 }
 
-Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, SampleLog& log,
-                 metrics::EpochRecord& record) {
+Status EvalEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSampler& eval_time,
+                 SampleLog& log, metrics::EpochRecord& record) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, cluster.rank(), cluster.size(),
@@ -133,7 +133,7 @@ Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, 
   PhaseRecord eval;
   eval.start = Stamp::Now();
   IoSnapshot io_start = session.storage().Snapshot();
-  Loader loader(session, plan, plan::Split::kEval, epoch, log.enabled());
+  loader.Start(plan, plan::Split::kEval, epoch, log.enabled());
   Status status;
   auto load_start = std::chrono::steady_clock::now();
   for (std::uint64_t step = 0; step < plan.steps(); ++step) {
@@ -156,7 +156,7 @@ Status EvalEpoch(Session& session, std::uint64_t epoch, TimeSampler& eval_time, 
     eval.samples += batch->samples;
     load_start = std::chrono::steady_clock::now();
   }
-  loader.Stop();
+  loader.Finish();
   eval.end = Stamp::Now();
   eval.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
   record.eval = std::move(eval);
@@ -263,6 +263,9 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
   TimeSampler compute(c.train.computation_time, MixSeed(c.train.seed, 1000 + rank));
   TimeSampler eval_time(c.evaluation.eval_time, MixSeed(c.train.seed, 2000 + rank));
 
+  // One loader for the whole run: reader threads and their buffers persist
+  // across epochs and evaluations.
+  Loader loader(session);
   cluster.Barrier();
   result.start = Stamp::Now();
   for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {
@@ -271,10 +274,10 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     record.start = Stamp::Now();
     bool any_failed = false;
     Status status =
-        TrainEpoch(session, epoch, compute, log, options.checkpointer, record, any_failed);
+        TrainEpoch(session, loader, epoch, compute, log, options.checkpointer, record, any_failed);
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
-      status = EvalEpoch(session, epoch, eval_time, log, record);
+      status = EvalEpoch(session, loader, epoch, eval_time, log, record);
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     }
     record.end = Stamp::Now();
