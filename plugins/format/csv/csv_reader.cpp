@@ -1,5 +1,6 @@
 #include "csv_reader.h"
 
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -240,8 +241,7 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
   std::uint64_t produced = 0;
   const TextSink text = [&](std::span<const char> piece) -> Status {
     if (decode_) {
-      crc = static_cast<std::uint32_t>(
-          crc32_z(crc, reinterpret_cast<const Bytef*>(piece.data()), piece.size()));
+      crc = libdeflate_crc32(crc, piece.data(), piece.size());
     }
     produced += piece.size();
     return parser.Feed(piece);

@@ -1,5 +1,7 @@
 #include "csv_writer.h"
 
+#include <libdeflate.h>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -119,8 +121,7 @@ class TextOut {
     const auto bytes = std::as_bytes(text);
     uncompressed_ += text.size();
     if (zip_)
-      crc_ = static_cast<std::uint32_t>(
-          crc32_z(crc_, reinterpret_cast<const Bytef*>(text.data()), text.size()));
+      crc_ = libdeflate_crc32(crc_, text.data(), text.size());
     if (compressor_ == nullptr) return file_.Append(bytes);
     return compressor_->Write(bytes, file_);
   }
