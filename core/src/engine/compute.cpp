@@ -1,5 +1,7 @@
 #include "engine/compute.h"
 
+#include <sys/prctl.h>
+
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -14,6 +16,10 @@ double PreciseSleep(double seconds) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (!(seconds > 0)) return 0.0;
+  // The kernel may end a thread's sleep up to its timer slack late (50 us by
+  // default): ask for none, once per thread.
+  static thread_local const bool kSlackSet = prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0;
+  (void)kSlackSet;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(seconds));
   if (deadline - start > kSpinWindow) std::this_thread::sleep_until(deadline - kSpinWindow);

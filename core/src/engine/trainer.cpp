@@ -1,5 +1,7 @@
 #include "engine/trainer.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -15,6 +17,13 @@ namespace {
 using metrics::PhaseRecord;
 using metrics::Seconds;
 using metrics::Stamp;
+
+// Minor page faults of this process so far.
+std::uint64_t MinorFaults() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::uint64_t>(ru.ru_minflt);
+}
 
 class SampleLog {
  public:
@@ -83,7 +92,8 @@ Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSam
       auto compute_start = std::chrono::steady_clock::now();
       PreciseSleep(drawn);
       auto computed = std::chrono::steady_clock::now();
-      block.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
+      block.compute.push_back(drawn);
+      block.compute_measured += std::chrono::duration<double>(computed - compute_start).count();
       block.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
       block.samples += batch->samples;
     }
@@ -151,7 +161,8 @@ Status EvalEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSamp
     auto compute_start = std::chrono::steady_clock::now();
     PreciseSleep(drawn);
     auto computed = std::chrono::steady_clock::now();
-    eval.compute.push_back(std::chrono::duration<double>(computed - compute_start).count());
+    eval.compute.push_back(drawn);
+    eval.compute_measured += std::chrono::duration<double>(computed - compute_start).count();
     eval.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
     eval.samples += batch->samples;
     load_start = std::chrono::steady_clock::now();
@@ -272,6 +283,7 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     metrics::EpochRecord record;
     record.epoch = epoch;
     record.start = Stamp::Now();
+    const std::uint64_t faults_before = MinorFaults();
     bool any_failed = false;
     Status status =
         TrainEpoch(session, loader, epoch, compute, log, options.checkpointer, record, any_failed);
@@ -281,6 +293,7 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     }
     record.end = Stamp::Now();
+    record.minor_faults = MinorFaults() - faults_before;
     if (options.on_epoch) options.on_epoch(record);
     result.epochs.push_back(std::move(record));
   }

@@ -32,6 +32,10 @@ inline double Seconds(const Stamp& from, const Stamp& to) {
 // One block of training steps (a block ends at a step-mode checkpoint), or
 // one evaluation pass. Per-step lists follow DLIO: `load` is the data wait,
 // `proc` the wait plus compute, `compute` the emulated compute, in seconds.
+// `compute` holds the compute each step asked for (the drawn duration), not
+// what the emulation's sleep took: AU counts the accelerator's work, and the
+// sleep's overshoot, an artefact of the client, is kept apart in
+// `compute_measured` (docs/performance.md).
 struct PhaseRecord {
   std::uint64_t index = 1;  // block number, 1-based
   Stamp start;
@@ -41,6 +45,7 @@ struct PhaseRecord {
   std::vector<double> compute;
   std::vector<double> barrier;   // iomimic: time in the per-step barrier
   double compute_requested = 0;  // iomimic: sum of the drawn compute times
+  double compute_measured = 0;   // iomimic: sum of the time the emulated compute took
   std::uint64_t samples = 0;
   std::uint64_t bytes_read = 0;  // counted by the storage layer during the phase
   std::uint64_t steps() const { return compute.size(); }
@@ -61,6 +66,7 @@ struct EpochRecord {
   std::vector<PhaseRecord> blocks;
   std::optional<PhaseRecord> eval;
   std::vector<CheckpointRecord> saves;
+  std::uint64_t minor_faults = 0;  // of the whole process during the epoch (getrusage)
 };
 
 // AU and throughput of one block, epoch or eval pass of one rank.

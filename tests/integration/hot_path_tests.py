@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""End-to-end checks of the hot path's properties, run by ctest: what the
+client costs, counted rather than timed (docs/performance.md).
+
+Usage: hot_path_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+
+Every check counts something (page faults, samples, recorded compute) so it
+holds on a loaded machine; speed itself is shown by the benchmarks in bench/.
+"""
+
+import argparse
+import collections
+import csv
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ARGS = None
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(cmd, timeout=600):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=timeout)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write(p.stderr)
+    if p.returncode != 0:
+        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
+    return p
+
+
+def mpirun(n, cmd):
+    launcher = ["mpirun", "-np", str(n), "--oversubscribe"]
+    if os.geteuid() == 0:
+        launcher.append("--allow-run-as-root")
+    return run(launcher + cmd)
+
+
+def base(data, out, files, epochs, compute, extra=()):
+    return [
+        "workload=quickstart",
+        "++workload.workflow.generate_data=True",
+        "++workload.workflow.evaluation=False",
+        "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.num_files_train=%d" % files,
+        "++workload.dataset.num_files_eval=0",
+        "++workload.dataset.num_samples_per_file=1",
+        "++workload.train.epochs=%d" % epochs,
+        "++workload.train.computation_time=%s" % compute,
+        "++workload.output.folder=" + out,
+    ] + list(extra)
+
+
+def summary(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+def test_no_page_faults_after_first_epoch():
+    """Buffers are made once: after the first epoch an epoch faults in
+    (almost) no new memory. Samples of 40 MiB are above the largest size
+    glibc's malloc ever keeps for reuse (32 MiB), so without the loader's
+    buffer pools every sample would map, fault in and unmap its buffers
+    again: one epoch reads 6 x 40 MiB = 61,440 pages."""
+    data = os.path.join(ARGS.work, "data")
+    sample = 40 * 1024 * 1024
+    pages_per_epoch = 6 * sample // 4096
+    for decode in ("True", "False"):
+        for threads in (0, 2):
+            out = os.path.join(ARGS.work, "out_%s_%d" % (decode, threads))
+            run([ARGS.iomimic, "run"] + base(data, out, 6, 3, 0, [
+                "++workload.dataset.record_length_bytes=%d" % sample,
+                "++workload.dataset.record_length_bytes_stdev=0",
+                "++workload.dataset.record_length_bytes_resize=4096",
+                "++workload.reader.batch_size=1",
+                "++workload.reader.prefetch_size=2",
+                "++workload.reader.read_threads=%d" % threads,
+                "++workload.reader.decode=" + decode,
+            ]))
+            faults = summary(out)["iomimic"]["minor_page_faults_per_epoch"]
+            if len(faults) != 3:
+                fail("expected 3 epochs of page-fault counts, got %r" % faults)
+            bound = pages_per_epoch // 20  # 5% of one epoch's pages
+            for epoch, n in enumerate(faults[1:], start=2):
+                if n > bound:
+                    fail("decode=%s threads=%d: epoch %d faulted %d pages (bound %d; an epoch "
+                         "reads %d pages): buffers are not reused" %
+                         (decode, threads, epoch, n, bound, pages_per_epoch))
+            print("decode=%s threads=%d faults per epoch %r" % (decode, threads, faults))
+
+
+def test_au_counts_requested_compute():
+    """AU counts the compute that was asked for: every step's recorded compute
+    is the drawn duration (constant here), and the sleep's overshoot is
+    reported apart, never negative."""
+    data = os.path.join(ARGS.work, "data")
+    out = os.path.join(ARGS.work, "out")
+    run([ARGS.iomimic, "run"] + base(data, out, 64, 2, 0.003, [
+        "++workload.dataset.format=synthetic",
+        "++workload.reader.batch_size=4",
+        "++workload.reader.read_threads=1",
+    ]))
+    with open(os.path.join(out, "0_output.json")) as f:
+        output = json.load(f)
+    steps = 0
+    for epoch in ("1", "2"):
+        for block, values in output[epoch]["compute"].items():
+            for v in values:
+                steps += 1
+                if v != 0.003:
+                    fail("epoch %s %s: recorded compute %r, asked for 0.003" % (epoch, block, v))
+    if steps != 2 * 16:
+        fail("expected 32 steps of compute, found %d" % steps)
+    io = summary(out)["iomimic"]
+    if abs(io["compute_requested_seconds"] - 32 * 0.003) > 1e-9:
+        fail("compute_requested_seconds %r, expected 0.096" % io["compute_requested_seconds"])
+    if io["compute_measured_seconds"] < io["compute_requested_seconds"]:
+        fail("measured compute %r below requested %r" %
+             (io["compute_measured_seconds"], io["compute_requested_seconds"]))
+    if io["compute_overshoot_seconds"] < 0:
+        fail("negative overshoot %r" % io["compute_overshoot_seconds"])
+    # AU cannot exceed what was asked for divided by the wall time.
+    for au in summary(out)["metric"]["train_au_percentage"]:
+        if not 0 < au <= 100:
+            fail("AU %r out of range" % au)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("test")
+    ap.add_argument("--iomimic", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--work", required=True)
+    ARGS = ap.parse_args()
+    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
+    ARGS.source = os.path.abspath(ARGS.source)
+    shutil.rmtree(ARGS.work, ignore_errors=True)
+    os.makedirs(ARGS.work)
+    fn = globals().get("test_" + ARGS.test)
+    if fn is None:
+        fail("unknown test " + ARGS.test)
+    fn()
+    print("PASS " + ARGS.test)
+
+
+if __name__ == "__main__":
+    main()
