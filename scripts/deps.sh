@@ -9,7 +9,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev doctest-dev
   libhdf5-dev libpng-dev libjpeg-dev libtiff-dev libprotobuf-dev protobuf-compiler
-  liburing-dev libaio-dev libbz2-dev liblzma-dev libdeflate-dev
+  liburing-dev libaio-dev libbz2-dev liblzma-dev libisal-dev
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace
 )

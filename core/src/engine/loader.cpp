@@ -50,7 +50,13 @@ class Loader::Reader {
     keep_open_ = options_.keep_in_memory;
     options_.transfer_size = c.reader.transfer_size;
     checksum_ = c.iomimic.checksum;
-    collate_ = c.reader.decode;
+    // DLIO returns a fixed "resized" tensor per sample and collates copies
+    // of it. Without a resize in the manifest that tensor stands for the
+    // sample itself, which the format already put in memory, so copying a
+    // stand-in again would only measure memcpy; with a resize (a decoded
+    // sample of another size) the copy is made. Never without decoding.
+    collate_ = c.reader.decode && (c.dataset.record_length_bytes_resize > 0 ||
+                                   !c.reader.transformed_record_dims.empty());
   }
 
   // Prepares for a pass: reseeds the preprocess sampler and lets go of a
@@ -62,17 +68,28 @@ class Loader::Reader {
   }
 
   // Places the returned tensor of sample `slot` into the batch buffer. The
-  // resized tensor and the batch buffer are made (and touched) once.
-  void Collate(std::uint64_t slot, std::uint64_t batch_size) {
-    if (!collate_) return;
+  // resized tensor and the batch buffer are made (and touched) once and
+  // grow only when a larger batch needs it.
+  Status Collate(std::uint64_t slot, std::uint64_t batch_size) {
+    if (!collate_) return Status::OK();
     if (!resized_made_) {
-      resized_.resize(ResizedSampleBytes(session_.config()));
+      const std::size_t bytes = static_cast<std::size_t>(ResizedSampleBytes(session_.config()));
+      resized_.resize(bytes);
       Xoshiro256(0x5E512ED).Fill(resized_);
       resized_made_ = true;
     }
-    if (resized_.empty()) return;
-    if (batch_.size() < resized_.size() * batch_size) batch_.resize(resized_.size() * batch_size);
+    if (resized_.empty()) return Status::OK();
+    const std::size_t need = resized_.size() * static_cast<std::size_t>(batch_size);
+    if (batch_.size() < need) {
+      batch_.Reset();
+      batch_ = Buffer::AllocateHost(need);
+      if (batch_.empty()) {
+        return Status::ResourceExhausted("cannot allocate a batch buffer of " +
+                                         std::to_string(need) + " bytes");
+      }
+    }
     std::memcpy(batch_.data() + slot * resized_.size(), resized_.data(), resized_.size());
+    return Status::OK();
   }
 
   // Reads one sample with the format's access pattern; returns payload bytes.
@@ -125,7 +142,7 @@ class Loader::Reader {
   bool collate_ = true;
   bool resized_made_ = false;
   std::vector<std::byte> resized_;  // DLIO's resized_image, made once
-  std::vector<std::byte> batch_;    // batch_size x resized_, grown once
+  Buffer batch_;                    // batch_size x resized_, grown once
 };
 
 Loader::Loader(Session& session)
@@ -218,7 +235,7 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
                                         path + " (format '" + session_.format().name() +
                                         "', storage '" + session_.storage().name() + "')");
     }
-    reader.Collate(i, bs);
+    IOMIMIC_RETURN_IF_ERROR(reader.Collate(i, bs));
     out->samples += 1;
     out->sample_bytes += *bytes;
     if (log_samples_) out->refs.push_back(ref);
@@ -316,7 +333,7 @@ Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
     if (checksum) session_.AddChecksum(HashBytes(std::span<const std::byte>(begin, bytes)));
     session_.sample_latency().Record(per_sample);
     out->sample_bytes += bytes;
-    inline_reader_->Collate(i, bs);
+    IOMIMIC_RETURN_IF_ERROR(inline_reader_->Collate(i, bs));
     inline_reader_->Preprocess();
   }
   return Status::OK();

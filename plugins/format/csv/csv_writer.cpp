@@ -1,6 +1,6 @@
 #include "csv_writer.h"
 
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 
 #include <zlib.h>
 
@@ -121,7 +121,8 @@ class TextOut {
     const auto bytes = std::as_bytes(text);
     uncompressed_ += text.size();
     if (zip_)
-      crc_ = libdeflate_crc32(crc_, text.data(), text.size());
+      crc_ = crc32_gzip_refl(crc_, reinterpret_cast<const unsigned char*>(text.data()),
+                             text.size());
     if (compressor_ == nullptr) return file_.Append(bytes);
     return compressor_->Write(bytes, file_);
   }

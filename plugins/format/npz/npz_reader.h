@@ -87,6 +87,8 @@ class MemberStream {
   // Makes pending_ non-empty with the next chunk of stored bytes.
   Status Refill();
   Status Inflate(std::span<std::byte> out, std::size_t* produced, bool* stream_end);
+  // Folds uncompressed bytes just produced into the CRC (with check_crc).
+  void Checksum(std::span<const std::byte> bytes);
 
   File* file_ = nullptr;
   const std::string* path_ = nullptr;

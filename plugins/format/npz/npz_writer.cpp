@@ -2,7 +2,7 @@
 
 #include <zlib.h>
 
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 
 #include <algorithm>
 #include <climits>
@@ -27,10 +27,11 @@ constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 constexpr std::size_t kZeroBlockSize = std::size_t{64} << 10;
 const std::byte kZeroBlock[kZeroBlockSize] = {};
 
-// CRC-32 of ZIP members (zlib's polynomial and conventions) with libdeflate,
-// which folds with carry-less multiplication: several times zlib's crc32_z.
+// CRC-32 of ZIP members (zlib's polynomial and conventions) with ISA-L, which
+// folds with carry-less multiplication on the widest vectors the CPU has:
+// 4-8x zlib's crc32_z (bench/results/hot_path.md).
 std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> data) {
-  return libdeflate_crc32(crc, data.data(), data.size());
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
 }
 
 std::span<const std::byte> AsBytes(const std::string& s) {

@@ -388,10 +388,32 @@ Status ReadAll(Format& format, Storage& storage, const std::string& path, bool d
 TEST_CASE("crc32c check value on both implementations") {
   const char kCheck[] = "123456789";
   CHECK(Crc32cExtendSoftware(0, kCheck, 9) == 0xe3069283u);
+  CHECK(Crc32cExtendIsal(0, kCheck, 9) == 0xe3069283u);
   CHECK(Crc32c(kCheck, 9) == 0xe3069283u);
+  CHECK(std::string(Crc32cImplementation()) == "isa-l");
+  // Every implementation, every length and alignment up to a few vectors,
+  // and extension across a split.
+  {
+    std::vector<unsigned char> data(4096 + 64);
+    std::uint64_t x = 88172645463325252ull;
+    for (auto& b : data) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      b = static_cast<unsigned char>(x);
+    }
+    for (std::size_t offset : {0, 1, 3, 8}) {
+      for (std::size_t len : {0, 1, 7, 15, 16, 63, 64, 255, 256, 1000, 4096}) {
+        const unsigned char* p = data.data() + offset;
+        const std::uint32_t want = Crc32cExtendSoftware(0, p, len);
+        CHECK(Crc32cExtendIsal(0, p, len) == want);
+        CHECK(Crc32cExtend(Crc32cExtend(0, p, len / 3), p + len / 3, len - len / 3) == want);
+        if (Crc32cHardwareAvailable()) CHECK(Crc32cExtendHardware(0, p, len) == want);
+      }
+    }
+  }
   if (Crc32cHardwareAvailable()) {
     CHECK(Crc32cExtendHardware(0, kCheck, 9) == 0xe3069283u);
-    CHECK(std::string(Crc32cImplementation()) == "sse4.2");
   } else {
     MESSAGE("SSE4.2 not available: hardware path not tested");
   }
