@@ -391,8 +391,11 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     status = engine::CheckDataset(s);
     if (!status.ok()) return finish_failed(status);
     engine::TrainOptions options;
+    options.accelerators_per_process = c.iomimic.accelerators_per_process;
     if (c.iomimic.sample_log) {
-      options.sample_log_path = folder + "/" + std::to_string(cluster.rank()) + "_samples.csv";
+      options.sample_log_path = [&folder](int id) {
+        return folder + "/" + std::to_string(id) + "_samples.csv";
+      };
     }
     if (leader) {
       console.Line(

@@ -211,6 +211,9 @@ struct MetricConfig {
 };
 
 // iomimic's own run options that have no DLIO equivalent (section `iomimic`).
+// Upper bound of iomimic.accelerators_per_process.
+inline constexpr std::uint64_t kMaxAcceleratorsPerProcess = 4096;
+
 struct IomimicConfig {
   // Write <rank>_samples.csv: epoch, step, file index, sample index per read.
   bool sample_log = false;
@@ -220,6 +223,10 @@ struct IomimicConfig {
   // Hash every sample's bytes (an order-independent sum, reported as
   // iomimic.read_checksum) so runs on different back ends can be compared.
   bool checksum = false;
+  // Emulated accelerators per process, each on its own thread with its own
+  // plan, prefetch queue, consumer and figures, exactly as if it were its
+  // own rank: the run has ranks x this many accelerators.
+  std::uint64_t accelerators_per_process = 1;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

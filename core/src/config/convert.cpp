@@ -814,6 +814,9 @@ Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
   IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "iomimic"));
   IOMIMIC_RETURN_IF_ERROR(Bool(section, "sample_log", &iomimic->sample_log));
   IOMIMIC_RETURN_IF_ERROR(Bool(section, "checksum", &iomimic->checksum));
+  // Bounded so a typo cannot start millions of threads (docs/performance.md).
+  IOMIMIC_RETURN_IF_ERROR(UInt(section, "accelerators_per_process",
+                               &iomimic->accelerators_per_process, 1, kMaxAcceleratorsPerProcess));
   return Bool(section, "dlio_order", &iomimic->dlio_order);
 }
 

@@ -145,8 +145,10 @@ class Loader::Reader {
   Buffer batch_;                    // batch_size x resized_, grown once
 };
 
-Loader::Loader(Session& session)
-    : session_(session), collective_(session.storage().capabilities().collective) {
+Loader::Loader(Session& session, std::uint64_t accelerator)
+    : session_(session),
+      accelerator_(accelerator),
+      collective_(session.storage().capabilities().collective) {
   inline_reader_ = std::make_unique<Reader>(session);
 }
 
@@ -165,7 +167,7 @@ Loader::~Loader() {
 void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
                    bool log_samples) {
   Finish();
-  const std::uint64_t rank = static_cast<std::uint64_t>(session_.cluster().rank());
+  const std::uint64_t rank = accelerator_;
   plan_ = &plan;
   split_ = split;
   epoch_ = epoch;

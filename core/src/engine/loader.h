@@ -50,7 +50,8 @@ struct BatchInfo {
 // allocating, zero-filling or faulting in memory (docs/performance.md).
 class Loader {
  public:
-  explicit Loader(Session& session);
+  // `accelerator` (the run-wide accelerator id) seeds what each reader draws.
+  Loader(Session& session, std::uint64_t accelerator);
   // Stops and joins the reader threads.
   ~Loader();
   Loader(const Loader&) = delete;
@@ -94,6 +95,7 @@ class Loader {
   Status ReadCollectiveStep(std::uint64_t step, BatchInfo* out);
 
   Session& session_;
+  const std::uint64_t accelerator_;
   const bool collective_;
   // The current pass (valid between Start and Finish).
   const plan::EpochPlan* plan_ = nullptr;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include "engine/compute.h"
 #include "engine/loader.h"
+#include "engine/team.h"
 #include "iomimic/random.h"
 #include "plan/plan.h"
 
@@ -47,14 +49,15 @@ class SampleLog {
   std::ofstream out_;
 };
 
-// One training epoch on this rank. Returns this rank's status; the caller
-// agrees on it across ranks. `any_failed` is set when another rank failed.
-Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSampler& compute,
-                  SampleLog& log, Checkpointer* checkpointer, metrics::EpochRecord& record, bool& any_failed) {
+// One training epoch of accelerator `id`. Returns its status; the caller
+// agrees on it across accelerators. `any_failed` is set when another
+// accelerator failed.
+Status TrainEpoch(Session& session, Team& team, int id, Loader& loader, std::uint64_t epoch,
+                  TimeSampler& compute, SampleLog& log, Checkpointer* checkpointer,
+                  metrics::EpochRecord& record, bool& any_failed) {
   const config::Config& c = session.config();
-  cluster::Cluster& cluster = session.cluster();
-  plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, cluster.rank(), cluster.size(),
-                       epoch, session.shuffle_seeds(), session.format().traits().streamed);
+  plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, id, team.size(), epoch,
+                       session.shuffle_seeds(), session.format().traits().streamed);
   PhaseRecord block;
   IoSnapshot io_start;
   std::uint64_t block_index = 1;
@@ -100,7 +103,7 @@ Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSam
     // The barrier that emulates the gradient allreduce; it also tells every
     // rank whether any rank failed, so nobody waits for a rank that stopped.
     auto barrier_start = std::chrono::steady_clock::now();
-    any_failed = cluster.BarrierAnyFailed(failed);
+    any_failed = team.BarrierAnyFailed(failed);
     if (!failed) {
       block.barrier.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - barrier_start).count());
@@ -113,7 +116,7 @@ Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSam
       save.index = record.saves.size() + 1;
       status = checkpointer->Save(epoch, step + 1, &save);
       record.saves.push_back(save);
-      status = cluster.AgreeOnStatus(status);
+      status = team.AgreeOnStatus(status);
       if (!status.ok()) {
         any_failed = true;
         break;
@@ -124,7 +127,7 @@ Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSam
   }
   loader.Finish();
   if (!block.compute.empty() || record.blocks.empty()) end_block();
-  if (!any_failed) cluster.Barrier();
+  if (!any_failed) team.Barrier();
   if (!any_failed && checkpointer != nullptr && plan::CheckpointAfterEpoch(c, epoch)) {
     metrics::CheckpointRecord save;
     save.index = record.saves.size() + 1;
@@ -134,12 +137,11 @@ Status TrainEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSam
   return status;
 }
 
-Status EvalEpoch(Session& session, Loader& loader, std::uint64_t epoch, TimeSampler& eval_time,
-                 SampleLog& log, metrics::EpochRecord& record) {
+Status EvalEpoch(Session& session, Team& team, int id, Loader& loader, std::uint64_t epoch,
+                 TimeSampler& eval_time, SampleLog& log, metrics::EpochRecord& record) {
   const config::Config& c = session.config();
-  cluster::Cluster& cluster = session.cluster();
-  plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, cluster.rank(), cluster.size(),
-                       epoch, session.shuffle_seeds(), session.format().traits().streamed);
+  plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, id, team.size(), epoch,
+                       session.shuffle_seeds(), session.format().traits().streamed);
   PhaseRecord eval;
   eval.start = Stamp::Now();
   IoSnapshot io_start = session.storage().Snapshot();
@@ -262,42 +264,100 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
   return result;
 }
 
-Result<TrainResult> Train(Session& session, const TrainOptions& options) {
+namespace {
+
+// The whole run of the process's accelerator `local`: its own loader, compute
+// sampler, sample log and records, exactly as if it were rank `id`.
+Result<std::vector<metrics::EpochRecord>> RunAccelerator(Session& session, Team& team, int local,
+                                                         const TrainOptions& options,
+                                                         std::uint64_t eval_steps) {
   const config::Config& c = session.config();
-  cluster::Cluster& cluster = session.cluster();
-  TrainResult result;
-  result.train_steps_per_epoch = plan::TrainStepsPerEpoch(c, cluster.size());
-  result.eval_steps_per_epoch = plan::EvalStepsPerEpoch(c, cluster.size());
-
-  SampleLog log(options.sample_log_path);
-  const std::uint64_t rank = static_cast<std::uint64_t>(cluster.rank());
-  TimeSampler compute(c.train.computation_time, MixSeed(c.train.seed, 1000 + rank));
-  TimeSampler eval_time(c.evaluation.eval_time, MixSeed(c.train.seed, 2000 + rank));
-
+  const int id = team.id(local);
+  const bool leader = local == 0;  // reports progress and process-wide figures
+  SampleLog log(options.sample_log_path ? options.sample_log_path(id) : std::string());
+  const std::uint64_t seed_id = static_cast<std::uint64_t>(id);
+  TimeSampler compute(c.train.computation_time, MixSeed(c.train.seed, 1000 + seed_id));
+  TimeSampler eval_time(c.evaluation.eval_time, MixSeed(c.train.seed, 2000 + seed_id));
+  std::vector<metrics::EpochRecord> epochs;
   // One loader for the whole run: reader threads and their buffers persist
   // across epochs and evaluations.
-  Loader loader(session);
-  cluster.Barrier();
-  result.start = Stamp::Now();
+  Loader loader(session, seed_id);
+  team.Barrier();
   for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {
     metrics::EpochRecord record;
     record.epoch = epoch;
     record.start = Stamp::Now();
-    const std::uint64_t faults_before = MinorFaults();
+    const std::uint64_t faults_before = leader ? MinorFaults() : 0;
     bool any_failed = false;
-    Status status =
-        TrainEpoch(session, loader, epoch, compute, log, options.checkpointer, record, any_failed);
-    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
-    if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
-      status = EvalEpoch(session, loader, epoch, eval_time, log, record);
-      IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    Status status = TrainEpoch(session, team, id, loader, epoch, compute, log,
+                               options.checkpointer, record, any_failed);
+    IOMIMIC_RETURN_IF_ERROR(team.AgreeOnStatus(status));
+    if (plan::EvaluateAfterEpoch(c, epoch) && eval_steps > 0) {
+      status = EvalEpoch(session, team, id, loader, epoch, eval_time, log, record);
+      IOMIMIC_RETURN_IF_ERROR(team.AgreeOnStatus(status));
     }
     record.end = Stamp::Now();
-    record.minor_faults = MinorFaults() - faults_before;
-    if (options.on_epoch) options.on_epoch(record);
-    result.epochs.push_back(std::move(record));
+    if (leader) {
+      record.minor_faults = MinorFaults() - faults_before;
+      if (options.on_epoch) options.on_epoch(record);
+    }
+    epochs.push_back(std::move(record));
+  }
+  return epochs;
+}
+
+}  // namespace
+
+Result<TrainResult> Train(Session& session, const TrainOptions& options) {
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  const int per_process = static_cast<int>(std::max<std::uint64_t>(1, options.accelerators_per_process));
+  if (per_process > 1 && options.checkpointer != nullptr) {
+    return Status::NotSupported(
+        "checkpointing with several accelerators per process "
+        "(iomimic.accelerators_per_process > 1) is not supported; use one per process");
+  }
+  if (per_process > 1 && session.storage().capabilities().collective) {
+    return Status::NotSupported("storage '" + session.storage().name() +
+                                "' reads collectively, one caller per rank; it cannot serve "
+                                "several accelerators per process");
+  }
+  Team team(cluster, per_process);
+  TrainResult result;
+  result.accelerators_per_process = per_process;
+  result.train_steps_per_epoch = plan::TrainStepsPerEpoch(c, team.size());
+  result.eval_steps_per_epoch = plan::EvalStepsPerEpoch(c, team.size());
+  result.accelerators.resize(static_cast<std::size_t>(per_process));
+
+  cluster.Barrier();
+  result.start = Stamp::Now();
+  if (per_process == 1) {
+    IOMIMIC_ASSIGN_OR_RETURN(result.accelerators[0].epochs,
+                             RunAccelerator(session, team, 0, options, result.eval_steps_per_epoch));
+    result.accelerators[0].id = team.id(0);
+  } else {
+    std::vector<Status> statuses(static_cast<std::size_t>(per_process));
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(per_process));
+    for (int local = 0; local < per_process; ++local) {
+      threads.emplace_back([&, local] {
+        const std::size_t i = static_cast<std::size_t>(local);
+        Result<std::vector<metrics::EpochRecord>> epochs =
+            RunAccelerator(session, team, local, options, result.eval_steps_per_epoch);
+        if (epochs.ok()) {
+          result.accelerators[i].epochs = std::move(epochs).value();
+        } else {
+          statuses[i] = epochs.status();
+        }
+        result.accelerators[i].id = team.id(local);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    // Every accelerator agreed on failures, so all failed or none did.
+    for (const Status& s : statuses) IOMIMIC_RETURN_IF_ERROR(s);
   }
   result.end = Stamp::Now();
+  result.epochs = result.accelerators[0].epochs;
   return result;
 }
 

@@ -21,16 +21,31 @@
 namespace iomimic::engine {
 
 struct TrainOptions {
-  // Write "<epoch>,<phase>,<step>,<file>,<sample>" for every sample read to
-  // this file (empty = off).
-  std::string sample_log_path;
-  // Called after each epoch with its record (progress output).
+  // Emulated accelerators in this process, each on its own thread with its
+  // own plan, loader and figures (iomimic.accelerators_per_process).
+  std::uint64_t accelerators_per_process = 1;
+  // When set: the file of accelerator `id` to which "<epoch>,<phase>,<step>,
+  // <file>,<sample>" is written for every sample it reads.
+  std::function<std::string(int id)> sample_log_path;
+  // Called after each epoch of the process's first accelerator with its
+  // record (progress output).
   std::function<void(const metrics::EpochRecord&)> on_epoch;
   // Writes checkpoints on the manifest's schedule when set.
   Checkpointer* checkpointer = nullptr;
 };
 
+// The epochs of one emulated accelerator.
+struct AcceleratorRecords {
+  int id = 0;  // run-wide: rank * accelerators_per_process + local index
+  std::vector<metrics::EpochRecord> epochs;
+};
+
 struct TrainResult {
+  int accelerators_per_process = 1;
+  // This process's accelerators, in local order.
+  std::vector<AcceleratorRecords> accelerators;
+  // The first accelerator's epochs (accelerators[0].epochs); its records
+  // carry the process's page-fault counts.
   std::vector<metrics::EpochRecord> epochs;
   std::uint64_t train_steps_per_epoch = 0;
   std::uint64_t eval_steps_per_epoch = 0;
@@ -38,8 +53,10 @@ struct TrainResult {
   metrics::Stamp end;
 };
 
-// Collective: every rank calls it. On any rank's failure every rank returns
-// an error (its own, or one naming the failed rank).
+// Collective: every rank calls it. Runs options.accelerators_per_process
+// accelerators (threads when more than one; see engine/team.h). On any
+// accelerator's failure every rank returns an error (its own, or one naming
+// the failed rank).
 Result<TrainResult> Train(Session& session, const TrainOptions& options);
 
 struct CheckpointOnlyResult {
