@@ -398,13 +398,15 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
       };
     }
     if (leader) {
-      console.Line(
-          Format("training: %llu epochs x %llu steps of batch %llu per rank, %d rank(s), "
-                 "%llu reader thread(s)",
-                 static_cast<unsigned long long>(c.train.epochs),
-                 static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, cluster.size())),
-                 static_cast<unsigned long long>(c.reader.batch_size), cluster.size(),
-                 static_cast<unsigned long long>(c.reader.read_threads)));
+      const int per_process = static_cast<int>(c.iomimic.accelerators_per_process);
+      const int accelerators = cluster.size() * per_process;
+      console.Line(Format(
+          "training: %llu epochs x %llu steps of batch %llu per accelerator, %d accelerator(s) "
+          "(%d rank(s) x %d), %llu reader thread(s) each",
+          static_cast<unsigned long long>(c.train.epochs),
+          static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, accelerators)),
+          static_cast<unsigned long long>(c.reader.batch_size), accelerators, cluster.size(),
+          per_process, static_cast<unsigned long long>(c.reader.read_threads)));
       options.on_epoch = [&](const metrics::EpochRecord& e) {
         std::vector<metrics::PhaseMetrics> blocks;
         for (const auto& b : e.blocks) {
@@ -412,7 +414,7 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
               b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size));
         }
         metrics::PhaseMetrics m = metrics::CombineBlocks(blocks);
-        console.Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (rank 0)%s",
+        console.Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (accelerator 0)%s",
                             static_cast<unsigned long long>(e.epoch),
                             metrics::Seconds(e.start, e.end), m.au_percent, m.samples_per_second,
                             e.eval ? ", evaluated" : ""));

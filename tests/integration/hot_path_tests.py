@@ -132,6 +132,75 @@ def test_au_counts_requested_compute():
             fail("AU %r out of range" % au)
 
 
+def sample_logs(out, accelerators):
+    logs = {}
+    for a in range(accelerators):
+        path = os.path.join(out, "%d_samples.csv" % a)
+        if not os.path.exists(path):
+            fail("missing sample log %s" % path)
+        with open(path) as f:
+            logs[a] = f.read()
+    extra = os.path.join(out, "%d_samples.csv" % accelerators)
+    if os.path.exists(extra):
+        fail("unexpected sample log %s" % extra)
+    return logs
+
+
+def test_threads_and_ranks_read_the_same_samples():
+    """The accelerator, not the process, is the unit of the plan: 4
+    accelerators as threads of one process, as 4 ranks, and as 2 ranks x 2
+    threads read exactly the same samples in the same order, each, every
+    epoch (evaluation included), and the results count 4 accelerators."""
+    data = os.path.join(ARGS.work, "data")
+    common = base(data, "unused", 48, 2, 0.001, [
+        "++workload.dataset.record_length_bytes=65536",
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.dataset.num_files_eval=16",
+        "++workload.workflow.evaluation=True",
+        "++workload.reader.batch_size=2",
+        "++workload.reader.batch_size_eval=2",
+        "++workload.reader.read_threads=2",
+        "++workload.iomimic.sample_log=True",
+    ])
+    common = [o for o in common if not o.startswith("++workload.output.folder=")]
+    runs = {}
+    for ranks, threads in ((1, 4), (4, 1), (2, 2)):
+        out = os.path.join(ARGS.work, "out_%dx%d" % (ranks, threads))
+        cmd = [ARGS.iomimic, "run"] + common + [
+            "++workload.output.folder=" + out,
+            "++workload.iomimic.accelerators_per_process=%d" % threads]
+        if ranks == 1:
+            run(cmd)
+        else:
+            mpirun(ranks, cmd)
+        s = summary(out)
+        if s["num_accelerators"] != 4:
+            fail("%d x %d: num_accelerators %r, expected 4" % (ranks, threads,
+                                                                s["num_accelerators"]))
+        for a in range(4):
+            for name in ("%d_output.json" % a, "%d_per_epoch_stats.json" % a):
+                if not os.path.exists(os.path.join(out, name)):
+                    fail("%d x %d: missing %s" % (ranks, threads, name))
+        runs[(ranks, threads)] = sample_logs(out, 4)
+    reference = runs[(4, 1)]
+    rows = reference[0].count("\n") - 1
+    # 48 train + 16 eval samples over 4 accelerators, 2 epochs.
+    if rows != (48 + 16) // 4 * 2:
+        fail("accelerator 0 read %d samples, expected %d" % (rows, (48 + 16) // 4 * 2))
+    seen = collections.Counter()
+    for a in range(4):
+        for line in reference[a].splitlines()[1:]:
+            epoch, phase, step, file_index, sample = line.split(",")
+            seen[(epoch, phase, file_index)] += 1
+    if any(n != 1 for n in seen.values()) or len(seen) != (48 + 16) * 2:
+        fail("the 4 ranks did not read every file exactly once per epoch")
+    for key in ((1, 4), (2, 2)):
+        for a in range(4):
+            if runs[key][a] != reference[a]:
+                fail("%d ranks x %d accelerators: accelerator %d read other samples than "
+                     "rank %d of 4 ranks" % (key[0], key[1], a, a))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -252,6 +252,10 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   const config::Config& c = session.config();
   const int rank = cluster.rank();
   const int world = cluster.size();
+  // Emulated accelerators: ranks x accelerators per process. AU is averaged
+  // and throughput summed over accelerators, as DLIO does over ranks.
+  const int per_process = outcome.train ? outcome.train->accelerators_per_process : 1;
+  const int accelerators = world * per_process;
 
   // Host facts (DLIO reads them on every rank; one value per host).
   auto cpuinfo = ReadKeyValues("/proc/cpuinfo", true);
@@ -271,58 +275,72 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   const double record = c.dataset.record_length_bytes;
   const double data_per_host_gib =
       static_cast<double>(cluster.ranks_on_host()) *
-      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train / world) *
+      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train /
+                          static_cast<std::uint64_t>(world)) *
       record / kGiB;
 
-  // Per-epoch metrics of this rank, then aggregated (AU: mean over ranks,
-  // throughput: sum over ranks, as DLIO).
-  std::vector<PhaseMetrics> train_epochs, eval_epochs;
+  // Per-epoch metrics of each accelerator, then aggregated (AU: mean over
+  // accelerators, throughput: sum over accelerators, as DLIO over ranks).
+  // Bytes and wall time are the process's: its accelerators share one
+  // storage counter and step in lockstep, so the first one's epochs stand
+  // for the process.
+  std::vector<PhaseMetrics> train_epochs, eval_epochs;  // the first accelerator's
   std::vector<std::uint64_t> epoch_train_bytes;
   std::vector<double> epoch_train_wall;
   bool have_eval = false;
+  auto epoch_metrics = [&](const metrics::EpochRecord& e, PhaseMetrics* train, PhaseMetrics* eval) {
+    std::vector<PhaseMetrics> blocks;
+    for (const metrics::PhaseRecord& b : e.blocks) {
+      blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                                  c.output.exclude_end_steps, c.reader.batch_size));
+    }
+    *train = metrics::CombineBlocks(blocks);
+    *eval = e.eval ? metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps,
+                                          c.output.exclude_end_steps, c.reader.batch_size_eval)
+                   : PhaseMetrics{};
+  };
   if (outcome.train) {
     for (const metrics::EpochRecord& e : outcome.train->epochs) {
-      std::vector<PhaseMetrics> blocks;
+      PhaseMetrics train, eval;
+      epoch_metrics(e, &train, &eval);
       std::uint64_t bytes = 0;
       double wall = 0;
       for (const metrics::PhaseRecord& b : e.blocks) {
-        blocks.push_back(metrics::TrainBlockMetrics(
-            b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size));
         bytes += b.bytes_read;
         wall += Seconds(b.start, b.end);
       }
-      train_epochs.push_back(metrics::CombineBlocks(blocks));
+      train_epochs.push_back(train);
+      eval_epochs.push_back(eval);
       epoch_train_bytes.push_back(bytes);
       epoch_train_wall.push_back(wall);
-      if (e.eval) {
-        have_eval = true;
-        eval_epochs.push_back(metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps,
-                                                   c.output.exclude_end_steps,
-                                                   c.reader.batch_size_eval));
-      } else {
-        eval_epochs.push_back(PhaseMetrics{});
-      }
+      if (e.eval) have_eval = true;
     }
   }
   const std::size_t n_epochs = train_epochs.size();
   std::vector<double> local(4 * n_epochs);
-  for (std::size_t i = 0; i < n_epochs; ++i) {
-    local[i] = train_epochs[i].au_percent;
-    local[n_epochs + i] = train_epochs[i].samples_per_second;
-    local[2 * n_epochs + i] = eval_epochs[i].au_percent;
-    local[3 * n_epochs + i] = eval_epochs[i].samples_per_second;
+  if (outcome.train) {
+    for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+      for (std::size_t i = 0; i < n_epochs && i < a.epochs.size(); ++i) {
+        PhaseMetrics train, eval;
+        epoch_metrics(a.epochs[i], &train, &eval);
+        local[i] += train.au_percent;
+        local[n_epochs + i] += train.samples_per_second;
+        local[2 * n_epochs + i] += eval.au_percent;
+        local[3 * n_epochs + i] += eval.samples_per_second;
+      }
+    }
   }
   std::vector<double> summed = cluster.SumDoubles(local);
   std::vector<double> au(n_epochs), tp(n_epochs), eau, etp;
   for (std::size_t i = 0; i < n_epochs; ++i) {
-    au[i] = summed[i] / world;
+    au[i] = summed[i] / accelerators;
     tp[i] = summed[n_epochs + i];
   }
   std::vector<std::size_t> eval_epoch_numbers;
   if (outcome.train) {
     for (std::size_t i = 0; i < n_epochs; ++i) {
       if (outcome.train->epochs[i].eval) {
-        eau.push_back(summed[2 * n_epochs + i] / world);
+        eau.push_back(summed[2 * n_epochs + i] / accelerators);
         etp.push_back(summed[3 * n_epochs + i]);
       }
     }
@@ -340,18 +358,21 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   // first epoch when the hot path reuses its memory.
   std::vector<std::uint64_t> epoch_faults;
   if (outcome.train) {
-    for (const metrics::EpochRecord& e : outcome.train->epochs) epoch_faults.push_back(e.minor_faults);
+    for (const metrics::EpochRecord& e : outcome.train->epochs)
+      epoch_faults.push_back(e.minor_faults);
   }
   epoch_faults = cluster.SumU64s(epoch_faults);
   double barrier_sum = 0, compute_measured = 0, compute_requested = 0;
   std::uint64_t barrier_n = 0;
   if (outcome.train) {
-    for (const auto& e : outcome.train->epochs) {
-      for (const auto& b : e.blocks) {
-        for (double v : b.barrier) barrier_sum += v;
-        compute_measured += b.compute_measured;
-        compute_requested += b.compute_requested;
-        barrier_n += b.barrier.size();
+    for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+      for (const auto& e : a.epochs) {
+        for (const auto& b : e.blocks) {
+          for (double v : b.barrier) barrier_sum += v;
+          compute_measured += b.compute_measured;
+          compute_requested += b.compute_requested;
+          barrier_n += b.barrier.size();
+        }
       }
     }
   }
@@ -473,67 +494,75 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
         WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
                   stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n")));
   }
+  // One pair of files per accelerator, named by its run-wide id (the rank
+  // when each process emulates one accelerator, as DLIO names them).
   if (outcome.train) {
-    json stats = json::object();
-    json output = json::object();
-    output["host_memory_GB"] = Num(mem_gib);
-    output["host_cpu_count"] = cpus;
-    output["host_processor_name"] = processor;
-    output["potential_caching"] = mem_gib > data_per_host_gib ? 1 : 0;
-    output["host_cpuinfo"] = ToJson(cpuinfo);
-    output["host_meminfo"] = ToJson(meminfo);
-    output["hostname"] = cluster.hostname();
-    for (std::size_t i = 0; i < n_epochs; ++i) {
-      const metrics::EpochRecord& e = outcome.train->epochs[i];
-      json es;
-      es["start"] = Timestamp(e.start.wall);
-      es["end"] = Timestamp(e.end.wall);
-      es["duration"] = Fixed2(Seconds(e.start, e.end));
-      json load = json::object(), proc = json::object(), compute = json::object(),
-           aus = json::object(), tps = json::object();
-      for (const metrics::PhaseRecord& b : e.blocks) {
-        std::string key = "block" + std::to_string(b.index);
-        json bs;
-        bs["start"] = Timestamp(b.start.wall);
-        bs["end"] = Timestamp(b.end.wall);
-        bs["duration"] = Fixed2(Seconds(b.start, b.end));
-        es[key] = bs;
-        PhaseMetrics m = metrics::TrainBlockMetrics(
-            b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size);
-        load[key] = NumList(b.load);
-        proc[key] = NumList(b.proc);
-        compute[key] = NumList(b.compute);
-        aus[key] = Num(m.au_percent);
-        tps[key] = Num(m.samples_per_second);
+    Status s;
+    for (const engine::AcceleratorRecords& acc : outcome.train->accelerators) {
+      if (!s.ok()) break;
+      json stats = json::object();
+      json output = json::object();
+      output["host_memory_GB"] = Num(mem_gib);
+      output["host_cpu_count"] = cpus;
+      output["host_processor_name"] = processor;
+      output["potential_caching"] = mem_gib > data_per_host_gib ? 1 : 0;
+      output["host_cpuinfo"] = ToJson(cpuinfo);
+      output["host_meminfo"] = ToJson(meminfo);
+      output["hostname"] = cluster.hostname();
+      for (const metrics::EpochRecord& e : acc.epochs) {
+        json es;
+        es["start"] = Timestamp(e.start.wall);
+        es["end"] = Timestamp(e.end.wall);
+        es["duration"] = Fixed2(Seconds(e.start, e.end));
+        json load = json::object(), proc = json::object(), compute = json::object(),
+             aus = json::object(), tps = json::object();
+        for (const metrics::PhaseRecord& b : e.blocks) {
+          std::string key = "block" + std::to_string(b.index);
+          json bs;
+          bs["start"] = Timestamp(b.start.wall);
+          bs["end"] = Timestamp(b.end.wall);
+          bs["duration"] = Fixed2(Seconds(b.start, b.end));
+          es[key] = bs;
+          PhaseMetrics m = metrics::TrainBlockMetrics(
+              b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size);
+          load[key] = NumList(b.load);
+          proc[key] = NumList(b.proc);
+          compute[key] = NumList(b.compute);
+          aus[key] = Num(m.au_percent);
+          tps[key] = Num(m.samples_per_second);
+        }
+        if (e.eval) {
+          json ev;
+          ev["start"] = Timestamp(e.eval->start.wall);
+          ev["end"] = Timestamp(e.eval->end.wall);
+          ev["duration"] = Fixed2(Seconds(e.eval->start, e.eval->end));
+          es["eval"] = ev;
+          load["eval"] = NumList(e.eval->load);
+          proc["eval"] = NumList(e.eval->proc);
+          compute["eval"] = NumList(e.eval->compute);
+          PhaseMetrics m =
+              metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps,
+                                   c.output.exclude_end_steps, c.reader.batch_size_eval);
+          aus["eval"] = Num(m.au_percent);
+          tps["eval"] = Num(m.samples_per_second);
+        }
+        for (const auto& r : e.saves) es["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
+        stats[std::to_string(e.epoch)] = es;
+        json eo;
+        eo["load"] = load;
+        eo["proc"] = proc;
+        eo["compute"] = compute;
+        eo["au"] = aus;
+        eo["throughput"] = tps;
+        eo["end"] = Timestamp(e.end.wall);
+        output[std::to_string(e.epoch)] = eo;
       }
-      if (e.eval) {
-        json ev;
-        ev["start"] = Timestamp(e.eval->start.wall);
-        ev["end"] = Timestamp(e.eval->end.wall);
-        ev["duration"] = Fixed2(Seconds(e.eval->start, e.eval->end));
-        es["eval"] = ev;
-        load["eval"] = NumList(e.eval->load);
-        proc["eval"] = NumList(e.eval->proc);
-        compute["eval"] = NumList(e.eval->compute);
-        aus["eval"] = Num(eval_epochs[i].au_percent);
-        tps["eval"] = Num(eval_epochs[i].samples_per_second);
-      }
-      for (const auto& r : e.saves) es["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
-      stats[std::to_string(e.epoch)] = es;
-      json eo;
-      eo["load"] = load;
-      eo["proc"] = proc;
-      eo["compute"] = compute;
-      eo["au"] = aus;
-      eo["throughput"] = tps;
-      eo["end"] = Timestamp(e.end.wall);
-      output[std::to_string(e.epoch)] = eo;
+      s = WriteFile(folder + "/" + std::to_string(acc.id) + "_per_epoch_stats.json",
+                    stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
+      if (s.ok())
+        s = WriteFile(folder + "/" + std::to_string(acc.id) + "_output.json",
+                      output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
     }
-    Status s = WriteFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
-                         stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
-    if (s.ok())
-      s = WriteFile(folder + "/" + std::to_string(rank) + "_output.json",
-                    output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(s));
   }
 
@@ -542,7 +571,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   // ---- summary.json (rank 0) ----
   json summary;
   summary["start"] = Timestamp(outcome.start.wall);
-  summary["num_accelerators"] = world;
+  summary["num_accelerators"] = accelerators;
   summary["num_hosts"] = cluster.num_hosts();
   summary["hostname"] = cluster.hostname();
   json metric = json::object();
