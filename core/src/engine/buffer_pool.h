@@ -29,9 +29,9 @@ namespace iomimic::engine {
 class BufferPool {
  public:
   struct Stats {
-    std::uint64_t requests = 0;     // Acquire calls that returned a buffer
-    std::uint64_t allocations = 0;  // requests served by the back end
-    std::uint64_t evictions = 0;    // cached buffers freed to make room
+    std::uint64_t requests = 0;      // Acquire calls that returned a buffer
+    std::uint64_t allocations = 0;   // requests served by the back end
+    std::uint64_t evictions = 0;     // cached buffers freed to make room
     std::uint64_t cached_bytes = 0;  // capacity held, in use or free
   };
 

@@ -18,7 +18,11 @@
 namespace iomimic::engine {
 
 // Waits `seconds` (<= 0 returns at once). Returns the seconds actually waited.
-double PreciseSleep(double seconds);
+// `spin`: spin through the last 200 us instead of trusting the kernel's
+// wake-up. Right when the waiting thread has a CPU to itself; when a process
+// emulates more accelerators than it has CPUs, every spinning accelerator
+// would steal the CPU the others need, so they sleep to the deadline.
+double PreciseSleep(double seconds, bool spin = true);
 
 class TimeSampler {
  public:

@@ -145,9 +145,10 @@ class Loader::Reader {
   Buffer batch_;                    // batch_size x resized_, grown once
 };
 
-Loader::Loader(Session& session, std::uint64_t accelerator)
+Loader::Loader(Session& session, std::uint64_t accelerator, ReadySignal* signal)
     : session_(session),
       accelerator_(accelerator),
+      signal_(signal),
       collective_(session.storage().capabilities().collective) {
   inline_reader_ = std::make_unique<Reader>(session);
 }
@@ -371,6 +372,7 @@ void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t t
     }
     BatchInfo batch;
     Status status = ReadBatch(reader, step, &batch);
+    batch.ready = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       Slot& slot = slots_[step % depth_];
@@ -380,8 +382,35 @@ void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t t
       slot.batch = std::move(batch);
     }
     cv_.notify_all();
+    if (signal_ != nullptr) signal_->Notify();
     if (!status.ok()) return;
   }
+}
+
+Result<bool> Loader::TryNext(BatchInfo* out) {
+  if (plan_ == nullptr || next_step_ >= plan_->steps()) {
+    return Status::OutOfRange("no more batches in this pass");
+  }
+  if (threads_ == 0) {
+    IOMIMIC_ASSIGN_OR_RETURN(*out, Next());
+    return true;
+  }
+  Slot taken;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Slot& slot = slots_[next_step_ % depth_];
+    if (!(slot.ready && slot.step == next_step_)) return false;
+    taken = std::move(slot);
+    slot = Slot();
+    ++next_step_;
+  }
+  cv_.notify_all();
+  if (!taken.status.ok()) {
+    Finish();
+    return taken.status;
+  }
+  *out = std::move(taken.batch);
+  return true;
 }
 
 Result<BatchInfo> Loader::Next() {
@@ -392,6 +421,7 @@ Result<BatchInfo> Loader::Next() {
     BatchInfo batch;
     IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, &batch)
                                         : ReadBatch(*inline_reader_, next_step_, &batch));
+    batch.ready = std::chrono::steady_clock::now();
     ++next_step_;
     return batch;
   }

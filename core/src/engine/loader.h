@@ -18,6 +18,8 @@
 
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -39,9 +41,28 @@ std::uint64_t ResizedSampleBytes(const config::Config& config);
 
 struct BatchInfo {
   std::uint64_t step = 0;
+  // When the batch was complete (set by the reader that read it).
+  std::chrono::steady_clock::time_point ready{};
   std::uint64_t samples = 0;
   std::uint64_t sample_bytes = 0;     // payload bytes returned by the format
   std::vector<plan::SampleRef> refs;  // only when sample logging is on
+};
+
+// Wakes a consumer that serves several loaders (one per emulated accelerator
+// of the process) when any of them completes a batch: a sequence number
+// bumped on every completion, waited on as a futex.
+class ReadySignal {
+ public:
+  std::uint32_t current() const { return sequence_.load(std::memory_order_acquire); }
+  void Notify() {
+    sequence_.fetch_add(1, std::memory_order_acq_rel);
+    sequence_.notify_all();
+  }
+  // Returns once the sequence differs from `seen`.
+  void WaitChange(std::uint32_t seen) const { sequence_.wait(seen, std::memory_order_acquire); }
+
+ private:
+  std::atomic<std::uint32_t> sequence_{0};
 };
 
 // One loader serves every pass (training epochs and evaluations) of a run:
@@ -51,7 +72,8 @@ struct BatchInfo {
 class Loader {
  public:
   // `accelerator` (the run-wide accelerator id) seeds what each reader draws.
-  Loader(Session& session, std::uint64_t accelerator);
+  // `signal`, when set, is notified whenever a reader completes a batch.
+  Loader(Session& session, std::uint64_t accelerator, ReadySignal* signal = nullptr);
   // Stops and joins the reader threads.
   ~Loader();
   Loader(const Loader&) = delete;
@@ -60,12 +82,16 @@ class Loader {
   // Begins a pass over `plan`, which must stay alive until Finish. `epoch`
   // seeds preprocess-time draws. Starts reader threads the first time a
   // pass needs them. Precondition: the previous pass was finished.
-  void Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
-             bool log_samples);
+  void Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch, bool log_samples);
 
   // Blocks until the next batch (in step order) is ready. An error names the
   // file and sample that failed; after an error the pass is stopped.
   Result<BatchInfo> Next();
+
+  // Next without blocking: true and the batch in `out` when the next batch
+  // is ready, false when it is not yet. With 0 reader threads it reads the
+  // batch itself (always ready).
+  Result<bool> TryNext(BatchInfo* out);
 
   // Ends the pass: stops readers still working on it and waits until all are
   // idle. Idempotent.
@@ -96,6 +122,7 @@ class Loader {
 
   Session& session_;
   const std::uint64_t accelerator_;
+  ReadySignal* const signal_;
   const bool collective_;
   // The current pass (valid between Start and Finish).
   const plan::EpochPlan* plan_ = nullptr;

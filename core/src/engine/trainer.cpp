@@ -3,13 +3,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <thread>
 
 #include "engine/compute.h"
 #include "engine/loader.h"
-#include "engine/team.h"
 #include "iomimic/random.h"
 #include "plan/plan.h"
 
@@ -49,130 +49,247 @@ class SampleLog {
   std::ofstream out_;
 };
 
-// One training epoch of accelerator `id`. Returns its status; the caller
-// agrees on it across accelerators. `any_failed` is set when another
-// accelerator failed.
-Status TrainEpoch(Session& session, Team& team, int id, Loader& loader, std::uint64_t epoch,
-                  TimeSampler& compute, SampleLog& log, Checkpointer* checkpointer,
-                  metrics::EpochRecord& record, bool& any_failed) {
+using Clock = std::chrono::steady_clock;
+
+double SecondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// One emulated accelerator of this process: its own loader (prefetch queue
+// and reader threads), compute samplers, sample log and records, exactly as
+// if it were rank `id`.
+struct Accelerator {
+  Accelerator(Session& session, int id, ReadySignal* signal, const TrainOptions& options)
+      : id(id),
+        loader(session, static_cast<std::uint64_t>(id), signal),
+        compute(session.config().train.computation_time,
+                MixSeed(session.config().train.seed, 1000 + static_cast<std::uint64_t>(id))),
+        eval_time(session.config().evaluation.eval_time,
+                  MixSeed(session.config().train.seed, 2000 + static_cast<std::uint64_t>(id))),
+        log(options.sample_log_path ? options.sample_log_path(id) : std::string()) {}
+
+  const int id;
+  Loader loader;
+  TimeSampler compute;
+  TimeSampler eval_time;
+  SampleLog log;
+  std::vector<metrics::EpochRecord> epochs;
+
+  // The current pass.
+  std::unique_ptr<plan::EpochPlan> plan;
+  PhaseRecord phase;  // the open training block or evaluation pass
+  // The current step.
+  bool taken = false;
+  Clock::time_point loaded{};    // when the consumer had the batch
+  Clock::time_point deadline{};  // when its compute ends
+  double drawn = 0;
+  std::uint64_t samples = 0;
+};
+
+// Waits for the next batch of every accelerator, taking each as soon as it
+// is ready (those that became ready while it scanned, in one pass). Returns the first error (after
+// which the others are not waited for). With one accelerator this is a blocking Next().
+Status GatherStep(std::vector<std::unique_ptr<Accelerator>>& accs, ReadySignal& signal,
+                  Clock::time_point load_start, std::uint64_t epoch, const char* phase) {
+  for (auto& a : accs) a->taken = false;
+  std::size_t pending = accs.size();
+  // One accelerator has its batch when its consumer (this thread) takes it.
+  // Several have theirs when their readers completed them: this thread may
+  // notice a batch later than the accelerator's own consumer would have,
+  // and that is the emulation's delay, not the storage's.
+  const bool when_ready = accs.size() > 1;
+  auto take = [&](Accelerator& a, BatchInfo& batch) -> Status {
+    a.taken = true;
+    a.loaded = when_ready ? std::max(batch.ready, load_start) : Clock::now();
+    a.samples = batch.samples;
+    --pending;
+    return a.log.Write(epoch, phase, batch);
+  };
+  if (accs.size() == 1) {
+    Accelerator& a = *accs[0];
+    IOMIMIC_ASSIGN_OR_RETURN(BatchInfo batch, a.loader.Next());
+    return take(a, batch);
+  }
+  while (pending > 0) {
+    const std::uint32_t seen = signal.current();
+    for (auto& a : accs) {
+      if (a->taken) continue;
+      BatchInfo batch;
+      IOMIMIC_ASSIGN_OR_RETURN(bool ready, a->loader.TryNext(&batch));
+      if (ready) IOMIMIC_RETURN_IF_ERROR(take(*a, batch));
+    }
+    if (pending > 0) signal.WaitChange(seen);
+  }
+  return Status::OK();
+}
+
+// Emulates the compute of every accelerator's step: accelerator a computes
+// from the moment it had its batch for the duration it drew. The thread
+// sleeps until the last of those deadlines; an accelerator whose deadline
+// passed earlier ended exactly then (it is not a thread and cannot be late),
+// the last one ended when the sleep returned. Records load, compute and proc
+// of the step and returns when each accelerator's compute ended.
+void ComputeStep(std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
+                 Clock::time_point load_start, bool spin, std::vector<Clock::time_point>* ends) {
+  Clock::time_point last{};
+  for (auto& a : accs) {
+    a->drawn = eval ? a->eval_time.Draw() : a->compute.Draw();
+    a->deadline = a->loaded + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(a->drawn));
+    if (a->deadline > last) last = a->deadline;
+  }
+  const Clock::time_point now = Clock::now();
+  if (last > now) PreciseSleep(SecondsBetween(now, last), spin);
+  const Clock::time_point woke = std::max(Clock::now(), last);
+  ends->resize(accs.size());
+  for (std::size_t i = 0; i < accs.size(); ++i) {
+    Accelerator& a = *accs[i];
+    const Clock::time_point end = a.deadline == last ? woke : a.deadline;
+    (*ends)[i] = end;
+    a.phase.load.push_back(SecondsBetween(load_start, a.loaded));
+    a.phase.compute_requested += a.drawn;
+    a.phase.compute.push_back(a.drawn);
+    a.phase.compute_measured += SecondsBetween(a.loaded, end);
+    a.phase.proc.push_back(SecondsBetween(load_start, end));
+    a.phase.samples += a.samples;
+  }
+}
+
+// Whether each emulated accelerator can have a CPU of its own (so waiting
+// may spin, see PreciseSleep).
+bool CanSpin(std::size_t accelerators) {
+  return accelerators < std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One training epoch of every accelerator of this process. Returns this
+// process's status; the caller agrees on it across ranks. `any_failed` is
+// set when another rank failed.
+Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
+                  ReadySignal& signal, std::uint64_t epoch, Checkpointer* checkpointer,
+                  std::vector<metrics::EpochRecord>& records, bool& any_failed) {
   const config::Config& c = session.config();
-  plan::EpochPlan plan(c, session.layout(), plan::Split::kTrain, id, team.size(), epoch,
-                       session.shuffle_seeds(), session.format().traits().streamed);
-  PhaseRecord block;
+  cluster::Cluster& cluster = session.cluster();
+  const int world = cluster.size() * static_cast<int>(accs.size());
+  const bool spin = CanSpin(accs.size());
   IoSnapshot io_start;
   std::uint64_t block_index = 1;
+  // Blocks and their byte counts are the process's: every accelerator's
+  // block spans the same steps.
   auto begin_block = [&] {
-    block = PhaseRecord();
-    block.index = block_index++;
-    block.start = Stamp::Now();
+    const Stamp now = Stamp::Now();
+    for (auto& a : accs) {
+      a->phase = PhaseRecord();
+      a->phase.index = block_index;
+      a->phase.start = now;
+    }
+    ++block_index;
     io_start = session.storage().Snapshot();
   };
   auto end_block = [&] {
-    block.end = Stamp::Now();
-    block.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
-    record.blocks.push_back(std::move(block));
+    const Stamp now = Stamp::Now();
+    const std::uint64_t bytes = (session.storage().Snapshot() - io_start).read_bytes;
+    for (std::size_t i = 0; i < accs.size(); ++i) {
+      accs[i]->phase.end = now;
+      accs[i]->phase.bytes_read = bytes;
+      records[i].blocks.push_back(std::move(accs[i]->phase));
+    }
   };
-  // The block starts before the loader does, as DLIO's does before iterating
+  std::uint64_t steps = 0;
+  for (auto& a : accs) {
+    a->plan = std::make_unique<plan::EpochPlan>(c, session.layout(), plan::Split::kTrain, a->id,
+                                                world, epoch, session.shuffle_seeds(),
+                                                session.format().traits().streamed);
+    steps = a->plan->steps();  // the same on every accelerator
+  }
+  // The block starts before the loaders do, as DLIO's does before iterating
   // the DataLoader: prefetching counts toward the first step.
   begin_block();
-  loader.Start(plan, plan::Split::kTrain, epoch, log.enabled());
+  for (auto& a : accs) {
+    a->loader.Start(*a->plan, plan::Split::kTrain, epoch, a->log.enabled());
+  }
   Status status;
-  auto load_start = std::chrono::steady_clock::now();
-  for (std::uint64_t step = 0; step < plan.steps(); ++step) {
-    Result<BatchInfo> batch = loader.Next();
-    auto loaded = std::chrono::steady_clock::now();
-    bool failed = !batch.ok();
-    if (!failed) {
-      status = log.Write(epoch, "train", *batch);
-      failed = !status.ok();
-    } else {
-      status = batch.status();
-    }
-    if (!failed) {
-      block.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
-      const double drawn = compute.Draw();
-      block.compute_requested += drawn;
-      auto compute_start = std::chrono::steady_clock::now();
-      PreciseSleep(drawn);
-      auto computed = std::chrono::steady_clock::now();
-      block.compute.push_back(drawn);
-      block.compute_measured += std::chrono::duration<double>(computed - compute_start).count();
-      block.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
-      block.samples += batch->samples;
-    }
+  std::vector<Clock::time_point> ends;
+  Clock::time_point load_start = Clock::now();
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    status = GatherStep(accs, signal, load_start, epoch, "train");
+    const bool failed = !status.ok();
+    if (!failed) ComputeStep(accs, /*eval=*/false, load_start, spin, &ends);
     // The barrier that emulates the gradient allreduce; it also tells every
     // rank whether any rank failed, so nobody waits for a rank that stopped.
-    auto barrier_start = std::chrono::steady_clock::now();
-    any_failed = team.BarrierAnyFailed(failed);
+    any_failed = cluster.BarrierAnyFailed(failed);
     if (!failed) {
-      block.barrier.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - barrier_start).count());
+      const Clock::time_point released = Clock::now();
+      for (std::size_t i = 0; i < accs.size(); ++i) {
+        accs[i]->phase.barrier.push_back(SecondsBetween(ends[i], released));
+      }
     }
     if (any_failed) break;
     if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
       // Step mode: the checkpoint sits between two blocks, outside AU (§4.2).
+      // Checkpoints are written with one accelerator per process.
       end_block();
       metrics::CheckpointRecord save;
-      save.index = record.saves.size() + 1;
+      save.index = records[0].saves.size() + 1;
       status = checkpointer->Save(epoch, step + 1, &save);
-      record.saves.push_back(save);
-      status = team.AgreeOnStatus(status);
+      records[0].saves.push_back(save);
+      status = cluster.AgreeOnStatus(status);
       if (!status.ok()) {
         any_failed = true;
         break;
       }
       begin_block();
     }
-    load_start = std::chrono::steady_clock::now();
+    load_start = Clock::now();
   }
-  loader.Finish();
-  if (!block.compute.empty() || record.blocks.empty()) end_block();
-  if (!any_failed) team.Barrier();
+  for (auto& a : accs) a->loader.Finish();
+  if (!accs[0]->phase.compute.empty() || records[0].blocks.empty()) end_block();
+  if (!any_failed) cluster.Barrier();
   if (!any_failed && checkpointer != nullptr && plan::CheckpointAfterEpoch(c, epoch)) {
     metrics::CheckpointRecord save;
-    save.index = record.saves.size() + 1;
-    status = checkpointer->Save(epoch, plan.steps(), &save);
-    record.saves.push_back(save);
+    save.index = records[0].saves.size() + 1;
+    status = checkpointer->Save(epoch, steps, &save);
+    records[0].saves.push_back(save);
   }
   return status;
 }
 
-Status EvalEpoch(Session& session, Team& team, int id, Loader& loader, std::uint64_t epoch,
-                 TimeSampler& eval_time, SampleLog& log, metrics::EpochRecord& record) {
+// One evaluation pass of every accelerator of this process (no barriers).
+Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
+                 ReadySignal& signal, std::uint64_t epoch,
+                 std::vector<metrics::EpochRecord>& records) {
   const config::Config& c = session.config();
-  plan::EpochPlan plan(c, session.layout(), plan::Split::kEval, id, team.size(), epoch,
-                       session.shuffle_seeds(), session.format().traits().streamed);
-  PhaseRecord eval;
-  eval.start = Stamp::Now();
-  IoSnapshot io_start = session.storage().Snapshot();
-  loader.Start(plan, plan::Split::kEval, epoch, log.enabled());
-  Status status;
-  auto load_start = std::chrono::steady_clock::now();
-  for (std::uint64_t step = 0; step < plan.steps(); ++step) {
-    Result<BatchInfo> batch = loader.Next();
-    if (!batch.ok()) {
-      status = batch.status();
-      break;
-    }
-    auto loaded = std::chrono::steady_clock::now();
-    status = log.Write(epoch, "eval", *batch);
-    if (!status.ok()) break;
-    eval.load.push_back(std::chrono::duration<double>(loaded - load_start).count());
-    const double drawn = eval_time.Draw();
-    eval.compute_requested += drawn;
-    auto compute_start = std::chrono::steady_clock::now();
-    PreciseSleep(drawn);
-    auto computed = std::chrono::steady_clock::now();
-    eval.compute.push_back(drawn);
-    eval.compute_measured += std::chrono::duration<double>(computed - compute_start).count();
-    eval.proc.push_back(std::chrono::duration<double>(computed - load_start).count());
-    eval.samples += batch->samples;
-    load_start = std::chrono::steady_clock::now();
+  cluster::Cluster& cluster = session.cluster();
+  const int world = cluster.size() * static_cast<int>(accs.size());
+  const bool spin = CanSpin(accs.size());
+  std::uint64_t steps = 0;
+  const Stamp start = Stamp::Now();
+  const IoSnapshot io_start = session.storage().Snapshot();
+  for (auto& a : accs) {
+    a->plan = std::make_unique<plan::EpochPlan>(c, session.layout(), plan::Split::kEval, a->id,
+                                                world, epoch, session.shuffle_seeds(),
+                                                session.format().traits().streamed);
+    steps = a->plan->steps();
+    a->phase = PhaseRecord();
+    a->phase.start = start;
+    a->loader.Start(*a->plan, plan::Split::kEval, epoch, a->log.enabled());
   }
-  loader.Finish();
-  eval.end = Stamp::Now();
-  eval.bytes_read = (session.storage().Snapshot() - io_start).read_bytes;
-  record.eval = std::move(eval);
+  Status status;
+  std::vector<Clock::time_point> ends;
+  Clock::time_point load_start = Clock::now();
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    status = GatherStep(accs, signal, load_start, epoch, "eval");
+    if (!status.ok()) break;
+    ComputeStep(accs, /*eval=*/true, load_start, spin, &ends);
+    load_start = Clock::now();
+  }
+  for (auto& a : accs) a->loader.Finish();
+  const Stamp end = Stamp::Now();
+  const std::uint64_t bytes = (session.storage().Snapshot() - io_start).read_bytes;
+  for (std::size_t i = 0; i < accs.size(); ++i) {
+    accs[i]->phase.end = end;
+    accs[i]->phase.bytes_read = bytes;
+    records[i].eval = std::move(accs[i]->phase);
+  }
   return status;
 }
 
@@ -264,99 +381,70 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
   return result;
 }
 
-namespace {
-
-// The whole run of the process's accelerator `local`: its own loader, compute
-// sampler, sample log and records, exactly as if it were rank `id`.
-Result<std::vector<metrics::EpochRecord>> RunAccelerator(Session& session, Team& team, int local,
-                                                         const TrainOptions& options,
-                                                         std::uint64_t eval_steps) {
-  const config::Config& c = session.config();
-  const int id = team.id(local);
-  const bool leader = local == 0;  // reports progress and process-wide figures
-  SampleLog log(options.sample_log_path ? options.sample_log_path(id) : std::string());
-  const std::uint64_t seed_id = static_cast<std::uint64_t>(id);
-  TimeSampler compute(c.train.computation_time, MixSeed(c.train.seed, 1000 + seed_id));
-  TimeSampler eval_time(c.evaluation.eval_time, MixSeed(c.train.seed, 2000 + seed_id));
-  std::vector<metrics::EpochRecord> epochs;
-  // One loader for the whole run: reader threads and their buffers persist
-  // across epochs and evaluations.
-  Loader loader(session, seed_id);
-  team.Barrier();
-  for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {
-    metrics::EpochRecord record;
-    record.epoch = epoch;
-    record.start = Stamp::Now();
-    const std::uint64_t faults_before = leader ? MinorFaults() : 0;
-    bool any_failed = false;
-    Status status = TrainEpoch(session, team, id, loader, epoch, compute, log,
-                               options.checkpointer, record, any_failed);
-    IOMIMIC_RETURN_IF_ERROR(team.AgreeOnStatus(status));
-    if (plan::EvaluateAfterEpoch(c, epoch) && eval_steps > 0) {
-      status = EvalEpoch(session, team, id, loader, epoch, eval_time, log, record);
-      IOMIMIC_RETURN_IF_ERROR(team.AgreeOnStatus(status));
-    }
-    record.end = Stamp::Now();
-    if (leader) {
-      record.minor_faults = MinorFaults() - faults_before;
-      if (options.on_epoch) options.on_epoch(record);
-    }
-    epochs.push_back(std::move(record));
-  }
-  return epochs;
-}
-
-}  // namespace
-
 Result<TrainResult> Train(Session& session, const TrainOptions& options) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
-  const int per_process = static_cast<int>(std::max<std::uint64_t>(1, options.accelerators_per_process));
-  if (per_process > 1 && options.checkpointer != nullptr) {
-    return Status::NotSupported(
-        "checkpointing with several accelerators per process "
-        "(iomimic.accelerators_per_process > 1) is not supported; use one per process");
+  const std::size_t per_process =
+      static_cast<std::size_t>(std::max<std::uint64_t>(1, options.accelerators_per_process));
+  if (per_process > 1) {
+    if (options.checkpointer != nullptr) {
+      return Status::NotSupported(
+          "checkpointing with several accelerators per process "
+          "(iomimic.accelerators_per_process > 1) is not supported; use one per process");
+    }
+    if (session.storage().capabilities().collective) {
+      return Status::NotSupported("storage '" + session.storage().name() +
+                                  "' reads collectively, one caller per rank; it cannot serve "
+                                  "several accelerators per process");
+    }
+    if (c.reader.read_threads == 0) {
+      return Status::InvalidArgument(
+          "several accelerators per process (iomimic.accelerators_per_process > 1) need reader "
+          "threads of their own: set reader.read_threads to 1 or more");
+    }
   }
-  if (per_process > 1 && session.storage().capabilities().collective) {
-    return Status::NotSupported("storage '" + session.storage().name() +
-                                "' reads collectively, one caller per rank; it cannot serve "
-                                "several accelerators per process");
-  }
-  Team team(cluster, per_process);
+  const int world = cluster.size() * static_cast<int>(per_process);
   TrainResult result;
-  result.accelerators_per_process = per_process;
-  result.train_steps_per_epoch = plan::TrainStepsPerEpoch(c, team.size());
-  result.eval_steps_per_epoch = plan::EvalStepsPerEpoch(c, team.size());
-  result.accelerators.resize(static_cast<std::size_t>(per_process));
+  result.accelerators_per_process = static_cast<int>(per_process);
+  result.train_steps_per_epoch = plan::TrainStepsPerEpoch(c, world);
+  result.eval_steps_per_epoch = plan::EvalStepsPerEpoch(c, world);
+
+  ReadySignal signal;
+  std::vector<std::unique_ptr<Accelerator>> accs;
+  for (std::size_t local = 0; local < per_process; ++local) {
+    const int id = cluster.rank() * static_cast<int>(per_process) + static_cast<int>(local);
+    accs.push_back(std::make_unique<Accelerator>(session, id, &signal, options));
+  }
 
   cluster.Barrier();
   result.start = Stamp::Now();
-  if (per_process == 1) {
-    IOMIMIC_ASSIGN_OR_RETURN(result.accelerators[0].epochs,
-                             RunAccelerator(session, team, 0, options, result.eval_steps_per_epoch));
-    result.accelerators[0].id = team.id(0);
-  } else {
-    std::vector<Status> statuses(static_cast<std::size_t>(per_process));
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<std::size_t>(per_process));
-    for (int local = 0; local < per_process; ++local) {
-      threads.emplace_back([&, local] {
-        const std::size_t i = static_cast<std::size_t>(local);
-        Result<std::vector<metrics::EpochRecord>> epochs =
-            RunAccelerator(session, team, local, options, result.eval_steps_per_epoch);
-        if (epochs.ok()) {
-          result.accelerators[i].epochs = std::move(epochs).value();
-        } else {
-          statuses[i] = epochs.status();
-        }
-        result.accelerators[i].id = team.id(local);
-      });
+  for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {
+    std::vector<metrics::EpochRecord> records(per_process);
+    const Stamp start = Stamp::Now();
+    for (metrics::EpochRecord& r : records) {
+      r.epoch = epoch;
+      r.start = start;
     }
-    for (std::thread& t : threads) t.join();
-    // Every accelerator agreed on failures, so all failed or none did.
-    for (const Status& s : statuses) IOMIMIC_RETURN_IF_ERROR(s);
+    const std::uint64_t faults_before = MinorFaults();
+    bool any_failed = false;
+    Status status =
+        TrainEpoch(session, accs, signal, epoch, options.checkpointer, records, any_failed);
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
+      status = EvalEpoch(session, accs, signal, epoch, records);
+      IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+    }
+    const Stamp end = Stamp::Now();
+    for (metrics::EpochRecord& r : records) r.end = end;
+    // Page faults are the process's: counted once, on its first accelerator.
+    records[0].minor_faults = MinorFaults() - faults_before;
+    if (options.on_epoch) options.on_epoch(records[0]);
+    for (std::size_t i = 0; i < per_process; ++i) accs[i]->epochs.push_back(std::move(records[i]));
   }
   result.end = Stamp::Now();
+  for (auto& a : accs) {
+    result.accelerators.push_back(AcceleratorRecords{a->id, std::move(a->epochs)});
+  }
   result.epochs = result.accelerators[0].epochs;
   return result;
 }

@@ -21,8 +21,8 @@
 namespace iomimic::engine {
 
 struct TrainOptions {
-  // Emulated accelerators in this process, each on its own thread with its
-  // own plan, loader and figures (iomimic.accelerators_per_process).
+  // Emulated accelerators in this process, each with its own plan, loader
+  // and figures (iomimic.accelerators_per_process).
   std::uint64_t accelerators_per_process = 1;
   // When set: the file of accelerator `id` to which "<epoch>,<phase>,<step>,
   // <file>,<sample>" is written for every sample it reads.
@@ -53,10 +53,16 @@ struct TrainResult {
   metrics::Stamp end;
 };
 
-// Collective: every rank calls it. Runs options.accelerators_per_process
-// accelerators (threads when more than one; see engine/team.h). On any
-// accelerator's failure every rank returns an error (its own, or one naming
-// the failed rank).
+// Collective: every rank calls it. Emulates options.accelerators_per_process
+// accelerators in this process, each with its own plan (as if it were rank
+// rank * per_process + local of ranks * per_process), loader, prefetch
+// queue, reader threads and records. One consumer thread serves them all:
+// it takes each accelerator's batch as soon as that accelerator's readers
+// have it, starts that accelerator's compute then, sleeps until the last
+// compute ends and makes the process's one per-step barrier, so a 2-core
+// client emulates hundreds of accelerators without hundreds of threads
+// contending to wake (docs/performance.md). On any failure every rank
+// returns an error (its own, or one naming the failed rank).
 Result<TrainResult> Train(Session& session, const TrainOptions& options);
 
 struct CheckpointOnlyResult {
