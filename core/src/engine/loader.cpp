@@ -404,6 +404,7 @@ Result<bool> Loader::TryNext(BatchInfo* out) {
     slot = Slot();
     ++next_step_;
   }
+  taken.batch.taken = std::chrono::steady_clock::now();
   cv_.notify_all();
   if (!taken.status.ok()) {
     Finish();
@@ -422,6 +423,7 @@ Result<BatchInfo> Loader::Next() {
     IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, &batch)
                                         : ReadBatch(*inline_reader_, next_step_, &batch));
     batch.ready = std::chrono::steady_clock::now();
+    batch.taken = batch.ready;
     ++next_step_;
     return batch;
   }
@@ -437,6 +439,7 @@ Result<BatchInfo> Loader::Next() {
     slot = Slot();
     ++next_step_;
   }
+  taken.batch.taken = std::chrono::steady_clock::now();
   cv_.notify_all();
   if (!taken.status.ok()) {
     Finish();

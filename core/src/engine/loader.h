@@ -43,6 +43,9 @@ struct BatchInfo {
   std::uint64_t step = 0;
   // When the batch was complete (set by the reader that read it).
   std::chrono::steady_clock::time_point ready{};
+  // When the consumer took it: before the loader wakes the reader that
+  // refills the slot, so that wake-up is not counted as data wait.
+  std::chrono::steady_clock::time_point taken{};
   std::uint64_t samples = 0;
   std::uint64_t sample_bytes = 0;     // payload bytes returned by the format
   std::vector<plan::SampleRef> refs;  // only when sample logging is on

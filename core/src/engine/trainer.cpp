@@ -100,7 +100,7 @@ Status GatherStep(std::vector<std::unique_ptr<Accelerator>>& accs, ReadySignal& 
   const bool when_ready = accs.size() > 1;
   auto take = [&](Accelerator& a, BatchInfo& batch) -> Status {
     a.taken = true;
-    a.loaded = when_ready ? std::max(batch.ready, load_start) : Clock::now();
+    a.loaded = when_ready ? std::max(batch.ready, load_start) : batch.taken;
     a.samples = batch.samples;
     --pending;
     return a.log.Write(epoch, phase, batch);
