@@ -220,6 +220,10 @@ struct IomimicConfig {
   // Hash every sample's bytes (an order-independent sum, reported as
   // iomimic.read_checksum) so runs on different back ends can be compared.
   bool checksum = false;
+  // The most entries a per-step list (load, proc, compute of a block or an
+  // evaluation pass) has in <rank>_output.json; a longer list is written as
+  // means of k = ceil(steps / max_step_list) consecutive steps. 0: unlimited.
+  std::uint64_t max_step_list = 100000;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

@@ -814,6 +814,7 @@ Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
   IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "iomimic"));
   IOMIMIC_RETURN_IF_ERROR(Bool(section, "sample_log", &iomimic->sample_log));
   IOMIMIC_RETURN_IF_ERROR(Bool(section, "checksum", &iomimic->checksum));
+  IOMIMIC_RETURN_IF_ERROR(UInt(section, "max_step_list", &iomimic->max_step_list));
   return Bool(section, "dlio_order", &iomimic->dlio_order);
 }
 

@@ -277,6 +277,7 @@ void WriteConfig(const Config& c, Writer& w) {
   w.Bool("sample_log", c.iomimic.sample_log);
   w.Bool("dlio_order", c.iomimic.dlio_order);
   w.Bool("checksum", c.iomimic.checksum);
+  w.UInt("max_step_list", c.iomimic.max_step_list);
   w.EndSection();
 }
 

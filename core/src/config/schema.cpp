@@ -153,6 +153,7 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.sample_log", kV},
     {"iomimic.dlio_order", kV},
     {"iomimic.checksum", kV},
+    {"iomimic.max_step_list", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.
