@@ -817,6 +817,115 @@ def test_every_training_workload_runs_shrunk():
     print("ran %d workloads: %s" % (len(ran), ", ".join(ran)))
 
 
+def synthetic_overrides(out, files, samples_per_file, epochs, compute, eval_files=0,
+                        eval_time=0, extra=()):
+    """A synthetic-format run (no I/O): one sample per step."""
+    return [
+        "++workload.workflow.generate_data=True",
+        "++workload.dataset.format=synthetic",
+        "++workload.dataset.data_folder=" + os.path.join(ARGS.work, "data"),
+        "++workload.dataset.num_files_train=%d" % files,
+        "++workload.dataset.num_files_eval=%d" % eval_files,
+        "++workload.dataset.num_samples_per_file=%d" % samples_per_file,
+        "++workload.dataset.num_subfolders_train=0", "++workload.dataset.num_subfolders_eval=0",
+        "++workload.workflow.evaluation=%s" % (eval_files > 0),
+        "++workload.reader.batch_size=1", "++workload.reader.batch_size_eval=1",
+        "++workload.reader.read_threads=1",
+        "++workload.train.epochs=%d" % epochs,
+        "++workload.train.computation_time=%s" % compute,
+        "++workload.evaluation.eval_time=%s" % eval_time,
+        "++workload.output.folder=" + out,
+    ] + list(extra)
+
+
+def test_step_lists_bounded():
+    """<rank>_output.json's per-step lists: with iomimic.max_step_list a long run's lists
+    hold means of k steps (k in steps_per_entry) and add up to the measured totals; with the
+    default bound a short run's lists hold every step, as DLIO writes them."""
+    # ~200k training steps (not a multiple of k: the last entry stands for fewer steps)
+    # and 3000 evaluation steps, bound 1000.
+    out = os.path.join(ARGS.work, "long")
+    p = run([ARGS.iomimic, "run", workload("quickstart")] + synthetic_overrides(
+        out, files=401, samples_per_file=500, epochs=1, compute=0.000005, eval_files=6,
+        extra=["++workload.iomimic.max_step_list=1000"]))
+    steps, eval_steps = 401 * 500, 6 * 500
+    k, k_eval = -(-steps // 1000), -(-eval_steps // 1000)  # 201 and 3
+    if "means of up to %d steps" % k not in p.stdout:
+        fail("the console does not say that the lists were aggregated")
+    s = load_strict_json(os.path.join(out, "summary.json"))
+    if s["iomimic"]["train_steps_per_epoch"] != steps:
+        fail("expected %d steps, ran %d" % (steps, s["iomimic"]["train_steps_per_epoch"]))
+    path = os.path.join(out, "0_output.json")
+    size = os.path.getsize(path)
+    if size > 300 * 1024:
+        fail("0_output.json is %d bytes; 7000 entries should take far less" % size)
+    o = load_strict_json(path)
+    e = o["1"]
+    if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "end", "steps_per_entry"]:
+        fail("epoch keys %s" % list(e.keys()))
+    if e["steps_per_entry"] != {"block1": k, "eval": k_eval}:
+        fail("steps_per_entry is %s, expected block1 %d and eval %d" % (e["steps_per_entry"], k,
+                                                                           k_eval))
+    for name in ("load", "proc", "compute"):
+        for phase, n, kk in (("block1", steps, k), ("eval", eval_steps, k_eval)):
+            entries = e[name][phase]
+            if len(entries) != -(-n // kk) or len(entries) > 1000:
+                fail("%s.%s has %d entries" % (name, phase, len(entries)))
+            for v in entries:
+                check_type("%s.%s entry" % (name, phase), v, float)
+    # The compute entries (what each step asked for, docs/performance.md) add up to
+    # the requested compute (summary.json): exactly when the last entry is weighted
+    # by its own step count, within 1% as sum * k.
+    measured = s["iomimic"]["compute_requested_seconds"]
+    c = e["compute"]["block1"]
+    exact = sum(c[:-1]) * k + c[-1] * (steps - (len(c) - 1) * k)
+    if abs(exact - measured) > 1e-4 * measured + 1e-6:
+        fail("compute entries add up to %.9f s, summary says %.9f s" % (exact, measured))
+    if abs(sum(c) * k - measured) > 0.01 * measured:
+        fail("sum(compute) * k = %.6f s, summary says %.6f s" % (sum(c) * k, measured))
+    if min(c) < 0.000005 * 0.99:
+        fail("a compute mean %.9f s is below computation_time" % min(c))
+    for a, b in zip(e["proc"]["block1"], c):
+        if a < b:
+            fail("a proc mean %.9f s is below its compute mean %.9f s" % (a, b))
+    if not isinstance(s["iomimic"].get("output_seconds"), float):
+        fail("iomimic.output_seconds missing")
+
+    # A short run with the default bound: every step, DLIO's values.
+    out = os.path.join(ARGS.work, "short")
+    compute, eval_time = 0.002, 0.001
+    run([ARGS.iomimic, "run", workload("quickstart")] + synthetic_overrides(
+        out, files=30, samples_per_file=1, epochs=2, compute=compute, eval_files=4,
+        eval_time=eval_time))
+    s = load_strict_json(os.path.join(out, "summary.json"))
+    o = load_strict_json(os.path.join(out, "0_output.json"))
+    total = 0.0
+    for epoch in ("1", "2"):
+        e = o[epoch]
+        if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "end"]:
+            fail("epoch %s keys %s" % (epoch, list(e.keys())))
+        for phase, n, want in (("block1", 30, compute), ("eval", 4, eval_time)):
+            lists = [e[name][phase] for name in ("load", "proc", "compute")]
+            if [len(l) for l in lists] != [n] * 3:
+                fail("epoch %s %s: lists of %s entries, expected %d" %
+                     (epoch, phase, [len(l) for l in lists], n))
+            load, proc, comp = lists
+            for i in range(n):
+                if not want * 0.99 <= comp[i] < want + 0.05:
+                    fail("epoch %s %s step %d: compute %.9f s for %.3f s" %
+                         (epoch, phase, i, comp[i], want))
+                if proc[i] < comp[i] or load[i] < 0:
+                    fail("epoch %s %s step %d: load %r proc %r compute %r" %
+                         (epoch, phase, i, load[i], proc[i], comp[i]))
+            if sorted(comp)[n // 2] > want * 1.05:
+                fail("epoch %s %s: median compute %.9f s for %.3f s" %
+                     (epoch, phase, sorted(comp)[n // 2], want))
+        total += sum(e["compute"]["block1"])
+    measured = s["iomimic"]["compute_requested_seconds"]
+    if abs(total - measured) > 1e-9 * measured + 1e-12:
+        fail("compute lists add up to %r s, summary says %r s" % (total, measured))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -227,6 +227,10 @@ struct IomimicConfig {
   // plan, prefetch queue, consumer and figures, exactly as if it were its
   // own rank: the run has ranks x this many accelerators.
   std::uint64_t accelerators_per_process = 1;
+  // The most entries a per-step list (load, proc, compute of a block or an
+  // evaluation pass) has in <rank>_output.json; a longer list is written as
+  // means of k = ceil(steps / max_step_list) consecutive steps. 0: unlimited.
+  std::uint64_t max_step_list = 100000;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

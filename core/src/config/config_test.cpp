@@ -346,6 +346,8 @@ TEST_CASE("an empty manifest holds DLIO's defaults (reference §1.3)") {
   CHECK(c.metric.au == 0.90);
   CHECK_FALSE(c.iomimic.sample_log);
   CHECK_FALSE(c.iomimic.dlio_order);
+  CHECK_FALSE(c.iomimic.checksum);
+  CHECK(c.iomimic.max_step_list == 100000);
   CHECK(c.hydra.run_dir.empty());
   CHECK(c.hydra.output_subdir == ".hydra");
 
@@ -445,7 +447,7 @@ checkpoint:
 output: {folder: out, log_file: run.log, metric: {exclude_start_steps: 2, exclude_end_steps: 1}}
 profiling: {profiler: none, iostat_devices: [sda, sdb]}
 metric: {au: 0.7}
-iomimic: {sample_log: true, dlio_order: true}
+iomimic: {sample_log: true, dlio_order: true, checksum: true, max_step_list: 0}
 )");
   CHECK(m.warnings.empty());
   const Config& c = m.config;
@@ -497,6 +499,8 @@ iomimic: {sample_log: true, dlio_order: true}
   CHECK(c.metric.au == 0.7);
   CHECK(c.iomimic.sample_log);
   CHECK(c.iomimic.dlio_order);
+  CHECK(c.iomimic.checksum);
+  CHECK(c.iomimic.max_step_list == 0);
 
   // ...and everything survives ToYaml.
   CHECK(MustLoad(ToYaml(c, false)).config == c);

@@ -817,6 +817,7 @@ Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
   // Bounded so a typo cannot start millions of threads (docs/performance.md).
   IOMIMIC_RETURN_IF_ERROR(UInt(section, "accelerators_per_process",
                                &iomimic->accelerators_per_process, 1, kMaxAcceleratorsPerProcess));
+  IOMIMIC_RETURN_IF_ERROR(UInt(section, "max_step_list", &iomimic->max_step_list));
   return Bool(section, "dlio_order", &iomimic->dlio_order);
 }
 

@@ -154,6 +154,7 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.dlio_order", kV},
     {"iomimic.checksum", kV},
     {"iomimic.accelerators_per_process", kV},
+    {"iomimic.max_step_list", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.

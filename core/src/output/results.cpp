@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <sstream>
 
 #include "iomimic/version.h"
+#include "output/json_stream.h"
 #include "plan/plan.h"
 
 namespace iomimic::output {
@@ -182,6 +185,90 @@ double PeakRssMiB() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // kB on Linux
 }
 
+// The per-step lists of <rank>_output.json, in DLIO's order.
+struct StepListField {
+  const char* name;
+  std::vector<double> metrics::PhaseRecord::*values;
+};
+constexpr StepListField kStepLists[] = {{"load", &metrics::PhaseRecord::load},
+                                        {"proc", &metrics::PhaseRecord::proc},
+                                        {"compute", &metrics::PhaseRecord::compute}};
+
+std::string Dump(const json& value) {
+  return value.dump(4, ' ', false, json::error_handler_t::replace);
+}
+
+// <rank>_output.json: `host` (small, given as a tree), then per epoch the
+// per-step lists load, proc and compute of every block (and of "eval"),
+// streamed from the records, then au, throughput and end, as DLIO's file
+// has them. A list longer than iomimic.max_step_list is written as means of
+// k steps (output/json_stream.h); the epoch's "steps_per_entry" names k of
+// each such list. `max_k` receives the largest k.
+Status WriteRankOutput(const std::string& path, const json& host,
+                       const std::vector<metrics::EpochRecord>& epochs, const config::Config& c,
+                       std::uint64_t* max_k) {
+  JsonStream out;
+  IOMIMIC_RETURN_IF_ERROR(out.Open(path));
+  for (const auto& [key, value] : host.items()) {
+    out.Key(key);
+    out.Raw(Dump(value));
+  }
+  *max_k = 1;
+  for (const metrics::EpochRecord& e : epochs) {
+    // The epoch's phases: its blocks, then its evaluation.
+    std::vector<std::pair<std::string, const metrics::PhaseRecord*>> phases;
+    for (const metrics::PhaseRecord& b : e.blocks) {
+      phases.emplace_back("block" + std::to_string(b.index), &b);
+    }
+    if (e.eval) phases.emplace_back("eval", &*e.eval);
+    std::vector<std::uint64_t> k;
+    json steps_per_entry = json::object();
+    for (const auto& [key, r] : phases) {
+      const std::size_t steps = std::max({r->load.size(), r->proc.size(), r->compute.size()});
+      k.push_back(StepsPerEntry(steps, c.iomimic.max_step_list));
+      if (k.back() > 1) steps_per_entry[key] = k.back();
+      *max_k = std::max(*max_k, k.back());
+    }
+    out.Key(std::to_string(e.epoch));
+    out.BeginObject();
+    for (const auto& [name, values] : kStepLists) {
+      out.Key(name);
+      out.BeginObject();
+      for (std::size_t p = 0; p < phases.size(); ++p) {
+        out.Key(phases[p].first);
+        out.StepList(phases[p].second->*values, k[p]);
+      }
+      out.EndObject();
+    }
+    json aus = json::object(), tps = json::object();
+    for (const metrics::PhaseRecord& b : e.blocks) {
+      const PhaseMetrics m = metrics::TrainBlockMetrics(
+          b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size);
+      aus["block" + std::to_string(b.index)] = Num(m.au_percent);
+      tps["block" + std::to_string(b.index)] = Num(m.samples_per_second);
+    }
+    if (e.eval) {
+      const PhaseMetrics m =
+          metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps, c.output.exclude_end_steps,
+                               c.reader.batch_size_eval);
+      aus["eval"] = Num(m.au_percent);
+      tps["eval"] = Num(m.samples_per_second);
+    }
+    out.Key("au");
+    out.Raw(Dump(aus));
+    out.Key("throughput");
+    out.Raw(Dump(tps));
+    out.Key("end");
+    out.Raw(Dump(Timestamp(e.end.wall)));
+    if (!steps_per_entry.empty()) {
+      out.Key("steps_per_entry");
+      out.Raw(Dump(steps_per_entry));
+    }
+    out.EndObject();
+  }
+  return out.Close();
+}
+
 }  // namespace
 
 std::string DefaultOutputFolder(const config::Config& config) {
@@ -248,6 +335,7 @@ Status WriteStatus(const std::string& folder, const Status& run_status) {
 
 Status WriteResults(const std::string& folder, engine::Session& session, const RunOutcome& outcome,
                     std::string* human) {
+  const auto output_start = std::chrono::steady_clock::now();
   cluster::Cluster& cluster = session.cluster();
   const config::Config& c = session.config();
   const int rank = cluster.rank();
@@ -284,7 +372,6 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   // Bytes and wall time are the process's: its accelerators share one
   // storage counter and step in lockstep, so the first one's epochs stand
   // for the process.
-  std::vector<PhaseMetrics> train_epochs, eval_epochs;  // the first accelerator's
   std::vector<std::uint64_t> epoch_train_bytes;
   std::vector<double> epoch_train_wall;
   bool have_eval = false;
@@ -301,22 +388,18 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   };
   if (outcome.train) {
     for (const metrics::EpochRecord& e : outcome.train->epochs) {
-      PhaseMetrics train, eval;
-      epoch_metrics(e, &train, &eval);
       std::uint64_t bytes = 0;
       double wall = 0;
       for (const metrics::PhaseRecord& b : e.blocks) {
         bytes += b.bytes_read;
         wall += Seconds(b.start, b.end);
       }
-      train_epochs.push_back(train);
-      eval_epochs.push_back(eval);
       epoch_train_bytes.push_back(bytes);
       epoch_train_wall.push_back(wall);
       if (e.eval) have_eval = true;
     }
   }
-  const std::size_t n_epochs = train_epochs.size();
+  const std::size_t n_epochs = epoch_train_bytes.size();
   std::vector<double> local(4 * n_epochs);
   if (outcome.train) {
     for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
@@ -392,7 +475,6 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   metrics::LatencyHistogram sample_lat = MergeHistogram(session.sample_latency(), cluster);
   metrics::LatencyHistogram read_lat =
       MergeHistogram(session.storage().counters().read_latency, cluster);
-  const double peak_rss = cluster.MaxDouble(PeakRssMiB());
   const std::vector<std::pair<std::string, double>> storage_stats =
       SumStatistics(session.storage().Statistics(), cluster);
   const std::uint64_t gen_written =
@@ -496,40 +578,31 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   }
   // One pair of files per accelerator, named by its run-wide id (the rank
   // when each process emulates one accelerator, as DLIO names them).
+  std::uint64_t max_k = 1;  // the most steps an entry of a per-step list stands for
   if (outcome.train) {
+    json host;
+    host["host_memory_GB"] = Num(mem_gib);
+    host["host_cpu_count"] = cpus;
+    host["host_processor_name"] = processor;
+    host["potential_caching"] = mem_gib > data_per_host_gib ? 1 : 0;
+    host["host_cpuinfo"] = ToJson(cpuinfo);
+    host["host_meminfo"] = ToJson(meminfo);
+    host["hostname"] = cluster.hostname();
     Status s;
     for (const engine::AcceleratorRecords& acc : outcome.train->accelerators) {
       if (!s.ok()) break;
       json stats = json::object();
-      json output = json::object();
-      output["host_memory_GB"] = Num(mem_gib);
-      output["host_cpu_count"] = cpus;
-      output["host_processor_name"] = processor;
-      output["potential_caching"] = mem_gib > data_per_host_gib ? 1 : 0;
-      output["host_cpuinfo"] = ToJson(cpuinfo);
-      output["host_meminfo"] = ToJson(meminfo);
-      output["hostname"] = cluster.hostname();
       for (const metrics::EpochRecord& e : acc.epochs) {
         json es;
         es["start"] = Timestamp(e.start.wall);
         es["end"] = Timestamp(e.end.wall);
         es["duration"] = Fixed2(Seconds(e.start, e.end));
-        json load = json::object(), proc = json::object(), compute = json::object(),
-             aus = json::object(), tps = json::object();
         for (const metrics::PhaseRecord& b : e.blocks) {
-          std::string key = "block" + std::to_string(b.index);
           json bs;
           bs["start"] = Timestamp(b.start.wall);
           bs["end"] = Timestamp(b.end.wall);
           bs["duration"] = Fixed2(Seconds(b.start, b.end));
-          es[key] = bs;
-          PhaseMetrics m = metrics::TrainBlockMetrics(
-              b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size);
-          load[key] = NumList(b.load);
-          proc[key] = NumList(b.proc);
-          compute[key] = NumList(b.compute);
-          aus[key] = Num(m.au_percent);
-          tps[key] = Num(m.samples_per_second);
+          es["block" + std::to_string(b.index)] = bs;
         }
         if (e.eval) {
           json ev;
@@ -537,34 +610,23 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
           ev["end"] = Timestamp(e.eval->end.wall);
           ev["duration"] = Fixed2(Seconds(e.eval->start, e.eval->end));
           es["eval"] = ev;
-          load["eval"] = NumList(e.eval->load);
-          proc["eval"] = NumList(e.eval->proc);
-          compute["eval"] = NumList(e.eval->compute);
-          PhaseMetrics m =
-              metrics::EvalMetrics(*e.eval, c.output.exclude_start_steps,
-                                   c.output.exclude_end_steps, c.reader.batch_size_eval);
-          aus["eval"] = Num(m.au_percent);
-          tps["eval"] = Num(m.samples_per_second);
         }
         for (const auto& r : e.saves) es["save_ckpt" + std::to_string(r.index)] = ckpt_stats(r);
         stats[std::to_string(e.epoch)] = es;
-        json eo;
-        eo["load"] = load;
-        eo["proc"] = proc;
-        eo["compute"] = compute;
-        eo["au"] = aus;
-        eo["throughput"] = tps;
-        eo["end"] = Timestamp(e.end.wall);
-        output[std::to_string(e.epoch)] = eo;
       }
-      s = WriteFile(folder + "/" + std::to_string(acc.id) + "_per_epoch_stats.json",
-                    stats.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
-      if (s.ok())
-        s = WriteFile(folder + "/" + std::to_string(acc.id) + "_output.json",
-                      output.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
+      const std::string id = std::to_string(acc.id);
+      s = WriteFile(folder + "/" + id + "_per_epoch_stats.json", Dump(stats) + "\n");
+      std::uint64_t k = 1;
+      if (s.ok()) s = WriteRankOutput(folder + "/" + id + "_output.json", host, acc.epochs, c, &k);
+      max_k = std::max(max_k, k);
     }
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(s));
   }
+
+  // Collective, after the per-rank files so that their cost is counted.
+  const double output_seconds = cluster.MaxDouble(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count());
+  const double peak_rss = cluster.MaxDouble(PeakRssMiB());
 
   if (rank != 0) return Status::OK();
 
@@ -690,6 +752,7 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
   io_json["sample_read_latency_ms"] = Percentiles(sample_lat);
   io_json["read_request_latency_ms"] = Percentiles(read_lat);
   io_json["peak_rss_MiB_max_rank"] = Num(peak_rss);
+  io_json["output_seconds"] = Num(output_seconds);
   if (outcome.generate) {
     json g;
     g["files_written"] = gen_written;
@@ -801,6 +864,14 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
                   "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
                   io_total[2] / kMiB, io_total[4] / kMiB, peak_rss);
     h << line;
+    if (max_k > 1) {
+      std::snprintf(line, sizeof(line),
+                    "  per-step lists in <rank>_output.json hold means of up to %llu steps "
+                    "(iomimic.max_step_list=%llu; steps_per_entry in each epoch)\n",
+                    static_cast<unsigned long long>(max_k),
+                    static_cast<unsigned long long>(c.iomimic.max_step_list));
+      h << line;
+    }
     h << "  results: " << folder << "\n";
     *human = h.str();
   }

@@ -3,7 +3,8 @@
 //
 //   summary.json                 rank 0; DLIO's keys (§5.4) + an "iomimic" object
 //   <rank>_per_epoch_stats.json  every rank (§5.5)
-//   <rank>_output.json           every rank (§5.5)
+//   <rank>_output.json           every rank (§5.5); streamed, per-step lists
+//                                bounded by iomimic.max_step_list (README.md)
 //   <output_subdir>/config.yaml  resolved manifest under `workload:` (§6.3)
 //   <output_subdir>/overrides.yaml  the command-line overrides, a YAML list
 //   status.json                  rank 0; "completed" or "failed" with the error
@@ -50,7 +51,8 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
                         const cluster::Cluster& cluster);
 
 // Collective. Aggregates across ranks and writes every result file. On rank 0
-// fills `human` with a short summary for the terminal.
+// fills `human` with a short summary for the terminal. summary.json's peak
+// RSS and iomimic.output_seconds are taken after the per-rank files.
 Status WriteResults(const std::string& folder, engine::Session& session, const RunOutcome& outcome,
                     std::string* human);
 
