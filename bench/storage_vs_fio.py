@@ -5,7 +5,7 @@
                           [--threads 2] [--block 1M] [--qd 32] [--repeat 3]
                           [--backends posix,odirect,mmap] [--caches cold,warm]
                           [--work /tmp/iomimic-bench-fio] [--markdown OUT.md]
-                          [--settle 5]
+                          [--settle 5] [--warm-epochs 5]
 
 Pattern: sequential whole-file reads of N files of S MiB by T readers, each
 file read once. iomimic generates the files (npz, one sample per file) and
@@ -164,23 +164,26 @@ def iomimic_overrides(backend, a, out):
                       "++workload.output.folder=" + out]
 
 
-def run_iomimic(a, manifest, backend, out):
-    cmd = [a.iomimic, "run", "-q", manifest] + iomimic_overrides(backend, a, out)
+def run_iomimic(a, manifest, backend, out, epochs):
+    subprocess.run(["rm", "-rf", out], check=True)  # results of an earlier run of the script
+    cmd = [a.iomimic, "run", "-q", manifest] + iomimic_overrides(backend, a, out) + [
+        "++workload.train.epochs=%d" % epochs]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
     if p.returncode != 0:
         sys.exit("iomimic failed:\n$ %s\n%s%s" % (shlex.join(cmd), p.stdout, p.stderr))
     with open(os.path.join(out, "summary.json")) as f:
         io = json.load(f)["iomimic"]
-    return io["train_io_actual_MiB_per_second"][0], io["plugins"]["storage"]["data_path"], cmd
+    rates = io["train_io_actual_MiB_per_second"]
+    return statistics.mean(rates), io["plugins"]["storage"]["data_path"], cmd
 
 
-def fio_job(backend, a, files):
+def fio_job(backend, a, files, epochs=1):
     engine = {"posix": "psync", "odirect": "io_uring", "mmap": "mmap"}[backend]
     depth = a.qd if backend == "odirect" else 1
     direct = 1 if backend == "odirect" else 0
     lines = ["[global]", "rw=read", "bs=%s" % a.block, "ioengine=%s" % engine,
              "iodepth=%d" % depth, "direct=%d" % direct, "invalidate=0", "thread=1",
-             "group_reporting=1", "file_service_type=sequential", ""]
+             "group_reporting=1", "file_service_type=sequential", "loops=%d" % epochs, ""]
     for t in range(a.threads):
         mine = files[t::a.threads]
         if not mine:
@@ -189,9 +192,9 @@ def fio_job(backend, a, files):
     return "\n".join(lines)
 
 
-def run_fio(a, backend, files, job_path):
+def run_fio(a, backend, files, job_path, epochs):
     with open(job_path, "w") as f:
-        f.write(fio_job(backend, a, files))
+        f.write(fio_job(backend, a, files, epochs))
     cmd = ["fio", "--output-format=json", job_path]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
     if p.returncode != 0:
@@ -278,6 +281,10 @@ def main():
     ap.add_argument("--caches", default="cold,warm")
     ap.add_argument("--work", default="/tmp/iomimic-bench-fio")
     ap.add_argument("--markdown", help="also write the table and commands to this file")
+    ap.add_argument("--warm-epochs", type=int, default=5,
+                    help="warm runs read the dataset this many times (iomimic: epochs, the "
+                         "mean of the per-epoch rates; fio: loops), so that one run is not "
+                         "a few tens of milliseconds")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds to wait after dropping the caches (see the docstring)")
     a = ap.parse_args()
@@ -307,6 +314,7 @@ def main():
             io_rates, fio_rates, ratios, path = [], [], [], ""
             replay_rates, replay_ratios = [], []
             tools = ["iomimic", "fio"] + (["replay"] if backend == "posix" else [])
+            epochs = a.warm_epochs if cache == "warm" else 1
             for rep in range(a.repeat):
                 # Rotate who goes first, so drift favours none.
                 order = tools[rep % len(tools):] + tools[:rep % len(tools)]
@@ -318,12 +326,14 @@ def main():
                         caches.warm()
                     if tool == "iomimic":
                         out = os.path.join(a.work, "out-%s-%s-%d" % (backend, cache, rep))
-                        got[tool], path, cmd = run_iomimic(a, manifest, backend, out)
+                        got[tool], path, cmd = run_iomimic(a, manifest, backend, out, epochs)
                     elif tool == "fio":
                         job = os.path.join(a.work, "fio-%s.job" % backend)
-                        got[tool], cmd = run_fio(a, backend, files, job)
+                        got[tool], cmd = run_fio(a, backend, files, job, epochs)
                     else:
-                        got[tool] = replay_npz_reads(files, a.threads, parse_bytes(a.block))
+                        got[tool] = statistics.mean(
+                            replay_npz_reads(files, a.threads, parse_bytes(a.block))
+                            for _ in range(epochs))
                         cmd = None
                     if cmd:
                         commands[(backend, tool)] = cmd
@@ -362,15 +372,17 @@ def main():
             f.write("# storage_vs_fio run of %s\n\n" % datetime.datetime.now().isoformat(" ", "seconds"))
             f.write("machine: %s\n\n" % machine())
             f.write("dataset: %d npz files, %.1f MiB in all; %d readers; block %s; queue depth %d; "
-                    "%d repeats; cache drop: %s\n\n" % (len(files), total / MiB, a.threads, a.block,
-                                                      a.qd, a.repeat, caches.method or "-"))
+                    "%d repeats; cache drop: %s; warm runs read the dataset %d times (cold: once; "
+                    "the fio jobs below show the warm loops)\n\n" %
+                    (len(files), total / MiB, a.threads, a.block, a.qd, a.repeat,
+                     caches.method or "-", a.warm_epochs))
             f.write("load average (1, 5, 15 min) at the start: %s, at the end: %s\n\n" %
                     (load_start, loadavg()))
             f.write(table + "\n\ncommands:\n\n```\n$ " + shlex.join(gen) + "\n")
             for (backend, tool), cmd in sorted(commands.items()):
                 f.write("$ " + shlex.join(cmd) + "\n")
                 if tool == "fio":
-                    f.write(fio_job(backend, a, files) + "\n")
+                    f.write(fio_job(backend, a, files, a.warm_epochs) + "\n")
             f.write("```\n")
     return 0
 

@@ -124,6 +124,7 @@ struct CommonArgs {
   std::vector<std::string> plugin_dirs;
   std::string config_dir;
   unsigned generate_threads = 0;
+  unsigned accelerators = 0;  // --accelerators: iomimic.accelerators_per_process
   bool quiet = false;
   bool plan = false;
   int ranks = 0;
@@ -189,6 +190,11 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
                        "writer threads per rank when generating (default: CPU count)")(
         "quiet,q", po::bool_switch(&args->quiet), "print only the final summary");
   }
+  if (command == "run" || command == "config") {
+    opts.add_options()("accelerators,a", po::value<unsigned>(&args->accelerators),
+                       "emulated accelerators per process (iomimic.accelerators_per_process; "
+                       "with mpirun -np P: P x N in all)");
+  }
   if (command == "config") {
     opts.add_options()("plan", po::bool_switch(&args->plan),
                        "print the plan (steps, files, checkpoint files and sizes) instead of the "
@@ -216,6 +222,11 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
   } catch (const po::error& e) {
     *exit_code = Usage(e.what());
     return false;
+  }
+  if (args->accelerators > 0) {
+    // An override like any other: validated with the manifest, last one wins.
+    args->positional.push_back("++workload.iomimic.accelerators_per_process=" +
+                               std::to_string(args->accelerators));
   }
   return true;
 }

@@ -170,7 +170,9 @@ def test_threads_and_ranks_read_the_same_samples():
             "++workload.output.folder=" + out,
             "++workload.iomimic.accelerators_per_process=%d" % threads]
         if ranks == 1:
-            run(cmd)
+            # The command-line flag sets the same key.
+            run([ARGS.iomimic, "run", "--accelerators", str(threads)] + common +
+                ["++workload.output.folder=" + out])
         else:
             mpirun(ranks, cmd)
         s = summary(out)
