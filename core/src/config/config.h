@@ -231,6 +231,9 @@ struct IomimicConfig {
   // evaluation pass) has in <rank>_output.json; a longer list is written as
   // means of k = ceil(steps / max_step_list) consecutive steps. 0: unlimited.
   std::uint64_t max_step_list = 100000;
+  // Back the readers' buffers of 2 MiB and more with transparent huge pages
+  // (madvise MADV_HUGEPAGE): fewer page faults and TLB misses per sample.
+  bool huge_pages = false;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

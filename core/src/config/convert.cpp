@@ -818,6 +818,7 @@ Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
   IOMIMIC_RETURN_IF_ERROR(UInt(section, "accelerators_per_process",
                                &iomimic->accelerators_per_process, 1, kMaxAcceleratorsPerProcess));
   IOMIMIC_RETURN_IF_ERROR(UInt(section, "max_step_list", &iomimic->max_step_list));
+  IOMIMIC_RETURN_IF_ERROR(Bool(section, "huge_pages", &iomimic->huge_pages));
   return Bool(section, "dlio_order", &iomimic->dlio_order);
 }
 

@@ -279,6 +279,7 @@ void WriteConfig(const Config& c, Writer& w) {
   w.Bool("checksum", c.iomimic.checksum);
   w.UInt("accelerators_per_process", c.iomimic.accelerators_per_process);
   w.UInt("max_step_list", c.iomimic.max_step_list);
+  w.Bool("huge_pages", c.iomimic.huge_pages);
   w.EndSection();
 }
 

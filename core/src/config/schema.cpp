@@ -155,6 +155,7 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.checksum", kV},
     {"iomimic.accelerators_per_process", kV},
     {"iomimic.max_step_list", kV},
+    {"iomimic.huge_pages", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.

@@ -1,5 +1,7 @@
 #include "engine/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -7,6 +9,17 @@
 namespace iomimic::engine {
 namespace {
 constexpr std::size_t kPage = 4096;
+constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+
+// MADV_HUGEPAGE over the whole 2 MiB pages inside [data, data + size).
+void AdviseHugePages(std::byte* data, std::size_t size) {
+  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t last = (begin + size) & ~(kHugePage - 1);
+  if (last > first) {
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+}
 }  // namespace
 
 std::size_t PoolCapacityFor(std::size_t size) {
@@ -17,8 +30,12 @@ std::size_t PoolCapacityFor(std::size_t size) {
   return (size + step - 1) / step * step;
 }
 
-BufferPool::BufferPool(Storage& source, std::uint64_t max_free_bytes, bool prefault)
-    : source_(source), max_free_bytes_(max_free_bytes), prefault_(prefault) {}
+BufferPool::BufferPool(Storage& source, std::uint64_t max_free_bytes, bool prefault,
+                       bool huge_pages)
+    : source_(source),
+      max_free_bytes_(max_free_bytes),
+      prefault_(prefault),
+      huge_pages_(huge_pages) {}
 
 BufferPool::~BufferPool() {
 #ifndef NDEBUG
@@ -43,6 +60,7 @@ Result<Buffer> BufferPool::Acquire(std::size_t size) {
                               std::to_string(memory.size()) + " bytes when " +
                               std::to_string(capacity) + " were asked for");
     }
+    if (huge_pages_ && memory.host_accessible()) AdviseHugePages(memory.data(), memory.size());
     if (prefault_ && memory.host_accessible()) {
       // One write per page: the faults happen now, once, not on the hot path.
       volatile std::byte* p = memory.data();

@@ -39,7 +39,11 @@ class BufferPool {
   // `max_free_bytes` of capacity is kept while not in use (least recently
   // used buffers beyond that are freed). `prefault`: touch every page of a
   // newly allocated host buffer at once, so its faults happen at allocation.
-  BufferPool(Storage& source, std::uint64_t max_free_bytes, bool prefault = true);
+  // `huge_pages`: ask the kernel to back the 2 MiB-aligned part of new host
+  // buffers of 2 MiB or more with transparent huge pages (MADV_HUGEPAGE;
+  // a hint, honoured when THP is "always" or "madvise").
+  BufferPool(Storage& source, std::uint64_t max_free_bytes, bool prefault = true,
+             bool huge_pages = false);
   // Precondition: every buffer handed out has been destroyed.
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
@@ -70,6 +74,7 @@ class BufferPool {
   Storage& source_;
   const std::uint64_t max_free_bytes_;
   const bool prefault_;
+  const bool huge_pages_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;
   std::uint64_t clock_ = 0;

@@ -36,7 +36,8 @@ class Loader::Reader {
  public:
   explicit Reader(Session& session)
       : session_(session),
-        pool_(session.storage(), kPoolFreeBytes),
+        pool_(session.storage(), kPoolFreeBytes, /*prefault=*/true,
+              session.config().iomimic.huge_pages),
         storage_(session.storage(), pool_),
         preprocess_(session.config().reader.preprocess_time, 0) {
     const config::Config& c = session.config();
