@@ -220,6 +220,16 @@ struct IomimicConfig {
   // Hash every sample's bytes (an order-independent sum, reported as
   // iomimic.read_checksum) so runs on different back ends can be compared.
   bool checksum = false;
+  // What generated payloads contain, like fio's buffer options (README.md,
+  // "Choosing plugins"; iomimic::ContentOptions in iomimic/random.h):
+  // "random" or "zeros".
+  std::string content = "random";
+  // Percent of every 4 KiB block that is zeros (compressible), 0..100, like
+  // fio's buffer_compress_percentage.
+  std::uint64_t compress_percentage = 0;
+  // Percent of 4 KiB blocks that are copies of a small shared set of blocks,
+  // 0..100, like fio's dedupe_percentage.
+  std::uint64_t dedupe_percentage = 0;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

@@ -277,6 +277,9 @@ void WriteConfig(const Config& c, Writer& w) {
   w.Bool("sample_log", c.iomimic.sample_log);
   w.Bool("dlio_order", c.iomimic.dlio_order);
   w.Bool("checksum", c.iomimic.checksum);
+  w.String("content", c.iomimic.content);
+  w.UInt("compress_percentage", c.iomimic.compress_percentage);
+  w.UInt("dedupe_percentage", c.iomimic.dedupe_percentage);
   w.EndSection();
 }
 

@@ -153,6 +153,9 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.sample_log", kV},
     {"iomimic.dlio_order", kV},
     {"iomimic.checksum", kV},
+    {"iomimic.content", kV},
+    {"iomimic.compress_percentage", kV},
+    {"iomimic.dedupe_percentage", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.
