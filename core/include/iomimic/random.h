@@ -134,6 +134,8 @@ class ContentStream {
   explicit ContentStream(std::uint64_t seed, bool boolean = false, std::uint64_t position = 0)
       : ContentStream(seed, ContentOptions{}, boolean, position) {}
 
+  // The stream of `seed` with `options` (see above), every byte reduced to 0
+  // or 1 with `boolean`, positioned at byte `position`. Constant time.
   ContentStream(std::uint64_t seed, const ContentOptions& options, bool boolean = false,
                 std::uint64_t position = 0)
       : key_(KeyOf(MixSeed(seed, kContentDomain))),
@@ -149,9 +151,12 @@ class ContentStream {
   // Moves to byte `position` of the stream (constant time).
   void Seek(std::uint64_t position) { pos_ = position; }
 
+  // The byte the next Fill starts at.
   std::uint64_t position() const { return pos_; }
 
-  // Writes the next out.size() bytes of the stream into `out`.
+  // Writes the next out.size() bytes of the stream into `out` and advances
+  // position() by as many; the bytes do not depend on how a range is split
+  // into Fill calls.
   void Fill(std::span<std::byte> out) {
     if (zeros_) {
       std::fill(out.begin(), out.end(), std::byte{0});
