@@ -17,9 +17,10 @@ samples of 1 MiB back to back, plus two index files). iomimic writes it:
 fio writes the same bytes' worth in the same pattern, buffered, no fsync:
 1 job writing the file start to end (bs 32M), and R jobs each writing its
 1/R slice of one file (offset_increment), bs 32M. The iomimic figures
-include generating the content (xoshiro256**, which fio does not do: its
-buffers are filled once), so the ratios are a lower bound of the write path's
-efficiency. Throughput: iomimic = the "generated ... MiB/s" line (payload
+include generating the content (iomimic::ContentStream, which fio does not
+do: its buffers are filled once), so the ratios are a lower bound of the write
+path's efficiency. The results of bench/results/shared_generation.md were
+taken with the earlier xoshiro256** stream (bench/results/content_fill.md). Throughput: iomimic = the "generated ... MiB/s" line (payload
 and index bytes / the slowest rank's generation time); fio = the group's
 write bw_bytes. The data folder is removed before every iomimic run and the
 fio file before every fio run; the page cache is dropped before each run,

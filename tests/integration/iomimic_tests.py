@@ -614,14 +614,17 @@ def test_mpiio_shared_generation():
         "++workload.train.computation_time=0.001",
         "++workload.iomimic.checksum=True",
     ]
+    content = ["++workload.iomimic.compress_percentage=30",
+               "++workload.iomimic.dedupe_percentage=40"]
     cases = [
-        ("indexed_binary", "collective", []),
-        ("npy", "independent", []),
-        ("hdf5", "aggregator", []),
-        ("hdf5", "independent", ["++workload.dataset.compression=gzip"]),  # not in parts
+        ("indexed_binary", "collective", "", []),
+        ("npy", "independent", "", []),
+        ("hdf5", "aggregator", "", []),
+        ("hdf5", "independent", "-gzip", ["++workload.dataset.compression=gzip"]),  # not in parts
+        ("indexed_binary", "collective", "-content", content),  # content from any position
     ]
-    for fmt, mode, extra in cases:
-        name = "%s-%s%s" % (fmt, mode, "-gzip" if extra else "")
+    for fmt, mode, tag, extra in cases:
+        name = "%s-%s%s" % (fmt, mode, tag)
         ov = common + extra + ["++workload.dataset.format=" + fmt]
         ref = os.path.join(ARGS.work, "ref-" + name)
         run([ARGS.iomimic, "generate", workload("quickstart"),
@@ -655,7 +658,7 @@ def test_mpiio_shared_generation():
         g = load_strict_json(os.path.join(out, "summary.json"))["iomimic"]["generate"]
         print(name, g)
         per_rank = g["bytes_written_per_rank"]
-        if extra:
+        if tag == "-gzip":
             if g["files_written_by_all_ranks"] != 0 or g["files_written"] != 1:
                 fail("%s: a compressed hdf5 file was not written by one rank: %s" % (name, g))
             continue
@@ -719,6 +722,85 @@ def test_mpiio_shared_generation():
     with open(os.path.join(out, "status.json")) as f:
         if json.load(f).get("status") != "failed":
             fail("status.json does not say failed")
+
+
+def content_stats(paths, skip=0):
+    """(zlib ratio, share of 4 KiB blocks whose bytes occur more than once) of the
+    files' bytes from offset `skip`, blocks counted from there."""
+    import zlib
+    data = b"".join(open(p, "rb").read()[skip:] for p in paths)
+    ratio = len(data) / len(zlib.compress(data, 6))
+    counts = {}
+    blocks = [data[i:i + 4096] for i in range(0, len(data) - 4095, 4096)]
+    for b in blocks:
+        counts[b] = counts.get(b, 0) + 1
+    shared = sum(n for n in counts.values() if n > 1)
+    return ratio, shared / len(blocks)
+
+
+def test_content_controls():
+    """iomimic.content / compress_percentage / dedupe_percentage reach the generated files:
+    zlib ratios and duplicate 4 KiB blocks as asked, zeros, `iomimic config` shows the keys,
+    out-of-range values are refused."""
+    common = [
+        "++workload.workflow.train=False",
+        "++workload.dataset.num_files_train=4",
+        "++workload.dataset.num_files_eval=0",
+        "++workload.dataset.num_samples_per_file=4",
+        "++workload.dataset.record_length_bytes=262144",  # 4 MiB in all, 1024 blocks
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.dataset.num_subfolders_train=0",
+    ]
+
+    def generate(name, fmt, extra):
+        data = os.path.join(ARGS.work, name)
+        run([ARGS.iomimic, "generate", workload("quickstart"), "++workload.dataset.format=" + fmt,
+             "++workload.dataset.data_folder=" + data] + common + extra)
+        return sorted(glob.glob(os.path.join(data, "train", "*." + fmt)))
+
+    # Default: incompressible, no duplicate blocks.
+    ratio, dup = content_stats(generate("default", "indexed_binary", []))
+    print("default: zlib ratio %.3f, duplicate blocks %.3f" % (ratio, dup))
+    if ratio > 1.01 or dup != 0:
+        fail("default content must be incompressible and unique")
+    # Half of every block compressible: zlib gets close to 2:1.
+    ratio, dup = content_stats(generate(
+        "compress", "indexed_binary", ["++workload.iomimic.compress_percentage=50"]))
+    print("compress 50: zlib ratio %.3f, duplicate blocks %.3f" % (ratio, dup))
+    if not 1.8 <= ratio <= 2.05 or dup != 0:
+        fail("compress_percentage=50 should give a zlib ratio near 2 and unique blocks")
+    # 30% of blocks duplicates (binomial over 1024 blocks: one sigma is 1.4 points).
+    ratio, dup = content_stats(generate(
+        "dedupe", "indexed_binary", ["++workload.iomimic.dedupe_percentage=30"]))
+    print("dedupe 30: zlib ratio %.3f, duplicate blocks %.3f" % (ratio, dup))
+    if not 0.25 <= dup <= 0.35:
+        fail("dedupe_percentage=30 should make about 30%% of the 4 KiB blocks duplicates")
+    # npy files (128-byte header, so blocks counted from the payload) with both.
+    files = generate("npy", "npy", ["++workload.iomimic.compress_percentage=50",
+                                    "++workload.iomimic.dedupe_percentage=30"])
+    ratio, dup = content_stats(files, skip=128)
+    print("npy compress 50 dedupe 30: zlib ratio %.3f, duplicate blocks %.3f" % (ratio, dup))
+    if not 1.8 <= ratio <= 2.1 or not 0.25 <= dup <= 0.35:
+        fail("npy files do not follow the content options")
+    # Zeros: numpy sees arrays of zeros.
+    files = generate("zeros", "npy", ["++workload.iomimic.content=zeros"])
+    code = "import sys, numpy as np\nfor p in sys.argv[1:]: assert not np.load(p).any(), p\n"
+    p = subprocess.run(["/usr/bin/python3", "-c", code] + files, capture_output=True, text=True)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode != 0 or not files:
+        fail("iomimic.content=zeros must write arrays of zeros")
+    # The resolved manifest lists the keys; bad values are refused.
+    p = run([ARGS.iomimic, "config", workload("quickstart"), "++workload.iomimic.content=zeros",
+             "++workload.iomimic.compress_percentage=40"])
+    for line in ("content: zeros", "compress_percentage: 40", "dedupe_percentage: 0"):
+        if "\n  " + line + "\n" not in p.stdout:
+            fail("iomimic config does not print '%s'" % line)
+    expect_error([ARGS.iomimic, "config", workload("quickstart"),
+                  "++workload.iomimic.dedupe_percentage=101"],
+                 r"iomimic\.dedupe_percentage: expected an integer from 0 to 100, got '101'")
+    expect_error([ARGS.iomimic, "config", workload("quickstart"),
+                  "++workload.iomimic.content=ones"],
+                 r"iomimic\.content: expected one of random or zeros, got 'ones'")
 
 
 def test_format_corruption():

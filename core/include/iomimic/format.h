@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "iomimic/buffer.h"
+#include "iomimic/random.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -75,6 +76,12 @@ struct FileSpec {
   std::uint64_t seed = 0;            // content seed; same seed, same bytes
   std::string compression = "none";  // none, gzip, lzf, bz2, zip, xz
   int compression_level = 4;
+  // What sample payloads contain (manifest iomimic.content,
+  // iomimic.compress_percentage, iomimic.dedupe_percentage). Every format that
+  // writes payload bytes takes them from PayloadContent() (or from a
+  // ContentStream built with these options), so the controls reach the files;
+  // image encoders compress their pixels their own way.
+  ContentOptions content;
   // DLIO dataset keys that only some formats honour, as text: "hdf5.chunk_dims"
   // and "hdf5.max_shape" ("64,64"; absent when unset), "hdf5.num_dset_per_record"
   // ("1"), "generation_buffer_size" (bytes).
@@ -86,6 +93,11 @@ struct FileSpec {
     return n;
   }
   std::uint64_t sample_bytes() const { return sample_elements() * element_type.size; }
+  // The content stream of this file's payload from byte `position`: `seed`
+  // with `content`, every byte reduced to 0 or 1 for bool element types.
+  ContentStream PayloadContent(std::uint64_t position = 0) const {
+    return ContentStream(seed, content, element_type.descr == "|b1", position);
+  }
 };
 
 // Static facts about a format, reported by `iomimic plugins` and used by the

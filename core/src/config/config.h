@@ -234,6 +234,16 @@ struct IomimicConfig {
   // Back the readers' buffers of 2 MiB and more with transparent huge pages
   // (madvise MADV_HUGEPAGE): fewer page faults and TLB misses per sample.
   bool huge_pages = false;
+  // What generated payloads contain, like fio's buffer options (README.md,
+  // "Choosing plugins"; iomimic::ContentOptions in iomimic/random.h):
+  // "random" or "zeros".
+  std::string content = "random";
+  // Percent of every 4 KiB block that is zeros (compressible), 0..100, like
+  // fio's buffer_compress_percentage.
+  std::uint64_t compress_percentage = 0;
+  // Percent of 4 KiB blocks that are copies of a small shared set of blocks,
+  // 0..100, like fio's dedupe_percentage.
+  std::uint64_t dedupe_percentage = 0;
 
   friend bool operator==(const IomimicConfig&, const IomimicConfig&) = default;
 };

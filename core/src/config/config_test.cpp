@@ -348,6 +348,11 @@ TEST_CASE("an empty manifest holds DLIO's defaults (reference §1.3)") {
   CHECK_FALSE(c.iomimic.dlio_order);
   CHECK_FALSE(c.iomimic.checksum);
   CHECK(c.iomimic.max_step_list == 100000);
+  CHECK(c.iomimic.accelerators_per_process == 1);
+  CHECK_FALSE(c.iomimic.huge_pages);
+  CHECK(c.iomimic.content == "random");
+  CHECK(c.iomimic.compress_percentage == 0);
+  CHECK(c.iomimic.dedupe_percentage == 0);
   CHECK(c.hydra.run_dir.empty());
   CHECK(c.hydra.output_subdir == ".hydra");
 
@@ -447,7 +452,9 @@ checkpoint:
 output: {folder: out, log_file: run.log, metric: {exclude_start_steps: 2, exclude_end_steps: 1}}
 profiling: {profiler: none, iostat_devices: [sda, sdb]}
 metric: {au: 0.7}
-iomimic: {sample_log: true, dlio_order: true, checksum: true, max_step_list: 0}
+iomimic: {sample_log: true, dlio_order: true, checksum: true, max_step_list: 0,
+          accelerators_per_process: 16, huge_pages: true, content: zeros,
+          compress_percentage: 40, dedupe_percentage: 25}
 )");
   CHECK(m.warnings.empty());
   const Config& c = m.config;
@@ -501,6 +508,11 @@ iomimic: {sample_log: true, dlio_order: true, checksum: true, max_step_list: 0}
   CHECK(c.iomimic.dlio_order);
   CHECK(c.iomimic.checksum);
   CHECK(c.iomimic.max_step_list == 0);
+  CHECK(c.iomimic.accelerators_per_process == 16);
+  CHECK(c.iomimic.huge_pages);
+  CHECK(c.iomimic.content == "zeros");
+  CHECK(c.iomimic.compress_percentage == 40);
+  CHECK(c.iomimic.dedupe_percentage == 25);
 
   // ...and everything survives ToYaml.
   CHECK(MustLoad(ToYaml(c, false)).config == c);
@@ -862,6 +874,21 @@ TEST_CASE("type and range errors name file:line:col and the key") {
         "t.yaml:1:1: error: expected a map of sections (model, dataset, reader, ...), got a list");
   CHECK(LoadError("train:\n  epochs: 1\n  epochs: 2\n") ==
         "t.yaml:3:3: error: train.epochs: duplicate key (first given at line 2)");
+  CHECK(LoadError("iomimic:\n  compress_percentage: 101\n") ==
+        "t.yaml:2:24: error: iomimic.compress_percentage: expected an integer from 0 to 100, got "
+        "'101'");
+  CHECK(LoadError("iomimic:\n  dedupe_percentage: -1\n") ==
+        "t.yaml:2:22: error: iomimic.dedupe_percentage: expected an integer from 0 to 100, got "
+        "'-1'");
+  CHECK(LoadError("iomimic:\n  dedupe_percentage: 12.5\n") ==
+        "t.yaml:2:22: error: iomimic.dedupe_percentage: expected an integer from 0 to 100, got "
+        "'12.5'");
+  CHECK(LoadError("iomimic:\n  content: zero\n") ==
+        "t.yaml:2:12: error: iomimic.content: expected one of random or zeros, got 'zero' (did "
+        "you mean 'zeros'?)");
+  CHECK(LoadError("", {"++workload.iomimic.compress_percentage=150"}) ==
+        "override '++workload.iomimic.compress_percentage=150': iomimic.compress_percentage: "
+        "expected an integer from 0 to 100, got '150'");
 
   // Accepted spellings.
   const Config c = MustLoad(

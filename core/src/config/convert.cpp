@@ -32,6 +32,7 @@ const Words kCheckpointModes = {"default", "subset"};
 const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
 const Words kDistributionTypes = {"normal", "uniform", "gamma", "exponential", "poisson"};
+const Words kContentKinds = {"random", "zeros"};
 // NumPy dtype names; the last three are aliases (see CanonicalDtype).
 const Words kDtypes = {"uint8",   "int8",   "uint16", "int16",   "uint32",
                        "int32",   "uint64", "int64",  "float16", "float32",
@@ -819,6 +820,10 @@ Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
                                &iomimic->accelerators_per_process, 1, kMaxAcceleratorsPerProcess));
   IOMIMIC_RETURN_IF_ERROR(UInt(section, "max_step_list", &iomimic->max_step_list));
   IOMIMIC_RETURN_IF_ERROR(Bool(section, "huge_pages", &iomimic->huge_pages));
+  IOMIMIC_RETURN_IF_ERROR(Choice(section, "content", &iomimic->content, kContentKinds));
+  IOMIMIC_RETURN_IF_ERROR(
+      UInt(section, "compress_percentage", &iomimic->compress_percentage, 0, 100));
+  IOMIMIC_RETURN_IF_ERROR(UInt(section, "dedupe_percentage", &iomimic->dedupe_percentage, 0, 100));
   return Bool(section, "dlio_order", &iomimic->dlio_order);
 }
 

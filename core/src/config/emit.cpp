@@ -280,6 +280,9 @@ void WriteConfig(const Config& c, Writer& w) {
   w.UInt("accelerators_per_process", c.iomimic.accelerators_per_process);
   w.UInt("max_step_list", c.iomimic.max_step_list);
   w.Bool("huge_pages", c.iomimic.huge_pages);
+  w.String("content", c.iomimic.content);
+  w.UInt("compress_percentage", c.iomimic.compress_percentage);
+  w.UInt("dedupe_percentage", c.iomimic.dedupe_percentage);
   w.EndSection();
 }
 

@@ -156,6 +156,9 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.accelerators_per_process", kV},
     {"iomimic.max_step_list", kV},
     {"iomimic.huge_pages", kV},
+    {"iomimic.content", kV},
+    {"iomimic.compress_percentage", kV},
+    {"iomimic.dedupe_percentage", kV},
 };
 
 // Legacy leaf keys (§1.4) and their current spelling.

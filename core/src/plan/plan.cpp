@@ -41,6 +41,10 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
       compression_(config.dataset.compression),
       compression_level_(config.dataset.compression_level),
       seed_(config.train.seed) {
+  content_.kind = config.iomimic.content == "zeros" ? ContentOptions::Kind::kZeros
+                                                    : ContentOptions::Kind::kRandom;
+  content_.compress_percentage = static_cast<std::uint32_t>(config.iomimic.compress_percentage);
+  content_.dedupe_percentage = static_cast<std::uint32_t>(config.iomimic.dedupe_percentage);
   auto join = [](const std::vector<std::uint64_t>& v) {
     std::string out;
     for (std::uint64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
@@ -130,6 +134,7 @@ FileSpec DatasetLayout::Spec(std::uint64_t global_index, const ElementType& elem
   spec.element_type = element_type;
   spec.num_samples = samples_per_file_;
   spec.seed = MixSeed(seed_, global_index);
+  spec.content = content_;
   spec.compression = compression_;
   spec.compression_level = compression_level_;
   spec.parameters = parameters_;

@@ -72,6 +72,7 @@ class DatasetLayout {
   std::string compression_;
   int compression_level_ = 4;
   std::uint64_t seed_ = 0;
+  ContentOptions content_;
   std::map<std::string, std::string> parameters_;
 };
 

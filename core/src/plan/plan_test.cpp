@@ -106,6 +106,25 @@ TEST_CASE("file names and folders follow DLIO") {
   CHECK(std::find(dirs.begin(), dirs.end(), "data/x/valid/0") != dirs.end());
 }
 
+TEST_CASE("file specs carry the iomimic content options") {
+  config::Config c = SmallConfig();
+  DatasetLayout plain(c, "npz");
+  CHECK(plain.Spec(3, ElementType{}).content == ContentOptions{});
+  c.iomimic.content = "zeros";
+  c.iomimic.compress_percentage = 40;
+  c.iomimic.dedupe_percentage = 25;
+  DatasetLayout layout(c, "npz");
+  for (std::uint64_t i : {std::uint64_t{0}, std::uint64_t{29}}) {
+    const FileSpec spec = layout.Spec(i, ElementType{});
+    CHECK(spec.content.kind == ContentOptions::Kind::kZeros);
+    CHECK(spec.content.compress_percentage == 40);
+    CHECK(spec.content.dedupe_percentage == 25);
+  }
+  c.iomimic.content = "random";
+  CHECK(DatasetLayout(c, "npz").Spec(1, ElementType{}).content.kind ==
+        ContentOptions::Kind::kRandom);
+}
+
 TEST_CASE("generation splits files round robin over ranks") {
   config::Config c = SmallConfig();
   DatasetLayout layout(c, "npz");

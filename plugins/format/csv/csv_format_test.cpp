@@ -720,6 +720,19 @@ TEST_CASE("uncompressed text is exactly the formatted rows") {
   }
 }
 
+TEST_CASE("content zeros writes zero values of the element type") {
+  CsvFormat format;
+  MemStorage storage;
+  for (const auto& [dtype, line] : {std::pair<const char*, const char*>{"int16", "0,0,0\n"},
+                                    {"float32", "0.0,0.0,0.0\n"},
+                                    {"bool", "False,False,False\n"}}) {
+    FileSpec spec = MakeSpec(dtype, {3}, 2, 5);
+    spec.content.kind = ContentOptions::Kind::kZeros;
+    REQUIRE(WriteSpec(format, storage, spec).ok());
+    CHECK(storage.Text(spec.path) == std::string(line) + line);
+  }
+}
+
 TEST_CASE("compressed files carry each codec's magic and decompress to the plain text") {
   MemStorage storage;
   CsvFormat format;

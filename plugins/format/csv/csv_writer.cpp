@@ -229,8 +229,9 @@ Status WriteCsvFileImpl(Storage& storage, File& file, const FileSpec& spec,
     }
   }
   std::vector<std::byte> values(static_cast<std::size_t>(columns * type.size));
+  const bool zeros = spec.content.kind == ContentOptions::Kind::kZeros;  // values stay 0
   for (std::uint64_t row = 0; row < spec.num_samples; ++row) {
-    GenerateRow(type, RowSeed(spec, row), values);
+    if (!zeros) GenerateRow(type, RowSeed(spec, row), values);
     if (header) {
       if (p >= text_limit) IOMIMIC_RETURN_IF_ERROR(flush());
       p = Decimal(row, p);

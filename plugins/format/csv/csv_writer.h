@@ -1,6 +1,9 @@
 // Writing CSV files like DLIO's csv_generator (pandas DataFrame.to_csv):
 // num_samples rows of sample_elements() comma-separated values, "\n" line
 // ends, values as described in csv_values.h (one distinct row per sample).
+// Content options (FileSpec::content): kind kZeros makes every value 0 ("0",
+// "0.0", "False"); the compress and dedupe percentages, which describe bytes,
+// do not apply to text.
 //
 // Layout: by default rows only (no header line, no index column). With
 // WriterOptions::pandas_header the file has pandas' default layout, which is

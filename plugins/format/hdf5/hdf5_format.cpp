@@ -42,7 +42,7 @@ Result<PayloadLayout> Hdf5Format::WriteFrame(Storage& storage, File& file, const
 
 Status Hdf5Format::FillPayload(const FileSpec& spec, std::uint64_t position,
                                std::span<std::byte> out) const {
-  ContentStream(spec.seed, spec.element_type.name == "bool", position).Fill(out);
+  ContentStream(spec.seed, spec.content, spec.element_type.name == "bool", position).Fill(out);
   return Status::OK();
 }
 

@@ -259,14 +259,21 @@ Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
   return written.ok() ? closed : written;
 }
 
-// One records dataset's bytes: the content stream of the seed (iomimic::ContentStream).
+// One records dataset's bytes: the content stream of the seed and content
+// options (iomimic::ContentStream).
 std::vector<std::byte> ReferenceData(const FileSpec& spec, std::uint64_t row_bytes) {
   std::vector<std::byte> data(row_bytes * spec.num_samples);
-  ContentStream(spec.seed).Fill(data);
+  ContentStream(spec.seed, spec.content).Fill(data);
   if (spec.element_type.name == "bool") {
     for (std::byte& b : data) b &= std::byte{1};
   }
   return data;
+}
+
+FileSpec WithContent(FileSpec spec, std::uint32_t compress, std::uint32_t dedupe) {
+  spec.content.compress_percentage = compress;
+  spec.content.dedupe_percentage = dedupe;
+  return spec;
 }
 
 // Sample i as the reader returns it: row i of each of the K datasets.
@@ -696,6 +703,8 @@ TEST_CASE("round trip: dtypes, shapes, samples per file, datasets per record") {
       MakeSpec("uint8", {10, 12}, 7, 12, "/d/maxshape.hdf5", "none", {{kMaxShapeKey, "0,24"}}),
       MakeSpec("uint8", {6, 24, 24}, 5, 13, "/d/k3_chunks.hdf5", "gzip",
                {{kNumDatasetsKey, "3"}, {kChunkDimsKey, "2,8,8"}}),
+      WithContent(MakeSpec("uint8", {64, 64}, 9, 14, "/d/content.hdf5"), 50, 30),
+      WithContent(MakeSpec("bool", {64, 64}, 3, 15, "/d/content_gzip.hdf5", "gzip"), 25, 60),
   };
   for (const FileSpec& spec : specs) {
     CAPTURE(spec.path);
@@ -1364,31 +1373,34 @@ TEST_CASE("throughput: 16 files x 64 samples of 64 KiB" * doctest::skip()) {
 
 TEST_CASE("written in parts, the file is WriteFile's but for the root group's times") {
   Hdf5Format format;
-  const FileSpec spec = MakeSpec("float32", {45, 31}, 19, 8, "/p/parts.hdf5");
-  MemStorage whole, parts;
-  REQUIRE(WriteSpec(format, whole, spec).ok());
-  Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 4);
-  REQUIRE(layout.ok());
-  CHECK(layout->payload_offset == 2048);
-  CHECK(layout->payload_bytes == 45 * 31 * 4 * 19);
-  const std::vector<std::byte> a = whole.Bytes(spec.path), b = parts.Bytes(spec.path);
-  REQUIRE(a.size() == b.size());
-  CHECK(layout->file_size == a.size());
-  // The root group's object header (times, checksum) lies in the first 256
-  // bytes; everything after it is the same.
-  CHECK(std::equal(a.begin() + 256, a.end(), b.begin() + 256));
-  // And it reads back as the seed's content.
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&parts));
-  REQUIRE(reader.ok());
-  const std::vector<std::byte> data = ReferenceData(spec, 45 * 31 * 4);
-  for (std::uint64_t i : {0u, 7u, 18u}) {
-    Result<SampleView> v = (*reader)->ReadSample(i);
-    REQUIRE(v.ok());
-    CHECK(std::equal(v->data.begin(), v->data.end(), data.begin() + i * 45 * 31 * 4));
-    Result<std::vector<ByteRange>> ranges = (*reader)->SampleRanges(i);
-    REQUIRE(ranges.ok());
-    REQUIRE(ranges->size() == 1);
-    CHECK((*ranges)[0].offset == 2048 + i * 45 * 31 * 4);
+  const FileSpec plain = MakeSpec("float32", {45, 31}, 19, 8, "/p/parts.hdf5");
+  for (const FileSpec& spec : {plain, WithContent(plain, 37, 30)}) {
+    CAPTURE(spec.content.compress_percentage);
+    MemStorage whole, parts;
+    REQUIRE(WriteSpec(format, whole, spec).ok());
+    Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 4);
+    REQUIRE(layout.ok());
+    CHECK(layout->payload_offset == 2048);
+    CHECK(layout->payload_bytes == 45 * 31 * 4 * 19);
+    const std::vector<std::byte> a = whole.Bytes(spec.path), b = parts.Bytes(spec.path);
+    REQUIRE(a.size() == b.size());
+    CHECK(layout->file_size == a.size());
+    // The root group's object header (times, checksum) lies in the first 256
+    // bytes; everything after it is the same.
+    CHECK(std::equal(a.begin() + 256, a.end(), b.begin() + 256));
+    // And it reads back as the seed's content.
+    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&parts));
+    REQUIRE(reader.ok());
+    const std::vector<std::byte> data = ReferenceData(spec, 45 * 31 * 4);
+    for (std::uint64_t i : {0u, 7u, 18u}) {
+      Result<SampleView> v = (*reader)->ReadSample(i);
+      REQUIRE(v.ok());
+      CHECK(std::equal(v->data.begin(), v->data.end(), data.begin() + i * 45 * 31 * 4));
+      Result<std::vector<ByteRange>> ranges = (*reader)->SampleRanges(i);
+      REQUIRE(ranges.ok());
+      REQUIRE(ranges->size() == 1);
+      CHECK((*ranges)[0].offset == 2048 + i * 45 * 31 * 4);
+    }
   }
   // Several datasets per record, chunks or compression: not in parts.
   CHECK(!format.CanWriteInParts(MakeSpec("uint8", {8, 8}, 4, 1, "/p/c.hdf5", "gzip")).ok());

@@ -172,7 +172,7 @@ class FileWriter {
       if (at == HADDR_UNDEF) return Fail("locating the data of " + name);
       payload_offset_ = static_cast<std::uint64_t>(at);
     } else if (layout_.row_bytes > 0) {
-      ContentStream content(spec_.seed, layout_.element_type.name == "bool");
+      ContentStream content(spec_.seed, spec_.content, layout_.element_type.name == "bool");
       BlockWalker walker(layout_.dims, layout_.element_type.size, options_.block_size,
                          layout_.chunked() ? layout_.chunk_dims[0] : 0);
       IOMIMIC_RETURN_IF_ERROR(WriteBlocks(dataset.get(), type, name, walker,

@@ -15,7 +15,7 @@
 // records_0's data, records_1's data, ..., labels' data.
 //
 // Content: every records dataset holds the byte stream of
-// iomimic::ContentStream(spec.seed) in C order (row i is bytes
+// iomimic::ContentStream(spec.seed, spec.content) in C order (row i is bytes
 // [i * row_bytes, (i + 1) * row_bytes) of the stream), however it is split
 // into blocks; bool datasets keep only the lowest
 // bit of each byte. DLIO writes the same array into each of the K datasets,
@@ -96,7 +96,7 @@ Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
 // WriteHdf5File allocates contiguous records at creation
 // (H5D_ALLOC_TIME_EARLY, no fill value written), and WriteHdf5Frame writes
 // the same file but leaves records_0's data unwritten: they are the payload,
-// the bytes of ContentStream(spec.seed) in C order from the returned
+// the bytes of ContentStream(spec.seed, spec.content) in C order from the returned
 // payload_offset. Frame plus payload are byte for byte WriteHdf5File's file
 // but for the root group's times (as for any two writes of one spec).
 Status CanWriteHdf5InParts(const FileSpec& spec);

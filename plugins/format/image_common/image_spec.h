@@ -10,7 +10,8 @@
 // {d1, d2, c} with c = 1 for greyscale or 3 for RGB) is rows x columns
 // [x channels], pixels in row-major order, channels interleaved.
 //
-// The pixel bytes are the stream of iomimic::ContentStream(spec.seed), as if
+// The pixel bytes are the stream of iomimic::ContentStream(spec.seed,
+// spec.content) (png and jpeg then compress them their own way), as if
 // one Fill() produced the whole image (row-major, channels interleaved,
 // multi-byte elements little-endian), whatever the chunking of the writer.
 

@@ -54,7 +54,7 @@ Result<PayloadLayout> IndexedBinaryFormat::WriteFrame(Storage& storage, File& fi
 
 Status IndexedBinaryFormat::FillPayload(const FileSpec& spec, std::uint64_t position,
                                         std::span<std::byte> out) const {
-  ContentStream(spec.seed, spec.element_type.descr == "|b1", position).Fill(out);
+  spec.PayloadContent(position).Fill(out);
   return Status::OK();
 }
 

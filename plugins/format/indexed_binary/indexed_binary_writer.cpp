@@ -97,7 +97,7 @@ Status WriteImpl(Storage& storage, File& file, const FileSpec& spec, Flavor flav
   std::span<std::byte> chunk = buffer.span().first(static_cast<std::size_t>(buffer_size));
 
   // 1. The data: the content stream, chunk by chunk.
-  ContentStream content(spec.seed, spec.element_type.descr == "|b1");
+  ContentStream content = spec.PayloadContent();
   for (std::uint64_t pos = 0; pos < total;) {
     const std::size_t n =
         static_cast<std::size_t>(std::min<std::uint64_t>(buffer_size, total - pos));

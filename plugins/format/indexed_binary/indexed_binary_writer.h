@@ -2,8 +2,8 @@
 // lays them out (see indexed_binary_common.h for the three files).
 //
 // The data file holds num_samples samples of spec.sample_bytes() bytes, the
-// byte stream of iomimic::ContentStream(spec.seed) (bool element types keep only
-// the lowest bit of each byte). The index files hold offset i * sample_bytes
+// byte stream of spec.PayloadContent() (seed and content options; bool element
+// types keep only the lowest bit of each byte). The index files hold offset i * sample_bytes
 // and size sample_bytes for every sample i, as little-endian uint64.
 //
 // Generation streams through one buffer of generation_buffer_size bytes
@@ -65,7 +65,7 @@ Status WriteIndexedBinaryFile(Storage& storage, File& file, const FileSpec& spec
                               const WriterOptions& options);
 
 // Writing in parts (shared-file generation): the data file is nothing but
-// payload (sample i at i * sample_bytes, bytes of ContentStream(spec.seed)),
+// payload (sample i at i * sample_bytes, bytes of spec.PayloadContent()),
 // so its frame is the two index files alone, written like WriteIndexedBinaryFile
 // writes them. Same failure guarantees.
 Status WriteIndexedBinaryFrame(Storage& storage, const FileSpec& spec, Flavor flavor,

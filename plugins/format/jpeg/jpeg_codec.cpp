@@ -214,7 +214,7 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() * 3 / 4 + 4096);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "jpeg"));
   image::ChunkedWriter sink(file, spec.path, "jpeg", window.span().first(chunk));
-  ContentStream content(spec.seed);
+  ContentStream content(spec.seed, spec.content);
   Status sink_status;
 
   auto ctx = std::make_unique<WriteContext>();

@@ -54,7 +54,7 @@ Result<PayloadLayout> NpyFormat::WriteFrame(Storage& storage, File& file, const 
 
 Status NpyFormat::FillPayload(const FileSpec& spec, std::uint64_t position,
                               std::span<std::byte> out) const {
-  ContentStream(spec.seed, spec.element_type.descr == "|b1", position).Fill(out);
+  spec.PayloadContent(position).Fill(out);
   return Status::OK();
 }
 

@@ -1092,5 +1092,28 @@ TEST_CASE("written in parts, the file is WriteFile's, byte for byte") {
   }
 }
 
+TEST_CASE("content options reach the payload, whole and in parts") {
+  FileSpec spec = MakeSpec("uint8", {1024, 64}, 6, 5, "/p/content.npy");
+  spec.content.compress_percentage = 50;
+  spec.content.dedupe_percentage = 30;
+  NpyFormat format;
+  MemStorage whole, parts;
+  REQUIRE(WriteSpec(format, whole, spec).ok());
+  const std::vector<std::byte> file = whole.Bytes(spec.path);
+  std::vector<std::byte> payload(spec.sample_bytes() * spec.num_samples);
+  spec.PayloadContent().Fill(payload);
+  REQUIRE(file.size() == 128 + payload.size());
+  CHECK(std::equal(payload.begin(), payload.end(), file.begin() + 128));
+  CHECK(payload != ReferencePayload(spec));  // not the default content
+  REQUIRE(testing::WriteInParts(format, parts, spec, 7).ok());
+  CHECK(parts.Bytes(spec.path) == file);
+
+  spec.content.kind = ContentOptions::Kind::kZeros;
+  REQUIRE(WriteSpec(format, whole, spec).ok());
+  const std::vector<std::byte> zeros = whole.Bytes(spec.path);
+  CHECK(
+      std::all_of(zeros.begin() + 128, zeros.end(), [](std::byte v) { return v == std::byte{0}; }));
+}
+
 }  // namespace
 }  // namespace iomimic::npy

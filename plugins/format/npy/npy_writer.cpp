@@ -39,7 +39,7 @@ Status WriteNpyFileImpl(Storage& storage, File& file, const FileSpec& spec,
   if (total < chunk) chunk = static_cast<std::size_t>((total + align - 1) / align * align);
 
   IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk));
-  ContentStream content(spec.seed, spec.element_type.descr == "|b1");
+  ContentStream content = spec.PayloadContent();
   for (std::uint64_t pos = 0; pos < total;) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, total - pos));
     std::span<std::byte> out = buffer.span().first(n);

@@ -8,8 +8,8 @@
 // boundary; version 2.0 only when the dict exceeds 65535 bytes) followed by
 // the raw array bytes.
 //
-// The content of x is the byte stream of iomimic::ContentStream(spec.seed),
-// however the writer splits it (bool arrays keep only the
+// The content of x is the byte stream of spec.PayloadContent() (seed and
+// content options), however the writer splits it (bool arrays keep only the
 // lowest bit of each byte, so they hold 0 and 1). Large files stream through
 // one chunk buffer written at chunk-aligned offsets.
 

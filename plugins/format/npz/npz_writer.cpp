@@ -309,7 +309,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
   IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(x, limit)));
   const std::uint64_t x_data_offset = sink.position();
 
-  ContentStream content(spec.seed, spec.element_type.descr == "|b1");
+  ContentStream content = spec.PayloadContent();
   std::uint32_t crc = Crc32(0, AsBytes(x_plan.header));
   if (!deflated) {
     IOMIMIC_RETURN_IF_ERROR(sink.Append(AsBytes(x_plan.header)));

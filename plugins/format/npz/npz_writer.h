@@ -10,8 +10,9 @@
 // default level, as np.savez_compressed does; spec.compression_level is not
 // used (DLIO's npz generator ignores it too).
 //
-// The content of x is the byte stream of iomimic::ContentStream(spec.seed)
-// (bool arrays take the lowest bit of each byte, so they hold only 0 and 1).
+// The content of x is the byte stream of spec.PayloadContent() (seed and
+// content options; bool arrays take the lowest bit of each byte, so they hold
+// only 0 and 1).
 // Large files stream through two chunk buffers: the first chunk of the file
 // is held back until the end so the x local header, whose CRC and sizes are
 // known only after the data, is patched in memory and every write lands at a

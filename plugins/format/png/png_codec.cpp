@@ -123,7 +123,7 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 4096);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "png"));
   image::ChunkedWriter sink(file, spec.path, "png", window.span().first(chunk));
-  ContentStream content(spec.seed);
+  ContentStream content(spec.seed, spec.content);
   Status sink_status;
 
   WriteContext ctx;

@@ -262,11 +262,7 @@ Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
 // The bytes of sample i, straight from the generator definition.
 std::vector<std::byte> ReferenceSample(const FileSpec& spec, std::uint64_t i) {
   std::vector<std::byte> data(spec.sample_bytes());
-  Xoshiro256 rng(MixSeed(spec.seed, i));
-  rng.Fill(data);
-  if (spec.element_type.descr == "|b1") {
-    for (std::byte& b : data) b &= std::byte{1};
-  }
+  spec.PayloadContent(i * spec.sample_bytes()).Fill(data);
   return data;
 }
 
@@ -587,6 +583,25 @@ TEST_CASE("written bytes equal protobuf examples framed with software CRCs") {
   }
 }
 
+TEST_CASE("content options reach the image bytes") {
+  TfRecordFormat format(WriterOptions{4096, false});
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {100, 100}, 4, 3);
+  const std::vector<std::byte> plain = ReferenceSample(spec, 1);
+  spec.content.compress_percentage = 50;
+  spec.content.dedupe_percentage = 30;
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  CHECK(SameBytes(storage.Bytes(spec.path), ReferenceFile(spec)));
+  const std::vector<std::byte> controlled = ReferenceSample(spec, 1);
+  CHECK(controlled != plain);
+  // Sample 1 is stream bytes [10000, 20000): content block 3 (stream bytes
+  // 12288..16383) is its bytes 2288..6383, and the block's second half zeros.
+  CHECK(std::all_of(controlled.begin() + 2288 + 2048, controlled.begin() + 2288 + 4096,
+                    [](std::byte v) { return v == std::byte{0}; }));
+  CHECK_FALSE(std::all_of(controlled.begin() + 2288, controlled.begin() + 2288 + 2048,
+                          [](std::byte v) { return v == std::byte{0}; }));
+}
+
 TEST_CASE("expected size is exact across varint boundaries") {
   TfRecordFormat format(WriterOptions{1 << 16, false});
   MemStorage storage;
@@ -631,19 +646,6 @@ TEST_CASE("same seed gives the same bytes, another seed other bytes") {
   CHECK(storage.Bytes(a.path) != storage.Bytes(c.path));
   // Samples of one file differ from each other.
   CHECK(ReferenceSample(a, 0) != ReferenceSample(a, 1));
-}
-
-TEST_CASE("sample stream does not depend on how it is split") {
-  std::vector<std::byte> whole(1000), pieces(1000);
-  SampleStream(5, false).Fill(whole);
-  SampleStream split(5, false);
-  std::size_t at = 0;
-  for (std::size_t n : {1, 3, 8, 13, 0, 64, 7, 904}) {
-    split.Fill(std::span<std::byte>(pieces).subspan(at, n));
-    at += n;
-  }
-  REQUIRE(at == 1000);
-  CHECK(whole == pieces);
 }
 
 // ---------------------------------------------------------------------------

@@ -168,16 +168,15 @@ Status WriteTfRecordFileImpl(Storage& storage, File& file, const FileSpec& spec,
   const auto prefix = std::as_bytes(std::span<const char>(layout.prefix));
   const auto suffix = std::as_bytes(std::span<const char>(layout.suffix));
   const std::uint32_t prefix_crc = Crc32c(prefix);
-  const bool boolean = IsBoolean(spec.element_type);
 
   const std::size_t chunk = ChunkSize(storage, options.chunk_size);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk));
   ChunkWriter out(file, spec.path, buffer.span().first(chunk));
+  ContentStream content = spec.PayloadContent();  // the samples' bytes back to back
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
     IOMIMIC_RETURN_IF_ERROR(out.Append(std::span<const std::byte>(header)));
     IOMIMIC_RETURN_IF_ERROR(out.Append(prefix));
     std::uint32_t crc = prefix_crc;
-    SampleStream content(SampleSeed(spec, i), boolean);
     for (std::uint64_t left = sample_bytes; left > 0;) {
       std::span<std::byte> w = out.Writable();
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(w.size(), left));
@@ -202,30 +201,6 @@ Status WriteTfRecordFileImpl(Storage& storage, File& file, const FileSpec& spec,
 }
 
 }  // namespace
-
-void SampleStream::Fill(std::span<std::byte> out) {
-  std::span<std::byte> rest = out;
-  const std::size_t from_carry = std::min(rest.size(), sizeof(carry_) - carry_begin_);
-  if (from_carry > 0) {
-    std::memcpy(rest.data(), carry_ + carry_begin_, from_carry);
-    carry_begin_ += from_carry;
-    rest = rest.subspan(from_carry);
-  }
-  const std::size_t whole = rest.size() / 8 * 8;
-  if (whole > 0) {
-    rng_.Fill(rest.first(whole));
-    rest = rest.subspan(whole);
-  }
-  if (!rest.empty()) {
-    const std::uint64_t v = rng_.Next();
-    std::memcpy(carry_, &v, sizeof(carry_));
-    std::memcpy(rest.data(), carry_, rest.size());
-    carry_begin_ = rest.size();
-  }
-  if (boolean_) {
-    for (std::byte& b : out) b &= std::byte{1};
-  }
-}
 
 IndexLocation IndexLocationFor(const std::string& data_path) {
   const std::string_view name = Basename(data_path);

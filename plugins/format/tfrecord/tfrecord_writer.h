@@ -3,9 +3,11 @@
 // example_wire.h) written with TFRecordWriter's framing, followed by the
 // DALI index file that DLIO makes with DALI's tfrecord2idx script.
 //
-// Content: the "image" bytes of sample i are the byte stream of
-// iomimic::Xoshiro256(MixSeed(spec.seed, i)), sample_bytes() long (bool
-// samples keep the lowest bit of each byte). "size" holds the byte count.
+// Content: the "image" bytes of sample i are bytes [i * sample_bytes(),
+// (i + 1) * sample_bytes()) of spec.PayloadContent() (seed and content
+// options; bool samples keep the lowest bit of each byte), so the content
+// options' 4 KiB blocks count from the first sample's first image byte, not
+// from the file's start. "size" holds the byte count.
 //
 // Index file: `<data_folder>/index/<split>/<file name>.idx`, one line
 // "<offset> <length>\n" per record, where offset is the record's first byte
@@ -29,7 +31,6 @@
 
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
-#include "iomimic/random.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -44,31 +45,6 @@ struct WriterOptions {
 
 // Protobuf refuses messages of 2 GiB or more, so no Example may be larger.
 inline constexpr std::uint64_t kMaxPayloadSize = (std::uint64_t{1} << 31) - 1;
-
-// The byte stream of one sample: Xoshiro256 output as if produced by a single
-// Fill over the whole sample, however the caller splits it.
-class SampleStream {
- public:
-  // `boolean`: reduce every byte to 0 or 1 (for bool samples).
-  SampleStream(std::uint64_t seed, bool boolean) : rng_(seed), boolean_(boolean) {}
-
-  // Writes the next out.size() bytes of the stream into `out`.
-  void Fill(std::span<std::byte> out);
-
- private:
-  Xoshiro256 rng_;
-  bool boolean_;
-  std::byte carry_[8] = {};
-  std::size_t carry_begin_ = 8;  // carry_[carry_begin_..8) are unused stream bytes
-};
-
-// The seed of sample `index` of the file written for `spec`.
-inline std::uint64_t SampleSeed(const FileSpec& spec, std::uint64_t index) {
-  return MixSeed(spec.seed, index);
-}
-
-// True for element types whose bytes must be 0 or 1.
-inline bool IsBoolean(const ElementType& type) { return type.descr == "|b1"; }
 
 // Where the index file of the data file at `data_path` goes.
 struct IndexLocation {

@@ -213,7 +213,7 @@ Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 65536);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "tiff"));
   image::ChunkedWriter sink(file, spec.path, "tiff", window.span().first(chunk));
-  ContentStream content(spec.seed);
+  ContentStream content(spec.seed, spec.content);
 
   Messages messages;
   CurrentMessages current(&messages);
