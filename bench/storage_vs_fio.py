@@ -8,8 +8,9 @@
                           [--settle 5] [--warm-epochs 5]
 
 Pattern: sequential whole-file reads of N files of S MiB by T readers, each
-file read once. iomimic generates the files (npz, one sample per file) and
-reads them with a shrunk workload: dataset.format npz, reader.decode False
+file read once. iomimic generates the files (npz, or npy with --format npy;
+one sample per file) and reads them with a shrunk workload: dataset.format
+as generated, reader.decode False
 (the same reads, no parsing), computation_time 0, read_threads T, batch 1,
 one epoch, and the per-sample "resized" copy DLIO makes shrunk to 4 KiB
 (dataset.record_length_bytes_resize: it is CPU work, not I/O). fio reads the very same files with T jobs (one per reader; the
@@ -125,7 +126,7 @@ workflow:
   checkpoint: False
 dataset:
   data_folder: %s
-  format: npz
+  format: %s
   num_files_train: %d
   num_files_eval: 0
   num_samples_per_file: 1
@@ -147,7 +148,7 @@ reader:
 train:
   epochs: 1
   computation_time: 0
-""" % (data, a.files, a.size_mib * MiB, a.threads, 2 * a.threads)
+""" % (data, a.format, a.files, a.size_mib * MiB, a.threads, 2 * a.threads)
 
 
 def iomimic_overrides(backend, a, out):
@@ -281,6 +282,9 @@ def main():
     ap.add_argument("--caches", default="cold,warm")
     ap.add_argument("--work", default="/tmp/iomimic-bench-fio")
     ap.add_argument("--markdown", help="also write the table and commands to this file")
+    ap.add_argument("--format", default="npz", choices=["npz", "npy"],
+                    help="npz: np.load's pattern (the ZIP end records first, then the member); "
+                         "npy: one header read, then the file front to back, fio's own order")
     ap.add_argument("--warm-epochs", type=int, default=5,
                     help="warm runs read the dataset this many times (iomimic: epochs, the "
                          "mean of the per-epoch rates; fio: loops), so that one run is not "
@@ -297,14 +301,14 @@ def main():
 
     gen = [a.iomimic, "generate", "-q", manifest, "++workload.storage.backend=posix"]
     subprocess.run(gen, check=True, cwd=a.work, capture_output=True)
-    files = sorted(glob.glob(os.path.join(data, "train", "*.npz")))
+    files = sorted(glob.glob(os.path.join(data, "train", "*." + a.format)))
     if len(files) != a.files:
         sys.exit("expected %d files in %s, found %d" % (a.files, data, len(files)))
     total = sum(os.path.getsize(p) for p in files)
     caches = Caches(files, a.settle)
     print("machine: " + machine())
-    print("dataset: %d npz files, %.1f MiB in all, %d readers, block %s, queue depth %d" %
-          (len(files), total / MiB, a.threads, a.block, a.qd), flush=True)
+    print("dataset: %d %s files, %.1f MiB in all, %d readers, block %s, queue depth %d" %
+          (len(files), a.format, total / MiB, a.threads, a.block, a.qd), flush=True)
 
     load_start = loadavg()
     rows = []
@@ -313,7 +317,8 @@ def main():
         for cache in a.caches.split(","):
             io_rates, fio_rates, ratios, path = [], [], [], ""
             replay_rates, replay_ratios = [], []
-            tools = ["iomimic", "fio"] + (["replay"] if backend == "posix" else [])
+            replay = backend == "posix" and a.format == "npz"
+            tools = ["iomimic", "fio"] + (["replay"] if replay else [])
             epochs = a.warm_epochs if cache == "warm" else 1
             for rep in range(a.repeat):
                 # Rotate who goes first, so drift favours none.
@@ -371,7 +376,8 @@ def main():
         with open(a.markdown, "w") as f:
             f.write("# storage_vs_fio run of %s\n\n" % datetime.datetime.now().isoformat(" ", "seconds"))
             f.write("machine: %s\n\n" % machine())
-            f.write("dataset: %d npz files, %.1f MiB in all; %d readers; block %s; queue depth %d; "
+            f.write("dataset: %d " + a.format + " files, %.1f MiB in all; %d readers; block %s; "
+                    "queue depth %d; "
                     "%d repeats; cache drop: %s; warm runs read the dataset %d times (cold: once; "
                     "the fio jobs below show the warm loops)\n\n" %
                     (len(files), total / MiB, a.threads, a.block, a.qd, a.repeat,

@@ -8,39 +8,16 @@ Every check counts something (page faults, samples, recorded compute) so it
 holds on a loaded machine; speed itself is shown by the benchmarks in bench/.
 """
 
-import argparse
 import collections
-import csv
-import glob
 import json
 import os
-import shutil
-import subprocess
-import sys
 
-ARGS = None
+import iomimic_tests as harness
+from iomimic_tests import fail, mpirun, run
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, timeout=600):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=timeout)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
-def mpirun(n, cmd):
-    launcher = ["mpirun", "-np", str(n), "--oversubscribe"]
-    if os.geteuid() == 0:
-        launcher.append("--allow-run-as-root")
-    return run(launcher + cmd)
+def args():
+    return harness.ARGS
 
 
 def base(data, out, files, epochs, compute, extra=()):
@@ -69,13 +46,13 @@ def test_no_page_faults_after_first_epoch():
     glibc's malloc ever keeps for reuse (32 MiB), so without the loader's
     buffer pools every sample would map, fault in and unmap its buffers
     again: one epoch reads 6 x 40 MiB = 61,440 pages."""
-    data = os.path.join(ARGS.work, "data")
+    data = os.path.join(args().work, "data")
     sample = 40 * 1024 * 1024
     pages_per_epoch = 6 * sample // 4096
     for decode in ("True", "False"):
         for threads in (0, 2):
-            out = os.path.join(ARGS.work, "out_%s_%d" % (decode, threads))
-            run([ARGS.iomimic, "run"] + base(data, out, 6, 3, 0, [
+            out = os.path.join(args().work, "out_%s_%d" % (decode, threads))
+            run([args().iomimic, "run"] + base(data, out, 6, 3, 0, [
                 "++workload.dataset.record_length_bytes=%d" % sample,
                 "++workload.dataset.record_length_bytes_stdev=0",
                 "++workload.dataset.record_length_bytes_resize=4096",
@@ -100,9 +77,9 @@ def test_au_counts_requested_compute():
     """AU counts the compute that was asked for: every step's recorded compute
     is the drawn duration (constant here), and the sleep's overshoot is
     reported apart, never negative."""
-    data = os.path.join(ARGS.work, "data")
-    out = os.path.join(ARGS.work, "out")
-    run([ARGS.iomimic, "run"] + base(data, out, 64, 2, 0.003, [
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "run"] + base(data, out, 64, 2, 0.003, [
         "++workload.dataset.format=synthetic",
         "++workload.reader.batch_size=4",
         "++workload.reader.read_threads=1",
@@ -151,7 +128,7 @@ def test_threads_and_ranks_read_the_same_samples():
     accelerators as threads of one process, as 4 ranks, and as 2 ranks x 2
     threads read exactly the same samples in the same order, each, every
     epoch (evaluation included), and the results count 4 accelerators."""
-    data = os.path.join(ARGS.work, "data")
+    data = os.path.join(args().work, "data")
     common = base(data, "unused", 48, 2, 0.001, [
         "++workload.dataset.record_length_bytes=65536",
         "++workload.dataset.record_length_bytes_stdev=0",
@@ -165,13 +142,13 @@ def test_threads_and_ranks_read_the_same_samples():
     common = [o for o in common if not o.startswith("++workload.output.folder=")]
     runs = {}
     for ranks, threads in ((1, 4), (4, 1), (2, 2)):
-        out = os.path.join(ARGS.work, "out_%dx%d" % (ranks, threads))
-        cmd = [ARGS.iomimic, "run"] + common + [
+        out = os.path.join(args().work, "out_%dx%d" % (ranks, threads))
+        cmd = [args().iomimic, "run"] + common + [
             "++workload.output.folder=" + out,
             "++workload.iomimic.accelerators_per_process=%d" % threads]
         if ranks == 1:
             # The command-line flag sets the same key.
-            run([ARGS.iomimic, "run", "--accelerators", str(threads)] + common +
+            run([args().iomimic, "run", "--accelerators", str(threads)] + common +
                 ["++workload.output.folder=" + out])
         else:
             mpirun(ranks, cmd)
@@ -203,24 +180,5 @@ def test_threads_and_ranks_read_the_same_samples():
                      "rank %d of 4 ranks" % (key[0], key[1], a, a))
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("test")
-    ap.add_argument("--iomimic", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.source = os.path.abspath(ARGS.source)
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
-    fn = globals().get("test_" + ARGS.test)
-    if fn is None:
-        fail("unknown test " + ARGS.test)
-    fn()
-    print("PASS " + ARGS.test)
-
-
 if __name__ == "__main__":
-    main()
+    harness.main(globals())

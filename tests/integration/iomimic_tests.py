@@ -1008,7 +1008,9 @@ def test_step_lists_bounded():
         fail("compute lists add up to %r s, summary says %r s" % (total, measured))
 
 
-def main():
+def main(tests=None):
+    """Runs the test named on the command line: a function test_<name> of
+    `tests` (a module's globals; this module's by default)."""
     global ARGS
     ap = argparse.ArgumentParser()
     ap.add_argument("test")
@@ -1023,7 +1025,7 @@ def main():
     ARGS.source = os.path.abspath(ARGS.source)
     shutil.rmtree(ARGS.work, ignore_errors=True)
     os.makedirs(ARGS.work)
-    fn = globals().get("test_" + ARGS.test)
+    fn = (tests if tests is not None else globals()).get("test_" + ARGS.test)
     if fn is None:
         fail("unknown test " + ARGS.test)
     fn()

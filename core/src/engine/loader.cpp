@@ -126,8 +126,6 @@ class Loader::Reader {
     if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
   }
 
-  std::uint64_t pooled_bytes() const { return pool_.stats().cached_bytes; }
-
  private:
   Session& session_;
   // Declared before everything that holds its buffers, so it is destroyed
@@ -216,12 +214,6 @@ void Loader::Finish() {
   lock.unlock();
   collective_readers_.clear();
   plan_ = nullptr;
-}
-
-std::uint64_t Loader::pooled_bytes() const {
-  std::uint64_t total = inline_reader_->pooled_bytes();
-  for (const auto& r : readers_) total += r->pooled_bytes();
-  return total;
 }
 
 Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
@@ -388,52 +380,35 @@ void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t t
   }
 }
 
-Result<bool> Loader::TryNext(BatchInfo* out) {
-  if (plan_ == nullptr || next_step_ >= plan_->steps()) {
-    return Status::OutOfRange("no more batches in this pass");
-  }
-  if (threads_ == 0) {
-    IOMIMIC_ASSIGN_OR_RETURN(*out, Next());
-    return true;
-  }
-  Slot taken;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Slot& slot = slots_[next_step_ % depth_];
-    if (!(slot.ready && slot.step == next_step_)) return false;
-    taken = std::move(slot);
-    slot = Slot();
-    ++next_step_;
-  }
-  taken.batch.taken = std::chrono::steady_clock::now();
-  cv_.notify_all();
-  if (!taken.status.ok()) {
-    Finish();
-    return taken.status;
-  }
-  *out = std::move(taken.batch);
-  return true;
-}
+Result<bool> Loader::TryNext(BatchInfo* out) { return Take(out, /*wait=*/false); }
 
 Result<BatchInfo> Loader::Next() {
+  BatchInfo batch;
+  IOMIMIC_ASSIGN_OR_RETURN(bool taken, Take(&batch, /*wait=*/true));
+  (void)taken;  // always true when waiting
+  return batch;
+}
+
+Result<bool> Loader::Take(BatchInfo* out, bool wait) {
   if (plan_ == nullptr || next_step_ >= plan_->steps()) {
     return Status::OutOfRange("no more batches in this pass");
   }
   if (threads_ == 0) {
-    BatchInfo batch;
-    IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, &batch)
-                                        : ReadBatch(*inline_reader_, next_step_, &batch));
-    batch.ready = std::chrono::steady_clock::now();
-    batch.taken = batch.ready;
+    IOMIMIC_RETURN_IF_ERROR(collective_ ? ReadCollectiveStep(next_step_, out)
+                                        : ReadBatch(*inline_reader_, next_step_, out));
+    out->ready = std::chrono::steady_clock::now();
+    out->taken = out->ready;
     ++next_step_;
-    return batch;
+    return true;
   }
   Slot taken;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     Slot& slot = slots_[next_step_ % depth_];
-    cv_.wait(lock, [&] { return stopping_ || (slot.ready && slot.step == next_step_); });
-    if (stopping_ && !(slot.ready && slot.step == next_step_)) {
+    auto ready = [&] { return slot.ready && slot.step == next_step_; };
+    if (wait) cv_.wait(lock, [&] { return stopping_ || ready(); });
+    if (!ready()) {
+      if (!wait) return false;
       return Status::Aborted("loader stopped");
     }
     taken = std::move(slot);
@@ -446,7 +421,8 @@ Result<BatchInfo> Loader::Next() {
     Finish();
     return taken.status;
   }
-  return std::move(taken.batch);
+  *out = std::move(taken.batch);
+  return true;
 }
 
 }  // namespace iomimic::engine

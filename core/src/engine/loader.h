@@ -103,9 +103,6 @@ class Loader {
   // Batches in flight or ready at most during the current pass.
   std::uint64_t depth() const { return depth_; }
 
-  // Memory the readers' pools have taken from the storage back end so far.
-  std::uint64_t pooled_bytes() const;
-
  private:
   struct Slot {
     std::uint64_t step = UINT64_MAX;
@@ -115,6 +112,8 @@ class Loader {
   };
   class Reader;
 
+  // Next (wait) and TryNext (no wait): takes the next step's batch.
+  Result<bool> Take(BatchInfo* out, bool wait);
   void ReaderMain(std::uint64_t thread_index);
   // Runs this thread's steps of the current pass.
   void RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads);
