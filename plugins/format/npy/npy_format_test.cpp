@@ -563,18 +563,26 @@ TEST_CASE("read pattern follows np.load") {
     storage.SetLogging(false);
   }
 
-  // A transfer size splits the data read.
-  storage.SetLogging(true);
-  Result<std::unique_ptr<FileReader>> chunked =
-      format.OpenReader(spec.path, Options(&storage, true, false, 100000));
-  REQUIRE(chunked.ok());
-  REQUIRE((*chunked)->ReadSample(1).ok());
-  std::vector<Request> log = storage.TakeLog();
-  storage.SetLogging(false);
-  REQUIRE(log.size() == 1 + (data + 99999) / 100000);
-  for (std::size_t k = 1; k < log.size(); ++k) {
-    CHECK(log[k].offset == header + (k - 1) * 100000);
-    CHECK(log[k].length == std::min<std::uint64_t>(100000, data - (k - 1) * 100000));
+  // A transfer size splits the data read into requests that end on its
+  // multiples in the file (the first one short by the header), decoding or
+  // not.
+  for (bool decode : {true, false}) {
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> chunked =
+        format.OpenReader(spec.path, Options(&storage, decode, false, 100000));
+    REQUIRE(chunked.ok());
+    REQUIRE((*chunked)->ReadSample(1).ok());
+    std::vector<Request> log = storage.TakeLog();
+    storage.SetLogging(false);
+    const std::uint64_t end = header + data;
+    REQUIRE(log.size() == 1 + (end + 99999) / 100000);
+    std::uint64_t at = header;
+    for (std::size_t k = 1; k < log.size(); ++k) {
+      CHECK(log[k].offset == at);
+      CHECK(log[k].length == std::min<std::uint64_t>(k * 100000, end) - at);
+      at += log[k].length;
+    }
+    CHECK(at == end);
   }
   CHECK(storage.open_files() == 0);
 }

@@ -11,10 +11,12 @@
 //      array, in ONE request (np.fromfile(fp, count=...) reads the array
 //      with a single fread into the array's memory). With a non-zero
 //      ReaderOptions::transfer_size the data are read in requests of that
-//      size instead.
-// The data land in a buffer from storage.Allocate() (host memory when
-// decoding; without decoding wherever the back end places it, device memory
-// included). With read_type on_demand every ReadSample performs a whole load
+//      size instead, ending on multiples of it in the file (the first one
+//      is short by the header), as numpy's chunked reads do.
+// The data land in a buffer from storage.Allocate(): the whole array in
+// host memory when decoding; without decoding one request's worth, reused
+// for every request (nothing looks at the bytes), wherever the back end
+// places it, device memory included. With read_type on_demand every ReadSample performs a whole load
 // (open, the requests above, close); with keep_in_memory the first load is
 // kept for the reader's life. OpenReader performs step 1 of the first load,
 // so that num_samples() is known, and the first ReadSample finishes it.
@@ -107,7 +109,7 @@ class NpyReader final : public FileReader {
   std::uint64_t sample_bytes_ = 0;
 
   Buffer probe_;               // kProbeSize bytes
-  Buffer payload_;             // the array data; grows when needed
+  Buffer payload_;  // the array data (decode), else one request's worth; grows when needed
   bool sample_major_ = false;  // payload_ holds sample after sample
   Buffer sample_;              // gathered sample; grows when needed
 };
