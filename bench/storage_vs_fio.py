@@ -282,9 +282,11 @@ def main():
     ap.add_argument("--caches", default="cold,warm")
     ap.add_argument("--work", default="/tmp/iomimic-bench-fio")
     ap.add_argument("--markdown", help="also write the table and commands to this file")
-    ap.add_argument("--format", default="npz", choices=["npz", "npy"],
-                    help="npz: np.load's pattern (the ZIP end records first, then the member); "
-                         "npy: one header read, then the file front to back, fio's own order")
+    ap.add_argument("--format", default="npz", choices=["npz", "npy", "indexed_binary"],
+                    help="npz: np.load's pattern (4 KiB at 0, the ZIP end records, then the "
+                         "member); npy: 4 KiB at 0, then the array from the end of the header; "
+                         "indexed_binary: the data file front to back from offset 0 (its "
+                         "index is a separate file), fio's own pattern: the back end alone")
     ap.add_argument("--warm-epochs", type=int, default=5,
                     help="warm runs read the dataset this many times (iomimic: epochs, the "
                          "mean of the per-epoch rates; fio: loops), so that one run is not "
