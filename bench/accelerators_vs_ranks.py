@@ -22,34 +22,17 @@ import datetime
 import glob
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
 import time
 
+from benchlib import ChildCpu, loadavg, machine, spread
+
 KiB = 1 << 10
 STEPS = 12
 BATCH = 4
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def machine():
-    model = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
-    return "%d vCPU (%s), %.0f GiB RAM, Linux %s" % (os.cpu_count(), model, mem_kib / 2**20,
-                                                     platform.release())
 
 
 def overrides(a, data, files, out):
@@ -72,19 +55,6 @@ def overrides(a, data, files, out):
         "++workload.train.total_training_steps=%d" % STEPS,
         "++workload.output.folder=" + out,
     ]
-
-
-class ChildCpu:
-    def __enter__(self):
-        import resource
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.start = r.ru_utime + r.ru_stime
-        return self
-
-    def __exit__(self, *exc):
-        import resource
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.seconds = r.ru_utime + r.ru_stime - self.start
 
 
 def run(a, data, files, mode, n, rep):
@@ -120,11 +90,6 @@ def run(a, data, files, mode, n, rep):
         "rss": s["iomimic"]["peak_rss_MiB_max_rank"],
         "accelerators": s["num_accelerators"],
     }, cmd
-
-
-def med(values, fmt):
-    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values),
-                                                   max(values))
 
 
 def main():
@@ -173,9 +138,9 @@ def main():
     for (mode, n), got in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         lines.append("| %d | %s | %s | %s | %s | %s | %s |" % (
             n, "1 process" if mode == "threads" else "%d ranks" % n,
-            med([g["au"] for g in got], "%.2f"), med([g["wait_ms"] for g in got], "%.3f"),
-            med([g["wall"] for g in got], "%.1f"), med([g["cpu"] for g in got], "%.1f"),
-            med([g["rss"] for g in got], "%.0f")))
+            spread([g["au"] for g in got], "%.2f"), spread([g["wait_ms"] for g in got], "%.3f"),
+            spread([g["wall"] for g in got], "%.1f"), spread([g["cpu"] for g in got], "%.1f"),
+            spread([g["rss"] for g in got], "%.0f")))
     table = "\n".join(lines)
     print()
     print(table)

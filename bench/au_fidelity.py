@@ -24,28 +24,13 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
-import statistics
 import subprocess
 import sys
 
+from benchlib import loadavg, machine, spread
+
 CELLS = [("0.000375", 1), ("0.05", 1), ("0.05", 2)]
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def machine():
-    model = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return "%d vCPU (%s), Linux %s" % (os.cpu_count(), model, platform.release())
 
 
 def run(a, exe, compute, ranks, out):
@@ -80,11 +65,6 @@ def run(a, exe, compute, ranks, out):
             s["iomimic"].get("compute_error_percent", float("nan"))), cmd
 
 
-def cell(values, fmt):
-    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values),
-                                                   max(values))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iomimic", required=True)
@@ -116,8 +96,8 @@ def main():
         for name, _ in binaries:
             v = got[(name, compute, ranks)]
             lines.append("| %s s | %d | %s | %s | %s |" % (
-                compute, ranks, name, cell([x[0] for x in v], "%.2f"),
-                cell([x[1] for x in v], "%.2f")))
+                compute, ranks, name, spread([x[0] for x in v], "%.2f"),
+                spread([x[1] for x in v], "%.2f")))
     table = "\n".join(lines)
     print()
     print(table)

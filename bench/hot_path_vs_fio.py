@@ -35,62 +35,24 @@ import datetime
 import glob
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
 import time
 
+from benchlib import ChildCpu, loadavg, machine, spread
+
 MiB = 1 << 20
 GiB = 1 << 30
 
 
-def sh(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def machine():
-    model = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
-    return ("%d vCPU (%s), %.0f GiB RAM, Linux %s, %s" %
-            (os.cpu_count(), model, mem_kib / 2**20, platform.release(),
-             sh(["fio", "--version"]).stdout.strip()))
-
-
 def timed(cmd, cwd):
-    """Runs cmd; returns (stdout, stderr, returncode, cpu seconds, wall seconds)."""
+    """Runs cmd; returns (stdout, stderr, returncode, wall seconds)."""
     start = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate()
-    # communicate() reaped the child; its rusage is in RUSAGE_CHILDREN deltas.
     return out, err, p.returncode, time.perf_counter() - start
-
-
-class ChildCpu:
-    """CPU seconds used by children that ended between two readings."""
-
-    def __enter__(self):
-        import resource
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.start = r.ru_utime + r.ru_stime
-        return self
-
-    def __exit__(self, *exc):
-        import resource
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.seconds = r.ru_utime + r.ru_stime - self.start
 
 
 def common_overrides(a, data):
@@ -164,14 +126,6 @@ def run_fio(a, files, threads):
     }, cmd
 
 
-def med(values):
-    return statistics.median(values)
-
-
-def spread(values, fmt):
-    return (fmt + " (" + fmt + "-" + fmt + ")") % (med(values), min(values), max(values))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iomimic", required=True)
@@ -198,7 +152,7 @@ def main():
             while f.read(16 * MiB):
                 pass
     total = sum(os.path.getsize(p) for p in files)
-    print("machine: " + machine())
+    print("machine: " + machine(with_fio=True))
     print("dataset: %d npz files, %.1f MiB, page cache warm; %d epochs / loops per run" %
           (len(files), total / MiB, a.epochs), flush=True)
 
@@ -252,7 +206,7 @@ def main():
         with open(a.markdown, "w") as f:
             f.write("# hot_path_vs_fio run of %s\n\n" %
                     datetime.datetime.now().isoformat(" ", "seconds"))
-            f.write("machine: %s\n\n" % machine())
+            f.write("machine: %s\n\n" % machine(with_fio=True))
             f.write("dataset: %d npz files of %d MiB (%.1f MiB), page cache warm; %d epochs "
                     "(fio: loops) per run; %d repeats, alternating which tool runs first\n\n" %
                     (len(files), a.size_mib, total / MiB, a.epochs, a.repeat))

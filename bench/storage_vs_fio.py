@@ -378,12 +378,11 @@ def main():
         with open(a.markdown, "w") as f:
             f.write("# storage_vs_fio run of %s\n\n" % datetime.datetime.now().isoformat(" ", "seconds"))
             f.write("machine: %s\n\n" % machine())
-            f.write("dataset: %d " + a.format + " files, %.1f MiB in all; %d readers; block %s; "
-                    "queue depth %d; "
-                    "%d repeats; cache drop: %s; warm runs read the dataset %d times (cold: once; "
+            f.write(("dataset: %d " + a.format + " files, %.1f MiB in all; %d readers; block %s; "
+                     "queue depth %d; ") % (len(files), total / MiB, a.threads, a.block, a.qd))
+            f.write("%d repeats; cache drop: %s; warm runs read the dataset %d times (cold: once; "
                     "the fio jobs below show the warm loops)\n\n" %
-                    (len(files), total / MiB, a.threads, a.block, a.qd, a.repeat,
-                     caches.method or "-", a.warm_epochs))
+                    (a.repeat, caches.method or "-", a.warm_epochs))
             f.write("load average (1, 5, 15 min) at the start: %s, at the end: %s\n\n" %
                     (load_start, loadavg()))
             f.write(table + "\n\ncommands:\n\n```\n$ " + shlex.join(gen) + "\n")
