@@ -59,12 +59,14 @@ import datetime
 import glob
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
 import time
+
+import benchlib
+from benchlib import loadavg
 
 MiB = 1 << 20
 
@@ -249,24 +251,9 @@ def replay_npz_reads(files, threads, block):
     return sum(os.path.getsize(p) for p in files) / MiB / (time.perf_counter() - start)
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 def machine():
-    model = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
     fs = sh(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", "/tmp"]).stdout.strip()
-    fio_version = sh(["fio", "--version"]).stdout.strip()
-    return ("%d vCPU (%s), %.0f GiB RAM, Linux %s, /tmp on %s, %s" %
-            (os.cpu_count(), model, mem_kib / 2**20, platform.release(), fs, fio_version))
+    return benchlib.machine(with_fio=True) + ", /tmp on " + fs
 
 
 def main():
