@@ -815,8 +815,9 @@ Status WriteResults(const std::string& folder, engine::Session& session, const R
     std::ostringstream h;
     char line[512];
     h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << session.manifest().workload_name
-      << "', " << world << (world == 1 ? " rank" : " ranks") << ", storage "
-      << session.storage_chain() << " (" << caps.data_path << ")"
+      << "', " << world << (world == 1 ? " rank" : " ranks")
+      << (per_process > 1 ? " x " + std::to_string(per_process) + " accelerators" : std::string())
+      << ", storage " << session.storage_chain() << " (" << caps.data_path << ")"
       << (session.has_format() ? ", format " + session.format_info().name : std::string()) << "\n";
     if (outcome.generate) {
       std::snprintf(line, sizeof(line),
