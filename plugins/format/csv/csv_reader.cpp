@@ -241,8 +241,8 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
   std::uint64_t produced = 0;
   const TextSink text = [&](std::span<const char> piece) -> Status {
     if (decode_) {
-      crc = crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(piece.data()),
-                            piece.size());
+      crc =
+          crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(piece.data()), piece.size());
     }
     produced += piece.size();
     return parser.Feed(piece);

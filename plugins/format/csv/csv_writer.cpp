@@ -1,7 +1,6 @@
 #include "csv_writer.h"
 
 #include <isa-l/crc.h>
-
 #include <zlib.h>
 
 #include <algorithm>
@@ -121,8 +120,8 @@ class TextOut {
     const auto bytes = std::as_bytes(text);
     uncompressed_ += text.size();
     if (zip_)
-      crc_ = crc32_gzip_refl(crc_, reinterpret_cast<const unsigned char*>(text.data()),
-                             text.size());
+      crc_ =
+          crc32_gzip_refl(crc_, reinterpret_cast<const unsigned char*>(text.data()), text.size());
     if (compressor_ == nullptr) return file_.Append(bytes);
     return compressor_->Write(bytes, file_);
   }

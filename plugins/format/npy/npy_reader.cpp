@@ -273,8 +273,8 @@ Status NpyReader::FinishLoad() {
     } else {
       Result<Buffer> made = storage_->Allocate(keep);
       if (!made.ok()) {
-        return made.status().WithContext("npy: allocating " + std::to_string(keep) +
-                                         " bytes for " + path_);
+        return made.status().WithContext("npy: allocating " + std::to_string(keep) + " bytes for " +
+                                         path_);
       }
       if (made->size() < keep) {
         return Status::ResourceExhausted("npy: the storage allocated " +

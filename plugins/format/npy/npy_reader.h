@@ -16,10 +16,10 @@
 // The data land in a buffer from storage.Allocate(): the whole array in
 // host memory when decoding; without decoding one request's worth, reused
 // for every request (nothing looks at the bytes), wherever the back end
-// places it, device memory included. With read_type on_demand every ReadSample performs a whole load
-// (open, the requests above, close); with keep_in_memory the first load is
-// kept for the reader's life. OpenReader performs step 1 of the first load,
-// so that num_samples() is known, and the first ReadSample finishes it.
+// places it, device memory included. With read_type on_demand every ReadSample performs a whole
+// load (open, the requests above, close); with keep_in_memory the first load is kept for the
+// reader's life. OpenReader performs step 1 of the first load, so that num_samples() is known, and
+// the first ReadSample finishes it.
 //
 // When decoding, sample i is gathered from the last axis into C order (C and
 // Fortran order files are both understood); with keep_in_memory the kept
@@ -108,7 +108,7 @@ class NpyReader final : public FileReader {
   std::uint64_t sample_elements_ = 0;
   std::uint64_t sample_bytes_ = 0;
 
-  Buffer probe_;               // kProbeSize bytes
+  Buffer probe_;    // kProbeSize bytes
   Buffer payload_;  // the array data (decode), else one request's worth; grows when needed
   bool sample_major_ = false;  // payload_ holds sample after sample
   Buffer sample_;              // gathered sample; grows when needed

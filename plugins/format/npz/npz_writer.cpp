@@ -1,8 +1,7 @@
 #include "npz_writer.h"
 
-#include <zlib.h>
-
 #include <isa-l/crc.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <climits>

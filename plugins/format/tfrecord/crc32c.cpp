@@ -51,7 +51,6 @@ bool CpuHasSse42() {
 
 #endif
 
-
 }  // namespace
 
 std::uint32_t Crc32cExtendSoftware(std::uint32_t crc, const void* data, std::size_t size) {
@@ -186,8 +185,8 @@ std::uint32_t Crc32cExtendHardware(std::uint32_t crc, const void* data, std::siz
 
 std::uint32_t Crc32cExtendIsal(std::uint32_t crc, const void* data, std::size_t size) {
   // ISA-L works on the raw register: pre- and post-inverted here.
-  return ~crc32_iscsi(static_cast<unsigned char*>(const_cast<void*>(data)),
-                      static_cast<int>(size), ~crc);
+  return ~crc32_iscsi(static_cast<unsigned char*>(const_cast<void*>(data)), static_cast<int>(size),
+                      ~crc);
 }
 
 std::uint32_t Crc32cExtend(std::uint32_t crc, const void* data, std::size_t size) {
