@@ -38,8 +38,6 @@ class AllocCountingStorage final : public Storage {
   int live = 0;
 };
 
-Result<Buffer> Take(BufferPool& pool, std::size_t size) { return pool.Acquire(size); }
-
 TEST_CASE("PoolCapacityFor rounds to an eighth of the power of two") {
   CHECK(PoolCapacityFor(1) == 4096);
   CHECK(PoolCapacityFor(4096) == 4096);
@@ -56,9 +54,9 @@ TEST_CASE("a pool reuses returned buffers instead of allocating") {
     BufferPool pool(storage, std::uint64_t{1} << 30);
     for (int sample = 0; sample < 100; ++sample) {
       // The buffers of one on-demand npz read: probe, staging, payload.
-      Result<Buffer> probe = Take(pool, 4096);
-      Result<Buffer> staging = Take(pool, 262144);
-      Result<Buffer> payload = Take(pool, 4 << 20);
+      Result<Buffer> probe = pool.Acquire(4096);
+      Result<Buffer> staging = pool.Acquire(262144);
+      Result<Buffer> payload = pool.Acquire(4 << 20);
       REQUIRE(probe.ok());
       REQUIRE(staging.ok());
       REQUIRE(payload.ok());
@@ -81,14 +79,14 @@ TEST_CASE("a pool hands each request the smallest free buffer that fits") {
   std::byte* small_at = nullptr;
   std::byte* large_at = nullptr;
   {
-    Result<Buffer> large = Take(pool, 1 << 20);
-    Result<Buffer> small = Take(pool, 8192);
+    Result<Buffer> large = pool.Acquire(1 << 20);
+    Result<Buffer> small = pool.Acquire(8192);
     large_at = large->data();
     small_at = small->data();
   }
-  Result<Buffer> small = Take(pool, 6000);
+  Result<Buffer> small = pool.Acquire(6000);
   CHECK(small->data() == small_at);
-  Result<Buffer> large = Take(pool, 900000);
+  Result<Buffer> large = pool.Acquire(900000);
   CHECK(large->data() == large_at);
   // Slightly larger than before still fits the rounded capacity.
   CHECK(storage.allocations == 2);
@@ -98,9 +96,9 @@ TEST_CASE("a pool bounds the memory it keeps while unused") {
   AllocCountingStorage storage;
   BufferPool pool(storage, 3 << 20);
   {
-    Result<Buffer> a = Take(pool, 1 << 20);
-    Result<Buffer> b = Take(pool, 1 << 20);
-    Result<Buffer> c = Take(pool, 2 << 20);
+    Result<Buffer> a = pool.Acquire(1 << 20);
+    Result<Buffer> b = pool.Acquire(1 << 20);
+    Result<Buffer> c = pool.Acquire(2 << 20);
   }
   BufferPool::Stats stats = pool.stats();
   CHECK(stats.evictions >= 1);

@@ -167,7 +167,6 @@ Loader::~Loader() {
 void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t epoch,
                    bool log_samples) {
   Finish();
-  const std::uint64_t rank = accelerator_;
   plan_ = &plan;
   split_ = split;
   epoch_ = epoch;
@@ -176,7 +175,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   in_pass_ = true;
   collective_readers_.clear();
   threads_ = collective_ ? 0 : plan.reader_threads();
-  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, rank), 0));
+  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0));
   if (threads_ == 0) {
     depth_ = 1;
     return;
@@ -187,7 +186,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   depth_ = std::max<std::uint64_t>(1, per_worker * threads_);
   for (std::uint64_t t = 0; t < threads_; ++t) {
     if (t == readers_.size()) readers_.push_back(std::make_unique<Reader>(session_));
-    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, rank), t + 1));
+    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1));
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

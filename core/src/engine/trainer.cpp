@@ -155,6 +155,20 @@ void ComputeStep(std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
   }
 }
 
+// Plans pass `split` of `epoch` for every accelerator (each as rank `id` of
+// ranks x accelerators per process) and returns its steps, the same on every
+// accelerator.
+std::uint64_t PlanPass(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
+                       plan::Split split, std::uint64_t epoch) {
+  const int world = session.cluster().size() * static_cast<int>(accs.size());
+  for (auto& a : accs) {
+    a->plan = std::make_unique<plan::EpochPlan>(session.config(), session.layout(), split, a->id,
+                                                world, epoch, session.shuffle_seeds(),
+                                                session.format().traits().streamed);
+  }
+  return accs[0]->plan->steps();
+}
+
 // Whether each emulated accelerator can have a CPU of its own (so waiting
 // may spin, see PreciseSleep).
 bool CanSpin(std::size_t accelerators) {
@@ -169,7 +183,6 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
                   std::vector<metrics::EpochRecord>& records, bool& any_failed) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
-  const int world = cluster.size() * static_cast<int>(accs.size());
   const bool spin = CanSpin(accs.size());
   IoSnapshot io_start;
   std::uint64_t block_index = 1;
@@ -194,13 +207,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       records[i].blocks.push_back(std::move(accs[i]->phase));
     }
   };
-  std::uint64_t steps = 0;
-  for (auto& a : accs) {
-    a->plan = std::make_unique<plan::EpochPlan>(c, session.layout(), plan::Split::kTrain, a->id,
-                                                world, epoch, session.shuffle_seeds(),
-                                                session.format().traits().streamed);
-    steps = a->plan->steps();  // the same on every accelerator
-  }
+  const std::uint64_t steps = PlanPass(session, accs, plan::Split::kTrain, epoch);
   // The block starts before the loaders do, as DLIO's does before iterating
   // the DataLoader: prefetching counts toward the first step.
   begin_block();
@@ -257,18 +264,11 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
 Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
                  ReadySignal& signal, std::uint64_t epoch,
                  std::vector<metrics::EpochRecord>& records) {
-  const config::Config& c = session.config();
-  cluster::Cluster& cluster = session.cluster();
-  const int world = cluster.size() * static_cast<int>(accs.size());
   const bool spin = CanSpin(accs.size());
-  std::uint64_t steps = 0;
   const Stamp start = Stamp::Now();
   const IoSnapshot io_start = session.storage().Snapshot();
+  const std::uint64_t steps = PlanPass(session, accs, plan::Split::kEval, epoch);
   for (auto& a : accs) {
-    a->plan = std::make_unique<plan::EpochPlan>(c, session.layout(), plan::Split::kEval, a->id,
-                                                world, epoch, session.shuffle_seeds(),
-                                                session.format().traits().streamed);
-    steps = a->plan->steps();
     a->phase = PhaseRecord();
     a->phase.start = start;
     a->loader.Start(*a->plan, plan::Split::kEval, epoch, a->log.enabled());
