@@ -7,6 +7,7 @@ import platform
 import resource
 import statistics
 import subprocess
+import time
 
 
 def loadavg():
@@ -51,3 +52,16 @@ def spread(values, fmt):
     """"median (min-max)" of `values`, each formatted with `fmt`."""
     return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values),
                                                    max(values))
+
+
+def drop_caches(settle):
+    """Empties the page cache (when permitted) and waits `settle` seconds:
+    virtual machines with free page reporting hand the freed memory back to
+    the host a few seconds later (see storage_vs_fio.py)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
+    time.sleep(settle)

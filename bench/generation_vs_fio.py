@@ -28,20 +28,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
+
+from benchlib import drop_caches
 
 MiB = 1 << 20
 RATE = re.compile(r"generated \d+ files .* in [\d.]+ s \(([\d.]+) MiB/s\)")
 
-
-def drop_caches(settle):
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        pass
-    time.sleep(settle)
 
 
 def timed(cmd):
