@@ -40,13 +40,13 @@ run got (measured: either tool read 1.4 GB/s after an iomimic run and
 cold and warm differ only in what the device (or the hypervisor below it)
 caches.
 
-For posix a third reader runs too: np.load's exact system calls on every
-file replayed from Python threads (replay_npz_reads). fio's job reads each
-file straight from offset 0; np.load (and so iomimic, which reproduces it)
-first reads the ZIP end records at the end of the file, which costs the
-kernel's readahead on a cold cache (measured here: plain 855-958 MiB/s,
-with the tail reads 752-788). iomimic / replay compares the back end with the
-same access pattern made by the thinnest possible program.
+For posix with npz files a third reader runs too: fio replaying np.load's
+exact system calls on every file from an iolog (npz_pattern_iolog,
+`read_iolog`, psync). fio's plain job reads each file straight from offset 0;
+np.load (and so iomimic, which reproduces it) first reads the ZIP end records
+at the end of the file, which costs the kernel's readahead on a cold cache.
+iomimic / "fio np.load pattern" compares the back end with fio making the same
+calls. (fio's mmap engine cannot replay an iolog, so mmap has no such peer.)
 
 Throughput: iomimic = the epoch's bytes actually read / the epoch's wall
 time (summary.json: iomimic.train_io_actual_MiB_per_second); fio = the
@@ -164,7 +164,7 @@ def iomimic_overrides(backend, a, out):
         transfer = block
         storage = ["++workload.storage.backend=" + backend]
     return storage + ["++workload.reader.transfer_size=%d" % transfer,
-                      "++workload.output.folder=" + out]
+                      "++workload.output.folder=" + out] + a.extra
 
 
 def run_iomimic(a, manifest, backend, out, epochs):
@@ -198,8 +198,13 @@ def fio_job(backend, a, files, epochs=1):
 def run_fio(a, backend, files, job_path, epochs):
     with open(job_path, "w") as f:
         f.write(fio_job(backend, a, files, epochs))
+    return run_fio_job(job_path)
+
+
+def run_fio_job(job_path):
+    """Runs a fio job file; returns (the group's read MiB/s, the command)."""
     cmd = ["fio", "--output-format=json", job_path]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.dirname(job_path))
     if p.returncode != 0:
         sys.exit("fio failed:\n$ %s\n%s%s" % (shlex.join(cmd), p.stdout, p.stderr))
     text = p.stdout[p.stdout.index("{"):]  # fio may print notes before the JSON
@@ -207,48 +212,52 @@ def run_fio(a, backend, files, job_path, epochs):
     return job["read"]["bw_bytes"] / MiB, cmd
 
 
-def replay_npz_reads(files, threads, block):
-    """np.load's system calls on each npz file, replayed from Python threads
-    (os.pread releases the GIL): the calls strace shows for iomimic's npz
-    reader and for numpy's zipfile: 4 KiB at 0, the ZIP end records at the end
-    of the file (22 bytes, the 20-byte ZIP64 locator before them, the central
-    directory), 4 KiB at 0 again, then the member in `block` requests aligned
-    to `block` boundaries. Returns MiB/s over all files."""
+def npz_pattern_iolog(files, block, epochs):
+    """np.load's system calls on each npz file as a fio iolog (version 2), so
+    fio's own engine replays exactly the reads iomimic's npz reader makes
+    (strace shows the same calls for numpy's zipfile): 4 KiB at 0, the ZIP end
+    records at the end of the file (22 bytes, the 20-byte ZIP64 locator before
+    them, the central directory), 4 KiB at 0 again, then the member in `block`
+    requests that end on `block` boundaries. `epochs` passes over the files."""
     import struct
-    import threading
+    lines = ["fio version 2 iolog"]
+    for path in files:
+        lines.append(path + " add")
+    for _ in range(epochs):
+        for path in files:
+            size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                f.seek(size - 22)
+                cd_size, cd_offset = struct.unpack("<II", f.read(22)[12:20])
+            def read(offset, length):
+                return "%s read %d %d" % (path, offset, length)
 
-    def reader(paths):
-        buf = bytearray(block)
-        view = memoryview(buf)
-        for path in paths:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                size = os.fstat(fd).st_size
-                os.preadv(fd, [view[:4096]], 0)
-                eocd = os.pread(fd, 22, size - 22)
-                os.pread(fd, 20, size - 42)
-                cd_size, cd_offset = struct.unpack("<II", eocd[12:20])
-                os.pread(fd, cd_size, cd_offset)
-                os.preadv(fd, [view[:4096]], 0)
-                off = 4096
-                end = cd_offset
-                while off < end:
-                    n = min(block - off % block, end - off)
-                    got = os.preadv(fd, [view[:n]], off)
-                    if got <= 0:
-                        break
-                    off += got
-            finally:
-                os.close(fd)
+            lines += [path + " open", read(0, 4096), read(size - 22, 22), read(size - 42, 20),
+                      read(cd_offset, cd_size), read(0, 4096)]
+            off = 4096
+            while off < cd_offset:
+                n = min(block - off % block, cd_offset - off)
+                lines.append(read(off, n))
+                off += n
+            lines.append(path + " close")
+    return "\n".join(lines) + "\n"
 
-    workers = [threading.Thread(target=reader, args=(files[t::threads],))
-               for t in range(threads)]
-    start = time.perf_counter()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return sum(os.path.getsize(p) for p in files) / MiB / (time.perf_counter() - start)
+
+def fio_pattern_job(backend, a, files, epochs, work):
+    """A fio job whose readers replay np.load's pattern (npz_pattern_iolog) on
+    the files dealt out as in fio_job, through the back end's fio engine."""
+    engine = {"posix": "psync"}[backend]
+    lines = ["[global]", "ioengine=%s" % engine, "iodepth=1", "direct=0", "invalidate=0",
+             "thread=1", "group_reporting=1", "replay_no_stall=1", ""]
+    for t in range(a.threads):
+        mine = files[t::a.threads]
+        if not mine:
+            continue
+        log = os.path.join(work, "npz-pattern-%d.iolog" % t)
+        with open(log, "w") as f:
+            f.write(npz_pattern_iolog(mine, parse_bytes(a.block), epochs))
+        lines += ["[reader%d]" % t, "read_iolog=" + log, ""]
+    return "\n".join(lines)
 
 
 def machine():
@@ -268,6 +277,8 @@ def main():
     ap.add_argument("--backends", default="posix,odirect,mmap")
     ap.add_argument("--caches", default="cold,warm")
     ap.add_argument("--work", default="/tmp/iomimic-bench-fio")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="an override added to every iomimic run (repeatable)")
     ap.add_argument("--markdown", help="also write the table and commands to this file")
     ap.add_argument("--format", default="npz", choices=["npz", "npy", "indexed_binary"],
                     help="npz: np.load's pattern (4 KiB at 0, the ZIP end records, then the "
@@ -306,6 +317,8 @@ def main():
         for cache in a.caches.split(","):
             io_rates, fio_rates, ratios, path = [], [], [], ""
             replay_rates, replay_ratios = [], []
+            # fio's mmap engine cannot replay an iolog (it maps a file of
+            # io_size 0 and fails with EINVAL), so only psync replays it.
             replay = backend == "posix" and a.format == "npz"
             tools = ["iomimic", "fio"] + (["replay"] if replay else [])
             epochs = a.warm_epochs if cache == "warm" else 1
@@ -325,10 +338,10 @@ def main():
                         job = os.path.join(a.work, "fio-%s.job" % backend)
                         got[tool], cmd = run_fio(a, backend, files, job, epochs)
                     else:
-                        got[tool] = statistics.mean(
-                            replay_npz_reads(files, a.threads, parse_bytes(a.block))
-                            for _ in range(epochs))
-                        cmd = None
+                        job = os.path.join(a.work, "fio-%s-npz-pattern.job" % backend)
+                        with open(job, "w") as f:
+                            f.write(fio_pattern_job(backend, a, files, epochs, a.work))
+                        got[tool], cmd = run_fio_job(job)
                     if cmd:
                         commands[(backend, tool)] = cmd
                 io_rates.append(got["iomimic"])
@@ -338,25 +351,27 @@ def main():
                 if "replay" in got:
                     replay_rates.append(got["replay"])
                     replay_ratios.append(got["iomimic"] / got["replay"])
-                    extra = "  np.load replay %8.1f MiB/s  ratio %.3f" % (got["replay"],
-                                                                          replay_ratios[-1])
+                    extra = "  fio np.load pattern %8.1f MiB/s  ratio %.3f" % (
+                        got["replay"], replay_ratios[-1])
                 print("  %-8s %-4s #%d  iomimic %8.1f MiB/s  fio %8.1f MiB/s  ratio %.3f%s" %
                       (backend, cache, rep + 1, got["iomimic"], got["fio"], ratios[-1], extra),
                       flush=True)
             rows.append((backend, path, cache, statistics.median(io_rates),
                          statistics.median(fio_rates), statistics.median(ratios), ratios,
                          statistics.median(replay_rates) if replay_rates else None,
-                         statistics.median(replay_ratios) if replay_ratios else None))
+                         statistics.median(replay_ratios) if replay_ratios else None,
+                         replay_ratios))
 
     header = ("| back end | data path | cache | iomimic MiB/s | fio MiB/s | ratio (median) | "
-              "ratios | np.load replay MiB/s | ratio to replay |\n"
-              "|---|---|---|---:|---:|---:|---|---:|---:|")
+              "ratios | fio np.load pattern MiB/s | ratio to it | ratios to it |\n"
+              "|---|---|---|---:|---:|---:|---|---:|---:|---|")
     lines = [header]
-    for backend, path, cache, io, fio, ratio, ratios, replay, replay_ratio in rows:
-        lines.append("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s |" %
+    for backend, path, cache, io, fio, ratio, ratios, replay, replay_ratio, rr in rows:
+        lines.append("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s | %s |" %
                      (backend, path, cache, io, fio, ratio, " ".join("%.2f" % r for r in ratios),
                       "%.1f" % replay if replay else "-",
-                      "%.2f" % replay_ratio if replay_ratio else "-"))
+                      "%.2f" % replay_ratio if replay_ratio else "-",
+                      " ".join("%.2f" % r for r in rr) if rr else "-"))
     table = "\n".join(lines)
     print()
     print(table)
@@ -377,6 +392,8 @@ def main():
                 f.write("$ " + shlex.join(cmd) + "\n")
                 if tool == "fio":
                     f.write(fio_job(backend, a, files, a.warm_epochs) + "\n")
+                elif tool == "replay":
+                    f.write(fio_pattern_job(backend, a, files, a.warm_epochs, a.work) + "\n")
             f.write("```\n")
     return 0
 
