@@ -20,15 +20,13 @@
 
 #include "cluster/cluster.h"
 #include "config/config.h"
-#include "engine/generator.h"
-#include "engine/session.h"
-#include "engine/trainer.h"
 #include "iomimic/version.h"
 #include "metrics/records.h"
-#include "output/results.h"
+#include "output/writers.h"
 #include "plan/checkpoint_plan.h"
 #include "plan/plan.h"
 #include "plugin/registry.h"
+#include "run/run.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -322,20 +320,76 @@ int CmdConfig(int argc, char** argv) {
   return 0;
 }
 
+// The terminal and the run's log file: rank 0 prints what the engine reports.
+class ConsoleObserver : public run::RunObserver {
+ public:
+  // `trains`: whether this run trains (the summary line of generation is
+  // printed even when quiet if it does not).
+  ConsoleObserver(Console* console, const config::Config& config, bool trains)
+      : console_(console), config_(config), trains_(trains) {}
+
+  // The run folder, once the engine made it (empty before, and for runs
+  // that only generate).
+  const std::string& folder() const { return folder_; }
+
+  void OnRunFolder(const std::string& folder) override {
+    folder_ = folder;
+    console_->OpenLog(folder + "/" + config_.output.log_file);
+  }
+  void OnGenerateStart(std::uint64_t files, const std::string& train_folder) override {
+    console_->Line("generating " + std::to_string(files) + " " + config_.dataset.format +
+                   " files in " + train_folder + " (and valid/) ...");
+  }
+  void OnGenerateEnd(const run::GenerateTotals& g) override {
+    const double mib = static_cast<double>(g.bytes_written) / 1048576.0;
+    console_->Line(
+        Format("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)",
+               static_cast<unsigned long long>(g.files_written),
+               static_cast<unsigned long long>(g.files_skipped), mib, g.seconds,
+               g.seconds > 0 ? mib / g.seconds : 0.0),
+        /*always=*/!trains_);
+  }
+  void OnTrainStart(const run::TrainStart& t) override {
+    const int accelerators = t.ranks * t.accelerators_per_process;
+    console_->Line(Format(
+        "training: %llu epochs x %llu steps of batch %llu per accelerator, %d accelerator(s) "
+        "(%d rank(s) x %d), %llu reader thread(s) each",
+        static_cast<unsigned long long>(t.epochs),
+        static_cast<unsigned long long>(t.steps_per_epoch),
+        static_cast<unsigned long long>(t.batch_size), accelerators, t.ranks,
+        t.accelerators_per_process, static_cast<unsigned long long>(t.read_threads)));
+  }
+  void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
+    console_->Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (accelerator 0)%s",
+                          static_cast<unsigned long long>(e.epoch),
+                          metrics::Seconds(e.start, e.end), m.train.au_percent,
+                          m.train.samples_per_second, e.eval ? ", evaluated" : ""));
+  }
+  void OnCheckpointOnlyStart(const run::CheckpointStart& k) override {
+    console_->Line(Format(
+        "checkpointing: %lld writes and %lld reads of %.3f GiB over %d rank(s) "
+        "(TP %d x PP %d x DP %d, ZeRO %d), storage %s%s",
+        static_cast<long long>(k.writes), static_cast<long long>(k.reads), k.size_gib, k.ranks,
+        k.tensor, k.pipeline, k.data, k.zero_stage, k.storage.c_str(), k.fsync ? ", fsync" : ""));
+  }
+  void OnError(const Status& status) override {
+    console_->LogOnly("error: " + Printable(status.message()));
+  }
+
+ private:
+  Console* console_;
+  const config::Config& config_;
+  bool trains_;
+  std::string folder_;
+};
+
 int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   CommonArgs args;
   int code = 0;
   if (!ParseCommon(command, argc, argv, &args, &code)) return code;
   Result<config::LoadedManifest> loaded = LoadFromArgs(args);
   if (!loaded.ok()) return Fail(loaded.status());
-  config::LoadedManifest manifest = std::move(loaded).value();
-  if (command == "generate") {
-    manifest.config.workflow.generate_data = true;
-    manifest.config.workflow.train = false;
-    manifest.config.workflow.evaluation = false;
-    manifest.config.workflow.checkpoint = false;
-  }
-  const config::Config& c = manifest.config;
+  const config::LoadedManifest manifest = std::move(loaded).value();
 
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   const bool leader = cluster.rank() == 0;
@@ -343,124 +397,16 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
 
-  Result<std::unique_ptr<engine::Session>> session =
-      engine::Session::Open(manifest, registry, cluster);
-  Status status = cluster.AgreeOnStatus(session.status());
-  if (!status.ok()) return Fail(status);
-  engine::Session& s = **session;
-
-  std::unique_ptr<engine::Checkpointer> checkpointer;
-  if (c.workflow.checkpoint) {
-    Result<std::unique_ptr<engine::Checkpointer>> made = engine::Checkpointer::Create(s, registry);
-    if (!made.ok()) return Fail(made.status());
-    checkpointer = std::move(made).value();
-  }
-
-  output::RunOutcome outcome;
-  outcome.start = metrics::Stamp::Now();
-  const bool training = c.workflow.train;
-  const bool checkpoint_only = !training && checkpointer != nullptr;
-  const bool with_results = training || checkpoint_only;
-  outcome.checkpointer = checkpointer.get();
-  std::string folder;
-  if (with_results) {
-    Result<std::string> prepared = output::PrepareOutputFolder(c, cluster);
-    if (!prepared.ok()) return Fail(prepared.status());
-    folder = *prepared;
-    status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
-    if (!status.ok()) return Fail(status);
-    console.OpenLog(folder + "/" + c.output.log_file);
-  }
-  auto finish_failed = [&](const Status& st) {
-    if (leader && !folder.empty()) (void)output::WriteStatus(folder, st);
-    console.LogOnly("error: " + Printable(st.message()));
-    return Fail(st);
-  };
-
-  if (c.workflow.generate_data) {
-    unsigned threads = args.generate_threads > 0
-                           ? args.generate_threads
-                           : std::max(1u, std::thread::hardware_concurrency());
-    console.Line("generating " + std::to_string(s.layout().num_generated_files()) + " " +
-                 c.dataset.format + " files in " + s.layout().SplitDirectory(plan::Split::kTrain) +
-                 " (and valid/) ...");
-    Result<engine::GenerateReport> report = engine::Generate(s, threads);
-    if (!report.ok()) return finish_failed(report.status());
-    outcome.generate = *report;
-    const std::uint64_t written = cluster.SumU64(report->files_written);
-    const std::uint64_t skipped = cluster.SumU64(report->files_skipped);
-    const std::uint64_t bytes = cluster.SumU64(report->bytes_written);
-    const double seconds = cluster.MaxDouble(report->seconds);
-    console.Line(
-        Format("generated %llu files (%llu already complete), %.1f MiB in %.2f s (%.1f MiB/s)",
-               static_cast<unsigned long long>(written), static_cast<unsigned long long>(skipped),
-               bytes / 1048576.0, seconds, seconds > 0 ? bytes / 1048576.0 / seconds : 0.0),
-        /*always=*/!training);
-  }
-
-  if (training) {
-    status = engine::CheckDataset(s);
-    if (!status.ok()) return finish_failed(status);
-    engine::TrainOptions options;
-    options.accelerators_per_process = c.iomimic.accelerators_per_process;
-    if (c.iomimic.sample_log) {
-      options.sample_log_path = [&folder](int id) {
-        return folder + "/" + std::to_string(id) + "_samples.csv";
-      };
-    }
-    if (leader) {
-      const int per_process = static_cast<int>(c.iomimic.accelerators_per_process);
-      const int accelerators = cluster.size() * per_process;
-      console.Line(Format(
-          "training: %llu epochs x %llu steps of batch %llu per accelerator, %d accelerator(s) "
-          "(%d rank(s) x %d), %llu reader thread(s) each",
-          static_cast<unsigned long long>(c.train.epochs),
-          static_cast<unsigned long long>(plan::TrainStepsPerEpoch(c, accelerators)),
-          static_cast<unsigned long long>(c.reader.batch_size), accelerators, cluster.size(),
-          per_process, static_cast<unsigned long long>(c.reader.read_threads)));
-      options.on_epoch = [&](const metrics::EpochRecord& e) {
-        std::vector<metrics::PhaseMetrics> blocks;
-        for (const auto& b : e.blocks) {
-          blocks.push_back(metrics::TrainBlockMetrics(
-              b, c.output.exclude_start_steps, c.output.exclude_end_steps, c.reader.batch_size));
-        }
-        metrics::PhaseMetrics m = metrics::CombineBlocks(blocks);
-        console.Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (accelerator 0)%s",
-                            static_cast<unsigned long long>(e.epoch),
-                            metrics::Seconds(e.start, e.end), m.au_percent, m.samples_per_second,
-                            e.eval ? ", evaluated" : ""));
-      };
-    }
-    options.checkpointer = checkpointer.get();
-    Result<engine::TrainResult> trained = engine::Train(s, options);
-    if (!trained.ok()) return finish_failed(trained.status());
-    outcome.train = std::move(trained).value();
-  } else if (checkpoint_only) {
-    const plan::CheckpointPlan& cp = checkpointer->plan();
-    console.Line(Format(
-        "checkpointing: %lld writes and %lld reads of %.3f GiB over %d rank(s) "
-        "(TP %d x PP %d x DP %d, ZeRO %d), storage %s%s",
-        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write)),
-        static_cast<long long>(std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read)),
-        cp.total_bytes() / 1073741824.0, cluster.size(), cp.tensor, cp.pipeline, cp.data,
-        cp.zero_stage, checkpointer->storage_name().c_str(), c.checkpoint.fsync ? ", fsync" : ""));
-    Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(s, *checkpointer);
-    if (!done.ok()) return finish_failed(done.status());
-    outcome.checkpoint_only = std::move(done).value();
-  }
-  outcome.end = metrics::Stamp::Now();
-
-  if (with_results) {
-    std::string human;
-    status = output::WriteResults(folder, s, outcome, &human);
-    status = cluster.AgreeOnStatus(status);
-    if (!status.ok()) return finish_failed(status);
-    if (leader) {
-      status = output::WriteStatus(folder, Status::OK());
-      if (!status.ok()) return Fail(status);
-      if (!human.empty() && human.back() == '\n') human.pop_back();
-      console.Line(human, /*always=*/true);
-    }
+  run::RunOptions options;
+  options.generate_only = command == "generate";
+  options.generate_threads = args.generate_threads;
+  ConsoleObserver observer(&console, manifest.config,
+                           !options.generate_only && manifest.config.workflow.train);
+  Result<output::RunResults> results =
+      run::RunWorkload(manifest, registry, cluster, options, &observer);
+  if (!results.ok()) return Fail(results.status());
+  if (leader && !observer.folder().empty()) {
+    console.Line(output::ConsoleSummary(*results, manifest, observer.folder()), /*always=*/true);
   }
   return 0;
 }

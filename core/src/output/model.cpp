@@ -1,0 +1,341 @@
+#include "output/model.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace iomimic::output {
+namespace {
+
+using metrics::PhaseMetrics;
+using metrics::Seconds;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::map<std::string, std::string> ReadKeyValues(const std::string& path, bool skip_processor) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    std::string value = line.substr(colon + 1);
+    std::size_t first = value.find_first_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first);
+    if (key.empty() || (skip_processor && key == "processor")) continue;
+    out[key] = value;  // later CPUs overwrite earlier ones, as DLIO does
+  }
+  return out;
+}
+
+HostFacts ReadHostFacts() {
+  HostFacts h;
+  h.cpuinfo = ReadKeyValues("/proc/cpuinfo", true);
+  h.meminfo = ReadKeyValues("/proc/meminfo", false);
+  auto mem = h.meminfo.find("MemTotal");
+  if (mem != h.meminfo.end())
+    h.memory_gib = std::strtod(mem->second.c_str(), nullptr) * 1024.0 / kGiB;
+  h.cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  auto name = h.cpuinfo.find("model name");
+  if (name != h.cpuinfo.end()) h.processor = name->second;
+  return h;
+}
+
+// Merges a histogram over all ranks.
+metrics::LatencyHistogram MergeHistogram(const metrics::LatencyHistogram& local,
+                                         cluster::Cluster& cluster) {
+  std::vector<std::uint64_t> summed = cluster.SumU64s(local.Export());
+  double max = cluster.MaxDouble(static_cast<double>(local.max_ns()));
+  double min = cluster.MinDouble(local.count() == 0 ? 1e300 : static_cast<double>(local.min_ns()));
+  return metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(max),
+                                           min >= 1e300 ? 0 : static_cast<std::uint64_t>(min));
+}
+
+// A back end's statistics summed over the ranks, in rank 0's order. Gathered
+// as text so that a rank with other names (a bug) cannot derail the
+// collective: names missing on rank 0 are ignored.
+std::vector<std::pair<std::string, double>> SumStatistics(const std::vector<StorageStatistic>& mine,
+                                                          const cluster::Cluster& cluster) {
+  std::string encoded;
+  for (const StorageStatistic& s : mine) {
+    char value[64];
+    std::snprintf(value, sizeof(value), "%.17g", s.value);
+    encoded += s.name + "=" + value + "\n";
+  }
+  std::vector<std::pair<std::string, double>> out;
+  std::map<std::string, std::size_t> index;
+  std::vector<std::string> all = cluster.AllGatherStrings(encoded);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::size_t at = 0;
+    while (at < all[r].size()) {
+      const std::size_t end = all[r].find('\n', at);
+      const std::string line = all[r].substr(at, end - at);
+      at = end == std::string::npos ? all[r].size() : end + 1;
+      const std::size_t eq = line.rfind('=');
+      if (eq == std::string::npos) continue;
+      const std::string name = line.substr(0, eq);
+      const double value = std::strtod(line.c_str() + eq + 1, nullptr);
+      auto it = index.find(name);
+      if (it != index.end()) {
+        out[it->second].second += value;
+      } else if (r == 0) {
+        index[name] = out.size();
+        out.emplace_back(name, value);
+      }
+    }
+  }
+  return out;
+}
+
+// Per-epoch AU and throughput over all accelerators of all ranks.
+void CollectPhaseSeries(const engine::TrainResult& train, const config::Config& c, int accelerators,
+                        cluster::Cluster& cluster, TrainResults* out) {
+  const std::size_t n = train.epochs.size();
+  std::vector<double> local(4 * n);
+  for (const engine::AcceleratorRecords& a : train.accelerators) {
+    for (std::size_t i = 0; i < n && i < a.epochs.size(); ++i) {
+      const EpochMetrics m = ComputeEpochMetrics(a.epochs[i], c);
+      local[i] += m.train.au_percent;
+      local[n + i] += m.train.samples_per_second;
+      if (m.eval) {
+        local[2 * n + i] += m.eval->au_percent;
+        local[3 * n + i] += m.eval->samples_per_second;
+      }
+    }
+  }
+  const std::vector<double> summed = cluster.SumDoubles(local);
+  PhaseSeries eval;
+  for (std::size_t i = 0; i < n; ++i) {
+    out->train.au_percent.push_back(summed[i] / accelerators);
+    out->train.samples_per_second.push_back(summed[n + i]);
+    if (train.epochs[i].eval) {
+      eval.au_percent.push_back(summed[2 * n + i] / accelerators);
+      eval.samples_per_second.push_back(summed[3 * n + i]);
+    }
+  }
+  out->train.au = metrics::Summarize(out->train.au_percent);
+  out->train.throughput = metrics::Summarize(out->train.samples_per_second);
+  if (!eval.au_percent.empty()) {
+    eval.au = metrics::Summarize(eval.au_percent);
+    eval.throughput = metrics::Summarize(eval.samples_per_second);
+    out->eval = std::move(eval);
+  }
+}
+
+TrainResults CollectTrain(const engine::TrainResult& train, const config::Config& c,
+                          int accelerators, cluster::Cluster& cluster) {
+  TrainResults t;
+  t.epochs = train.epochs.size();
+  t.steps_per_epoch = train.train_steps_per_epoch;
+  t.eval_steps_per_epoch = train.eval_steps_per_epoch;
+  CollectPhaseSeries(train, c, accelerators, cluster, &t);
+
+  // Bytes and wall time are the process's: its accelerators share one
+  // storage counter and step in lockstep, so the first one's epochs stand
+  // for the process.
+  std::vector<std::uint64_t> bytes;
+  std::vector<double> wall;
+  for (const metrics::EpochRecord& e : train.epochs) {
+    std::uint64_t b = 0;
+    double w = 0;
+    for (const metrics::PhaseRecord& block : e.blocks) {
+      b += block.bytes_read;
+      w += Seconds(block.start, block.end);
+    }
+    bytes.push_back(b);
+    wall.push_back(w);
+    t.minor_faults_per_epoch.push_back(e.minor_faults);
+  }
+  bytes = cluster.SumU64s(bytes);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const double slowest = cluster.MaxDouble(wall[i]);
+    t.actual_MiB_per_second.push_back(slowest > 0 ? static_cast<double>(bytes[i]) / kMiB / slowest
+                                                  : 0);
+    t.bytes_read += bytes[i];
+  }
+  // Minor page faults: near zero after the first epoch when the hot path
+  // reuses its memory.
+  t.minor_faults_per_epoch = cluster.SumU64s(t.minor_faults_per_epoch);
+
+  double barrier_sum = 0, measured = 0, requested = 0;
+  std::uint64_t barrier_n = 0;
+  for (const engine::AcceleratorRecords& a : train.accelerators) {
+    for (const metrics::EpochRecord& e : a.epochs) {
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        for (double v : b.barrier) barrier_sum += v;
+        barrier_n += b.barrier.size();
+        measured += b.compute_measured;
+        requested += b.compute_requested;
+      }
+    }
+  }
+  t.compute_measured_seconds = cluster.SumDouble(measured);
+  t.compute_requested_seconds = cluster.SumDouble(requested);
+  const double all_barrier = cluster.SumDouble(barrier_sum);
+  const std::uint64_t all_n = cluster.SumU64(barrier_n);
+  t.barrier_mean_ms = all_n > 0 ? all_barrier / static_cast<double>(all_n) * 1e3 : 0;
+  return t;
+}
+
+// Every rank's duration and bytes of each checkpoint (every rank has the same
+// number), so the slowest and fastest rank can be named (MLPerf reports the
+// slowest).
+std::vector<CheckpointEvent> CollectCheckpoints(const std::vector<metrics::CheckpointRecord>& list,
+                                                const std::vector<std::uint64_t>& epochs,
+                                                cluster::Cluster& cluster) {
+  const std::size_t world = static_cast<std::size_t>(cluster.size());
+  const std::size_t rank = static_cast<std::size_t>(cluster.rank());
+  std::vector<CheckpointEvent> out;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const metrics::CheckpointRecord& r = list[k];
+    std::vector<double> durations(world, 0.0);
+    durations[rank] = r.duration();
+    durations = cluster.SumDoubles(durations);
+    std::vector<std::uint64_t> bytes(world, 0);
+    bytes[rank] = r.bytes;
+    bytes = cluster.SumU64s(bytes);
+    CheckpointEvent ev;
+    ev.index = r.index;
+    ev.epoch = k < epochs.size() ? epochs[k] : 1;
+    ev.start = r.start;
+    ev.end = r.end;
+    ev.rank0_seconds = durations[0];
+    std::size_t slow = 0, fast = 0;
+    double min_tp = -1;
+    for (std::size_t i = 0; i < world; ++i) {
+      if (durations[i] > durations[slow]) slow = i;
+      if (durations[i] < durations[fast]) fast = i;
+      ev.bytes += bytes[i];
+      if (bytes[i] > 0 && durations[i] > 0) {
+        const double tp = static_cast<double>(bytes[i]) / kGiB / durations[i];
+        if (min_tp < 0 || tp < min_tp) min_tp = tp;
+      }
+    }
+    ev.max_seconds = durations[slow];
+    ev.min_seconds = durations[fast];
+    ev.slowest_rank = static_cast<int>(slow);
+    ev.fastest_rank = static_cast<int>(fast);
+    ev.min_rank_GiB_per_second = min_tp < 0 ? 0.0 : min_tp;
+    out.push_back(ev);
+  }
+  return out;
+}
+
+}  // namespace
+
+EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& c) {
+  EpochMetrics m;
+  for (const metrics::PhaseRecord& b : epoch.blocks) {
+    m.blocks.push_back(metrics::TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                                  c.output.exclude_end_steps, c.reader.batch_size));
+  }
+  m.train = metrics::CombineBlocks(m.blocks);
+  if (epoch.eval) {
+    m.eval = metrics::EvalMetrics(*epoch.eval, c.output.exclude_start_steps,
+                                  c.output.exclude_end_steps, c.reader.batch_size_eval);
+  }
+  return m;
+}
+
+Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& outcome) {
+  cluster::Cluster& cluster = session.cluster();
+  const config::Config& c = session.config();
+  RunResults r;
+  r.start = outcome.start;
+  r.end = outcome.end;
+  r.ranks = cluster.size();
+  r.accelerators_per_process = outcome.train ? outcome.train->accelerators_per_process : 1;
+  r.accelerators = r.ranks * r.accelerators_per_process;
+  r.num_hosts = cluster.num_hosts();
+  r.hostname = cluster.hostname();
+
+  // Host facts: DLIO reads them on every rank; the per-host lists take one
+  // share from each rank of a host.
+  r.host = ReadHostFacts();
+  {
+    const std::size_t hosts = static_cast<std::size_t>(cluster.num_hosts());
+    std::vector<double> mem(hosts, 0.0), cpus(hosts, 0.0);
+    mem[cluster.host_index()] = r.host.memory_gib / cluster.ranks_on_host();
+    cpus[cluster.host_index()] = static_cast<double>(r.host.cpus) / cluster.ranks_on_host();
+    r.host_memory_gib = cluster.SumDoubles(mem);
+    r.host_cpus = cluster.SumDoubles(cpus);
+  }
+  r.data_size_per_host_gib =
+      static_cast<double>(cluster.ranks_on_host()) *
+      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train /
+                          static_cast<std::uint64_t>(r.ranks)) *
+      static_cast<double>(c.dataset.record_length_bytes) / kGiB;
+
+  if (outcome.train) r.train = CollectTrain(*outcome.train, c, r.accelerators, cluster);
+
+  const engine::IoSnapshot io = session.storage().Snapshot();
+  const std::vector<std::uint64_t> io_total = cluster.SumU64s(
+      {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
+  r.io = {io_total[0], io_total[1], io_total[2], io_total[3],
+          io_total[4], io_total[5], io_total[6]};
+  r.sample_latency = MergeHistogram(session.sample_latency(), cluster);
+  r.read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
+  r.storage_statistics = SumStatistics(session.storage().Statistics(), cluster);
+
+  {
+    const engine::GenerateReport none;
+    const engine::GenerateReport& g = outcome.generate ? *outcome.generate : none;
+    GenerateResults gen;
+    gen.files_written = cluster.SumU64(g.files_written);
+    gen.files_written_by_all_ranks = cluster.SumU64(g.files_written_by_all_ranks);
+    gen.files_skipped = cluster.SumU64(g.files_skipped);
+    gen.bytes_written = cluster.SumU64(g.bytes_written);
+    gen.bytes_written_per_rank.assign(static_cast<std::size_t>(r.ranks), 0);
+    gen.bytes_written_per_rank[static_cast<std::size_t>(cluster.rank())] = g.bytes_written;
+    gen.bytes_written_per_rank = cluster.SumU64s(gen.bytes_written_per_rank);
+    gen.seconds = cluster.MaxDouble(g.seconds);
+    if (outcome.generate) r.generate = std::move(gen);
+  }
+
+  if (outcome.checkpointer != nullptr) {
+    CheckpointResults ck;
+    ck.storage = outcome.checkpointer->storage_name();
+    ck.fsync = c.checkpoint.fsync;
+    ck.fsync_calls = cluster.SumU64(outcome.checkpointer->fsync_calls());
+    ck.size_bytes = outcome.checkpointer->plan().total_bytes();
+    ck.parameters = outcome.checkpointer->plan().parameters;
+    std::vector<metrics::CheckpointRecord> saves, loads;
+    std::vector<std::uint64_t> save_epochs;
+    if (outcome.train) {
+      for (const metrics::EpochRecord& e : outcome.train->epochs) {
+        for (const metrics::CheckpointRecord& s : e.saves) {
+          saves.push_back(s);
+          save_epochs.push_back(e.epoch);
+        }
+      }
+    }
+    if (outcome.checkpoint_only) {
+      saves = outcome.checkpoint_only->saves;
+      loads = outcome.checkpoint_only->loads;
+      save_epochs.assign(saves.size(), 1);
+    }
+    ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
+    ck.loads = CollectCheckpoints(loads, {}, cluster);
+    r.checkpoint = std::move(ck);
+  }
+
+  r.storage = {session.storage_info(), c.storage.options};
+  if (session.has_format()) r.format = PluginResults{session.format_info(), c.dataset.options};
+  const StorageCapabilities caps = session.storage().capabilities();
+  r.storage_chain = session.storage_chain();
+  r.data_path = caps.data_path;
+  r.alignment = caps.alignment;
+  r.shuffle_random_seed = session.shuffle_seeds().random_seed;
+  const std::uint64_t checksum = cluster.SumU64(session.checksum());
+  const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
+  if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);
+  return r;
+}
+
+}  // namespace iomimic::output

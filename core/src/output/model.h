@@ -1,0 +1,186 @@
+// The results model: every figure of a run, computed once, as plain data.
+//
+// CollectResults (collective) reads the engine's records and counters, makes
+// every cross-rank reduction and every metric (AU, throughput, checkpoint
+// rates, latency percentiles' histograms) and returns the same RunResults on
+// every rank. Writers (output/writers.h: summary.json, the console summary,
+// and whatever front end or observability file comes next) are functions of
+// this model and the manifest; none reads a live engine object or talks MPI.
+// The formulas follow DLIO (docs/dlio-compat.md) and are written once, here
+// and in metrics/records.h.
+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/checkpointer.h"
+#include "engine/generator.h"
+#include "engine/session.h"
+#include "engine/trainer.h"
+#include "metrics/histogram.h"
+#include "metrics/records.h"
+
+namespace iomimic::output {
+
+// What the engine produced on this rank; the input of CollectResults.
+struct RunOutcome {
+  metrics::Stamp start;
+  metrics::Stamp end;
+  std::optional<engine::GenerateReport> generate;
+  std::optional<engine::TrainResult> train;
+  std::optional<engine::CheckpointOnlyResult> checkpoint_only;
+  // Set when the run checkpoints (training with checkpoints or checkpoint-only).
+  engine::Checkpointer* checkpointer = nullptr;
+};
+
+// One epoch of one accelerator: each training block, the epoch's combined
+// training figure (DLIO's step-weighted mean of its blocks) and evaluation.
+struct EpochMetrics {
+  std::vector<metrics::PhaseMetrics> blocks;
+  metrics::PhaseMetrics train;
+  std::optional<metrics::PhaseMetrics> eval;
+};
+
+// DLIO's per-epoch formulas (metrics/records.h) with the manifest's step
+// exclusions and batch sizes. The one place AU and throughput are derived
+// from records: the results, the per-accelerator files and the live console
+// line all call it.
+EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& config);
+
+// A phase's per-epoch series over all accelerators: AU is the mean over the
+// accelerators, throughput the sum, as DLIO aggregates over ranks.
+struct PhaseSeries {
+  std::vector<double> au_percent;  // one per epoch (eval: per evaluated epoch)
+  std::vector<double> samples_per_second;
+  metrics::MeanStdev au;
+  metrics::MeanStdev throughput;
+};
+
+// Facts of the host rank 0 runs on, as DLIO reads them from /proc.
+struct HostFacts {
+  std::map<std::string, std::string> cpuinfo;  // the last CPU's lines, as DLIO
+  std::map<std::string, std::string> meminfo;
+  double memory_gib = 0;
+  long cpus = 0;
+  std::string processor;
+};
+
+struct TrainResults {
+  std::uint64_t epochs = 0;
+  std::uint64_t steps_per_epoch = 0;
+  std::uint64_t eval_steps_per_epoch = 0;
+  PhaseSeries train;
+  std::optional<PhaseSeries> eval;  // when any epoch evaluated
+  // Bytes the storage layer read per epoch over all ranks / the slowest
+  // rank's training time of the epoch.
+  std::vector<double> actual_MiB_per_second;
+  std::uint64_t bytes_read = 0;                       // all epochs, all ranks
+  std::vector<std::uint64_t> minor_faults_per_epoch;  // summed over ranks
+  double barrier_mean_ms = 0;                         // per-step barrier wait
+  double compute_requested_seconds = 0;               // all accelerators
+  double compute_measured_seconds = 0;
+};
+
+// One checkpoint save or load over all ranks.
+struct CheckpointEvent {
+  std::uint64_t index = 1;
+  std::uint64_t epoch = 1;  // saves during training: the epoch; otherwise 1
+  metrics::Stamp start;     // rank 0's
+  metrics::Stamp end;
+  std::uint64_t bytes = 0;  // all ranks
+  double rank0_seconds = 0;
+  double max_seconds = 0;
+  double min_seconds = 0;
+  int slowest_rank = 0;
+  int fastest_rank = 0;
+  double min_rank_GiB_per_second = 0;  // the slowest rank's own rate
+};
+
+struct CheckpointResults {
+  std::string storage;  // the back end's chain
+  bool fsync = false;
+  std::uint64_t fsync_calls = 0;  // all ranks
+  std::uint64_t size_bytes = 0;   // one checkpoint, all ranks
+  std::uint64_t parameters = 0;
+  std::vector<CheckpointEvent> saves;
+  std::vector<CheckpointEvent> loads;
+  double size_gib() const { return static_cast<double>(size_bytes) / (1024.0 * 1024.0 * 1024.0); }
+};
+
+struct GenerateResults {
+  std::uint64_t files_written = 0;
+  std::uint64_t files_skipped = 0;
+  std::uint64_t files_written_by_all_ranks = 0;
+  std::uint64_t bytes_written = 0;
+  std::vector<std::uint64_t> bytes_written_per_rank;
+  double seconds = 0;  // the slowest rank's
+};
+
+// Storage-layer counters summed over ranks.
+struct IoTotals {
+  std::uint64_t files_opened = 0;
+  std::uint64_t read_requests = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t write_requests = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t fsync_calls = 0;
+  std::uint64_t errors = 0;
+};
+
+struct PluginResults {
+  plugin::PluginInfo info;
+  std::map<std::string, std::string> options;
+};
+
+struct RunResults {
+  metrics::Stamp start;
+  metrics::Stamp end;
+  int ranks = 1;
+  int accelerators_per_process = 1;
+  int accelerators = 1;  // ranks x accelerators_per_process
+  int num_hosts = 1;
+  std::string hostname;  // this rank's host
+
+  HostFacts host;                       // this rank's host
+  std::vector<double> host_memory_gib;  // per host
+  std::vector<double> host_cpus;        // per host
+  double data_size_per_host_gib = 0;    // DLIO's estimate, for potential_caching
+
+  std::optional<GenerateResults> generate;
+  std::optional<TrainResults> train;
+  std::optional<CheckpointResults> checkpoint;
+
+  IoTotals io;
+  metrics::LatencyHistogram sample_latency;  // open + read + close of a sample, all ranks
+  metrics::LatencyHistogram read_latency;    // each read request, all ranks
+  std::vector<std::pair<std::string, double>> storage_statistics;  // the back end's own
+
+  PluginResults storage;
+  std::optional<PluginResults> format;
+  std::string storage_chain;  // "faulty > posix"
+  std::string data_path;      // the back end's data path ("pread", "io_uring", ...)
+  std::uint64_t alignment = 0;
+
+  std::uint64_t shuffle_random_seed = 0;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> checksum;  // (sum, samples)
+
+  // Filled after the per-accelerator files are written (their cost counts).
+  double peak_rss_mib = 0;  // the largest rank's, whole run
+  double output_seconds = 0;
+  std::uint64_t max_steps_per_entry = 1;  // rank 0's largest per-step list folding
+};
+
+// Collective: every rank calls it and gets the same run-wide figures; the
+// host facts, hostname and checkpoint timestamps are the calling rank's
+// (summary.json, written by rank 0, shows rank 0's, as DLIO's does). Reads
+// the session's counters and the outcome's records; writes nothing.
+Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& outcome);
+
+}  // namespace iomimic::output

@@ -1,0 +1,545 @@
+#include "output/writers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "iomimic/version.h"
+#include "output/json_stream.h"
+
+namespace iomimic::output {
+namespace {
+
+using json = nlohmann::ordered_json;
+using metrics::PhaseMetrics;
+using metrics::Seconds;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Strict JSON: NaN and infinities become null.
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json NumList(const std::vector<double>& values) {
+  json out = json::array();
+  for (double v : values) out.push_back(Num(v));
+  return out;
+}
+
+std::string Fixed2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+json ToJson(const std::map<std::string, std::string>& m) {
+  json out = json::object();
+  for (const auto& [k, v] : m) out[k] = v;
+  return out;
+}
+
+json Percentiles(const metrics::LatencyHistogram& h) {
+  json o;
+  o["count"] = h.count();
+  o["mean"] = Num(h.mean_ns() / 1e6);
+  o["p50"] = Num(h.Percentile(0.50) / 1e6);
+  o["p90"] = Num(h.Percentile(0.90) / 1e6);
+  o["p99"] = Num(h.Percentile(0.99) / 1e6);
+  o["p999"] = Num(h.Percentile(0.999) / 1e6);
+  o["max"] = Num(static_cast<double>(h.max_ns()) / 1e6);
+  return o;
+}
+
+json PluginJson(const PluginResults& p) {
+  json o;
+  o["name"] = p.info.name;
+  o["version"] = p.info.version;
+  o["path"] = p.info.path;
+  o["capabilities"] = plugin::CapabilityNames(p.info.capabilities);
+  json opts = json::object();
+  for (const auto& [k, v] : p.options) opts[k] = v;
+  o["options"] = opts;
+  return o;
+}
+
+std::string Dump(const json& value) {
+  return value.dump(4, ' ', false, json::error_handler_t::replace);
+}
+
+bool MeetsAu(const config::Config& c, double au_percent) {
+  return au_percent >= 100.0 * c.metric.au;
+}
+
+// Checkpoint throughput per event from rank 0's durations, as DLIO's
+// summary computes it (the checkpoint's size over rank 0's time).
+std::vector<double> Rank0Durations(const std::vector<CheckpointEvent>& events) {
+  std::vector<double> out;
+  for (const CheckpointEvent& e : events) out.push_back(e.rank0_seconds);
+  return out;
+}
+
+std::vector<double> Rates(double gib, const std::vector<double>& durations) {
+  std::vector<double> out;
+  for (double d : durations) out.push_back(d > 0 ? gib / d : 0.0);
+  return out;
+}
+
+json CheckpointDetails(const std::vector<CheckpointEvent>& events) {
+  json out = json::array();
+  for (const CheckpointEvent& e : events) {
+    json d;
+    d["index"] = e.index;
+    d["bytes"] = e.bytes;
+    d["duration_max_seconds"] = Num(e.max_seconds);
+    d["duration_min_seconds"] = Num(e.min_seconds);
+    d["throughput_GiB_per_second"] =
+        Num(e.max_seconds > 0
+                ? static_cast<double>(e.bytes) / (1024.0 * 1024.0 * 1024.0) / e.max_seconds
+                : 0.0);
+    d["min_rank_throughput_GiB_per_second"] = Num(e.min_rank_GiB_per_second);
+    d["slowest_rank"] = e.slowest_rank;
+    d["fastest_rank"] = e.fastest_rank;
+    out.push_back(d);
+  }
+  return out;
+}
+
+// A checkpoint's entry in a per-epoch stats file: this rank's own times.
+json CheckpointStats(const metrics::CheckpointRecord& r, double size_gib) {
+  json o;
+  o["start"] = Timestamp(r.start.wall);
+  o["end"] = Timestamp(r.end.wall);
+  o["duration"] = Num(r.duration());
+  o["throughput"] = Num(r.duration() > 0 ? size_gib / r.duration() : 0.0);
+  return o;
+}
+
+// The per-step lists of <id>_output.json, in DLIO's order.
+struct StepListField {
+  const char* name;
+  std::vector<double> metrics::PhaseRecord::*values;
+};
+constexpr StepListField kStepLists[] = {{"load", &metrics::PhaseRecord::load},
+                                        {"proc", &metrics::PhaseRecord::proc},
+                                        {"compute", &metrics::PhaseRecord::compute}};
+
+// <id>_output.json: `host` (small, given as a tree), then per epoch the
+// per-step lists load, proc and compute of every block (and of "eval"),
+// streamed from the records, then au, throughput and end, as DLIO's file
+// has them. A list longer than iomimic.max_step_list is written as means of
+// k steps (output/json_stream.h); the epoch's "steps_per_entry" names k of
+// each such list. `max_k` receives the largest k.
+Status WriteAcceleratorOutput(const std::string& path, const json& host,
+                              const std::vector<metrics::EpochRecord>& epochs,
+                              const config::Config& c, std::uint64_t* max_k) {
+  JsonStream out;
+  IOMIMIC_RETURN_IF_ERROR(out.Open(path));
+  for (const auto& [key, value] : host.items()) {
+    out.Key(key);
+    out.Raw(Dump(value));
+  }
+  *max_k = 1;
+  for (const metrics::EpochRecord& e : epochs) {
+    // The epoch's phases: its blocks, then its evaluation.
+    std::vector<std::pair<std::string, const metrics::PhaseRecord*>> phases;
+    for (const metrics::PhaseRecord& b : e.blocks) {
+      phases.emplace_back("block" + std::to_string(b.index), &b);
+    }
+    if (e.eval) phases.emplace_back("eval", &*e.eval);
+    std::vector<std::uint64_t> k;
+    json steps_per_entry = json::object();
+    for (const auto& [key, r] : phases) {
+      const std::size_t steps = std::max({r->load.size(), r->proc.size(), r->compute.size()});
+      k.push_back(StepsPerEntry(steps, c.iomimic.max_step_list));
+      if (k.back() > 1) steps_per_entry[key] = k.back();
+      *max_k = std::max(*max_k, k.back());
+    }
+    out.Key(std::to_string(e.epoch));
+    out.BeginObject();
+    for (const auto& [name, values] : kStepLists) {
+      out.Key(name);
+      out.BeginObject();
+      for (std::size_t p = 0; p < phases.size(); ++p) {
+        out.Key(phases[p].first);
+        out.StepList(phases[p].second->*values, k[p]);
+      }
+      out.EndObject();
+    }
+    const EpochMetrics m = ComputeEpochMetrics(e, c);
+    json aus = json::object(), tps = json::object();
+    for (std::size_t i = 0; i < e.blocks.size(); ++i) {
+      aus["block" + std::to_string(e.blocks[i].index)] = Num(m.blocks[i].au_percent);
+      tps["block" + std::to_string(e.blocks[i].index)] = Num(m.blocks[i].samples_per_second);
+    }
+    if (m.eval) {
+      aus["eval"] = Num(m.eval->au_percent);
+      tps["eval"] = Num(m.eval->samples_per_second);
+    }
+    out.Key("au");
+    out.Raw(Dump(aus));
+    out.Key("throughput");
+    out.Raw(Dump(tps));
+    out.Key("end");
+    out.Raw(Dump(Timestamp(e.end.wall)));
+    if (!steps_per_entry.empty()) {
+      out.Key("steps_per_entry");
+      out.Raw(Dump(steps_per_entry));
+    }
+    out.EndObject();
+  }
+  return out.Close();
+}
+
+json PerEpochStats(const std::vector<metrics::EpochRecord>& epochs, double checkpoint_gib) {
+  json stats = json::object();
+  for (const metrics::EpochRecord& e : epochs) {
+    json es;
+    es["start"] = Timestamp(e.start.wall);
+    es["end"] = Timestamp(e.end.wall);
+    es["duration"] = Fixed2(Seconds(e.start, e.end));
+    for (const metrics::PhaseRecord& b : e.blocks) {
+      json bs;
+      bs["start"] = Timestamp(b.start.wall);
+      bs["end"] = Timestamp(b.end.wall);
+      bs["duration"] = Fixed2(Seconds(b.start, b.end));
+      es["block" + std::to_string(b.index)] = bs;
+    }
+    if (e.eval) {
+      json ev;
+      ev["start"] = Timestamp(e.eval->start.wall);
+      ev["end"] = Timestamp(e.eval->end.wall);
+      ev["duration"] = Fixed2(Seconds(e.eval->start, e.eval->end));
+      es["eval"] = ev;
+    }
+    for (const auto& r : e.saves) {
+      es["save_ckpt" + std::to_string(r.index)] = CheckpointStats(r, checkpoint_gib);
+    }
+    stats[std::to_string(e.epoch)] = es;
+  }
+  return stats;
+}
+
+}  // namespace
+
+std::string Timestamp(std::chrono::system_clock::time_point t) {
+  auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
+  std::time_t tt = std::chrono::system_clock::to_time_t(secs);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[80];
+  std::snprintf(out, sizeof(out), "%s.%06lld", buf, static_cast<long long>(micros));
+  return out;
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) return Status::IOError("cannot create " + path);
+  out << text;
+  out.close();
+  if (!out) return Status::IOError("cannot write " + path);
+  return Status::OK();
+}
+
+Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResults& results,
+                             const RunOutcome& outcome, const config::Config& c,
+                             std::uint64_t* max_steps_per_entry) {
+  *max_steps_per_entry = 1;
+  const double checkpoint_gib = results.checkpoint ? results.checkpoint->size_gib() : 0.0;
+  if (outcome.checkpoint_only) {
+    json epoch1 = json::object();
+    for (const auto& r : outcome.checkpoint_only->saves) {
+      epoch1["save_ckpt" + std::to_string(r.index)] = CheckpointStats(r, checkpoint_gib);
+    }
+    for (const auto& r : outcome.checkpoint_only->loads) {
+      epoch1["load_ckpt" + std::to_string(r.index)] = CheckpointStats(r, checkpoint_gib);
+    }
+    json stats = json::object();
+    stats["1"] = epoch1;
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(
+        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", Dump(stats) + "\n"));
+  }
+  if (!outcome.train) return Status::OK();
+  const HostFacts& h = results.host;
+  // Each rank's own share of the dataset against its host's memory, as DLIO.
+  json host;
+  host["host_memory_GB"] = Num(h.memory_gib);
+  host["host_cpu_count"] = h.cpus;
+  host["host_processor_name"] = h.processor;
+  host["potential_caching"] = h.memory_gib > results.data_size_per_host_gib ? 1 : 0;
+  host["host_cpuinfo"] = ToJson(h.cpuinfo);
+  host["host_meminfo"] = ToJson(h.meminfo);
+  host["hostname"] = results.hostname;
+  for (const engine::AcceleratorRecords& acc : outcome.train->accelerators) {
+    const std::string id = std::to_string(acc.id);
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
+                                          Dump(PerEpochStats(acc.epochs, checkpoint_gib)) + "\n"));
+    std::uint64_t k = 1;
+    IOMIMIC_RETURN_IF_ERROR(
+        WriteAcceleratorOutput(folder + "/" + id + "_output.json", host, acc.epochs, c, &k));
+    *max_steps_per_entry = std::max(*max_steps_per_entry, k);
+  }
+  return Status::OK();
+}
+
+std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manifest) {
+  const config::Config& c = manifest.config;
+  const double record = static_cast<double>(c.dataset.record_length_bytes);
+  json summary;
+  summary["start"] = Timestamp(r.start.wall);
+  summary["num_accelerators"] = r.accelerators;
+  summary["num_hosts"] = r.num_hosts;
+  summary["hostname"] = r.hostname;
+  json metric = json::object();
+  // DLIO's nine keys of a phase ("train" or "eval"), in DLIO's order.
+  auto add_phase = [&](const std::string& p, const PhaseSeries& s) {
+    metric[p + "_au_percentage"] = NumList(s.au_percent);
+    metric[p + "_au_mean_percentage"] = Num(s.au.mean);
+    metric[p + "_au_meet_expectation"] = MeetsAu(c, s.au.mean) ? "success" : "fail";
+    metric[p + "_au_stdev_percentage"] = Num(s.au.stdev);
+    metric[p + "_throughput_samples_per_second"] = NumList(s.samples_per_second);
+    metric[p + "_throughput_mean_samples_per_second"] = Num(s.throughput.mean);
+    metric[p + "_throughput_stdev_samples_per_second"] = Num(s.throughput.stdev);
+    metric[p + "_io_mean_MB_per_second"] = Num(s.throughput.mean * record / kMiB);
+    metric[p + "_io_stdev_MB_per_second"] = Num(s.throughput.stdev * record / kMiB);
+  };
+  if (r.train && r.train->epochs > 0) add_phase("train", r.train->train);
+  if (r.train && r.train->eval) add_phase("eval", *r.train->eval);
+  if (c.workflow.checkpoint && r.checkpoint) {
+    const double gib = r.checkpoint->size_gib();
+    const std::vector<double> saves = Rank0Durations(r.checkpoint->saves);
+    const std::vector<double> loads = Rank0Durations(r.checkpoint->loads);
+    const metrics::MeanStdev st = metrics::Summarize(Rates(gib, saves));
+    const metrics::MeanStdev sd = metrics::Summarize(saves);
+    // DLIO writes NaN for an empty list; strict JSON gets null.
+    const bool any_save = !saves.empty();
+    metric["save_checkpoint_io_mean_GB_per_second"] = any_save ? Num(st.mean) : json(nullptr);
+    metric["save_checkpoint_io_stdev_GB_per_second"] = any_save ? Num(st.stdev) : json(nullptr);
+    metric["save_checkpoint_duration_mean_seconds"] = any_save ? Num(sd.mean) : json(nullptr);
+    metric["save_checkpoint_duration_stdev_seconds"] = any_save ? Num(sd.stdev) : json(nullptr);
+    if (!loads.empty()) {
+      const metrics::MeanStdev lt = metrics::Summarize(Rates(gib, loads));
+      const metrics::MeanStdev ld = metrics::Summarize(loads);
+      metric["load_checkpoint_io_mean_GB_per_second"] = Num(lt.mean);
+      metric["load_checkpoint_io_stdev_GB_per_second"] = Num(lt.stdev);
+      metric["load_checkpoint_duration_mean_seconds"] = Num(ld.mean);
+      metric["load_checkpoint_duration_stdev_seconds"] = Num(ld.stdev);
+    }
+    metric["checkpoint_size_GB"] = Num(gib);
+  }
+  summary["metric"] = metric;
+  summary["num_files_train"] = c.dataset.num_files_train;
+  summary["num_files_eval"] = c.dataset.num_files_eval;
+  summary["num_samples_per_file"] = c.dataset.num_samples_per_file;
+  json cpu_list = json::array(), caching = json::array(), mem_list = json::array();
+  for (int h = 0; h < r.num_hosts; ++h) {
+    cpu_list.push_back(static_cast<long>(std::lround(r.host_cpus[h])));
+    caching.push_back(r.host_memory_gib[h] > r.data_size_per_host_gib ? 1 : 0);
+    mem_list.push_back(Num(r.host_memory_gib[h]));
+  }
+  summary["host_cpu_count"] = cpu_list;
+  summary["host_processor_name"] = r.host.processor;
+  summary["potential_caching"] = caching;
+  summary["host_cpuinfo"] = ToJson(r.host.cpuinfo);
+  summary["host_meminfo"] = ToJson(r.host.meminfo);
+  summary["host_memory_GB"] = mem_list;
+  summary["data_size_per_host_GB"] = Num(r.data_size_per_host_gib);
+  summary["epochs"] = r.train ? r.train->epochs : 0;
+  summary["end"] = Timestamp(r.end.wall);
+
+  json io;
+  io["units"] = {{"MB", "MiB (2^20 bytes); DLIO's key names are kept"},
+                 {"GB", "GiB (2^30 bytes); DLIO's key names are kept"},
+                 {"latency", "milliseconds"}};
+  io["version"] = IOMIMIC_VERSION_STRING;
+  io["status"] = "completed";
+  io["wall_seconds"] = Num(Seconds(r.start, r.end));
+  io["bytes_read"] = r.io.bytes_read;
+  io["bytes_written"] = r.io.bytes_written;
+  io["read_requests"] = r.io.read_requests;
+  io["write_requests"] = r.io.write_requests;
+  io["files_opened"] = r.io.files_opened;
+  io["fsync_calls"] = r.io.fsync_calls;
+  io["io_errors"] = r.io.errors;
+  if (r.train) {
+    const TrainResults& t = *r.train;
+    io["train_steps_per_epoch"] = t.steps_per_epoch;
+    io["eval_steps_per_epoch"] = t.eval_steps_per_epoch;
+    io["train_io_actual_MiB_per_second"] = NumList(t.actual_MiB_per_second);
+    io["train_io_actual_mean_MiB_per_second"] =
+        Num(metrics::Summarize(t.actual_MiB_per_second).mean);
+    io["train_io_nominal_mean_MiB_per_second"] = Num(t.train.throughput.mean * record / kMiB);
+    io["train_bytes_read"] = t.bytes_read;
+    io["barrier_mean_ms"] = Num(t.barrier_mean_ms);
+    io["compute_requested_seconds"] = Num(t.compute_requested_seconds);
+    io["compute_measured_seconds"] = Num(t.compute_measured_seconds);
+    io["compute_error_percent"] =
+        Num(t.compute_requested_seconds > 0
+                ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
+                      t.compute_requested_seconds
+                : 0.0);
+    // Time the emulated compute took beyond what was asked: not counted in AU.
+    io["compute_overshoot_seconds"] = Num(t.compute_measured_seconds - t.compute_requested_seconds);
+    io["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
+  }
+  if (r.checkpoint) {
+    const CheckpointResults& ck = *r.checkpoint;
+    json o;
+    o["storage"] = ck.storage;
+    o["fsync"] = ck.fsync;
+    o["fsync_calls"] = ck.fsync_calls;
+    o["size_bytes"] = ck.size_bytes;
+    o["parameters"] = ck.parameters;
+    o["saves"] = CheckpointDetails(ck.saves);
+    o["loads"] = CheckpointDetails(ck.loads);
+    io["checkpoint"] = o;
+  }
+  if (r.checksum) {
+    // A string: JSON numbers lose precision above 2^53.
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(r.checksum->first));
+    io["read_checksum"] = hex;
+    io["checksummed_samples"] = r.checksum->second;
+  }
+  io["sample_read_latency_ms"] = Percentiles(r.sample_latency);
+  io["read_request_latency_ms"] = Percentiles(r.read_latency);
+  io["peak_rss_MiB_max_rank"] = Num(r.peak_rss_mib);
+  io["output_seconds"] = Num(r.output_seconds);
+  if (r.generate) {
+    const GenerateResults& g = *r.generate;
+    json o;
+    o["files_written"] = g.files_written;
+    o["files_skipped"] = g.files_skipped;
+    // Files every rank wrote its part of (shared-file generation), and how.
+    o["files_written_by_all_ranks"] = g.files_written_by_all_ranks;
+    if (g.files_written_by_all_ranks > 0) {
+      o["shared_write_path"] = r.data_path + " (File::WriteAtAll)";
+    }
+    o["bytes_written"] = g.bytes_written;
+    o["bytes_written_per_rank"] = g.bytes_written_per_rank;
+    o["seconds"] = Num(g.seconds);
+    o["MiB_per_second"] =
+        Num(g.seconds > 0 ? static_cast<double>(g.bytes_written) / kMiB / g.seconds : 0);
+    io["generate"] = o;
+  }
+  json plugins;
+  json storage = PluginJson(r.storage);
+  storage["data_path"] = r.data_path;
+  storage["chain"] = r.storage_chain;
+  storage["alignment"] = r.alignment;
+  if (!r.storage_statistics.empty()) {
+    json stats = json::object();
+    for (const auto& [name, value] : r.storage_statistics) {
+      // Counts stay integers; times and the like are numbers.
+      const bool seconds = name.size() >= 8 && name.compare(name.size() - 8, 8, "_seconds") == 0;
+      if (!seconds && value >= 0 && value < 9007199254740992.0 && std::floor(value) == value) {
+        stats[name] = static_cast<std::uint64_t>(value);
+      } else {
+        stats[name] = Num(value);
+      }
+    }
+    storage["statistics"] = stats;  // the back end's own figures, summed over ranks
+  }
+  plugins["storage"] = storage;
+  plugins["format"] = r.format ? PluginJson(*r.format) : PluginJson({{}, c.dataset.options});
+  io["plugins"] = plugins;
+  json shuffle;
+  shuffle["file_shuffle"] = config::ShuffleModeName(c.reader.file_shuffle);
+  shuffle["sample_shuffle"] = config::ShuffleModeName(c.reader.sample_shuffle);
+  shuffle["seed"] = c.train.seed;
+  shuffle["seed_change_epoch"] = c.train.seed_change_epoch;
+  shuffle["random_seed"] = r.shuffle_random_seed;
+  shuffle["dlio_order"] = c.iomimic.dlio_order;
+  io["shuffle"] = shuffle;
+  json m;
+  m["path"] = manifest.manifest_path;
+  m["workload"] = manifest.workload_name;
+  m["overrides"] = manifest.raw_overrides;
+  m["resolved"] = config::ToYaml(c, false);
+  io["manifest"] = m;
+  summary["iomimic"] = io;
+  return Dump(summary) + "\n";
+}
+
+std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& manifest,
+                           const std::string& folder) {
+  const config::Config& c = manifest.config;
+  const double record = static_cast<double>(c.dataset.record_length_bytes);
+  std::ostringstream h;
+  char line[512];
+  h << "iomimic " << IOMIMIC_VERSION_STRING << ": workload '" << manifest.workload_name << "', "
+    << r.ranks << (r.ranks == 1 ? " rank" : " ranks")
+    << (r.accelerators_per_process > 1
+            ? " x " + std::to_string(r.accelerators_per_process) + " accelerators"
+            : std::string())
+    << ", storage " << r.storage_chain << " (" << r.data_path << ")"
+    << (r.format ? ", format " + r.format->info.name : std::string()) << "\n";
+  if (r.generate) {
+    std::snprintf(line, sizeof(line),
+                  "  generate: %llu files written, %llu already complete, %.1f MiB in %.2f s\n",
+                  static_cast<unsigned long long>(r.generate->files_written),
+                  static_cast<unsigned long long>(r.generate->files_skipped),
+                  r.generate->bytes_written / kMiB, r.generate->seconds);
+    h << line;
+  }
+  if (r.train && r.train->epochs > 0) {
+    const TrainResults& t = *r.train;
+    std::snprintf(line, sizeof(line),
+                  "  train: %llu epochs x %llu steps, AU %.2f%% (threshold %.0f%%: %s), "
+                  "%.1f samples/s, %.2f MiB/s nominal, %.2f MiB/s read\n",
+                  static_cast<unsigned long long>(t.epochs),
+                  static_cast<unsigned long long>(t.steps_per_epoch), t.train.au.mean,
+                  100.0 * c.metric.au, MeetsAu(c, t.train.au.mean) ? "success" : "fail",
+                  t.train.throughput.mean, t.train.throughput.mean * record / kMiB,
+                  metrics::Summarize(t.actual_MiB_per_second).mean);
+    h << line;
+  }
+  if (r.train && r.train->eval) {
+    std::snprintf(line, sizeof(line), "  eval: AU %.2f%%, %.1f samples/s\n", r.train->eval->au.mean,
+                  r.train->eval->throughput.mean);
+    h << line;
+  }
+  if (r.checkpoint) {
+    const double gib = r.checkpoint->size_gib();
+    auto checkpoint_line = [&](const char* what, const std::vector<CheckpointEvent>& events) {
+      if (events.empty()) return;
+      const std::vector<double> durations = Rank0Durations(events);
+      std::snprintf(line, sizeof(line),
+                    "  checkpoint %s: %zu x %.3f GiB, %.3f s mean, %.3f GiB/s mean (rank 0)%s\n",
+                    what, durations.size(), gib, metrics::Summarize(durations).mean,
+                    metrics::Summarize(Rates(gib, durations)).mean,
+                    c.checkpoint.fsync ? ", fsync" : "");
+      h << line;
+    };
+    checkpoint_line("save", r.checkpoint->saves);
+    checkpoint_line("load", r.checkpoint->loads);
+  }
+  if (r.sample_latency.count() > 0) {
+    std::snprintf(line, sizeof(line),
+                  "  sample read latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu samples)\n",
+                  r.sample_latency.Percentile(0.5) / 1e6, r.sample_latency.Percentile(0.99) / 1e6,
+                  r.sample_latency.max_ns() / 1e6,
+                  static_cast<unsigned long long>(r.sample_latency.count()));
+    h << line;
+  }
+  std::snprintf(line, sizeof(line), "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
+                r.io.bytes_read / kMiB, r.io.bytes_written / kMiB, r.peak_rss_mib);
+  h << line;
+  if (r.max_steps_per_entry > 1) {
+    std::snprintf(line, sizeof(line),
+                  "  per-step lists in <rank>_output.json hold means of up to %llu steps "
+                  "(iomimic.max_step_list=%llu; steps_per_entry in each epoch)\n",
+                  static_cast<unsigned long long>(r.max_steps_per_entry),
+                  static_cast<unsigned long long>(c.iomimic.max_step_list));
+    h << line;
+  }
+  h << "  results: " << folder;
+  return h.str();
+}
+
+}  // namespace iomimic::output

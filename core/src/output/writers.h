@@ -1,0 +1,51 @@
+// Writers of the results model (output/model.h): each is a function of the
+// model and the manifest, with no MPI and no engine object, so a front end
+// (the CLI, a sweep, a test) can render a run it did not make.
+//
+//   summary.json                 SummaryJson (rank 0); DLIO's keys + "iomimic"
+//   <id>_per_epoch_stats.json    WriteAcceleratorFiles, one per accelerator
+//   <id>_output.json             WriteAcceleratorFiles; streamed, per-step
+//                                lists bounded by iomimic.max_step_list
+//   console                      ConsoleSummary
+//
+// Key names and layouts: docs/dlio-compat.md and the README's "Results keys".
+// JSON is strict: non-finite numbers are written as null, never NaN.
+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+#include "iomimic/status.h"
+#include "output/model.h"
+
+namespace iomimic::output {
+
+// DLIO's timestamp: local time, "%Y-%m-%dT%H:%M:%S.%f", no zone.
+std::string Timestamp(std::chrono::system_clock::time_point t);
+
+// Creates or truncates `path` and writes `text`; the error names the path.
+Status WriteTextFile(const std::string& path, const std::string& text);
+
+// summary.json's text: DLIO's keys (metric, hosts, epochs, ...) in DLIO's
+// order, then iomimic's own object.
+std::string SummaryJson(const RunResults& results, const config::LoadedManifest& manifest);
+
+// This rank's per-accelerator files from the outcome's records:
+// <id>_per_epoch_stats.json and <id>_output.json per emulated accelerator
+// (the id is the rank when each process emulates one, as DLIO names them),
+// or <rank>_per_epoch_stats.json for a checkpoint-only run. `results` gives
+// the host facts and checkpoint size. `max_steps_per_entry` receives the
+// largest number of steps one entry of a per-step list stands for.
+Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResults& results,
+                             const RunOutcome& outcome, const config::Config& config,
+                             std::uint64_t* max_steps_per_entry);
+
+// A few lines for the terminal: workload, plugins, the phase figures, the
+// checkpoint rates (rank 0's), latency, bytes and where the results are.
+std::string ConsoleSummary(const RunResults& results, const config::LoadedManifest& manifest,
+                           const std::string& folder);
+
+}  // namespace iomimic::output

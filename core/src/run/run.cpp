@@ -1,0 +1,160 @@
+#include "run/run.h"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "engine/checkpointer.h"
+#include "engine/generator.h"
+#include "engine/session.h"
+#include "engine/trainer.h"
+#include "output/results.h"
+#include "plan/plan.h"
+
+namespace iomimic::run {
+namespace {
+
+// Forwards to an observer that may be null.
+class Notify {
+ public:
+  explicit Notify(RunObserver* observer) : observer_(observer) {}
+  RunObserver* operator->() { return observer_ != nullptr ? observer_ : &none_; }
+
+ private:
+  RunObserver* observer_;
+  RunObserver none_;
+};
+
+}  // namespace
+
+Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
+                                       const plugin::Registry& registry, cluster::Cluster& cluster,
+                                       const RunOptions& options, RunObserver* observer) {
+  Notify notify(observer);
+  config::LoadedManifest manifest = loaded;
+  if (options.generate_only) {
+    manifest.config.workflow.generate_data = true;
+    manifest.config.workflow.train = false;
+    manifest.config.workflow.evaluation = false;
+    manifest.config.workflow.checkpoint = false;
+  }
+  const config::Config& c = manifest.config;
+  auto fail = [&](const Status& status) -> Status {
+    notify->OnError(status);
+    return status;
+  };
+
+  Result<std::unique_ptr<engine::Session>> opened =
+      engine::Session::Open(manifest, registry, cluster);
+  Status status = cluster.AgreeOnStatus(opened.status());
+  if (!status.ok()) return fail(status);
+  engine::Session& session = **opened;
+
+  std::unique_ptr<engine::Checkpointer> checkpointer;
+  if (c.workflow.checkpoint) {
+    Result<std::unique_ptr<engine::Checkpointer>> made =
+        engine::Checkpointer::Create(session, registry);
+    if (!made.ok()) return fail(made.status());
+    checkpointer = std::move(made).value();
+  }
+
+  output::RunOutcome outcome;
+  outcome.start = metrics::Stamp::Now();
+  outcome.checkpointer = checkpointer.get();
+  const bool training = c.workflow.train;
+  const bool checkpoint_only = !training && checkpointer != nullptr;
+  const bool with_results = training || checkpoint_only;
+  std::string folder;
+  if (with_results) {
+    Result<std::string> prepared = output::PrepareOutputFolder(c, cluster);
+    if (!prepared.ok()) return fail(prepared.status());
+    folder = *prepared;
+    status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
+    if (!status.ok()) return fail(status);
+    notify->OnRunFolder(folder);
+  }
+  // From here on a failure is also recorded in the run folder.
+  auto finish_failed = [&](const Status& st) -> Status {
+    if (cluster.rank() == 0 && !folder.empty()) (void)output::WriteStatus(folder, st);
+    return fail(st);
+  };
+
+  if (c.workflow.generate_data) {
+    const unsigned threads = options.generate_threads > 0
+                                 ? options.generate_threads
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    notify->OnGenerateStart(session.layout().num_generated_files(),
+                            session.layout().SplitDirectory(plan::Split::kTrain));
+    Result<engine::GenerateReport> report = engine::Generate(session, threads);
+    if (!report.ok()) return finish_failed(report.status());
+    outcome.generate = *report;
+    GenerateTotals totals;
+    totals.files_written = cluster.SumU64(report->files_written);
+    totals.files_skipped = cluster.SumU64(report->files_skipped);
+    totals.bytes_written = cluster.SumU64(report->bytes_written);
+    totals.seconds = cluster.MaxDouble(report->seconds);
+    notify->OnGenerateEnd(totals);
+  }
+
+  if (training) {
+    status = engine::CheckDataset(session);
+    if (!status.ok()) return finish_failed(status);
+    engine::TrainOptions train;
+    train.accelerators_per_process = c.iomimic.accelerators_per_process;
+    if (c.iomimic.sample_log) {
+      train.sample_log_path = [&folder](int id) {
+        return folder + "/" + std::to_string(id) + "_samples.csv";
+      };
+    }
+    TrainStart start;
+    start.ranks = cluster.size();
+    start.accelerators_per_process = static_cast<int>(c.iomimic.accelerators_per_process);
+    start.epochs = c.train.epochs;
+    start.steps_per_epoch =
+        plan::TrainStepsPerEpoch(c, start.ranks * start.accelerators_per_process);
+    start.batch_size = c.reader.batch_size;
+    start.read_threads = c.reader.read_threads;
+    notify->OnTrainStart(start);
+    train.on_epoch = [&](const metrics::EpochRecord& e) {
+      notify->OnEpochEnd(e, output::ComputeEpochMetrics(e, c));
+    };
+    train.checkpointer = checkpointer.get();
+    Result<engine::TrainResult> trained = engine::Train(session, train);
+    if (!trained.ok()) return finish_failed(trained.status());
+    outcome.train = std::move(trained).value();
+  } else if (checkpoint_only) {
+    const plan::CheckpointPlan& plan = checkpointer->plan();
+    CheckpointStart start;
+    start.writes = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write);
+    start.reads = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read);
+    start.size_gib = static_cast<double>(plan.total_bytes()) / (1024.0 * 1024.0 * 1024.0);
+    start.ranks = cluster.size();
+    start.tensor = plan.tensor;
+    start.pipeline = plan.pipeline;
+    start.data = plan.data;
+    start.zero_stage = plan.zero_stage;
+    start.storage = checkpointer->storage_name();
+    start.fsync = c.checkpoint.fsync;
+    notify->OnCheckpointOnlyStart(start);
+    Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(session, *checkpointer);
+    if (!done.ok()) return finish_failed(done.status());
+    outcome.checkpoint_only = std::move(done).value();
+  }
+  outcome.end = metrics::Stamp::Now();
+
+  if (!with_results) {
+    Result<output::RunResults> results = output::CollectResults(session, outcome);
+    if (!results.ok()) return fail(results.status());
+    return results;
+  }
+  Result<output::RunResults> results = output::WriteResults(folder, session, outcome);
+  status = cluster.AgreeOnStatus(results.status());
+  if (!status.ok()) return finish_failed(status);
+  if (cluster.rank() == 0) {
+    status = output::WriteStatus(folder, Status::OK());
+    if (!status.ok()) return fail(status);
+  }
+  return results;
+}
+
+}  // namespace iomimic::run

@@ -1,0 +1,98 @@
+// The engine as a library: one call runs a workload manifest end to end.
+//
+// RunWorkload does what DLIO's main does: make the plugins, generate the
+// dataset, train (with evaluation and checkpoints) or run the checkpoint-only
+// workflow, write the run folder (output/results.h) and status.json, and
+// return the results model (output/model.h). It prints nothing: front ends
+// (the CLI, sweeps, searches, tests) learn what happens through a
+// RunObserver and render the model themselves (output/writers.h).
+
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cluster/cluster.h"
+#include "config/config.h"
+#include "iomimic/status.h"
+#include "metrics/records.h"
+#include "output/model.h"
+#include "plugin/registry.h"
+
+namespace iomimic::run {
+
+struct RunOptions {
+  // `iomimic generate`: write the dataset and stop (no training, evaluation
+  // or checkpoints, whatever the manifest's workflow says).
+  bool generate_only = false;
+  // Writer threads per rank for generation; 0 = the host's hardware threads.
+  unsigned generate_threads = 0;
+};
+
+// The shape of the training about to start.
+struct TrainStart {
+  std::uint64_t epochs = 0;
+  std::uint64_t steps_per_epoch = 0;  // per accelerator
+  std::uint64_t batch_size = 0;
+  int ranks = 1;
+  int accelerators_per_process = 1;
+  std::uint64_t read_threads = 0;  // per accelerator
+};
+
+// The checkpoint-only workflow about to start.
+struct CheckpointStart {
+  std::int64_t writes = 0;
+  std::int64_t reads = 0;
+  double size_gib = 0;  // one checkpoint, all ranks
+  int ranks = 1;
+  int tensor = 1, pipeline = 1, data = 1, zero_stage = 0;
+  std::string storage;  // the back end's chain
+  bool fsync = false;
+};
+
+// Generation totals over all ranks.
+struct GenerateTotals {
+  std::uint64_t files_written = 0;
+  std::uint64_t files_skipped = 0;  // already complete
+  std::uint64_t bytes_written = 0;
+  double seconds = 0;  // the slowest rank's
+};
+
+// What a front end learns while a run goes on. Every method is called on
+// every rank (a front end that prints checks its rank), from the thread that
+// called RunWorkload, one at a time, in the order listed. The defaults do
+// nothing, so an observer overrides only what it needs.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // The run folder exists (runs that train or checkpoint); results, logs and
+  // anything else the front end writes for this run belong in it.
+  virtual void OnRunFolder(const std::string& folder) { (void)folder; }
+  // Generation starts: `files` over all ranks, written below `train_folder`.
+  virtual void OnGenerateStart(std::uint64_t files, const std::string& train_folder) {
+    (void)files;
+    (void)train_folder;
+  }
+  virtual void OnGenerateEnd(const GenerateTotals& totals) { (void)totals; }
+  virtual void OnTrainStart(const TrainStart& start) { (void)start; }
+  // After each epoch, with this process's first accelerator's record and its
+  // figures (output::ComputeEpochMetrics).
+  virtual void OnEpochEnd(const metrics::EpochRecord& record, const output::EpochMetrics& metrics) {
+    (void)record;
+    (void)metrics;
+  }
+  virtual void OnCheckpointOnlyStart(const CheckpointStart& start) { (void)start; }
+  // The run failed with `status` (the same on every rank when it is a
+  // collective failure); status.json already says so when a run folder exists.
+  virtual void OnError(const Status& status) { (void)status; }
+};
+
+// Collective: every rank calls it with the same manifest. Returns the results
+// model (empty figures for a generate-only run), or the error that stopped
+// the run, which is then also in status.json when the run folder exists.
+// `observer` may be null.
+Result<output::RunResults> RunWorkload(const config::LoadedManifest& manifest,
+                                       const plugin::Registry& registry, cluster::Cluster& cluster,
+                                       const RunOptions& options, RunObserver* observer);
+
+}  // namespace iomimic::run
