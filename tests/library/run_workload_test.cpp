@@ -1,0 +1,186 @@
+// The engine used as a library, the way sweeps, searches and other front ends
+// use it: run::RunWorkload with an observer, no command line, no console.
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "config/config.h"
+#include "output/writers.h"
+#include "plugin/registry.h"
+#include "run/run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace iomimic;
+
+// Records the order of the observer's calls.
+class Recorder : public run::RunObserver {
+ public:
+  std::vector<std::string> calls;
+  std::string folder;
+  std::vector<double> epoch_au;
+
+  void OnRunFolder(const std::string& f) override {
+    folder = f;
+    calls.push_back("folder");
+  }
+  void OnGenerateStart(std::uint64_t files, const std::string&) override {
+    calls.push_back("generate " + std::to_string(files));
+  }
+  void OnGenerateEnd(const run::GenerateTotals& g) override {
+    calls.push_back("generated " + std::to_string(g.files_written));
+  }
+  void OnTrainStart(const run::TrainStart& t) override {
+    calls.push_back("train " + std::to_string(t.epochs) + "x" + std::to_string(t.steps_per_epoch));
+  }
+  void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
+    calls.push_back("epoch " + std::to_string(e.epoch));
+    epoch_au.push_back(m.train.au_percent);
+  }
+  void OnError(const Status& s) override { calls.push_back("error " + s.message()); }
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+config::LoadedManifest Manifest(const fs::path& work, const std::vector<std::string>& extra) {
+  const std::string yaml = R"(model:
+  name: library
+framework: pytorch
+workflow:
+  generate_data: True
+  train: True
+dataset:
+  format: npz
+  num_files_train: 8
+  num_samples_per_file: 1
+  record_length_bytes: 65536
+  record_length_bytes_stdev: 0
+reader:
+  batch_size: 2
+  read_threads: 1
+train:
+  epochs: 2
+  computation_time: 0.001
+)";
+  std::vector<std::string> overrides = {
+      "++workload.dataset.data_folder=" + (work / "data").string(),
+      "++workload.output.folder=" + (work / "out").string()};
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  Result<config::LoadedManifest> m = config::LoadManifestFromString(yaml, "library", overrides);
+  REQUIRE_MESSAGE(m.ok(), m.status().message());
+  return std::move(m).value();
+}
+
+// The plugins built with the tests.
+const plugin::Registry& Plugins() {
+  static const plugin::Registry* registry = [] {
+    auto* r = new plugin::Registry;
+    r->Discover(plugin::Registry::SearchPath({IOMIMIC_TEST_PLUGIN_DIR}, {}));
+    return r;
+  }();
+  return *registry;
+}
+
+fs::path FreshDir(const std::string& name) {
+  fs::path dir =
+      fs::temp_directory_path() / ("iomimic-library-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the model") {
+  const fs::path work = FreshDir("ok");
+  const config::LoadedManifest manifest = Manifest(work, {});
+  const plugin::Registry& registry = Plugins();
+  Recorder recorder;
+  Result<output::RunResults> r =
+      run::RunWorkload(manifest, registry, cluster::Cluster::Get(), {}, &recorder);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+
+  const std::vector<std::string> expected = {"folder",    "generate 8", "generated 8",
+                                             "train 2x4", "epoch 1",    "epoch 2"};
+  CHECK(recorder.calls == expected);
+  CHECK(recorder.folder == (work / "out").string());
+  REQUIRE(r->train.has_value());
+  CHECK(r->train->epochs == 2);
+  CHECK(r->train->steps_per_epoch == 4);
+  // The live epoch figures and the model's are the same computation.
+  REQUIRE(r->train->train.au_percent.size() == 2);
+  CHECK(r->train->train.au_percent[0] == doctest::Approx(recorder.epoch_au[0]));
+  CHECK(r->train->train.au_percent[1] == doctest::Approx(recorder.epoch_au[1]));
+  CHECK(r->io.bytes_read >= 2 * 8 * 65536);
+  REQUIRE(r->generate.has_value());
+  CHECK(r->generate->files_written == 8);
+  CHECK(r->accelerators == 1);
+  CHECK(r->peak_rss_mib > 0);
+
+  // The files a front end reads, and renderings of the model.
+  CHECK(fs::exists(work / "out" / "summary.json"));
+  CHECK(fs::exists(work / "out" / "0_output.json"));
+  CHECK(Slurp((work / "out" / "status.json").string()).find("\"completed\"") != std::string::npos);
+  const std::string summary = output::SummaryJson(*r, manifest);
+  CHECK(summary.find("\"train_au_percentage\"") != std::string::npos);
+  const std::string console = output::ConsoleSummary(*r, manifest, recorder.folder);
+  CHECK(console.find("train: 2 epochs x 4 steps") != std::string::npos);
+  fs::remove_all(work);
+}
+
+TEST_CASE("RunWorkload reports a failure to the observer and in status.json") {
+  const fs::path work = FreshDir("fail");
+  // Training without the dataset: refused before the first epoch.
+  const config::LoadedManifest manifest =
+      Manifest(work, {"++workload.workflow.generate_data=False"});
+  const plugin::Registry& registry = Plugins();
+  Recorder recorder;
+  Result<output::RunResults> r =
+      run::RunWorkload(manifest, registry, cluster::Cluster::Get(), {}, &recorder);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("does not exist") != std::string::npos);
+  REQUIRE(recorder.calls.size() == 2);
+  CHECK(recorder.calls[0] == "folder");
+  CHECK(recorder.calls[1].rfind("error ", 0) == 0);
+  CHECK(Slurp((work / "out" / "status.json").string()).find("\"failed\"") != std::string::npos);
+  fs::remove_all(work);
+}
+
+TEST_CASE("RunWorkload generate_only writes the data and no run folder") {
+  const fs::path work = FreshDir("generate");
+  const config::LoadedManifest manifest = Manifest(work, {});
+  const plugin::Registry& registry = Plugins();
+  Recorder recorder;
+  run::RunOptions options;
+  options.generate_only = true;
+  Result<output::RunResults> r =
+      run::RunWorkload(manifest, registry, cluster::Cluster::Get(), options, &recorder);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  const std::vector<std::string> expected = {"generate 8", "generated 8"};
+  CHECK(recorder.calls == expected);
+  CHECK_FALSE(r->train.has_value());
+  CHECK(r->generate->files_written == 8);
+  CHECK_FALSE(fs::exists(work / "out"));
+  fs::remove_all(work);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  doctest::Context context(argc, argv);
+  const int result = context.run();
+  iomimic::cluster::Cluster::Finalize();
+  return result;
+}
