@@ -158,7 +158,7 @@ Status Hdf5Reader::OpenDatasets() {
                                        " bytes do not fit in this address space");
     }
     IOMIMIC_ASSIGN_OR_RETURN(
-        sample_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(sample_bytes_)));
+        sample_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(sample_bytes_), "hdf5"));
     return Status::OK();
   }
   // Opened again: the datasets must still be the ones first seen.

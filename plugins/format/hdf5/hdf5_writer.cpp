@@ -92,7 +92,8 @@ class FileWriter {
       return Status::ResourceExhausted("hdf5: a block of " + std::to_string(need) +
                                        " bytes does not fit in memory (" + spec_.path + ")");
     }
-    IOMIMIC_ASSIGN_OR_RETURN(buffer_, AllocateHostBuffer(storage_, static_cast<std::size_t>(need)));
+    IOMIMIC_ASSIGN_OR_RETURN(buffer_,
+                             AllocateHostBuffer(storage_, static_cast<std::size_t>(need), "hdf5"));
     return Status::OK();
   }
 
@@ -272,21 +273,6 @@ bool BlockWalker::Next(std::vector<hsize_t>* start, std::vector<hsize_t>* count)
     ++index_[j];
   }
   return true;
-}
-
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("hdf5: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("hdf5: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
 }
 
 Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,

@@ -207,12 +207,11 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, JpegGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, image::AllocateHostBuffer(storage, row_bytes, "jpeg"));
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer output,
-                           image::AllocateHostBuffer(storage, kOutputBufferSize, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer output, AllocateHostBuffer(storage, kOutputBufferSize, "jpeg"));
   // Noise at quality 75 takes a little over half a byte per pixel.
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() * 3 / 4 + 4096);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "jpeg"));
   image::ChunkedWriter sink(file, spec.path, "jpeg", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
   Status sink_status;

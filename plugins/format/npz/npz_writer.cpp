@@ -12,10 +12,14 @@
 #include <utility>
 #include <vector>
 
-#include "npy_header.h"
+#include "npy_header/npy_header.h"
 
 namespace iomimic::npz {
 namespace {
+
+// np.savez opens every member with force_zip64=True: each local header
+// carries the ZIP64 extra field, whatever the member's size.
+constexpr zip::LocalZip64 kNumpyLocalZip64 = zip::LocalZip64::kInclude;
 
 // Largest payload accepted, so that every offset computation stays far from
 // 64-bit overflow.
@@ -49,7 +53,7 @@ struct ArrayPlan {
 Result<ArrayPlan> PlanArray(std::string_view descr, std::span<const std::uint64_t> shape,
                             std::uint64_t itemsize) {
   ArrayPlan plan;
-  IOMIMIC_ASSIGN_OR_RETURN(plan.header, EncodeNpyHeader(descr, shape));
+  IOMIMIC_ASSIGN_OR_RETURN(plan.header, numpy::EncodeNpyHeader(descr, shape));
   std::uint64_t bytes = itemsize;
   for (std::uint64_t d : shape) {
     if (d != 0 && bytes > kMaxPayloadBytes / d) {
@@ -296,8 +300,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
     y.compressed_size = y.uncompressed_size;
   }
 
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer first, AllocateHostBuffer(storage, chunk));
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer first, AllocateHostBuffer(storage, chunk, "npz"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk, "npz"));
   ChunkedFileSink sink(file, spec.path, first.span().first(chunk), rest.span().first(chunk));
 
   // x: placeholder local header (same size as the final one), then the data.
@@ -305,7 +309,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
   x.name = kSamplesMember;
   x.method = method;
   x.uncompressed_size = x_plan.member_size;
-  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(x, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(x, kNumpyLocalZip64, limit)));
   const std::uint64_t x_data_offset = sink.position();
 
   ContentStream content = spec.PayloadContent();
@@ -321,7 +325,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
       left -= n;
     }
   } else {
-    IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk));
+    IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk, "npz"));
     Deflater d;
     IOMIMIC_RETURN_IF_ERROR(d.Init());
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(x_plan.header), sink));
@@ -340,7 +344,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 
   // y: local header and data.
   y.local_header_offset = sink.position();
-  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(y, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(y, kNumpyLocalZip64, limit)));
   if (deflated) {
     IOMIMIC_RETURN_IF_ERROR(sink.Append(y_compressed.bytes()));
   } else {
@@ -350,26 +354,11 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 
   const zip::MemberRecord members[2] = {x, y};
   IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeDirectoryAndEnd(members, sink.position(), limit)));
-  IOMIMIC_RETURN_IF_ERROR(sink.Patch(0, zip::EncodeLocalHeader(x, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Patch(0, zip::EncodeLocalHeader(x, kNumpyLocalZip64, limit)));
   return sink.Finish();
 }
 
 }  // namespace
-
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("npz: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("npz: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
 
 Status ValidateSpec(const FileSpec& spec) {
   if (spec.sample_shape.empty()) {
@@ -382,7 +371,7 @@ Status ValidateSpec(const FileSpec& spec) {
   if (spec.num_samples == 0) {
     return Status::InvalidArgument("npz: num_samples must be at least 1");
   }
-  Result<NpyDtype> dtype = ParseNpyDescr(spec.element_type.descr);
+  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
   if (!dtype.ok()) {
     return Status::InvalidArgument("npz: element type '" + spec.element_type.name +
                                    "': " + dtype.status().message());

@@ -119,9 +119,9 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, PngGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, image::AllocateHostBuffer(storage, row_bytes, "png"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "png"));
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 4096);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "png"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "png"));
   image::ChunkedWriter sink(file, spec.path, "png", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
   Status sink_status;

@@ -64,8 +64,8 @@ Status TfRecordReader::Corrupt(const std::string& what, std::uint64_t offset) co
 Status TfRecordReader::Init() {
   example_ = std::make_unique<proto::Example>();
   if (!keep_in_memory_) {
-    IOMIMIC_ASSIGN_OR_RETURN(chunk_,
-                             AllocateHostBuffer(*storage_, static_cast<std::size_t>(transfer_)));
+    IOMIMIC_ASSIGN_OR_RETURN(
+        chunk_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(transfer_), "tfrecord"));
   }
   IOMIMIC_RETURN_IF_ERROR(StartPass());
   if (file_size_ == 0) return Status::OK();  // a file without records
@@ -105,8 +105,8 @@ Status TfRecordReader::StartPass() {
     if (image_.size() < capacity) {
       if (capacity > SIZE_MAX) return Status::ResourceExhausted(path_ + ": file too large to keep");
       image_.Reset();
-      IOMIMIC_ASSIGN_OR_RETURN(image_,
-                               AllocateHostBuffer(*storage_, static_cast<std::size_t>(capacity)));
+      IOMIMIC_ASSIGN_OR_RETURN(
+          image_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(capacity), "tfrecord"));
     }
   }
   window_begin_ = 0;

@@ -209,9 +209,9 @@ Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
   const ImageGeometry& g = plan.geometry;
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   const std::size_t strip_bytes = row_bytes * plan.rows_per_strip;
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer strip, image::AllocateHostBuffer(storage, strip_bytes, "tiff"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer strip, AllocateHostBuffer(storage, strip_bytes, "tiff"));
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 65536);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "tiff"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "tiff"));
   image::ChunkedWriter sink(file, spec.path, "tiff", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
 

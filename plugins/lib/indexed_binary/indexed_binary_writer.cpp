@@ -93,7 +93,8 @@ Status WriteImpl(Storage& storage, File& file, const FileSpec& spec, Flavor flav
   std::uint64_t buffer_size = std::min(configured, std::max(total, index_bytes));
   buffer_size = RoundUp(std::max<std::uint64_t>(buffer_size, 1), unit);
   IOMIMIC_ASSIGN_OR_RETURN(
-      Buffer buffer, AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), flavor));
+      Buffer buffer,
+      AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), FlavorName(flavor)));
   std::span<std::byte> chunk = buffer.span().first(static_cast<std::size_t>(buffer_size));
 
   // 1. The data: the content stream, chunk by chunk.
@@ -123,7 +124,8 @@ Status WriteFrameImpl(Storage& storage, const FileSpec& spec, Flavor flavor,
   std::uint64_t buffer_size = std::min(configured, spec.num_samples * kIndexEntrySize);
   buffer_size = RoundUp(std::max<std::uint64_t>(buffer_size, 1), unit);
   IOMIMIC_ASSIGN_OR_RETURN(
-      Buffer buffer, AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), flavor));
+      Buffer buffer,
+      AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), FlavorName(flavor)));
   return WriteIndexFiles(storage, spec, flavor,
                          buffer.span().first(static_cast<std::size_t>(buffer_size)));
 }

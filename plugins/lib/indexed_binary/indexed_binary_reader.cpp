@@ -114,7 +114,7 @@ Status IndexedBinaryReader::ReadIndexFile(const std::string& index_path,
   const std::size_t request = std::min(bytes, kMaxIndexRequest);
   Buffer staging;
   if (request > 0) {
-    IOMIMIC_ASSIGN_OR_RETURN(staging, AllocateHostBuffer(*storage_, request, flavor_));
+    IOMIMIC_ASSIGN_OR_RETURN(staging, AllocateHostBuffer(*storage_, request, FlavorName(flavor_)));
   }
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min(request, bytes - done);
