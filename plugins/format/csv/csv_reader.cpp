@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "csv_writer.h"
+#include "iomimic/guard.h"
 #include "zip/zip_records.h"
 
 namespace iomimic::csv {
@@ -47,18 +48,14 @@ Result<std::unique_ptr<FileReader>> CsvReader::Open(const std::string& path,
                                                     const ReaderOptions& options) {
   if (options.storage == nullptr)
     return Status::InvalidArgument("csv: ReaderOptions.storage is null");
-  try {
+  return Guard("csv", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<CsvReader> reader(new CsvReader(path, options));
     IOMIMIC_ASSIGN_OR_RETURN(
         reader->chunk_,
         AllocateHostBuffer(*options.storage, static_cast<std::size_t>(reader->transfer_), "csv"));
     IOMIMIC_RETURN_IF_ERROR(reader->Load());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("csv: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("csv: opening " + path + ": " + e.what());
-  }
+  });
 }
 
 Status CsvReader::ReadExact(File& file, std::uint64_t offset, std::span<std::byte> out,
@@ -291,30 +288,27 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
 }
 
 Result<SampleView> CsvReader::ReadSample(std::uint64_t index) {
-  try {
-    if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
-    served_ = true;
-    if (index >= table_.rows) {
-      return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
-                                " is out of range (the file has " + std::to_string(table_.rows) +
-                                " rows)");
-    }
-    if (!decode_) return SampleView{{}, table_.columns * 8};
-    const std::size_t columns = static_cast<std::size_t>(table_.columns);
-    const std::uint64_t* row = table_.slots.data() + index * table_.columns;
-    if (table_.kind == TableKind::kBool) {
-      row_.resize(columns);
-      for (std::size_t c = 0; c < columns; ++c) row_[c] = static_cast<std::byte>(row[c] != 0);
-      return SampleView{std::span<const std::byte>(row_), columns};
-    }
-    return SampleView{std::as_bytes(std::span<const std::uint64_t>(row, columns)), columns * 8};
-  } catch (const std::bad_alloc&) {
-    loaded_ = false;
-    return Status::ResourceExhausted("csv: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    loaded_ = false;
-    return Status::Internal("csv: reading " + path_ + ": " + e.what());
-  }
+  return Guard(
+      "csv", "reading", path_,
+      [&]() -> Result<SampleView> {
+        if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
+        served_ = true;
+        if (index >= table_.rows) {
+          return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
+                                    " is out of range (the file has " +
+                                    std::to_string(table_.rows) + " rows)");
+        }
+        if (!decode_) return SampleView{{}, table_.columns * 8};
+        const std::size_t columns = static_cast<std::size_t>(table_.columns);
+        const std::uint64_t* row = table_.slots.data() + index * table_.columns;
+        if (table_.kind == TableKind::kBool) {
+          row_.resize(columns);
+          for (std::size_t c = 0; c < columns; ++c) row_[c] = static_cast<std::byte>(row[c] != 0);
+          return SampleView{std::span<const std::byte>(row_), columns};
+        }
+        return SampleView{std::as_bytes(std::span<const std::uint64_t>(row, columns)), columns * 8};
+      },
+      [&] { loaded_ = false; });
 }
 
 }  // namespace iomimic::csv

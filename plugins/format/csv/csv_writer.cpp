@@ -13,6 +13,7 @@
 
 #include "csv_codec.h"
 #include "csv_values.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::csv {
 namespace {
@@ -295,15 +296,9 @@ Status ValidateSpec(const FileSpec& spec) {
 
 Status WriteCsvFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("csv", "writing", spec.path, [&]() -> Status {
     return WriteCsvFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("csv: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("csv: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("csv: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::csv

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hdf5_vfd.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::hdf5 {
 namespace {
@@ -277,19 +278,13 @@ bool BlockWalker::Next(std::vector<hsize_t>* start, std::vector<hsize_t>* count)
 
 Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  try {
+  return Guard("hdf5", "writing", spec.path, [&]() -> Status {
     IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
     ApiLock lock;
     QuietErrors();
     FileWriter writer(storage, file, spec, layout, options);
     return writer.Write();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("hdf5: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 Status CanWriteHdf5InParts(const FileSpec& spec) {
@@ -308,7 +303,7 @@ Status CanWriteHdf5InParts(const FileSpec& spec) {
 
 Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpec& spec,
                                      const WriterOptions& options) {
-  try {
+  return Guard("hdf5", "writing", spec.path, [&]() -> Result<PayloadLayout> {
     IOMIMIC_RETURN_IF_ERROR(CanWriteHdf5InParts(spec));
     IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
     std::uint64_t payload_offset = 0;
@@ -325,11 +320,7 @@ Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpe
     IOMIMIC_ASSIGN_OR_RETURN(out.file_size, file.Size());
     out.file_size = std::max(out.file_size, out.payload_offset + out.payload_bytes);
     return out;
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
-  }
+  });
 }
 
 }  // namespace iomimic::hdf5

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/guard.h"
 #include "npy_writer.h"
 
 namespace iomimic::npy {
@@ -112,17 +113,11 @@ Result<std::unique_ptr<FileReader>> NpyReader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument("npy: ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard("npy", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpyReader> reader(new NpyReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npy: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npy: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status NpyReader::Init() {
@@ -321,27 +316,21 @@ Status NpyReader::MakeSampleMajor() {
 }
 
 Result<SampleView> NpyReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed load leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
-      AbortLoad();
-      loaded_ = false;
-    }
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::ResourceExhausted("npy: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal("npy: reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal("npy: reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "npy", "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed load leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
+          AbortLoad();
+          loaded_ = false;
+        }
+        return r;
+      },
+      [&] {
+        AbortLoad();
+        loaded_ = false;
+      });
 }
 
 Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {

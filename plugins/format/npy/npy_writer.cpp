@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/guard.h"
 #include "npy_header/npy_header.h"
 
 namespace iomimic::npy {
@@ -106,25 +107,17 @@ Result<std::string> EncodeHeader(const FileSpec& spec) {
 
 Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
   IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec));
-  try {
+  return Guard("npy", "computing the file size", "", [&]() -> Result<std::uint64_t> {
     IOMIMIC_ASSIGN_OR_RETURN(const std::string header, EncodeHeader(spec));
     return header.size() + spec.sample_bytes() * spec.num_samples;
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory computing the file size");
-  }
+  });
 }
 
 Status WriteNpyFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("npy", "writing", spec.path, [&]() -> Status {
     return WriteNpyFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npy: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npy: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::npy

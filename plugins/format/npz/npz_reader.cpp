@@ -11,6 +11,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/guard.h"
 #include "npz_writer.h"
 
 namespace iomimic::npz {
@@ -309,17 +310,11 @@ Result<std::unique_ptr<FileReader>> NpzReader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument("npz: ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard("npz", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpzReader> reader(new NpzReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npz: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npz: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status NpzReader::Init() {
@@ -663,21 +658,15 @@ Status NpzReader::FinishLoad() {
 }
 
 Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed load leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortLoad();
-    return Status::ResourceExhausted("npz: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    AbortLoad();
-    return Status::Internal("npz: reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortLoad();
-    return Status::Internal("npz: reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "npz", "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed load leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
+        return r;
+      },
+      [&] { AbortLoad(); });
 }
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/guard.h"
 #include "npy_header/npy_header.h"
 
 namespace iomimic::npz {
@@ -402,7 +403,7 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
   if (IsCompressed(spec)) {
     return Status::NotSupported("npz: the size of a compressed (zip) file depends on its content");
   }
-  try {
+  return Guard("npz", "computing the file size", "", [&]() -> Result<std::uint64_t> {
     IOMIMIC_ASSIGN_OR_RETURN(ArrayPlan x_plan, PlanSamples(spec));
     IOMIMIC_ASSIGN_OR_RETURN(ArrayPlan y_plan, PlanLabels(spec));
     zip::MemberRecord members[2];
@@ -417,22 +418,14 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
                                            y_plan.member_size;
     return directory_offset +
            zip::EncodeDirectoryAndEnd(members, directory_offset, options.zip64_limit).size();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory computing the file size");
-  }
+  });
 }
 
 Status WriteNpzFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("npz", "writing", spec.path, [&]() -> Status {
     return WriteNpzFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npz: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npz: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::npz

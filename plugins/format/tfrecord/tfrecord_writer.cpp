@@ -10,6 +10,7 @@
 
 #include "crc32c.h"
 #include "example_wire.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::tfrecord {
 namespace {
@@ -271,15 +272,9 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
 
 Status WriteTfRecordFile(Storage& storage, File& file, const FileSpec& spec,
                          const WriterOptions& options) {
-  try {
+  return Guard("tfrecord", "writing", spec.path, [&]() -> Status {
     return WriteTfRecordFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tfrecord: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("tfrecord: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("tfrecord: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::tfrecord

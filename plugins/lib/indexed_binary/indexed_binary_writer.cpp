@@ -9,6 +9,8 @@
 #include <numeric>
 #include <utility>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::indexed_binary {
 namespace {
 
@@ -186,26 +188,14 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, Flavor flavor) {
 
 Status WriteIndexedBinaryFrame(Storage& storage, const FileSpec& spec, Flavor flavor,
                                const WriterOptions& options) {
-  try {
-    return WriteFrameImpl(storage, spec, flavor, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(std::string(FlavorName(flavor)) +
-                                     ": out of memory writing the index of " + spec.path);
-  }
+  return Guard(FlavorName(flavor), "writing the index of", spec.path,
+               [&]() -> Status { return WriteFrameImpl(storage, spec, flavor, options); });
 }
 
 Status WriteIndexedBinaryFile(Storage& storage, File& file, const FileSpec& spec, Flavor flavor,
                               const WriterOptions& options) {
-  const std::string name(FlavorName(flavor));
-  try {
-    return WriteImpl(storage, file, spec, flavor, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name + ": out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal(name + ": writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal(name + ": writing " + spec.path + ": unknown exception");
-  }
+  return Guard(FlavorName(flavor), "writing", spec.path,
+               [&]() -> Status { return WriteImpl(storage, file, spec, flavor, options); });
 }
 
 }  // namespace iomimic::indexed_binary

@@ -18,7 +18,7 @@
 
 namespace iomimic::testing {
 
-class MemoryStorage final : public Storage {
+class MemoryStorage : public Storage {
  public:
   std::string name() const override { return "memory"; }
   StorageCapabilities capabilities() const override {
