@@ -1,11 +1,11 @@
 // The run folder: what DLIO's and MLPerf Storage's tools read, plus iomimic's
 // own measurements.
 //
-//   summary.json                 rank 0; DLIO's keys (§5.4) + an "iomimic" object
-//   <rank>_per_epoch_stats.json  every rank (§5.5)
-//   <rank>_output.json           every rank (§5.5); streamed, per-step lists
+//   summary.json                 rank 0; DLIO's keys (docs/dlio-compat.md §5.2) + an "iomimic"
+//   object <rank>_per_epoch_stats.json  every rank (docs/dlio-compat.md §5.3) <rank>_output.json
+//   every rank (§5.3); streamed, per-step lists
 //                                bounded by iomimic.max_step_list (README.md)
-//   <output_subdir>/config.yaml  resolved manifest under `workload:` (§6.3)
+//   <output_subdir>/config.yaml  resolved manifest under `workload:` (§5.4)
 //   <output_subdir>/overrides.yaml  the command-line overrides, a YAML list
 //   status.json                  rank 0; "completed" or "failed" with the error
 //
