@@ -4,8 +4,8 @@
 Usage: jpeg_interop.py --iomimic BIN --source REPO --work EMPTY_DIR
 
 No workload shipped in workloads/ uses jpeg (DLIO's resnet50 configs there
-are tfrecord; the jpeg runs in dlio-syscalls.md used a resnet50_small
-variant), so this runs DLIO's default workload (workloads/default.yaml) with
+are tfrecord; the traced jpeg runs of docs/dlio-compat.md §2.4 used a
+resnet50_small variant), so this runs DLIO's default workload (workloads/default.yaml) with
 format jpeg and shrinking overrides: a few dozen 64x64-ish images
 (record_length_bytes 4096 with a stdev, so sizes vary), short compute times.
 It generates the dataset with the real binary, then checks every file with

@@ -64,7 +64,7 @@ def workload(name):
     return os.path.join(ARGS.source, "workloads", name + ".yaml")
 
 
-# --- §5.4 of dlio-compat.md: key -> type -------------------------------------
+# --- docs/dlio-compat.md §5.2: key -> type ------------------------------------
 SUMMARY_TOP = [
     ("start", str), ("num_accelerators", int), ("num_hosts", int), ("hostname", str),
     ("metric", dict), ("num_files_train", int), ("num_files_eval", int),

@@ -4,6 +4,8 @@
 
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
+#include "iomimic/forwarding_storage.h"
+#include "iomimic/guard.h"
 #include "iomimic/options.h"
 #include "iomimic/plugin.h"
 #include "iomimic/random.h"

@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "iomimic/buffer.h"
@@ -194,5 +195,30 @@ class Storage {
     return b;
   }
 };
+
+// Returns a buffer of at least `size` bytes that the caller may read and
+// write from the CPU (formats fill and parse such buffers). It is the back
+// end's own (Storage::Allocate), so transfers through it need no bounce, when
+// that one is host-accessible; otherwise (a back end handing out device
+// memory) it is host memory aligned to the back end's alignment, at least 64.
+// Errors name `who` (the plugin, e.g. "npz"): the back end's error with the
+// context "<who>: allocating <size> bytes", or kResourceExhausted
+// "<who>: cannot allocate <size> bytes of host memory". Only building an error
+// message can throw (std::bad_alloc).
+inline Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, std::string_view who) {
+  Result<Buffer> made = storage.Allocate(size);
+  if (!made.ok()) {
+    return made.status().WithContext(std::string(who) + ": allocating " + std::to_string(size) +
+                                     " bytes");
+  }
+  if (made->host_accessible() && made->size() >= size) return made;
+  const std::size_t align = storage.capabilities().alignment;
+  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
+  if (size != 0 && host.empty()) {
+    return Status::ResourceExhausted(std::string(who) + ": cannot allocate " +
+                                     std::to_string(size) + " bytes of host memory");
+  }
+  return host;
+}
 
 }  // namespace iomimic

@@ -1,6 +1,6 @@
 // The resolved workload manifest.
 //
-// A Config holds every DLIO workload key (reference/dlio-compat.md §1.3) with
+// A Config holds every DLIO workload key (docs/dlio-compat.md §1.3) with
 // DLIO's defaults, the legacy spellings of §1.4 folded in, and iomimic's own
 // keys (plugin selection and options). It is a plain value: no YAML types
 // leak out of the config subsystem, so every other layer can include this
@@ -18,7 +18,7 @@
 
 namespace iomimic::config {
 
-// A time distribution (§1.7). Seconds. Draws are non-negative (DLIO sleeps
+// A time distribution (docs/dlio-compat.md §1.7). Seconds. Draws are non-negative (DLIO sleeps
 // the absolute value of a draw).
 struct Distribution {
   enum class Kind { kConstant, kNormal, kUniform, kGamma, kExponential, kPoisson };

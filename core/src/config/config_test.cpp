@@ -16,24 +16,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The DLIO workload files: IOMIMIC_SHARED_WORKLOADS_DIR, else
-// <repo>/../shared/dlio-workloads. Empty when not there.
-fs::path SharedWorkloadsDir() {
-#ifdef IOMIMIC_SHARED_WORKLOADS_DIR
-  fs::path dir = IOMIMIC_SHARED_WORKLOADS_DIR;
-#else
-  // This file is <repo>/core/src/config/config_test.cpp.
-  const fs::path repo =
-      fs::absolute(__FILE__).parent_path().parent_path().parent_path().parent_path();
-  fs::path dir = repo.parent_path() / "shared" / "dlio-workloads";
-#endif
+// The workload files shipped in the repository (workloads/: DLIO's
+// configs/workload/*.yaml and quickstart.yaml). Empty when not there.
+fs::path WorkloadsDir() {
+  const fs::path dir = IOMIMIC_WORKLOADS_SOURCE_DIR;
   std::error_code error;
   return fs::is_directory(dir, error) ? dir : fs::path();
 }
 
-std::vector<fs::path> SharedWorkloads() {
+std::vector<fs::path> ShippedWorkloads() {
   std::vector<fs::path> files;
-  const fs::path dir = SharedWorkloadsDir();
+  const fs::path dir = WorkloadsDir();
   if (dir.empty()) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".yaml") files.push_back(entry.path());
@@ -98,9 +91,9 @@ class TempDir {
 };
 
 TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
-  const std::vector<fs::path> files = SharedWorkloads();
+  const std::vector<fs::path> files = ShippedWorkloads();
   if (files.empty()) {
-    MESSAGE("shared/dlio-workloads not found; skipped");
+    MESSAGE("workloads/ not found; skipped");
     return;
   }
   CHECK(files.size() >= 20);
@@ -131,7 +124,7 @@ TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
 }
 
 TEST_CASE("shipped workload values") {
-  const fs::path dir = SharedWorkloadsDir();
+  const fs::path dir = WorkloadsDir();
   if (dir.empty()) return;
 
   SUBCASE("unet3d_h100") {
@@ -208,7 +201,7 @@ TEST_CASE("shipped workload values") {
     CHECK(c.model.type == "transformer");
     CHECK(c.model.vocab_size == 128256);
     CHECK(c.model.ffn_hidden_size == 28672);
-    CHECK(c.checkpoint.fsync);  // honoured, unlike DLIO HEAD (§1.5)
+    CHECK(c.checkpoint.fsync);  // honoured, unlike DLIO HEAD (docs/dlio-compat.md §1.5)
     CHECK(c.checkpoint.num_checkpoints_write == 10);
     CHECK(c.checkpoint.num_checkpoints_read == 10);
     CHECK(c.checkpoint.time_between_checkpoints == 5);
@@ -233,7 +226,7 @@ TEST_CASE("shipped workload values") {
   }
 }
 
-TEST_CASE("an empty manifest holds DLIO's defaults (reference §1.3)") {
+TEST_CASE("an empty manifest holds DLIO's defaults (docs/dlio-compat.md §1.3)") {
   const LoadedManifest m = MustLoad("");
   const Config& c = m.config;
   CHECK(m.warnings.empty());
@@ -520,7 +513,7 @@ iomimic: {sample_log: true, dlio_order: true, checksum: true, max_step_list: 0,
 }
 
 TEST_CASE("workload selection") {
-  const fs::path shared = SharedWorkloadsDir();
+  const fs::path shared = WorkloadsDir();
   if (!shared.empty()) {
     SUBCASE("by ManifestSource::workload") {
       ManifestSource source;
@@ -751,7 +744,7 @@ TEST_CASE("overrides") {
   }
 }
 
-TEST_CASE("legacy keys (reference §1.4)") {
+TEST_CASE("legacy keys (docs/dlio-compat.md §1.4)") {
   const LoadedManifest m = MustLoad(R"(model: resnet
 dataset:
   record_length: 1000
@@ -946,7 +939,7 @@ TEST_CASE("shuffle modes and read types") {
   CHECK(ReadTypeName(ReadType::kMemory) == "memory");
 }
 
-TEST_CASE("time distributions (reference §1.7)") {
+TEST_CASE("time distributions (docs/dlio-compat.md §1.7)") {
   using Kind = Distribution::Kind;
   auto time = [](const std::string& yaml) { return MustLoad(yaml).config.train.computation_time; };
 
@@ -1138,7 +1131,7 @@ TEST_CASE("reader.odirect selects the odirect storage back end") {
   CHECK(c.reader.odirect);
 }
 
-TEST_CASE("cross-key validation (reference §1.8)") {
+TEST_CASE("cross-key validation (docs/dlio-compat.md §1.8)") {
   CHECK(LoadError("dataset:\n  record_dims: [4, 4]\n  record_length_bytes_stdev: 10\n") ==
         "t.yaml:3:30: error: dataset.record_length_bytes_stdev: must be 0 when "
         "dataset.record_dims is set (give record_length_bytes with a stdev instead of "

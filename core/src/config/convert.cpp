@@ -325,7 +325,8 @@ Status Converter::Shuffle(const Section& section, std::string_view key, ShuffleM
   if (node.IsScalar()) {
     const std::string& text = node.Scalar();
     // YAML 1.1 reads a bare `off` as false (and `on` as true); DLIO's enum
-    // names are off/seed/random. An explicit off means off (§1.5).
+    // names are off/seed/random. An explicit off means off
+    // (docs/dlio-compat.md §1.5).
     if (text == "seed") {
       *out = ShuffleMode::kSeed;
       return Status::OK();

@@ -23,7 +23,7 @@ void WarnUnknownKeys(const YAML::Node& root, const Locator& locator,
 Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* config,
                    std::vector<Diagnostic>* warnings);
 
-// The cross-key checks of reference §1.8 that need no knowledge of the MPI
+// The cross-key checks of docs/dlio-compat.md §1.8 that need no knowledge of the MPI
 // job. Errors point at the offending key in `root` when it is there.
 Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator);
 

@@ -1,4 +1,4 @@
-// Hydra-style command-line overrides (reference/dlio-compat.md §1.1):
+// Hydra-style command-line overrides (docs/dlio-compat.md §1.1):
 //   ++workload.a.b=v   set, creating the key when absent
 //   workload.a.b=v     replace a key the manifest has (or a known key)
 //   +workload.a.b=v    add a key the manifest lacks

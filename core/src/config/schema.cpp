@@ -16,7 +16,7 @@ constexpr KeyKind kV = KeyKind::kValue;
 constexpr KeyKind kD = KeyKind::kDistribution;
 constexpr KeyKind kF = KeyKind::kFreeMap;
 
-// Every key the converter reads, in the order of reference §1.2/§1.3.
+// Every key the converter reads, in the order of docs/dlio-compat.md §1.2/§1.3.
 constexpr KnownKey kKnownKeys[] = {
     {"model", kS},
     {"model.name", kV},
@@ -161,7 +161,7 @@ constexpr KnownKey kKnownKeys[] = {
     {"iomimic.dedupe_percentage", kV},
 };
 
-// Legacy leaf keys (§1.4) and their current spelling.
+// Legacy leaf keys (docs/dlio-compat.md §1.4) and their current spelling.
 constexpr std::pair<std::string_view, std::string_view> kLegacyKeys[] = {
     {"dataset.record_length", "dataset.record_length_bytes"},
     {"dataset.record_length_stdev", "dataset.record_length_bytes_stdev"},

@@ -1,4 +1,4 @@
-// The set of manifest keys iomimic knows (reference/dlio-compat.md §1.3 and
+// The set of manifest keys iomimic knows (docs/dlio-compat.md §1.3 and
 // iomimic's own keys), DLIO's legacy spellings (§1.4), and "did you mean"
 // suggestions for unknown keys. Paths are dotted and relative to the
 // workload root, e.g. "dataset.hdf5.chunk_dims".
@@ -16,7 +16,7 @@ namespace iomimic::config::internal {
 enum class KeyKind {
   kSection,       // a map of known keys
   kValue,         // a scalar or a list
-  kDistribution,  // a number or a distribution map (§1.7)
+  kDistribution,  // a number or a distribution map (docs/dlio-compat.md §1.7)
   kFreeMap,       // a map whose keys are free (storage_options, plugin options)
 };
 

@@ -76,7 +76,7 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path, const
 YAML::Node UnwrapWorkloadRoot(const YAML::Node& root, const Locator& locator,
                               std::vector<Diagnostic>* warnings);
 
-// Rewrites DLIO's legacy spellings (§1.4) in place to the current ones:
+// Rewrites DLIO's legacy spellings (docs/dlio-compat.md §1.4) in place to the current ones:
 // `data_reader:` -> `reader:`, scalar `model: <name>` -> `model.name`,
 // dataset.record_length{,_stdev,_resize} -> record_length_bytes{,_stdev,_resize},
 // checkpoint.model_size -> model.model_size_bytes. Fails when both spellings

@@ -1,4 +1,4 @@
-// Checkpoint writing and reading (reference/dlio-compat.md §4.9).
+// Checkpoint writing and reading (docs/dlio-compat.md §3.5).
 //
 // Each rank writes the files the checkpoint plan gives it under
 // <checkpoint_folder>/global_epoch<E>_step<S>/, streaming from a small

@@ -5,7 +5,7 @@
 // spins on steady_clock for the rest (a plain sleep overshoots by tens of
 // microseconds, which is several percent of a DLRM-sized step).
 //
-// TimeSampler draws durations from a manifest distribution (§1.7) with a
+// TimeSampler draws durations from a manifest distribution (docs/dlio-compat.md §1.7) with a
 // seeded generator; like DLIO it returns the absolute value of a draw.
 
 #pragma once

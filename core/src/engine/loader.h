@@ -34,7 +34,8 @@
 
 namespace iomimic::engine {
 
-// Bytes of the tensor DLIO's readers return per sample (§1.6 resized_image):
+// Bytes of the tensor DLIO's readers return per sample (docs/dlio-compat.md §1.6,
+// resized image):
 // transformed_record_dims x element size, else floor(sqrt(resize))^2, else
 // floor(sqrt(record_length_bytes))^2.
 std::uint64_t ResizedSampleBytes(const config::Config& config);

@@ -232,7 +232,8 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
     }
     if (any_failed) break;
     if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
-      // Step mode: the checkpoint sits between two blocks, outside AU (§4.2).
+      // Step mode: the checkpoint sits between two blocks, outside AU
+      // (docs/dlio-compat.md §3.2).
       // Checkpoints are written with one accelerator per process.
       end_block();
       metrics::CheckpointRecord save;

@@ -1,4 +1,4 @@
-// Training and evaluation replay (reference/dlio-compat.md §4.2, §4.3).
+// Training and evaluation replay (docs/dlio-compat.md §3.2, §3.3).
 //
 // Per training step: wait for the next batch (data wait), emulate compute
 // with the configured distribution, then a barrier across ranks. Per epoch,

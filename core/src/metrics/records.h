@@ -76,12 +76,12 @@ struct PhaseMetrics {
   std::uint64_t steps = 0;
 };
 
-// DLIO's training block formula (§5.1): window steps s..S-1-e, AU =
+// DLIO's training block formula (docs/dlio-compat.md §4.1): window steps s..S-1-e, AU =
 // 100 * sum(compute in window) / (block time - proc of excluded steps),
 // throughput = (S - 2) / that time * batch size (the hard-coded 2 is DLIO's).
 PhaseMetrics TrainBlockMetrics(const PhaseRecord& block, std::uint64_t exclude_start,
                                std::uint64_t exclude_end, std::uint64_t batch_size);
-// Evaluation (§5.1): AU like training over the whole pass, throughput =
+// Evaluation (docs/dlio-compat.md §4.1): AU like training over the whole pass, throughput =
 // steps / (end - start) * batch size.
 PhaseMetrics EvalMetrics(const PhaseRecord& eval, std::uint64_t exclude_start,
                          std::uint64_t exclude_end, std::uint64_t batch_size);

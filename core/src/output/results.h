@@ -1,11 +1,11 @@
 // The run folder: what DLIO's and MLPerf Storage's tools read, plus iomimic's
 // own measurements.
 //
-//   summary.json                 rank 0; DLIO's keys + an "iomimic" object
-//   <id>_per_epoch_stats.json    one per emulated accelerator
-//   <id>_output.json             one per emulated accelerator; streamed,
+//   summary.json                 rank 0; DLIO's keys (docs/dlio-compat.md §5.2) + "iomimic"
+//   <id>_per_epoch_stats.json    one per emulated accelerator (docs/dlio-compat.md §5.3)
+//   <id>_output.json             one per emulated accelerator (§5.3); streamed,
 //                                per-step lists bounded by iomimic.max_step_list
-//   <output_subdir>/config.yaml  resolved manifest under `workload:`
+//   <output_subdir>/config.yaml  resolved manifest under `workload:` (§5.4)
 //   <output_subdir>/overrides.yaml  the command-line overrides, a YAML list
 //   status.json                  rank 0; "completed" or "failed" with the error
 //

@@ -1,5 +1,5 @@
 // The checkpoint plan: which rank writes which files of which size, as DLIO
-// computes it (reference/dlio-compat.md §4.9), as a pure function of the
+// computes it (docs/dlio-compat.md §3.5), as a pure function of the
 // manifest and the world size.
 //
 // Three sizing models, chosen from the manifest:

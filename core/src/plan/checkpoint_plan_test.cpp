@@ -30,7 +30,9 @@ TEST_CASE("transformer parameter counts follow DLIO's formula") {
   CHECK(TransformerParameters(Workload("llama_70b").model) == 69882617856ULL);
 }
 
-TEST_CASE("llama checkpoint totals match §4.9 (8B 104.7 GiB, 70B 911 GiB, 405B 5292 GiB)") {
+TEST_CASE(
+    "llama checkpoint totals match docs/dlio-compat.md §3.5 (8B 104.7 GiB, 70B 911 GiB, 405B 5292 "
+    "GiB)") {
   CHECK(TotalGiB("llama_8b_zero3", 8) == doctest::Approx(104.7).epsilon(0.001));
   CHECK(TotalGiB("llama_70b", 32) == doctest::Approx(911.2).epsilon(0.001));
   CHECK(TotalGiB("llama_70b_zero3", 64) == doctest::Approx(911.2).epsilon(0.001));

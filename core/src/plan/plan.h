@@ -48,7 +48,8 @@ class DatasetLayout {
   std::string FilePath(Split split, std::uint64_t index) const;
 
   // Per-sample shape of file `global_index`: record_dims, or {d1, d2} drawn
-  // from DLIO's seeded normal distribution (§1.6), identical to DLIO's.
+  // from DLIO's seeded normal distribution
+  // (docs/dlio-compat.md §1.6), identical to DLIO's.
   std::vector<std::uint64_t> SampleShape(std::uint64_t global_index) const;
   // The full FileSpec for generating file `global_index`.
   FileSpec Spec(std::uint64_t global_index, const ElementType& element_type) const;

@@ -1,6 +1,6 @@
 // Compression of CSV files, as pandas' to_csv/read_csv apply it: gzip (zlib,
 // gzip wrapper), bz2 (libbz2), xz (liblzma, .xz container with CRC64) and
-// zip (one deflated member; the container is in csv_zip.h, this file only
+// zip (one deflated member; the container is in zip/zip_records.h, this file only
 // provides its raw deflate stream).
 //
 // Compressors and decompressors stream: memory stays at their own state and

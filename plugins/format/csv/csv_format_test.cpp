@@ -32,9 +32,9 @@
 #include "csv_reader.h"
 #include "csv_values.h"
 #include "csv_writer.h"
-#include "csv_zip.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "zip/zip_records.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -780,20 +780,32 @@ TEST_CASE("zip container: one member named like the file, sizes and CRC") {
     spec.path = "/z/img_1_of_2.csv";
     REQUIRE(WriteSpec(zformat, storage, spec).ok());
     const std::vector<std::byte> bytes = storage.Bytes(spec.path);
-    Result<zip::Directory> dir = zip::ParseEndRecord(
-        std::span<const std::byte>(bytes).last(zip::kEndRecordSize), bytes.size() - 22, spec.path);
+    const std::span<const std::byte> all(bytes);
+    const std::uint64_t end_offset = bytes.size() - zip::kEndOfCentralDirSize;
+    Result<zip::EndRecord> dir =
+        zip::ParseEndRecord(all.last(zip::kEndOfCentralDirSize), end_offset);
     REQUIRE(dir.ok());
+    // With the limit at 0 the directory's place is in the ZIP64 end record.
+    const std::uint64_t locator_offset = end_offset - zip::kZip64LocatorSize;
+    const bool zip64_end = zip::IsZip64Locator(all.subspan(locator_offset));
+    CHECK(zip64_end == (limit == 0));
+    if (zip64_end) {
+      const std::uint64_t record_offset = locator_offset - zip::kZip64EndOfCentralDirSize;
+      REQUIRE(zip::ApplyZip64EndRecord(all.subspan(record_offset), record_offset, &*dir).ok());
+    }
     CHECK(dir->entries == 1);
-    Result<zip::Member> m = zip::ParseCentralEntry(
-        std::span<const std::byte>(bytes).subspan(dir->offset, dir->size), dir->offset, spec.path);
+    std::size_t pos = 0;
+    Result<zip::MemberRecord> m = zip::ParseCentralEntry(
+        all.subspan(dir->directory_offset, dir->directory_size), &pos, dir->directory_offset);
     REQUIRE(m.ok());
     CHECK(m->name == "img_1_of_2.csv");
     CHECK(m->method == zip::kMethodDeflated);
     CHECK(m->uncompressed_size == text.size());
     CHECK(m->crc32 == crc32_z(0, reinterpret_cast<const Bytef*>(text.data()), text.size()));
     // The patched local header agrees with the directory.
-    const std::string local = zip::EncodeLocalHeader(*m, limit == 0);
-    CHECK(Text(std::span<const std::byte>(bytes).first(local.size())) == local);
+    const std::vector<std::byte> local = zip::EncodeLocalHeader(
+        *m, limit == 0 ? zip::LocalZip64::kInclude : zip::LocalZip64::kOmit, limit);
+    CHECK(Text(all.first(local.size())) == Text(local));
     CHECK((limit == 0) == (LoadAs<std::uint16_t>(bytes.data() + 28) == 20));  // ZIP64 extra
     CheckSamples(zformat, storage, spec, true, 0, {0, 1, 2, 3, 4});
   }
@@ -1101,10 +1113,10 @@ TEST_CASE("corruption is reported with path and offset") {
   }
   SUBCASE("zip with two members") {
     // Two stored members, hand-made.
-    zip::Member a{"a.csv", zip::kMethodStored, 0, 4, 4, 0};
+    zip::MemberRecord a{"a.csv", zip::kMethodStored, 0, 0, 4, 4, 0};
     a.crc32 = static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>("1,2\n"), 4));
-    std::string file = zip::EncodeLocalHeader(a, false) + "1,2\n";
-    std::string dir = zip::EncodeDirectoryAndEnd(a, file.size());
+    std::string file = Text(zip::EncodeLocalHeader(a, zip::LocalZip64::kOmit)) + "1,2\n";
+    std::string dir = Text(zip::EncodeDirectoryAndEnd(std::span(&a, 1), file.size()));
     // Patch the entry counts of the end record to 2.
     dir[dir.size() - 12] = 2;
     dir[dir.size() - 14] = 2;
@@ -1112,11 +1124,11 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path, "holds 2 members");
   }
   SUBCASE("zip: stored member and archive comment are accepted") {
-    zip::Member a{"a.csv", zip::kMethodStored, 0, 8, 8, 0};
+    zip::MemberRecord a{"a.csv", zip::kMethodStored, 0, 0, 8, 8, 0};
     a.crc32 =
         static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>("1,2\n3,4\n"), 8));
-    std::string file = zip::EncodeLocalHeader(a, false) + "1,2\n3,4\n";
-    std::string dir = zip::EncodeDirectoryAndEnd(a, file.size());
+    std::string file = Text(zip::EncodeLocalHeader(a, zip::LocalZip64::kOmit)) + "1,2\n3,4\n";
+    std::string dir = Text(zip::EncodeDirectoryAndEnd(std::span(&a, 1), file.size()));
     dir[dir.size() - 2] = 5;  // comment length
     storage.SetBytes(path, Bytes(file + dir + "hello"));
     Result<std::unique_ptr<CsvReader>> r = OpenCsv(path, Options(&storage));

@@ -11,7 +11,8 @@
 #include <utility>
 
 #include "csv_writer.h"
-#include "csv_zip.h"
+#include "iomimic/guard.h"
+#include "zip/zip_records.h"
 
 namespace iomimic::csv {
 namespace {
@@ -47,18 +48,14 @@ Result<std::unique_ptr<FileReader>> CsvReader::Open(const std::string& path,
                                                     const ReaderOptions& options) {
   if (options.storage == nullptr)
     return Status::InvalidArgument("csv: ReaderOptions.storage is null");
-  try {
+  return Guard("csv", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<CsvReader> reader(new CsvReader(path, options));
     IOMIMIC_ASSIGN_OR_RETURN(
         reader->chunk_,
-        AllocateHostBuffer(*options.storage, static_cast<std::size_t>(reader->transfer_)));
+        AllocateHostBuffer(*options.storage, static_cast<std::size_t>(reader->transfer_), "csv"));
     IOMIMIC_RETURN_IF_ERROR(reader->Load());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("csv: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("csv: opening " + path + ": " + e.what());
-  }
+  });
 }
 
 Status CsvReader::ReadExact(File& file, std::uint64_t offset, std::span<std::byte> out,
@@ -159,36 +156,52 @@ Status CsvReader::LoadImpl(File& file) {
 Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::byte> head,
                           CsvParser& parser) {
   // The end record: zipfile first tries the last 22 bytes, then searches
-  // the last 64 KiB + 22 for an archive comment.
-  if (size < zip::kEndRecordSize) {
+  // the last 64 KiB + 22 for one followed by an archive comment.
+  constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
+  if (size < kEnd) {
     return Status::Corruption(path_ + ": truncated ZIP archive of " + std::to_string(size) +
                               " bytes (at offset " + std::to_string(size) + ")");
   }
-  std::vector<std::byte> tail(zip::kEndRecordSize);
+  std::vector<std::byte> tail(kEnd);
   IOMIMIC_RETURN_IF_ERROR(ReadExact(file, size - tail.size(), tail, "ZIP end record"));
-  Result<zip::Directory> dir = zip::ParseEndRecord(tail, size - tail.size(), path_);
-  if (!dir.ok()) {
-    tail.resize(static_cast<std::size_t>(
-        std::min<std::uint64_t>(size, zip::kEndRecordSize + zip::kMaxCommentSize)));
-    IOMIMIC_RETURN_IF_ERROR(ReadExact(file, size - tail.size(), tail, "ZIP end record"));
-    dir = zip::ParseEndRecord(tail, size - tail.size(), path_);
-    if (!dir.ok()) return dir.status();
+  std::uint64_t end_offset = size - kEnd;
+  if (zip::LoadU32(tail.data()) != zip::kEndOfCentralDirSignature ||
+      zip::LoadU16(tail.data() + 20) != 0) {
+    tail.resize(
+        static_cast<std::size_t>(std::min<std::uint64_t>(size, kEnd + zip::kMaxCommentSize)));
+    const std::uint64_t start = size - tail.size();
+    IOMIMIC_RETURN_IF_ERROR(ReadExact(file, start, tail, "ZIP end record"));
+    const std::int64_t found = zip::FindEndRecord(tail, start);
+    if (found < 0) {
+      return Status::Corruption(
+          path_ +
+          ": not a ZIP archive or truncated: no end of central directory record in the last " +
+          std::to_string(tail.size()) + " bytes at offset " + std::to_string(size));
+    }
+    end_offset = static_cast<std::uint64_t>(found);
+    tail.erase(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(end_offset - start));
   }
+  Result<zip::EndRecord> dir = zip::ParseEndRecord(tail, end_offset);
+  if (!dir.ok()) return dir.status().WithContext(path_);
+  // Fields the classic record could not hold say a ZIP64 record must exist.
+  const bool zip64_fields = dir->entries == 0xFFFF || dir->directory_size == 0xFFFFFFFFu ||
+                            dir->directory_offset == 0xFFFFFFFFu;
   if (dir->end_record_offset >= zip::kZip64LocatorSize) {
     std::byte locator[zip::kZip64LocatorSize];
     IOMIMIC_RETURN_IF_ERROR(
         ReadExact(file, dir->end_record_offset - zip::kZip64LocatorSize, locator, "ZIP64 locator"));
-    std::uint64_t end64 = 0;
-    if (zip::ParseZip64Locator(locator, &end64)) {
-      std::byte record[zip::kZip64EndSize];
-      if (end64 > size || size - end64 < zip::kZip64EndSize) {
+    if (zip::IsZip64Locator(locator)) {
+      const std::uint64_t end64 = zip::LoadU64(locator + 8);
+      std::byte record[zip::kZip64EndOfCentralDirSize];
+      if (end64 > size || size - end64 < zip::kZip64EndOfCentralDirSize) {
         return Status::Corruption(path_ + ": ZIP64 end record offset " + std::to_string(end64) +
                                   " is past the end (at offset " +
                                   std::to_string(dir->end_record_offset) + ")");
       }
       IOMIMIC_RETURN_IF_ERROR(ReadExact(file, end64, record, "ZIP64 end record"));
-      IOMIMIC_RETURN_IF_ERROR(zip::ParseZip64End(record, end64, path_, &*dir));
-    } else if (dir->zip64_fields) {
+      Status s = zip::ApplyZip64EndRecord(record, end64, &*dir);
+      if (!s.ok()) return s.WithContext(path_);
+    } else if (zip64_fields) {
       return Status::Corruption(path_ +
                                 ": ZIP end record needs a ZIP64 record that is missing "
                                 "(at offset " +
@@ -200,36 +213,41 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
                               " members; pandas reads archives of exactly one (at offset " +
                               std::to_string(dir->end_record_offset) + ")");
   }
-  if (dir->offset > size || dir->size > size - dir->offset || dir->size > kMaxDirectorySize) {
-    return Status::Corruption(path_ + ": central directory [" + std::to_string(dir->offset) +
-                              ", +" + std::to_string(dir->size) + ") does not fit the " +
-                              std::to_string(size) + "-byte file (at offset " +
-                              std::to_string(dir->end_record_offset) + ")");
+  if (dir->directory_offset > size || dir->directory_size > size - dir->directory_offset ||
+      dir->directory_size > kMaxDirectorySize) {
+    return Status::Corruption(
+        path_ + ": central directory [" + std::to_string(dir->directory_offset) + ", +" +
+        std::to_string(dir->directory_size) + ") does not fit the " + std::to_string(size) +
+        "-byte file (at offset " + std::to_string(dir->end_record_offset) + ")");
   }
-  std::vector<std::byte> directory(static_cast<std::size_t>(dir->size));
-  IOMIMIC_RETURN_IF_ERROR(ReadExact(file, dir->offset, directory, "central directory"));
-  IOMIMIC_ASSIGN_OR_RETURN(const zip::Member member,
-                           zip::ParseCentralEntry(directory, dir->offset, path_));
+  const std::uint64_t directory_offset = dir->directory_offset;
+  std::vector<std::byte> directory(static_cast<std::size_t>(dir->directory_size));
+  IOMIMIC_RETURN_IF_ERROR(ReadExact(file, directory_offset, directory, "central directory"));
+  std::size_t entry = 0;
+  Result<zip::MemberRecord> parsed = zip::ParseCentralEntry(directory, &entry, directory_offset);
+  if (!parsed.ok()) return parsed.status().WithContext(path_);
+  const zip::MemberRecord member = std::move(parsed).value();
   if (member.method != zip::kMethodStored && member.method != zip::kMethodDeflated) {
     return Status::NotSupported(path_ + ": ZIP member '" + member.name + "' uses method " +
                                 std::to_string(member.method) +
                                 " (only stored and deflated are supported)");
   }
-  std::byte local[zip::kLocalHeaderFixed];
+  std::byte local[zip::kLocalHeaderFixedSize];
   if (member.local_header_offset > size) {
-    return Status::Corruption(path_ + ": local header offset " +
-                              std::to_string(member.local_header_offset) +
-                              " is past the end (at offset " + std::to_string(dir->offset) + ")");
+    return Status::Corruption(
+        path_ + ": local header offset " + std::to_string(member.local_header_offset) +
+        " is past the end (at offset " + std::to_string(directory_offset) + ")");
   }
   IOMIMIC_RETURN_IF_ERROR(ReadExact(file, member.local_header_offset, local, "ZIP local header"));
-  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t variable,
-                           zip::ParseLocalHeader(local, member.local_header_offset, path_));
-  const std::uint64_t begin = member.local_header_offset + zip::kLocalHeaderFixed + variable;
-  if (begin > dir->offset || member.compressed_size > dir->offset - begin) {
+  Result<zip::LocalHeader> header = zip::ParseLocalHeader(local, member.local_header_offset);
+  if (!header.ok()) return header.status().WithContext(path_);
+  const std::uint64_t begin = member.local_header_offset + zip::kLocalHeaderFixedSize +
+                              header->name_size + header->extra_size;
+  if (begin > directory_offset || member.compressed_size > directory_offset - begin) {
     return Status::Corruption(
         path_ + ": the data of ZIP member '" + member.name + "' (" +
         std::to_string(member.compressed_size) + " bytes from offset " + std::to_string(begin) +
-        ") runs into the central directory at offset " + std::to_string(dir->offset));
+        ") runs into the central directory at offset " + std::to_string(directory_offset));
   }
   const std::uint64_t end = begin + member.compressed_size;
 
@@ -270,30 +288,27 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
 }
 
 Result<SampleView> CsvReader::ReadSample(std::uint64_t index) {
-  try {
-    if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
-    served_ = true;
-    if (index >= table_.rows) {
-      return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
-                                " is out of range (the file has " + std::to_string(table_.rows) +
-                                " rows)");
-    }
-    if (!decode_) return SampleView{{}, table_.columns * 8};
-    const std::size_t columns = static_cast<std::size_t>(table_.columns);
-    const std::uint64_t* row = table_.slots.data() + index * table_.columns;
-    if (table_.kind == TableKind::kBool) {
-      row_.resize(columns);
-      for (std::size_t c = 0; c < columns; ++c) row_[c] = static_cast<std::byte>(row[c] != 0);
-      return SampleView{std::span<const std::byte>(row_), columns};
-    }
-    return SampleView{std::as_bytes(std::span<const std::uint64_t>(row, columns)), columns * 8};
-  } catch (const std::bad_alloc&) {
-    loaded_ = false;
-    return Status::ResourceExhausted("csv: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    loaded_ = false;
-    return Status::Internal("csv: reading " + path_ + ": " + e.what());
-  }
+  return Guard(
+      "csv", "reading", path_,
+      [&]() -> Result<SampleView> {
+        if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
+        served_ = true;
+        if (index >= table_.rows) {
+          return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
+                                    " is out of range (the file has " +
+                                    std::to_string(table_.rows) + " rows)");
+        }
+        if (!decode_) return SampleView{{}, table_.columns * 8};
+        const std::size_t columns = static_cast<std::size_t>(table_.columns);
+        const std::uint64_t* row = table_.slots.data() + index * table_.columns;
+        if (table_.kind == TableKind::kBool) {
+          row_.resize(columns);
+          for (std::size_t c = 0; c < columns; ++c) row_[c] = static_cast<std::byte>(row[c] != 0);
+          return SampleView{std::span<const std::byte>(row_), columns};
+        }
+        return SampleView{std::as_bytes(std::span<const std::uint64_t>(row, columns)), columns * 8};
+      },
+      [&] { loaded_ = false; });
 }
 
 }  // namespace iomimic::csv

@@ -13,6 +13,7 @@
 
 #include "csv_codec.h"
 #include "csv_values.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::csv {
 namespace {
@@ -72,7 +73,7 @@ class ChunkWriter final : public ByteSink {
   }
 
   // Overwrites appended bytes that lie in the held first chunk.
-  Status Patch(std::uint64_t offset, const std::string& bytes) {
+  Status Patch(std::uint64_t offset, std::span<const std::byte> bytes) {
     if (!hold_first_ || offset + bytes.size() > chunk_ || offset + bytes.size() > position_) {
       return Status::Internal("csv: patch outside the first chunk of " + path_);
     }
@@ -176,24 +177,29 @@ Status WriteCsvFileImpl(Storage& storage, File& file, const FileSpec& spec,
   const bool header = options.pandas_header;
   const std::uint64_t columns = spec.sample_elements();
 
-  zip::Member member;
+  zip::MemberRecord member;
   member.name = Basename(spec.path);
-  bool zip64_local = false;
+  member.method = zip::kMethodDeflated;
+  zip::LocalZip64 zip64_local = zip::LocalZip64::kOmit;
   if (zip) {
     const std::uint64_t text = TextBound(spec, type, header);
     // Deflate's worst case: stored blocks of 5 bytes per 16383.
     const std::uint64_t stored = text > std::numeric_limits<std::uint64_t>::max() / 2
                                      ? text
                                      : text + 5 * (text / 16383 + 1) + 64;
-    zip64_local = std::max(text, stored) >= options.zip64_limit;
+    // zipfile (writing without force_zip64, as pandas does) adds the ZIP64
+    // extra when the member may outgrow the limit.
+    if (std::max(text, stored) > options.zip64_limit) zip64_local = zip::LocalZip64::kInclude;
   }
-  const std::string local_header = zip ? zip::EncodeLocalHeader(member, zip64_local) : "";
+  const std::vector<std::byte> local_header =
+      zip ? zip::EncodeLocalHeader(member, zip64_local, options.zip64_limit)
+          : std::vector<std::byte>();
 
   const std::size_t chunk = ChunkSize(storage, options.chunk_size, local_header.size());
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk, "csv"));
   Buffer first;
   if (zip) {
-    IOMIMIC_ASSIGN_OR_RETURN(first, AllocateHostBuffer(storage, chunk));
+    IOMIMIC_ASSIGN_OR_RETURN(first, AllocateHostBuffer(storage, chunk, "csv"));
   }
   ChunkWriter out(file, spec.path, (zip ? first : rest).span().first(chunk),
                   rest.span().first(chunk), zip);
@@ -257,32 +263,20 @@ Status WriteCsvFileImpl(Storage& storage, File& file, const FileSpec& spec,
     member.crc32 = sink.crc();
     member.uncompressed_size = sink.uncompressed();
     member.compressed_size = out.position() - data_begin;
-    if (!zip64_local && (member.uncompressed_size >= zip::kZip64Limit ||
-                         member.compressed_size >= zip::kZip64Limit)) {
+    if (zip64_local == zip::LocalZip64::kOmit && (member.uncompressed_size > options.zip64_limit ||
+                                                  member.compressed_size > options.zip64_limit)) {
       return Status::Internal("csv: zip member of " + spec.path + " outgrew its size estimate");
     }
-    IOMIMIC_RETURN_IF_ERROR(out.Append(zip::EncodeDirectoryAndEnd(member, out.position())));
-    IOMIMIC_RETURN_IF_ERROR(out.Patch(0, zip::EncodeLocalHeader(member, zip64_local)));
+    const zip::MemberRecord members[] = {member};
+    IOMIMIC_RETURN_IF_ERROR(
+        out.Append(zip::EncodeDirectoryAndEnd(members, out.position(), options.zip64_limit)));
+    IOMIMIC_RETURN_IF_ERROR(
+        out.Patch(0, zip::EncodeLocalHeader(member, zip64_local, options.zip64_limit)));
   }
   return out.Finish();
 }
 
 }  // namespace
-
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("csv: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("csv: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
 
 Status ValidateSpec(const FileSpec& spec) {
   if (spec.sample_shape.empty()) return Status::InvalidArgument("csv: sample_shape is empty");
@@ -302,15 +296,9 @@ Status ValidateSpec(const FileSpec& spec) {
 
 Status WriteCsvFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("csv", "writing", spec.path, [&]() -> Status {
     return WriteCsvFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("csv: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("csv: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("csv: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::csv

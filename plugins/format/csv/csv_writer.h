@@ -26,12 +26,12 @@
 #include <cstdint>
 #include <string>
 
-#include "csv_zip.h"
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
 #include "iomimic/random.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
+#include "zip/zip_records.h"
 
 namespace iomimic::csv {
 
@@ -40,7 +40,9 @@ struct WriterOptions {
   std::size_t chunk_size = std::size_t{4} << 20;
   // pandas' default to_csv layout: header line and index column.
   bool pandas_header = false;
-  // Sizes at or above this get a ZIP64 local header (tests lower it).
+  // zipfile's ZIP64 limit (zip/zip_records.h): a member that may grow past
+  // it gets a ZIP64 local header, and values past it go to ZIP64 fields.
+  // Tests lower it to reach those paths with small files.
   std::uint64_t zip64_limit = zip::kZip64Limit;
 };
 
@@ -48,10 +50,6 @@ struct WriterOptions {
 inline std::uint64_t RowSeed(const FileSpec& spec, std::uint64_t row) {
   return MixSeed(spec.seed, row);
 }
-
-// A host-accessible buffer of at least `size` bytes: storage.Allocate() when
-// it gives host memory, plain aligned host memory otherwise.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
 
 // Checks that `spec` can be written: a non-empty sample shape without zero
 // dimensions, at least one sample, an element type with a CSV form (bool,

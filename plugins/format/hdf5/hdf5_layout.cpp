@@ -6,6 +6,8 @@
 #include <limits>
 #include <new>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::hdf5 {
 namespace {
 
@@ -280,13 +282,9 @@ std::vector<hsize_t> GuessChunk(std::span<const hsize_t> shape, std::size_t type
 }
 
 Result<FileLayout> PlanLayout(const FileSpec& spec) {
-  try {
+  return Guard("hdf5", "planning", spec.path, [&]() -> Result<FileLayout> {
     return PlanLayoutImpl(spec);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory planning " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: planning " + spec.path + ": " + e.what());
-  }
+  });
 }
 
 bool LzfAvailable() {

@@ -8,6 +8,7 @@
 
 #include "hdf5_layout.h"
 #include "hdf5_writer.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::hdf5 {
 namespace {
@@ -48,7 +49,7 @@ Result<std::unique_ptr<FileReader>> Hdf5Reader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument("hdf5: ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard("hdf5", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<Hdf5Reader> reader(new Hdf5Reader(path, options));
     ApiLock lock;
     QuietErrors();
@@ -59,13 +60,7 @@ Result<std::unique_ptr<FileReader>> Hdf5Reader::Open(const std::string& path,
       return s;
     }
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("hdf5: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status Hdf5Reader::Corrupt(const std::string& what, std::uint64_t offset) const {
@@ -158,7 +153,7 @@ Status Hdf5Reader::OpenDatasets() {
                                        " bytes do not fit in this address space");
     }
     IOMIMIC_ASSIGN_OR_RETURN(
-        sample_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(sample_bytes_)));
+        sample_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(sample_bytes_), "hdf5"));
     return Status::OK();
   }
   // Opened again: the datasets must still be the ones first seen.
@@ -310,45 +305,33 @@ void Hdf5Reader::AbortFile() {
 }
 
 Result<SampleView> Hdf5Reader::ReadSample(std::uint64_t index) {
-  try {
-    ApiLock lock;
-    QuietErrors();
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed read leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortFile();
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortFile();
-    return Status::ResourceExhausted("hdf5: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    AbortFile();
-    return Status::Internal("hdf5: reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortFile();
-    return Status::Internal("hdf5: reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "hdf5", "reading", path_,
+      [&]() -> Result<SampleView> {
+        ApiLock lock;
+        QuietErrors();
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed read leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortFile();
+        return r;
+      },
+      [&] { AbortFile(); });
 }
 
 Result<std::vector<ByteRange>> Hdf5Reader::SampleRanges(std::uint64_t index) {
-  try {
-    ApiLock lock;
-    QuietErrors();
-    Result<std::vector<ByteRange>> r = SampleRangesImpl(index);
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange &&
-        r.status().code() != StatusCode::kNotSupported) {
-      AbortFile();
-    }
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortFile();
-    return Status::ResourceExhausted("hdf5: out of memory describing a sample of " + path_);
-  } catch (const std::exception& e) {
-    AbortFile();
-    return Status::Internal("hdf5: describing a sample of " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortFile();
-    return Status::Internal("hdf5: describing a sample of " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "hdf5", "describing a sample of", path_,
+      [&]() -> Result<std::vector<ByteRange>> {
+        ApiLock lock;
+        QuietErrors();
+        Result<std::vector<ByteRange>> r = SampleRangesImpl(index);
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange &&
+            r.status().code() != StatusCode::kNotSupported) {
+          AbortFile();
+        }
+        return r;
+      },
+      [&] { AbortFile(); });
 }
 
 Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index) {

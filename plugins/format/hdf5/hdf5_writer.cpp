@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hdf5_vfd.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::hdf5 {
 namespace {
@@ -92,7 +93,8 @@ class FileWriter {
       return Status::ResourceExhausted("hdf5: a block of " + std::to_string(need) +
                                        " bytes does not fit in memory (" + spec_.path + ")");
     }
-    IOMIMIC_ASSIGN_OR_RETURN(buffer_, AllocateHostBuffer(storage_, static_cast<std::size_t>(need)));
+    IOMIMIC_ASSIGN_OR_RETURN(buffer_,
+                             AllocateHostBuffer(storage_, static_cast<std::size_t>(need), "hdf5"));
     return Status::OK();
   }
 
@@ -274,36 +276,15 @@ bool BlockWalker::Next(std::vector<hsize_t>* start, std::vector<hsize_t>* count)
   return true;
 }
 
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("hdf5: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("hdf5: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
-
 Status WriteHdf5File(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  try {
+  return Guard("hdf5", "writing", spec.path, [&]() -> Status {
     IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
     ApiLock lock;
     QuietErrors();
     FileWriter writer(storage, file, spec, layout, options);
     return writer.Write();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("hdf5: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 Status CanWriteHdf5InParts(const FileSpec& spec) {
@@ -322,7 +303,7 @@ Status CanWriteHdf5InParts(const FileSpec& spec) {
 
 Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpec& spec,
                                      const WriterOptions& options) {
-  try {
+  return Guard("hdf5", "writing", spec.path, [&]() -> Result<PayloadLayout> {
     IOMIMIC_RETURN_IF_ERROR(CanWriteHdf5InParts(spec));
     IOMIMIC_ASSIGN_OR_RETURN(FileLayout layout, PlanLayout(spec));
     std::uint64_t payload_offset = 0;
@@ -339,11 +320,7 @@ Result<PayloadLayout> WriteHdf5Frame(Storage& storage, File& file, const FileSpe
     IOMIMIC_ASSIGN_OR_RETURN(out.file_size, file.Size());
     out.file_size = std::max(out.file_size, out.payload_offset + out.payload_bytes);
     return out;
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("hdf5: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("hdf5: writing " + spec.path + ": " + e.what());
-  }
+  });
 }
 
 }  // namespace iomimic::hdf5

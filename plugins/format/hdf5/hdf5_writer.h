@@ -80,11 +80,6 @@ class BlockWalker {
   bool done_ = false;
 };
 
-// A buffer of at least `size` bytes that host code can fill: from
-// storage.Allocate() when that gives host-accessible memory, otherwise plain
-// aligned host memory.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
-
 // Writes the HDF5 file for `spec` into `file` (open for writing, empty).
 // Storage failures keep their status code; other HDF5 failures are
 // kInternal. Never throws.

@@ -2,7 +2,7 @@
 // files, chunked generation, the index cache, the access pattern, corruption
 // handling and interoperability with numpy (when /usr/bin/python3 has numpy).
 
-#include "indexed_binary_format.h"
+#include "indexed_binary/indexed_binary_format.h"
 
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -15,9 +15,9 @@
 #include <numeric>
 #include <thread>
 
-#include "indexed_binary_reader.h"
-#include "indexed_binary_test_storage.h"
-#include "indexed_binary_writer.h"
+#include "indexed_binary/indexed_binary_reader.h"
+#include "indexed_binary/indexed_binary_test_storage.h"
+#include "indexed_binary/indexed_binary_writer.h"
 #include "iomimic/testing/write_in_parts.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;

@@ -1,7 +1,7 @@
 // The descriptor of the indexed_binary plugin (DLIO's IndexedBinaryReader:
 // index files loaded once, then one seek + readinto per sample).
 
-#include "indexed_binary_format.h"
+#include "indexed_binary/indexed_binary_format.h"
 #include "iomimic/plugin.h"
 
 namespace {

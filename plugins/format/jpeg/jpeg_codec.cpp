@@ -17,6 +17,7 @@
 #include <new>
 
 #include "image_common/image_sink.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::jpeg {
 namespace {
@@ -207,12 +208,11 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, JpegGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, image::AllocateHostBuffer(storage, row_bytes, "jpeg"));
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer output,
-                           image::AllocateHostBuffer(storage, kOutputBufferSize, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer output, AllocateHostBuffer(storage, kOutputBufferSize, "jpeg"));
   // Noise at quality 75 takes a little over half a byte per pixel.
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() * 3 / 4 + 4096);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "jpeg"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "jpeg"));
   image::ChunkedWriter sink(file, spec.path, "jpeg", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
   Status sink_status;
@@ -396,15 +396,9 @@ Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
 
 Status WriteJpegFile(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  try {
+  return Guard("jpeg", "writing", spec.path, [&]() -> Status {
     return WriteJpegImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("jpeg: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("jpeg: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("jpeg: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -426,19 +420,17 @@ Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::str
 
 Status JpegCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  try {
+  return Guard("jpeg", "reading", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     auto ctx = std::make_unique<ReadContext>();
     DecompressGuard guard(ctx.get());
     return OpenAndReadInfo(file, path, ctx.get(), info);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("jpeg: out of memory reading " + path);
-  }
+  });
 }
 
 Status JpegCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  try {
+  return Guard("jpeg", "decoding", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     auto ctx = std::make_unique<ReadContext>();
     DecompressGuard guard(ctx.get());
@@ -455,9 +447,7 @@ Status JpegCodec::Decode(std::span<const std::byte> file, const std::string& pat
       for (std::byte& b : pixels->span().first(bytes)) b = ~b;
     }
     return Status::OK();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("jpeg: out of memory decoding " + path);
-  }
+  });
 }
 
 }  // namespace iomimic::jpeg

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "image_common/image_reader.h"
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 
 namespace iomimic::jpeg {
@@ -33,11 +34,9 @@ FormatTraits JpegFormat::traits() const {
 }
 
 Status JpegFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard("jpeg", "validating a file spec", "", [&]() -> Status {
     return JpegGeometry(spec).status();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("jpeg: out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> JpegFormat::ExpectedFileSize(const FileSpec&) const {

@@ -6,9 +6,9 @@
 
 #include <doctest/doctest.h>
 
-#include "indexed_binary_format.h"
-#include "indexed_binary_reader.h"
-#include "indexed_binary_test_storage.h"
+#include "indexed_binary/indexed_binary_format.h"
+#include "indexed_binary/indexed_binary_reader.h"
+#include "indexed_binary/indexed_binary_test_storage.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 

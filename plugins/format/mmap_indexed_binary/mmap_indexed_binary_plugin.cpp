@@ -14,7 +14,7 @@
 // DLIO itself may read almost nothing; iomimic reads the bytes a training step
 // would consume.
 
-#include "indexed_binary_format.h"
+#include "indexed_binary/indexed_binary_format.h"
 #include "iomimic/plugin.h"
 
 namespace {

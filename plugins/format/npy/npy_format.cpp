@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 #include "npy_reader.h"
 
@@ -22,11 +23,9 @@ FormatTraits NpyFormat::traits() const {
 }
 
 Status NpyFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard("npy", "validating a file spec", "", [&]() -> Status {
     return ValidateSpec(spec);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> NpyFormat::ExpectedFileSize(const FileSpec& spec) const {

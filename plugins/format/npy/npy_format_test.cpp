@@ -32,9 +32,9 @@
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
+#include "npy_header/npy_header.h"
 #include "npy_reader.h"
 #include "npy_writer.h"
-#include "npz/npy_header.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -446,7 +446,7 @@ TEST_CASE("layout matches np.save") {
   REQUIRE(WriteSpec(format, storage, f32).ok());
   bytes = storage.Bytes(f32.path);
   const std::uint64_t shape[] = {5, 7, 3};
-  const std::string expected_header = *npz::EncodeNpyHeader("<f4", shape);
+  const std::string expected_header = *numpy::EncodeNpyHeader("<f4", shape);
   CHECK(expected_header.size() % 64 == 0);
   CHECK(SameBytes(std::span<const std::byte>(bytes).first(expected_header.size()),
                   AsBytes(expected_header)));
@@ -680,7 +680,7 @@ TEST_CASE("a header longer than the first 4 KiB takes one more request") {
   // 2000 axes of length 1 and 3 samples: the dict is about 6 KB.
   std::vector<std::uint64_t> shape(2000, 1);
   shape.push_back(3);
-  Result<std::string> header = npz::EncodeNpyHeader("<i2", shape);
+  Result<std::string> header = numpy::EncodeNpyHeader("<i2", shape);
   REQUIRE(header.ok());
   REQUIRE(header->size() > kProbeSize);
   std::vector<std::byte> bytes(header->size() + 6);
@@ -709,7 +709,7 @@ TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
   MemStorage storage;
   auto make = [&](const std::string& path, const std::string& descr,
                   std::vector<std::uint64_t> shape, bool fortran, int major) {
-    Result<std::string> h = npz::EncodeNpyHeader(descr, shape, fortran);
+    Result<std::string> h = numpy::EncodeNpyHeader(descr, shape, fortran);
     REQUIRE(h.ok());
     std::string header = *h;
     if (major == 2) {
@@ -720,7 +720,7 @@ TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
       for (int i = 0; i < 4; ++i) header += static_cast<char>((dict.size() >> (8 * i)) & 0xFF);
       header += dict;
     }
-    Result<npz::NpyDtype> dtype = npz::ParseNpyDescr(descr);
+    Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(descr);
     const std::size_t itemsize = dtype.ok() ? dtype->itemsize : 8;  // 8 for object pointers
     std::uint64_t count = 1;
     for (std::uint64_t d : shape) count *= d;

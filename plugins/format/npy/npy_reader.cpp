@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/guard.h"
 #include "npy_writer.h"
 
 namespace iomimic::npy {
@@ -112,21 +113,15 @@ Result<std::unique_ptr<FileReader>> NpyReader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument("npy: ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard("npy", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpyReader> reader(new NpyReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npy: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npy: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status NpyReader::Init() {
-  IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize));
+  IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize, "npy"));
   IOMIMIC_RETURN_IF_ERROR(BeginLoad());
   header_ = load_header_;
   num_samples_ = header_.shape.back();
@@ -181,7 +176,7 @@ Status NpyReader::BeginLoad() {
   return Status::OK();
 }
 
-Status NpyReader::ParseHeader(std::uint64_t file_size, npz::NpyHeader* header) {
+Status NpyReader::ParseHeader(std::uint64_t file_size, numpy::NpyHeader* header) {
   // np.load reads the 6-byte magic through a 4 KiB buffer.
   const std::size_t probe_size =
       static_cast<std::size_t>(std::min<std::uint64_t>(kProbeSize, file_size));
@@ -191,27 +186,27 @@ Status NpyReader::ParseHeader(std::uint64_t file_size, npz::NpyHeader* header) {
     if (!n.ok()) return n.status().WithContext("npy: reading the header of " + path_);
     probe = probe.first(*n);
   }
-  if (probe.size() < npz::kNpyMagic.size() ||
-      std::memcmp(probe.data(), npz::kNpyMagic.data(), npz::kNpyMagic.size()) != 0) {
+  if (probe.size() < numpy::kNpyMagic.size() ||
+      std::memcmp(probe.data(), numpy::kNpyMagic.data(), numpy::kNpyMagic.size()) != 0) {
     return Corrupt("not an NPY file: bad NPY magic (expected \\x93NUMPY)", 0);
   }
-  if (probe.size() < npz::kNpyPreambleSize) {
+  if (probe.size() < numpy::kNpyPreambleSize) {
     return Corrupt("truncated file: the NPY version bytes are missing", probe.size());
   }
   int major = 0;
   int minor = 0;
-  Result<std::size_t> width = npz::ParseNpyPreamble(probe, &major, &minor);
+  Result<std::size_t> width = numpy::ParseNpyPreamble(probe, &major, &minor);
   if (!width.ok()) return Corrupt("bad NPY header: " + width.status().message(), 6);
-  const std::size_t length_end = npz::kNpyPreambleSize + *width;
+  const std::size_t length_end = numpy::kNpyPreambleSize + *width;
   if (probe.size() < length_end) {
     return Corrupt("truncated file: the NPY header length field is incomplete", probe.size());
   }
-  const std::uint64_t dict_size = LoadLittleEndian(probe.data() + npz::kNpyPreambleSize, *width);
-  if (dict_size > npz::kNpyMaxHeaderSize) {
+  const std::uint64_t dict_size = LoadLittleEndian(probe.data() + numpy::kNpyPreambleSize, *width);
+  if (dict_size > numpy::kNpyMaxHeaderSize) {
     return Corrupt("NPY header is " + std::to_string(dict_size) +
                        " bytes, more than numpy's limit of " +
-                       std::to_string(npz::kNpyMaxHeaderSize),
-                   npz::kNpyPreambleSize);
+                       std::to_string(numpy::kNpyMaxHeaderSize),
+                   numpy::kNpyPreambleSize);
   }
   std::string text(static_cast<std::size_t>(dict_size), '\0');
   const std::size_t in_probe =
@@ -223,7 +218,7 @@ Status NpyReader::ParseHeader(std::uint64_t file_size, npz::NpyHeader* header) {
                               text.size() - in_probe);
     IOMIMIC_RETURN_IF_ERROR(ReadExact(length_end + in_probe, rest, "NPY header"));
   }
-  Result<npz::NpyHeader> parsed = npz::ParseNpyDict(text, major);
+  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
   if (!parsed.ok()) {
     if (parsed.status().code() == StatusCode::kCorruption) {
       return Corrupt("bad NPY header: " + parsed.status().message(), length_end);
@@ -269,7 +264,7 @@ Status NpyReader::FinishLoad() {
   if (payload_.size() < keep) {
     payload_.Reset();
     if (decode_) {
-      IOMIMIC_ASSIGN_OR_RETURN(payload_, AllocateHostBuffer(*storage_, keep));
+      IOMIMIC_ASSIGN_OR_RETURN(payload_, AllocateHostBuffer(*storage_, keep, "npy"));
     } else {
       Result<Buffer> made = storage_->Allocate(keep);
       if (!made.ok()) {
@@ -312,7 +307,7 @@ Status NpyReader::MakeSampleMajor() {
   // Only C-order arrays with several samples interleave them.
   if (header_.fortran_order || num_samples_ < 2 || sample_bytes_ == 0) return Status::OK();
   const std::size_t bytes = static_cast<std::size_t>(data_bytes_);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer reordered, AllocateHostBuffer(*storage_, bytes));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer reordered, AllocateHostBuffer(*storage_, bytes, "npy"));
   Transpose(payload_.data(), static_cast<std::size_t>(sample_elements_),
             static_cast<std::size_t>(num_samples_), header_.dtype.itemsize, reordered.data());
   payload_ = std::move(reordered);
@@ -321,27 +316,21 @@ Status NpyReader::MakeSampleMajor() {
 }
 
 Result<SampleView> NpyReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed load leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
-      AbortLoad();
-      loaded_ = false;
-    }
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::ResourceExhausted("npy: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal("npy: reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal("npy: reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "npy", "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed load leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
+          AbortLoad();
+          loaded_ = false;
+        }
+        return r;
+      },
+      [&] {
+        AbortLoad();
+        loaded_ = false;
+      });
 }
 
 Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
@@ -359,7 +348,7 @@ Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
         return Corrupt("the array changed since the reader opened the file (now shape " +
                            ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
                            "'; was " + ShapeText(header_.shape) + ", '" + header_.descr + "')",
-                       npz::kNpyPreambleSize);
+                       numpy::kNpyPreambleSize);
       }
     }
     IOMIMIC_RETURN_IF_ERROR(FinishLoad());
@@ -398,7 +387,7 @@ Result<SampleView> NpyReader::Gather(std::uint64_t index) {
   }
   if (sample_.size() < bytes) {
     sample_.Reset();
-    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes));
+    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes, "npy"));
   }
   std::byte* out = sample_.data();
   if (!header_.fortran_order) {

@@ -38,7 +38,7 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
-#include "npz/npy_header.h"
+#include "npy_header/npy_header.h"
 
 namespace iomimic::npy {
 
@@ -65,7 +65,7 @@ class NpyReader final : public FileReader {
   Result<SampleView> ReadSample(std::uint64_t index) override;
 
   // The header of the first load.
-  const npz::NpyHeader& header() const { return header_; }
+  const numpy::NpyHeader& header() const { return header_; }
   std::uint64_t sample_bytes() const { return sample_bytes_; }
   // Loads performed so far (whole-array reads), for tests.
   std::uint64_t loads() const { return loads_; }
@@ -83,7 +83,7 @@ class NpyReader final : public FileReader {
   // every sample is contiguous (one tiled transpose instead of a strided
   // gather per sample).
   Status MakeSampleMajor();
-  Status ParseHeader(std::uint64_t file_size, npz::NpyHeader* header);
+  Status ParseHeader(std::uint64_t file_size, numpy::NpyHeader* header);
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what);
   Status Corrupt(const std::string& what, std::uint64_t offset) const;
   Result<SampleView> ReadSampleImpl(std::uint64_t index);
@@ -101,8 +101,8 @@ class NpyReader final : public FileReader {
   bool loaded_ = false;        // a complete load is in memory
   std::uint64_t loads_ = 0;
 
-  npz::NpyHeader header_;       // from the first load
-  npz::NpyHeader load_header_;  // from the current load
+  numpy::NpyHeader header_;       // from the first load
+  numpy::NpyHeader load_header_;  // from the current load
   std::uint64_t data_bytes_ = 0;
   std::uint64_t num_samples_ = 0;
   std::uint64_t sample_elements_ = 0;

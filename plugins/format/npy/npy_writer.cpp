@@ -7,7 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "npz/npy_header.h"
+#include "iomimic/guard.h"
+#include "npy_header/npy_header.h"
 
 namespace iomimic::npy {
 namespace {
@@ -38,7 +39,7 @@ Status WriteNpyFileImpl(Storage& storage, File& file, const FileSpec& spec,
   // Small files need no more than their own size (rounded to the alignment).
   if (total < chunk) chunk = static_cast<std::size_t>((total + align - 1) / align * align);
 
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk, "npy"));
   ContentStream content = spec.PayloadContent();
   for (std::uint64_t pos = 0; pos < total;) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, total - pos));
@@ -58,21 +59,6 @@ Status WriteNpyFileImpl(Storage& storage, File& file, const FileSpec& spec,
 
 }  // namespace
 
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("npy: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("npy: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
-
 Status ValidateSpec(const FileSpec& spec) {
   if (spec.sample_shape.empty()) {
     return Status::InvalidArgument(
@@ -85,7 +71,7 @@ Status ValidateSpec(const FileSpec& spec) {
   if (spec.num_samples == 0) {
     return Status::InvalidArgument("npy: num_samples must be at least 1");
   }
-  Result<npz::NpyDtype> dtype = npz::ParseNpyDescr(spec.element_type.descr);
+  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
   if (!dtype.ok()) {
     return Status::InvalidArgument("npy: element type '" + spec.element_type.name +
                                    "': " + dtype.status().message());
@@ -114,32 +100,24 @@ Status ValidateSpec(const FileSpec& spec) {
 
 Result<std::string> EncodeHeader(const FileSpec& spec) {
   const std::vector<std::uint64_t> shape = ArrayShape(spec);
-  Result<std::string> header = npz::EncodeNpyHeader(spec.element_type.descr, shape);
+  Result<std::string> header = numpy::EncodeNpyHeader(spec.element_type.descr, shape);
   if (!header.ok()) return header.status().WithContext("npy");
   return header;
 }
 
 Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
   IOMIMIC_RETURN_IF_ERROR(ValidateSpec(spec));
-  try {
+  return Guard("npy", "computing the file size", "", [&]() -> Result<std::uint64_t> {
     IOMIMIC_ASSIGN_OR_RETURN(const std::string header, EncodeHeader(spec));
     return header.size() + spec.sample_bytes() * spec.num_samples;
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory computing the file size");
-  }
+  });
 }
 
 Status WriteNpyFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("npy", "writing", spec.path, [&]() -> Status {
     return WriteNpyFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npy: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npy: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npy: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::npy

@@ -34,11 +34,6 @@ struct WriterOptions {
   std::size_t chunk_size = std::size_t{4} << 20;
 };
 
-// A buffer of at least `size` bytes that host code can fill: from
-// storage.Allocate() when that gives host-accessible memory, otherwise plain
-// aligned host memory.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
-
 // Checks that `spec` can be written: a non-empty sample shape with no zero
 // dimension, at least one sample, a known element type whose descr matches
 // its size, compression none (np.save does not compress) and sizes that fit

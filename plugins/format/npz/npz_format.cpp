@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 #include "npz_reader.h"
 
@@ -22,11 +23,9 @@ FormatTraits NpzFormat::traits() const {
 }
 
 Status NpzFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard("npz", "validating a file spec", "", [&]() -> Status {
     return ValidateSpec(spec);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> NpzFormat::ExpectedFileSize(const FileSpec& spec) const {

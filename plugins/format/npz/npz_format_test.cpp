@@ -28,10 +28,10 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
-#include "npy_header.h"
+#include "npy_header/npy_header.h"
 #include "npz_reader.h"
 #include "npz_writer.h"
-#include "zip_records.h"
+#include "zip/zip_records.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -344,7 +344,7 @@ fs::path RepoRoot() {
 
 TEST_CASE("npy header matches numpy 1.24 byte for byte") {
   const std::uint64_t shape[] = {3, 4, 1};
-  Result<std::string> h = EncodeNpyHeader("<f4", shape);
+  Result<std::string> h = numpy::EncodeNpyHeader("<f4", shape);
   REQUIRE(h.ok());
   // np.save of a float32 (3, 4, 1) array: 128 bytes, length field 118.
   const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }";
@@ -355,36 +355,36 @@ TEST_CASE("npy header matches numpy 1.24 byte for byte") {
   CHECK(h->find_first_not_of(' ', 10 + dict.size()) == h->size() - 1);
 
   const std::uint64_t y_shape[] = {4};
-  Result<std::string> y = EncodeNpyHeader("<i8", y_shape);
+  Result<std::string> y = numpy::EncodeNpyHeader("<i8", y_shape);
   REQUIRE(y.ok());
   CHECK(y->size() == 128);
   CHECK(y->find("'shape': (4,), }") != std::string::npos);
 
   // unet3d_small: uint8 (2048, 2048, 1) has a 128-byte header too.
   const std::uint64_t big[] = {2048, 2048, 1};
-  CHECK(EncodeNpyHeader("|u1", big)->size() == 128);
+  CHECK(numpy::EncodeNpyHeader("|u1", big)->size() == 128);
 
   // Alignment holds for any length; exactly aligned text still gets 64 spaces.
   for (std::uint64_t d = 1; d < 100000000000ull; d = d * 10 + 7) {
     const std::uint64_t s[] = {d, 3, d};
-    Result<std::string> e = EncodeNpyHeader("<f8", s);
+    Result<std::string> e = numpy::EncodeNpyHeader("<f8", s);
     REQUIRE(e.ok());
-    CHECK(e->size() % kNpyArrayAlign == 0);
+    CHECK(e->size() % numpy::kNpyArrayAlign == 0);
   }
 }
 
 TEST_CASE("npy header falls back to version 2.0 when the dict is too long") {
   std::vector<std::uint64_t> shape(30000, 1);
-  Result<std::string> h = EncodeNpyHeader("|u1", shape);
+  Result<std::string> h = numpy::EncodeNpyHeader("|u1", shape);
   REQUIRE(h.ok());
-  CHECK(h->size() % kNpyArrayAlign == 0);
+  CHECK(h->size() % numpy::kNpyArrayAlign == 0);
   CHECK((*h)[6] == 2);
   CHECK(h->size() > 65535);
 }
 
 TEST_CASE("npy dict parser") {
   SUBCASE("what numpy writes") {
-    Result<NpyHeader> h = ParseNpyDict(
+    Result<numpy::NpyHeader> h = numpy::ParseNpyDict(
         "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }          \n", 1);
     REQUIRE(h.ok());
     CHECK(h->descr == "<f4");
@@ -394,16 +394,17 @@ TEST_CASE("npy dict parser") {
     CHECK(h->shape == std::vector<std::uint64_t>{3, 4, 1});
   }
   SUBCASE("other spellings") {
-    Result<NpyHeader> h =
-        ParseNpyDict("{\"shape\":(7,),\"fortran_order\":True,\"descr\":\"|b1\"}", 1);
+    Result<numpy::NpyHeader> h =
+        numpy::ParseNpyDict("{\"shape\":(7,),\"fortran_order\":True,\"descr\":\"|b1\"}", 1);
     REQUIRE(h.ok());
     CHECK(h->shape == std::vector<std::uint64_t>{7});
     CHECK(h->fortran_order);
     CHECK(h->dtype.itemsize == 1);
-    CHECK(ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }", 1).ok());
-    CHECK(
-        ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 1)->shape.empty());
-    CHECK(ParseNpyDict("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", 3)
+    CHECK(numpy::ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }", 1)
+              .ok());
+    CHECK(numpy::ParseNpyDict("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 1)
+              ->shape.empty());
+    CHECK(numpy::ParseNpyDict("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", 3)
               ->dtype.itemsize == 12);
   }
   SUBCASE("rejected") {
@@ -420,15 +421,15 @@ TEST_CASE("npy dict parser") {
         "",
     };
     for (const char* text : bad) {
-      Result<NpyHeader> h = ParseNpyDict(text, 1);
+      Result<numpy::NpyHeader> h = numpy::ParseNpyDict(text, 1);
       CHECK_MESSAGE(h.status().code() == StatusCode::kCorruption, text);
     }
-    CHECK(ParseNpyDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,)}", 1)
+    CHECK(numpy::ParseNpyDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,)}", 1)
               .status()
               .code() == StatusCode::kNotSupported);
-    CHECK(
-        ParseNpyDict("{'descr': '|O', 'fortran_order': False, 'shape': (3,)}", 1).status().code() ==
-        StatusCode::kNotSupported);
+    CHECK(numpy::ParseNpyDict("{'descr': '|O', 'fortran_order': False, 'shape': (3,)}", 1)
+              .status()
+              .code() == StatusCode::kNotSupported);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/guard.h"
 #include "npz_writer.h"
 
 namespace iomimic::npz {
@@ -309,21 +310,15 @@ Result<std::unique_ptr<FileReader>> NpzReader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument("npz: ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard("npz", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpzReader> reader(new NpzReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npz: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npz: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status NpzReader::Init() {
-  IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize));
+  IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize, "npz"));
   IOMIMIC_RETURN_IF_ERROR(BeginLoad());
   header_ = load_header_;
   num_samples_ = header_.shape.back();
@@ -434,7 +429,7 @@ Status NpzReader::ReadEndRecords(std::uint64_t size, zip::EndRecord* end) {
   return Status::OK();
 }
 
-Status NpzReader::LoadMetadata(NpyHeader* header) {
+Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
   Result<std::uint64_t> file_size = file_->Size();
   if (!file_size.ok()) return file_size.status().WithContext("npz: size of " + path_);
   const std::uint64_t size = *file_size;
@@ -570,17 +565,17 @@ Status NpzReader::LoadMetadata(NpyHeader* header) {
       std::max<std::uint64_t>(1, std::min(transfer_, member_.compressed_size)));
   if (staging_.size() < staging_size) {
     staging_.Reset();
-    IOMIMIC_ASSIGN_OR_RETURN(staging_, AllocateHostBuffer(*storage_, staging_size));
+    IOMIMIC_ASSIGN_OR_RETURN(staging_, AllocateHostBuffer(*storage_, staging_size, "npz"));
   }
   IOMIMIC_RETURN_IF_ERROR(stream_.Start(file_.get(), &path_, &member_, data_offset, prefetched,
                                         staging_.span().first(staging_size), transfer_, decode_));
 
   // NPY header at the start of the member.
-  std::byte preamble[kNpyPreambleSize];
+  std::byte preamble[numpy::kNpyPreambleSize];
   IOMIMIC_RETURN_IF_ERROR(stream_.Read(preamble));
   int major = 0;
   int minor = 0;
-  Result<std::size_t> width = ParseNpyPreamble(preamble, &major, &minor);
+  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
   if (!width.ok()) {
     return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
   }
@@ -588,24 +583,25 @@ Status NpzReader::LoadMetadata(NpyHeader* header) {
   IOMIMIC_RETURN_IF_ERROR(stream_.Read(std::span<std::byte>(length_field, *width)));
   const std::uint64_t dict_size =
       *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
-  if (dict_size > kNpyMaxHeaderSize) {
+  if (dict_size > numpy::kNpyMaxHeaderSize) {
     return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
-                       " bytes, more than numpy's limit of " + std::to_string(kNpyMaxHeaderSize),
-                   data_offset + kNpyPreambleSize);
+                       " bytes, more than numpy's limit of " +
+                       std::to_string(numpy::kNpyMaxHeaderSize),
+                   data_offset + numpy::kNpyPreambleSize);
   }
   std::string text(static_cast<std::size_t>(dict_size), '\0');
   IOMIMIC_RETURN_IF_ERROR(
       stream_.Read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
-  Result<NpyHeader> parsed = ParseNpyDict(text, major);
+  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
   if (!parsed.ok()) {
     if (parsed.status().code() == StatusCode::kCorruption) {
       return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                     data_offset + kNpyPreambleSize + *width);
+                     data_offset + numpy::kNpyPreambleSize + *width);
     }
     return parsed.status().WithContext(path_ + ": member 'x.npy'");
   }
   *header = std::move(parsed).value();
-  header->header_size = kNpyPreambleSize + *width + dict_size;
+  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
   if (header->shape.empty()) {
     return Status::NotSupported(path_ + ": x.npy is 0-dimensional (samples are on the last axis)");
   }
@@ -634,7 +630,7 @@ Status NpzReader::FinishLoad() {
     const std::size_t bytes = static_cast<std::size_t>(data_bytes_);
     if (payload_.size() < bytes) {
       payload_.Reset();
-      IOMIMIC_ASSIGN_OR_RETURN(payload_, AllocateHostBuffer(*storage_, bytes));
+      IOMIMIC_ASSIGN_OR_RETURN(payload_, AllocateHostBuffer(*storage_, bytes, "npz"));
     }
     if (bytes > 0) IOMIMIC_RETURN_IF_ERROR(stream_.Read(payload_.span().first(bytes)));
     IOMIMIC_RETURN_IF_ERROR(stream_.Finish());
@@ -662,21 +658,15 @@ Status NpzReader::FinishLoad() {
 }
 
 Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed load leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortLoad();
-    return Status::ResourceExhausted("npz: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    AbortLoad();
-    return Status::Internal("npz: reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortLoad();
-    return Status::Internal("npz: reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      "npz", "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed load leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
+        return r;
+      },
+      [&] { AbortLoad(); });
 }
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
@@ -726,7 +716,7 @@ Result<SampleView> NpzReader::Gather(std::uint64_t index) {
   }
   if (sample_.size() < bytes) {
     sample_.Reset();
-    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes));
+    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes, "npz"));
   }
   std::byte* out = sample_.data();
   if (!header_.fortran_order) {

@@ -31,8 +31,8 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
-#include "npy_header.h"
-#include "zip_records.h"
+#include "npy_header/npy_header.h"
+#include "zip/zip_records.h"
 
 namespace iomimic::npz {
 
@@ -124,7 +124,7 @@ class NpzReader final : public FileReader {
   Result<SampleView> ReadSample(std::uint64_t index) override;
 
   // The x.npy header of the first load.
-  const NpyHeader& header() const { return header_; }
+  const numpy::NpyHeader& header() const { return header_; }
   std::uint64_t sample_bytes() const { return sample_bytes_; }
   // Loads performed so far (whole-member reads), for tests.
   std::uint64_t loads() const { return loads_; }
@@ -137,7 +137,7 @@ class NpzReader final : public FileReader {
   Status BeginLoad();
   // Step 5: reads the array data (into payload_ when decoding), closes file_.
   Status FinishLoad();
-  Status LoadMetadata(NpyHeader* header);
+  Status LoadMetadata(numpy::NpyHeader* header);
   Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what);
   Status Corrupt(const std::string& what, std::uint64_t offset) const;
@@ -156,8 +156,8 @@ class NpzReader final : public FileReader {
   bool loaded_ = false;          // a complete load is in memory (keep_in_memory)
   std::uint64_t loads_ = 0;
 
-  NpyHeader header_;       // from the first load
-  NpyHeader load_header_;  // from the current load
+  numpy::NpyHeader header_;       // from the first load
+  numpy::NpyHeader load_header_;  // from the current load
   zip::MemberRecord member_;
   std::uint64_t data_bytes_ = 0;
   std::uint64_t num_samples_ = 0;

@@ -12,10 +12,15 @@
 #include <utility>
 #include <vector>
 
-#include "npy_header.h"
+#include "iomimic/guard.h"
+#include "npy_header/npy_header.h"
 
 namespace iomimic::npz {
 namespace {
+
+// np.savez opens every member with force_zip64=True: each local header
+// carries the ZIP64 extra field, whatever the member's size.
+constexpr zip::LocalZip64 kNumpyLocalZip64 = zip::LocalZip64::kInclude;
 
 // Largest payload accepted, so that every offset computation stays far from
 // 64-bit overflow.
@@ -49,7 +54,7 @@ struct ArrayPlan {
 Result<ArrayPlan> PlanArray(std::string_view descr, std::span<const std::uint64_t> shape,
                             std::uint64_t itemsize) {
   ArrayPlan plan;
-  IOMIMIC_ASSIGN_OR_RETURN(plan.header, EncodeNpyHeader(descr, shape));
+  IOMIMIC_ASSIGN_OR_RETURN(plan.header, numpy::EncodeNpyHeader(descr, shape));
   std::uint64_t bytes = itemsize;
   for (std::uint64_t d : shape) {
     if (d != 0 && bytes > kMaxPayloadBytes / d) {
@@ -296,8 +301,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
     y.compressed_size = y.uncompressed_size;
   }
 
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer first, AllocateHostBuffer(storage, chunk));
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer first, AllocateHostBuffer(storage, chunk, "npz"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer rest, AllocateHostBuffer(storage, chunk, "npz"));
   ChunkedFileSink sink(file, spec.path, first.span().first(chunk), rest.span().first(chunk));
 
   // x: placeholder local header (same size as the final one), then the data.
@@ -305,7 +310,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
   x.name = kSamplesMember;
   x.method = method;
   x.uncompressed_size = x_plan.member_size;
-  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(x, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(x, kNumpyLocalZip64, limit)));
   const std::uint64_t x_data_offset = sink.position();
 
   ContentStream content = spec.PayloadContent();
@@ -321,7 +326,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
       left -= n;
     }
   } else {
-    IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk));
+    IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk, "npz"));
     Deflater d;
     IOMIMIC_RETURN_IF_ERROR(d.Init());
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(x_plan.header), sink));
@@ -340,7 +345,7 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 
   // y: local header and data.
   y.local_header_offset = sink.position();
-  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(y, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeLocalHeader(y, kNumpyLocalZip64, limit)));
   if (deflated) {
     IOMIMIC_RETURN_IF_ERROR(sink.Append(y_compressed.bytes()));
   } else {
@@ -350,26 +355,11 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 
   const zip::MemberRecord members[2] = {x, y};
   IOMIMIC_RETURN_IF_ERROR(sink.Append(zip::EncodeDirectoryAndEnd(members, sink.position(), limit)));
-  IOMIMIC_RETURN_IF_ERROR(sink.Patch(0, zip::EncodeLocalHeader(x, limit)));
+  IOMIMIC_RETURN_IF_ERROR(sink.Patch(0, zip::EncodeLocalHeader(x, kNumpyLocalZip64, limit)));
   return sink.Finish();
 }
 
 }  // namespace
-
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("npz: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("npz: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
 
 Status ValidateSpec(const FileSpec& spec) {
   if (spec.sample_shape.empty()) {
@@ -382,7 +372,7 @@ Status ValidateSpec(const FileSpec& spec) {
   if (spec.num_samples == 0) {
     return Status::InvalidArgument("npz: num_samples must be at least 1");
   }
-  Result<NpyDtype> dtype = ParseNpyDescr(spec.element_type.descr);
+  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
   if (!dtype.ok()) {
     return Status::InvalidArgument("npz: element type '" + spec.element_type.name +
                                    "': " + dtype.status().message());
@@ -413,7 +403,7 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
   if (IsCompressed(spec)) {
     return Status::NotSupported("npz: the size of a compressed (zip) file depends on its content");
   }
-  try {
+  return Guard("npz", "computing the file size", "", [&]() -> Result<std::uint64_t> {
     IOMIMIC_ASSIGN_OR_RETURN(ArrayPlan x_plan, PlanSamples(spec));
     IOMIMIC_ASSIGN_OR_RETURN(ArrayPlan y_plan, PlanLabels(spec));
     zip::MemberRecord members[2];
@@ -428,22 +418,14 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
                                            y_plan.member_size;
     return directory_offset +
            zip::EncodeDirectoryAndEnd(members, directory_offset, options.zip64_limit).size();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory computing the file size");
-  }
+  });
 }
 
 Status WriteNpzFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("npz", "writing", spec.path, [&]() -> Status {
     return WriteNpzFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("npz: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("npz: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("npz: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::npz

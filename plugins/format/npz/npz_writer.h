@@ -29,7 +29,7 @@
 #include "iomimic/random.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
-#include "zip_records.h"
+#include "zip/zip_records.h"
 
 namespace iomimic::npz {
 
@@ -44,11 +44,6 @@ struct WriterOptions {
   // Bytes per write request (rounded up to the storage alignment).
   std::size_t chunk_size = std::size_t{4} << 20;
 };
-
-// A buffer of at least `size` bytes that host code can fill: from
-// storage.Allocate() when that gives host-accessible memory (aligned or
-// pinned as the back end wants), otherwise plain aligned host memory.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
 
 // Checks that `spec` can be written: a non-empty sample shape with no zero
 // dimension, at least one sample, a known element type, compression none or

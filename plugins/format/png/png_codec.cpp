@@ -10,6 +10,7 @@
 #include <new>
 
 #include "image_common/image_sink.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::png {
 namespace {
@@ -119,9 +120,9 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, PngGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, image::AllocateHostBuffer(storage, row_bytes, "png"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "png"));
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 4096);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "png"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "png"));
   image::ChunkedWriter sink(file, spec.path, "png", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
   Status sink_status;
@@ -301,15 +302,9 @@ Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
 
 Status WritePngFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  try {
+  return Guard("png", "writing", spec.path, [&]() -> Status {
     return WritePngImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("png: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("png: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("png: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -330,19 +325,17 @@ Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::stri
 
 Status PngCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                             ImageInfo* info) const {
-  try {
+  return Guard("png", "reading", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     ReadContext ctx;
     ReadStructs structs(&ctx);
     return OpenAndReadInfo(file, path, &ctx, info);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("png: out of memory reading " + path);
-  }
+  });
 }
 
 Status PngCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                         Buffer* pixels, ImageInfo* info) const {
-  try {
+  return Guard("png", "decoding", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     ReadContext ctx;
     ReadStructs structs(&ctx);
@@ -354,9 +347,7 @@ Status PngCodec::Decode(std::span<const std::byte> file, const std::string& path
       return ReadFailure(ctx, path);
     }
     return Status::OK();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("png: out of memory decoding " + path);
-  }
+  });
 }
 
 }  // namespace iomimic::png

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "image_common/image_reader.h"
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 
 namespace iomimic::png {
@@ -33,11 +34,9 @@ FormatTraits PngFormat::traits() const {
 }
 
 Status PngFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard("png", "validating a file spec", "", [&]() -> Status {
     return PngGeometry(spec).status();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("png: out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> PngFormat::ExpectedFileSize(const FileSpec&) const {

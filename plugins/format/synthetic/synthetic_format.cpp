@@ -5,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 
 namespace iomimic::synthetic {
@@ -38,7 +39,7 @@ Result<std::uint64_t> SyntheticFormat::ExpectedFileSize(const FileSpec& spec) co
 }
 
 Status SyntheticFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
-  try {
+  return Guard("synthetic", "writing", spec.path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(Validate(spec));
     const std::string text = FileText(spec.file_index);
     // A buffer from the storage, so that back ends with alignment needs
@@ -61,20 +62,14 @@ Status SyntheticFormat::WriteFile(Storage& storage, File& file, const FileSpec& 
     Status s = file.WriteAt(0, std::span<const std::byte>(out, text.size()));
     if (!s.ok()) return s.WithContext("synthetic: writing " + spec.path);
     return Status::OK();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("synthetic: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("synthetic: writing " + spec.path + ": " + e.what());
-  }
+  });
 }
 
 Result<std::unique_ptr<FileReader>> SyntheticFormat::OpenReader(const std::string&,
                                                                 const ReaderOptions&) {
-  try {
+  return Guard("synthetic", "creating a reader", "", [&]() -> Result<std::unique_ptr<FileReader>> {
     return std::unique_ptr<FileReader>(std::make_unique<SyntheticReader>());
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("synthetic: out of memory creating a reader");
-  }
+  });
 }
 
 }  // namespace iomimic::synthetic

@@ -10,6 +10,7 @@
 #include "crc32c.h"
 #include "example.pb.h"
 #include "example_wire.h"
+#include "iomimic/guard.h"
 #include "tfrecord_writer.h"
 
 namespace iomimic::tfrecord {
@@ -44,17 +45,11 @@ Result<std::unique_ptr<FileReader>> TfRecordReader::Open(const std::string& path
   if (options.storage == nullptr) {
     return Status::InvalidArgument("tfrecord: ReaderOptions.storage is null");
   }
-  try {
+  return Guard("tfrecord", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<TfRecordReader> reader(new TfRecordReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tfrecord: out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("tfrecord: opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("tfrecord: opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status TfRecordReader::Corrupt(const std::string& what, std::uint64_t offset) const {
@@ -64,8 +59,8 @@ Status TfRecordReader::Corrupt(const std::string& what, std::uint64_t offset) co
 Status TfRecordReader::Init() {
   example_ = std::make_unique<proto::Example>();
   if (!keep_in_memory_) {
-    IOMIMIC_ASSIGN_OR_RETURN(chunk_,
-                             AllocateHostBuffer(*storage_, static_cast<std::size_t>(transfer_)));
+    IOMIMIC_ASSIGN_OR_RETURN(
+        chunk_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(transfer_), "tfrecord"));
   }
   IOMIMIC_RETURN_IF_ERROR(StartPass());
   if (file_size_ == 0) return Status::OK();  // a file without records
@@ -105,8 +100,8 @@ Status TfRecordReader::StartPass() {
     if (image_.size() < capacity) {
       if (capacity > SIZE_MAX) return Status::ResourceExhausted(path_ + ": file too large to keep");
       image_.Reset();
-      IOMIMIC_ASSIGN_OR_RETURN(image_,
-                               AllocateHostBuffer(*storage_, static_cast<std::size_t>(capacity)));
+      IOMIMIC_ASSIGN_OR_RETURN(
+          image_, AllocateHostBuffer(*storage_, static_cast<std::size_t>(capacity), "tfrecord"));
     }
   }
   window_begin_ = 0;
@@ -353,23 +348,21 @@ Result<SampleView> TfRecordReader::ReadSampleImpl(std::uint64_t index) {
 }
 
 Result<SampleView> TfRecordReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> view = ReadSampleImpl(index);
-    if (!view.ok() && view.status().code() != StatusCode::kOutOfRange) {
-      EndPass();
-      pass_broken_ = true;
-      records_.clear();
-    }
-    return view;
-  } catch (const std::bad_alloc&) {
-    EndPass();
-    pass_broken_ = true;
-    return Status::ResourceExhausted("tfrecord: out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    EndPass();
-    pass_broken_ = true;
-    return Status::Internal("tfrecord: reading " + path_ + ": " + e.what());
-  }
+  return Guard(
+      "tfrecord", "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> view = ReadSampleImpl(index);
+        if (!view.ok() && view.status().code() != StatusCode::kOutOfRange) {
+          EndPass();
+          pass_broken_ = true;
+          records_.clear();
+        }
+        return view;
+      },
+      [&] {
+        EndPass();
+        pass_broken_ = true;
+      });
 }
 
 }  // namespace iomimic::tfrecord

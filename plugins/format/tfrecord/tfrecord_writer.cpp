@@ -10,6 +10,7 @@
 
 #include "crc32c.h"
 #include "example_wire.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::tfrecord {
 namespace {
@@ -133,7 +134,7 @@ Status WriteIndex(Storage& storage, const FileSpec& spec, std::uint64_t record_s
   Result<std::unique_ptr<File>> file = storage.Open(partial, open);
   if (!file.ok()) return file.status().WithContext("tfrecord: creating the index " + where.path);
 
-  Result<Buffer> buffer = AllocateHostBuffer(storage, chunk);
+  Result<Buffer> buffer = AllocateHostBuffer(storage, chunk, "tfrecord");
   if (!buffer.ok()) return buffer.status();
   ChunkWriter out(**file, partial, buffer->span().first(chunk));
   char line[kMaxIndexLine];
@@ -170,7 +171,7 @@ Status WriteTfRecordFileImpl(Storage& storage, File& file, const FileSpec& spec,
   const std::uint32_t prefix_crc = Crc32c(prefix);
 
   const std::size_t chunk = ChunkSize(storage, options.chunk_size);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, AllocateHostBuffer(storage, chunk, "tfrecord"));
   ChunkWriter out(file, spec.path, buffer.span().first(chunk));
   ContentStream content = spec.PayloadContent();  // the samples' bytes back to back
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
@@ -219,21 +220,6 @@ IndexLocation IndexLocationFor(const std::string& data_path) {
   }
   where.path = Join(where.directory, std::string(name) + ".idx");
   return where;
-}
-
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext("tfrecord: allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted("tfrecord: cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
 }
 
 Status ValidateSpec(const FileSpec& spec) {
@@ -286,15 +272,9 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
 
 Status WriteTfRecordFile(Storage& storage, File& file, const FileSpec& spec,
                          const WriterOptions& options) {
-  try {
+  return Guard("tfrecord", "writing", spec.path, [&]() -> Status {
     return WriteTfRecordFileImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tfrecord: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("tfrecord: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("tfrecord: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 }  // namespace iomimic::tfrecord

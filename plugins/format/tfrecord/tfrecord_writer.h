@@ -53,10 +53,6 @@ struct IndexLocation {
 };
 IndexLocation IndexLocationFor(const std::string& data_path);
 
-// A host-accessible buffer of at least `size` bytes: storage.Allocate() when
-// it gives host memory, plain aligned host memory otherwise.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size);
-
 // Checks that `spec` can be written: a non-empty sample shape without zero
 // dimensions, at least one sample, an element type with a size, compression
 // "none" (kNotSupported otherwise), an Example below 2 GiB and a file size

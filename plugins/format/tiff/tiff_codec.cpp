@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "image_common/image_sink.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::tiff {
 namespace {
@@ -209,9 +210,9 @@ Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
   const ImageGeometry& g = plan.geometry;
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   const std::size_t strip_bytes = row_bytes * plan.rows_per_strip;
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer strip, image::AllocateHostBuffer(storage, strip_bytes, "tiff"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer strip, AllocateHostBuffer(storage, strip_bytes, "tiff"));
   const std::size_t chunk = image::WriteChunkSize(storage, g.bytes() + g.bytes() / 64 + 65536);
-  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, image::AllocateHostBuffer(storage, chunk, "tiff"));
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer window, AllocateHostBuffer(storage, chunk, "tiff"));
   image::ChunkedWriter sink(file, spec.path, "tiff", window.span().first(chunk));
   ContentStream content(spec.seed, spec.content);
 
@@ -616,15 +617,9 @@ Result<TiffPlan> PlanTiff(const FileSpec& spec, const WriterOptions& options) {
 
 Status WriteTiffFile(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  try {
+  return Guard("tiff", "writing", spec.path, [&]() -> Status {
     return WriteTiffImpl(storage, file, spec, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tiff: out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal("tiff: writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("tiff: writing " + spec.path + ": unknown exception");
-  }
+  });
 }
 
 Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -652,20 +647,18 @@ Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::str
 
 Status TiffCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  try {
+  return Guard("tiff", "reading", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     OpenTiff open;
     IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
     CurrentMessages current(&open.messages);
     return ReadLayout(path, file.size(), &open, info);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tiff: out of memory reading " + path);
-  }
+  });
 }
 
 Status TiffCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  try {
+  return Guard("tiff", "decoding", path, [&]() -> Status {
     IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
     OpenTiff open;
     IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
@@ -676,9 +669,7 @@ Status TiffCodec::Decode(std::span<const std::byte> file, const std::string& pat
         image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "tiff"));
     if (TIFFIsTiled(open.tif.get())) return ReadTiles(path, &open, *info, pixels->data());
     return ReadStrips(path, &open, *info, pixels->data());
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tiff: out of memory decoding " + path);
-  }
+  });
 }
 
 }  // namespace iomimic::tiff

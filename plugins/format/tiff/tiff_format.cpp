@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "image_common/image_reader.h"
+#include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 
 namespace iomimic::tiff {
@@ -48,11 +49,9 @@ FormatTraits TiffFormat::traits() const {
 }
 
 Status TiffFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard("tiff", "validating a file spec", "", [&]() -> Status {
     return PlanTiff(spec, options_).status();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("tiff: out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> TiffFormat::ExpectedFileSize(const FileSpec&) const {

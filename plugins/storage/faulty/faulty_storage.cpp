@@ -124,10 +124,9 @@ Status FaultyStorage::InjectedError(OpKind kind, const std::string& path, std::u
 
 Result<std::unique_ptr<File>> FaultyStorage::WrapFile(std::unique_ptr<File> file,
                                                       const OpenOptions&) {
-  return decorator::Guard("faulty", "opening", file->path(),
-                          [&]() -> Result<std::unique_ptr<File>> {
-                            return std::unique_ptr<File>(new FaultyFile(std::move(file), this));
-                          });
+  return Guard("faulty", "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
+    return std::unique_ptr<File>(new FaultyFile(std::move(file), this));
+  });
 }
 
 std::size_t FaultyFile::Shortened(const Fault& fault, std::uint64_t offset, std::size_t n) const {
@@ -137,7 +136,7 @@ std::size_t FaultyFile::Shortened(const Fault& fault, std::uint64_t offset, std:
 }
 
 Result<std::size_t> FaultyFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
-  return decorator::Guard("faulty", "reading", path(), [&]() -> Result<std::size_t> {
+  return Guard("faulty", "reading", path(), [&]() -> Result<std::size_t> {
     const Fault fault = storage_->Decide(OpKind::kRead, path(), offset, destination.size());
     if (!fault.fail) return inner().ReadAt(offset, destination);
     if (storage_->options().mode != Mode::kShortRead) {
@@ -150,7 +149,7 @@ Result<std::size_t> FaultyFile::ReadAt(std::uint64_t offset, std::span<std::byte
 }
 
 Status FaultyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
-  return decorator::Guard("faulty", "writing", path(), [&]() -> Status {
+  return Guard("faulty", "writing", path(), [&]() -> Status {
     const Fault fault = storage_->Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAt(offset, source);
     return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault);
@@ -165,7 +164,7 @@ std::vector<StorageStatistic> FaultyStorage::Statistics() const {
 }
 
 Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
-  return decorator::Guard("faulty", "writing", path(), [&]() -> Status {
+  return Guard("faulty", "writing", path(), [&]() -> Status {
     const Fault fault =
         source.empty() ? Fault{} : storage_->Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAtAll(offset, source);
@@ -176,7 +175,7 @@ Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> s
 }
 
 Status FaultyFile::ReadBatch(std::span<ReadRequest> requests) {
-  return decorator::Guard("faulty", "reading", path(), [&]() -> Status {
+  return Guard("faulty", "reading", path(), [&]() -> Status {
     const bool short_reads = storage_->options().mode == Mode::kShortRead;
     std::vector<Fault> faults(requests.size());
     std::vector<std::size_t> forwarded;

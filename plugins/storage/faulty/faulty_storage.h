@@ -37,7 +37,8 @@
 #include <optional>
 #include <string>
 
-#include "decorator_common/forwarding_storage.h"
+#include "iomimic/forwarding_storage.h"
+#include "iomimic/guard.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::faulty {
@@ -68,7 +69,7 @@ struct Fault {
 
 class FaultyStorage;
 
-class FaultyFile final : public decorator::ForwardingFile {
+class FaultyFile final : public ForwardingFile {
  public:
   FaultyFile(std::unique_ptr<File> inner, FaultyStorage* storage)
       : ForwardingFile(std::move(inner)), storage_(storage) {}
@@ -86,7 +87,7 @@ class FaultyFile final : public decorator::ForwardingFile {
   FaultyStorage* storage_;
 };
 
-class FaultyStorage final : public decorator::ForwardingStorage {
+class FaultyStorage final : public ForwardingStorage {
  public:
   FaultyStorage(Storage* inner, const FaultyOptions& options)
       : ForwardingStorage(inner), options_(options) {}

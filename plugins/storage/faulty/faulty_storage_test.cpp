@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "decorator_common/memory_storage_for_tests.h"
+#include "iomimic/testing/memory_storage.h"
 
 namespace {
 
@@ -15,7 +15,7 @@ using iomimic::ReadRequest;
 using iomimic::Status;
 using iomimic::StatusCode;
 using iomimic::Storage;
-using iomimic::decorator::testing::MemoryStorage;
+using iomimic::testing::MemoryStorage;
 
 std::unique_ptr<Storage> Make(Storage* inner, std::map<std::string, std::string> options) {
   iomimic::PluginContext ctx;

@@ -167,10 +167,9 @@ void LatencyStorage::Pace(std::uint64_t bytes) {
 
 Result<std::unique_ptr<File>> LatencyStorage::WrapFile(std::unique_ptr<File> file,
                                                        const OpenOptions&) {
-  return decorator::Guard("latency", "opening", file->path(),
-                          [&]() -> Result<std::unique_ptr<File>> {
-                            return std::unique_ptr<File>(new LatencyFile(std::move(file), this));
-                          });
+  return Guard("latency", "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
+    return std::unique_ptr<File>(new LatencyFile(std::move(file), this));
+  });
 }
 
 Result<std::size_t> LatencyFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {

@@ -42,7 +42,8 @@
 #include <string>
 #include <string_view>
 
-#include "decorator_common/forwarding_storage.h"
+#include "iomimic/forwarding_storage.h"
+#include "iomimic/guard.h"
 #include "iomimic/iomimic.h"
 
 namespace iomimic::latency {
@@ -105,7 +106,7 @@ class TokenBucket {
 
 class LatencyStorage;
 
-class LatencyFile final : public decorator::ForwardingFile {
+class LatencyFile final : public ForwardingFile {
  public:
   LatencyFile(std::unique_ptr<File> inner, LatencyStorage* storage)
       : ForwardingFile(std::move(inner)), storage_(storage) {}
@@ -119,7 +120,7 @@ class LatencyFile final : public decorator::ForwardingFile {
   LatencyStorage* storage_;
 };
 
-class LatencyStorage final : public decorator::ForwardingStorage {
+class LatencyStorage final : public ForwardingStorage {
  public:
   LatencyStorage(Storage* inner, const LatencyOptions& options);
 

@@ -11,15 +11,15 @@
 #include <thread>
 #include <vector>
 
-#include "decorator_common/memory_storage_for_tests.h"
+#include "iomimic/testing/memory_storage.h"
 
 namespace {
 
 using iomimic::OpenMode;
 using iomimic::Storage;
-using iomimic::decorator::testing::MemoryStorage;
 using iomimic::latency::Clock;
 using iomimic::latency::ParseDuration;
+using iomimic::testing::MemoryStorage;
 using namespace std::chrono_literals;
 
 std::unique_ptr<Storage> Make(Storage* inner, std::map<std::string, std::string> options) {

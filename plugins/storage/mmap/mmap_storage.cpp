@@ -14,6 +14,8 @@
 #include <system_error>
 #include <utility>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::mmap {
 namespace {
 
@@ -25,15 +27,7 @@ std::string At(const std::string& path, std::uint64_t offset) {
 
 template <typename F>
 auto Guarded(const char* what, const std::string& path, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("mmap: out of memory " + std::string(what) + " " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("mmap: " + std::string(what) + " " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("mmap: " + std::string(what) + " " + path + ": unknown exception");
-  }
+  return Guard("mmap", what, path, std::forward<F>(body));
 }
 
 int AdviceFor(const std::string& advice, AccessHint hint) {

@@ -15,6 +15,8 @@
 #include <system_error>
 #include <utility>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::odirect {
 namespace {
 
@@ -48,15 +50,7 @@ bool IsPowerOfTwo(std::uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 // crosses the plugin boundary.
 template <typename F>
 auto Guarded(const char* what, const std::string& path, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("odirect: out of memory " + std::string(what) + " " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal("odirect: " + std::string(what) + " " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal("odirect: " + std::string(what) + " " + path + ": unknown exception");
-  }
+  return Guard("odirect", what, path, std::forward<F>(body));
 }
 
 // An operation's loan of a context, given back when it goes out of scope.

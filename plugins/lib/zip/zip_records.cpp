@@ -1,10 +1,10 @@
-#include "zip_records.h"
+#include "zip/zip_records.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string_view>
 
-namespace iomimic::npz::zip {
+namespace iomimic::zip {
 namespace {
 
 // zipfile.DEFAULT_VERSION and ZIP64_VERSION ("version needed to extract").
@@ -70,10 +70,12 @@ void StoreU32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
 }
 
-std::vector<std::byte> EncodeLocalHeader(const MemberRecord& member, std::uint64_t zip64_limit) {
+std::vector<std::byte> EncodeLocalHeader(const MemberRecord& member, LocalZip64 zip64,
+                                         std::uint64_t zip64_limit) {
   const bool over = member.uncompressed_size > zip64_limit || member.compressed_size > zip64_limit;
+  const bool extra = zip64 == LocalZip64::kInclude;
   std::vector<std::byte> out;
-  out.reserve(LocalHeaderSize(member.name.size()));
+  out.reserve(LocalHeaderSize(member.name.size(), zip64));
   Encoder e(&out);
   e.U32(kLocalHeaderSignature);
   e.U8(over ? kVersionZip64 : kVersionDefault);
@@ -86,12 +88,14 @@ std::vector<std::byte> EncodeLocalHeader(const MemberRecord& member, std::uint64
   e.U32(over ? kMax32 : static_cast<std::uint32_t>(member.compressed_size));
   e.U32(over ? kMax32 : static_cast<std::uint32_t>(member.uncompressed_size));
   e.U16(static_cast<std::uint16_t>(member.name.size()));
-  e.U16(static_cast<std::uint16_t>(kLocalZip64ExtraSize));
+  e.U16(static_cast<std::uint16_t>(extra ? kLocalZip64ExtraSize : 0));
   e.Text(member.name);
-  e.U16(kZip64ExtraId);
-  e.U16(16);
-  e.U64(member.uncompressed_size);
-  e.U64(member.compressed_size);
+  if (extra) {
+    e.U16(kZip64ExtraId);
+    e.U16(16);
+    e.U64(member.uncompressed_size);
+    e.U64(member.compressed_size);
+  }
   return out;
 }
 
@@ -299,4 +303,4 @@ Result<LocalHeader> ParseLocalHeader(std::span<const std::byte> data, std::uint6
   return h;
 }
 
-}  // namespace iomimic::npz::zip
+}  // namespace iomimic::zip

@@ -38,20 +38,4 @@ std::uint64_t LoadU64(const std::byte* in) {
   return value;
 }
 
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, Flavor flavor) {
-  const std::string name(FlavorName(flavor));
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext(name + ": allocating " + std::to_string(size) + " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted(name + ": cannot allocate " + std::to_string(size) +
-                                     " bytes of host memory");
-  }
-  return host;
-}
-
 }  // namespace iomimic::indexed_binary

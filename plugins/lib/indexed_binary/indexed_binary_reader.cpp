@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::indexed_binary {
 namespace {
 
@@ -35,18 +37,12 @@ Result<std::unique_ptr<FileReader>> IndexedBinaryReader::Open(const std::string&
   if (options.storage == nullptr) {
     return Status::InvalidArgument(name + ": ReaderOptions.storage is null (opening " + path + ")");
   }
-  try {
+  return Guard(name, "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<IndexedBinaryReader> reader(
         new IndexedBinaryReader(path, options, flavor, cache));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name + ": out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal(name + ": opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal(name + ": opening " + path + ": unknown exception");
-  }
+  });
 }
 
 Status IndexedBinaryReader::Init() {
@@ -114,7 +110,7 @@ Status IndexedBinaryReader::ReadIndexFile(const std::string& index_path,
   const std::size_t request = std::min(bytes, kMaxIndexRequest);
   Buffer staging;
   if (request > 0) {
-    IOMIMIC_ASSIGN_OR_RETURN(staging, AllocateHostBuffer(*storage_, request, flavor_));
+    IOMIMIC_ASSIGN_OR_RETURN(staging, AllocateHostBuffer(*storage_, request, FlavorName(flavor_)));
   }
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min(request, bytes - done);
@@ -196,32 +192,24 @@ Result<std::vector<ByteRange>> IndexedBinaryReader::SampleRanges(std::uint64_t i
                               " is out of range (the index has " +
                               std::to_string(index_->num_samples()) + " samples)");
   }
-  try {
+  return Guard(name_, "describing a sample of", path_, [&]() -> Result<std::vector<ByteRange>> {
     std::vector<ByteRange> ranges;
     const std::size_t i = static_cast<std::size_t>(index);
     if (index_->sizes[i] > 0) ranges.push_back({index_->offsets[i], index_->sizes[i]});
     return ranges;
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name_ + ": out of memory describing a sample of " + path_);
-  }
+  });
 }
 
 Result<SampleView> IndexedBinaryReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed read leaves nothing open; the next call reopens the file.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) CloseData();
-    return r;
-  } catch (const std::bad_alloc&) {
-    CloseData();
-    return Status::ResourceExhausted(name_ + ": out of memory reading " + path_);
-  } catch (const std::exception& e) {
-    CloseData();
-    return Status::Internal(name_ + ": reading " + path_ + ": " + e.what());
-  } catch (...) {
-    CloseData();
-    return Status::Internal(name_ + ": reading " + path_ + ": unknown exception");
-  }
+  return Guard(
+      name_, "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed read leaves nothing open; the next call reopens the file.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) CloseData();
+        return r;
+      },
+      [&] { CloseData(); });
 }
 
 Result<SampleView> IndexedBinaryReader::ReadSampleImpl(std::uint64_t index) {

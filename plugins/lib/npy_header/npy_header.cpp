@@ -1,11 +1,11 @@
-#include "npy_header.h"
+#include "npy_header/npy_header.h"
 
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
 
-namespace iomimic::npz {
+namespace iomimic::numpy {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -347,4 +347,4 @@ Result<NpyHeader> ParseNpyDict(std::string_view text, int major_version) {
   return header;
 }
 
-}  // namespace iomimic::npz
+}  // namespace iomimic::numpy

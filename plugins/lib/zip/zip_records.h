@@ -1,14 +1,19 @@
-// ZIP archive records (PKWARE APPNOTE.TXT 6.3), written the way CPython 3.11's
-// zipfile writes them for np.savez, and parsed the way zipfile reads them.
+// ZIP archive records (PKWARE APPNOTE.TXT 6.3), written the way CPython's
+// zipfile writes them and parsed the way zipfile reads them. The one ZIP
+// implementation of the in-tree plugins: npz members (np.savez) and the csv
+// plugin's "zip" compression (pandas' to_csv) both use it.
 //
-// Writing follows zipfile with force_zip64=True (numpy always passes it):
-// every local header carries a 20-byte ZIP64 extra field holding the sizes;
-// the 32-bit size fields hold 0xFFFFFFFF only when a size exceeds the ZIP64
-// limit. Central directory entries get a ZIP64 extra field only for the
-// values over the limit, and the ZIP64 end records are written only when the
-// central directory's offset or size exceeds it. Like zipfile, the limit is
-// 2^31 - 1 (zipfile.ZIP64_LIMIT), not 2^32 - 1, so files are byte-identical
-// to np.savez output at every size.
+// Writing follows zipfile.ZipInfo.FileHeader and ZipFile._write_end_record.
+// A local header carries a 20-byte ZIP64 extra field holding both sizes when
+// the writer asks for one (LocalZip64::kInclude): numpy always does
+// (force_zip64=True); zipfile otherwise does when the member may outgrow the
+// limit. Its 32-bit size fields hold 0xFFFFFFFF, and its version 4.5, only
+// when a size exceeds the ZIP64 limit. Central directory entries get a ZIP64
+// extra field only for the values over the limit, and the ZIP64 end records
+// are written only when the entry count, the central directory's offset or
+// its size exceeds what the classic end record holds. Like zipfile, the limit
+// is 2^31 - 1 (zipfile.ZIP64_LIMIT), not 2^32 - 1, so files are
+// byte-identical to zipfile's at every size.
 
 #pragma once
 
@@ -20,7 +25,14 @@
 
 #include "iomimic/status.h"
 
-namespace iomimic::npz::zip {
+namespace iomimic::zip {
+
+// Whether a local header carries the ZIP64 extra field (the `zip64` argument
+// of zipfile's ZipInfo.FileHeader).
+enum class LocalZip64 : std::uint8_t {
+  kOmit = 0,     // sizes only in the 32-bit fields; they must not exceed the limit
+  kInclude = 1,  // a ZIP64 extra field with both sizes follows the name
+};
 
 inline constexpr std::uint32_t kLocalHeaderSignature = 0x04034b50;
 inline constexpr std::uint32_t kCentralHeaderSignature = 0x02014b50;
@@ -60,20 +72,26 @@ struct MemberRecord {
   std::uint64_t local_header_offset = 0;
 };
 
-// Size of the local header EncodeLocalHeader writes for `name`.
-constexpr std::size_t LocalHeaderSize(std::size_t name_size) {
-  return kLocalHeaderFixedSize + name_size + kLocalZip64ExtraSize;
+// Size of the local header EncodeLocalHeader writes for a member whose name
+// is `name_size` bytes long.
+constexpr std::size_t LocalHeaderSize(std::size_t name_size,
+                                      LocalZip64 zip64 = LocalZip64::kInclude) {
+  return kLocalHeaderFixedSize + name_size +
+         (zip64 == LocalZip64::kInclude ? kLocalZip64ExtraSize : 0);
 }
 
-// The local file header of `member` (name, ZIP64 extra with both sizes), as
-// zipfile writes it with force_zip64. `zip64_limit` is kZip64Limit except in
-// tests that force the ZIP64 paths on small files.
-std::vector<std::byte> EncodeLocalHeader(const MemberRecord& member,
+// The local file header of `member` (LocalHeaderSize bytes), as zipfile's
+// ZipInfo.FileHeader writes it: with the ZIP64 extra field when `zip64` is
+// kInclude. A size over `zip64_limit` needs kInclude (the caller checks; the
+// header would not hold the size otherwise). `zip64_limit` is kZip64Limit
+// except in tests that force the ZIP64 paths on small files.
+std::vector<std::byte> EncodeLocalHeader(const MemberRecord& member, LocalZip64 zip64,
                                          std::uint64_t zip64_limit = kZip64Limit);
 
 // The central directory for `members` followed by the end records (ZIP64 end
 // record and locator when needed, then the classic end record), for a
-// directory that starts at `directory_offset`.
+// directory that starts at `directory_offset`. `zip64_limit` as for
+// EncodeLocalHeader; pass the same value to both.
 std::vector<std::byte> EncodeDirectoryAndEnd(std::span<const MemberRecord> members,
                                              std::uint64_t directory_offset,
                                              std::uint64_t zip64_limit = kZip64Limit);
@@ -129,4 +147,4 @@ std::uint32_t LoadU32(const std::byte* p);
 std::uint64_t LoadU64(const std::byte* p);
 void StoreU32(std::byte* p, std::uint32_t v);
 
-}  // namespace iomimic::npz::zip
+}  // namespace iomimic::zip

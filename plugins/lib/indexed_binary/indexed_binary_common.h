@@ -54,9 +54,4 @@ std::string PartialPath(const std::string& path);
 void StoreU64(std::byte* out, std::uint64_t value);
 std::uint64_t LoadU64(const std::byte* in);
 
-// A buffer of at least `size` bytes that host code can fill: from
-// storage.Allocate() when that gives host-accessible memory, otherwise plain
-// aligned host memory. Errors are prefixed with the flavour's name.
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, Flavor flavor);
-
 }  // namespace iomimic::indexed_binary

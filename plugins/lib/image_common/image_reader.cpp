@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "image_common/image_sink.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::image {
 
@@ -58,7 +59,7 @@ Result<std::unique_ptr<FileReader>> ImageReader::Open(const std::string& path,
   if (options.storage == nullptr) {
     return Status::InvalidArgument(std::string(codec.name()) + ": reader options have no storage");
   }
-  try {
+  return Guard(codec.name(), "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<ImageReader> reader(new ImageReader(path, options, codec));
     Status s = reader->BeginLoad();
     if (!s.ok()) {
@@ -66,14 +67,7 @@ Result<std::unique_ptr<FileReader>> ImageReader::Open(const std::string& path,
       return s;
     }
     return std::unique_ptr<FileReader>(std::move(reader));
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(std::string(codec.name()) + ": out of memory opening " + path);
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string(codec.name()) + ": opening " + path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal(std::string(codec.name()) + ": opening " + path +
-                            ": unknown exception");
-  }
+  });
 }
 
 void ImageReader::AbortLoad() {
@@ -177,29 +171,21 @@ Status ImageReader::FinishLoad() {
 }
 
 Result<SampleView> ImageReader::ReadSample(std::uint64_t index) {
-  try {
-    Result<SampleView> r = ReadSampleImpl(index);
-    // A failed load leaves nothing half-open; the next call starts afresh.
-    if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
-      AbortLoad();
-      loaded_ = false;
-    }
-    return r;
-  } catch (const std::bad_alloc&) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::ResourceExhausted(std::string(codec_.name()) + ": out of memory reading " +
-                                     path_);
-  } catch (const std::exception& e) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal(std::string(codec_.name()) + ": reading " + path_ + ": " + e.what());
-  } catch (...) {
-    AbortLoad();
-    loaded_ = false;
-    return Status::Internal(std::string(codec_.name()) + ": reading " + path_ +
-                            ": unknown exception");
-  }
+  return Guard(
+      codec_.name(), "reading", path_,
+      [&]() -> Result<SampleView> {
+        Result<SampleView> r = ReadSampleImpl(index);
+        // A failed load leaves nothing half-open; the next call starts afresh.
+        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
+          AbortLoad();
+          loaded_ = false;
+        }
+        return r;
+      },
+      [&] {
+        AbortLoad();
+        loaded_ = false;
+      });
 }
 
 Result<SampleView> ImageReader::ReadSampleImpl(std::uint64_t index) {

@@ -19,7 +19,7 @@
 
 #include "iomimic/status.h"
 
-namespace iomimic::npz {
+namespace iomimic::numpy {
 
 inline constexpr std::string_view kNpyMagic = "\x93NUMPY";
 // Magic plus the two version bytes.
@@ -81,4 +81,4 @@ Result<std::size_t> ParseNpyPreamble(std::span<const std::byte> preamble, int* m
 // valid but unsupported descr. `header_size` is left 0 for the caller.
 Result<NpyHeader> ParseNpyDict(std::string_view text, int major_version);
 
-}  // namespace iomimic::npz
+}  // namespace iomimic::numpy

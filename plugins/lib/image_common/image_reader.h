@@ -1,8 +1,9 @@
 // Shared by the png, jpeg and tiff format plugins: reading an image file the
 // way DLIO's image reader does, np.asarray(PIL.Image.open(path)).
 //
-// dlio-syscalls.md measured that reader (resnet50_small, jpeg): open, fstat,
-// then one strictly sequential pass over the whole file, and close:
+// DLIO's reader, traced at the system-call level (docs/dlio-compat.md §2.4;
+// resnet50_small, jpeg): open, fstat, then one strictly sequential pass over
+// the whole file, and close:
 //   read 4 KiB at 0 (Image.open's buffered header read),
 //   reads that end on multiples of 64 KiB (ImageFile.load's 64 KiB blocks;
 //     the first one is 61,440 bytes, from 4 KiB to 64 KiB),

@@ -1,6 +1,7 @@
-// A small thread-safe in-memory Storage for the decorators' unit tests: the
-// layer under test is the decorator, not a file system. Not built into any
-// plugin.
+// iomimic plugin SDK, for tests: a small thread-safe in-memory Storage, for
+// unit tests where the layer under test sits above the storage (decorators,
+// formats) rather than being a file system. Header-only; not for production
+// use.
 
 #pragma once
 
@@ -15,9 +16,9 @@
 
 #include "iomimic/iomimic.h"
 
-namespace iomimic::decorator::testing {
+namespace iomimic::testing {
 
-class MemoryStorage final : public Storage {
+class MemoryStorage : public Storage {
  public:
   std::string name() const override { return "memory"; }
   StorageCapabilities capabilities() const override {
@@ -123,4 +124,4 @@ class MemoryStorage final : public Storage {
   std::set<std::string> directories_;
 };
 
-}  // namespace iomimic::decorator::testing
+}  // namespace iomimic::testing

@@ -5,22 +5,6 @@
 
 namespace iomimic::image {
 
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, const char* what) {
-  Result<Buffer> made = storage.Allocate(size);
-  if (!made.ok()) {
-    return made.status().WithContext(std::string(what) + ": allocating " + std::to_string(size) +
-                                     " bytes");
-  }
-  if (made->host_accessible() && made->size() >= size) return made;
-  const std::size_t align = storage.capabilities().alignment;
-  Buffer host = Buffer::AllocateHost(size, align < 64 ? 64 : align);
-  if (size != 0 && host.empty()) {
-    return Status::ResourceExhausted(std::string(what) + ": cannot allocate " +
-                                     std::to_string(size) + " bytes of host memory");
-  }
-  return host;
-}
-
 Status EnsureHostBuffer(Storage& storage, Buffer& buffer, std::size_t size, const char* what) {
   if (buffer.size() >= size && buffer.host_accessible()) return Status::OK();
   buffer.Reset();

@@ -22,11 +22,6 @@ inline constexpr std::size_t kMaxWriteChunk = std::size_t{4} << 20;
 // ... and the buffer is at least this large.
 inline constexpr std::size_t kMinWriteChunk = std::size_t{64} << 10;
 
-// A buffer of at least `size` bytes from storage.Allocate(), or host memory
-// when the storage hands out memory the CPU cannot touch (device memory).
-// `what` prefixes error messages ("png").
-Result<Buffer> AllocateHostBuffer(Storage& storage, std::size_t size, const char* what);
-
 // Makes `buffer` hold at least `size` host bytes, reusing it when it is
 // large enough.
 Status EnsureHostBuffer(Storage& storage, Buffer& buffer, std::size_t size, const char* what);

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <utility>
 
+#include "iomimic/guard.h"
+
 namespace iomimic::indexed_binary {
 namespace {
 
@@ -93,7 +95,8 @@ Status WriteImpl(Storage& storage, File& file, const FileSpec& spec, Flavor flav
   std::uint64_t buffer_size = std::min(configured, std::max(total, index_bytes));
   buffer_size = RoundUp(std::max<std::uint64_t>(buffer_size, 1), unit);
   IOMIMIC_ASSIGN_OR_RETURN(
-      Buffer buffer, AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), flavor));
+      Buffer buffer,
+      AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), FlavorName(flavor)));
   std::span<std::byte> chunk = buffer.span().first(static_cast<std::size_t>(buffer_size));
 
   // 1. The data: the content stream, chunk by chunk.
@@ -123,7 +126,8 @@ Status WriteFrameImpl(Storage& storage, const FileSpec& spec, Flavor flavor,
   std::uint64_t buffer_size = std::min(configured, spec.num_samples * kIndexEntrySize);
   buffer_size = RoundUp(std::max<std::uint64_t>(buffer_size, 1), unit);
   IOMIMIC_ASSIGN_OR_RETURN(
-      Buffer buffer, AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), flavor));
+      Buffer buffer,
+      AllocateHostBuffer(storage, static_cast<std::size_t>(buffer_size), FlavorName(flavor)));
   return WriteIndexFiles(storage, spec, flavor,
                          buffer.span().first(static_cast<std::size_t>(buffer_size)));
 }
@@ -184,26 +188,14 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, Flavor flavor) {
 
 Status WriteIndexedBinaryFrame(Storage& storage, const FileSpec& spec, Flavor flavor,
                                const WriterOptions& options) {
-  try {
-    return WriteFrameImpl(storage, spec, flavor, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(std::string(FlavorName(flavor)) +
-                                     ": out of memory writing the index of " + spec.path);
-  }
+  return Guard(FlavorName(flavor), "writing the index of", spec.path,
+               [&]() -> Status { return WriteFrameImpl(storage, spec, flavor, options); });
 }
 
 Status WriteIndexedBinaryFile(Storage& storage, File& file, const FileSpec& spec, Flavor flavor,
                               const WriterOptions& options) {
-  const std::string name(FlavorName(flavor));
-  try {
-    return WriteImpl(storage, file, spec, flavor, options);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name + ": out of memory writing " + spec.path);
-  } catch (const std::exception& e) {
-    return Status::Internal(name + ": writing " + spec.path + ": " + e.what());
-  } catch (...) {
-    return Status::Internal(name + ": writing " + spec.path + ": unknown exception");
-  }
+  return Guard(FlavorName(flavor), "writing", spec.path,
+               [&]() -> Status { return WriteImpl(storage, file, spec, flavor, options); });
 }
 
 }  // namespace iomimic::indexed_binary

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "indexed_binary_reader.h"
+#include "iomimic/guard.h"
 
 namespace iomimic::indexed_binary {
 
@@ -21,19 +22,15 @@ FormatTraits IndexedBinaryFormat::traits() const {
 }
 
 Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
-  try {
+  return Guard(name(), "validating a file spec", "", [&]() -> Status {
     return ValidateSpec(spec, flavor_);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name() + ": out of memory validating a file spec");
-  }
+  });
 }
 
 Result<std::uint64_t> IndexedBinaryFormat::ExpectedFileSize(const FileSpec& spec) const {
-  try {
+  return Guard(name(), "computing a file size", "", [&]() -> Result<std::uint64_t> {
     return ComputeFileSize(spec, flavor_);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(name() + ": out of memory computing a file size");
-  }
+  });
 }
 
 Status IndexedBinaryFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
