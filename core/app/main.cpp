@@ -125,6 +125,7 @@ struct CommonArgs {
   unsigned accelerators = 0;  // --accelerators: iomimic.accelerators_per_process
   bool quiet = false;
   bool plan = false;
+  bool keys = false;  // config --keys
   int ranks = 0;
 };
 
@@ -198,7 +199,10 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
                        "print the plan (steps, files, checkpoint files and sizes) instead of the "
                        "manifest; writes nothing")(
         "ranks", po::value<int>(&args->ranks),
-        "world size for --plan (default: the smallest the parallelism allows)");
+        "world size for --plan (default: the smallest the parallelism allows)")(
+        "keys", po::bool_switch(&args->keys),
+        "print every manifest key (type, default, origin, meaning) as Markdown, as in "
+        "docs/manifest.md, and exit");
   }
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
@@ -277,6 +281,10 @@ int CmdConfig(int argc, char** argv) {
   CommonArgs args;
   int code = 0;
   if (!ParseCommon("config", argc, argv, &args, &code)) return code;
+  if (args.keys) {
+    std::cout << config::ManifestKeysMarkdown();
+    return 0;
+  }
   Result<config::LoadedManifest> manifest = LoadFromArgs(args);
   if (!manifest.ok()) return Fail(manifest.status());
   if (!args.plan) {

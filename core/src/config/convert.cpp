@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "config/convert_internal.h"
+#include "config/keys_internal.h"
 #include "config/scalar_internal.h"
 #include "config/schema_internal.h"
 
@@ -16,23 +17,6 @@ constexpr std::int64_t kMinInt = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-using Words = std::vector<std::string_view>;
-
-const Words kFrameworks = {"tensorflow", "pytorch"};
-const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
-                            "synthetic",  "custom",  "none"};
-const Words kStorageTypes = {"local_fs", "parallel_fs", "s3", "aistore"};
-const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz"};
-const Words kReadTypes = {"on_demand", "memory"};
-const Words kFileAccess = {"multi", "shared", "collective", "mpio", "posix"};
-const Words kMultiprocessingContexts = {"fork", "spawn", "forkserver"};
-const Words kSamplers = {"iterative", "index", "none"};
-const Words kCheckpointTypes = {"rank_zero", "all_ranks"};
-const Words kCheckpointModes = {"default", "subset"};
-const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
-const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
-const Words kDistributionTypes = {"normal", "uniform", "gamma", "exponential", "poisson"};
-const Words kContentKinds = {"random", "zeros"};
 // NumPy dtype names; the last three are aliases (see CanonicalDtype).
 const Words kDtypes = {"uint8",   "int8",   "uint16", "int16",   "uint32",
                        "int32",   "uint64", "int64",  "float16", "float32",
@@ -173,27 +157,20 @@ class Converter {
               Distribution* out);
   Status TimeMap(const YAML::Node& node, const std::string& path, Distribution* out);
 
-  Status ReadModel(const Section& root, ModelConfig* model);
-  Status ReadWorkflow(const Section& root, WorkflowConfig* workflow);
-  Status ReadStorage(const Section& root, StorageConfig* storage, bool* backend_given);
-  Status ReadDataset(const Section& root, DatasetConfig* dataset);
-  Status ReadReader(const Section& root, ReaderConfig* reader);
-  Status ReadTrain(const Section& root, TrainConfig* train);
-  Status ReadEvaluation(const Section& root, EvaluationConfig* evaluation);
-  Status ReadCheckpoint(const Section& root, CheckpointConfig* checkpoint);
-  Status ReadOutput(const Section& root, OutputConfig* output);
-  Status ReadProfiling(const Section& root, ProfilingConfig* profiling);
-  Status ReadMetric(const Section& root, MetricConfig* metric);
-  Status ReadIomimic(const Section& root, IomimicConfig* iomimic);
+  // The section at `path` (a map, or a null node when absent); sections are
+  // resolved once and remembered.
+  Result<Section> SectionAt(const std::string& path);
+  // Reads one key of the table into `config`.
+  Status ReadKey(const KeyDef& key, Config* config);
+  // The rules that relate keys to each other, after every key is read.
+  Status ApplyRules(const YAML::Node& root, Config* config);
 
   const Locator& locator_;
   std::vector<Diagnostic>* warnings_;
-  std::string unlisted_key_;  // a key read here but missing from the schema (a bug)
+  std::map<std::string, Section> sections_;
 };
 
 std::optional<Entry> Converter::Get(const Section& section, std::string_view key) {
-  const std::string path = JoinPath(section.path, key);
-  if (!LookupKey(path) && unlisted_key_.empty()) unlisted_key_ = path;
   return FindEntry(section.node, key);
 }
 
@@ -575,278 +552,141 @@ Status Converter::TimeMap(const YAML::Node& node, const std::string& path, Distr
   return Status::OK();
 }
 
-Status Converter::ReadModel(const Section& root, ModelConfig* model) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "model"));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "name", &model->name));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "type", &model->type, /*nullable=*/true));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "model_size_bytes", &model->model_size_bytes));
-  IOMIMIC_RETURN_IF_ERROR(
-      Choice(section, "model_datatype", &model->model_datatype, kModelDatatypes));
-  IOMIMIC_RETURN_IF_ERROR(
-      Choice(section, "optimizer_datatype", &model->optimizer_datatype, kModelDatatypes));
-  IOMIMIC_RETURN_IF_ERROR(UIntList(section, "optimization_groups", &model->optimization_groups));
-  IOMIMIC_RETURN_IF_ERROR(Int(section, "num_layers", &model->num_layers));
-  IOMIMIC_RETURN_IF_ERROR(UIntList(section, "layer_parameters", &model->layer_parameters));
+Result<Section> Converter::SectionAt(const std::string& path) {
+  if (path.empty()) return sections_.at("");
+  auto it = sections_.find(path);
+  if (it != sections_.end()) return it->second;
+  const std::size_t dot = path.rfind('.');
+  const std::string parent_path = dot == std::string::npos ? "" : path.substr(0, dot);
+  const std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
+  IOMIMIC_ASSIGN_OR_RETURN(const Section parent, SectionAt(parent_path));
+  Section section{YAML::Node(), path};
+  const KeyDef* def = FindKeyDef(path);
+  const std::optional<Entry> entry = Get(parent, leaf);
+  if (def != nullptr && def->spec.type == ValueType::kPresence && entry &&
+      entry->value.IsScalar()) {
+    // `ksm: true` enables the section without settings.
+  } else {
+    IOMIMIC_ASSIGN_OR_RETURN(section, Sub(parent, leaf));
+  }
+  sections_.emplace(path, section);
+  return section;
+}
 
-  IOMIMIC_ASSIGN_OR_RETURN(const Section parallelism, Sub(section, "parallelism"));
-  IOMIMIC_RETURN_IF_ERROR(Int(parallelism, "tensor", &model->tensor_parallelism, 1));
-  IOMIMIC_RETURN_IF_ERROR(Int(parallelism, "pipeline", &model->pipeline_parallelism, 1));
-  IOMIMIC_RETURN_IF_ERROR(Int(parallelism, "data", &model->data_parallelism, -1));
-  if (model->data_parallelism == 0) {
-    return Expected(*Get(parallelism, "data"), JoinPath(parallelism.path, "data"),
+Status Converter::ReadKey(const KeyDef& key, Config* config) {
+  const std::size_t dot = key.path.rfind('.');
+  const std::string parent_path = dot == std::string::npos ? "" : key.path.substr(0, dot);
+  const std::string leaf = dot == std::string::npos ? key.path : key.path.substr(dot + 1);
+  IOMIMIC_ASSIGN_OR_RETURN(const Section section, SectionAt(parent_path));
+  const KeySpec& k = key.spec;
+  const std::optional<Entry> entry = Get(section, leaf);
+  if (k.given != nullptr) config->reader.*k.given = entry.has_value();
+  if (!entry && k.type != ValueType::kTime) return Status::OK();
+
+  // The key's member in `config`, selected by type. Keys without a member
+  // (accepted and checked, never used) are read into a scratch value.
+  auto field = [&](auto* type_tag) -> decltype(*type_tag) {
+    using T = std::remove_pointer_t<decltype(type_tag)>;
+    if (auto* get = std::get_if<T& (*)(Config&)>(&key.field)) return (*get)(*config);
+    static T scratch;  // parsing is single-threaded
+    scratch = T{};
+    return scratch;
+  };
+  switch (k.type) {
+    case ValueType::kBool:
+      return Bool(section, leaf, &field(static_cast<bool*>(nullptr)));
+    case ValueType::kUInt:
+      return UInt(section, leaf, &field(static_cast<std::uint64_t*>(nullptr)), k.umin, k.umax,
+                  k.nullable);
+    case ValueType::kInt: {
+      if (std::holds_alternative<int& (*)(Config&)>(key.field)) {
+        int& out = field(static_cast<int*>(nullptr));
+        std::int64_t value = out;
+        IOMIMIC_RETURN_IF_ERROR(Int(section, leaf, &value, k.imin, k.imax));
+        out = static_cast<int>(value);
+        return Status::OK();
+      }
+      return Int(section, leaf, &field(static_cast<std::int64_t*>(nullptr)), k.imin, k.imax);
+    }
+    case ValueType::kNumber:
+      return Number(section, leaf, &field(static_cast<double*>(nullptr)), k.dmin, k.dmax);
+    case ValueType::kText: {
+      std::string& out = field(static_cast<std::string*>(nullptr));
+      IOMIMIC_RETURN_IF_ERROR(String(section, leaf, &out, k.nullable, k.non_empty));
+      if (k.strip_slashes) out = StripTrailingSlashes(out);
+      return Status::OK();
+    }
+    case ValueType::kChoice:
+      return Choice(section, leaf, &field(static_cast<std::string*>(nullptr)), *k.choices,
+                    k.nullable);
+    case ValueType::kPlugin:
+      return PluginName(section, leaf, &field(static_cast<std::string*>(nullptr)), k.allow_empty);
+    case ValueType::kDtype:
+      return Dtype(section, leaf, &field(static_cast<std::string*>(nullptr)));
+    case ValueType::kShuffle:
+      return Shuffle(section, leaf, &field(static_cast<ShuffleMode*>(nullptr)));
+    case ValueType::kReadType: {
+      ReadType& out = field(static_cast<ReadType*>(nullptr));
+      std::string name = ReadTypeName(out);
+      IOMIMIC_RETURN_IF_ERROR(Choice(section, leaf, &name, *k.choices));
+      out = name == "memory" ? ReadType::kMemory : ReadType::kOnDemand;
+      return Status::OK();
+    }
+    case ValueType::kUIntList:
+      return UIntList(section, leaf, &field(static_cast<UIntVector*>(nullptr)), k.umin,
+                      k.null_is_zero);
+    case ValueType::kTextList:
+      return StringList(section, leaf, &field(static_cast<std::vector<std::string>*>(nullptr)));
+    case ValueType::kTextMap:
+      return StringMap(section, leaf, &field(static_cast<TextMap*>(nullptr)));
+    case ValueType::kTime:
+      return Time(section, leaf, k.stdev_key, &field(static_cast<Distribution*>(nullptr)));
+    case ValueType::kPresence: {
+      // Enabled by its presence (DLIO); `false` is read as off.
+      const std::string path = key.path;
+      bool& out = field(static_cast<bool*>(nullptr));
+      if (entry->value.IsScalar()) {
+        const std::optional<bool> enabled = ParseBool(entry->value.Scalar());
+        if (!enabled) return Expected(*entry, path, "a map of settings or true/false");
+        out = *enabled;
+      } else if (entry->value.IsMap() || entry->value.IsNull()) {
+        out = true;
+      } else {
+        return Expected(*entry, path, "a map of settings or true/false");
+      }
+      return Status::OK();
+    }
+  }
+  return Status::OK();
+}
+
+Status Converter::ApplyRules(const YAML::Node& root, Config* config) {
+  // model.parallelism.data: -1 (derived) or a positive degree.
+  if (config->model.data_parallelism == 0) {
+    IOMIMIC_ASSIGN_OR_RETURN(const Section parallelism, SectionAt("model.parallelism"));
+    return Expected(*Get(parallelism, "data"), "model.parallelism.data",
                     "-1 (derived from the world size) or a positive integer");
   }
-  IOMIMIC_RETURN_IF_ERROR(Int(parallelism, "zero_stage", &model->zero_stage, 0, 3));
-
-  IOMIMIC_ASSIGN_OR_RETURN(const Section transformer, Sub(section, "transformer"));
-  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "vocab_size", &model->vocab_size, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "hidden_size", &model->hidden_size, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "ffn_hidden_size", &model->ffn_hidden_size, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "num_attention_heads", &model->num_attention_heads, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(transformer, "num_kv_heads", &model->num_kv_heads, 1));
-  return Status::OK();
-}
-
-Status Converter::ReadWorkflow(const Section& root, WorkflowConfig* workflow) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "workflow"));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "generate_data", &workflow->generate_data));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "train", &workflow->train));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "evaluation", &workflow->evaluation));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "checkpoint", &workflow->checkpoint));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "profiling", &workflow->profiling));
-  std::string query;  // only meaningful to dlio_benchmark_query
-  return String(section, "query", &query, /*nullable=*/true);
-}
-
-Status Converter::ReadStorage(const Section& root, StorageConfig* storage, bool* backend_given) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "storage"));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "storage_type", &storage->storage_type, kStorageTypes));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "storage_root", &storage->storage_root));
-  IOMIMIC_RETURN_IF_ERROR(StringMap(section, "storage_options", &storage->storage_options));
   // MLCommons' DLIO fork reads storage.storage_library into storage_options.
-  std::string library;
-  IOMIMIC_RETURN_IF_ERROR(String(section, "storage_library", &library, /*nullable=*/true));
-  if (!library.empty()) storage->storage_options["storage_library"] = library;
-  *backend_given = Get(section, "backend").has_value();
-  IOMIMIC_RETURN_IF_ERROR(PluginName(section, "backend", &storage->backend, false));
-  return StringMap(section, "options", &storage->options);
-}
-
-Status Converter::ReadDataset(const Section& root, DatasetConfig* dataset) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "dataset"));
-  // Formats are plugins: any plugin-like name is accepted here and checked
-  // against the loaded plugins later.
-  IOMIMIC_RETURN_IF_ERROR(PluginName(section, "format", &dataset->format, false));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "data_folder", &dataset->data_folder, false, true));
-  dataset->data_folder = StripTrailingSlashes(dataset->data_folder);
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "num_files_train", &dataset->num_files_train));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "num_files_eval", &dataset->num_files_eval));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "num_samples_per_file", &dataset->num_samples_per_file, 1));
-  IOMIMIC_RETURN_IF_ERROR(Number(section, "record_length_bytes", &dataset->record_length_bytes, 0));
-  IOMIMIC_RETURN_IF_ERROR(
-      Number(section, "record_length_bytes_stdev", &dataset->record_length_bytes_stdev, 0));
-  IOMIMIC_RETURN_IF_ERROR(
-      Number(section, "record_length_bytes_resize", &dataset->record_length_bytes_resize, 0));
-  IOMIMIC_RETURN_IF_ERROR(UIntList(section, "record_dims", &dataset->record_dims, 1));
-  IOMIMIC_RETURN_IF_ERROR(Dtype(section, "record_element_type", &dataset->record_element_type));
-  std::uint64_t element_bytes = 0;  // DLIO recomputes it from the element type
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "record_element_bytes", &element_bytes));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "num_subfolders_train", &dataset->num_subfolders_train));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "num_subfolders_eval", &dataset->num_subfolders_eval));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "file_prefix", &dataset->file_prefix));
-  IOMIMIC_RETURN_IF_ERROR(
-      Choice(section, "compression", &dataset->compression, kCompressions, /*nullable=*/true));
-  std::int64_t level = dataset->compression_level;
-  IOMIMIC_RETURN_IF_ERROR(Int(section, "compression_level", &level, 0, 9));
-  dataset->compression_level = static_cast<int>(level);
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "enable_chunking", &dataset->enable_chunking));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "chunk_size", &dataset->chunk_size));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "keep_files", &dataset->keep_files));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(section, "generation_buffer_size", &dataset->generation_buffer_size, 1));
-
-  IOMIMIC_ASSIGN_OR_RETURN(const Section hdf5, Sub(section, "hdf5"));
-  IOMIMIC_RETURN_IF_ERROR(UIntList(hdf5, "chunk_dims", &dataset->hdf5_chunk_dims, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(hdf5, "num_dset_per_record", &dataset->hdf5_num_dset_per_record, 1));
-  // h5py's maxshape takes None for an unlimited dimension; kept as 0.
-  IOMIMIC_RETURN_IF_ERROR(
-      UIntList(hdf5, "max_shape", &dataset->hdf5_max_shape, 0, /*null_is_zero=*/true));
-  IOMIMIC_RETURN_IF_ERROR(StringMap(section, "options", &dataset->options));
-
-  if ((dataset->format == "jpeg" || dataset->format == "png") &&
-      dataset->record_element_type != "uint8") {
+  IOMIMIC_ASSIGN_OR_RETURN(const Section storage, SectionAt("storage"));
+  if (const std::optional<Entry> library = Get(storage, "storage_library")) {
+    if (library->value.IsScalar() && !library->value.Scalar().empty()) {
+      config->storage.storage_options["storage_library"] = library->value.Scalar();
+    }
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(const Section dataset, SectionAt("dataset"));
+  if ((config->dataset.format == "jpeg" || config->dataset.format == "png") &&
+      config->dataset.record_element_type != "uint8") {
     // DLIO forces uint8 for images (PIL.Image.fromarray needs it).
-    if (const std::optional<Entry> entry = Get(section, "record_element_type")) {
-      Warn(entry->value, JoinPath(section.path, "record_element_type"),
-           "dataset.record_element_type " + dataset->record_element_type +
-               " is replaced by uint8 for format " + dataset->format);
+    if (const std::optional<Entry> entry = Get(dataset, "record_element_type")) {
+      Warn(entry->value, "dataset.record_element_type",
+           "dataset.record_element_type " + config->dataset.record_element_type +
+               " is replaced by uint8 for format " + config->dataset.format);
     }
-    dataset->record_element_type = "uint8";
+    config->dataset.record_element_type = "uint8";
   }
-  return Status::OK();
-}
-
-Status Converter::ReadReader(const Section& root, ReaderConfig* reader) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "reader"));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "data_loader", &reader->data_loader, kDataLoaders));
-  reader->data_loader_given = Get(section, "data_loader").has_value();
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "batch_size", &reader->batch_size, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "batch_size_eval", &reader->batch_size_eval, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "read_threads", &reader->read_threads));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "computation_threads", &reader->computation_threads, 1));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "prefetch_size", &reader->prefetch_size));
-  IOMIMIC_RETURN_IF_ERROR(Shuffle(section, "file_shuffle", &reader->file_shuffle));
-  IOMIMIC_RETURN_IF_ERROR(Shuffle(section, "sample_shuffle", &reader->sample_shuffle));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "shuffle_size", &reader->shuffle_size));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(section, "transfer_size", &reader->transfer_size, 0, kMaxUInt, /*nullable=*/true));
-  std::string read_type = ReadTypeName(reader->read_type);
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "read_type", &read_type, kReadTypes));
-  reader->read_type = read_type == "memory" ? ReadType::kMemory : ReadType::kOnDemand;
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "file_access", &reader->file_access, kFileAccess));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "dont_use_mmap", &reader->dont_use_mmap));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "odirect", &reader->odirect));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "pin_memory", &reader->pin_memory));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "multiprocessing_context",
-                                 &reader->multiprocessing_context, kMultiprocessingContexts));
-  IOMIMIC_RETURN_IF_ERROR(
-      Time(section, "preprocess_time", "preprocess_time_stdev", &reader->preprocess_time));
-  IOMIMIC_RETURN_IF_ERROR(
-      UIntList(section, "transformed_record_dims", &reader->transformed_record_dims, 1));
-  IOMIMIC_RETURN_IF_ERROR(
-      Dtype(section, "transformed_record_element_type", &reader->transformed_record_element_type));
-  IOMIMIC_RETURN_IF_ERROR(
-      String(section, "reader_classname", &reader->reader_classname, /*nullable=*/true));
-  IOMIMIC_RETURN_IF_ERROR(
-      String(section, "data_loader_classname", &reader->data_loader_classname, /*nullable=*/true));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "data_loader_sampler", &reader->data_loader_sampler,
-                                 kSamplers, /*nullable=*/true));
-  return Bool(section, "decode", &reader->decode);
-}
-
-Status Converter::ReadTrain(const Section& root, TrainConfig* train) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "train"));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "epochs", &train->epochs, 1));
-  IOMIMIC_RETURN_IF_ERROR(
-      Time(section, "computation_time", "computation_time_stdev", &train->computation_time));
-  IOMIMIC_RETURN_IF_ERROR(Int(section, "total_training_steps", &train->total_training_steps));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "seed_change_epoch", &train->seed_change_epoch));
-  // NumPy seeds are 32-bit.
-  return UInt(section, "seed", &train->seed, 0, 0xFFFFFFFFu);
-}
-
-Status Converter::ReadEvaluation(const Section& root, EvaluationConfig* evaluation) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "evaluation"));
-  IOMIMIC_RETURN_IF_ERROR(Time(section, "eval_time", "eval_time_stdev", &evaluation->eval_time));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "eval_after_epoch", &evaluation->eval_after_epoch));
-  return UInt(section, "epochs_between_evals", &evaluation->epochs_between_evals, 1);
-}
-
-Status Converter::ReadCheckpoint(const Section& root, CheckpointConfig* checkpoint) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "checkpoint"));
-  IOMIMIC_RETURN_IF_ERROR(
-      String(section, "checkpoint_folder", &checkpoint->checkpoint_folder, false, true));
-  checkpoint->checkpoint_folder = StripTrailingSlashes(checkpoint->checkpoint_folder);
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(section, "checkpoint_after_epoch", &checkpoint->checkpoint_after_epoch));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(section, "epochs_between_checkpoints", &checkpoint->epochs_between_checkpoints, 1));
-  IOMIMIC_RETURN_IF_ERROR(
-      Int(section, "steps_between_checkpoints", &checkpoint->steps_between_checkpoints));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "type", &checkpoint->type, kCheckpointTypes));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "mode", &checkpoint->mode, kCheckpointModes));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "fsync", &checkpoint->fsync));
-  IOMIMIC_RETURN_IF_ERROR(
-      Number(section, "time_between_checkpoints", &checkpoint->time_between_checkpoints));
-  IOMIMIC_RETURN_IF_ERROR(
-      Int(section, "num_checkpoints_write", &checkpoint->num_checkpoints_write));
-  IOMIMIC_RETURN_IF_ERROR(Int(section, "num_checkpoints_read", &checkpoint->num_checkpoints_read));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "recovery_rank_shift", &checkpoint->recovery_rank_shift));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "rank_sync", &checkpoint->rank_sync));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "randomize_tensor", &checkpoint->randomize_tensor));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "checkpoint_mechanism_classname",
-                                 &checkpoint->checkpoint_mechanism_classname, /*nullable=*/true));
-
-  // `ksm:` enables KSM by its presence (DLIO); `ksm: false` is read as off.
-  if (const std::optional<Entry> entry = Get(section, "ksm")) {
-    const YAML::Node& ksm = entry->value;
-    const std::string path = JoinPath(section.path, "ksm");
-    if (ksm.IsScalar()) {
-      const std::optional<bool> enabled = ParseBool(ksm.Scalar());
-      if (!enabled) return Expected(*entry, path, "a map of KSM settings or true/false");
-      checkpoint->ksm_present = *enabled;
-    } else if (ksm.IsMap() || ksm.IsNull()) {
-      checkpoint->ksm_present = true;
-      IOMIMIC_ASSIGN_OR_RETURN(const Section settings, Sub(section, "ksm"));
-      std::uint64_t ignored_id = 0;
-      double ignored_percent = 0;
-      IOMIMIC_RETURN_IF_ERROR(UInt(settings, "madv_mergeable_id", &ignored_id));
-      IOMIMIC_RETURN_IF_ERROR(Number(settings, "high_ram_trigger", &ignored_percent, 0, 100));
-      IOMIMIC_RETURN_IF_ERROR(Number(settings, "low_ram_exit", &ignored_percent, 0, 100));
-      IOMIMIC_RETURN_IF_ERROR(Number(settings, "await_time", &ignored_percent, 0));
-    } else {
-      return Expected(*entry, path, "a map of KSM settings or true/false");
-    }
-  }
-  IOMIMIC_RETURN_IF_ERROR(PluginName(section, "backend", &checkpoint->backend, true));
-  return StringMap(section, "options", &checkpoint->options);
-}
-
-Status Converter::ReadOutput(const Section& root, OutputConfig* output) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "output"));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "folder", &output->folder, /*nullable=*/true));
-  IOMIMIC_RETURN_IF_ERROR(String(section, "log_file", &output->log_file, false, true));
-  IOMIMIC_ASSIGN_OR_RETURN(const Section metric, Sub(section, "metric"));
-  IOMIMIC_RETURN_IF_ERROR(UInt(metric, "exclude_start_steps", &output->exclude_start_steps));
-  return UInt(metric, "exclude_end_steps", &output->exclude_end_steps);
-}
-
-Status Converter::ReadProfiling(const Section& root, ProfilingConfig* profiling) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "profiling"));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "profiler", &profiling->profiler, kProfilers));
-  return StringList(section, "iostat_devices", &profiling->iostat_devices);
-}
-
-Status Converter::ReadMetric(const Section& root, MetricConfig* metric) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "metric"));
-  return Number(section, "au", &metric->au, 0, 1);
-}
-
-Status Converter::ReadIomimic(const Section& root, IomimicConfig* iomimic) {
-  IOMIMIC_ASSIGN_OR_RETURN(const Section section, Sub(root, "iomimic"));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "sample_log", &iomimic->sample_log));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "checksum", &iomimic->checksum));
-  // Bounded so a typo cannot start millions of threads (docs/performance.md).
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "accelerators_per_process",
-                               &iomimic->accelerators_per_process, 1, kMaxAcceleratorsPerProcess));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "max_step_list", &iomimic->max_step_list));
-  IOMIMIC_RETURN_IF_ERROR(Bool(section, "huge_pages", &iomimic->huge_pages));
-  IOMIMIC_RETURN_IF_ERROR(Choice(section, "content", &iomimic->content, kContentKinds));
-  IOMIMIC_RETURN_IF_ERROR(
-      UInt(section, "compress_percentage", &iomimic->compress_percentage, 0, 100));
-  IOMIMIC_RETURN_IF_ERROR(UInt(section, "dedupe_percentage", &iomimic->dedupe_percentage, 0, 100));
-  return Bool(section, "dlio_order", &iomimic->dlio_order);
-}
-
-Status Converter::Run(const YAML::Node& root, Config* config) {
-  const Section top{root, ""};
-  bool storage_backend_given = false;
-  IOMIMIC_RETURN_IF_ERROR(ReadModel(top, &config->model));
-  IOMIMIC_RETURN_IF_ERROR(Choice(top, "framework", &config->framework, kFrameworks));
-  IOMIMIC_RETURN_IF_ERROR(ReadWorkflow(top, &config->workflow));
-  IOMIMIC_RETURN_IF_ERROR(ReadStorage(top, &config->storage, &storage_backend_given));
-  IOMIMIC_RETURN_IF_ERROR(ReadDataset(top, &config->dataset));
-  IOMIMIC_RETURN_IF_ERROR(ReadReader(top, &config->reader));
-  IOMIMIC_RETURN_IF_ERROR(ReadTrain(top, &config->train));
-  IOMIMIC_RETURN_IF_ERROR(ReadEvaluation(top, &config->evaluation));
-  IOMIMIC_RETURN_IF_ERROR(ReadCheckpoint(top, &config->checkpoint));
-  IOMIMIC_RETURN_IF_ERROR(ReadOutput(top, &config->output));
-  IOMIMIC_RETURN_IF_ERROR(ReadProfiling(top, &config->profiling));
-  IOMIMIC_RETURN_IF_ERROR(ReadMetric(top, &config->metric));
-  IOMIMIC_RETURN_IF_ERROR(ReadIomimic(top, &config->iomimic));
-  if (!unlisted_key_.empty()) {
-    return Status::Internal("config: key '" + unlisted_key_ + "' is read but not in the schema");
-  }
+  (void)root;
+  const bool storage_backend_given = Get(storage, "backend").has_value();
   // DLIO's O_DIRECT readers become iomimic's O_DIRECT storage back end.
   if (config->reader.odirect && !storage_backend_given) config->storage.backend = "odirect";
   // DLIO parses reader.file_access but never uses it; iomimic maps the
@@ -861,6 +701,12 @@ Status Converter::Run(const YAML::Node& root, Config* config) {
     }
   }
   return Status::OK();
+}
+
+Status Converter::Run(const YAML::Node& root, Config* config) {
+  sections_.emplace("", Section{root, ""});
+  for (const KeyDef& key : Keys()) IOMIMIC_RETURN_IF_ERROR(ReadKey(key, config));
+  return ApplyRules(root, config);
 }
 
 void WalkUnknownKeys(const YAML::Node& map, const std::string& path, const Locator& locator,

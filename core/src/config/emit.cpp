@@ -3,8 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "config/config.h"
+#include "config/keys_internal.h"
 #include "config/scalar_internal.h"
 
 namespace iomimic::config {
@@ -115,175 +119,87 @@ class Writer {
   YAML::Emitter& out_;
 };
 
+// Writes one key's value from `c`.
+void WriteKey(const internal::KeyDef& key, std::string_view leaf, const Config& c, Writer& w) {
+  const internal::KeySpec& k = key.spec;
+  Config& config = const_cast<Config&>(c);  // the accessors only read here
+  std::visit(
+      [&](auto&& get) {
+        using Get = std::decay_t<decltype(get)>;
+        if constexpr (!std::is_same_v<Get, std::monostate>) {
+          const auto& v = get(config);
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, bool>) {
+            if (k.type == internal::ValueType::kPresence) {
+              if (v) w.StringMap(leaf, {});  // enabled by its presence
+            } else {
+              w.Bool(leaf, v);
+            }
+          } else if constexpr (std::is_same_v<V, std::uint64_t>) {
+            if (k.null_when_zero && v == 0) {
+              w.Null(leaf);
+            } else {
+              w.UInt(leaf, v);
+            }
+          } else if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
+            w.Int(leaf, v);
+          } else if constexpr (std::is_same_v<V, double>) {
+            w.Number(leaf, v);
+          } else if constexpr (std::is_same_v<V, std::string>) {
+            if (k.null_when_empty) {
+              w.OptionalString(leaf, v);
+            } else {
+              w.String(leaf, v);
+            }
+          } else if constexpr (std::is_same_v<V, UIntVector>) {
+            w.UIntList(leaf, v);
+          } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+            w.StringList(leaf, v);
+          } else if constexpr (std::is_same_v<V, TextMap>) {
+            w.StringMap(leaf, v);
+          } else if constexpr (std::is_same_v<V, Distribution>) {
+            w.Time(leaf, v);
+          } else if constexpr (std::is_same_v<V, ShuffleMode>) {
+            w.String(leaf, ShuffleModeName(v));
+          } else if constexpr (std::is_same_v<V, ReadType>) {
+            w.String(leaf, ReadTypeName(v));
+          }
+        }
+      },
+      key.field);
+}
+
+// Every key of the table with a Config member, in the table's order, nested
+// into its sections.
 void WriteConfig(const Config& c, Writer& w) {
-  const ModelConfig& model = c.model;
-  w.BeginSection("model");
-  w.String("name", model.name);
-  w.OptionalString("type", model.type);
-  w.UInt("model_size_bytes", model.model_size_bytes);
-  w.String("model_datatype", model.model_datatype);
-  w.String("optimizer_datatype", model.optimizer_datatype);
-  w.UIntList("optimization_groups", model.optimization_groups);
-  w.Int("num_layers", model.num_layers);
-  w.UIntList("layer_parameters", model.layer_parameters);
-  w.BeginSection("parallelism");
-  w.Int("tensor", model.tensor_parallelism);
-  w.Int("pipeline", model.pipeline_parallelism);
-  w.Int("data", model.data_parallelism);
-  w.Int("zero_stage", model.zero_stage);
-  w.EndSection();
-  w.BeginSection("transformer");
-  w.UInt("vocab_size", model.vocab_size);
-  w.UInt("hidden_size", model.hidden_size);
-  w.UInt("ffn_hidden_size", model.ffn_hidden_size);
-  w.UInt("num_attention_heads", model.num_attention_heads);
-  w.UInt("num_kv_heads", model.num_kv_heads);
-  w.EndSection();
-  w.EndSection();
-
-  w.String("framework", c.framework);
-
-  w.BeginSection("workflow");
-  w.Bool("generate_data", c.workflow.generate_data);
-  w.Bool("train", c.workflow.train);
-  w.Bool("evaluation", c.workflow.evaluation);
-  w.Bool("checkpoint", c.workflow.checkpoint);
-  w.Bool("profiling", c.workflow.profiling);
-  w.EndSection();
-
-  const StorageConfig& storage = c.storage;
-  w.BeginSection("storage");
-  w.String("storage_type", storage.storage_type);
-  w.String("storage_root", storage.storage_root);
-  w.StringMap("storage_options", storage.storage_options);
-  w.String("backend", storage.backend);
-  w.StringMap("options", storage.options);
-  w.EndSection();
-
-  const DatasetConfig& dataset = c.dataset;
-  w.BeginSection("dataset");
-  w.String("format", dataset.format);
-  w.String("data_folder", dataset.data_folder);
-  w.UInt("num_files_train", dataset.num_files_train);
-  w.UInt("num_files_eval", dataset.num_files_eval);
-  w.UInt("num_samples_per_file", dataset.num_samples_per_file);
-  w.Number("record_length_bytes", dataset.record_length_bytes);
-  w.Number("record_length_bytes_stdev", dataset.record_length_bytes_stdev);
-  w.Number("record_length_bytes_resize", dataset.record_length_bytes_resize);
-  w.UIntList("record_dims", dataset.record_dims);
-  w.String("record_element_type", dataset.record_element_type);
-  w.UInt("num_subfolders_train", dataset.num_subfolders_train);
-  w.UInt("num_subfolders_eval", dataset.num_subfolders_eval);
-  w.String("file_prefix", dataset.file_prefix);
-  w.String("compression", dataset.compression);
-  w.Int("compression_level", dataset.compression_level);
-  w.Bool("enable_chunking", dataset.enable_chunking);
-  w.UInt("chunk_size", dataset.chunk_size);
-  w.Bool("keep_files", dataset.keep_files);
-  w.UInt("generation_buffer_size", dataset.generation_buffer_size);
-  w.BeginSection("hdf5");
-  w.UIntList("chunk_dims", dataset.hdf5_chunk_dims);
-  w.UInt("num_dset_per_record", dataset.hdf5_num_dset_per_record);
-  w.UIntList("max_shape", dataset.hdf5_max_shape);
-  w.EndSection();
-  w.StringMap("options", dataset.options);
-  w.EndSection();
-
-  const ReaderConfig& reader = c.reader;
-  w.BeginSection("reader");
-  if (reader.data_loader_given) w.String("data_loader", reader.data_loader);
-  w.UInt("batch_size", reader.batch_size);
-  w.UInt("batch_size_eval", reader.batch_size_eval);
-  w.UInt("read_threads", reader.read_threads);
-  w.UInt("computation_threads", reader.computation_threads);
-  w.UInt("prefetch_size", reader.prefetch_size);
-  w.String("file_shuffle", ShuffleModeName(reader.file_shuffle));
-  w.String("sample_shuffle", ShuffleModeName(reader.sample_shuffle));
-  w.UInt("shuffle_size", reader.shuffle_size);
-  if (reader.transfer_size == 0) {
-    w.Null("transfer_size");
-  } else {
-    w.UInt("transfer_size", reader.transfer_size);
+  std::vector<std::string> open;  // the sections currently open, outermost first
+  for (const internal::KeyDef& key : internal::Keys()) {
+    if (std::holds_alternative<std::monostate>(key.field)) continue;
+    if (key.spec.given != nullptr && !(c.reader.*key.spec.given)) continue;
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+      const std::size_t dot = key.path.find('.', at);
+      parts.push_back(key.path.substr(at, dot - at));
+      if (dot == std::string::npos) break;
+      at = dot + 1;
+    }
+    const std::size_t depth = parts.size() - 1;  // sections above the key
+    std::size_t common = 0;
+    while (common < open.size() && common < depth && open[common] == parts[common]) ++common;
+    while (open.size() > common) {
+      w.EndSection();
+      open.pop_back();
+    }
+    while (open.size() < depth) {
+      w.BeginSection(parts[open.size()]);
+      open.push_back(parts[open.size()]);
+    }
+    WriteKey(key, parts.back(), c, w);
   }
-  w.String("read_type", ReadTypeName(reader.read_type));
-  w.String("file_access", reader.file_access);
-  w.Bool("dont_use_mmap", reader.dont_use_mmap);
-  w.Bool("odirect", reader.odirect);
-  w.Bool("pin_memory", reader.pin_memory);
-  w.String("multiprocessing_context", reader.multiprocessing_context);
-  w.Time("preprocess_time", reader.preprocess_time);
-  w.UIntList("transformed_record_dims", reader.transformed_record_dims);
-  w.String("transformed_record_element_type", reader.transformed_record_element_type);
-  w.OptionalString("reader_classname", reader.reader_classname);
-  w.OptionalString("data_loader_classname", reader.data_loader_classname);
-  w.OptionalString("data_loader_sampler", reader.data_loader_sampler);
-  w.Bool("decode", reader.decode);
-  w.EndSection();
-
-  w.BeginSection("train");
-  w.UInt("epochs", c.train.epochs);
-  w.Time("computation_time", c.train.computation_time);
-  w.Int("total_training_steps", c.train.total_training_steps);
-  w.Bool("seed_change_epoch", c.train.seed_change_epoch);
-  w.UInt("seed", c.train.seed);
-  w.EndSection();
-
-  w.BeginSection("evaluation");
-  w.Time("eval_time", c.evaluation.eval_time);
-  w.UInt("eval_after_epoch", c.evaluation.eval_after_epoch);
-  w.UInt("epochs_between_evals", c.evaluation.epochs_between_evals);
-  w.EndSection();
-
-  const CheckpointConfig& checkpoint = c.checkpoint;
-  w.BeginSection("checkpoint");
-  w.String("checkpoint_folder", checkpoint.checkpoint_folder);
-  w.UInt("checkpoint_after_epoch", checkpoint.checkpoint_after_epoch);
-  w.UInt("epochs_between_checkpoints", checkpoint.epochs_between_checkpoints);
-  w.Int("steps_between_checkpoints", checkpoint.steps_between_checkpoints);
-  w.String("type", checkpoint.type);
-  w.String("mode", checkpoint.mode);
-  w.Bool("fsync", checkpoint.fsync);
-  w.Number("time_between_checkpoints", checkpoint.time_between_checkpoints);
-  w.Int("num_checkpoints_write", checkpoint.num_checkpoints_write);
-  w.Int("num_checkpoints_read", checkpoint.num_checkpoints_read);
-  w.Bool("recovery_rank_shift", checkpoint.recovery_rank_shift);
-  w.Bool("rank_sync", checkpoint.rank_sync);
-  w.Bool("randomize_tensor", checkpoint.randomize_tensor);
-  w.OptionalString("checkpoint_mechanism_classname", checkpoint.checkpoint_mechanism_classname);
-  if (checkpoint.ksm_present) w.StringMap("ksm", {});  // enabled by its presence
-  w.String("backend", checkpoint.backend);
-  w.StringMap("options", checkpoint.options);
-  w.EndSection();
-
-  w.BeginSection("output");
-  w.OptionalString("folder", c.output.folder);
-  w.String("log_file", c.output.log_file);
-  w.BeginSection("metric");
-  w.UInt("exclude_start_steps", c.output.exclude_start_steps);
-  w.UInt("exclude_end_steps", c.output.exclude_end_steps);
-  w.EndSection();
-  w.EndSection();
-
-  w.BeginSection("profiling");
-  w.String("profiler", c.profiling.profiler);
-  w.StringList("iostat_devices", c.profiling.iostat_devices);
-  w.EndSection();
-
-  w.BeginSection("metric");
-  w.Number("au", c.metric.au);
-  w.EndSection();
-
-  w.BeginSection("iomimic");
-  w.Bool("sample_log", c.iomimic.sample_log);
-  w.Bool("dlio_order", c.iomimic.dlio_order);
-  w.Bool("checksum", c.iomimic.checksum);
-  w.UInt("accelerators_per_process", c.iomimic.accelerators_per_process);
-  w.UInt("max_step_list", c.iomimic.max_step_list);
-  w.Bool("huge_pages", c.iomimic.huge_pages);
-  w.String("content", c.iomimic.content);
-  w.UInt("compress_percentage", c.iomimic.compress_percentage);
-  w.UInt("dedupe_percentage", c.iomimic.dedupe_percentage);
-  w.EndSection();
+  while (!open.empty()) {
+    w.EndSection();
+    open.pop_back();
+  }
 }
 
 // yaml-cpp places a comment at the end of the previous line, so the note on

@@ -1,173 +1,69 @@
 #include <algorithm>
 #include <utility>
 
+#include "config/keys_internal.h"
 #include "config/schema_internal.h"
 
 namespace iomimic::config::internal {
 namespace {
 
 struct KnownKey {
-  std::string_view path;
+  std::string path;
   KeyKind kind;
 };
 
-constexpr KeyKind kS = KeyKind::kSection;
-constexpr KeyKind kV = KeyKind::kValue;
-constexpr KeyKind kD = KeyKind::kDistribution;
-constexpr KeyKind kF = KeyKind::kFreeMap;
+KeyKind KindOf(ValueType type) {
+  switch (type) {
+    case ValueType::kPresence:
+      return KeyKind::kSection;
+    case ValueType::kTime:
+      return KeyKind::kDistribution;
+    case ValueType::kTextMap:
+      return KeyKind::kFreeMap;
+    default:
+      return KeyKind::kValue;
+  }
+}
 
-// Every key the converter reads, in the order of docs/dlio-compat.md §1.2/§1.3.
-constexpr KnownKey kKnownKeys[] = {
-    {"model", kS},
-    {"model.name", kV},
-    {"model.type", kV},
-    {"model.model_size_bytes", kV},
-    {"model.model_datatype", kV},
-    {"model.optimizer_datatype", kV},
-    {"model.optimization_groups", kV},
-    {"model.num_layers", kV},
-    {"model.layer_parameters", kV},
-    {"model.parallelism", kS},
-    {"model.parallelism.tensor", kV},
-    {"model.parallelism.pipeline", kV},
-    {"model.parallelism.data", kV},
-    {"model.parallelism.zero_stage", kV},
-    {"model.transformer", kS},
-    {"model.transformer.vocab_size", kV},
-    {"model.transformer.hidden_size", kV},
-    {"model.transformer.ffn_hidden_size", kV},
-    {"model.transformer.num_attention_heads", kV},
-    {"model.transformer.num_kv_heads", kV},
-    {"framework", kV},
-    {"workflow", kS},
-    {"workflow.generate_data", kV},
-    {"workflow.train", kV},
-    {"workflow.evaluation", kV},
-    {"workflow.checkpoint", kV},
-    {"workflow.profiling", kV},
-    {"workflow.query", kV},
-    {"storage", kS},
-    {"storage.storage_type", kV},
-    {"storage.storage_root", kV},
-    {"storage.storage_options", kF},
-    {"storage.storage_library", kV},
-    {"storage.backend", kV},
-    {"storage.options", kF},
-    {"dataset", kS},
-    {"dataset.format", kV},
-    {"dataset.data_folder", kV},
-    {"dataset.num_files_train", kV},
-    {"dataset.num_files_eval", kV},
-    {"dataset.num_samples_per_file", kV},
-    {"dataset.record_length_bytes", kV},
-    {"dataset.record_length_bytes_stdev", kV},
-    {"dataset.record_length_bytes_resize", kV},
-    {"dataset.record_dims", kV},
-    {"dataset.record_element_type", kV},
-    {"dataset.record_element_bytes", kV},
-    {"dataset.num_subfolders_train", kV},
-    {"dataset.num_subfolders_eval", kV},
-    {"dataset.file_prefix", kV},
-    {"dataset.compression", kV},
-    {"dataset.compression_level", kV},
-    {"dataset.enable_chunking", kV},
-    {"dataset.chunk_size", kV},
-    {"dataset.keep_files", kV},
-    {"dataset.generation_buffer_size", kV},
-    {"dataset.hdf5", kS},
-    {"dataset.hdf5.chunk_dims", kV},
-    {"dataset.hdf5.num_dset_per_record", kV},
-    {"dataset.hdf5.max_shape", kV},
-    {"dataset.options", kF},
-    {"reader", kS},
-    {"reader.data_loader", kV},
-    {"reader.batch_size", kV},
-    {"reader.batch_size_eval", kV},
-    {"reader.read_threads", kV},
-    {"reader.computation_threads", kV},
-    {"reader.prefetch_size", kV},
-    {"reader.file_shuffle", kV},
-    {"reader.sample_shuffle", kV},
-    {"reader.shuffle_size", kV},
-    {"reader.transfer_size", kV},
-    {"reader.read_type", kV},
-    {"reader.file_access", kV},
-    {"reader.dont_use_mmap", kV},
-    {"reader.odirect", kV},
-    {"reader.pin_memory", kV},
-    {"reader.multiprocessing_context", kV},
-    {"reader.preprocess_time", kD},
-    {"reader.preprocess_time_stdev", kV},
-    {"reader.transformed_record_dims", kV},
-    {"reader.transformed_record_element_type", kV},
-    {"reader.reader_classname", kV},
-    {"reader.data_loader_classname", kV},
-    {"reader.data_loader_sampler", kV},
-    {"reader.decode", kV},
-    {"train", kS},
-    {"train.epochs", kV},
-    {"train.computation_time", kD},
-    {"train.computation_time_stdev", kV},
-    {"train.total_training_steps", kV},
-    {"train.seed_change_epoch", kV},
-    {"train.seed", kV},
-    {"evaluation", kS},
-    {"evaluation.eval_time", kD},
-    {"evaluation.eval_time_stdev", kV},
-    {"evaluation.eval_after_epoch", kV},
-    {"evaluation.epochs_between_evals", kV},
-    {"checkpoint", kS},
-    {"checkpoint.checkpoint_folder", kV},
-    {"checkpoint.checkpoint_after_epoch", kV},
-    {"checkpoint.epochs_between_checkpoints", kV},
-    {"checkpoint.steps_between_checkpoints", kV},
-    {"checkpoint.type", kV},
-    {"checkpoint.mode", kV},
-    {"checkpoint.fsync", kV},
-    {"checkpoint.time_between_checkpoints", kV},
-    {"checkpoint.num_checkpoints_write", kV},
-    {"checkpoint.num_checkpoints_read", kV},
-    {"checkpoint.recovery_rank_shift", kV},
-    {"checkpoint.rank_sync", kV},
-    {"checkpoint.randomize_tensor", kV},
-    {"checkpoint.checkpoint_mechanism_classname", kV},
-    {"checkpoint.ksm", kS},
-    {"checkpoint.ksm.madv_mergeable_id", kV},
-    {"checkpoint.ksm.high_ram_trigger", kV},
-    {"checkpoint.ksm.low_ram_exit", kV},
-    {"checkpoint.ksm.await_time", kV},
-    {"checkpoint.backend", kV},
-    {"checkpoint.options", kF},
-    {"output", kS},
-    {"output.folder", kV},
-    {"output.log_file", kV},
-    {"output.metric", kS},
-    {"output.metric.exclude_start_steps", kV},
-    {"output.metric.exclude_end_steps", kV},
-    {"profiling", kS},
-    {"profiling.profiler", kV},
-    {"profiling.iostat_devices", kV},
-    {"metric", kS},
-    {"metric.au", kV},
-    {"iomimic", kS},
-    {"iomimic.sample_log", kV},
-    {"iomimic.dlio_order", kV},
-    {"iomimic.checksum", kV},
-    {"iomimic.accelerators_per_process", kV},
-    {"iomimic.max_step_list", kV},
-    {"iomimic.huge_pages", kV},
-    {"iomimic.content", kV},
-    {"iomimic.compress_percentage", kV},
-    {"iomimic.dedupe_percentage", kV},
-};
+// Every key of the table (config/key_table.h), the sections above them, and
+// the _stdev companions of time keys, in the table's order.
+const std::vector<KnownKey>& KnownKeys() {
+  static const std::vector<KnownKey> keys = [] {
+    std::vector<KnownKey> out;
+    auto add = [&out](std::string path, KeyKind kind) {
+      for (const KnownKey& k : out) {
+        if (k.path == path) return;
+      }
+      out.push_back({std::move(path), kind});
+    };
+    for (const KeyDef& key : Keys()) {
+      for (std::size_t dot = key.path.find('.'); dot != std::string::npos;
+           dot = key.path.find('.', dot + 1)) {
+        add(key.path.substr(0, dot), KeyKind::kSection);
+      }
+      add(key.path, KindOf(key.spec.type));
+      if (key.spec.type == ValueType::kTime) {
+        const std::size_t dot = key.path.rfind('.');
+        add(JoinPath(dot == std::string::npos ? "" : key.path.substr(0, dot), key.spec.stdev_key),
+            KeyKind::kValue);
+      }
+    }
+    return out;
+  }();
+  return keys;
+}
 
-// Legacy leaf keys (docs/dlio-compat.md §1.4) and their current spelling.
-constexpr std::pair<std::string_view, std::string_view> kLegacyKeys[] = {
-    {"dataset.record_length", "dataset.record_length_bytes"},
-    {"dataset.record_length_stdev", "dataset.record_length_bytes_stdev"},
-    {"dataset.record_length_resize", "dataset.record_length_bytes_resize"},
-    {"checkpoint.model_size", "model.model_size_bytes"},
-};
+// DLIO's legacy leaf keys (the table's Legacy()) and their current spelling.
+const std::vector<std::pair<std::string_view, std::string_view>>& LegacyKeys() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> keys = [] {
+    std::vector<std::pair<std::string_view, std::string_view>> out;
+    for (const KeyDef& key : Keys()) {
+      if (!key.spec.legacy.empty()) out.emplace_back(key.spec.legacy, key.path);
+    }
+    return out;
+  }();
+  return keys;
+}
 
 std::string_view ParentOf(std::string_view path) {
   const std::size_t dot = path.rfind('.');
@@ -180,7 +76,7 @@ std::string_view LeafOf(std::string_view path) {
 }
 
 const KnownKey* FindKnown(std::string_view path) {
-  for (const KnownKey& key : kKnownKeys) {
+  for (const KnownKey& key : KnownKeys()) {
     if (key.path == path) return &key;
   }
   return nullptr;
@@ -225,7 +121,7 @@ std::string CanonicalKeyPath(std::string_view path) {
   if (result == kOldReader || result.starts_with(std::string(kOldReader) + ".")) {
     result.replace(0, kOldReader.size(), "reader");
   }
-  for (const auto& [old_path, new_path] : kLegacyKeys) {
+  for (const auto& [old_path, new_path] : LegacyKeys()) {
     if (result == old_path) return std::string(new_path);
     // A legacy key never has children, but keep "x.y.z" below it consistent.
     if (result.starts_with(std::string(old_path) + ".")) {
@@ -246,13 +142,13 @@ std::optional<std::string> SuggestKey(std::string_view path) {
 
   // 1. A close spelling among the siblings.
   std::vector<std::string_view> siblings;
-  for (const KnownKey& key : kKnownKeys) {
+  for (const KnownKey& key : KnownKeys()) {
     if (ParentOf(key.path) == parent) siblings.push_back(LeafOf(key.path));
   }
   if (auto word = ClosestWord(leaf, siblings)) return JoinPath(parent, *word);
 
   // 2. The same name in another section (dataset.batch_size -> reader.batch_size).
-  for (const KnownKey& key : kKnownKeys) {
+  for (const KnownKey& key : KnownKeys()) {
     if (LeafOf(key.path) == leaf && ParentOf(key.path) != parent) return std::string(key.path);
   }
 

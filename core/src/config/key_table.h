@@ -1,0 +1,180 @@
+// THE table of manifest keys: one row per key, and nothing else to edit to
+// add one. Each row declares the Config member that holds the key (config.h
+// expands these lists into the section structs) and the key's schema (type,
+// range, choices, DLIO legacy spelling, origin, documentation), from which
+// config/keys.cpp derives parsing, validation, `iomimic config` output,
+// unknown-key suggestions and docs/manifest.md.
+//
+// A row: X(key, member, C++ type, default, spec), where `key` is the path
+// below the section ("parallelism.tensor" in model), `member` the field of
+// the section's struct, and `spec` a KeySpec built in config/keys.cpp's
+// vocabulary:
+//   Bool() UInt(min, max) Int(min, max) Number(min, max) Text() Choice(words)
+//   Plugin() Dtype() Shuffle() ReadTypeKey() UIntList(min) TextList() FreeMap()
+//   Time("<key>_stdev") Presence()
+// with modifiers .Nullable() .NonEmpty() .NullIsZero() .NullWhenEmpty()
+// .NullWhenZero() .StripSlashes() .EmitIfGiven(&Struct::flag) .Legacy("old.path")
+// .Mlperf() .Iomimic() .Doc("...").
+// Rows are listed in DLIO's order (docs/dlio-compat.md), which is also the
+// order of `iomimic config` and of docs/manifest.md. Defaults are DLIO's.
+// A type with a comma in it needs an alias (config.h: TextMap, UIntVector).
+//
+// Keys that are accepted and checked but hold nothing (DLIO keys iomimic does
+// not use) are A(path, spec) rows of IOMIMIC_KEYS_ACCEPTED.
+
+#pragma once
+
+// clang-format off
+
+#define IOMIMIC_KEYS_MODEL(X)                                                                     \
+  X("name", name, std::string, "default", Text().Doc("Model name; names the results folder hydra_log/<name>/."))                   \
+  X("type", type, std::string, "", Text().Nullable().NullWhenEmpty().Doc("\"transformer\" sizes checkpoints from model.transformer."))      \
+  X("model_size_bytes", model_size_bytes, std::uint64_t, 10240, UInt(0, kNoMax).Legacy("checkpoint.model_size").Doc("Model state size for checkpoints of non-layered models, in bytes.")) \
+  X("model_datatype", model_datatype, std::string, "fp16", Choice(kModelDatatypes).Doc("Element type of the model's parameters in checkpoints.")) \
+  X("optimizer_datatype", optimizer_datatype, std::string, "fp32", Choice(kModelDatatypes).Doc("Element type of the optimizer state in checkpoints.")) \
+  X("optimization_groups", optimization_groups, UIntVector, {}, UIntList(0).Doc("Optimizer state sizes per group (elements).")) \
+  X("num_layers", num_layers, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Layers of the model; -1 = not layered.")) \
+  X("layer_parameters", layer_parameters, UIntVector, {}, UIntList(0).Doc("Parameters of each layer.")) \
+  X("parallelism.tensor", tensor_parallelism, std::int64_t, 1, Int(1, kNoMax).Doc("Tensor parallelism degree (checkpoint sharding).")) \
+  X("parallelism.pipeline", pipeline_parallelism, std::int64_t, 1, Int(1, kNoMax).Doc("Pipeline parallelism degree (checkpoint sharding).")) \
+  X("parallelism.data", data_parallelism, std::int64_t, -1, Int(-1, kNoMax).Doc("Data parallelism degree; -1 = derived from the world size.")) \
+  X("parallelism.zero_stage", zero_stage, std::int64_t, 0, Int(0, 3).Doc("DeepSpeed ZeRO stage (0-3): how optimizer state is sharded.")) \
+  X("transformer.vocab_size", vocab_size, std::uint64_t, 32000, UInt(1, kNoMax).Doc("Vocabulary size (transformer checkpoints).")) \
+  X("transformer.hidden_size", hidden_size, std::uint64_t, 2048, UInt(1, kNoMax).Doc("Hidden size (transformer checkpoints).")) \
+  X("transformer.ffn_hidden_size", ffn_hidden_size, std::uint64_t, 8192, UInt(1, kNoMax).Doc("Feed-forward hidden size (transformer checkpoints).")) \
+  X("transformer.num_attention_heads", num_attention_heads, std::uint64_t, 32, UInt(1, kNoMax).Doc("Attention heads (transformer checkpoints).")) \
+  X("transformer.num_kv_heads", num_kv_heads, std::uint64_t, 8, UInt(1, kNoMax).Doc("Key/value heads (transformer checkpoints)."))
+
+#define IOMIMIC_KEYS_ROOT(X)                                                                      \
+  X("framework", framework, std::string, "tensorflow", Choice(kFrameworks).Doc("tensorflow or pytorch: the default data loader and checkpoint layout."))
+
+#define IOMIMIC_KEYS_WORKFLOW(X)                                                                  \
+  X("generate_data", generate_data, bool, false, Bool().Doc("Generate the dataset before training (existing complete files are kept).")) \
+  X("train", train, bool, true, Bool().Doc("Replay training.")) \
+  X("evaluation", evaluation, bool, false, Bool().Doc("Evaluate after epochs (evaluation.*).")) \
+  X("checkpoint", checkpoint, bool, false, Bool().Doc("Write (and read) checkpoints (checkpoint.*).")) \
+  X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself."))
+
+#define IOMIMIC_KEYS_STORAGE(X)                                                                   \
+  X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type.")) \
+  X("storage_root", storage_root, std::string, "./", Text().Doc("Root that relative data and checkpoint folders are joined to.")) \
+  X("storage_options", storage_options, TextMap, {}, FreeMap().Doc("DLIO's storage options (endpoint, credentials, ...), passed as they are.")) \
+  X("backend", backend, std::string, "posix", Plugin().Iomimic().Doc("Storage plugin for the dataset (iomimic plugins lists them).")) \
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the storage plugin (iomimic plugins shows each plugin's)."))
+
+#define IOMIMIC_KEYS_DATASET(X)                                                                   \
+  X("format", format, std::string, "tfrecord", Plugin().Doc("Format plugin of the data files (npz, npy, hdf5, png, jpeg, tiff, tfrecord, csv, indexed_binary, ...).")) \
+  X("data_folder", data_folder, std::string, "./data", Text().NonEmpty().StripSlashes().Doc("Folder of the dataset; train/ and valid/ below it.")) \
+  X("num_files_train", num_files_train, std::uint64_t, 8, UInt(0, kNoMax).Doc("Training files.")) \
+  X("num_files_eval", num_files_eval, std::uint64_t, 0, UInt(0, kNoMax).Doc("Evaluation files.")) \
+  X("num_samples_per_file", num_samples_per_file, std::uint64_t, 1, UInt(1, kNoMax).Doc("Samples (records) per file.")) \
+  X("record_length_bytes", record_length_bytes, double, 65536, Number(0, kNoLimit).Legacy("dataset.record_length").Doc("Mean sample size in bytes.")) \
+  X("record_length_bytes_stdev", record_length_bytes_stdev, double, 0, Number(0, kNoLimit).Legacy("dataset.record_length_stdev").Doc("Standard deviation of the sample size.")) \
+  X("record_length_bytes_resize", record_length_bytes_resize, double, 0, Number(0, kNoLimit).Legacy("dataset.record_length_resize").Doc("Size each sample is resized to after reading (a copy); 0 = none.")) \
+  X("record_dims", record_dims, UIntVector, {}, UIntList(1).Doc("Sample shape; derived from record_length_bytes when empty.")) \
+  X("record_element_type", record_element_type, std::string, "uint8", Dtype().Doc("NumPy element type of the samples.")) \
+  X("num_subfolders_train", num_subfolders_train, std::uint64_t, 0, UInt(0, kNoMax).Doc("Subfolders the training files are spread over.")) \
+  X("num_subfolders_eval", num_subfolders_eval, std::uint64_t, 0, UInt(0, kNoMax).Doc("Subfolders the evaluation files are spread over.")) \
+  X("file_prefix", file_prefix, std::string, "img", Text().Doc("File name prefix: <prefix>_<i>_of_<n>.<ext>.")) \
+  X("compression", compression, std::string, "none", Choice(kCompressions).Nullable().Doc("Compression of the files (formats that support it).")) \
+  X("compression_level", compression_level, int, 4, Int(0, 9).Doc("Compression level.")) \
+  X("enable_chunking", enable_chunking, bool, false, Bool().Doc("HDF5: chunked datasets.")) \
+  X("chunk_size", chunk_size, std::uint64_t, 0, UInt(0, kNoMax).Doc("HDF5 chunk size in bytes.")) \
+  X("keep_files", keep_files, bool, true, Bool().Doc("DLIO's keep_files; iomimic never deletes data.")) \
+  X("generation_buffer_size", generation_buffer_size, std::uint64_t, 2ULL << 30, UInt(1, kNoMax).Doc("Bytes a generator holds in memory per file (larger files are streamed).")) \
+  X("hdf5.chunk_dims", hdf5_chunk_dims, UIntVector, {}, UIntList(1).Doc("HDF5 chunk shape.")) \
+  X("hdf5.num_dset_per_record", hdf5_num_dset_per_record, std::uint64_t, 1, UInt(1, kNoMax).Doc("HDF5 datasets per record.")) \
+  X("hdf5.max_shape", hdf5_max_shape, UIntVector, {}, UIntList(0).NullIsZero().Doc("HDF5 maxshape; null (unlimited) is kept as 0.")) \
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's)."))
+
+#define IOMIMIC_KEYS_READER(X)                                                                    \
+  X("data_loader", data_loader, std::string, "tensorflow", Choice(kDataLoaders).EmitIfGiven(&ReaderConfig::data_loader_given).Doc("Data loader whose behaviour is replayed (pytorch, tensorflow, dali, ...).")) \
+  X("batch_size", batch_size, std::uint64_t, 1, UInt(1, kNoMax).Doc("Samples per training step.")) \
+  X("batch_size_eval", batch_size_eval, std::uint64_t, 1, UInt(1, kNoMax).Doc("Samples per evaluation step.")) \
+  X("read_threads", read_threads, std::uint64_t, 1, UInt(0, kNoMax).Doc("Reader threads per accelerator (PyTorch's num_workers).")) \
+  X("computation_threads", computation_threads, std::uint64_t, 1, UInt(1, kNoMax).Doc("DLIO's computation threads.")) \
+  X("prefetch_size", prefetch_size, std::uint64_t, 2, UInt(0, kNoMax).Doc("Batches prefetched per reader thread.")) \
+  X("file_shuffle", file_shuffle, ShuffleMode, ShuffleMode::kOff, Shuffle().Doc("File order per epoch: off, seed or random.")) \
+  X("sample_shuffle", sample_shuffle, ShuffleMode, ShuffleMode::kOff, Shuffle().Doc("Sample order per epoch: off, seed or random.")) \
+  X("shuffle_size", shuffle_size, std::uint64_t, 1024, UInt(0, kNoMax).Doc("TensorFlow shuffle buffer size.")) \
+  X("transfer_size", transfer_size, std::uint64_t, 0, UInt(0, kNoMax).Nullable().NullWhenZero().Doc("Bytes per read request; null = the format's default.")) \
+  X("read_type", read_type, ReadType, ReadType::kOnDemand, ReadTypeKey().Doc("on_demand (open, read, close per sample) or memory.")) \
+  X("file_access", file_access, std::string, "multi", Choice(kFileAccess).Doc("multi, or shared/mpio/collective to read through MPI-IO.")) \
+  X("dont_use_mmap", dont_use_mmap, bool, false, Bool().Doc("DLIO's switch; see storage.backend mmap.")) \
+  X("odirect", odirect, bool, false, Bool().Doc("Read with O_DIRECT (selects the odirect back end).")) \
+  X("pin_memory", pin_memory, bool, true, Bool().Doc("PyTorch's pin_memory; accepted.")) \
+  X("multiprocessing_context", multiprocessing_context, std::string, "fork", Choice(kMultiprocessingContexts).Doc("PyTorch's worker start method; accepted.")) \
+  X("preprocess_time", preprocess_time, Distribution, {}, Time("preprocess_time_stdev").Doc("Per-sample preprocessing time in seconds, or a distribution.")) \
+  X("transformed_record_dims", transformed_record_dims, UIntVector, {}, UIntList(1).Doc("Shape after the transformation.")) \
+  X("transformed_record_element_type", transformed_record_element_type, std::string, "uint8", Dtype().Doc("Element type after the transformation.")) \
+  X("reader_classname", reader_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom reader class; accepted.")) \
+  X("data_loader_classname", data_loader_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom data loader class; accepted.")) \
+  X("data_loader_sampler", data_loader_sampler, std::string, "", Choice(kSamplers).Nullable().NullWhenEmpty().Doc("DLIO's sampler: iterative or index.")) \
+  X("decode", decode, bool, true, Bool().Iomimic().Doc("Parse and decode samples as the real reader does; False: the same reads, nothing parsed."))
+
+#define IOMIMIC_KEYS_TRAIN(X)                                                                     \
+  X("epochs", epochs, std::uint64_t, 1, UInt(1, kNoMax).Doc("Training epochs.")) \
+  X("computation_time", computation_time, Distribution, {}, Time("computation_time_stdev").Doc("Emulated accelerator time per step in seconds, or a distribution.")) \
+  X("total_training_steps", total_training_steps, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Steps per epoch cap; -1 = the whole dataset.")) \
+  X("seed_change_epoch", seed_change_epoch, bool, true, Bool().Doc("Change the shuffle seed every epoch.")) \
+  X("seed", seed, std::uint64_t, 123, UInt(0, 0xFFFFFFFFu).Doc("Shuffle seed (NumPy seeds are 32-bit)."))
+
+#define IOMIMIC_KEYS_EVALUATION(X)                                                                \
+  X("eval_time", eval_time, Distribution, {}, Time("eval_time_stdev").Doc("Emulated time per evaluation step in seconds, or a distribution.")) \
+  X("eval_after_epoch", eval_after_epoch, std::uint64_t, 1, UInt(0, kNoMax).Doc("First epoch after which to evaluate.")) \
+  X("epochs_between_evals", epochs_between_evals, std::uint64_t, 1, UInt(1, kNoMax).Doc("Epochs between evaluations."))
+
+#define IOMIMIC_KEYS_CHECKPOINT(X)                                                                \
+  X("checkpoint_folder", checkpoint_folder, std::string, "./checkpoints", Text().NonEmpty().StripSlashes().Doc("Folder checkpoints are written to.")) \
+  X("checkpoint_after_epoch", checkpoint_after_epoch, std::uint64_t, 1, UInt(0, kNoMax).Doc("First epoch after which to checkpoint.")) \
+  X("epochs_between_checkpoints", epochs_between_checkpoints, std::uint64_t, 1, UInt(1, kNoMax).Doc("Epochs between checkpoints.")) \
+  X("steps_between_checkpoints", steps_between_checkpoints, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Steps between checkpoints; -1 = per epoch.")) \
+  X("type", type, std::string, "rank_zero", Choice(kCheckpointTypes).Doc("rank_zero or all_ranks write.")) \
+  X("mode", mode, std::string, "default", Choice(kCheckpointModes).Doc("default or subset.")) \
+  X("fsync", fsync, bool, false, Bool().Doc("fsync checkpoint files before closing.")) \
+  X("time_between_checkpoints", time_between_checkpoints, double, -1, Number(kNoLimitMin, kNoLimit).Doc("Checkpoint-only runs: seconds between checkpoints.")) \
+  X("num_checkpoints_write", num_checkpoints_write, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to write.")) \
+  X("num_checkpoints_read", num_checkpoints_read, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to read back.")) \
+  X("recovery_rank_shift", recovery_rank_shift, bool, false, Bool().Doc("Read another rank's checkpoint on recovery.")) \
+  X("rank_sync", rank_sync, bool, false, Bool().Doc("Barrier after each checkpoint.")) \
+  X("randomize_tensor", randomize_tensor, bool, true, Bool().Doc("Random (not zero) checkpoint contents.")) \
+  X("checkpoint_mechanism_classname", checkpoint_mechanism_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom checkpoint class; accepted.")) \
+  X("ksm", ksm_present, bool, false, Presence().Doc("KSM (kernel same-page merging) settings; enabled by its presence.")) \
+  X("backend", backend, std::string, "", Plugin().AllowEmpty().Iomimic().Doc("Storage plugin for checkpoints; empty = storage.backend.")) \
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the checkpoint storage plugin."))
+
+#define IOMIMIC_KEYS_OUTPUT(X)                                                                    \
+  X("folder", folder, std::string, "", Text().Nullable().NullWhenEmpty().Doc("Results folder; empty = hydra.run.dir or hydra_log/<model>/<time>.")) \
+  X("log_file", log_file, std::string, "dlio.log", Text().NonEmpty().Doc("Log file name in the results folder.")) \
+  X("metric.exclude_start_steps", exclude_start_steps, std::uint64_t, 1, UInt(0, kNoMax).Doc("Steps at the start of each epoch left out of AU.")) \
+  X("metric.exclude_end_steps", exclude_end_steps, std::uint64_t, 0, UInt(0, kNoMax).Doc("Steps at the end of each epoch left out of AU."))
+
+#define IOMIMIC_KEYS_PROFILING(X)                                                                 \
+  X("profiler", profiler, std::string, "iostat", Choice(kProfilers).Doc("DLIO's profiler; accepted.")) \
+  X("iostat_devices", iostat_devices, std::vector<std::string>, {}, TextList().Doc("Devices iostat watches; accepted."))
+
+#define IOMIMIC_KEYS_METRIC(X)                                                                    \
+  X("au", au, double, 0.90, Number(0, 1).Doc("AU threshold (0-1) for *_au_meet_expectation."))
+
+#define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
+  X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \
+  X("dlio_order", dlio_order, bool, false, Bool().Iomimic().Doc("Reproduce DLIO's exact sample order (NumPy's generator).")) \
+  X("checksum", checksum, bool, false, Bool().Iomimic().Doc("Hash every sample read (summary: read_checksum).")) \
+  X("accelerators_per_process", accelerators_per_process, std::uint64_t, 1, UInt(1, kMaxAcceleratorsPerProcess).Iomimic().Doc("Accelerators emulated by each process (threads), each with its own plan.")) \
+  X("max_step_list", max_step_list, std::uint64_t, 100000, UInt(0, kNoMax).Iomimic().Doc("Longest per-step list in <id>_output.json; longer lists hold means of k steps; 0 = no bound.")) \
+  X("huge_pages", huge_pages, bool, false, Bool().Iomimic().Doc("madvise(MADV_HUGEPAGE) on reader buffers.")) \
+  X("content", content, std::string, "random", Choice(kContentKinds).Iomimic().Doc("Content of generated payloads: random or zeros.")) \
+  X("compress_percentage", compress_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of each 4 KiB block that compresses away (like fio's buffer_compress_percentage).")) \
+  X("dedupe_percentage", dedupe_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of 4 KiB blocks that repeat another block (like fio's dedupe_percentage)."))
+
+// Accepted, checked, and unused by iomimic.
+#define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \
+  A("workflow.query", Text().Nullable().Doc("Only read by dlio_benchmark_query.")) \
+  A("storage.storage_library", Text().Nullable().Mlperf().Doc("MLPerf Storage v3: the client library; kept in storage_options.")) \
+  A("dataset.record_element_bytes", UInt(0, kNoMax).Doc("Recomputed from record_element_type, as DLIO does.")) \
+  A("checkpoint.ksm.madv_mergeable_id", UInt(0, kNoMax).Doc("KSM setting.")) \
+  A("checkpoint.ksm.high_ram_trigger", Number(0, 100).Doc("KSM setting (percent).")) \
+  A("checkpoint.ksm.low_ram_exit", Number(0, 100).Doc("KSM setting (percent).")) \
+  A("checkpoint.ksm.await_time", Number(0, kNoLimit).Doc("KSM setting (seconds)."))
+
+// clang-format on

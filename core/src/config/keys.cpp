@@ -1,0 +1,310 @@
+// The key table (config/key_table.h) turned into KeyDefs, and the manifest
+// reference generated from it (docs/manifest.md).
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "config/keys_internal.h"
+#include "config/scalar_internal.h"
+
+namespace iomimic::config::internal {
+
+const Words kDistributionTypes = {"normal", "uniform", "gamma", "exponential", "poisson"};
+const Words kReadTypes = {"on_demand", "memory"};
+
+namespace {
+
+const Words kFrameworks = {"tensorflow", "pytorch"};
+const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
+                            "synthetic",  "custom",  "none"};
+const Words kStorageTypes = {"local_fs", "parallel_fs", "s3", "aistore"};
+const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz"};
+const Words kFileAccess = {"multi", "shared", "collective", "mpio", "posix"};
+const Words kMultiprocessingContexts = {"fork", "spawn", "forkserver"};
+const Words kSamplers = {"iterative", "index", "none"};
+const Words kCheckpointTypes = {"rank_zero", "all_ranks"};
+const Words kCheckpointModes = {"default", "subset"};
+const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
+const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
+const Words kContentKinds = {"random", "zeros"};
+
+// The vocabulary of key_table.h's specs.
+KeySpec Of(ValueType type) {
+  KeySpec k;
+  k.type = type;
+  return k;
+}
+KeySpec Bool() { return Of(ValueType::kBool); }
+KeySpec UInt(std::uint64_t min, std::uint64_t max) {
+  KeySpec k = Of(ValueType::kUInt);
+  k.umin = min;
+  k.umax = max;
+  return k;
+}
+KeySpec Int(std::int64_t min, std::uint64_t max) {
+  KeySpec k = Of(ValueType::kInt);
+  k.imin = min;
+  k.imax = max >= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(max);
+  return k;
+}
+KeySpec Number(double min, double max) {
+  KeySpec k = Of(ValueType::kNumber);
+  k.dmin = min;
+  k.dmax = max;
+  return k;
+}
+KeySpec Text() { return Of(ValueType::kText); }
+KeySpec Choice(const Words& words) {
+  KeySpec k = Of(ValueType::kChoice);
+  k.choices = &words;
+  return k;
+}
+KeySpec Plugin() { return Of(ValueType::kPlugin); }
+KeySpec Dtype() { return Of(ValueType::kDtype); }
+KeySpec Shuffle() { return Of(ValueType::kShuffle); }
+KeySpec ReadTypeKey() {
+  KeySpec k = Of(ValueType::kReadType);
+  k.choices = &kReadTypes;
+  return k;
+}
+KeySpec UIntList(std::uint64_t min) {
+  KeySpec k = Of(ValueType::kUIntList);
+  k.umin = min;
+  return k;
+}
+KeySpec TextList() { return Of(ValueType::kTextList); }
+KeySpec FreeMap() { return Of(ValueType::kTextMap); }
+KeySpec Time(std::string_view stdev_key) {
+  KeySpec k = Of(ValueType::kTime);
+  k.stdev_key = stdev_key;
+  return k;
+}
+KeySpec Presence() { return Of(ValueType::kPresence); }
+
+// One row per key: the member's accessor is a captureless lambda.
+#define IOMIMIC_ROW(path, type, member_expr, spec) \
+  KeyDef{path, spec, FieldRef(+[](Config& c) -> type& { return member_expr; })},
+#define IOMIMIC_MODEL_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("model." key, type, c.model.member, spec)
+#define IOMIMIC_ROOT_ROW(key, member, type, def, spec) IOMIMIC_ROW(key, type, c.member, spec)
+#define IOMIMIC_WORKFLOW_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("workflow." key, type, c.workflow.member, spec)
+#define IOMIMIC_STORAGE_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("storage." key, type, c.storage.member, spec)
+#define IOMIMIC_DATASET_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("dataset." key, type, c.dataset.member, spec)
+#define IOMIMIC_READER_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("reader." key, type, c.reader.member, spec)
+#define IOMIMIC_TRAIN_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("train." key, type, c.train.member, spec)
+#define IOMIMIC_EVALUATION_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("evaluation." key, type, c.evaluation.member, spec)
+#define IOMIMIC_CHECKPOINT_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("checkpoint." key, type, c.checkpoint.member, spec)
+#define IOMIMIC_OUTPUT_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("output." key, type, c.output.member, spec)
+#define IOMIMIC_PROFILING_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("profiling." key, type, c.profiling.member, spec)
+#define IOMIMIC_METRIC_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("metric." key, type, c.metric.member, spec)
+#define IOMIMIC_IOMIMIC_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("iomimic." key, type, c.iomimic.member, spec)
+#define IOMIMIC_ACCEPTED_ROW(path, spec) KeyDef{path, spec, FieldRef()},
+
+std::vector<KeyDef> BuildKeys() {
+  return {IOMIMIC_KEYS_MODEL(IOMIMIC_MODEL_ROW) IOMIMIC_KEYS_ROOT(IOMIMIC_ROOT_ROW)
+              IOMIMIC_KEYS_WORKFLOW(IOMIMIC_WORKFLOW_ROW) IOMIMIC_KEYS_STORAGE(IOMIMIC_STORAGE_ROW)
+                  IOMIMIC_KEYS_DATASET(IOMIMIC_DATASET_ROW) IOMIMIC_KEYS_READER(IOMIMIC_READER_ROW)
+                      IOMIMIC_KEYS_TRAIN(IOMIMIC_TRAIN_ROW)
+                          IOMIMIC_KEYS_EVALUATION(IOMIMIC_EVALUATION_ROW)
+                              IOMIMIC_KEYS_CHECKPOINT(IOMIMIC_CHECKPOINT_ROW)
+                                  IOMIMIC_KEYS_OUTPUT(IOMIMIC_OUTPUT_ROW)
+                                      IOMIMIC_KEYS_PROFILING(IOMIMIC_PROFILING_ROW)
+                                          IOMIMIC_KEYS_METRIC(IOMIMIC_METRIC_ROW)
+                                              IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
+                                                  IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
+}
+
+std::string TypeName(const KeySpec& k) {
+  switch (k.type) {
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kUInt:
+      if (k.umax != kNoMax) {
+        return "integer " + std::to_string(k.umin) + ".." + std::to_string(k.umax);
+      }
+      return k.umin == 0 ? "integer >= 0" : "integer >= " + std::to_string(k.umin);
+    case ValueType::kInt:
+      if (k.imin == kNoMin) return "integer";
+      if (k.imax != std::numeric_limits<std::int64_t>::max()) {
+        return "integer " + std::to_string(k.imin) + ".." + std::to_string(k.imax);
+      }
+      return "integer >= " + std::to_string(k.imin);
+    case ValueType::kNumber:
+      if (k.dmin == kNoLimitMin) return "number";
+      if (k.dmax != kNoLimit) return "number " + FormatDouble(k.dmin) + ".." + FormatDouble(k.dmax);
+      return "number >= " + FormatDouble(k.dmin);
+    case ValueType::kText:
+      return "string";
+    case ValueType::kChoice:
+    case ValueType::kReadType: {
+      std::string words;
+      for (std::string_view w : *k.choices)
+        words += (words.empty() ? "" : " \\| ") + std::string(w);
+      return words;
+    }
+    case ValueType::kPlugin:
+      return "plugin name";
+    case ValueType::kDtype:
+      return "NumPy dtype";
+    case ValueType::kShuffle:
+      return "off \\| seed \\| random";
+    case ValueType::kUIntList:
+      return "list of integers";
+    case ValueType::kTextList:
+      return "list of strings";
+    case ValueType::kTextMap:
+      return "map";
+    case ValueType::kTime:
+      return "seconds or distribution";
+    case ValueType::kPresence:
+      return "map or bool";
+  }
+  return "";
+}
+
+// The default of a key: the value a default Config holds, as the emitter
+// would write it.
+std::string DefaultText(const KeyDef& key) {
+  static Config defaults;
+  return std::visit(
+      [&](auto&& get) -> std::string {
+        using Get = std::decay_t<decltype(get)>;
+        if constexpr (std::is_same_v<Get, std::monostate>) {
+          return "";
+        } else {
+          const auto& v = get(defaults);
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, bool>) {
+            return v ? "True" : "False";
+          } else if constexpr (std::is_same_v<V, std::uint64_t> ||
+                               std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
+            if (key.spec.null_when_zero && v == 0) return "null";
+            return std::to_string(v);
+          } else if constexpr (std::is_same_v<V, double>) {
+            return FormatDouble(v);
+          } else if constexpr (std::is_same_v<V, std::string>) {
+            return v.empty() ? (key.spec.null_when_empty ? "null" : "\"\"") : v;
+          } else if constexpr (std::is_same_v<V, Distribution>) {
+            return FormatDouble(v.mean);
+          } else if constexpr (std::is_same_v<V, ShuffleMode>) {
+            return ShuffleModeName(v);
+          } else if constexpr (std::is_same_v<V, ReadType>) {
+            return ReadTypeName(v);
+          } else {
+            return v.empty() ? "[]" : "...";  // lists and maps
+          }
+        }
+      },
+      key.field);
+}
+
+std::string OriginName(Origin origin) {
+  switch (origin) {
+    case Origin::kDlio:
+      return "DLIO";
+    case Origin::kMlperf:
+      return "MLPerf";
+    case Origin::kIomimic:
+      return "iomimic";
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<KeyDef>& Keys() {
+  static const std::vector<KeyDef> keys = BuildKeys();
+  return keys;
+}
+
+const KeyDef* FindKeyDef(std::string_view path) {
+  static const std::unordered_map<std::string_view, const KeyDef*> index = [] {
+    std::unordered_map<std::string_view, const KeyDef*> out;
+    for (const KeyDef& k : Keys()) out.emplace(k.path, &k);
+    return out;
+  }();
+  auto it = index.find(path);
+  return it == index.end() ? nullptr : it->second;
+}
+
+std::string KeysMarkdown() {
+  std::ostringstream md;
+  md << "# Manifest keys\n\n"
+        "Generated from `core/src/config/key_table.h` by `iomimic config --keys`; a test\n"
+        "checks that this file matches it. Keys are relative to the workload root\n"
+        "(a manifest may nest them under `workload:`); on the command line they are\n"
+        "set as `++workload.<key>=<value>`. DLIO's meaning of each key and the\n"
+        "formulas behind the results: [dlio-compat.md](dlio-compat.md). Unknown keys\n"
+        "are reported with the closest known key.\n";
+  // Sections in the table's order; the accepted-only keys at the table's end
+  // join their sections.
+  auto top_of = [](const std::string& path) {
+    const std::size_t dot = path.find('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+  };
+  std::vector<std::string> sections;
+  for (const KeyDef& key : Keys()) {
+    const std::string top = top_of(key.path);
+    if (std::find(sections.begin(), sections.end(), top) == sections.end()) {
+      sections.push_back(top);
+    }
+  }
+  auto escape = [](std::string_view text) {
+    std::string out;
+    for (char ch : text) {
+      if (ch == '<') {
+        out += "&lt;";
+      } else if (ch == '>') {
+        out += "&gt;";
+      } else if (ch == '|') {
+        out += "\\|";
+      } else {
+        out += ch;
+      }
+    }
+    return out;
+  };
+  for (const std::string& section : sections) {
+    md << "\n## " << (section.empty() ? "top level" : "`" + section + "`") << "\n\n"
+       << "| key | type | default | from | meaning |\n|---|---|---|---|---|\n";
+    for (const KeyDef& key : Keys()) {
+      if (top_of(key.path) != section) continue;
+      std::string doc = escape(key.spec.doc);
+      if (!key.spec.legacy.empty()) {
+        doc += " Legacy spelling: `" + std::string(key.spec.legacy) + "`.";
+      }
+      if (std::holds_alternative<std::monostate>(key.field)) doc += " (Accepted, not used.)";
+      if (key.spec.type == ValueType::kTime) {
+        doc += " `" + std::string(key.spec.stdev_key) + "` adds a normal spread.";
+      }
+      const std::string def = DefaultText(key);
+      md << "| `" << key.path << "` | " << TypeName(key.spec) << " | "
+         << (def.empty() ? "" : "`" + def + "`") << " | " << OriginName(key.spec.origin) << " | "
+         << doc << " |\n";
+    }
+  }
+  return md.str();
+}
+
+}  // namespace iomimic::config::internal
+
+namespace iomimic::config {
+
+std::string ManifestKeysMarkdown() { return internal::KeysMarkdown(); }
+
+}  // namespace iomimic::config
