@@ -333,13 +333,16 @@ class ConsoleObserver : public run::RunObserver {
  public:
   // `trains`: whether this run trains (the summary line of generation is
   // printed even when quiet if it does not).
-  ConsoleObserver(Console* console, const config::Config& config, bool trains)
-      : console_(console), config_(config), trains_(trains) {}
+  ConsoleObserver(Console* console, const config::Config& config, bool trains, bool leader)
+      : console_(console), config_(config), trains_(trains), leader_(leader) {}
 
   // The run folder, once the engine made it (empty before, and for runs
   // that only generate).
   const std::string& folder() const { return folder_; }
 
+  void OnWarning(const std::string& message) override {
+    if (leader_) std::cerr << "iomimic: warning: " << Printable(message) << std::endl;
+  }
   void OnRunFolder(const std::string& folder) override {
     folder_ = folder;
     console_->OpenLog(folder + "/" + config_.output.log_file);
@@ -388,6 +391,7 @@ class ConsoleObserver : public run::RunObserver {
   Console* console_;
   const config::Config& config_;
   bool trains_;
+  bool leader_;
   std::string folder_;
 };
 
@@ -409,7 +413,7 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   options.generate_only = command == "generate";
   options.generate_threads = args.generate_threads;
   ConsoleObserver observer(&console, manifest.config,
-                           !options.generate_only && manifest.config.workflow.train);
+                           !options.generate_only && manifest.config.workflow.train, leader);
   Result<output::RunResults> results =
       run::RunWorkload(manifest, registry, cluster, options, &observer);
   if (!results.ok()) return Fail(results.status());

@@ -112,6 +112,10 @@ struct FormatTraits {
   // costs reading samples 0..i. The core then reads each file's samples in
   // order with one reader, as tf.data does, instead of one reader per sample.
   bool streamed = false;
+  // The one NumPy element type the format writes ("uint8" for images that
+  // PIL encodes), or empty when any is fine. A manifest asking for another
+  // gets this one, with a warning, as DLIO does for its image formats.
+  std::string element_type;
 };
 
 // How samples are read. `read_type` follows DLIO: on_demand opens, reads and

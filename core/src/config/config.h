@@ -198,6 +198,12 @@ std::string ToYaml(const Config& config, bool workload_root);
 // constant. InvalidArgument when `text` is not a finite number.
 Result<Distribution> ParseDistributionScalar(const std::string& text);
 
+// The dataset keys meant for the format plugin (the key table's
+// FormatParam() rows), as FileSpec::parameters: named by their path below
+// `dataset.` ("hdf5.chunk_dims"), lists comma-separated and left out when
+// empty, numbers in decimal.
+std::map<std::string, std::string> FormatParameters(const Config& config);
+
 // docs/manifest.md: every key of the table (config/key_table.h) with its
 // type, default, origin and meaning (`iomimic config --keys`).
 std::string ManifestKeysMarkdown();

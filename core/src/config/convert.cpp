@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "config/convert_internal.h"
+#include "config/dlio_compat.h"
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
 #include "config/schema_internal.h"
@@ -163,7 +164,7 @@ class Converter {
   // Reads one key of the table into `config`.
   Status ReadKey(const KeyDef& key, Config* config);
   // The rules that relate keys to each other, after every key is read.
-  Status ApplyRules(const YAML::Node& root, Config* config);
+  Status ApplyRules(Config* config);
 
   const Locator& locator_;
   std::vector<Diagnostic>* warnings_;
@@ -660,7 +661,7 @@ Status Converter::ReadKey(const KeyDef& key, Config* config) {
   return Status::OK();
 }
 
-Status Converter::ApplyRules(const YAML::Node& root, Config* config) {
+Status Converter::ApplyRules(Config* config) {
   // model.parallelism.data: -1 (derived) or a positive degree.
   if (config->model.data_parallelism == 0) {
     IOMIMIC_ASSIGN_OR_RETURN(const Section parallelism, SectionAt("model.parallelism"));
@@ -674,39 +675,14 @@ Status Converter::ApplyRules(const YAML::Node& root, Config* config) {
       config->storage.storage_options["storage_library"] = library->value.Scalar();
     }
   }
-  IOMIMIC_ASSIGN_OR_RETURN(const Section dataset, SectionAt("dataset"));
-  if ((config->dataset.format == "jpeg" || config->dataset.format == "png") &&
-      config->dataset.record_element_type != "uint8") {
-    // DLIO forces uint8 for images (PIL.Image.fromarray needs it).
-    if (const std::optional<Entry> entry = Get(dataset, "record_element_type")) {
-      Warn(entry->value, "dataset.record_element_type",
-           "dataset.record_element_type " + config->dataset.record_element_type +
-               " is replaced by uint8 for format " + config->dataset.format);
-    }
-    config->dataset.record_element_type = "uint8";
-  }
-  (void)root;
-  const bool storage_backend_given = Get(storage, "backend").has_value();
-  // DLIO's O_DIRECT readers become iomimic's O_DIRECT storage back end.
-  if (config->reader.odirect && !storage_backend_given) config->storage.backend = "odirect";
-  // DLIO parses reader.file_access but never uses it; iomimic maps the
-  // shared-file values to the MPI-IO back end: shared and mpio read
-  // independently, collective reads each step with one collective call.
-  const std::string& access = config->reader.file_access;
-  if ((access == "shared" || access == "mpio" || access == "collective") &&
-      !storage_backend_given && !config->reader.odirect) {
-    config->storage.backend = "mpiio";
-    if (config->storage.options.count("mode") == 0) {
-      config->storage.options["mode"] = access == "collective" ? "collective" : "independent";
-    }
-  }
+  SelectDlioBackend(Get(storage, "backend").has_value(), config);
   return Status::OK();
 }
 
 Status Converter::Run(const YAML::Node& root, Config* config) {
   sections_.emplace("", Section{root, ""});
   for (const KeyDef& key : Keys()) IOMIMIC_RETURN_IF_ERROR(ReadKey(key, config));
-  return ApplyRules(root, config);
+  return ApplyRules(config);
 }
 
 void WalkUnknownKeys(const YAML::Node& map, const std::string& path, const Locator& locator,

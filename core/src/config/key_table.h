@@ -14,7 +14,10 @@
 //   Time("<key>_stdev") Presence()
 // with modifiers .Nullable() .NonEmpty() .NullIsZero() .NullWhenEmpty()
 // .NullWhenZero() .StripSlashes() .EmitIfGiven(&Struct::flag) .Legacy("old.path")
-// .Mlperf() .Iomimic() .Doc("...").
+// .FormatParam() .Mlperf() .Iomimic() .Doc("..."). FormatParam() keys of dataset
+// reach the format plugin as FileSpec parameters named by their path below
+// dataset ("hdf5.chunk_dims"); a format's own keys go in a dataset.<format>
+// subsection.
 // Rows are listed in DLIO's order (docs/dlio-compat.md), which is also the
 // order of `iomimic config` and of docs/manifest.md. Defaults are DLIO's.
 // A type with a comma in it needs an alias (config.h: TextMap, UIntVector).
@@ -81,10 +84,10 @@
   X("enable_chunking", enable_chunking, bool, false, Bool().Doc("HDF5: chunked datasets.")) \
   X("chunk_size", chunk_size, std::uint64_t, 0, UInt(0, kNoMax).Doc("HDF5 chunk size in bytes.")) \
   X("keep_files", keep_files, bool, true, Bool().Doc("DLIO's keep_files; iomimic never deletes data.")) \
-  X("generation_buffer_size", generation_buffer_size, std::uint64_t, 2ULL << 30, UInt(1, kNoMax).Doc("Bytes a generator holds in memory per file (larger files are streamed).")) \
-  X("hdf5.chunk_dims", hdf5_chunk_dims, UIntVector, {}, UIntList(1).Doc("HDF5 chunk shape.")) \
-  X("hdf5.num_dset_per_record", hdf5_num_dset_per_record, std::uint64_t, 1, UInt(1, kNoMax).Doc("HDF5 datasets per record.")) \
-  X("hdf5.max_shape", hdf5_max_shape, UIntVector, {}, UIntList(0).NullIsZero().Doc("HDF5 maxshape; null (unlimited) is kept as 0.")) \
+  X("generation_buffer_size", generation_buffer_size, std::uint64_t, 2ULL << 30, UInt(1, kNoMax).FormatParam().Doc("Bytes a generator holds in memory per file (larger files are streamed).")) \
+  X("hdf5.chunk_dims", hdf5_chunk_dims, UIntVector, {}, UIntList(1).FormatParam().Doc("HDF5 chunk shape.")) \
+  X("hdf5.num_dset_per_record", hdf5_num_dset_per_record, std::uint64_t, 1, UInt(1, kNoMax).FormatParam().Doc("HDF5 datasets per record.")) \
+  X("hdf5.max_shape", hdf5_max_shape, UIntVector, {}, UIntList(0).NullIsZero().FormatParam().Doc("HDF5 maxshape; null (unlimited) is kept as 0.")) \
   X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's)."))
 
 #define IOMIMIC_KEYS_READER(X)                                                                    \

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
@@ -306,5 +308,38 @@ std::string KeysMarkdown() {
 namespace iomimic::config {
 
 std::string ManifestKeysMarkdown() { return internal::KeysMarkdown(); }
+
+std::map<std::string, std::string> FormatParameters(const Config& config) {
+  std::map<std::string, std::string> out;
+  Config& c = const_cast<Config&>(config);  // the accessors only read here
+  for (const internal::KeyDef& key : internal::Keys()) {
+    if (!key.spec.format_param || !key.path.starts_with("dataset.")) continue;
+    const std::string name = key.path.substr(8);
+    std::visit(
+        [&](auto&& get) {
+          using Get = std::decay_t<decltype(get)>;
+          if constexpr (!std::is_same_v<Get, std::monostate>) {
+            const auto& v = get(c);
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, UIntVector>) {
+              std::string text;
+              for (std::uint64_t x : v) text += (text.empty() ? "" : ",") + std::to_string(x);
+              if (!text.empty()) out[name] = text;
+            } else if constexpr (std::is_same_v<V, std::uint64_t> ||
+                                 std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
+              out[name] = std::to_string(v);
+            } else if constexpr (std::is_same_v<V, double>) {
+              out[name] = internal::FormatDouble(v);
+            } else if constexpr (std::is_same_v<V, bool>) {
+              out[name] = v ? "true" : "false";
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              out[name] = v;
+            }
+          }
+        },
+        key.field);
+  }
+  return out;
+}
 
 }  // namespace iomimic::config

@@ -62,6 +62,7 @@ struct KeySpec {
   bool null_when_empty = false;         // emitted as null when "" (DLIO's None)
   bool null_when_zero = false;          // emitted as null when 0
   bool strip_slashes = false;           // trailing '/' removed
+  bool format_param = false;            // passed to the format (FileSpec::parameters)
   bool ReaderConfig::*given = nullptr;  // set when present; emitted only then
   std::string_view legacy;              // DLIO's older spelling of the path
   Origin origin = Origin::kDlio;
@@ -74,6 +75,7 @@ struct KeySpec {
   KeySpec NullWhenEmpty() const { return With(&KeySpec::null_when_empty); }
   KeySpec NullWhenZero() const { return With(&KeySpec::null_when_zero); }
   KeySpec StripSlashes() const { return With(&KeySpec::strip_slashes); }
+  KeySpec FormatParam() const { return With(&KeySpec::format_param); }
   KeySpec EmitIfGiven(bool ReaderConfig::*flag) const {
     KeySpec k = *this;
     k.given = flag;

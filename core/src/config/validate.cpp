@@ -1,7 +1,9 @@
 #include <initializer_list>
+#include <string>
 #include <string_view>
 
 #include "config/convert_internal.h"  // declares ValidateConfig
+#include "config/dlio_compat.h"
 
 namespace iomimic::config::internal {
 namespace {
@@ -43,18 +45,6 @@ Status ValidateConfig(const Config& config, const YAML::Node& root, const Locato
                       "must be 0 when dataset.record_dims is set (give record_length_bytes "
                       "with a stdev instead of record_dims)");
   }
-  if (!dataset.record_dims.empty() &&
-      dataset.record_dims[0] % dataset.hdf5_num_dset_per_record != 0) {
-    return check.Fail({"dataset.hdf5.num_dset_per_record", "dataset.record_dims"},
-                      Str(dataset.hdf5_num_dset_per_record) +
-                          " does not divide dataset.record_dims[0] (" +
-                          Str(dataset.record_dims[0]) + ")");
-  }
-  if ((dataset.format == "jpeg" || dataset.format == "png") && dataset.record_dims.size() > 2) {
-    return check.Fail({"dataset.record_dims"}, "format " + dataset.format +
-                                                   " supports at most 2 dimensions, got " +
-                                                   Str(std::uint64_t{dataset.record_dims.size()}));
-  }
   if (checkpoint.num_checkpoints_write > 0 &&
       checkpoint.num_checkpoints_read > checkpoint.num_checkpoints_write) {
     return check.Fail({"checkpoint.num_checkpoints_read", "checkpoint.num_checkpoints_write"},
@@ -85,9 +75,9 @@ Status ValidateConfig(const Config& config, const YAML::Node& root, const Locato
                       "job)");
   }
   if (reader.data_loader_given) {
-    if (dataset.format == "tfrecord" && reader.data_loader == "pytorch") {
-      return check.Fail({"reader.data_loader", "dataset.format"},
-                        "the pytorch loader cannot read tfrecord files (use tensorflow or dali)");
+    const std::string_view refusal = LoaderCannotRead(reader.data_loader, dataset.format);
+    if (!refusal.empty()) {
+      return check.Fail({"reader.data_loader", "dataset.format"}, std::string(refusal));
     }
     const bool mismatch = (config.framework == "tensorflow" && reader.data_loader == "pytorch") ||
                           (config.framework == "pytorch" && reader.data_loader == "tensorflow");

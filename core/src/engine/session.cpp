@@ -54,7 +54,18 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
     extension = s->format_->traits().extension;
   }
 
-  IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(c.dataset.record_element_type));
+  // A format that writes one element type only gets that one, with a warning
+  // (DLIO turns the element type of its image formats into uint8).
+  std::string element_type = c.dataset.record_element_type;
+  if (s->format_ != nullptr) {
+    const std::string fixed = s->format_->traits().element_type;
+    if (!fixed.empty() && fixed != element_type) {
+      s->warnings_.push_back("dataset.record_element_type " + element_type + " is replaced by " +
+                             fixed + " for format " + c.dataset.format);
+      element_type = fixed;
+    }
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(element_type));
 
   config::Config resolved = c;
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);

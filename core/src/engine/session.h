@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "config/config.h"
@@ -45,6 +46,10 @@ class Session {
   const ElementType& element_type() const { return element_type_; }
   const plan::ShuffleSeeds& shuffle_seeds() const { return seeds_; }
 
+  // Remarks about the manifest that only the plugins could make (for
+  // example an element type a format replaces), for the front end to show.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
 
@@ -71,6 +76,7 @@ class Session {
   std::unique_ptr<plan::DatasetLayout> layout_;
   ElementType element_type_;
   plan::ShuffleSeeds seeds_;
+  std::vector<std::string> warnings_;
   metrics::LatencyHistogram sample_latency_;
   std::atomic<std::uint64_t> checksum_{0};
   std::atomic<std::uint64_t> checksummed_{0};

@@ -45,19 +45,8 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
                                                     : ContentOptions::Kind::kRandom;
   content_.compress_percentage = static_cast<std::uint32_t>(config.iomimic.compress_percentage);
   content_.dedupe_percentage = static_cast<std::uint32_t>(config.iomimic.dedupe_percentage);
-  auto join = [](const std::vector<std::uint64_t>& v) {
-    std::string out;
-    for (std::uint64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
-    return out;
-  };
-  if (!config.dataset.hdf5_chunk_dims.empty()) {
-    parameters_["hdf5.chunk_dims"] = join(config.dataset.hdf5_chunk_dims);
-  }
-  if (!config.dataset.hdf5_max_shape.empty()) {
-    parameters_["hdf5.max_shape"] = join(config.dataset.hdf5_max_shape);
-  }
-  parameters_["hdf5.num_dset_per_record"] = std::to_string(config.dataset.hdf5_num_dset_per_record);
-  parameters_["generation_buffer_size"] = std::to_string(config.dataset.generation_buffer_size);
+  // The format's own dataset keys, by name (the key table's FormatParam rows).
+  parameters_ = config::FormatParameters(config);
   const double length = config.dataset.record_length_bytes;
   dimension_ =
       std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));

@@ -49,6 +49,7 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   Status status = cluster.AgreeOnStatus(opened.status());
   if (!status.ok()) return fail(status);
   engine::Session& session = **opened;
+  for (const std::string& warning : session.warnings()) notify->OnWarning(warning);
 
   std::unique_ptr<engine::Checkpointer> checkpointer;
   if (c.workflow.checkpoint) {

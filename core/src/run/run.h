@@ -65,6 +65,9 @@ struct GenerateTotals {
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
+  // A remark about the manifest made once the plugins are loaded (the same
+  // on every rank), e.g. an element type a format replaces.
+  virtual void OnWarning(const std::string& message) { (void)message; }
   // The run folder exists (runs that train or checkpoint); results, logs and
   // anything else the front end writes for this run belong in it.
   virtual void OnRunFolder(const std::string& folder) { (void)folder; }

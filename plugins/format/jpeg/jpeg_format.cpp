@@ -26,6 +26,7 @@ std::string JpegFormat::name() const { return "jpeg"; }
 FormatTraits JpegFormat::traits() const {
   FormatTraits t;
   t.extension = "jpeg";
+  t.element_type = "uint8";  // PIL.Image.fromarray encodes uint8 pixels
   t.multi_sample_files = false;
   t.partial_reads = false;
   t.needs_host_decode = true;
@@ -34,9 +35,8 @@ FormatTraits JpegFormat::traits() const {
 }
 
 Status JpegFormat::Validate(const FileSpec& spec) const {
-  return Guard("jpeg", "validating a file spec", "", [&]() -> Status {
-    return JpegGeometry(spec).status();
-  });
+  return Guard("jpeg", "validating a file spec", "",
+               [&]() -> Status { return JpegGeometry(spec).status(); });
 }
 
 Result<std::uint64_t> JpegFormat::ExpectedFileSize(const FileSpec&) const {

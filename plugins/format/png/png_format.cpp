@@ -26,6 +26,7 @@ std::string PngFormat::name() const { return "png"; }
 FormatTraits PngFormat::traits() const {
   FormatTraits t;
   t.extension = "png";
+  t.element_type = "uint8";  // PIL.Image.fromarray encodes uint8 pixels
   t.multi_sample_files = false;
   t.partial_reads = false;
   t.needs_host_decode = true;
@@ -34,9 +35,8 @@ FormatTraits PngFormat::traits() const {
 }
 
 Status PngFormat::Validate(const FileSpec& spec) const {
-  return Guard("png", "validating a file spec", "", [&]() -> Status {
-    return PngGeometry(spec).status();
-  });
+  return Guard("png", "validating a file spec", "",
+               [&]() -> Status { return PngGeometry(spec).status(); });
 }
 
 Result<std::uint64_t> PngFormat::ExpectedFileSize(const FileSpec&) const {
