@@ -18,7 +18,7 @@ Cluster& Cluster::Init(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    // Reader threads may call MPI-IO (the mpiio back end) concurrently.
+    // Reader threads may call MPI-IO (an MPI-IO storage back end) concurrently.
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   }
   auto* c = new Cluster();

@@ -200,7 +200,7 @@ Result<Distribution> ParseDistributionScalar(const std::string& text);
 
 // The dataset keys meant for the format plugin (the key table's
 // FormatParam() rows), as FileSpec::parameters: named by their path below
-// `dataset.` ("hdf5.chunk_dims"), lists comma-separated and left out when
+// `dataset.` ("<format>.chunk_dims"), lists comma-separated and left out when
 // empty, numbers in decimal.
 std::map<std::string, std::string> FormatParameters(const Config& config);
 

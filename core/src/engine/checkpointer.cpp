@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "config/dlio_compat.h"
 #include "iomimic/random.h"
 
 namespace iomimic::engine {
@@ -30,11 +31,12 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
   }
   cp->folder_ = ResolveDataPath(c, c.checkpoint.checkpoint_folder);
   // Checkpoints are written from host memory: when the dataset's back end
-  // lands data in device memory (gds) and no checkpoint back end is named,
-  // checkpoints go through posix.
+  // lands data in device memory and no checkpoint back end is named,
+  // checkpoints go through the plain file back end (config/dlio_compat.h).
   std::string backend = c.checkpoint.backend;
   std::map<std::string, std::string> backend_options = c.checkpoint.options;
-  if (backend.empty() && session.storage().capabilities().device_memory) backend = "posix";
+  if (backend.empty() && session.storage().capabilities().device_memory)
+    backend = std::string(config::kFileStorageBackend);
   if (status.ok() && !backend.empty()) {
     Result<plugin::StorageStack> made = plugin::StorageStack::Open(
         registry, backend, backend_options, cluster.rank(), cluster.size());

@@ -142,7 +142,7 @@ Status WriteSharedPayload(Session& session, const FileSpec& spec, const PayloadL
   const std::uint64_t part =
       ((layout.payload_bytes + ranks - 1) / ranks + kUnit - 1) / kUnit * kUnit;
   // Slice boundaries fall on 4 KiB multiples of the file, not of the payload
-  // (npy's payload starts at byte 128), so no two ranks share a block.
+  // (a format header of a few hundred bytes), so no two ranks share a block.
   auto boundary = [&](std::uint64_t r) {
     if (r == 0) return std::uint64_t{0};
     const std::uint64_t at = layout.payload_offset + std::min(layout.payload_bytes, r * part);

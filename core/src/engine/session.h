@@ -39,7 +39,7 @@ class Session {
   Format& format() { return *format_; }
   bool has_format() const { return format_ != nullptr; }
   const plugin::PluginInfo& storage_info() const { return storage_info_; }
-  // "faulty > posix" for decorated back ends, else the plugin name.
+  // "<decorator> > <back end>" for decorated back ends, else the plugin name.
   std::string storage_chain() const { return storage_stack_.Describe(); }
   const plugin::PluginInfo& format_info() const { return format_info_; }
   const plan::DatasetLayout& layout() const { return *layout_; }

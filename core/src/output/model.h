@@ -164,7 +164,7 @@ struct RunResults {
 
   PluginResults storage;
   std::optional<PluginResults> format;
-  std::string storage_chain;  // "faulty > posix"
+  std::string storage_chain;  // "<decorator> > <back end>", or the back end
   std::string data_path;      // the back end's data path ("pread", "io_uring", ...)
   std::uint64_t alignment = 0;
 

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "config/dlio_compat.h"
+
 namespace iomimic::plugin {
 namespace fs = std::filesystem;
 
@@ -254,7 +256,7 @@ Result<StorageStack> StorageStack::Open(const Registry& registry, const std::str
     if (depth > 16) return Status::InvalidArgument("storage decorator chain deeper than 16");
     IOMIMIC_ASSIGN_OR_RETURN(PluginInfo info, registry.Find(Kind::kStorage, current));
     std::map<std::string, std::string> own, inner;
-    std::string inner_name = "posix";
+    std::string inner_name(config::kFileStorageBackend);
     const bool decorator = (info.capabilities & IOMIMIC_CAP_DECORATOR) != 0;
     for (const auto& [key, value] : current_options) {
       if (decorator && key == "inner") {

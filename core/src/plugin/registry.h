@@ -107,8 +107,9 @@ class Registry {
 
 // A storage back end and the back ends it wraps, top first. Decorator plugins
 // (IOMIMIC_CAP_DECORATOR) take the back end named by their option `inner`
-// (default posix); options "inner.<key>" go to that inner back end, so chains
-// nest: {inner: latency, inner.inner: posix, inner.delay: 1ms}.
+// (default: the plain file back end, config/dlio_compat.h); options
+// "inner.<key>" go to that inner back end, so chains nest:
+// {inner: <decorator>, inner.inner: <back end>, inner.<key>: <value>}.
 class StorageStack {
  public:
   StorageStack() = default;
@@ -122,7 +123,7 @@ class StorageStack {
                                    int world_size);
 
   Storage* top() const { return layers_.empty() ? nullptr : layers_.front().get(); }
-  // Plugin names, top first, e.g. "faulty > posix".
+  // Plugin names, top first, joined by " > " (a decorator, then what it wraps).
   std::string Describe() const;
   const PluginInfo& top_info() const { return infos_.front(); }
 
