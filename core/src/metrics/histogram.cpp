@@ -26,8 +26,8 @@ void LatencyHistogram::Reset() {
 
 int LatencyHistogram::BucketOf(std::uint64_t v) {
   if (v < kSubBuckets) return static_cast<int>(v);
-  int msb = 63 - std::countl_zero(v);             // >= kSubBits
-  int shift = msb - kSubBits;                     // low bits dropped
+  int msb = 63 - std::countl_zero(v);  // >= kSubBits
+  int shift = msb - kSubBits;          // low bits dropped
   int sub = static_cast<int>((v >> shift) & (kSubBuckets - 1));
   return (shift + 1) * kSubBuckets + sub;
 }
@@ -54,6 +54,24 @@ void LatencyHistogram::Record(std::uint64_t v) {
   }
   cur = min_.load(std::memory_order_relaxed);
   while (v < cur && !min_.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+void LatencyHistogram::MergeFrom(const LatencyHistogram& other) {
+  if (other.count() == 0) return;
+  for (int i = 0; i < kBuckets; ++i) {
+    const std::uint64_t n = other.buckets_[i].load(std::memory_order_relaxed);
+    if (n != 0) buckets_[i].fetch_add(n, std::memory_order_relaxed);
+  }
+  count_.fetch_add(other.count(), std::memory_order_relaxed);
+  sum_.fetch_add(other.sum_ns(), std::memory_order_relaxed);
+  const std::uint64_t omax = other.max_ns();
+  std::uint64_t cur = max_.load(std::memory_order_relaxed);
+  while (omax > cur && !max_.compare_exchange_weak(cur, omax, std::memory_order_relaxed)) {
+  }
+  const std::uint64_t omin = other.min_.load(std::memory_order_relaxed);
+  cur = min_.load(std::memory_order_relaxed);
+  while (omin < cur && !min_.compare_exchange_weak(cur, omin, std::memory_order_relaxed)) {
   }
 }
 

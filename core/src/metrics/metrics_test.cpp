@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
 
 #include "metrics/histogram.h"
 #include "metrics/records.h"
@@ -69,8 +73,8 @@ TEST_CASE("histogram percentiles are within one sub-bucket") {
   CHECK(h.count() == 100000);
   const double p50 = static_cast<double>(h.Percentile(0.5));
   const double p99 = static_cast<double>(h.Percentile(0.99));
-  CHECK(p50 == doctest::Approx(50000.0 * 1000).epsilon(1.0 / 16));
-  CHECK(p99 == doctest::Approx(99000.0 * 1000).epsilon(1.0 / 16));
+  CHECK(p50 == doctest::Approx(50000.0 * 1000).epsilon(LatencyHistogram::kMaxRelativeError));
+  CHECK(p99 == doctest::Approx(99000.0 * 1000).epsilon(LatencyHistogram::kMaxRelativeError));
   CHECK(h.max_ns() == 100000ULL * 1000);
   CHECK(h.min_ns() == 1000);
   for (int b = 0; b < LatencyHistogram::kBuckets; ++b) {
@@ -81,6 +85,49 @@ TEST_CASE("histogram percentiles are within one sub-bucket") {
   LatencyHistogram back = LatencyHistogram::Import(h.Export(), h.max_ns(), h.min_ns());
   CHECK(back.Percentile(0.5) == h.Percentile(0.5));
   CHECK(back.count() == h.count());
+}
+
+TEST_CASE("every percentile is within 1% of the exact one, at every scale") {
+  // Values spread over 12 decades (1 ns .. 1000 s), log-uniform.
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> decade(0.0, 12.0);
+  std::vector<std::uint64_t> values;
+  LatencyHistogram h;
+  for (int i = 0; i < 200000; ++i) {
+    const auto v = static_cast<std::uint64_t>(std::pow(10.0, decade(rng)));
+    values.push_back(v);
+    h.Record(v);
+  }
+  std::sort(values.begin(), values.end());
+  CHECK(LatencyHistogram::kMaxRelativeError <= 0.01);
+  for (double q : {0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999}) {
+    // The exact q-quantile: the ceil(q * n)-th smallest value.
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+    const double exact = static_cast<double>(values[rank - 1]);
+    const double got = static_cast<double>(h.Percentile(q));
+    const double bound = exact < LatencyHistogram::kSubBuckets
+                             ? 0.0  // exact below the first power of two with sub-buckets
+                             : LatencyHistogram::kMaxRelativeError * exact;
+    INFO("q = " << q << ", exact " << exact << ", reported " << got);
+    CHECK(std::abs(got - exact) <= bound + 0.5);
+  }
+}
+
+TEST_CASE("histograms merge by adding buckets: two halves equal the whole") {
+  LatencyHistogram whole, a, b;
+  for (std::uint64_t v = 1; v < 50000; v += 7) {
+    whole.Record(v * 13);
+    (v % 2 == 0 ? a : b).Record(v * 13);
+  }
+  LatencyHistogram merged;
+  merged.MergeFrom(a);
+  merged.MergeFrom(b);
+  CHECK(merged.count() == whole.count());
+  CHECK(merged.sum_ns() == whole.sum_ns());
+  CHECK(merged.max_ns() == whole.max_ns());
+  CHECK(merged.min_ns() == whole.min_ns());
+  for (double q : {0.1, 0.5, 0.9, 0.99}) CHECK(merged.Percentile(q) == whole.Percentile(q));
+  CHECK(merged.Export() == whole.Export());
 }
 
 }  // namespace iomimic::metrics

@@ -37,7 +37,8 @@ PhaseMetrics TrainBlockMetrics(const PhaseRecord& block, std::uint64_t exclude_s
   if (w.total_time > 0) {
     m.au_percent = w.compute_sum > 0 ? 100.0 * w.compute_sum / w.total_time : 0.0;
     double counted = static_cast<double>(m.steps) - 2.0;
-    m.samples_per_second = counted > 0 ? counted / w.total_time * static_cast<double>(batch_size) : 0.0;
+    m.samples_per_second =
+        counted > 0 ? counted / w.total_time * static_cast<double>(batch_size) : 0.0;
   }
   return m;
 }
