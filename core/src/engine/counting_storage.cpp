@@ -16,6 +16,13 @@ class CountingFile final : public File {
  public:
   CountingFile(std::unique_ptr<File> inner, IoCounters* counters)
       : inner_(std::move(inner)), c_(counters) {}
+  // A file dropped without Close is closed by its destructor: time that.
+  ~CountingFile() override {
+    if (closed_) return;
+    auto t = Clock::now();
+    inner_.reset();
+    c_->close_latency.Record(NanosSince(t));
+  }
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
     auto t = Clock::now();
@@ -68,28 +75,47 @@ class CountingFile final : public File {
 
   Status Sync() override {
     c_->syncs.fetch_add(1, std::memory_order_relaxed);
-    return inner_->Sync();
+    auto t = Clock::now();
+    Status s = inner_->Sync();
+    c_->fsync_latency.Record(NanosSince(t));
+    return s;
   }
   Result<std::uint64_t> Size() override { return inner_->Size(); }
-  Status Close() override { return inner_->Close(); }
+  Status Close() override {
+    auto t = Clock::now();
+    Status s = inner_->Close();
+    if (!closed_) c_->close_latency.Record(NanosSince(t));
+    closed_ = true;
+    return s;
+  }
   const std::string& path() const override { return inner_->path(); }
 
  private:
   std::unique_ptr<File> inner_;
   IoCounters* c_;
+  bool closed_ = false;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
                                                     const OpenOptions& options) {
+  auto t = Clock::now();
   Result<std::unique_ptr<File>> f = inner_->Open(path, options);
+  counters_.open_latency.Record(NanosSince(t));
   if (!f.ok()) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     return f.status();
   }
   counters_.opens.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<File>(new CountingFile(std::move(f).value(), &counters_));
+}
+
+Result<FileInfo> CountingStorage::Stat(const std::string& path) {
+  auto t = Clock::now();
+  Result<FileInfo> info = inner_->Stat(path);
+  counters_.stat_latency.Record(NanosSince(t));
+  return info;
 }
 
 IoSnapshot CountingStorage::Snapshot() const {

@@ -26,8 +26,13 @@ struct IoCounters {
   std::atomic<std::uint64_t> write_bytes{0};
   std::atomic<std::uint64_t> syncs{0};
   std::atomic<std::uint64_t> errors{0};
+  // Latency of each storage operation, nanoseconds (histograms.json).
+  metrics::LatencyHistogram open_latency;   // Storage::Open
   metrics::LatencyHistogram read_latency;   // per read request
   metrics::LatencyHistogram write_latency;  // per write request
+  metrics::LatencyHistogram fsync_latency;  // File::Sync
+  metrics::LatencyHistogram close_latency;  // File::Close
+  metrics::LatencyHistogram stat_latency;   // Storage::Stat
 };
 
 // A snapshot of the plain counters (for per-phase deltas).
@@ -56,7 +61,7 @@ class CountingStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override {
     return inner_->Rename(from, to);
   }
-  Result<FileInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<FileInfo> Stat(const std::string& path) override;
   Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
   std::vector<StorageStatistic> Statistics() const override { return inner_->Statistics(); }
 

@@ -292,7 +292,9 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   report.files_written += written.load();
   report.files_skipped += skipped.load();
   report.bytes_written = (session.storage().Snapshot() - before).write_bytes;
-  report.seconds = metrics::Seconds(start, metrics::Stamp::Now());
+  report.start = start;
+  report.end = metrics::Stamp::Now();
+  report.seconds = metrics::Seconds(start, report.end);
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(first_error));
   return report;
 }

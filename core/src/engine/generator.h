@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "engine/session.h"
+#include "metrics/records.h"
 
 namespace iomimic::engine {
 
@@ -26,6 +27,8 @@ struct GenerateReport {
   std::uint64_t files_skipped = 0;               // already complete
   std::uint64_t bytes_written = 0;               // counted by the storage layer
   double seconds = 0;                            // wall time of this rank's generation
+  metrics::Stamp start;                          // when this rank's generation began
+  metrics::Stamp end;
 };
 
 // Collective: every rank calls it. `threads` = writer threads per rank.

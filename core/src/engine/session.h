@@ -17,6 +17,7 @@
 #include "engine/counting_storage.h"
 #include "iomimic/format.h"
 #include "metrics/histogram.h"
+#include "metrics/timeline.h"
 #include "plan/plan.h"
 #include "plugin/registry.h"
 
@@ -50,6 +51,18 @@ class Session {
   // example an element type a format replaces), for the front end to show.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  // Live activity for the timeline (metrics/timeline.h): steps taken (per
+  // accelerator, summed), the emulated compute (windows of each step, so an
+  // interval gets the part of a step inside it) and the time spent in the
+  // per-step barrier (the process's first accelerator).
+  void AddSteps(std::uint64_t n) { steps_.fetch_add(n, std::memory_order_relaxed); }
+  std::uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
+  metrics::BusyClock& compute_busy() { return compute_busy_; }
+  void AddBarrierSeconds(double s) {
+    barrier_ns_.fetch_add(static_cast<std::uint64_t>(s * 1e9), std::memory_order_relaxed);
+  }
+  double barrier_seconds() const { return barrier_ns_.load(std::memory_order_relaxed) / 1e9; }
+
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
 
@@ -77,6 +90,9 @@ class Session {
   ElementType element_type_;
   plan::ShuffleSeeds seeds_;
   std::vector<std::string> warnings_;
+  std::atomic<std::uint64_t> steps_{0};
+  std::atomic<std::uint64_t> barrier_ns_{0};
+  metrics::BusyClock compute_busy_;
   metrics::LatencyHistogram sample_latency_;
   std::atomic<std::uint64_t> checksum_{0};
   std::atomic<std::uint64_t> checksummed_{0};

@@ -129,7 +129,7 @@ Status GatherStep(std::vector<std::unique_ptr<Accelerator>>& accs, ReadySignal& 
 // passed earlier ended exactly then (it is not a thread and cannot be late),
 // the last one ended when the sleep returned. Records load, compute and proc
 // of the step and returns when each accelerator's compute ended.
-void ComputeStep(std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
+void ComputeStep(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
                  Clock::time_point load_start, bool spin, std::vector<Clock::time_point>* ends) {
   Clock::time_point last{};
   for (auto& a : accs) {
@@ -137,7 +137,9 @@ void ComputeStep(std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
     a->deadline = a->loaded + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(a->drawn));
     if (a->deadline > last) last = a->deadline;
+    session.compute_busy().Add(a->loaded, a->drawn);
   }
+  session.AddSteps(accs.size());
   const Clock::time_point now = Clock::now();
   if (last > now) PreciseSleep(SecondsBetween(now, last), spin);
   const Clock::time_point woke = std::max(Clock::now(), last);
@@ -220,7 +222,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
   for (std::uint64_t step = 0; step < steps; ++step) {
     status = GatherStep(accs, signal, load_start, epoch, "train");
     const bool failed = !status.ok();
-    if (!failed) ComputeStep(accs, /*eval=*/false, load_start, spin, &ends);
+    if (!failed) ComputeStep(session, accs, /*eval=*/false, load_start, spin, &ends);
     // The barrier that emulates the gradient allreduce; it also tells every
     // rank whether any rank failed, so nobody waits for a rank that stopped.
     any_failed = cluster.BarrierAnyFailed(failed);
@@ -229,6 +231,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       for (std::size_t i = 0; i < accs.size(); ++i) {
         accs[i]->phase.barrier.push_back(SecondsBetween(ends[i], released));
       }
+      session.AddBarrierSeconds(SecondsBetween(ends[0], released));
     }
     if (any_failed) break;
     if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
@@ -280,7 +283,7 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
   for (std::uint64_t step = 0; step < steps; ++step) {
     status = GatherStep(accs, signal, load_start, epoch, "eval");
     if (!status.ok()) break;
-    ComputeStep(accs, /*eval=*/true, load_start, spin, &ends);
+    ComputeStep(session, accs, /*eval=*/true, load_start, spin, &ends);
     load_start = Clock::now();
   }
   for (auto& a : accs) a->loader.Finish();

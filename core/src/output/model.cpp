@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 namespace iomimic::output {
 namespace {
@@ -227,6 +228,105 @@ std::vector<CheckpointEvent> CollectCheckpoints(const std::vector<metrics::Check
   return out;
 }
 
+double SinceOrigin(std::chrono::system_clock::time_point origin, const metrics::Stamp& t) {
+  return std::chrono::duration<double>(t.wall - origin).count();
+}
+
+// This rank's events, from its records.
+std::vector<EventEntry> RankEvents(const RunOutcome& outcome, int rank) {
+  std::vector<EventEntry> out;
+  auto add = [&](const char* name, std::uint64_t epoch, std::uint64_t index,
+                 const metrics::Stamp& start, const metrics::Stamp& end, std::uint64_t bytes) {
+    if (!start.valid() || !end.valid()) return;
+    out.push_back({rank, name, epoch, index, SinceOrigin(outcome.origin, start),
+                   SinceOrigin(outcome.origin, end), bytes});
+  };
+  if (outcome.generate) {
+    add("generate", 0, 0, outcome.generate->start, outcome.generate->end,
+        outcome.generate->bytes_written);
+  }
+  if (outcome.train) {
+    for (const metrics::EpochRecord& e : outcome.train->epochs) {
+      std::uint64_t bytes = 0;
+      for (const metrics::PhaseRecord& b : e.blocks) bytes += b.bytes_read;
+      add("epoch", e.epoch, 0, e.start, e.end, bytes);
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        add("train_block", e.epoch, b.index, b.start, b.end, b.bytes_read);
+      }
+      if (e.eval) add("eval", e.epoch, 0, e.eval->start, e.eval->end, e.eval->bytes_read);
+      for (const metrics::CheckpointRecord& s : e.saves) {
+        add("checkpoint_save", e.epoch, s.index, s.start, s.end, s.bytes);
+      }
+    }
+  }
+  if (outcome.checkpoint_only) {
+    for (const auto& s : outcome.checkpoint_only->saves) {
+      add("checkpoint_save", 1, s.index, s.start, s.end, s.bytes);
+    }
+    for (const auto& l : outcome.checkpoint_only->loads) {
+      add("checkpoint_load", 1, l.index, l.start, l.end, l.bytes);
+    }
+  }
+  return out;
+}
+
+// Text for an all-gather: one line per row, numbers exact.
+std::string EncodeTimeline(const std::vector<metrics::TimelineRow>& rows) {
+  std::string text;
+  char line[512];
+  for (const metrics::TimelineRow& r : rows) {
+    const metrics::ActivitySample& d = r.delta;
+    std::snprintf(
+        line, sizeof(line), "%llu %.17g %.17g %llu %llu %llu %llu %llu %llu %.17g %.17g %.17g\n",
+        static_cast<unsigned long long>(r.index), r.start_seconds, r.end_seconds,
+        static_cast<unsigned long long>(d.bytes_read),
+        static_cast<unsigned long long>(d.bytes_written),
+        static_cast<unsigned long long>(d.read_requests),
+        static_cast<unsigned long long>(d.write_requests),
+        static_cast<unsigned long long>(d.samples), static_cast<unsigned long long>(d.steps),
+        d.compute_seconds, d.io_seconds, d.barrier_seconds);
+    text += line;
+  }
+  return text;
+}
+
+std::vector<metrics::TimelineRow> DecodeTimeline(const std::string& text) {
+  std::vector<metrics::TimelineRow> rows;
+  std::istringstream in(text);
+  metrics::TimelineRow r;
+  metrics::ActivitySample& d = r.delta;
+  while (in >> r.index >> r.start_seconds >> r.end_seconds >> d.bytes_read >> d.bytes_written >>
+         d.read_requests >> d.write_requests >> d.samples >> d.steps >> d.compute_seconds >>
+         d.io_seconds >> d.barrier_seconds) {
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string EncodeEvents(const std::vector<EventEntry>& events) {
+  std::string text;
+  char line[512];
+  for (const EventEntry& e : events) {
+    std::snprintf(line, sizeof(line), "%s %llu %llu %.17g %.17g %llu\n", e.event.c_str(),
+                  static_cast<unsigned long long>(e.epoch),
+                  static_cast<unsigned long long>(e.index), e.start_seconds, e.end_seconds,
+                  static_cast<unsigned long long>(e.bytes));
+    text += line;
+  }
+  return text;
+}
+
+std::vector<EventEntry> DecodeEvents(const std::string& text, int rank) {
+  std::vector<EventEntry> events;
+  std::istringstream in(text);
+  EventEntry e;
+  e.rank = rank;
+  while (in >> e.event >> e.epoch >> e.index >> e.start_seconds >> e.end_seconds >> e.bytes) {
+    events.push_back(e);
+  }
+  return events;
+}
+
 }  // namespace
 
 EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& c) {
@@ -281,6 +381,43 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
           io_total[4], io_total[5], io_total[6]};
   r.sample_latency = MergeHistogram(session.sample_latency(), cluster);
   r.read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
+  {
+    const engine::IoCounters& io_counters = session.storage().counters();
+    metrics::LatencyHistogram data_wait, eval_data_wait, saves, loads;
+    auto seconds = [](double s) { return static_cast<std::uint64_t>(std::max(0.0, s) * 1e9); };
+    if (outcome.train) {
+      for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+        for (const metrics::EpochRecord& e : a.epochs) {
+          for (const metrics::PhaseRecord& b : e.blocks) {
+            for (double v : b.load) data_wait.Record(seconds(v));
+          }
+          if (e.eval) {
+            for (double v : e.eval->load) eval_data_wait.Record(seconds(v));
+          }
+        }
+      }
+      for (const metrics::EpochRecord& e : outcome.train->epochs) {
+        for (const metrics::CheckpointRecord& s : e.saves) saves.Record(seconds(s.duration()));
+      }
+    }
+    if (outcome.checkpoint_only) {
+      for (const auto& s : outcome.checkpoint_only->saves) saves.Record(seconds(s.duration()));
+      for (const auto& l : outcome.checkpoint_only->loads) loads.Record(seconds(l.duration()));
+    }
+    const std::pair<const char*, const metrics::LatencyHistogram*> all[] = {
+        {"sample_read", &session.sample_latency()},
+        {"storage_open", &io_counters.open_latency},
+        {"storage_read", &io_counters.read_latency},
+        {"storage_write", &io_counters.write_latency},
+        {"storage_fsync", &io_counters.fsync_latency},
+        {"storage_close", &io_counters.close_latency},
+        {"storage_stat", &io_counters.stat_latency},
+        {"step_data_wait", &data_wait},
+        {"eval_step_data_wait", &eval_data_wait},
+        {"checkpoint_save", &saves},
+        {"checkpoint_load", &loads}};
+    for (const auto& [name, h] : all) r.histograms.emplace_back(name, MergeHistogram(*h, cluster));
+  }
   r.storage_statistics = SumStatistics(session.storage().Statistics(), cluster);
 
   {
@@ -332,6 +469,27 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   r.data_path = caps.data_path;
   r.alignment = caps.alignment;
   r.shuffle_random_seed = session.shuffle_seeds().random_seed;
+  // Timeline rows and events of every rank.
+  r.timeline_interval = c.iomimic.timeline_interval;
+  {
+    const std::vector<std::string> rows =
+        cluster.AllGatherStrings(EncodeTimeline(outcome.timeline));
+    for (std::size_t rank = 0; rank < rows.size(); ++rank) {
+      for (const metrics::TimelineRow& row : DecodeTimeline(rows[rank])) {
+        r.timeline.push_back({static_cast<int>(rank), row});
+      }
+    }
+    const std::vector<std::string> events =
+        cluster.AllGatherStrings(EncodeEvents(RankEvents(outcome, cluster.rank())));
+    for (std::size_t rank = 0; rank < events.size(); ++rank) {
+      for (EventEntry& e : DecodeEvents(events[rank], static_cast<int>(rank))) {
+        r.events.push_back(std::move(e));
+      }
+    }
+    std::stable_sort(
+        r.events.begin(), r.events.end(),
+        [](const EventEntry& a, const EventEntry& b) { return a.start_seconds < b.start_seconds; });
+  }
   const std::uint64_t checksum = cluster.SumU64(session.checksum());
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);

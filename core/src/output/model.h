@@ -26,6 +26,7 @@
 #include "engine/trainer.h"
 #include "metrics/histogram.h"
 #include "metrics/records.h"
+#include "metrics/timeline.h"
 
 namespace iomimic::output {
 
@@ -38,6 +39,27 @@ struct RunOutcome {
   std::optional<engine::CheckpointOnlyResult> checkpoint_only;
   // Set when the run checkpoints (training with checkpoints or checkpoint-only).
   engine::Checkpointer* checkpointer = nullptr;
+  // The run-wide time origin (rank 0's wall clock) and this rank's timeline
+  // rows (empty when iomimic.timeline_interval is 0).
+  std::chrono::system_clock::time_point origin{};
+  std::vector<metrics::TimelineRow> timeline;
+};
+
+// One row of timeline.csv: an interval of one rank.
+struct TimelineEntry {
+  int rank = 0;
+  metrics::TimelineRow row;
+};
+
+// One row of events.csv: a span of one rank, seconds from the run's origin.
+struct EventEntry {
+  int rank = 0;
+  std::string event;  // generate, epoch, train_block, eval, checkpoint_save, checkpoint_load
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;  // block or checkpoint number; 0 when none
+  double start_seconds = 0;
+  double end_seconds = 0;
+  std::uint64_t bytes = 0;  // read (epochs, blocks) or written (generation, saves)
 };
 
 // One epoch of one accelerator: each training block, the epoch's combined
@@ -160,6 +182,12 @@ struct RunResults {
   IoTotals io;
   metrics::LatencyHistogram sample_latency;  // open + read + close of a sample, all ranks
   metrics::LatencyHistogram read_latency;    // each read request, all ranks
+  // Every latency distribution of the run, merged over threads and ranks,
+  // nanoseconds, by name (histograms.json): sample_read, storage_open,
+  // storage_read, storage_write, storage_fsync, storage_close, storage_stat,
+  // step_data_wait (training steps: the time the accelerator waited for its
+  // batch), eval_step_data_wait, checkpoint_save, checkpoint_load.
+  std::vector<std::pair<std::string, metrics::LatencyHistogram>> histograms;
   std::vector<std::pair<std::string, double>> storage_statistics;  // the back end's own
 
   PluginResults storage;
@@ -170,6 +198,11 @@ struct RunResults {
 
   std::uint64_t shuffle_random_seed = 0;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> checksum;  // (sum, samples)
+
+  // Every rank's timeline rows and events, by rank, then time.
+  double timeline_interval = 0;  // seconds; 0 = no timeline
+  std::vector<TimelineEntry> timeline;
+  std::vector<EventEntry> events;
 
   // Filled after the per-accelerator files are written (their cost counts).
   double peak_rss_mib = 0;  // the largest rank's, whole run

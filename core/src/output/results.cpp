@@ -109,6 +109,11 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
       std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count());
   results.peak_rss_mib = cluster.MaxDouble(PeakRssMiB());
   if (cluster.rank() == 0) {
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/histograms.json", HistogramsJson(results)));
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/events.csv", EventsCsv(results)));
+    if (!results.timeline.empty()) {
+      IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/timeline.csv", TimelineCsv(results)));
+    }
     IOMIMIC_RETURN_IF_ERROR(
         WriteTextFile(folder + "/summary.json", SummaryJson(results, session.manifest())));
   }

@@ -8,6 +8,8 @@
 //   <output_subdir>/config.yaml  resolved manifest under `workload:` (§5.4)
 //   <output_subdir>/overrides.yaml  the command-line overrides, a YAML list
 //   status.json                  rank 0; "completed" or "failed" with the error
+//   timeline.csv, events.csv     rank 0; every rank's intervals and spans
+//   histograms.json              rank 0; every latency histogram, merged
 //
 // The figures come from the results model (output/model.h) and the files
 // from its writers (output/writers.h); docs/dlio-compat.md has the layouts.

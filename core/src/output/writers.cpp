@@ -407,6 +407,11 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manif
     io["checksummed_samples"] = r.checksum->second;
   }
   io["sample_read_latency_ms"] = Percentiles(r.sample_latency);
+  json latency = json::object();  // every histogram's percentiles (histograms.json)
+  for (const auto& [name, h] : r.histograms) {
+    if (h.count() > 0) latency[name] = Percentiles(h);
+  }
+  io["latency_ms"] = latency;
   io["read_request_latency_ms"] = Percentiles(r.read_latency);
   io["peak_rss_MiB_max_rank"] = Num(r.peak_rss_mib);
   io["output_seconds"] = Num(r.output_seconds);
@@ -464,6 +469,111 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manif
   io["manifest"] = m;
   summary["iomimic"] = io;
   return Dump(summary) + "\n";
+}
+
+namespace {
+
+std::string Csv(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6f", std::isfinite(v) ? v : 0.0);
+  return buf;
+}
+
+void TimelineLine(std::ostringstream& out, std::uint64_t index, const std::string& rank,
+                  double start, double end, const metrics::ActivitySample& d, int accelerators) {
+  const double seconds = end - start;
+  const double au =
+      seconds > 0 && accelerators > 0 ? 100.0 * d.compute_seconds / (seconds * accelerators) : 0.0;
+  out << index << ',' << rank << ',' << Csv(start) << ',' << Csv(end) << ',' << d.bytes_read << ','
+      << d.bytes_written << ',' << d.read_requests << ',' << d.write_requests << ',' << d.samples
+      << ',' << d.steps << ',' << Csv(d.compute_seconds) << ',' << Csv(au) << ','
+      << Csv(seconds > 0 ? static_cast<double>(d.bytes_read) / kMiB / seconds : 0.0) << ','
+      << Csv(seconds > 0 ? static_cast<double>(d.bytes_written) / kMiB / seconds : 0.0) << ','
+      << Csv(seconds > 0 ? d.io_seconds / seconds : 0.0) << ',' << Csv(d.barrier_seconds) << '\n';
+}
+
+}  // namespace
+
+std::string TimelineCsv(const RunResults& r) {
+  if (r.timeline.empty()) return {};
+  std::ostringstream out;
+  out << "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,"
+         "samples,steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,"
+         "barrier_s\n";
+  std::map<std::uint64_t, std::pair<std::pair<double, double>, metrics::ActivitySample>> all;
+  std::map<std::uint64_t, int> ranks_in;
+  for (const TimelineEntry& e : r.timeline) {
+    TimelineLine(out, e.row.index, std::to_string(e.rank), e.row.start_seconds, e.row.end_seconds,
+                 e.row.delta, r.accelerators_per_process);
+    auto [it, fresh] = all.try_emplace(e.row.index);
+    auto& [span, sum] = it->second;
+    if (fresh) {
+      span = {e.row.start_seconds, e.row.end_seconds};
+    } else {
+      span.first = std::min(span.first, e.row.start_seconds);
+      span.second = std::max(span.second, e.row.end_seconds);
+    }
+    const metrics::ActivitySample& d = e.row.delta;
+    sum.bytes_read += d.bytes_read;
+    sum.bytes_written += d.bytes_written;
+    sum.read_requests += d.read_requests;
+    sum.write_requests += d.write_requests;
+    sum.samples += d.samples;
+    sum.steps += d.steps;
+    sum.compute_seconds += d.compute_seconds;
+    sum.io_seconds += d.io_seconds;
+    sum.barrier_seconds += d.barrier_seconds;
+    ++ranks_in[e.row.index];
+  }
+  for (const auto& [index, entry] : all) {
+    TimelineLine(out, index, "all", entry.first.first, entry.first.second, entry.second,
+                 ranks_in[index] * r.accelerators_per_process);
+  }
+  return out.str();
+}
+
+std::string EventsCsv(const RunResults& r) {
+  std::ostringstream out;
+  out << "rank,event,epoch,index,start_s,end_s,duration_s,bytes\n";
+  for (const EventEntry& e : r.events) {
+    out << e.rank << ',' << e.event << ',' << e.epoch << ',' << e.index << ','
+        << Csv(e.start_seconds) << ',' << Csv(e.end_seconds) << ','
+        << Csv(e.end_seconds - e.start_seconds) << ',' << e.bytes << '\n';
+  }
+  return out.str();
+}
+
+std::string HistogramsJson(const RunResults& r) {
+  json out;
+  out["unit"] = "ns";
+  out["layout"] =
+      "log-linear: values below " + std::to_string(metrics::LatencyHistogram::kSubBuckets) +
+      " exact, above " + std::to_string(metrics::LatencyHistogram::kSubBuckets) +
+      " linear buckets per power of two; percentiles are bucket midpoints, within " +
+      Fixed2(100.0 * metrics::LatencyHistogram::kMaxRelativeError) + "% of the exact value";
+  json all = json::object();
+  for (const auto& [name, h] : r.histograms) {
+    json o;
+    o["count"] = h.count();
+    o["sum"] = h.sum_ns();
+    o["min"] = h.min_ns();
+    o["max"] = h.max_ns();
+    o["p50"] = h.Percentile(0.50);
+    o["p90"] = h.Percentile(0.90);
+    o["p99"] = h.Percentile(0.99);
+    o["p999"] = h.Percentile(0.999);
+    json buckets = json::array();
+    for (int b = 0; b < metrics::LatencyHistogram::kBuckets; ++b) {
+      const std::uint64_t n = h.bucket_count(b);
+      if (n == 0) continue;
+      buckets.push_back(
+          {metrics::LatencyHistogram::BucketLow(b), metrics::LatencyHistogram::BucketHigh(b), n});
+    }
+    o["buckets"] = buckets;
+    all[name] = o;
+  }
+  out["histograms"] = all;
+  return out.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& manifest,

@@ -43,6 +43,22 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
                              const RunOutcome& outcome, const config::Config& config,
                              std::uint64_t* max_steps_per_entry);
 
+// timeline.csv's text (tidy, for pandas): one row per interval and rank,
+// then one row per interval with rank "all" (sums; AU over every
+// accelerator). Columns: interval, rank, start_s, end_s, bytes_read,
+// bytes_written, read_requests, write_requests, samples, steps, compute_s,
+// au_percent, read_MiB_per_s, write_MiB_per_s, requests_in_flight (mean),
+// barrier_s. Empty when the run kept no timeline.
+std::string TimelineCsv(const RunResults& results);
+
+// events.csv's text: rank, event, epoch, index, start_s, end_s, duration_s,
+// bytes; times in seconds from the run's origin, rows by start time.
+std::string EventsCsv(const RunResults& results);
+
+// histograms.json's text: every histogram of the model with its count, sum,
+// min, max, percentiles and non-empty buckets ([low, high, count], ns).
+std::string HistogramsJson(const RunResults& results);
+
 // A few lines for the terminal: workload, plugins, the phase figures, the
 // checkpoint rates (rank 0's), latency, bytes and where the results are.
 std::string ConsoleSummary(const RunResults& results, const config::LoadedManifest& manifest,

@@ -1,6 +1,7 @@
 #include "run/run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -61,6 +62,36 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
 
   output::RunOutcome outcome;
   outcome.start = metrics::Stamp::Now();
+  // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
+  {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall.time_since_epoch())
+            .count();
+    const std::string shared = cluster.Broadcast(std::to_string(ns));
+    outcome.origin = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(std::stoll(shared))));
+  }
+  metrics::TimelineSampler sampler;
+  if (c.iomimic.timeline_interval > 0) {
+    sampler.Start(outcome.origin, c.iomimic.timeline_interval, [&session] {
+      metrics::ActivitySample a;
+      const engine::IoSnapshot io = session.storage().Snapshot();
+      a.bytes_read = io.read_bytes;
+      a.bytes_written = io.write_bytes;
+      a.read_requests = io.read_ops;
+      a.write_requests = io.write_ops;
+      a.samples = session.sample_latency().count();
+      a.steps = session.steps();
+      a.compute_seconds = session.compute_busy().BusyUntil(std::chrono::steady_clock::now());
+      const engine::IoCounters& counters = session.storage().counters();
+      a.io_seconds =
+          static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) /
+          1e9;
+      a.barrier_seconds = session.barrier_seconds();
+      return a;
+    });
+  }
   outcome.checkpointer = checkpointer.get();
   const bool training = c.workflow.train;
   const bool checkpoint_only = !training && checkpointer != nullptr;
@@ -142,6 +173,7 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     outcome.checkpoint_only = std::move(done).value();
   }
   outcome.end = metrics::Stamp::Now();
+  outcome.timeline = sampler.Stop();
 
   if (!with_results) {
     Result<output::RunResults> results = output::CollectResults(session, outcome);
