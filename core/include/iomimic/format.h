@@ -84,7 +84,12 @@ struct FileSpec {
   ContentOptions content;
   // DLIO dataset keys that only some formats honour, as text: "hdf5.chunk_dims"
   // and "hdf5.max_shape" ("64,64"; absent when unset), "hdf5.num_dset_per_record"
-  // ("1"), "generation_buffer_size" (bytes).
+  // ("1"), "generation_buffer_size" (bytes), and MLPerf Storage's
+  // "parquet.row_group_size", "parquet.columns" (name:dtype:size:read entries
+  // joined by ';', absent when unset), "parquet.read_mode",
+  // "parquet.partition_by", "parquet.generation_batch_size",
+  // "parquet.use_s3dlio_gen". A format plugin that declares an option of
+  // the same name receives the value as that option too.
   std::map<std::string, std::string> parameters;
 
   std::uint64_t sample_elements() const {

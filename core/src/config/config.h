@@ -107,6 +107,21 @@ struct DatasetConfig {
   std::vector<std::uint64_t> hdf5_chunk_dims;
   std::uint64_t hdf5_num_dset_per_record = 1;
   std::vector<std::uint64_t> hdf5_max_shape;
+  // parquet.* (MLPerf Storage's DLIO fork; docs/parquet.md). Passed to the
+  // format as FileSpec parameters and plugin options, never read by the core.
+  struct ParquetColumn {
+    std::string name;
+    std::string dtype = "float32";
+    std::uint64_t size = 0;  // 0 = absent
+    bool read = false;
+    friend bool operator==(const ParquetColumn&, const ParquetColumn&) = default;
+  };
+  std::vector<ParquetColumn> parquet_columns;
+  std::uint64_t parquet_row_group_size = 1024;
+  std::string parquet_read_mode;
+  std::string parquet_partition_by;
+  std::uint64_t parquet_generation_batch_size = 0;
+  bool parquet_use_s3dlio_gen = false;
   // iomimic: format plugin options.
   std::map<std::string, std::string> options;
 

@@ -22,7 +22,8 @@ const Words kFrameworks = {"tensorflow", "pytorch"};
 const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
                             "synthetic",  "custom",  "none"};
 const Words kStorageTypes = {"local_fs", "parallel_fs", "s3", "aistore"};
-const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz"};
+// snappy, lz4 and zstd are Parquet codecs (MLPerf Storage's DLIO fork).
+const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz", "snappy", "lz4", "zstd"};
 const Words kReadTypes = {"on_demand", "memory"};
 const Words kFileAccess = {"multi", "shared", "collective", "mpio", "posix"};
 const Words kMultiprocessingContexts = {"fork", "spawn", "forkserver"};
@@ -171,6 +172,8 @@ class Converter {
                    std::map<std::string, std::string>* out);
   Status Time(const Section& section, std::string_view key, std::string_view stdev_key,
               Distribution* out);
+  // dataset.parquet.columns: a list of {name, dtype, size, read} maps.
+  Status ParquetColumns(const Section& section, std::vector<DatasetConfig::ParquetColumn>* out);
   Status TimeMap(const YAML::Node& node, const std::string& path, Distribution* out);
 
   Status ReadModel(const Section& root, ModelConfig* model);
@@ -395,6 +398,55 @@ Status Converter::StringList(const Section& section, std::string_view key,
     return Expected(*entry, path, "a string or a list of strings");
   }
   *out = std::move(values);
+  return Status::OK();
+}
+
+Status Converter::ParquetColumns(const Section& section,
+                                 std::vector<DatasetConfig::ParquetColumn>* out) {
+  const std::optional<Entry> entry = Get(section, "columns");
+  if (!entry || entry->value.IsNull()) return Status::OK();
+  const YAML::Node& node = entry->value;
+  const std::string path = JoinPath(section.path, "columns");
+  if (!node.IsSequence()) return Expected(*entry, path, "a list of column maps");
+  std::vector<DatasetConfig::ParquetColumn> columns;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    if (!item.IsMap()) return Expected(item, item_path, "a map with name, dtype, size, read");
+    DatasetConfig::ParquetColumn column;
+    for (auto it = item.begin(); it != item.end(); ++it) {
+      const std::string name = KeyText(it->first);
+      const YAML::Node value = it->second;
+      const std::string value_path = item_path + "." + name;
+      if (!value.IsScalar()) return Expected(value, value_path, "a scalar");
+      const std::string& text = value.Scalar();
+      if (name == "name") {
+        if (text.empty() || text.find_first_of(":;,") != std::string::npos) {
+          return Expected(value, value_path, "a column name without ':', ';' or ','");
+        }
+        column.name = text;
+      } else if (name == "dtype") {
+        if (text.find_first_of(":;") != std::string::npos) {
+          return Expected(value, value_path, "a dtype name");
+        }
+        column.dtype = text;
+      } else if (name == "size") {
+        const std::optional<std::uint64_t> size = ParseUInt(text);
+        if (!size) return Expected(value, value_path, "a non-negative integer");
+        column.size = *size;
+      } else if (name == "read") {
+        const std::optional<bool> read = ParseBool(text);
+        if (!read) return Expected(value, value_path, "true or false");
+        column.read = *read;
+      } else {
+        Warn(it->first, value_path,
+             "key '" + value_path + "' is not a column key (name, dtype, size, read)");
+      }
+    }
+    if (column.name.empty()) return Expected(item, item_path + ".name", "a column name");
+    columns.push_back(std::move(column));
+  }
+  *out = std::move(columns);
   return Status::OK();
 }
 
@@ -670,6 +722,14 @@ Status Converter::ReadDataset(const Section& root, DatasetConfig* dataset) {
   // h5py's maxshape takes None for an unlimited dimension; kept as 0.
   IOMIMIC_RETURN_IF_ERROR(
       UIntList(hdf5, "max_shape", &dataset->hdf5_max_shape, 0, /*null_is_zero=*/true));
+  IOMIMIC_ASSIGN_OR_RETURN(const Section parquet, Sub(section, "parquet"));
+  IOMIMIC_RETURN_IF_ERROR(ParquetColumns(parquet, &dataset->parquet_columns));
+  IOMIMIC_RETURN_IF_ERROR(UInt(parquet, "row_group_size", &dataset->parquet_row_group_size, 1));
+  IOMIMIC_RETURN_IF_ERROR(String(parquet, "read_mode", &dataset->parquet_read_mode, true));
+  IOMIMIC_RETURN_IF_ERROR(String(parquet, "partition_by", &dataset->parquet_partition_by, true));
+  IOMIMIC_RETURN_IF_ERROR(
+      UInt(parquet, "generation_batch_size", &dataset->parquet_generation_batch_size));
+  IOMIMIC_RETURN_IF_ERROR(Bool(parquet, "use_s3dlio_gen", &dataset->parquet_use_s3dlio_gen));
   IOMIMIC_RETURN_IF_ERROR(StringMap(section, "options", &dataset->options));
 
   if ((dataset->format == "jpeg" || dataset->format == "png") &&

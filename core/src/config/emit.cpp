@@ -57,6 +57,18 @@ class Writer {
     for (const std::string& value : values) WriteString(value);
     out_ << YAML::EndSeq;
   }
+  void ParquetColumns(const std::vector<DatasetConfig::ParquetColumn>& columns) {
+    out_ << YAML::Key << "columns" << YAML::Value << YAML::BeginSeq;
+    for (const DatasetConfig::ParquetColumn& c : columns) {
+      out_ << YAML::Flow << YAML::BeginMap;
+      String("name", c.name);
+      String("dtype", c.dtype);
+      if (c.size != 0) UInt("size", c.size);
+      Bool("read", c.read);
+      out_ << YAML::EndMap;
+    }
+    out_ << YAML::EndSeq;
+  }
   void StringMap(std::string_view key, const std::map<std::string, std::string>& values) {
     out_ << YAML::Key << std::string(key) << YAML::Value;
     if (values.empty()) out_ << YAML::Flow;
@@ -186,6 +198,22 @@ void WriteConfig(const Config& c, Writer& w) {
   w.UInt("num_dset_per_record", dataset.hdf5_num_dset_per_record);
   w.UIntList("max_shape", dataset.hdf5_max_shape);
   w.EndSection();
+  const DatasetConfig defaults;
+  if (!dataset.parquet_columns.empty() ||
+      dataset.parquet_row_group_size != defaults.parquet_row_group_size ||
+      !dataset.parquet_read_mode.empty() || !dataset.parquet_partition_by.empty() ||
+      dataset.parquet_generation_batch_size != 0 || dataset.parquet_use_s3dlio_gen) {
+    w.BeginSection("parquet");
+    w.UInt("row_group_size", dataset.parquet_row_group_size);
+    if (!dataset.parquet_read_mode.empty()) w.String("read_mode", dataset.parquet_read_mode);
+    if (!dataset.parquet_partition_by.empty()) {
+      w.String("partition_by", dataset.parquet_partition_by);
+    }
+    w.UInt("generation_batch_size", dataset.parquet_generation_batch_size);
+    w.Bool("use_s3dlio_gen", dataset.parquet_use_s3dlio_gen);
+    if (!dataset.parquet_columns.empty()) w.ParquetColumns(dataset.parquet_columns);
+    w.EndSection();
+  }
   w.StringMap("options", dataset.options);
   w.EndSection();
 

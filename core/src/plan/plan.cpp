@@ -27,6 +27,34 @@ bool IndexLoader(const config::Config& c) {
 
 std::string SplitName(Split split) { return split == Split::kTrain ? "train" : "valid"; }
 
+std::map<std::string, std::string> FormatParameters(const config::Config& config) {
+  std::map<std::string, std::string> parameters;
+  auto join = [](const std::vector<std::uint64_t>& v) {
+    std::string out;
+    for (std::uint64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return out;
+  };
+  const config::DatasetConfig& d = config.dataset;
+  if (!d.hdf5_chunk_dims.empty()) parameters["hdf5.chunk_dims"] = join(d.hdf5_chunk_dims);
+  if (!d.hdf5_max_shape.empty()) parameters["hdf5.max_shape"] = join(d.hdf5_max_shape);
+  parameters["hdf5.num_dset_per_record"] = std::to_string(d.hdf5_num_dset_per_record);
+  parameters["generation_buffer_size"] = std::to_string(d.generation_buffer_size);
+  // dataset.parquet.*; columns as name:dtype:size:read entries joined by ';'
+  // (names cannot hold ':', ';' or ',', see config/convert.cpp).
+  std::string columns;
+  for (const config::DatasetConfig::ParquetColumn& c : d.parquet_columns) {
+    if (!columns.empty()) columns += ';';
+    columns += c.name + ":" + c.dtype + ":" + std::to_string(c.size) + ":" + (c.read ? "1" : "0");
+  }
+  if (!columns.empty()) parameters["parquet.columns"] = columns;
+  parameters["parquet.row_group_size"] = std::to_string(d.parquet_row_group_size);
+  if (!d.parquet_read_mode.empty()) parameters["parquet.read_mode"] = d.parquet_read_mode;
+  if (!d.parquet_partition_by.empty()) parameters["parquet.partition_by"] = d.parquet_partition_by;
+  parameters["parquet.generation_batch_size"] = std::to_string(d.parquet_generation_batch_size);
+  parameters["parquet.use_s3dlio_gen"] = d.parquet_use_s3dlio_gen ? "true" : "false";
+  return parameters;
+}
+
 DatasetLayout::DatasetLayout(const config::Config& config, std::string extension)
     : data_folder_(config.dataset.data_folder),
       prefix_(config.dataset.file_prefix),
@@ -45,19 +73,7 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
                                                     : ContentOptions::Kind::kRandom;
   content_.compress_percentage = static_cast<std::uint32_t>(config.iomimic.compress_percentage);
   content_.dedupe_percentage = static_cast<std::uint32_t>(config.iomimic.dedupe_percentage);
-  auto join = [](const std::vector<std::uint64_t>& v) {
-    std::string out;
-    for (std::uint64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
-    return out;
-  };
-  if (!config.dataset.hdf5_chunk_dims.empty()) {
-    parameters_["hdf5.chunk_dims"] = join(config.dataset.hdf5_chunk_dims);
-  }
-  if (!config.dataset.hdf5_max_shape.empty()) {
-    parameters_["hdf5.max_shape"] = join(config.dataset.hdf5_max_shape);
-  }
-  parameters_["hdf5.num_dset_per_record"] = std::to_string(config.dataset.hdf5_num_dset_per_record);
-  parameters_["generation_buffer_size"] = std::to_string(config.dataset.generation_buffer_size);
+  parameters_ = FormatParameters(config);
   const double length = config.dataset.record_length_bytes;
   dimension_ =
       std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));

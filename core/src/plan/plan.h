@@ -25,6 +25,10 @@ namespace iomimic::plan {
 enum class Split { kTrain, kEval };
 std::string SplitName(Split split);  // "train" / "valid" (DLIO's folder names)
 
+// The dataset keys that only some formats honour, as text, by the names
+// FileSpec::parameters documents ("hdf5.chunk_dims", "parquet.columns"...).
+std::map<std::string, std::string> FormatParameters(const config::Config& config);
+
 // The dataset on storage: names, folders, shapes.
 class DatasetLayout {
  public:
