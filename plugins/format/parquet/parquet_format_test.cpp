@@ -304,6 +304,30 @@ TEST_CASE("reader: a truncated file is an error naming the file and offset") {
   CHECK(r.status().message().find("offset") != std::string::npos);
 }
 
+TEST_CASE("reader: a damaged column chunk start is an error naming the file and offset") {
+  TempDir dir("parquet");
+  PosixStorage posix;
+  ParquetFormat format(Settings{});
+  FileSpec spec = MakeSpec(dir.path(), 100, "x:float32:0:1", 30);
+  REQUIRE(Write(format, posix, spec).ok());
+  {
+    std::fstream f(spec.path, std::ios::in | std::ios::out | std::ios::binary);
+    const std::string junk(60, '\xff');
+    f.seekp(4);
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  ReaderOptions ro;
+  ro.storage = &posix;
+  ro.decode = false;
+  Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, ro);
+  REQUIRE(r.ok());
+  Result<SampleView> v = (*r)->ReadSample(0);
+  REQUIRE(!v.ok());
+  CHECK(v.status().code() == StatusCode::kCorruption);
+  CHECK(v.status().message().find(spec.path) != std::string::npos);
+  CHECK(v.status().message().find("at offset 4") != std::string::npos);
+}
+
 TEST_CASE("plugin: descriptor and options") {
   PluginContext ctx;
   ctx.options = PluginOptions("", {{"parquet.row_group_size", "0"}});

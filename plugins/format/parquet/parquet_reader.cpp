@@ -110,6 +110,9 @@ Status ParquetReader::ReadGroups(const std::vector<std::size_t>& groups) {
           std::to_string(r.offset + requests[i].bytes_read) + " (the footer says it ends at " +
           std::to_string(r.offset + r.length) + ")");
     }
+    if (!decode_ && buffers_[i].host_accessible()) {
+      IOMIMIC_RETURN_IF_ERROR(CheckGroup(groups[i], requests[i].destination));
+    }
     if (decode_) {
       if (!buffers_[i].host_accessible()) {
         return Status::NotSupported("parquet: cannot decode " + path_ +
@@ -119,6 +122,29 @@ Status ParquetReader::ReadGroups(const std::vector<std::size_t>& groups) {
     }
   }
   return batch;
+}
+
+Status ParquetReader::CheckGroup(std::size_t group, std::span<const std::byte> bytes) {
+  const FileLayout& l = *layout_;
+  const RowGroupMeta& rg = l.meta.row_groups[group];
+  const std::uint64_t base = l.ranges[group].offset;
+  for (std::size_t c : l.selected) {
+    const ChunkMeta& chunk = rg.columns[c];
+    const std::uint64_t pos = static_cast<std::uint64_t>(chunk.start()) - base;
+    const std::uint64_t size = static_cast<std::uint64_t>(chunk.total_compressed_size);
+    if (size == 0) continue;
+    PageHeader h;
+    std::size_t header_size = 0;
+    if (!DecodePageHeader(bytes.subspan(pos, size), &h, &header_size) ||
+        (h.type != 0 && h.type != 2 && h.type != 3) || h.compressed_page_size < 0 ||
+        header_size + static_cast<std::uint64_t>(h.compressed_page_size) > size) {
+      return Status::Corruption(path_ + ": no page header where the footer puts column '" +
+                                (chunk.path.empty() ? std::string("?") : chunk.path[0]) +
+                                "' of row group " + std::to_string(group) + ", at offset " +
+                                std::to_string(base + pos));
+    }
+  }
+  return Status::OK();
 }
 
 Status ParquetReader::DecodeGroup(std::size_t group, std::span<const std::byte> bytes) {

@@ -11,8 +11,10 @@
 //   group also claims the unread row groups after it, up to the prefetch
 //   window (and 64 MiB), and reads them with one File::ReadBatch, so back
 //   ends that overlap batched reads keep that many in flight.
-// - No decode by default (the fork discards the bytes); with decode on, the
-//   selected column chunks' pages are decompressed and their values walked.
+// - No decode by default (the fork discards the bytes; iomimic only checks
+//   that a page header starts where the footer puts each selected chunk);
+//   with decode on, the selected chunks' pages are decompressed and their
+//   values walked.
 //
 // SampleView.data is empty; SampleView.bytes is the row's share of its row
 // group's span, so a row group's rows add up to the bytes its request read.
@@ -56,6 +58,9 @@ class ParquetReader final : public FileReader {
   ParquetReader(ParquetFormat& format, std::string path, const ReaderOptions& options);
   Status EnsureRead(std::size_t group);
   Status ReadGroups(const std::vector<std::size_t>& groups);
+  // Without decoding: checks that a page header starts where the footer
+  // puts each selected column chunk (a few bytes each, from memory).
+  Status CheckGroup(std::size_t group, std::span<const std::byte> bytes);
   Status DecodeGroup(std::size_t group, std::span<const std::byte> bytes);
 
   ParquetFormat& format_;
