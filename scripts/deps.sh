@@ -10,6 +10,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev doctest-dev
   libhdf5-dev libpng-dev libjpeg-dev libtiff-dev libprotobuf-dev protobuf-compiler
   liburing-dev libaio-dev libbz2-dev liblzma-dev libisal-dev
+  libsnappy-dev liblz4-dev libzstd-dev
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace
 )
@@ -20,11 +21,18 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js and npm for DuckDB's client (the Parquet interchange test); a
+# Node.js from another source that brings its own npm is fine.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
 fi
-echo "installing: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# DuckDB (npm @duckdb/node-api, binary included) into build/node.
+# Without the registry the interchange test installs it itself or is skipped.
+"$(dirname "$0")/duckdb_node.sh" || echo "warning: DuckDB's Node.js client not installed" >&2

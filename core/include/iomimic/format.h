@@ -82,9 +82,14 @@ struct FileSpec {
   // ContentStream built with these options), so the controls reach the files;
   // image encoders compress their pixels their own way.
   ContentOptions content;
-  // DLIO dataset keys that only some formats honour, as text: "hdf5.chunk_dims"
-  // and "hdf5.max_shape" ("64,64"; absent when unset), "hdf5.num_dset_per_record"
-  // ("1"), "generation_buffer_size" (bytes).
+  // The dataset keys meant for formats (docs/manifest.md: keys marked as
+  // format parameters), as text, named by their path below `dataset.`:
+  // "generation_buffer_size" (bytes), a format's own "<format>.<key>" (for
+  // example "hdf5.chunk_dims" = "64,64"). Lists are comma-separated and
+  // absent when empty; lists of maps (e.g. "parquet.columns") are records
+  // joined by ';', each its fields joined by ':' in the key's field order,
+  // absent fields empty. A format plugin that declares an option of the same
+  // name receives the value as that option too.
   std::map<std::string, std::string> parameters;
 
   std::uint64_t sample_elements() const {

@@ -47,6 +47,9 @@ enum class ReadType { kOnDemand, kMemory };
 // default and the key's schema and documentation (docs/manifest.md).
 using UIntVector = std::vector<std::uint64_t>;
 using TextMap = std::map<std::string, std::string>;
+// A list of maps with fixed fields (e.g. dataset.parquet.columns): each record
+// holds its fields' values as text in the key's field order, "" when absent.
+using RecordList = std::vector<std::vector<std::string>>;
 
 #define IOMIMIC_CONFIG_MEMBER(key, member, type, default_value, spec) type member = default_value;
 

@@ -152,6 +152,10 @@ class Converter {
   Status UIntList(const Section& section, std::string_view key, std::vector<std::uint64_t>* out,
                   std::uint64_t min = 0, bool null_is_zero = false);
   Status StringList(const Section& section, std::string_view key, std::vector<std::string>* out);
+  // A list of maps whose keys are `fields` (the first one required); values
+  // are scalars without ':' or ';' (the separators of its text form).
+  Status Records(const Section& section, std::string_view key, const Words& fields,
+                 RecordList* out);
   Status StringMap(const Section& section, std::string_view key,
                    std::map<std::string, std::string>* out);
   Status Time(const Section& section, std::string_view key, std::string_view stdev_key,
@@ -374,6 +378,47 @@ Status Converter::StringList(const Section& section, std::string_view key,
     return Expected(*entry, path, "a string or a list of strings");
   }
   *out = std::move(values);
+  return Status::OK();
+}
+
+Status Converter::Records(const Section& section, std::string_view key, const Words& fields,
+                          RecordList* out) {
+  const std::optional<Entry> entry = Get(section, key);
+  if (!entry || entry->value.IsNull()) return Status::OK();
+  const YAML::Node& node = entry->value;
+  const std::string path = JoinPath(section.path, key);
+  std::string field_list;
+  for (std::string_view f : fields) field_list += (field_list.empty() ? "" : ", ") + std::string(f);
+  if (!node.IsSequence()) return Expected(*entry, path, "a list of maps of " + field_list);
+  RecordList records;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    if (!item.IsMap()) return Expected(item, item_path, "a map of " + field_list);
+    std::vector<std::string> record(fields.size());
+    for (auto it = item.begin(); it != item.end(); ++it) {
+      const std::string name = KeyText(it->first);
+      const std::string value_path = item_path + "." + name;
+      const auto field = std::find(fields.begin(), fields.end(), name);
+      if (field == fields.end()) {
+        Warn(it->first, value_path,
+             "key '" + value_path + "' is not one of " + field_list + " (ignored)");
+        continue;
+      }
+      if (!it->second.IsScalar()) return Expected(it->second, value_path, "a scalar");
+      const std::string& text = it->second.Scalar();
+      if (text.find_first_of(":;") != std::string::npos) {
+        return Expected(it->second, value_path, "a value without ':' or ';'");
+      }
+      record[static_cast<std::size_t>(field - fields.begin())] = text;
+    }
+    if (record[0].empty()) {
+      return Expected(item, item_path + "." + std::string(fields[0]),
+                      "a " + std::string(fields[0]));
+    }
+    records.push_back(std::move(record));
+  }
+  *out = std::move(records);
   return Status::OK();
 }
 
@@ -642,6 +687,8 @@ Status Converter::ReadKey(const KeyDef& key, Config* config) {
       return StringMap(section, leaf, &field(static_cast<TextMap*>(nullptr)));
     case ValueType::kTime:
       return Time(section, leaf, k.stdev_key, &field(static_cast<Distribution*>(nullptr)));
+    case ValueType::kRecordList:
+      return Records(section, leaf, *k.fields, &field(static_cast<RecordList*>(nullptr)));
     case ValueType::kPresence: {
       // Enabled by its presence (DLIO); `false` is read as off.
       const std::string path = key.path;

@@ -61,6 +61,23 @@ class Writer {
     for (const std::string& value : values) WriteString(value);
     out_ << YAML::EndSeq;
   }
+  // Records as flow maps of their non-empty fields.
+  void RecordList(std::string_view key, const std::vector<std::string_view>& fields,
+                  const config::RecordList& records) {
+    out_ << YAML::Key << std::string(key) << YAML::Value;
+    if (records.empty()) out_ << YAML::Flow;
+    out_ << YAML::BeginSeq;
+    for (const std::vector<std::string>& record : records) {
+      out_ << YAML::Flow << YAML::BeginMap;
+      for (std::size_t i = 0; i < fields.size() && i < record.size(); ++i) {
+        if (record[i].empty()) continue;
+        out_ << YAML::Key << std::string(fields[i]) << YAML::Value;
+        WriteString(record[i]);
+      }
+      out_ << YAML::EndMap;
+    }
+    out_ << YAML::EndSeq;
+  }
   void StringMap(std::string_view key, const std::map<std::string, std::string>& values) {
     out_ << YAML::Key << std::string(key) << YAML::Value;
     if (values.empty()) out_ << YAML::Flow;
@@ -163,6 +180,8 @@ void WriteKey(const internal::KeyDef& key, std::string_view leaf, const Config& 
             w.String(leaf, ShuffleModeName(v));
           } else if constexpr (std::is_same_v<V, ReadType>) {
             w.String(leaf, ReadTypeName(v));
+          } else if constexpr (std::is_same_v<V, RecordList>) {
+            w.RecordList(leaf, *k.fields, v);
           }
         }
       },

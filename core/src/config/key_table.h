@@ -88,6 +88,12 @@
   X("hdf5.chunk_dims", hdf5_chunk_dims, UIntVector, {}, UIntList(1).FormatParam().Doc("HDF5 chunk shape.")) \
   X("hdf5.num_dset_per_record", hdf5_num_dset_per_record, std::uint64_t, 1, UInt(1, kNoMax).FormatParam().Doc("HDF5 datasets per record.")) \
   X("hdf5.max_shape", hdf5_max_shape, UIntVector, {}, UIntList(0).NullIsZero().FormatParam().Doc("HDF5 maxshape; null (unlimited) is kept as 0.")) \
+  X("parquet.columns", parquet_columns, RecordList, {}, Records(kParquetColumnFields).FormatParam().Mlperf().Doc("Parquet schema: one map per column (dtype, size: list length, read: whether training reads it); empty = the fork's single data column (docs/parquet.md).")) \
+  X("parquet.row_group_size", parquet_row_group_size, std::uint64_t, 1024, UInt(1, kNoMax).FormatParam().Mlperf().Doc("Parquet rows per row group.")) \
+  X("parquet.read_mode", parquet_read_mode, std::string, "", Text().Nullable().NullWhenEmpty().FormatParam().Mlperf().Doc("Parsed by the fork, never used (nor by iomimic).")) \
+  X("parquet.partition_by", parquet_partition_by, std::string, "", Text().Nullable().NullWhenEmpty().FormatParam().Mlperf().Doc("Hive partitioning column; refused by the parquet format when set.")) \
+  X("parquet.generation_batch_size", parquet_generation_batch_size, std::uint64_t, 0, UInt(0, kNoMax).FormatParam().Mlperf().Doc("Rows per write call in the fork; the bytes are the same.")) \
+  X("parquet.use_s3dlio_gen", parquet_use_s3dlio_gen, bool, false, Bool().FormatParam().Mlperf().Doc("Object-storage generation in the fork; refused by the parquet format when true.")) \
   X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's)."))
 
 #define IOMIMIC_KEYS_READER(X)                                                                    \

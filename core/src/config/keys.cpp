@@ -22,7 +22,9 @@ const Words kFrameworks = {"tensorflow", "pytorch"};
 const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
                             "synthetic",  "custom",  "none"};
 const Words kStorageTypes = {"local_fs", "parallel_fs", "s3", "aistore"};
-const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz"};
+// snappy, lz4 and zstd are Parquet codecs (MLPerf Storage's DLIO fork).
+const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz", "snappy", "lz4", "zstd"};
+const Words kParquetColumnFields = {"name", "dtype", "size", "read"};
 const Words kFileAccess = {"multi", "shared", "collective", "mpio", "posix"};
 const Words kMultiprocessingContexts = {"fork", "spawn", "forkserver"};
 const Words kSamplers = {"iterative", "index", "none"};
@@ -86,6 +88,11 @@ KeySpec Time(std::string_view stdev_key) {
   return k;
 }
 KeySpec Presence() { return Of(ValueType::kPresence); }
+KeySpec Records(const Words& fields) {
+  KeySpec k = Of(ValueType::kRecordList);
+  k.fields = &fields;
+  return k;
+}
 
 // One row per key: the member's accessor is a captureless lambda.
 #define IOMIMIC_ROW(path, type, member_expr, spec) \
@@ -175,6 +182,11 @@ std::string TypeName(const KeySpec& k) {
       return "seconds or distribution";
     case ValueType::kPresence:
       return "map or bool";
+    case ValueType::kRecordList: {
+      std::string fields;
+      for (std::string_view f : *k.fields) fields += (fields.empty() ? "" : ", ") + std::string(f);
+      return "list of {" + fields + "}";
+    }
   }
   return "";
 }
@@ -321,7 +333,16 @@ std::map<std::string, std::string> FormatParameters(const Config& config) {
           if constexpr (!std::is_same_v<Get, std::monostate>) {
             const auto& v = get(c);
             using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, UIntVector>) {
+            if constexpr (std::is_same_v<V, RecordList>) {
+              std::string text;
+              for (const std::vector<std::string>& record : v) {
+                if (!text.empty()) text += ';';
+                for (std::size_t i = 0; i < record.size(); ++i) {
+                  text += (i > 0 ? ":" : "") + record[i];
+                }
+              }
+              if (!text.empty()) out[name] = text;
+            } else if constexpr (std::is_same_v<V, UIntVector>) {
               std::string text;
               for (std::uint64_t x : v) text += (text.empty() ? "" : ",") + std::to_string(x);
               if (!text.empty()) out[name] = text;

@@ -32,9 +32,10 @@ enum class ValueType {
   kReadType,  // on_demand, memory
   kUIntList,
   kTextList,
-  kTextMap,   // a map of free keys (plugin options, DLIO's storage_options)
-  kTime,      // seconds or a distribution, with a sibling <key>_stdev
-  kPresence,  // a section enabled by its presence (or true/false)
+  kTextMap,     // a map of free keys (plugin options, DLIO's storage_options)
+  kTime,        // seconds or a distribution, with a sibling <key>_stdev
+  kPresence,    // a section enabled by its presence (or true/false)
+  kRecordList,  // a list of maps with the fields `fields` (the first required)
 };
 
 // Who defined the key.
@@ -54,6 +55,7 @@ struct KeySpec {
   std::int64_t imin = kNoMin, imax = std::numeric_limits<std::int64_t>::max();  // kInt
   double dmin = kNoLimitMin, dmax = kNoLimit;                                   // kNumber
   const Words* choices = nullptr;                                               // kChoice
+  const Words* fields = nullptr;                                                // kRecordList
   std::string_view stdev_key;                                                   // kTime
   bool nullable = false;                // null leaves the default
   bool non_empty = false;               // kText: "" is an error
@@ -112,12 +114,11 @@ struct KeySpec {
 
 // Where a key's value lives in a Config; monostate for keys that are only
 // accepted and checked.
-using FieldRef =
-    std::variant<std::monostate, bool& (*)(Config&), std::uint64_t& (*)(Config&),
-                 std::int64_t& (*)(Config&), int& (*)(Config&), double& (*)(Config&),
-                 std::string& (*)(Config&), UIntVector& (*)(Config&),
-                 std::vector<std::string>& (*)(Config&), TextMap& (*)(Config&),
-                 Distribution& (*)(Config&), ShuffleMode& (*)(Config&), ReadType& (*)(Config&)>;
+using FieldRef = std::variant<
+    std::monostate, bool& (*)(Config&), std::uint64_t& (*)(Config&), std::int64_t& (*)(Config&),
+    int& (*)(Config&), double& (*)(Config&), std::string& (*)(Config&), UIntVector& (*)(Config&),
+    std::vector<std::string>& (*)(Config&), TextMap& (*)(Config&), Distribution& (*)(Config&),
+    ShuffleMode& (*)(Config&), ReadType& (*)(Config&), RecordList& (*)(Config&)>;
 
 struct KeyDef {
   std::string path;  // dotted, from the workload root: "dataset.hdf5.chunk_dims"

@@ -45,11 +45,28 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   std::string extension = c.dataset.format;
   if (needs_format) {
     PluginContext format_ctx;
-    format_ctx.options = PluginOptions("", c.dataset.options);
     format_ctx.rank = cluster.rank();
     format_ctx.world_size = cluster.size();
     IOMIMIC_ASSIGN_OR_RETURN(s->format_info_,
                              registry.Find(plugin::Kind::kFormat, c.dataset.format));
+    // A format plugin that declares an option named like a dataset parameter
+    // (FileSpec::parameters: "<format>.<key>", config::FormatParameters) or
+    // "storage_options.<key>" receives the manifest's value, unless
+    // dataset.options sets it (docs/plugins.md); the core never looks at the
+    // values.
+    std::map<std::string, std::string> format_options = c.dataset.options;
+    const std::map<std::string, std::string> parameters = config::FormatParameters(c);
+    constexpr std::string_view kStorageOptions = "storage_options.";
+    for (const plugin::OptionInfo& o : s->format_info_.options) {
+      if (format_options.count(o.name) != 0) continue;
+      if (auto it = parameters.find(o.name); it != parameters.end()) {
+        format_options[o.name] = it->second;
+      } else if (o.name.rfind(kStorageOptions, 0) == 0) {
+        auto so = c.storage.storage_options.find(o.name.substr(kStorageOptions.size()));
+        if (so != c.storage.storage_options.end()) format_options[o.name] = so->second;
+      }
+    }
+    format_ctx.options = PluginOptions("", std::move(format_options));
     IOMIMIC_ASSIGN_OR_RETURN(s->format_, registry.CreateFormat(c.dataset.format, format_ctx));
     extension = s->format_->traits().extension;
   }
