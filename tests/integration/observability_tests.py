@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""End-to-end checks of what a run folder says about the storage over time
+(timeline.csv, events.csv, histograms.json), against independent counts: the
+plan's samples and steps, the storage layer's totals in summary.json, a
+latency decorator's known delay. Run by ctest.
+
+Usage: observability_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import csv
+import json
+import os
+
+import iomimic_tests as harness
+from iomimic_tests import fail, mpirun, run
+
+
+def args():
+    return harness.ARGS
+
+
+EVAL_TIME = 0.005
+
+
+def overrides(data, out, extra=()):
+    return [
+        "workload=quickstart",
+        "++workload.workflow.generate_data=True",
+        "++workload.dataset.format=npz",
+        "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.num_files_train=32",
+        "++workload.dataset.num_files_eval=8",
+        "++workload.dataset.num_samples_per_file=1",
+        "++workload.dataset.record_length_bytes=65536",
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.reader.batch_size=4",
+        "++workload.reader.batch_size_eval=2",
+        "++workload.reader.read_threads=2",
+        "++workload.train.epochs=3",
+        "++workload.train.computation_time=0.02",
+        "++workload.evaluation.eval_time=%g" % EVAL_TIME,
+        "++workload.workflow.evaluation=True",
+        "++workload.output.folder=" + out,
+        "++workload.iomimic.timeline_interval=0.05",
+    ] + list(extra)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load(out, name):
+    with open(os.path.join(out, name)) as f:
+        return json.load(f)
+
+
+def check_timeline(out, ranks, summary):
+    rows = read_csv(os.path.join(out, "timeline.csv"))
+    if not rows:
+        fail("timeline.csv has no rows")
+    per_rank = {str(r): [row for row in rows if row["rank"] == str(r)] for r in range(ranks)}
+    all_rows = [row for row in rows if row["rank"] == "all"]
+    io = summary["iomimic"]
+    for rank, mine in per_rank.items():
+        if not mine:
+            fail("timeline.csv has no rows for rank %s" % rank)
+        # Rows tile the run: each starts where the previous one ended.
+        for a, b in zip(mine, mine[1:]):
+            if abs(float(a["end_s"]) - float(b["start_s"])) > 1e-6:
+                fail("rank %s: interval %s ends at %s, the next starts at %s" %
+                     (rank, a["interval"], a["end_s"], b["start_s"]))
+            if int(b["interval"]) < int(a["interval"]):
+                fail("rank %s: intervals out of order" % rank)
+        for row in mine:
+            if not 0 <= float(row["au_percent"]) <= 100.5:
+                fail("rank %s interval %s: AU %s%%" % (rank, row["interval"], row["au_percent"]))
+    # Sums over every interval equal the run's totals.
+    for column, total in (("bytes_read", io["bytes_read"]), ("bytes_written", io["bytes_written"]),
+                          ("read_requests", io["read_requests"]),
+                          ("write_requests", io["write_requests"]),
+                          ("samples", io["sample_read_latency_ms"]["count"])):
+        got = sum(int(row[column]) for row in rows if row["rank"] != "all")
+        if got != total:
+            fail("timeline.csv: %s sum to %d over the intervals, the run's total is %d" %
+                 (column, got, total))
+        got_all = sum(int(row[column]) for row in all_rows)
+        if got_all != total:
+            fail("timeline.csv: the all-ranks rows' %s sum to %d, expected %d" %
+                 (column, got_all, total))
+    steps = (io["train_steps_per_epoch"] + io["eval_steps_per_epoch"]) * summary["epochs"]
+    got = sum(int(row["steps"]) for row in rows if row["rank"] != "all")
+    if got != steps * ranks:
+        fail("timeline.csv: %d steps over the intervals, the plan has %d per rank x %d" %
+             (got, steps, ranks))
+    # The emulated compute adds up to what was asked for: the training
+    # compute summary.json reports plus the evaluation steps' EVAL_TIME.
+    compute = sum(float(row["compute_s"]) for row in rows if row["rank"] != "all")
+    expected = (io["compute_requested_seconds"] +
+                EVAL_TIME * io["eval_steps_per_epoch"] * summary["epochs"] * ranks)
+    if abs(compute - expected) > 0.01 + 0.01 * expected:
+        fail("timeline.csv: %.4f s of compute, %.4f s were asked for" % (compute, expected))
+    return rows
+
+
+def check_events(out, ranks, summary):
+    events = read_csv(os.path.join(out, "events.csv"))
+    for rank in range(ranks):
+        mine = [e for e in events if e["rank"] == str(rank)]
+        kinds = [e["event"] for e in mine]
+        if kinds.count("generate") != 1:
+            fail("rank %d: %d generate events" % (rank, kinds.count("generate")))
+        epochs = [e for e in mine if e["event"] == "epoch"]
+        if [int(e["epoch"]) for e in epochs] != list(range(1, summary["epochs"] + 1)):
+            fail("rank %d: epoch events %s" % (rank, [e["epoch"] for e in epochs]))
+        evals = [e for e in mine if e["event"] == "eval"]
+        if len(evals) != summary["epochs"]:
+            fail("rank %d: %d eval events for %d epochs" % (rank, len(evals), summary["epochs"]))
+        generate = [e for e in mine if e["event"] == "generate"][0]
+        # In order, and nested: each epoch after generation, its block and
+        # evaluation inside it.
+        for e in epochs:
+            if float(e["start_s"]) < float(generate["end_s"]) - 1e-6:
+                fail("rank %d: epoch %s starts before generation ended" % (rank, e["epoch"]))
+            inside = [x for x in mine if x["epoch"] == e["epoch"]
+                      and x["event"] in ("train_block", "eval")]
+            for x in inside:
+                if (float(x["start_s"]) < float(e["start_s"]) - 1e-6 or
+                        float(x["end_s"]) > float(e["end_s"]) + 1e-6):
+                    fail("rank %d: %s of epoch %s lies outside the epoch" %
+                         (rank, x["event"], e["epoch"]))
+        for a, b in zip(epochs, epochs[1:]):
+            if float(b["start_s"]) < float(a["end_s"]) - 1e-6:
+                fail("rank %d: epoch %s starts before epoch %s ended" % (rank, b["epoch"],
+                                                                         a["epoch"]))
+    # Epoch bytes are the storage layer's: all epochs and evaluations sum to
+    # the bytes read.
+    read = sum(int(e["bytes"]) for e in events if e["event"] in ("epoch", "eval"))
+    if read != summary["iomimic"]["bytes_read"]:
+        fail("events.csv: epochs and evaluations read %d bytes, the run read %d" %
+             (read, summary["iomimic"]["bytes_read"]))
+
+
+def test_timeline_and_events_add_up():
+    """timeline.csv's intervals tile the run and sum to its totals (bytes,
+    requests, samples, the plan's steps, the requested compute); events.csv
+    has generation, every epoch and evaluation, in order and nested."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "one")
+    run([args().iomimic, "run", "-q"] + overrides(data, out))
+    summary = load(out, "summary.json")
+    rows = check_timeline(out, 1, summary)
+    if len(rows) < 4:
+        fail("only %d timeline rows for a run of several 50 ms intervals" % len(rows))
+    check_events(out, 1, summary)
+
+    # Two ranks: rows of both, and all-ranks rows that are their sums.
+    out2 = os.path.join(args().work, "two")
+    mpirun(2, [args().iomimic, "run", "-q"] + overrides(data, out2))
+    summary2 = load(out2, "summary.json")
+    rows2 = check_timeline(out2, 2, summary2)
+    check_events(out2, 2, summary2)
+    by_interval = {}
+    for row in rows2:
+        by_interval.setdefault(row["interval"], {})[row["rank"]] = row
+    for interval, ranks in by_interval.items():
+        if "all" not in ranks:
+            fail("interval %s has no all-ranks row" % interval)
+        for column in ("bytes_read", "samples", "steps"):
+            parts = sum(int(r[column]) for k, r in ranks.items() if k != "all")
+            if int(ranks["all"][column]) != parts:
+                fail("interval %s: all-ranks %s %s, the ranks' sum %d" %
+                     (interval, column, ranks["all"][column], parts))
+
+    # Off when asked.
+    out3 = os.path.join(args().work, "off")
+    run([args().iomimic, "run", "-q"] + overrides(data, out3, [
+        "++workload.iomimic.timeline_interval=0"]))
+    if os.path.exists(os.path.join(out3, "timeline.csv")):
+        fail("timeline.csv written with iomimic.timeline_interval=0")
+
+
+def test_histograms_place_a_known_delay():
+    """A latency decorator that adds 4 ms to every storage operation puts the
+    read requests' histogram at 4 ms (within the histogram's 1% bound plus
+    the real read's own time), the counts match the run's totals, and the
+    data wait of every step is counted once."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "delay")
+    run([args().iomimic, "run", "-q"] + overrides(data, out, [
+        "++workload.workflow.evaluation=False",
+        "++workload.train.epochs=1",
+        "++workload.storage.backend=latency",
+        "++workload.storage.options.delay=4ms",
+        "++workload.storage.options.apply_to_writes=false",
+    ]))
+    summary = load(out, "summary.json")
+    h = load(out, "histograms.json")["histograms"]
+    io = summary["iomimic"]
+    if h["storage_read"]["count"] != io["read_requests"]:
+        fail("storage_read counts %d, the run made %d read requests" %
+             (h["storage_read"]["count"], io["read_requests"]))
+    if h["storage_open"]["count"] != io["files_opened"]:
+        fail("storage_open counts %d, the run opened %d files" %
+             (h["storage_open"]["count"], io["files_opened"]))
+    p50 = h["storage_read"]["p50"]
+    if not 4e6 * 0.99 <= p50 <= 4e6 * 1.25:
+        fail("storage_read p50 is %d ns with a 4 ms delay on every read" % p50)
+    # Every bucket holds values in [low, high]; the 4 ms bucket holds most.
+    buckets = h["storage_read"]["buckets"]
+    top = max(buckets, key=lambda b: b[2])
+    if not top[0] <= 4.4e6 or top[1] < 4e6:
+        fail("the fullest storage_read bucket is %s, not at 4 ms" % top)
+    if sum(b[2] for b in buckets) != h["storage_read"]["count"]:
+        fail("storage_read buckets do not add up to its count")
+    steps = io["train_steps_per_epoch"] * summary["epochs"]
+    if h["step_data_wait"]["count"] != steps:
+        fail("step_data_wait counts %d, the run took %d steps" %
+             (h["step_data_wait"]["count"], steps))
+    if h["sample_read"]["count"] != io["sample_read_latency_ms"]["count"]:
+        fail("sample_read histogram and summary disagree")
+    if "storage_read" not in io["latency_ms"]:
+        fail("summary.json has no latency_ms.storage_read")
+
+
+if __name__ == "__main__":
+    harness.main(globals())
