@@ -18,7 +18,8 @@
 //   WriteFile writes, in a file of the same size that reads back the same.
 //
 // The spec is the first of a few small ones the format's Validate accepts
-// (images want two or three dimensions of uint8). Files are written the way
+// (images want two or three dimensions of uint8); the round trip and the
+// threads also try every FileSpec::compression the format accepts. Files are written the way
 // the core writes them: to a temporary name, renamed when WriteFile succeeds.
 
 #include <doctest/doctest.h>
@@ -98,7 +99,7 @@ FormatPtr CreateFormat(const PluginInfo& info) {
 
 // The first small spec `format` accepts, for a file at `folder`/`stem`.
 FileSpec SpecFor(const Format& format, const std::string& folder, const std::string& stem,
-                 std::uint64_t seed) {
+                 std::uint64_t seed, const std::string& compression = "none") {
   const FormatTraits traits = format.traits();
   struct Shape {
     std::vector<std::uint64_t> dims;
@@ -115,12 +116,25 @@ FileSpec SpecFor(const Format& format, const std::string& folder, const std::str
     spec.element_type = *iomimic::ElementType::FromName(shape.type);
     spec.num_samples = traits.multi_sample_files ? 5 : 1;
     spec.seed = 1000 + seed;
+    spec.compression = compression;
     Status ok = format.Validate(spec);
     if (ok.ok()) return spec;
     reasons += " " + ok.ToString();
   }
   FAIL("format '" << format.name() << "' accepts none of the suite's specs:" << reasons);
   return {};
+}
+
+// The compressions (FileSpec::compression) the format accepts, "none" first.
+std::vector<std::string> Compressions(const Format& format) {
+  std::vector<std::string> out = {"none"};
+  const FileSpec base = SpecFor(format, "/nowhere", "x", 0);
+  for (const char* c : {"gzip", "zip", "bz2", "xz", "lzf"}) {
+    FileSpec spec = base;
+    spec.compression = c;
+    if (format.Validate(spec).ok()) out.push_back(c);
+  }
+  return out;
 }
 
 std::string PartialName(const std::string& path) {
@@ -256,68 +270,70 @@ TEST_CASE("format conformance: every sample reads back, decode on and off, on ev
   // The samples read with decode on, per format, from the first back end:
   // every other back end must give the same.
   std::map<std::string, Samples> reference;
-  ForEachFormatAndBackend(
-      [&](Format& format, const PluginInfo& info, Storage& storage, const std::string& folder) {
-        const FileSpec spec = SpecFor(format, folder, "rt", 1);
-        Write(format, storage, spec);
-        Result<iomimic::FileInfo> st = storage.Stat(spec.path);
-        REQUIRE(st.ok());
-        CHECK(st->size > 0);
-        CHECK(storage.Stat(PartialName(spec.path)).status().IsNotFound());
-        // The reader learns the file's shape from the file (OpenReader has no
-        // spec): the count it reports is the spec's, or unknown (no metadata).
-        ReaderOptions options;
-        options.storage = &storage;
-        Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, options);
-        REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-        const std::uint64_t count = (*reader)->num_samples();
-        CHECK((count == spec.num_samples || count == std::numeric_limits<std::uint64_t>::max()));
-        if (count == spec.num_samples) {
-          Result<SampleView> past = (*reader)->ReadSample(count);
-          CHECK_MESSAGE(past.status().code() == StatusCode::kOutOfRange, past.status().ToString());
-        }
-        reader->reset();
+  ForEachFormatAndBackend([&](Format& format, const PluginInfo& info, Storage& storage,
+                              const std::string& folder) {
+    for (const std::string& compression : Compressions(format)) {
+      CAPTURE(compression);
+      const FileSpec spec = SpecFor(format, folder, "rt_" + compression, 1, compression);
+      Write(format, storage, spec);
+      Result<iomimic::FileInfo> st = storage.Stat(spec.path);
+      REQUIRE(st.ok());
+      CHECK(st->size > 0);
+      CHECK(storage.Stat(PartialName(spec.path)).status().IsNotFound());
+      // The reader learns the file's shape from the file (OpenReader has no
+      // spec): the count it reports is the spec's, or unknown (no metadata).
+      ReaderOptions options;
+      options.storage = &storage;
+      Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, options);
+      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+      const std::uint64_t count = (*reader)->num_samples();
+      CHECK((count == spec.num_samples || count == std::numeric_limits<std::uint64_t>::max()));
+      if (count == spec.num_samples) {
+        Result<SampleView> past = (*reader)->ReadSample(count);
+        CHECK_MESSAGE(past.status().code() == StatusCode::kOutOfRange, past.status().ToString());
+      }
+      reader->reset();
 
-        Result<Samples> decoded =
-            ReadAll(format, storage, spec.path, spec.num_samples, true, false, false);
-        REQUIRE_MESSAGE(decoded.ok(), decoded.status().ToString());
-        const bool nothing = ReadsNothing(*decoded);
-        if (!nothing) {
-          for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
-            CAPTURE(i);
-            // The decoded size is the spec's elements in some element width
-            // (csv decodes to 8-byte values as pandas does; the others keep the
-            // spec's type), the same for every sample, and the view holds it
-            // all when it holds anything.
-            const std::uint64_t bytes = decoded->sizes[i];
-            CHECK(bytes % spec.sample_elements() == 0);
-            CHECK(bytes / spec.sample_elements() >= 1);
-            CHECK(bytes / spec.sample_elements() <= 8);
-            CHECK(bytes == decoded->sizes[0]);
-            CHECK((decoded->data[i].empty() || decoded->data[i].size() == bytes));
+      Result<Samples> decoded =
+          ReadAll(format, storage, spec.path, spec.num_samples, true, false, false);
+      REQUIRE_MESSAGE(decoded.ok(), decoded.status().ToString());
+      const bool nothing = ReadsNothing(*decoded);
+      if (!nothing) {
+        for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
+          CAPTURE(i);
+          // The decoded size is the spec's elements in some element width
+          // (csv decodes to 8-byte values as pandas does; the others keep the
+          // spec's type), the same for every sample, and the view holds it
+          // all when it holds anything.
+          const std::uint64_t bytes = decoded->sizes[i];
+          CHECK(bytes % spec.sample_elements() == 0);
+          CHECK(bytes / spec.sample_elements() >= 1);
+          CHECK(bytes / spec.sample_elements() <= 8);
+          CHECK(bytes == decoded->sizes[0]);
+          CHECK((decoded->data[i].empty() || decoded->data[i].size() == bytes));
+        }
+      }
+      // Kept in memory or opened per sample, forwards or backwards: the same.
+      for (bool keep : {false, true}) {
+        for (bool reverse : {false, true}) {
+          CAPTURE(keep);
+          CAPTURE(reverse);
+          Result<Samples> again =
+              ReadAll(format, storage, spec.path, spec.num_samples, true, keep, reverse);
+          REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+          CHECK(*again == *decoded);
+          Result<Samples> raw =
+              ReadAll(format, storage, spec.path, spec.num_samples, false, keep, reverse);
+          REQUIRE_MESSAGE(raw.ok(), raw.status().ToString());
+          if (!nothing) {
+            for (std::uint64_t i = 0; i < spec.num_samples; ++i) CHECK(raw->sizes[i] > 0);
           }
         }
-        // Kept in memory or opened per sample, forwards or backwards: the same.
-        for (bool keep : {false, true}) {
-          for (bool reverse : {false, true}) {
-            CAPTURE(keep);
-            CAPTURE(reverse);
-            Result<Samples> again =
-                ReadAll(format, storage, spec.path, spec.num_samples, true, keep, reverse);
-            REQUIRE_MESSAGE(again.ok(), again.status().ToString());
-            CHECK(*again == *decoded);
-            Result<Samples> raw =
-                ReadAll(format, storage, spec.path, spec.num_samples, false, keep, reverse);
-            REQUIRE_MESSAGE(raw.ok(), raw.status().ToString());
-            if (!nothing) {
-              for (std::uint64_t i = 0; i < spec.num_samples; ++i) CHECK(raw->sizes[i] > 0);
-            }
-          }
-        }
-        auto [it, first] = reference.emplace(info.name, *decoded);
-        if (!first)
-          CHECK_MESSAGE(*decoded == it->second, "samples differ from the first back end's");
-      });
+      }
+      auto [it, first] = reference.emplace(info.name + "/" + compression, *decoded);
+      if (!first) CHECK_MESSAGE(*decoded == it->second, "samples differ from the first back end's");
+    }
+  });
 }
 
 TEST_CASE("format conformance: ExpectedFileSize is exact when traits say predictable") {
@@ -412,9 +428,13 @@ TEST_CASE("format conformance: concurrent writers and readers share one format")
   ForEachFormatAndBackend(
       [](Format& format, const PluginInfo&, Storage& storage, const std::string& folder) {
         constexpr int kThreads = 6;
+        // Each thread its own file, compressed in turn each way the format
+        // can.
+        const std::vector<std::string> compressions = Compressions(format);
         std::vector<FileSpec> specs;
         for (int t = 0; t < kThreads; ++t) {
-          specs.push_back(SpecFor(format, folder, "par" + std::to_string(t), 10 + t));
+          specs.push_back(SpecFor(format, folder, "par" + std::to_string(t), 10 + t,
+                                  compressions[t % compressions.size()]));
         }
         std::vector<Samples> seen(kThreads);
         std::vector<std::string> errors(kThreads);
