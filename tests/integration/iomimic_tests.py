@@ -357,9 +357,10 @@ def test_out_of_tree_plugin():
     `iomimic conformance`, and run workloads with them."""
     prefix = os.path.join(ARGS.work, "prefix")
     run([ARGS.cmake, "--install", ARGS.build, "--prefix", prefix])
+    doc = os.path.join("share", "doc", "iomimic")
     for f in ("include/iomimic/iomimic.h", "include/iomimic/testing/memory_storage.h",
               "lib/cmake/iomimic/iomimicConfig.cmake", "bin/iomimic", "bin/iomimic-conformance",
-              "share/doc/iomimic/plugins.md", "share/doc/iomimic/examples/raw_format/raw_format.cpp",
+              os.path.join(doc, "plugins.md"), "share/doc/iomimic/examples/raw_format/raw_format.cpp",
               "share/doc/iomimic/examples/memory_storage/memory_storage.cpp"):
         if not os.path.exists(os.path.join(prefix, f)):
             fail(f + " not installed")
