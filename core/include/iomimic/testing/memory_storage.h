@@ -7,14 +7,16 @@
 //
 // Beside the Storage contract it lets a test look inside: the bytes of a
 // file (Bytes, Text, SetBytes), which paths exist, how many files are open,
-// a log of every read and write request, the folders asked for, and a
-// switch that makes CreateDirectories fail. Folders are not enforced: a file
+// a log of every read and write request, the folders asked for, and
+// injected failures (CreateDirectories, the next reads, writes past a byte
+// budget). Folders are not enforced: a file
 // may be opened for writing under a folder nobody created.
 
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -33,7 +35,8 @@ struct StorageRequest {
   bool write = false;
   std::string path;
   std::uint64_t offset = 0;
-  std::size_t length = 0;
+  std::size_t length = 0;    // bytes requested
+  std::size_t returned = 0;  // bytes a read returned (a write: length)
 };
 
 class MemoryStorage : public Storage {
@@ -152,6 +155,12 @@ class MemoryStorage : public Storage {
     return directories_;
   }
   void set_fail_mkdir(bool fail) { fail_mkdir_ = fail; }
+  // Makes the next `count` reads of any file fail with kIOError naming the
+  // path and offset ("injected failure"); failed reads are not logged.
+  void FailReads(int count) { fail_reads_ = count; }
+  // Makes writes fail with kResourceExhausted (as ENOSPC) once `bytes` more
+  // bytes have been written; -1: never (the default).
+  void FailWritesAfter(std::int64_t bytes) { write_budget_ = bytes; }
   // The alignment capabilities() reports (a power of two; 1 by default).
   void set_alignment(std::size_t alignment) { alignment_ = alignment; }
   int open_files() const { return open_files_; }
@@ -167,6 +176,23 @@ class MemoryStorage : public Storage {
     std::lock_guard<std::mutex> lock(log_mutex_);
     if (logging_) log_.push_back(std::move(r));
   }
+  bool TakeReadFailure() {
+    int left = fail_reads_.load();
+    while (left > 0) {
+      if (fail_reads_.compare_exchange_weak(left, left - 1)) return true;
+    }
+    return false;
+  }
+  bool TakeWriteBudget(std::size_t n) {
+    std::int64_t budget = write_budget_.load();
+    while (budget >= 0) {
+      if (static_cast<std::int64_t>(n) > budget) return false;
+      if (write_budget_.compare_exchange_weak(budget, budget - static_cast<std::int64_t>(n))) {
+        return true;
+      }
+    }
+    return true;
+  }
 
   // A handle on a file's content. After Close every call but Close fails
   // with an error naming the path; a second Close is harmless.
@@ -179,17 +205,30 @@ class MemoryStorage : public Storage {
     }
     Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
       if (closed_) return Closed("read");
-      owner_->Log({false, path_, offset, destination.size()});
-      std::lock_guard<std::mutex> lock(content_->mutex);
-      if (offset >= content_->bytes.size()) return std::size_t{0};
-      const std::size_t n = std::min<std::size_t>(
-          destination.size(), content_->bytes.size() - static_cast<std::size_t>(offset));
-      std::memcpy(destination.data(), content_->bytes.data() + offset, n);
+      if (owner_->TakeReadFailure()) {
+        return Status::IOError("pread " + path_ + " at offset " + std::to_string(offset) +
+                               ": injected failure");
+      }
+      std::size_t n = 0;
+      {
+        std::lock_guard<std::mutex> lock(content_->mutex);
+        if (offset < content_->bytes.size()) {
+          n = std::min<std::size_t>(destination.size(),
+                                    content_->bytes.size() - static_cast<std::size_t>(offset));
+          std::memcpy(destination.data(), content_->bytes.data() + offset, n);
+        }
+      }
+      owner_->Log({false, path_, offset, destination.size(), n});
       return n;
     }
     Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
       if (closed_) return Closed("write");
-      owner_->Log({true, path_, offset, source.size()});
+      if (!owner_->TakeWriteBudget(source.size())) {
+        return Status::ResourceExhausted("pwrite " + path_ + " at offset " +
+                                         std::to_string(offset) +
+                                         ": no space left on device (injected)");
+      }
+      owner_->Log({true, path_, offset, source.size(), source.size()});
       std::lock_guard<std::mutex> lock(content_->mutex);
       if (content_->bytes.size() < offset + source.size()) {
         content_->bytes.resize(offset + source.size());
@@ -227,6 +266,8 @@ class MemoryStorage : public Storage {
   std::vector<std::string> directories_;
   std::atomic<bool> fail_mkdir_{false};
   std::atomic<std::size_t> alignment_{1};
+  std::atomic<int> fail_reads_{0};
+  std::atomic<std::int64_t> write_budget_{-1};
   std::mutex log_mutex_;
   bool logging_ = false;
   std::vector<Request> log_;
