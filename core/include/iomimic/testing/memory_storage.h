@@ -83,6 +83,9 @@ class MemoryStorage : public Storage {
   }
   Status Rename(const std::string& from, const std::string& to) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!fail_rename_to_.empty() && to.find(fail_rename_to_) != std::string::npos) {
+      return Status::IOError("rename " + from + " to " + to + ": injected failure");
+    }
     auto it = files_.find(from);
     if (it == files_.end()) return Status::NotFound("rename " + from + ": No such file");
     std::shared_ptr<Blob> content = it->second;
@@ -113,6 +116,7 @@ class MemoryStorage : public Storage {
     std::lock_guard<std::mutex> lock(mutex_);
     return files_.count(path) != 0;
   }
+  bool Exists(const std::string& path) { return Has(path); }
   std::vector<std::string> Paths() {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> out;
@@ -161,6 +165,17 @@ class MemoryStorage : public Storage {
   // Makes writes fail with kResourceExhausted (as ENOSPC) once `bytes` more
   // bytes have been written; -1: never (the default).
   void FailWritesAfter(std::int64_t bytes) { write_budget_ = bytes; }
+  // Makes every write to a path containing `fragment` fail with kIOError
+  // (after it is logged); "" stops it.
+  void FailWritesTo(std::string fragment) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_writes_to_ = std::move(fragment);
+  }
+  // Makes every Rename to a path containing `fragment` fail; "" stops it.
+  void FailRenameTo(std::string fragment) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_rename_to_ = std::move(fragment);
+  }
   // The alignment capabilities() reports (a power of two; 1 by default).
   void set_alignment(std::size_t alignment) { alignment_ = alignment; }
   int open_files() const { return open_files_; }
@@ -175,6 +190,10 @@ class MemoryStorage : public Storage {
   void Log(Request r) {
     std::lock_guard<std::mutex> lock(log_mutex_);
     if (logging_) log_.push_back(std::move(r));
+  }
+  bool FailsWritesTo(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !fail_writes_to_.empty() && path.find(fail_writes_to_) != std::string::npos;
   }
   bool TakeReadFailure() {
     int left = fail_reads_.load();
@@ -229,6 +248,10 @@ class MemoryStorage : public Storage {
                                          ": no space left on device (injected)");
       }
       owner_->Log({true, path_, offset, source.size(), source.size()});
+      if (owner_->FailsWritesTo(path_)) {
+        return Status::IOError("pwrite " + path_ + " at offset " + std::to_string(offset) +
+                               ": injected failure");
+      }
       std::lock_guard<std::mutex> lock(content_->mutex);
       if (content_->bytes.size() < offset + source.size()) {
         content_->bytes.resize(offset + source.size());
@@ -266,6 +289,8 @@ class MemoryStorage : public Storage {
   std::vector<std::string> directories_;
   std::atomic<bool> fail_mkdir_{false};
   std::atomic<std::size_t> alignment_{1};
+  std::string fail_writes_to_;
+  std::string fail_rename_to_;
   std::atomic<int> fail_reads_{0};
   std::atomic<std::int64_t> write_budget_{-1};
   std::mutex log_mutex_;
