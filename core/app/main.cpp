@@ -4,11 +4,16 @@
 //   iomimic generate [MANIFEST | workload=NAME] [OVERRIDES...]   only generate the dataset
 //   iomimic config   [MANIFEST | workload=NAME] [OVERRIDES...]   print the resolved manifest
 //   iomimic plugins                                              list plugins
+//   iomimic conformance [--plugin-dir DIR] [--plugin NAME]       run the conformance suites
 //
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
 
+#include <unistd.h>
+
+#include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
@@ -138,6 +143,8 @@ const char* const kCommandHelp =
     "  generate   only generate the dataset\n"
     "  config     print the resolved manifest (--plan: steps, files and sizes)\n"
     "  plugins    list the storage and format plugins found\n"
+    "  conformance  run the storage and format conformance suites against plugins\n"
+    "             (--plugin-dir DIR, --plugin NAME; see docs/plugins.md)\n"
     "\n"
     "overrides (Hydra syntax, as DLIO): ++workload.a.b=v (set), workload.a.b=v (change),\n"
     "  +workload.a.b=v (add), ~workload.a.b (delete), ++hydra.run.dir=DIR\n"
@@ -275,6 +282,40 @@ int CmdPlugins(int argc, char** argv) {
     std::cerr << std::endl;
   }
   return 0;
+}
+
+// Runs iomimic-conformance, installed beside this binary (the suites in
+// tests/conformance), with the same arguments; its exit status is ours.
+int CmdConformance(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: iomimic conformance [--plugin-dir DIR]... [--plugin NAME]...\n"
+                   "                           [--storage NAME]... [doctest options]\n\n"
+                   "Runs the storage and format conformance suites (docs/plugins.md) against\n"
+                   "the plugins in each --plugin-dir (default: the plugins beside this binary),\n"
+                   "only the --plugin names when given. --storage names the back ends formats\n"
+                   "are written through (default posix,odirect,mmap,memory). Other options go\n"
+                   "to doctest (-tc=PATTERN, -s, --dt-help). Exit status 0 when all passed.\n";
+      return 0;
+    }
+  }
+  std::error_code ec;
+  const fs::path exe = boost::dll::program_location(ec);
+  if (ec) return Fail(Status::Internal("cannot locate the iomimic binary: " + ec.message()));
+  const fs::path suite = exe.parent_path() / "iomimic-conformance";
+  if (!fs::exists(suite)) {
+    return Fail(Status::NotFound(suite.string() +
+                                 " is missing (built with -DIOMIMIC_BUILD_TESTS=ON and doctest)"));
+  }
+  std::vector<std::string> args{suite.string()};
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::cout.flush();
+  ::execv(suite.c_str(), cargs.data());
+  return Fail(Status::FromErrno(errno, "exec " + suite.string()));
 }
 
 int CmdConfig(int argc, char** argv) {
@@ -437,7 +478,8 @@ int Main(int argc, char** argv) {
                 << IOMIMIC_PLUGIN_ABI_VERSION << ")\n";
       return 0;
     }
-    if (first == "run" || first == "generate" || first == "config" || first == "plugins") {
+    if (first == "run" || first == "generate" || first == "config" || first == "plugins" ||
+        first == "conformance") {
       command = first;
       shift = 1;
     } else if (first.rfind("-", 0) != 0 && first.find('=') == std::string::npos &&
@@ -452,6 +494,7 @@ int Main(int argc, char** argv) {
   int n = static_cast<int>(rest.size());
   if (command == "plugins") return CmdPlugins(n, rest.data());
   if (command == "config") return CmdConfig(n, rest.data());
+  if (command == "conformance") return CmdConformance(n, rest.data());
   return CmdRunOrGenerate(command, n, rest.data());
 }
 

@@ -4,12 +4,20 @@
 // with it a run measures the pipeline and the format's cost without any
 // storage underneath. Files live as long as the run (generate and train in
 // one invocation); a byte budget bounds what it may hold.
+//
+// It keeps its own namespace, as a file system does: folders exist once
+// CreateDirectories made them (with their parents), a file can only be
+// created in an existing folder, and a closed File refuses further calls.
+// It passes the storage conformance suite (`iomimic conformance`,
+// docs/plugins.md).
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "iomimic/iomimic.h"
@@ -31,6 +39,7 @@ class MemoryFile final : public iomimic::File {
   MemoryFile(std::shared_ptr<Blob> blob, std::string path, MemoryStorage* owner)
       : blob_(std::move(blob)), path_(std::move(path)), owner_(owner) {}
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> dst) override {
+    if (closed_) return Closed("read");
     std::shared_lock lock(blob_->mutex);
     if (offset >= blob_->bytes.size()) return std::size_t{0};
     std::size_t n = std::min<std::size_t>(dst.size(), blob_->bytes.size() - offset);
@@ -38,18 +47,28 @@ class MemoryFile final : public iomimic::File {
     return n;
   }
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> src) override;
-  Status Sync() override { return Status::OK(); }
+  Status Sync() override { return closed_ ? Closed("sync") : Status::OK(); }
   Result<std::uint64_t> Size() override {
+    if (closed_) return Closed("size");
     std::shared_lock lock(blob_->mutex);
     return static_cast<std::uint64_t>(blob_->bytes.size());
   }
-  Status Close() override { return Status::OK(); }
+  // A second Close is harmless; every other call on a closed file fails.
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
   const std::string& path() const override { return path_; }
 
  private:
+  Status Closed(const char* what) const {
+    return Status::IOError(std::string(what) + " " + path_ + ": the file is closed");
+  }
+
   std::shared_ptr<Blob> blob_;
   std::string path_;
   MemoryStorage* owner_;
+  bool closed_ = false;  // a File is used by one thread at a time
 };
 
 class MemoryStorage final : public iomimic::Storage {
@@ -67,13 +86,23 @@ class MemoryStorage final : public iomimic::Storage {
     auto it = files_.find(path);
     if (options.mode == iomimic::OpenMode::kRead) {
       if (it == files_.end()) return Status::NotFound("open " + path + ": no such file in memory");
+    } else if (it == files_.end() && !IsFolder(Parent(path))) {
+      return Status::NotFound("open " + path + ": no such folder in memory");
     } else if (it == files_.end() || options.mode == iomimic::OpenMode::kWrite) {
       if (it != files_.end()) used_ -= it->second->bytes.size();
       it = files_.insert_or_assign(path, std::make_shared<Blob>()).first;
     }
     return std::unique_ptr<iomimic::File>(new MemoryFile(it->second, path, this));
   }
-  Status CreateDirectories(const std::string&) override { return Status::OK(); }
+  // Creates `path` and every missing parent.
+  Status CreateDirectories(const std::string& path) override {
+    std::lock_guard lock(mutex_);
+    for (std::string p = Normal(path); !p.empty(); p = Parent(p)) {
+      if (files_.count(p) != 0) return Status::AlreadyExists("mkdir " + p + ": a file is there");
+      folders_.insert(p);
+    }
+    return Status::OK();
+  }
   Status Remove(const std::string& path) override {
     std::lock_guard lock(mutex_);
     auto it = files_.find(path);
@@ -94,12 +123,11 @@ class MemoryStorage final : public iomimic::Storage {
   Result<iomimic::FileInfo> Stat(const std::string& path) override {
     std::lock_guard lock(mutex_);
     auto it = files_.find(path);
-    if (it != files_.end()) return iomimic::FileInfo{it->second->bytes.size(), false};
-    // A folder exists when some file lies under it.
-    auto below = files_.lower_bound(path + "/");
-    if (below != files_.end() && below->first.rfind(path + "/", 0) == 0) {
-      return iomimic::FileInfo{0, true};
+    if (it != files_.end()) {
+      std::shared_lock blob_lock(it->second->mutex);
+      return iomimic::FileInfo{it->second->bytes.size(), false};
     }
+    if (IsFolder(Normal(path))) return iomimic::FileInfo{0, true};
     return Status::NotFound("stat " + path + ": no such file in memory");
   }
   // Accounts for growth; fails when the budget would be exceeded.
@@ -114,13 +142,32 @@ class MemoryStorage final : public iomimic::Storage {
   }
 
  private:
+  // "/a/b/" -> "/a/b"; the root stays "/".
+  static std::string Normal(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+  }
+  // "/a/b" -> "/a", "/a" -> "/", "a" -> "" (relative paths have no parent).
+  static std::string Parent(const std::string& path) {
+    if (path == "/") return "";
+    const std::size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return "";
+    return slash == 0 ? "/" : path.substr(0, slash);
+  }
+  // Called with mutex_ held. The root and the current folder always exist.
+  bool IsFolder(const std::string& path) const {
+    return path.empty() || path == "/" || folders_.count(path) != 0;
+  }
+
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Blob>> files_;
+  std::set<std::string> folders_;
   std::uint64_t budget_;
   std::uint64_t used_ = 0;
 };
 
 Status MemoryFile::WriteAt(std::uint64_t offset, std::span<const std::byte> src) {
+  if (closed_) return Closed("write");
   std::unique_lock lock(blob_->mutex);
   std::uint64_t end = offset + src.size();
   if (end > blob_->bytes.size()) {

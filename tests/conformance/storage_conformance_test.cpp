@@ -4,10 +4,8 @@
 // from the contract in iomimic/storage.h. Cases adapt to what a back end
 // says it is (capabilities(): alignment, device memory, queue depth).
 //
-// Which plugins: every storage plugin in IOMIMIC_CONFORMANCE_PLUGIN_DIR (the
-// environment variable, else the build's plugin folder), minus the names
-// listed in IOMIMIC_CONFORMANCE_SKIP (separated by commas, colons or
-// spaces). Decorators (IOMIMIC_CAP_DECORATOR) wrap a posix instance and are
+// Which plugins: conformance.h (--plugin-dir, --plugin,
+// IOMIMIC_CONFORMANCE_SKIP). Decorators (IOMIMIC_CAP_DECORATOR) wrap a posix instance and are
 // configured to behave (faulty: error_rate 0; latency: 10us). Plugins built
 // on MPI run in a singleton MPI process (one rank). Files go to a fresh
 // folder under the temporary directory ($TMPDIR or /tmp; keep it on a real
@@ -28,14 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/cluster.h"
+#include "conformance.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "plugin/registry.h"
-
-#ifndef IOMIMIC_CONFORMANCE_PLUGIN_DIR
-#define IOMIMIC_CONFORMANCE_PLUGIN_DIR ""
-#endif
 
 namespace {
 
@@ -54,74 +48,10 @@ using iomimic::plugin::StoragePtr;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
-std::string PluginDir() {
-  if (const char* env = std::getenv("IOMIMIC_CONFORMANCE_PLUGIN_DIR"); env && *env) return env;
-  return IOMIMIC_CONFORMANCE_PLUGIN_DIR;
-}
+using iomimic::conformance::TheRegistry;
 
-std::set<std::string> SkipList() {
-  std::set<std::string> out;
-  const char* env = std::getenv("IOMIMIC_CONFORMANCE_SKIP");
-  if (env == nullptr) return out;
-  std::string item;
-  for (const char* p = env;; ++p) {
-    if (*p == '\0' || *p == ',' || *p == ':' || *p == ' ') {
-      if (!item.empty()) out.insert(item);
-      item.clear();
-      if (*p == '\0') break;
-    } else {
-      item += *p;
-    }
-  }
-  return out;
-}
-
-const Registry& TheRegistry() {
-  static Registry* registry = [] {
-    auto* r = new Registry();
-    r->Discover({PluginDir()});
-    return r;
-  }();
-  return *registry;
-}
-
-// Initialises MPI once (a singleton process, MPI_THREAD_MULTIPLE) and
-// finalises it at exit, for back ends that need it.
-void StartMpi() {
-  static const bool started = [] {
-    iomimic::cluster::Cluster::Init(nullptr, nullptr);
-    std::atexit([] { iomimic::cluster::Cluster::Finalize(); });
-    return true;
-  }();
-  (void)started;
-}
-
-// The storage plugins under test, found once.
 const std::vector<PluginInfo>& Plugins() {
-  static const std::vector<PluginInfo> plugins = [] {
-    std::vector<PluginInfo> out;
-    const std::set<std::string> skip = SkipList();
-    std::ostringstream tested;
-    for (const PluginInfo& info : TheRegistry().plugins()) {
-      if (info.kind != Kind::kStorage) continue;
-      if (skip.count(info.name) != 0) {
-        MESSAGE("storage plugin '" << info.name << "' skipped (IOMIMIC_CONFORMANCE_SKIP)");
-        continue;
-      }
-      // Back ends built on MPI (mpiio) run here as one MPI process of their
-      // own; their collective paths need several ranks and are tested under
-      // mpirun (tests/integration: mpiio_modes, mpiio_shared_generation).
-      if ((info.capabilities & IOMIMIC_CAP_COLLECTIVE) != 0) StartMpi();
-      out.push_back(info);
-      tested << " " << info.name;
-    }
-    MESSAGE("storage plugins under test from " << PluginDir() << ":" << tested.str());
-    for (const auto& r : TheRegistry().rejected()) {
-      MESSAGE("refused library " << r.path << ": " << r.reason);
-    }
-    return out;
-  }();
-  return plugins;
+  return iomimic::conformance::PluginsUnderTest(Kind::kStorage);
 }
 
 // A back end ready for the cases; a decorator owns the posix it wraps.
@@ -159,11 +89,15 @@ using iomimic::testing::TempDir;
 // fresh folder, with the plugin's name in every failure report.
 template <typename Body>
 void ForEachStorage(Body&& body) {
+  if (Plugins().empty() && iomimic::conformance::AnyPluginUnderTest()) return;  // formats only
   REQUIRE_FALSE(Plugins().empty());
   for (const PluginInfo& info : Plugins()) {
     INFO("storage plugin '" << info.name << "'");
     Instance instance = Create(info);
     TempDir dir;
+    // The folder exists on the machine; a back end that keeps its own
+    // namespace (an in-memory one) learns of it the way the core tells it.
+    REQUIRE(instance.storage->CreateDirectories(dir.path().string()).ok());
     body(*instance.storage, info, dir.path());
   }
 }

@@ -327,6 +327,14 @@ def test_refusals():
         p = run([ARGS.iomimic, "plugins", "--plugin-dir", ARGS.bad_plugins])
         if "refused" not in p.stdout or "999" not in p.stdout:
             fail("'iomimic plugins' must list the refused plugin with its ABI version")
+        # A stale plugin, built for the ABI before the current one.
+        v = run([ARGS.iomimic, "--version"]).stdout
+        abi = int(re.search(r"plugin ABI (\d+)", v).group(1))
+        expect_error([ARGS.iomimic, "run", "--plugin-dir", ARGS.bad_plugins, workload("default"),
+                      "++workload.dataset.format=staleabi"],
+                     r"ABI version %d.*ABI version %d" % (abi - 1, abi))
+        if not re.search(r"refused .*staleabi.*ABI version %d" % (abi - 1), p.stdout):
+            fail("'iomimic plugins' must list the stale plugin as refused: " + p.stdout)
 
 
 def test_plugins_listing():
@@ -343,28 +351,57 @@ def test_plugins_listing():
 
 
 def test_out_of_tree_plugin():
-    """Install the SDK, build examples/memory_storage against it, run with it."""
+    """Install iomimic, build both examples (examples/memory_storage and
+    examples/raw_format) out of tree against the installed prefix, pass the
+    conformance suites through the plugins' own ctest and through the installed
+    `iomimic conformance`, and run workloads with them."""
     prefix = os.path.join(ARGS.work, "prefix")
-    build = os.path.join(ARGS.work, "example-build")
     run([ARGS.cmake, "--install", ARGS.build, "--prefix", prefix])
-    for f in ("include/iomimic/iomimic.h", "lib/cmake/iomimic/iomimicConfig.cmake", "bin/iomimic"):
+    doc = os.path.join("share", "doc", "iomimic")
+    for f in ("include/iomimic/iomimic.h", "include/iomimic/testing/memory_storage.h",
+              "lib/cmake/iomimic/iomimicConfig.cmake", "bin/iomimic", "bin/iomimic-conformance",
+              os.path.join(doc, "plugins.md"), "share/doc/iomimic/examples/raw_format/raw_format.cpp",
+              "share/doc/iomimic/examples/memory_storage/memory_storage.cpp"):
         if not os.path.exists(os.path.join(prefix, f)):
             fail(f + " not installed")
-    run([ARGS.cmake, "-S", os.path.join(ARGS.source, "examples", "memory_storage"), "-B", build,
-         "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"])
-    run([ARGS.cmake, "--build", build])
     installed = os.path.join(prefix, "bin", "iomimic")
-    p = run([installed, "plugins", "--plugin-dir", build])
-    if "memory" not in p.stdout or "npz" not in p.stdout:
-        fail("the installed binary must find its own plugins and the example")
-    out = os.path.join(ARGS.work, "out")
-    p = run([installed, "run", "--plugin-dir", build, "workload=quickstart",
-             "++workload.storage.backend=memory"] +
-            small_overrides("mem/data", out, files=8, eval_files=0, extra=[
+    builds = {}
+    for example, plugin in (("memory_storage", "memory"), ("raw_format", "raw")):
+        build = os.path.join(ARGS.work, example + "-build")
+        builds[plugin] = build
+        # Configured from the installed copy of the example, as a user would.
+        run([ARGS.cmake, "-S", os.path.join(prefix, "share", "doc", "iomimic", "examples", example),
+             "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"])
+        run([ARGS.cmake, "--build", build])
+        # iomimic_add_plugin registered the conformance suites with ctest.
+        p = run(["ctest", "--test-dir", build, "--output-on-failure"])
+        if "conformance." + plugin not in p.stdout or "100% tests passed" not in p.stdout:
+            fail("the example's ctest must run conformance.%s and pass:\n%s" % (plugin, p.stdout))
+        p = run([installed, "conformance", "--plugin-dir", build])
+        if ("Status: SUCCESS" not in p.stdout or
+                not re.search(r"plugins under test:.* %s\b" % plugin, p.stdout)):
+            fail("iomimic conformance must test and pass '%s':\n%s" % (plugin, p.stdout))
+    p = run([installed, "plugins", "--plugin-dir", builds["memory"], "--plugin-dir", builds["raw"]])
+    for needle in ("memory", "raw", "npz", "posix"):
+        if needle not in p.stdout:
+            fail("the installed binary must find its own plugins and both examples: " + p.stdout)
+    # Each example alone, then both together.
+    cases = [("memory", "npz", [builds["memory"]]), ("posix", "raw", [builds["raw"]]),
+             ("memory", "raw", [builds["memory"], builds["raw"]])]
+    for storage, fmt, dirs in cases:
+        out = os.path.join(ARGS.work, "out-%s-%s" % (storage, fmt))
+        data = os.path.join(ARGS.work, "data-%s-%s" % (storage, fmt))
+        flags = []
+        for d in dirs:
+            flags += ["--plugin-dir", d]
+        run([installed, "run"] + flags + ["workload=quickstart",
+             "++workload.storage.backend=" + storage, "++workload.dataset.format=" + fmt] +
+            small_overrides(data, out, files=8, eval_files=0, extra=[
                 "++workload.workflow.evaluation=False"]))
-    s = check_summary(os.path.join(out, "summary.json"), eval_expected=False, accelerators=1)
-    if s["iomimic"]["plugins"]["storage"]["name"] != "memory":
-        fail("the run did not use the example plugin")
+        s = check_summary(os.path.join(out, "summary.json"), eval_expected=False, accelerators=1)
+        used = s["iomimic"]["plugins"]
+        if used["storage"]["name"] != storage or used["format"]["name"] != fmt:
+            fail("the run did not use %s on %s: %s" % (fmt, storage, used))
 
 
 def test_format_storage_matrix():

@@ -33,6 +33,7 @@
 #include "csv_values.h"
 #include "csv_writer.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "zip/zip_records.h"
 
@@ -43,190 +44,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ---------------------------------------------------------------------------
-// An in-memory storage that records every request.
-
-struct Request {
-  bool write = false;
-  std::string path;
-  std::uint64_t offset = 0;
-  std::size_t length = 0;
-};
-
-class MemStorage;
-
-struct Blob {
-  std::mutex mu;
-  std::vector<std::byte> data;
-};
-
-class MemFile final : public File {
- public:
-  MemFile(MemStorage* storage, std::string path, std::shared_ptr<Blob> blob)
-      : storage_(storage), path_(std::move(path)), blob_(std::move(blob)) {}
-  ~MemFile() override;
-
-  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
-  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status Sync() override { return closed_ ? Closed() : Status::OK(); }
-  Result<std::uint64_t> Size() override {
-    if (closed_) return Closed();
-    std::lock_guard<std::mutex> lock(blob_->mu);
-    return static_cast<std::uint64_t>(blob_->data.size());
-  }
-  Status Close() override;
-  const std::string& path() const override { return path_; }
-
- private:
-  Status Closed() const { return Status::IOError(path_ + ": file is closed"); }
-
-  MemStorage* storage_;
-  std::string path_;
-  std::shared_ptr<Blob> blob_;
-  bool closed_ = false;
-};
-
-class MemStorage final : public Storage {
- public:
-  std::string name() const override { return "mem"; }
-  StorageCapabilities capabilities() const override {
-    StorageCapabilities c;
-    c.data_path = "memory";
-    return c;
-  }
-
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(path);
-    if (options.mode == OpenMode::kRead) {
-      if (it == files_.end()) return Status::NotFound(path + ": no such file");
-    } else if (it == files_.end()) {
-      it = files_.emplace(path, std::make_shared<Blob>()).first;
-    } else if (options.mode == OpenMode::kWrite) {
-      std::lock_guard<std::mutex> blob_lock(it->second->mu);
-      it->second->data.clear();
-    }
-    ++opens_;
-    ++open_files_;
-    return std::unique_ptr<File>(std::make_unique<MemFile>(this, path, it->second));
-  }
-  Status CreateDirectories(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    directories_.push_back(path);
-    return fail_mkdir_ ? Status::IOError(path + ": mkdir refused") : Status::OK();
-  }
-  Status Remove(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return files_.erase(path) ? Status::OK() : Status::NotFound(path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(from);
-    if (it == files_.end()) return Status::NotFound(from);
-    files_[to] = it->second;
-    files_.erase(from);
-    return Status::OK();
-  }
-  Result<FileInfo> Stat(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(path);
-    if (it == files_.end()) return Status::NotFound(path);
-    std::lock_guard<std::mutex> blob_lock(it->second->mu);
-    return FileInfo{it->second->data.size(), false};
-  }
-
-  // Test helpers.
-  bool Has(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return files_.count(path) != 0;
-  }
-  std::vector<std::string> Paths() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::string> out;
-    for (const auto& [p, blob] : files_) out.push_back(p);
-    return out;
-  }
-  std::vector<std::byte> Bytes(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto blob = files_.at(path);
-    std::lock_guard<std::mutex> blob_lock(blob->mu);
-    return blob->data;
-  }
-  std::string Text(const std::string& path) {
-    std::vector<std::byte> b = Bytes(path);
-    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-  }
-  void SetBytes(const std::string& path, std::vector<std::byte> data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& blob = files_[path];
-    if (!blob) blob = std::make_shared<Blob>();
-    std::lock_guard<std::mutex> blob_lock(blob->mu);
-    blob->data = std::move(data);
-  }
-  void Log(Request r) {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    if (logging_) log_.push_back(std::move(r));
-  }
-  std::vector<Request> TakeLog() {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    return std::exchange(log_, {});
-  }
-  void SetLogging(bool on) {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    logging_ = on;
-    log_.clear();
-  }
-  std::vector<std::string> directories() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return directories_;
-  }
-  void set_fail_mkdir(bool fail) { fail_mkdir_ = fail; }
-  void FileClosed() { --open_files_; }
-  int open_files() const { return open_files_; }
-  int opens() const { return opens_; }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Blob>> files_;
-  std::vector<std::string> directories_;
-  std::atomic<bool> fail_mkdir_{false};
-  std::mutex log_mu_;
-  bool logging_ = false;
-  std::vector<Request> log_;
-  std::atomic<int> open_files_{0};
-  std::atomic<int> opens_{0};
-};
-
-MemFile::~MemFile() {
-  if (!closed_) storage_->FileClosed();
-}
-
-Result<std::size_t> MemFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
-  if (closed_) return Closed();
-  storage_->Log({false, path_, offset, destination.size()});
-  std::lock_guard<std::mutex> lock(blob_->mu);
-  if (offset >= blob_->data.size()) return std::size_t{0};
-  const std::size_t n = std::min<std::size_t>(
-      destination.size(), blob_->data.size() - static_cast<std::size_t>(offset));
-  std::memcpy(destination.data(), blob_->data.data() + offset, n);
-  return n;
-}
-
-Status MemFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
-  if (closed_) return Closed();
-  storage_->Log({true, path_, offset, source.size()});
-  std::lock_guard<std::mutex> lock(blob_->mu);
-  if (blob_->data.size() < offset + source.size()) blob_->data.resize(offset + source.size());
-  std::memcpy(blob_->data.data() + offset, source.data(), source.size());
-  return Status::OK();
-}
-
-Status MemFile::Close() {
-  if (closed_) return Closed();
-  closed_ = true;
-  storage_->FileClosed();
-  return Status::OK();
-}
+// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
+using MemStorage = ::iomimic::testing::MemoryStorage;
+using Request = ::iomimic::testing::StorageRequest;
 
 // ---------------------------------------------------------------------------
 // A minimal POSIX storage for real files.
@@ -649,10 +469,7 @@ TEST_CASE("parser: errors name the line and the offset") {
 // ---------------------------------------------------------------------------
 // Plugin surface.
 
-TEST_CASE("descriptor and traits") {
-  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(iomimic_plugin_descriptor.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
-  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+TEST_CASE("this format's traits and options") {
   CHECK(std::string(iomimic_plugin_descriptor.name) == "csv");
   REQUIRE(iomimic_plugin_descriptor.num_options == 1);
   CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "pandas_header");
@@ -1148,31 +965,6 @@ TEST_CASE("corruption is reported with path and offset") {
   }
 }
 
-TEST_CASE("concurrent writers and readers share one format") {
-  CsvFormat format;
-  MemStorage storage;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 5; ++t) {
-    threads.emplace_back([&, t] {
-      FileSpec spec = MakeSpec("float32", {20, 21}, 4, static_cast<std::uint64_t>(t), kCodecs[t],
-                               "/par/f" + std::to_string(t) + ".csv");
-      if (!WriteSpec(format, storage, spec).ok()) ++failures;
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(spec.path, Options(&storage, true, true));
-      if (!reader.ok()) {
-        ++failures;
-        return;
-      }
-      for (std::uint64_t i = 0; i < 4; ++i) {
-        if (!(*reader)->ReadSample(3 - i).ok()) ++failures;
-      }
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  CHECK(failures.load() == 0);
-}
-
 TEST_CASE("posix files round trip") {
   TempDir dir;
   PosixStorage storage;
@@ -1182,57 +974,6 @@ TEST_CASE("posix files round trip") {
         MakeSpec("uint8", {100, 30}, 6, 77, codec, (dir.path() / (codec + ".csv")).string());
     REQUIRE(WriteSpec(format, storage, spec).ok());
     CheckSamples(format, storage, spec, true, 0, {5, 0, 3});
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput: 16 files of 16 x 64 KiB samples in the page cache" * doctest::skip()) {
-  TempDir dir;
-  PosixStorage storage;
-  CsvFormat format;
-  for (const std::string& codec : {std::string("none"), std::string("gzip")}) {
-    std::vector<FileSpec> specs;
-    for (int f = 0; f < 16; ++f) {
-      specs.push_back(MakeSpec("uint8", {256, 256}, 16, static_cast<std::uint64_t>(f), codec,
-                               (dir.path() / (codec + std::to_string(f) + ".csv")).string()));
-    }
-    std::uint64_t bytes = 0;
-    auto t0 = std::chrono::steady_clock::now();
-    for (const FileSpec& spec : specs) REQUIRE(WriteSpec(format, storage, spec).ok());
-    const double write_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (const FileSpec& spec : specs) bytes += fs::file_size(spec.path);
-    MESSAGE(codec << ": generate " << bytes / 1048576.0 / write_s << " MiB/s of file ("
-                  << 16.0 * 16 * 65536 / 1048576.0 / write_s << " MiB/s of samples, " << bytes
-                  << " bytes)");
-    for (bool keep : {true, false}) {
-      for (bool decode : {true, false}) {
-        std::uint64_t samples = 0;
-        auto t1 = std::chrono::steady_clock::now();
-        for (const FileSpec& spec : specs) {
-          if (keep) {
-            Result<std::unique_ptr<FileReader>> reader =
-                format.OpenReader(spec.path, Options(&storage, decode, true));
-            REQUIRE(reader.ok());
-            for (std::uint64_t i = 0; i < 16; ++i) REQUIRE((*reader)->ReadSample(i).ok());
-          } else {
-            for (std::uint64_t i = 0; i < 16; ++i) {
-              Result<std::unique_ptr<FileReader>> reader =
-                  format.OpenReader(spec.path, Options(&storage, decode, false));
-              REQUIRE(reader.ok());
-              REQUIRE((*reader)->ReadSample(i).ok());
-            }
-          }
-          samples += 16;
-        }
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-        MESSAGE(codec << (keep ? " memory   " : " on_demand") << " decode=" << decode << ": "
-                      << samples / s << " samples/s");
-      }
-    }
   }
 }
 

@@ -653,10 +653,7 @@ TEST_CASE("block walker covers every element once in C order") {
 // ---------------------------------------------------------------------------
 // Plugin surface.
 
-TEST_CASE("descriptor and traits") {
-  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(iomimic_plugin_descriptor.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
-  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+TEST_CASE("this format's traits and options") {
   CHECK(std::string(iomimic_plugin_descriptor.name) == "hdf5");
   CHECK(iomimic_plugin_descriptor.capabilities ==
         (IOMIMIC_CAP_PARTIAL_READS | IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
@@ -1156,45 +1153,6 @@ TEST_CASE("a storage channel fails cleanly once detached") {
 // ---------------------------------------------------------------------------
 // Concurrency.
 
-TEST_CASE("concurrent writers and readers share one format") {
-  MemStorage storage;
-  Hdf5Format format;
-  constexpr int kThreads = 4;
-  constexpr int kFilesPerThread = 3;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kFilesPerThread; ++i) {
-        const bool gzip = (t + i) % 2 == 0;
-        FileSpec spec = MakeSpec("uint8", {24, 24}, 6, static_cast<std::uint64_t>(t * 10 + i),
-                                 "/c/" + std::to_string(t) + "_" + std::to_string(i) + ".hdf5",
-                                 gzip ? "gzip" : "none");
-        if (!WriteSpec(format, storage, spec).ok()) {
-          ++failures;
-          continue;
-        }
-        const std::vector<std::byte> data = ReferenceData(spec, 24 * 24);
-        for (bool keep : {false, true}) {
-          Result<std::unique_ptr<FileReader>> reader =
-              format.OpenReader(spec.path, Options(&storage, true, keep));
-          if (!reader.ok()) {
-            ++failures;
-            continue;
-          }
-          for (std::uint64_t s = 0; s < 6; ++s) {
-            Result<SampleView> v = (*reader)->ReadSample(s);
-            if (!v.ok() || !SameBytes(v->data, ReferenceSample(data, 24 * 24, 1, s))) ++failures;
-          }
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  CHECK(failures.load() == 0);
-  CHECK(OpenHdf5Objects() == 0);
-}
-
 // ---------------------------------------------------------------------------
 // Interoperability with h5py.
 
@@ -1328,47 +1286,6 @@ TEST_CASE("h5py reads what we write and we read what h5py writes") {
     CHECK_MESSAGE(s.message().find("filter 'lzf'") != std::string::npos, s.ToString());
   }
   CHECK(OpenHdf5Objects() == 0);
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput: 16 files x 64 samples of 64 KiB" * doctest::skip()) {
-  TempDir dir;
-  PosixStorage storage;
-  Hdf5Format format;
-  constexpr int kFiles = 16;
-  constexpr std::uint64_t kSamples = 64;
-  std::vector<FileSpec> specs;
-  for (int i = 0; i < kFiles; ++i) {
-    specs.push_back(MakeSpec("uint8", {256, 256}, kSamples, static_cast<std::uint64_t>(i),
-                             (dir.path() / ("f" + std::to_string(i) + ".hdf5")).string()));
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  for (const FileSpec& s : specs) REQUIRE(WriteSpec(format, storage, s).ok());
-  auto t1 = std::chrono::steady_clock::now();
-  const double mib = kFiles * kSamples * 65536.0 / (1 << 20);
-  MESSAGE("generation: " << mib / std::chrono::duration<double>(t1 - t0).count() << " MiB/s");
-  for (bool keep : {false, true}) {
-    auto t2 = std::chrono::steady_clock::now();
-    for (const FileSpec& s : specs) {
-      if (keep) {
-        Result<std::unique_ptr<FileReader>> r =
-            format.OpenReader(s.path, Options(&storage, true, true));
-        REQUIRE(r.ok());
-        for (std::uint64_t i = 0; i < kSamples; ++i) REQUIRE((*r)->ReadSample(i).ok());
-      } else {
-        for (std::uint64_t i = 0; i < kSamples; ++i) {
-          Result<std::unique_ptr<FileReader>> r = format.OpenReader(s.path, Options(&storage));
-          REQUIRE(r.ok());
-          REQUIRE((*r)->ReadSample(i).ok());
-        }
-      }
-    }
-    auto t3 = std::chrono::steady_clock::now();
-    MESSAGE(std::string(keep ? "read (memory): " : "read (on_demand): ")
-            << kFiles * kSamples / std::chrono::duration<double>(t3 - t2).count() << " samples/s");
-  }
 }
 
 TEST_CASE("written in parts, the file is WriteFile's but for the root group's times") {

@@ -175,11 +175,8 @@ bool HaveNumpy() {
 // ---------------------------------------------------------------------------
 // Format basics.
 
-TEST_CASE("descriptor and traits") {
+TEST_CASE("this format's traits and options") {
   const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(d.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(d.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
-  CHECK(d.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
   CHECK(std::string(d.name) == "indexed_binary");
   CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
   REQUIRE(d.num_options == 1);
@@ -952,61 +949,6 @@ print('ok')
   const int rc =
       Run(std::string(kPython) + " " + py.string() + " " + spec.path + " 333 2025", &out);
   CHECK_MESSAGE(rc == 0, out);
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput: 16 files x 16 samples of 64 KiB" * doctest::skip()) {
-  TempDir dir;
-  PosixStorage storage;
-  IndexedBinaryFormat format(kFlavor);
-  constexpr int kFiles = 16;
-  constexpr std::uint64_t kSamples = 16;
-  std::vector<FileSpec> specs;
-  for (int f = 0; f < kFiles; ++f) {
-    specs.push_back(
-        MakeSpec("uint8", {256, 256}, kSamples, static_cast<std::uint64_t>(f),
-                 (dir.path() / ("t_" + std::to_string(f) + ".indexed_binary")).string()));
-  }
-  double bytes = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  for (const FileSpec& spec : specs) {
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    bytes += static_cast<double>(*format.ExpectedFileSize(spec));
-  }
-  const double write_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE("generation: " << bytes / (1 << 20) / write_s << " MiB/s (" << bytes / (1 << 20)
-                         << " MiB of data in " << write_s << " s, index files included)");
-  for (bool keep : {false, true}) {
-    for (bool decode : {true, false}) {
-      double best = 0;
-      for (int pass = 0; pass < 3; ++pass) {
-        auto t1 = std::chrono::steady_clock::now();
-        for (const FileSpec& spec : specs) {
-          if (keep) {
-            Result<std::unique_ptr<FileReader>> r =
-                format.OpenReader(spec.path, Options(&storage, decode, true));
-            REQUIRE(r.ok());
-            for (std::uint64_t i = 0; i < kSamples; ++i) REQUIRE((*r)->ReadSample(i).ok());
-          } else {
-            for (std::uint64_t i = 0; i < kSamples; ++i) {
-              Result<std::unique_ptr<FileReader>> r =
-                  format.OpenReader(spec.path, Options(&storage, decode, false));
-              REQUIRE(r.ok());
-              REQUIRE((*r)->ReadSample(i).ok());
-            }
-          }
-        }
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-        best = std::max(best, kFiles * kSamples / s);
-      }
-      MESSAGE(std::string(keep ? "memory" : "on_demand")
-              << " decode=" << decode << ": " << best << " samples/s");
-    }
-  }
 }
 
 TEST_CASE("written in parts, the files are WriteFile's, byte for byte") {

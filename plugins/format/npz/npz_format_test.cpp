@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "npy_header/npy_header.h"
 #include "npz_reader.h"
@@ -40,165 +41,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ---------------------------------------------------------------------------
-// An in-memory storage that records every request.
-
-struct Request {
-  bool write = false;
-  std::string path;
-  std::uint64_t offset = 0;
-  std::size_t length = 0;
-};
-
-class MemStorage;
-
-struct Blob {
-  std::mutex mu;
-  std::vector<std::byte> data;
-};
-
-class MemFile final : public File {
- public:
-  MemFile(MemStorage* storage, std::string path, std::shared_ptr<Blob> blob)
-      : storage_(storage), path_(std::move(path)), blob_(std::move(blob)) {}
-  ~MemFile() override;
-
-  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
-  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status Sync() override { return closed_ ? Closed() : Status::OK(); }
-  Result<std::uint64_t> Size() override {
-    if (closed_) return Closed();
-    std::lock_guard<std::mutex> lock(blob_->mu);
-    return static_cast<std::uint64_t>(blob_->data.size());
-  }
-  Status Close() override;
-  const std::string& path() const override { return path_; }
-
- private:
-  Status Closed() const { return Status::IOError(path_ + ": file is closed"); }
-
-  MemStorage* storage_;
-  std::string path_;
-  std::shared_ptr<Blob> blob_;
-  bool closed_ = false;
-};
-
-class MemStorage final : public Storage {
- public:
-  std::string name() const override { return "mem"; }
-  StorageCapabilities capabilities() const override {
-    StorageCapabilities c;
-    c.data_path = "memory";
-    return c;
-  }
-
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(path);
-    if (options.mode == OpenMode::kRead) {
-      if (it == files_.end()) return Status::NotFound(path + ": no such file");
-    } else if (it == files_.end()) {
-      it = files_.emplace(path, std::make_shared<Blob>()).first;
-    } else if (options.mode == OpenMode::kWrite) {
-      std::lock_guard<std::mutex> blob_lock(it->second->mu);
-      it->second->data.clear();
-    }
-    ++opens_;
-    ++open_files_;
-    return std::unique_ptr<File>(std::make_unique<MemFile>(this, path, it->second));
-  }
-  Status CreateDirectories(const std::string&) override { return Status::OK(); }
-  Status Remove(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return files_.erase(path) ? Status::OK() : Status::NotFound(path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(from);
-    if (it == files_.end()) return Status::NotFound(from);
-    files_[to] = it->second;
-    files_.erase(from);
-    return Status::OK();
-  }
-  Result<FileInfo> Stat(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = files_.find(path);
-    if (it == files_.end()) return Status::NotFound(path);
-    std::lock_guard<std::mutex> blob_lock(it->second->mu);
-    return FileInfo{it->second->data.size(), false};
-  }
-
-  // Test helpers.
-  std::vector<std::byte> Bytes(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto blob = files_.at(path);
-    std::lock_guard<std::mutex> blob_lock(blob->mu);
-    return blob->data;
-  }
-  void SetBytes(const std::string& path, std::vector<std::byte> data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& blob = files_[path];
-    if (!blob) blob = std::make_shared<Blob>();
-    std::lock_guard<std::mutex> blob_lock(blob->mu);
-    blob->data = std::move(data);
-  }
-  void Log(Request r) {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    if (logging_) log_.push_back(std::move(r));
-  }
-  std::vector<Request> TakeLog() {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    return std::exchange(log_, {});
-  }
-  void SetLogging(bool on) {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    logging_ = on;
-    log_.clear();
-  }
-  void FileClosed() { --open_files_; }
-  int open_files() const { return open_files_; }
-  int opens() const { return opens_; }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Blob>> files_;
-  std::mutex log_mu_;
-  bool logging_ = false;
-  std::vector<Request> log_;
-  std::atomic<int> open_files_{0};
-  std::atomic<int> opens_{0};
-};
-
-MemFile::~MemFile() {
-  if (!closed_) storage_->FileClosed();
-}
-
-Result<std::size_t> MemFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
-  if (closed_) return Closed();
-  storage_->Log({false, path_, offset, destination.size()});
-  std::lock_guard<std::mutex> lock(blob_->mu);
-  if (offset >= blob_->data.size()) return std::size_t{0};
-  const std::size_t n = std::min<std::size_t>(
-      destination.size(), blob_->data.size() - static_cast<std::size_t>(offset));
-  std::memcpy(destination.data(), blob_->data.data() + offset, n);
-  return n;
-}
-
-Status MemFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
-  if (closed_) return Closed();
-  storage_->Log({true, path_, offset, source.size()});
-  std::lock_guard<std::mutex> lock(blob_->mu);
-  if (blob_->data.size() < offset + source.size()) blob_->data.resize(offset + source.size());
-  std::memcpy(blob_->data.data() + offset, source.data(), source.size());
-  return Status::OK();
-}
-
-Status MemFile::Close() {
-  if (closed_) return Closed();
-  closed_ = true;
-  storage_->FileClosed();
-  return Status::OK();
-}
+// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
+using MemStorage = ::iomimic::testing::MemoryStorage;
+using Request = ::iomimic::testing::StorageRequest;
 
 // ---------------------------------------------------------------------------
 // A minimal POSIX storage for real files.
@@ -436,11 +281,8 @@ TEST_CASE("npy dict parser") {
 // ---------------------------------------------------------------------------
 // Format basics.
 
-TEST_CASE("descriptor and traits") {
+TEST_CASE("this format's traits and options") {
   const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(d.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(d.abi_version == IOMIMIC_PLUGIN_ABI_VERSION);
-  CHECK(d.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
   CHECK(std::string(d.name) == "npz");
   CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
   CHECK(d.num_options == 0);
@@ -935,34 +777,6 @@ TEST_CASE("corrupt deflate data") {
   CheckCorruption(OpenAndRead(format, storage, path), path);
 }
 
-TEST_CASE("concurrent writers and readers share one format") {
-  NpzFormat format;
-  MemStorage storage;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      FileSpec spec = MakeSpec("float32", {32, 32}, 3, 1000 + t, t % 2 ? "zip" : "none",
-                               "/mt/" + std::to_string(t) + ".npz");
-      if (!WriteSpec(format, storage, spec).ok()) ++failures;
-      const std::vector<std::byte> payload = ReferencePayload(spec);
-      for (int round = 0; round < 5; ++round) {
-        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
-        if (!r.ok()) {
-          ++failures;
-          continue;
-        }
-        for (std::uint64_t i = 0; i < 3; ++i) {
-          Result<SampleView> s = (*r)->ReadSample(i);
-          if (!s.ok() || !SameBytes(s->data, ReferenceSample(spec, payload, i))) ++failures;
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  CHECK(failures == 0);
-}
-
 TEST_CASE("posix files round trip") {
   TempDir dir;
   NpzFormat format;
@@ -1098,36 +912,6 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
             s->data, std::span<const std::byte>(reinterpret_cast<const std::byte*>(expected.data()),
                                                 expected.size())));
       }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput of a 64 MiB file" * doctest::skip()) {
-  TempDir dir;
-  PosixStorage storage;
-  NpzFormat format;
-  for (const char* compression : {"none", "zip"}) {
-    FileSpec spec = MakeSpec("uint8", {4096, 4096}, 4, 1, compression,
-                             (dir.path() / (std::string("t_") + compression + ".npz")).string());
-    const double mib = 64.0;
-    auto t0 = std::chrono::steady_clock::now();
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    auto t1 = std::chrono::steady_clock::now();
-    const double write_s = std::chrono::duration<double>(t1 - t0).count();
-    for (bool decode : {true, false}) {
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(spec.path, Options(&storage, decode));
-      REQUIRE(reader.ok());
-      auto t2 = std::chrono::steady_clock::now();
-      for (std::uint64_t i = 0; i < 4; ++i) REQUIRE((*reader)->ReadSample(i).ok());
-      auto t3 = std::chrono::steady_clock::now();
-      const double read_s = std::chrono::duration<double>(t3 - t2).count() / 4;
-      MESSAGE(std::string(compression)
-              << " decode=" << decode << ": write " << mib / write_s
-              << " MiB/s, read (whole file per sample) " << mib / read_s << " MiB/s");
     }
   }
 }

@@ -29,7 +29,12 @@ Result<std::unique_ptr<FileReader>> ParquetReader::Open(ParquetFormat& format,
   try {
     std::unique_ptr<ParquetReader> reader(new ParquetReader(format, path, options));
     reader->state_ = format.Acquire(path);
-    IOMIMIC_RETURN_IF_ERROR(format.Load(*reader->state_, path, *options.storage));
+    if (Status loaded = format.Load(*reader->state_, path, *options.storage); !loaded.ok()) {
+      // A failed footer is not kept: the next reader of the path (the file
+      // repaired or regenerated) reads it afresh.
+      format.Release(path, reader->state_);
+      return loaded;
+    }
     reader->layout_ = reader->state_->layout;
     return std::unique_ptr<FileReader>(std::move(reader));
   } catch (const std::bad_alloc&) {
@@ -212,7 +217,12 @@ Result<SampleView> ParquetReader::ReadSample(std::uint64_t index) {
     }
     const std::size_t group = static_cast<std::size_t>(
         std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1);
-    IOMIMIC_RETURN_IF_ERROR(EnsureRead(group));
+    if (Status read = EnsureRead(group); !read.ok()) {
+      // Damage found in a row group: forget the file's shared state, so
+      // that a later pass over a repaired file starts from its footer.
+      format_.Release(path_, state_);
+      return read;
+    }
     const std::uint64_t rows = first[group + 1] - first[group];
     const std::uint64_t i = index - first[group];
     const std::uint64_t length = layout_->ranges[group].length;

@@ -123,9 +123,7 @@ TEST_CASE("ChunkedWriter: random-access writes land where they belong") {
   }
 }
 
-TEST_CASE("descriptor, traits and options") {
-  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+TEST_CASE("this format's traits and options") {
   CHECK(std::string(iomimic_plugin_descriptor.name) == "png");
   CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
   REQUIRE(iomimic_plugin_descriptor.num_options == 1);
@@ -523,34 +521,6 @@ TEST_CASE("corruption is reported with path and offset") {
   }
 }
 
-TEST_CASE("concurrent writers and readers share one format") {
-  PngFormat format;
-  MemStorage storage;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      FileSpec spec = MakeSpec("uint8", {50 + std::uint64_t(t), 70, t % 2 ? 3u : 1u}, 1000 + t,
-                               "/mt/" + std::to_string(t) + ".png");
-      if (!WriteSpec(format, storage, spec).ok()) ++failures;
-      const std::vector<std::byte> pixels = ReferencePixels(spec);
-      for (int round = 0; round < 10; ++round) {
-        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
-        if (!r.ok()) {
-          ++failures;
-          continue;
-        }
-        Result<SampleView> s = (*r)->ReadSample(0);
-        if (!s.ok() || !SameBytes(s->data, pixels)) ++failures;
-        // Corrupt reads in parallel with good ones.
-        if (round % 3 == 0 && OpenAndRead(format, storage, "/mt/missing.png").ok()) ++failures;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  CHECK(failures == 0);
-}
-
 // ---------------------------------------------------------------------------
 // Interoperability with PIL.
 
@@ -631,42 +601,6 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
     REQUIRE_MESSAGE(s.ok(), s.status().ToString());
     CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
     CHECK(s->bytes == s->data.size());
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
-  TempDir dir("png_speed");
-  PosixStorage storage;
-  PngFormat format;
-  constexpr int kFiles = 256;
-  std::vector<FileSpec> specs;
-  for (int i = 0; i < kFiles; ++i) {
-    specs.push_back(MakeSpec("uint8", {256, 256}, i,
-                             (dir.path() / ("f" + std::to_string(i) + ".png")).string()));
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  std::uint64_t bytes = 0;
-  for (const FileSpec& spec : specs) {
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    bytes += fs::file_size(spec.path);
-  }
-  auto t1 = std::chrono::steady_clock::now();
-  const double write_s = std::chrono::duration<double>(t1 - t0).count();
-  for (bool decode : {true, false}) {
-    for (const FileSpec& spec : specs) REQUIRE(OpenAndRead(format, storage, spec.path).ok());
-    auto t2 = std::chrono::steady_clock::now();
-    for (const FileSpec& spec : specs) {
-      REQUIRE(OpenAndRead(format, storage, spec.path, decode).ok());
-    }
-    auto t3 = std::chrono::steady_clock::now();
-    const double read_s = std::chrono::duration<double>(t3 - t2).count();
-    MESSAGE("png 256x256 decode=" << decode << ": generate "
-                                  << kFiles * 65536.0 / write_s / (1 << 20) << " MiB/s of pixels ("
-                                  << bytes / write_s / (1 << 20) << " MiB/s of file), read "
-                                  << kFiles / read_s << " samples/s");
   }
 }
 

@@ -109,9 +109,7 @@ class StderrCapture {
   int saved_ = -1;
 };
 
-TEST_CASE("descriptor, traits and options") {
-  CHECK(iomimic_plugin_descriptor.magic == IOMIMIC_PLUGIN_MAGIC);
-  CHECK(iomimic_plugin_descriptor.kind == IOMIMIC_PLUGIN_KIND_FORMAT);
+TEST_CASE("this format's traits and options") {
   CHECK(std::string(iomimic_plugin_descriptor.name) == "tiff");
   CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
   CHECK(iomimic_plugin_descriptor.num_options == 3);
@@ -442,44 +440,6 @@ TEST_CASE("libtiff prints nothing, whatever happens") {
   CHECK_MESSAGE(printed.empty(), printed);
 }
 
-TEST_CASE("concurrent writers and readers share one format") {
-  WriterOptions options;
-  options.compression = Compression::kDeflate;
-  TiffFormat format(options);
-  MemStorage storage;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      FileSpec spec = MakeSpec(t % 2 ? "uint16" : "uint8", {50 + std::uint64_t(t), 70}, 1000 + t,
-                               "/mt/" + std::to_string(t) + ".tiff");
-      if (!WriteSpec(format, storage, spec).ok()) ++failures;
-      const std::vector<std::byte> pixels = ReferencePixels(spec);
-      for (int round = 0; round < 10; ++round) {
-        Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
-        if (!r.ok()) {
-          ++failures;
-          continue;
-        }
-        Result<SampleView> s = (*r)->ReadSample(0);
-        if (!s.ok() || !SameBytes(s->data, pixels)) ++failures;
-      }
-      // A corrupt file read at the same time gets its own message.
-      const std::string bad = "/mt/bad" + std::to_string(t) + ".tiff";
-      std::vector<std::byte> b = storage.Bytes(spec.path);
-      b[LoadLe(b, 4, 4)] = std::byte{0xff};
-      b[LoadLe(b, 4, 4) + 1] = std::byte{0xff};
-      storage.SetBytes(bad, b);
-      const Status s = OpenAndRead(format, storage, bad);
-      if (s.code() != StatusCode::kCorruption || s.message().find(bad) == std::string::npos) {
-        ++failures;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  CHECK(failures == 0);
-}
-
 // ---------------------------------------------------------------------------
 // Interoperability with tifffile and PIL.
 
@@ -592,46 +552,6 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
     Result<SampleView> s = (*reader)->ReadSample(0);
     REQUIRE_MESSAGE(s.ok(), s.status().ToString());
     CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (not run by default: --no-skip -tc='*throughput*').
-
-TEST_CASE("throughput of 256 files of 256x256" * doctest::skip()) {
-  TempDir dir("tiff_speed");
-  PosixStorage storage;
-  for (Compression c : {Compression::kNone, Compression::kDeflate}) {
-    WriterOptions options;
-    options.compression = c;
-    TiffFormat format(options);
-    constexpr int kFiles = 256;
-    std::vector<FileSpec> specs;
-    for (int i = 0; i < kFiles; ++i) {
-      specs.push_back(MakeSpec("uint8", {256, 256}, i,
-                               (dir.path() / ("f" + std::to_string(i) + ".tiff")).string()));
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t bytes = 0;
-    for (const FileSpec& spec : specs) {
-      REQUIRE(WriteSpec(format, storage, spec).ok());
-      bytes += fs::file_size(spec.path);
-    }
-    auto t1 = std::chrono::steady_clock::now();
-    const double write_s = std::chrono::duration<double>(t1 - t0).count();
-    for (bool decode : {true, false}) {
-      for (const FileSpec& spec : specs) REQUIRE(OpenAndRead(format, storage, spec.path).ok());
-      auto t2 = std::chrono::steady_clock::now();
-      for (const FileSpec& spec : specs) {
-        REQUIRE(OpenAndRead(format, storage, spec.path, decode).ok());
-      }
-      auto t3 = std::chrono::steady_clock::now();
-      const double read_s = std::chrono::duration<double>(t3 - t2).count();
-      MESSAGE("tiff " << std::string(CompressionName(c)) << " 256x256 decode=" << decode
-                      << ": generate " << kFiles * 65536.0 / write_s / (1 << 20)
-                      << " MiB/s of pixels (" << bytes / write_s / (1 << 20)
-                      << " MiB/s of file), read " << kFiles / read_s << " samples/s");
-    }
   }
 }
 
