@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/arg_vector.h"
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "engine/generator.h"
@@ -487,14 +488,12 @@ int Main(int argc, char** argv) {
       return Usage("unknown command '" + first + "'");
     }
   }
-  // Boost.Program_options sees argv without the command word.
-  std::vector<char*> rest;
-  rest.push_back(argv[0]);
-  for (int i = 1 + shift; i < argc; ++i) rest.push_back(argv[i]);
-  int n = static_cast<int>(rest.size());
-  if (command == "plugins") return CmdPlugins(n, rest.data());
-  if (command == "config") return CmdConfig(n, rest.data());
-  return CmdRunOrGenerate(command, n, rest.data());
+  // Boost.Program_options sees argv without the command word; MPI_Init_thread
+  // sees the same vector, which must end in a null pointer (arg_vector.h).
+  cluster::ArgVector rest(argc, argv, shift);
+  if (command == "plugins") return CmdPlugins(rest.argc(), rest.argv());
+  if (command == "config") return CmdConfig(rest.argc(), rest.argv());
+  return CmdRunOrGenerate(command, rest.argc(), rest.argv());
 }
 
 }  // namespace
