@@ -588,7 +588,10 @@ Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
                                                const OpenOptions& options) {
   auto open_fd = [&](int flags, bool direct) -> Result<int> {
     const int fd = OpenRetrying(path, flags | (direct ? O_DIRECT : 0));
-    if (fd >= 0) return fd;
+    if (fd >= 0) {
+      IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
+      return fd;
+    }
     const int err = errno;
     if (direct && err == EINVAL) {
       return Status::FromErrno(err, "open " + path + " with O_DIRECT")
