@@ -123,7 +123,12 @@ class FileSystemStorage : public Storage {
   // stat(2); kNotFound for a missing path.
   Result<FileInfo> Stat(const std::string& path) override {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    if (::stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      // Not "missing": the path exists, but its symbolic links go round.
+      if (err == ELOOP) return Status::FromErrno(err, "stat " + path + " (a symbolic link loop)");
+      return Status::FromErrno(err, "stat " + path);
+    }
     FileInfo info;
     info.size = static_cast<std::uint64_t>(st.st_size);
     info.is_directory = S_ISDIR(st.st_mode);

@@ -960,6 +960,29 @@ TEST_CASE("YAML aliases are bounded: recursion, billion laughs, depth") {
   CHECK(ok.config.dataset.num_files_train == 7);
 }
 
+// Issue 13, defect 6: names that become path components stay in their folder.
+TEST_CASE("file_prefix, model.name and hydra.output_subdir cannot leave their folders") {
+  std::string m = LoadError("", {"++workload.dataset.file_prefix=../../escaped"});
+  CHECK(Contains(m, "dataset.file_prefix: '../../escaped' contains '/'"));
+  m = LoadError("dataset:\n  file_prefix: /abs/x\n");
+  CHECK(m.starts_with("t.yaml:2:16: error: dataset.file_prefix: '/abs/x' is an absolute path"));
+  m = LoadError("dataset:\n  file_prefix: a/b\n");
+  CHECK(Contains(m, "dataset.file_prefix: 'a/b' contains '/'"));
+  m = LoadError("dataset:\n  file_prefix: '..'\n");
+  CHECK(Contains(m, "dataset.file_prefix: '..' is '..'"));
+  m = LoadError("model:\n  name: ../../../x\n");
+  CHECK(m.starts_with("t.yaml:2:9: error: model.name: '../../../x' contains '/'"));
+  m = LoadError("", {"hydra.output_subdir=../x"});
+  CHECK(Contains(m, "hydra.output_subdir: '../x' contains a '..' component"));
+  m = LoadError("", {"hydra.output_subdir=/tmp/x"});
+  CHECK(Contains(m, "hydra.output_subdir: '/tmp/x' is an absolute path"));
+  // Ordinary names are fine.
+  CHECK(MustLoad("dataset:\n  file_prefix: img.v2\nmodel:\n  name: my-model\n")
+            .config.dataset.file_prefix == "img.v2");
+  CHECK(MustLoad("", {"hydra.output_subdir=meta/..hidden"}).config.hydra.output_subdir ==
+        "meta/..hidden");
+}
+
 TEST_CASE("shuffle modes and read types") {
   auto shuffle = [](const std::string& value) {
     return MustLoad("reader:\n  file_shuffle: " + value + "\n").config.reader.file_shuffle;

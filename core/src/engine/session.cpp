@@ -12,6 +12,32 @@ std::string ResolveDataPath(const config::Config& config, const std::string& pat
   return root + "/" + path;
 }
 
+Status CheckTrainingSteps(const config::Config& c, int ranks) {
+  if (!c.workflow.train) return Status::OK();
+  if (c.train.epochs == 0) {
+    return Status::InvalidArgument(
+        "train.epochs = 0: training would run no step; set train.epochs >= 1 or "
+        "workflow.train: False");
+  }
+  const std::uint64_t accelerators =
+      static_cast<std::uint64_t>(ranks) *
+      std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
+  if (plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators)) > 0) return Status::OK();
+  if (c.train.total_training_steps == 0) {
+    return Status::InvalidArgument(
+        "train.total_training_steps = 0: training would run no step (leave it unset for "
+        "whole epochs)");
+  }
+  const std::uint64_t samples =
+      std::max<std::uint64_t>(1, c.dataset.num_samples_per_file) * c.dataset.num_files_train;
+  return Status::InvalidArgument(
+      "dataset.num_files_train = " + std::to_string(c.dataset.num_files_train) +
+      ": training would run 0 steps per epoch (" + std::to_string(samples) +
+      " samples < reader.batch_size " + std::to_string(c.reader.batch_size) + " x " +
+      std::to_string(accelerators) +
+      " accelerator(s)); give more files or samples per file, or a smaller batch");
+}
+
 Session::~Session() {
   // Format objects may hold buffers allocated by the storage: drop them first.
   format_.reset();
@@ -55,6 +81,7 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   }
 
   IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(c.dataset.record_element_type));
+  IOMIMIC_RETURN_IF_ERROR(CheckTrainingSteps(c, cluster.size()));
 
   config::Config resolved = c;
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);

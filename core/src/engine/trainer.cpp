@@ -307,6 +307,10 @@ Status CheckDataset(Session& session) {
       if (files == 0 || !status.ok()) continue;
       const std::string dir = layout.SplitDirectory(split);
       Result<FileInfo> d = session.storage().Stat(dir);
+      if (!d.ok() && !d.status().IsNotFound()) {
+        status = d.status().WithContext("checking the data folder");
+        break;
+      }
       if (!d.ok() || !d->is_directory) {
         status = Status::NotFound("data folder " + dir +
                                   " does not exist; generate the dataset first with "
@@ -316,6 +320,10 @@ Status CheckDataset(Session& session) {
       for (std::uint64_t i : {std::uint64_t{0}, files - 1}) {
         const std::string path = layout.FilePath(split, i);
         Result<FileInfo> f = session.storage().Stat(path);
+        if (!f.ok() && !f.status().IsNotFound()) {  // a link loop, EACCES: not "missing"
+          status = f.status().WithContext("checking the dataset");
+          break;
+        }
         if (!f.ok()) {
           status = Status::NotFound("dataset incomplete: " + path + " is missing (expected " +
                                     std::to_string(files) + " " + plan::SplitName(split) +
