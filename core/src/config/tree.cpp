@@ -101,7 +101,8 @@ class BoundsCounter : public YAML::EventHandler {
       stack_.back().nodes += done.nodes - 1;
       stack_.back().depth = std::max(stack_.back().depth, done.depth + 1);
     }
-    if (done.anchor != YAML::NullAnchor) AnchorAt(done.anchor) = Anchor{false, done.nodes, done.depth};
+    if (done.anchor != YAML::NullAnchor)
+      AnchorAt(done.anchor) = Anchor{false, done.nodes, done.depth};
   }
 
   std::vector<Anchor> anchors_;

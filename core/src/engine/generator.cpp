@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/limits.h"
 #include "metrics/records.h"
 
 namespace iomimic::engine {
@@ -225,6 +226,54 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
 
 }  // namespace
 
+// Free space before generating (issue 13, defect 4): rank 0 estimates the
+// bytes of the files still to write (the format's exact size where it has
+// one, else samples x sample bytes) and refuses when the data folder's file
+// system has less space or fewer inodes free. Files already present are
+// counted (one stat each) only when the whole dataset would not fit.
+Status CheckSpaceForGeneration(Session& session) {
+  const plan::DatasetLayout& layout = session.layout();
+  const std::uint64_t n = layout.num_generated_files();
+  if (n == 0) return Status::OK();
+  const FileSpec first = layout.Spec(0, session.element_type());
+  double sample_bytes = static_cast<double>(session.element_type().size);
+  for (std::uint64_t d : first.sample_shape) sample_bytes *= static_cast<double>(d);
+  double per_file = sample_bytes * static_cast<double>(first.num_samples);
+  if (Result<std::uint64_t> exact = session.format().ExpectedFileSize(first); exact.ok()) {
+    per_file = static_cast<double>(*exact);
+  }
+  const SpaceFacts space = ReadSpaceFacts(layout.data_folder());
+  if (!space.known) return Status::OK();
+  std::uint64_t missing = n;
+  if (per_file * static_cast<double>(n) > static_cast<double>(space.free_bytes) ||
+      n > space.free_inodes) {
+    missing = 0;
+    for (std::uint64_t g = 0; g < n; ++g) {
+      Result<FileInfo> info = session.storage().Stat(layout.Spec(g, session.element_type()).path);
+      if (!info.ok()) ++missing;
+    }
+  }
+  const config::DatasetConfig& d = session.config().dataset;
+  const double free_bytes = static_cast<double>(space.free_bytes);
+  // The limit of the key most likely at fault: samples per file when one
+  // file alone does not fit, else the number of files.
+  if (per_file > free_bytes && missing > 0) {
+    const double per_sample =
+        per_file / static_cast<double>(std::max<std::uint64_t>(1, first.num_samples));
+    const auto limit =
+        static_cast<std::uint64_t>(free_bytes / per_sample / static_cast<double>(missing));
+    return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
+                          space, "dataset.num_samples_per_file", d.num_samples_per_file, limit);
+  }
+  // Files that can exist in all: those present and those that still fit.
+  const std::uint64_t present = n - missing;
+  const auto fit = static_cast<std::uint64_t>(free_bytes / std::max(1.0, per_file));
+  const std::uint64_t possible = std::min(fit, space.free_inodes) + present;
+  const std::uint64_t limit = possible > d.num_files_eval ? possible - d.num_files_eval : 0;
+  return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
+                        space, "dataset.num_files_train", d.num_files_train, limit);
+}
+
 Result<GenerateReport> Generate(Session& session, unsigned threads) {
   cluster::Cluster& cluster = session.cluster();
   const plan::DatasetLayout& layout = session.layout();
@@ -233,6 +282,8 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   IoSnapshot before = session.storage().Snapshot();
 
   Status status;
+  if (cluster.rank() == 0) status = CheckSpaceForGeneration(session);
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
   if (cluster.rank() == 0) {
     for (const std::string& dir : layout.Directories()) {
       status = session.storage().CreateDirectories(dir);

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "engine/limits.h"
+
 namespace iomimic::engine {
 
 std::string ResolveDataPath(const config::Config& config, const std::string& path) {
@@ -19,9 +21,8 @@ Status CheckTrainingSteps(const config::Config& c, int ranks) {
         "train.epochs = 0: training would run no step; set train.epochs >= 1 or "
         "workflow.train: False");
   }
-  const std::uint64_t accelerators =
-      static_cast<std::uint64_t>(ranks) *
-      std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
+  const std::uint64_t accelerators = static_cast<std::uint64_t>(ranks) *
+                                     std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
   if (plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators)) > 0) return Status::OK();
   if (c.train.total_training_steps == 0) {
     return Status::InvalidArgument(
@@ -81,6 +82,8 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   }
 
   IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(c.dataset.record_element_type));
+  IOMIMIC_RETURN_IF_ERROR(
+      CheckPlanLimits(c, PlanShape{cluster.size(), cluster.ranks_on_host()}, ReadMachineFacts()));
   IOMIMIC_RETURN_IF_ERROR(CheckTrainingSteps(c, cluster.size()));
 
   config::Config resolved = c;

@@ -159,8 +159,9 @@ Result<const CufileApi*> LoadCufile(const std::string& library) {
   if (it != cache->end()) return static_cast<const CufileApi*>(it->second.get());
 
   auto api = std::make_unique<CufileApi>();
-  IOMIMIC_ASSIGN_OR_RETURN(void* handle, OpenLibrary(library, "cufile_library", {"libcufile.so.0", "libcufile.so"},
-                                                     "libcufile not found", &api->library));
+  IOMIMIC_ASSIGN_OR_RETURN(
+      void* handle, OpenLibrary(library, "cufile_library", {"libcufile.so.0", "libcufile.so"},
+                                "libcufile not found", &api->library));
   std::string missing;
   Resolve(handle, "cuFileDriverOpen", &api->DriverOpen, &missing);
   // Newer headers map cuFileDriverClose to cuFileDriverClose_v2; older

@@ -751,8 +751,10 @@ const IomimicOptionSpec kGdsOptions[] = {
     {"allocation_cache", "bytes", "256M", "released device memory kept for reuse (0 = none)"},
     {"device", "int", "-1", "GPU index; -1 = MPI rank modulo the number of GPUs"},
     {"report", "bool", "false", "log the data path choice and one statistics line to stderr"},
-    {"cuda_runtime", "string", "", "CUDA runtime to dlopen: absolute path or bare name (default libcudart.so.13, .12, .11.0)"},
-    {"cufile_library", "string", "", "cuFile library to dlopen: absolute path or bare name (default libcufile.so.0, .so)"},
+    {"cuda_runtime", "string", "",
+     "CUDA runtime to dlopen: absolute path or bare name (default libcudart.so.13, .12, .11.0)"},
+    {"cufile_library", "string", "",
+     "cuFile library to dlopen: absolute path or bare name (default libcufile.so.0, .so)"},
     {"cufile_log", "string", "",
      "cuFile log file (CUFILE_LOGFILE_PATH); default $TMPDIR/iomimic-cufile-<pid>.log"},
 };
