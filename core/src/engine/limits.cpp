@@ -112,8 +112,8 @@ Status CheckPlanLimits(const config::Config& c, const PlanShape& plan,
        {std::tuple<const char*, std::uint64_t, std::uint64_t>{
             "dataset.num_subfolders_train", d.num_subfolders_train, d.num_files_train},
         {"dataset.num_subfolders_eval", d.num_subfolders_eval, d.num_files_eval}}) {
-    if (value > 1 && value > std::max<std::uint64_t>(1, limit)) {
-      return Exceeds(key, value, std::max<std::uint64_t>(1, limit),
+    if (limit > 0 && value > 1 && value > limit) {  // no files: no subfolders are made
+      return Exceeds(key, value, limit,
                      "the number of files of the split: files are spread round robin over the "
                      "subfolders, so more subfolders than files stay empty");
     }

@@ -28,6 +28,10 @@ Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
   }
 }
 
+std::vector<std::string> IndexedBinaryFormat::CompanionPaths(const FileSpec& spec) const {
+  return {OffsetIndexPath(spec.path), SizeIndexPath(spec.path)};
+}
+
 Result<std::uint64_t> IndexedBinaryFormat::ExpectedFileSize(const FileSpec& spec) const {
   try {
     return ComputeFileSize(spec, flavor_);
