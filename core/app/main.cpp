@@ -22,6 +22,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "engine/generator.h"
+#include "engine/interrupt.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
 #include "iomimic/version.h"
@@ -339,6 +340,8 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   const config::Config& c = manifest.config;
 
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
+  // After MPI_Init, so that these handlers are the ones in place.
+  engine::InstallInterruptHandlers();
   const bool leader = cluster.rank() == 0;
   Console console(leader, args.quiet);
   plugin::Registry registry;
@@ -373,9 +376,14 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
     console.OpenLog(folder + "/" + c.output.log_file);
   }
   auto finish_failed = [&](const Status& st) {
-    if (leader && !folder.empty()) (void)output::WriteStatus(folder, st);
+    // A failure while a signal stops the run (generation says so itself).
+    const int signal = engine::InterruptSignal();
+    if (leader && !folder.empty()) {
+      (void)output::WriteStatus(folder, st, signal != 0 ? engine::SignalName(signal) : nullptr);
+    }
     console.LogOnly("error: " + Printable(st.message()));
-    return Fail(st);
+    const int code = Fail(st);
+    return signal != 0 ? 128 + signal : code;
   };
 
   if (c.workflow.generate_data) {
@@ -451,17 +459,36 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   }
   outcome.end = metrics::Stamp::Now();
 
+  // Stopped by a signal at a step boundary (engine/interrupt.h): the
+  // statistics of the steps done are written all the same, status.json says
+  // "interrupted", and the exit status is 128 + the signal, as for a process
+  // the signal killed.
+  const int interrupted = outcome.train             ? outcome.train->interrupted_by
+                          : outcome.checkpoint_only ? outcome.checkpoint_only->interrupted_by
+                                                    : 0;
   if (with_results) {
     std::string human;
     status = output::WriteResults(folder, s, outcome, &human);
     status = cluster.AgreeOnStatus(status);
     if (!status.ok()) return finish_failed(status);
     if (leader) {
-      status = output::WriteStatus(folder, Status::OK());
+      status = output::WriteStatus(folder, Status::OK(),
+                                   interrupted != 0 ? engine::SignalName(interrupted) : nullptr);
       if (!status.ok()) return Fail(status);
       if (!human.empty() && human.back() == '\n') human.pop_back();
       console.Line(human, /*always=*/true);
     }
+  }
+  if (interrupted != 0) {
+    // Rank 0 has written status.json: only now may ranks exit non-zero
+    // (mpirun kills the rest of the job when one rank does).
+    cluster.Barrier();
+    const std::string line =
+        std::string("iomimic: interrupted by ") + engine::SignalName(interrupted) +
+        (folder.empty() ? std::string() : "; statistics of the steps done are in " + folder);
+    if (leader) std::cerr << line << std::endl;
+    console.LogOnly(line);
+    return 128 + interrupted;
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/interrupt.h"
 #include "engine/limits.h"
 #include "metrics/records.h"
 
@@ -46,12 +47,12 @@ constexpr std::uint64_t kSharedChunk = std::uint64_t{32} << 20;
 // fsynced before the record is written and before the rename, so neither a
 // crash nor a power loss leaves a short file that passes as complete.
 
-// Opens `path` for reading and fsyncs it (the shared-file path, where the
-// ranks' handles are closed already). fsync on a read-only descriptor syncs
-// the file's data.
+// Opens `path` (without truncating it) and fsyncs it: the shared-file path,
+// where the ranks' handles are closed already. Opened for writing, as
+// MPI_File_sync refuses read-only handles.
 Status SyncPath(Storage& storage, const std::string& path) {
   OpenOptions options;
-  options.mode = OpenMode::kRead;
+  options.mode = OpenMode::kReadWrite;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, options));
   Status synced = file->Sync();
   Status closed = file->Close();
@@ -440,6 +441,17 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   Status first_error;
   auto worker = [&] {
     while (!failed.load()) {
+      if (const int signal = InterruptSignal(); signal != 0) {  // interrupt.h
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (first_error.ok()) {
+          first_error =
+              Status::Aborted(std::string("generation interrupted by ") + SignalName(signal) +
+                              " (files written so far are complete; run again to "
+                              "resume)");
+        }
+        failed.store(true);
+        return;
+      }
       std::size_t i = next.fetch_add(1);
       if (i >= mine.size()) return;
       Result<Outcome> r = GenerateOne(session, mine[i]);

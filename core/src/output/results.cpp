@@ -359,9 +359,10 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
   return WriteFile(sub + "/overrides.yaml", overrides);
 }
 
-Status WriteStatus(const std::string& folder, const Status& run_status) {
+Status WriteStatus(const std::string& folder, const Status& run_status, const char* signal) {
   json o;
-  o["status"] = run_status.ok() ? "completed" : "failed";
+  o["status"] = signal != nullptr ? "interrupted" : run_status.ok() ? "completed" : "failed";
+  if (signal != nullptr) o["signal"] = signal;
   if (!run_status.ok()) o["error"] = run_status.message();
   o["end"] = Timestamp(std::chrono::system_clock::now());
   return WriteFile(folder + "/status.json",
