@@ -377,12 +377,19 @@ Status CheckSpaceForGeneration(Session& session) {
   // The limit of the key most likely at fault: samples per file when one
   // file alone does not fit, else the number of files.
   if (per_file > free_bytes && missing > 0) {
-    const double per_sample =
-        per_file / static_cast<double>(std::max<std::uint64_t>(1, first.num_samples));
+    const double samples = static_cast<double>(std::max<std::uint64_t>(1, first.num_samples));
+    const double per_sample = per_file / samples;
     const auto limit =
         static_cast<std::uint64_t>(free_bytes / per_sample / static_cast<double>(missing));
-    return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
-                          space, "dataset.num_samples_per_file", d.num_samples_per_file, limit);
+    if (limit > 0 || first.num_samples > 1) {
+      return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
+                            space, "dataset.num_samples_per_file", d.num_samples_per_file, limit);
+    }
+    // Not even one sample per file fits: the sample size is at fault.
+    return CheckFreeSpace(
+        layout.data_folder(), missing, per_file * static_cast<double>(missing), space,
+        "dataset.record_length_bytes", static_cast<std::uint64_t>(d.record_length_bytes),
+        static_cast<std::uint64_t>(free_bytes / samples / static_cast<double>(missing)));
   }
   // Files that can exist in all: those present and those that still fit.
   const std::uint64_t present = n - missing;
