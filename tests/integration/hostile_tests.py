@@ -320,7 +320,7 @@ def test_hostile_resume_completeness():
     data file is regenerated."""
     for fmt in ("png", "jpeg", "tiff", "csv", "hdf5"):
         data = work("data_" + fmt)
-        extra = ["++workload.dataset.compression=gzip"] if fmt == "hdf5" else []
+        extra = []
         run([args().iomimic, "generate"] + small(data, work("gen_" + fmt), fmt=fmt, extra=extra))
         path = os.path.join(data, "train", "img_2_of_8." + fmt)
         with open(path, "r+b") as f:
