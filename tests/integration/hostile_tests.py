@@ -179,7 +179,7 @@ def test_hostile_non_regular_files():
     """A named pipe in place of a data or index file, and a csv symlinked to
     /dev/zero, are refused naming the path on every file-system back end,
     instead of blocking or reading forever."""
-    backends = ["posix", "mmap", "mpiio"]
+    backends = ["posix", "mmap", "odirect", "mpiio"]
     cases = [("npz", "img_3_of_8.npz", "fifo"), ("indexed_binary", "img_3_of_8.indexed_binary.sz.idx",
                                                    "fifo"), ("csv", "img_3_of_8.csv", "zero")]
     for fmt, victim, kind in cases:
@@ -193,8 +193,6 @@ def test_hostile_non_regular_files():
             os.symlink("/dev/zero", path)
         what = "a named pipe" if kind == "fifo" else "a character device"
         for backend in backends:
-            if fmt == "indexed_binary" and backend == "mmap":
-                continue
             expect_error_bounded(
                 [args().iomimic, "run"] + small(data, work("out_%s_%s" % (fmt, backend)), fmt=fmt,
                                                 extra=["++workload.workflow.generate_data=False",
