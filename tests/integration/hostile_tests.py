@@ -79,14 +79,21 @@ def test_hostile_mpi_argv():
     """MPI_Init_thread gets an argv that ends in a null pointer: valgrind
     sees no read of uninitialised memory in Open MPI's opal_argv_join (the
     old vector had no terminator; 4 arguments after the command word)."""
+    cmd = [args().iomimic, "generate", "workload=quickstart",
+           "++workload.dataset.data_folder=" + work("data"),
+           "++workload.dataset.num_files_train=2", "++workload.dataset.num_files_eval=0"]
+    with open(args().iomimic, "rb") as f:
+        sanitized = b"__asan_init" in f.read()
+    if sanitized:
+        # Under AddressSanitizer (scripts/sanitize.sh) the over-read crashed
+        # the run; valgrind cannot run such a binary.
+        run(cmd, timeout=300)
+        return
     valgrind = shutil.which("valgrind")
     if not valgrind:
         print("SKIP: valgrind is not installed")
         return
-    p = run([valgrind, "--error-limit=no", args().iomimic, "generate", "workload=quickstart",
-             "++workload.dataset.data_folder=" + work("data"),
-             "++workload.dataset.num_files_train=2", "++workload.dataset.num_files_eval=0"],
-            timeout=300)
+    p = run([valgrind, "--error-limit=no"] + cmd, timeout=300)
     if "opal_argv_join" in p.stderr:
         fail("valgrind reports an error in opal_argv_join: the argv given to MPI is not "
              "null-terminated")

@@ -90,7 +90,7 @@ class MemoryStorage final : public Storage {
       if (offset >= content_->bytes.size()) return std::size_t{0};
       const std::size_t n =
           std::min<std::size_t>(destination.size(), content_->bytes.size() - offset);
-      std::memcpy(destination.data(), content_->bytes.data() + offset, n);
+      if (n > 0) std::memcpy(destination.data(), content_->bytes.data() + offset, n);
       return n;
     }
     Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
