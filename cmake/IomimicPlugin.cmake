@@ -40,7 +40,11 @@ function(iomimic_add_plugin name)
     PREFIX "lib"
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Sanitizer builds (scripts/sanitize.sh) leave the sanitizer runtime to
+  # the executable, so plugins have undefined __asan_/__tsan_ symbols there.
+  if(NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize=")
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${IOMIMIC_PLUGIN_RELDIR})
   if(ARG_TESTS AND (IOMIMIC_BUILD_TESTS OR NOT DEFINED IOMIMIC_BUILD_TESTS))
     if(NOT TARGET doctest::doctest)

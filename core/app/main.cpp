@@ -23,8 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/arg_vector.h"
 #include "cluster/cluster.h"
 #include "config/config.h"
+#include "engine/interrupt.h"
 #include "iomimic/version.h"
 #include "metrics/records.h"
 #include "output/writers.h"
@@ -445,6 +447,8 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   const config::LoadedManifest manifest = std::move(loaded).value();
 
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
+  // After MPI_Init, so that these handlers are the ones in place.
+  engine::InstallInterruptHandlers();
   const bool leader = cluster.rank() == 0;
   Console console(leader, args.quiet);
   plugin::Registry registry;
@@ -457,9 +461,30 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
                            !options.generate_only && manifest.config.workflow.train, leader);
   Result<output::RunResults> results =
       run::RunWorkload(manifest, registry, cluster, options, &observer);
-  if (!results.ok()) return Fail(results.status());
+  if (!results.ok()) {
+    // A failure while a signal stops the run exits as the signal would.
+    const int code = Fail(results.status());
+    const int signal = engine::InterruptSignal();
+    return signal != 0 ? 128 + signal : code;
+  }
   if (leader && !observer.folder().empty()) {
     console.Line(output::ConsoleSummary(*results, manifest, observer.folder()), /*always=*/true);
+  }
+  // Stopped by a signal at a step boundary (engine/interrupt.h): the
+  // statistics of the steps done are written, status.json says
+  // "interrupted", and the exit status is 128 + the signal, as for a process
+  // the signal killed.
+  if (results->interrupted_by != 0) {
+    // Rank 0 has written status.json: only now may ranks exit non-zero
+    // (mpirun kills the rest of the job when one rank does).
+    cluster.Barrier();
+    const std::string line =
+        std::string("iomimic: interrupted by ") + engine::SignalName(results->interrupted_by) +
+        (observer.folder().empty() ? std::string()
+                                   : "; statistics of the steps done are in " + observer.folder());
+    if (leader) std::cerr << line << std::endl;
+    console.LogOnly(line);
+    return 128 + results->interrupted_by;
   }
   return 0;
 }
@@ -487,15 +512,13 @@ int Main(int argc, char** argv) {
       return Usage("unknown command '" + first + "'");
     }
   }
-  // Boost.Program_options sees argv without the command word.
-  std::vector<char*> rest;
-  rest.push_back(argv[0]);
-  for (int i = 1 + shift; i < argc; ++i) rest.push_back(argv[i]);
-  int n = static_cast<int>(rest.size());
-  if (command == "plugins") return CmdPlugins(n, rest.data());
-  if (command == "config") return CmdConfig(n, rest.data());
-  if (command == "conformance") return CmdConformance(n, rest.data());
-  return CmdRunOrGenerate(command, n, rest.data());
+  // Boost.Program_options (and MPI_Init) see argv without the command word,
+  // null-terminated as both expect.
+  cluster::ArgVector rest(argc, argv, shift);
+  if (command == "plugins") return CmdPlugins(rest.argc(), rest.argv());
+  if (command == "config") return CmdConfig(rest.argc(), rest.argv());
+  if (command == "conformance") return CmdConformance(rest.argc(), rest.argv());
+  return CmdRunOrGenerate(command, rest.argc(), rest.argv());
 }
 
 }  // namespace

@@ -193,7 +193,11 @@ TEST_CASE("storage conformance: odd sizes and offsets read back exactly") {
       std::unique_ptr<File> f = OpenOk(s, path, OpenMode::kWrite);
       const std::pair<std::size_t, std::size_t> pieces[] = {
           {4097, 511}, {0, 1}, {4608, kMiB + 3}, {1, 4096}};
-      for (const auto& [off, len] : pieces) {
+      for (const auto& piece : pieces) {
+        // Named, not a structured binding: CAPTURE's lambda cannot capture
+        // those before clang 16.
+        const std::size_t off = piece.first;
+        const std::size_t len = piece.second;
         CAPTURE(off);
         Status w = f->WriteAt(off, std::span<const std::byte>(data).subspan(off, len));
         REQUIRE_MESSAGE(w.ok(), w.ToString());

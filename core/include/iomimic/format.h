@@ -207,6 +207,15 @@ class Format {
   // on content (compression, images). Used to recognise complete files.
   virtual Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const = 0;
 
+  // The companion files WriteFile writes beside spec.path (index files), by
+  // path; none by default. The core regenerates a complete data file whose
+  // companion is missing, so WriteFile must write them all again. Pure,
+  // thread-safe.
+  virtual std::vector<std::string> CompanionPaths(const FileSpec& spec) const {
+    (void)spec;
+    return {};
+  }
+
   // Writes one complete file described by `spec` into `file` (opened for
   // writing, empty). `storage` allocates buffers and holds companion files a
   // format may write next to spec.path (write them to a temporary name and

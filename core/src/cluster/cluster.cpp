@@ -145,6 +145,12 @@ bool Cluster::BarrierAnyFailed(bool local_failed) const {
   return out != 0;
 }
 
+int Cluster::BarrierMax(int local) const {
+  int out = 0;
+  MPI_Allreduce(&local, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
 std::string Cluster::Broadcast(const std::string& value) const {
   int len = rank_ == 0 ? static_cast<int>(value.size()) : 0;
   MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);

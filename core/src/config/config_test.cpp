@@ -915,6 +915,67 @@ TEST_CASE("malformed YAML") {
   CHECK_NOTHROW((void)LoadManifestFromString("\t- x", "odd.yaml"));
 }
 
+// Issue 13, defect 3: a recursive alias crashed the duplicate-key check
+// (unbounded recursion); aliases of aliases ran for minutes.
+TEST_CASE("YAML aliases are bounded: recursion, billion laughs, depth") {
+  std::string m = LoadError("a: &a [*a]\n");
+  CHECK(m == "t.yaml:1:8: error: YAML alias refers to its own anchor (a recursive structure)");
+  m = LoadError("dataset:\n  x: &x {y: [1, *x]}\n");
+  CHECK(Contains(m, "t.yaml:2:"));
+  CHECK(Contains(m, "refers to its own anchor"));
+
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
+    for (int j = 1; j < 10; ++j) laughs += ", " + p;
+    laughs += "]\n";
+  }
+  CHECK(laughs.size() < 700);
+  m = LoadError(laughs);
+  CHECK(m.starts_with("t.yaml:"));
+  CHECK(Contains(m, "more than 100000 nodes with its aliases expanded"));
+
+  std::string deep;
+  for (int i = 0; i < 200; ++i) deep += "[";
+  for (int i = 0; i < 200; ++i) deep += "]";
+  m = LoadError("dataset: " + deep + "\n");
+  CHECK(Contains(m, "t.yaml:1:"));
+  CHECK(Contains(m, "nests more than 64 levels"));
+
+  // The same bounds hold for an override's value.
+  m = LoadError("", {"++workload.dataset.x=&a [*a]"});
+  CHECK(Contains(m, "override '++workload.dataset.x=&a [*a]'"));
+  CHECK(Contains(m, "refers to its own anchor"));
+
+  // Plain reuse of an anchor still works.
+  LoadedManifest ok = MustLoad("x: &n 7\ndataset:\n  num_files_train: *n\n");
+  CHECK(ok.config.dataset.num_files_train == 7);
+}
+
+// Issue 13, defect 6: names that become path components stay in their folder.
+TEST_CASE("file_prefix, model.name and hydra.output_subdir cannot leave their folders") {
+  std::string m = LoadError("", {"++workload.dataset.file_prefix=../../escaped"});
+  CHECK(Contains(m, "dataset.file_prefix: '../../escaped' contains '/'"));
+  m = LoadError("dataset:\n  file_prefix: /abs/x\n");
+  CHECK(m.starts_with("t.yaml:2:16: error: dataset.file_prefix: '/abs/x' is an absolute path"));
+  m = LoadError("dataset:\n  file_prefix: a/b\n");
+  CHECK(Contains(m, "dataset.file_prefix: 'a/b' contains '/'"));
+  m = LoadError("dataset:\n  file_prefix: '..'\n");
+  CHECK(Contains(m, "dataset.file_prefix: '..' is '..'"));
+  m = LoadError("model:\n  name: ../../../x\n");
+  CHECK(m.starts_with("t.yaml:2:9: error: model.name: '../../../x' contains '/'"));
+  m = LoadError("", {"hydra.output_subdir=../x"});
+  CHECK(Contains(m, "hydra.output_subdir: '../x' contains a '..' component"));
+  m = LoadError("", {"hydra.output_subdir=/tmp/x"});
+  CHECK(Contains(m, "hydra.output_subdir: '/tmp/x' is an absolute path"));
+  // Ordinary names are fine.
+  CHECK(MustLoad("dataset:\n  file_prefix: img.v2\nmodel:\n  name: my-model\n")
+            .config.dataset.file_prefix == "img.v2");
+  CHECK(MustLoad("", {"hydra.output_subdir=meta/..hidden"}).config.hydra.output_subdir ==
+        "meta/..hidden");
+}
+
 TEST_CASE("shuffle modes and read types") {
   auto shuffle = [](const std::string& value) {
     return MustLoad("reader:\n  file_shuffle: " + value + "\n").config.reader.file_shuffle;

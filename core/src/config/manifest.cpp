@@ -124,6 +124,9 @@ Status Load(const std::string& text, const std::string& file,
   Locator locator(file);
   std::vector<Diagnostic>& warnings = manifest->warnings;
 
+  if (std::optional<YamlBoundsError> bounds = CheckYamlBounds(text)) {
+    return locator.FileError(bounds->mark, bounds->what);
+  }
   YAML::Node document;
   try {
     document.reset(YAML::Load(text));

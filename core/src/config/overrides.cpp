@@ -40,6 +40,9 @@ bool IsWellFormedPath(std::string_view path) {
 Result<YAML::Node> ParseValue(const Override& override_) {
   const std::string& text = *override_.value;
   if (Trim(text).empty()) return YAML::Node(std::string());  // `key=` is the empty string
+  if (std::optional<YamlBoundsError> bounds = CheckYamlBounds(text)) {
+    return OverrideError(override_.text, bounds->what);
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {

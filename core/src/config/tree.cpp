@@ -1,3 +1,9 @@
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <algorithm>
+#include <sstream>
+
 #include "config/schema_internal.h"
 #include "config/tree_internal.h"
 
@@ -8,6 +14,101 @@ std::string Position(const YAML::Mark& mark) {
   if (mark.line < 0) return "";
   return ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
+
+// Counts nodes and depth with each alias expanded, in one pass over the
+// parser's events; stops at the first bound crossed by throwing Exceeded.
+class BoundsCounter : public YAML::EventHandler {
+ public:
+  struct Exceeded {
+    YamlBoundsError error;
+  };
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (anchor >= anchors_.size() || anchors_[anchor].open) {
+      throw Exceeded{{mark, "YAML alias refers to its own anchor (a recursive structure)"}};
+    }
+    const Anchor& a = anchors_[anchor];
+    Add(mark, a.nodes, a.depth);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Anchor {
+    bool open = false;
+    std::uint64_t nodes = 0;
+    int depth = 0;  // levels below and including the anchored node
+  };
+  struct Frame {
+    YAML::anchor_t anchor;
+    YAML::Mark mark;
+    std::uint64_t nodes;  // this node and everything below it
+    int depth;            // levels below and including this node
+  };
+
+  Anchor& AnchorAt(YAML::anchor_t anchor) {
+    if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
+    return anchors_[anchor];
+  }
+  // Adds a subtree of `nodes` nodes, `depth` levels deep, at the current level.
+  void Add(const YAML::Mark& mark, std::uint64_t nodes, int depth) {
+    total_ += nodes;
+    if (total_ > kMaxYamlNodes) {
+      throw Exceeded{{mark, "YAML document has more than " + std::to_string(kMaxYamlNodes) +
+                                " nodes with its aliases expanded (aliases of aliases, "
+                                "\"billion laughs\"?)"}};
+    }
+    const int level = static_cast<int>(stack_.size()) + depth;
+    if (level > kMaxYamlDepth) {
+      throw Exceeded{{mark, "YAML document nests more than " + std::to_string(kMaxYamlDepth) +
+                                " levels deep"}};
+    }
+    if (!stack_.empty()) {
+      stack_.back().nodes += nodes;
+      stack_.back().depth = std::max(stack_.back().depth, depth + 1);
+    }
+  }
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) AnchorAt(anchor) = Anchor{false, 1, 1};
+    Add(mark, 1, 1);
+  }
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Add(mark, 1, 1);  // the container itself, at this level
+    if (anchor != YAML::NullAnchor) AnchorAt(anchor).open = true;
+    stack_.push_back(Frame{anchor, mark, 1, 1});
+  }
+  void Close() {
+    if (stack_.empty()) return;
+    const Frame done = stack_.back();
+    stack_.pop_back();
+    // The container counted itself in Open; its parent now learns the rest.
+    if (!stack_.empty()) {
+      stack_.back().nodes += done.nodes - 1;
+      stack_.back().depth = std::max(stack_.back().depth, done.depth + 1);
+    }
+    if (done.anchor != YAML::NullAnchor)
+      AnchorAt(done.anchor) = Anchor{false, done.nodes, done.depth};
+  }
+
+  std::vector<Anchor> anchors_;
+  std::vector<Frame> stack_;
+  std::uint64_t total_ = 0;
+};
 
 bool IsUnder(std::string_view path, std::string_view prefix) {
   return path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.';
@@ -150,6 +251,20 @@ std::string Describe(const YAML::Node& node) {
 }
 
 std::string KeyText(const YAML::Node& key) { return key.IsScalar() ? key.Scalar() : Describe(key); }
+
+std::optional<YamlBoundsError> CheckYamlBounds(const std::string& text) {
+  std::istringstream in(text);
+  BoundsCounter counter;
+  try {
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(counter);
+  } catch (const BoundsCounter::Exceeded& e) {
+    return e.error;
+  } catch (const YAML::Exception&) {
+    return std::nullopt;  // malformed: YAML::Load reports it with its position
+  }
+  return std::nullopt;
+}
 
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path, const Locator& locator) {
   if (node.IsSequence()) {

@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -66,6 +67,26 @@ std::optional<YAML::Node> FindPath(const YAML::Node& root, std::string_view path
 std::string Describe(const YAML::Node& node);
 // The text of a map key (scalar keys; others are described).
 std::string KeyText(const YAML::Node& key);
+
+// Bounds on a YAML document before it is loaded as a tree (issue 13,
+// defect 3). yaml-cpp shares the node of an anchor with each of its aliases,
+// so a few bytes of aliases of aliases ("billion laughs") make a tree whose
+// walk visits billions of nodes, and an alias inside its own anchor
+// (`a: &a [*a]`) makes a cycle. The largest manifest in workloads/ has a few
+// hundred nodes, at most 4 levels deep; the bounds leave room for long lists.
+inline constexpr std::uint64_t kMaxYamlNodes = 100000;  // counting each alias expanded
+inline constexpr int kMaxYamlDepth = 64;                // maps and lists nested
+
+// Why a YAML document may not be loaded, and where.
+struct YamlBoundsError {
+  YAML::Mark mark;
+  std::string what;
+};
+// Scans the first document of `text` with yaml-cpp's event parser (no tree)
+// and returns an error for an alias that refers to its own anchor, more than
+// kMaxYamlNodes nodes with aliases expanded, or nesting deeper than
+// kMaxYamlDepth. Malformed YAML is left to YAML::Load to report (nullopt).
+std::optional<YamlBoundsError> CheckYamlBounds(const std::string& text);
 
 // Fails on a map that holds the same key twice (OmegaConf refuses those).
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& path, const Locator& locator);

@@ -28,6 +28,31 @@ class Validator {
   const Locator& locator_;
 };
 
+// Why `name` cannot be one path component inside a folder (a file name, a
+// folder name), or "" when it can: no '/', not "." or "..", no NUL.
+std::string NotAName(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    return name.front() == '/' ? "is an absolute path" : "contains '/'";
+  }
+  if (name == "." || name == "..") return "is '" + name + "'";
+  if (name.find('\0') != std::string::npos) return "contains a NUL character";
+  return "";
+}
+
+// Why relative path `path` may leave the folder it is relative to, or "".
+std::string LeavesFolder(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return "is an absolute path";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    if (path.compare(start, slash - start, "..") == 0 && slash - start == 2) {
+      return "contains a '..' component";
+    }
+    start = slash + 1;
+  }
+  return "";
+}
+
 std::string Str(std::int64_t value) { return std::to_string(value); }
 std::string Str(std::uint64_t value) { return std::to_string(value); }
 
@@ -40,6 +65,25 @@ Status ValidateConfig(const Config& config, const YAML::Node& root, const Locato
   const ReaderConfig& reader = config.reader;
   const CheckpointConfig& checkpoint = config.checkpoint;
 
+  // Names that become path components must stay inside their folders
+  // (issue 13, defect 6; docs/security.md).
+  if (std::string why = NotAName(dataset.file_prefix); !why.empty()) {
+    return check.Fail({"dataset.file_prefix"},
+                      "'" + dataset.file_prefix + "' " + why +
+                          "; it must be a file name prefix (files are named "
+                          "<prefix>_<i>_of_<n>.<ext> inside the data folder)");
+  }
+  if (std::string why = NotAName(model.name); !why.empty() && !model.name.empty()) {
+    return check.Fail({"model.name"}, "'" + model.name + "' " + why +
+                                          "; it must be a plain name (results go to "
+                                          "hydra_log/<model.name>/<time> unless "
+                                          "output.folder is set)");
+  }
+  if (std::string why = LeavesFolder(config.hydra.output_subdir); !why.empty()) {
+    // Set only by an override (hydra.output_subdir=...), never in the tree.
+    return Status::InvalidArgument("hydra.output_subdir: '" + config.hydra.output_subdir + "' " +
+                                   why + "; it must be a folder inside the output folder");
+  }
   if (!dataset.record_dims.empty() && dataset.record_length_bytes_stdev > 0) {
     return check.Fail({"dataset.record_length_bytes_stdev", "dataset.record_dims"},
                       "must be 0 when dataset.record_dims is set (give record_length_bytes "

@@ -7,12 +7,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "engine/interrupt.h"
+#include "engine/limits.h"
 #include "metrics/records.h"
 
 namespace iomimic::engine {
+
+std::string CompletenessRecordPath(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return dir + "." + base + ".iomimic-complete";
+}
 
 std::string TemporaryPath(const std::string& path) {
   std::size_t slash = path.rfind('/');
@@ -28,27 +40,137 @@ enum class Outcome { kWritten, kSkipped };
 // Most bytes per collective write round of shared-file generation (per rank).
 constexpr std::uint64_t kSharedChunk = std::uint64_t{32} << 20;
 
+// Resume (issue 13, defect 8; docs/security.md). A data file under its
+// final name is complete when it has the format's exact size or, for formats
+// whose size depends on content (images, text, compressed arrays), when
+// its completeness record holds its size. Data files are
+// fsynced before the record is written and before the rename, so neither a
+// crash nor a power loss leaves a short file that passes as complete.
+
+// Opens `path` (without truncating it) and fsyncs it: the shared-file path,
+// where the ranks' handles are closed already. Opened for writing, as
+// MPI_File_sync refuses read-only handles.
+Status SyncPath(Storage& storage, const std::string& path) {
+  OpenOptions options;
+  options.mode = OpenMode::kReadWrite;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, options));
+  Status synced = file->Sync();
+  Status closed = file->Close();
+  return synced.ok() ? closed : synced;
+}
+
+constexpr std::string_view kRecordHeader = "iomimic completeness record 1\nsize ";
+
+// Writes the completeness record of `path` (a file of `size` bytes, synced
+// already): temporary name, fsync, rename.
+Status WriteCompletenessRecord(Storage& storage, const std::string& path, std::uint64_t size) {
+  const std::string record = CompletenessRecordPath(path);
+  const std::string partial = TemporaryPath(record);
+  const std::string text = std::string(kRecordHeader) + std::to_string(size) + "\n";
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  options.expected_size = text.size();
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
+  Status s = file->WriteAt(0, std::as_bytes(std::span(text.data(), text.size())));
+  if (s.ok()) s = file->Sync();
+  Status closed = file->Close();
+  file.reset();
+  if (s.ok()) s = closed;
+  if (s.ok()) s = storage.Rename(partial, record);
+  if (!s.ok()) {
+    (void)storage.Remove(partial);  // our own temporary file
+    return s.WithContext("writing the completeness record " + record);
+  }
+  return Status::OK();
+}
+
+// The size recorded for `path`, or nullopt when it has no record (or one that
+// does not parse).
+Result<std::optional<std::uint64_t>> ReadCompletenessRecord(Storage& storage,
+                                                            const std::string& path) {
+  const std::string record = CompletenessRecordPath(path);
+  Result<FileInfo> info = storage.Stat(record);
+  if (!info.ok()) {
+    if (info.status().IsNotFound()) return std::optional<std::uint64_t>();
+    return info.status();
+  }
+  if (info->is_directory || info->size > 256) return std::optional<std::uint64_t>();
+  OpenOptions options;
+  options.mode = OpenMode::kRead;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(record, options));
+  std::string text(static_cast<std::size_t>(info->size), '\0');
+  Result<std::size_t> got = file->ReadAt(0, std::as_writable_bytes(std::span(text)));
+  (void)file->Close();
+  if (!got.ok()) return got.status().WithContext("reading the completeness record " + record);
+  text.resize(*got);
+  if (!text.starts_with(kRecordHeader)) return std::optional<std::uint64_t>();
+  const std::string digits = text.substr(kRecordHeader.size());
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(digits.c_str(), &end, 10);
+  if (end == digits.c_str() || *end != '\n') return std::optional<std::uint64_t>();
+  return std::optional<std::uint64_t>(value);
+}
+
+// What to do with `spec`'s file: kWritten (write it: absent, or complete but
+// missing a companion file such as an index), kSkipped (complete), or an
+// error when a file is there that cannot be trusted (never overwritten).
+Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
+  Storage& storage = session.storage();
+  Format& format = session.format();
+  const std::string& path = spec.path;
+  Result<FileInfo> existing = storage.Stat(path);
+  if (!existing.ok()) {
+    if (existing.status().IsNotFound()) return Outcome::kWritten;
+    return existing.status();
+  }
+  if (existing->is_directory) {
+    return Status::AlreadyExists(path + " is a directory; refusing to generate over it");
+  }
+  const std::string keep =
+      "; refusing to overwrite it (remove it to regenerate it, or set dataset.data_folder to "
+      "another folder)";
+  Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
+  if (expected.ok()) {
+    if (existing->size != *expected) {
+      return Status::AlreadyExists(path + " exists with " + std::to_string(existing->size) +
+                                   " bytes, but this manifest makes " + std::to_string(*expected) +
+                                   "-byte files" + keep);
+    }
+  } else {
+    IOMIMIC_ASSIGN_OR_RETURN(std::optional<std::uint64_t> recorded,
+                             ReadCompletenessRecord(storage, path));
+    if (!recorded) {
+      return Status::AlreadyExists(
+          path + " exists without a completeness record (" + CompletenessRecordPath(path) +
+          "; format '" + format.name() +
+          "' files have no predictable size), so it may be cut short or not be iomimic's" + keep);
+    }
+    if (*recorded != existing->size) {
+      return Status::AlreadyExists(path + " has " + std::to_string(existing->size) +
+                                   " bytes, but iomimic wrote " + std::to_string(*recorded) +
+                                   " (its completeness record): it was cut short or changed" +
+                                   keep);
+    }
+  }
+  for (const std::string& companion : format.CompanionPaths(spec)) {
+    Result<FileInfo> c = storage.Stat(companion);
+    if (!c.ok()) {
+      if (c.status().IsNotFound()) return Outcome::kWritten;  // regenerate data and companions
+      return c.status();
+    }
+  }
+  return Outcome::kSkipped;
+}
+
 Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   Storage& storage = session.storage();
   Format& format = session.format();
   FileSpec spec = session.layout().Spec(global_index, session.element_type());
   const std::string& path = spec.path;
 
+  IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideExisting(session, spec));
+  if (outcome == Outcome::kSkipped) return outcome;
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
-  Result<FileInfo> existing = storage.Stat(path);
-  if (existing.ok()) {
-    if (existing->is_directory) {
-      return Status::AlreadyExists(path + " is a directory; refusing to generate over it");
-    }
-    if (!expected.ok() || existing->size == *expected) return Outcome::kSkipped;
-    return Status::AlreadyExists(
-        path + " exists with " + std::to_string(existing->size) +
-        " bytes, but this manifest makes " + std::to_string(*expected) +
-        "-byte files; refusing to overwrite it (remove the old dataset or set "
-        "dataset.data_folder to another folder)");
-  } else if (!existing.status().IsNotFound()) {
-    return existing.status();
-  }
 
   const std::string partial = TemporaryPath(path);
   OpenOptions options;
@@ -57,9 +179,14 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   options.expected_size = expected.ok() ? *expected : 0;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
   Status written = format.WriteFile(storage, *file, spec);
+  if (written.ok()) written = file->Sync();  // durable before it gets its final name
   Status closed = file->Close();
   file.reset();
   if (written.ok()) written = closed;
+  if (written.ok() && !expected.ok()) {
+    Result<FileInfo> info = storage.Stat(partial);
+    written = info.ok() ? WriteCompletenessRecord(storage, path, info->size) : info.status();
+  }
   if (written.ok()) written = storage.Rename(partial, path);
   if (!written.ok()) {
     (void)storage.Remove(partial);  // our own partial file, never the user's
@@ -75,22 +202,11 @@ Result<Outcome> DecideShared(Session& session, const FileSpec& spec) {
   Status status;
   std::string verdict = "write";
   if (cluster.rank() == 0) {
-    Result<std::uint64_t> expected = session.format().ExpectedFileSize(spec);
-    Result<FileInfo> existing = session.storage().Stat(spec.path);
-    if (existing.ok()) {
-      if (existing->is_directory) {
-        status = Status::AlreadyExists(spec.path + " is a directory; refusing to generate over it");
-      } else if (!expected.ok() || existing->size == *expected) {
-        verdict = "skip";
-      } else {
-        status = Status::AlreadyExists(
-            spec.path + " exists with " + std::to_string(existing->size) +
-            " bytes, but this manifest makes " + std::to_string(*expected) +
-            "-byte files; refusing to overwrite it (remove the old dataset or set "
-            "dataset.data_folder to another folder)");
-      }
-    } else if (!existing.status().IsNotFound()) {
-      status = existing.status();
+    Result<Outcome> decided = DecideExisting(session, spec);
+    if (!decided.ok()) {
+      status = decided.status();
+    } else if (*decided == Outcome::kSkipped) {
+      verdict = "skip";
     }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
@@ -211,7 +327,11 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
                                 " bytes after all ranks wrote their parts, expected " +
                                 std::to_string(layout->file_size));
     } else {
-      status = session.storage().Rename(partial, spec.path);
+      status = SyncPath(session.storage(), partial);
+      if (status.ok() && !session.format().ExpectedFileSize(spec).ok()) {
+        status = WriteCompletenessRecord(session.storage(), spec.path, info->size);
+      }
+      if (status.ok()) status = session.storage().Rename(partial, spec.path);
     }
   }
   status = cluster.AgreeOnStatus(status);
@@ -225,6 +345,61 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
 
 }  // namespace
 
+// Free space before generating (issue 13, defect 4): rank 0 estimates the
+// bytes of the files still to write (the format's exact size where it has
+// one, else samples x sample bytes) and refuses when the data folder's file
+// system has less space or fewer inodes free. Files already present are
+// counted (one stat each) only when the whole dataset would not fit.
+Status CheckSpaceForGeneration(Session& session) {
+  const plan::DatasetLayout& layout = session.layout();
+  const std::uint64_t n = layout.num_generated_files();
+  if (n == 0) return Status::OK();
+  const FileSpec first = layout.Spec(0, session.element_type());
+  double sample_bytes = static_cast<double>(session.element_type().size);
+  for (std::uint64_t d : first.sample_shape) sample_bytes *= static_cast<double>(d);
+  double per_file = sample_bytes * static_cast<double>(first.num_samples);
+  if (Result<std::uint64_t> exact = session.format().ExpectedFileSize(first); exact.ok()) {
+    per_file = static_cast<double>(*exact);
+  }
+  const SpaceFacts space = ReadSpaceFacts(layout.data_folder());
+  if (!space.known) return Status::OK();
+  std::uint64_t missing = n;
+  if (per_file * static_cast<double>(n) > static_cast<double>(space.free_bytes) ||
+      n > space.free_inodes) {
+    missing = 0;
+    for (std::uint64_t g = 0; g < n; ++g) {
+      Result<FileInfo> info = session.storage().Stat(layout.Spec(g, session.element_type()).path);
+      if (!info.ok()) ++missing;
+    }
+  }
+  const config::DatasetConfig& d = session.config().dataset;
+  const double free_bytes = static_cast<double>(space.free_bytes);
+  // The limit of the key most likely at fault: samples per file when one
+  // file alone does not fit, else the number of files.
+  if (per_file > free_bytes && missing > 0) {
+    const double samples = static_cast<double>(std::max<std::uint64_t>(1, first.num_samples));
+    const double per_sample = per_file / samples;
+    const auto limit =
+        static_cast<std::uint64_t>(free_bytes / per_sample / static_cast<double>(missing));
+    if (limit > 0 || first.num_samples > 1) {
+      return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
+                            space, "dataset.num_samples_per_file", d.num_samples_per_file, limit);
+    }
+    // Not even one sample per file fits: the sample size is at fault.
+    return CheckFreeSpace(
+        layout.data_folder(), missing, per_file * static_cast<double>(missing), space,
+        "dataset.record_length_bytes", static_cast<std::uint64_t>(d.record_length_bytes),
+        static_cast<std::uint64_t>(free_bytes / samples / static_cast<double>(missing)));
+  }
+  // Files that can exist in all: those present and those that still fit.
+  const std::uint64_t present = n - missing;
+  const auto fit = static_cast<std::uint64_t>(free_bytes / std::max(1.0, per_file));
+  const std::uint64_t possible = std::min(fit, space.free_inodes) + present;
+  const std::uint64_t limit = possible > d.num_files_eval ? possible - d.num_files_eval : 0;
+  return CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
+                        space, "dataset.num_files_train", d.num_files_train, limit);
+}
+
 Result<GenerateReport> Generate(Session& session, unsigned threads) {
   cluster::Cluster& cluster = session.cluster();
   const plan::DatasetLayout& layout = session.layout();
@@ -233,6 +408,8 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   IoSnapshot before = session.storage().Snapshot();
 
   Status status;
+  if (cluster.rank() == 0) status = CheckSpaceForGeneration(session);
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
   if (cluster.rank() == 0) {
     for (const std::string& dir : layout.Directories()) {
       status = session.storage().CreateDirectories(dir);
@@ -271,6 +448,17 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   Status first_error;
   auto worker = [&] {
     while (!failed.load()) {
+      if (const int signal = InterruptSignal(); signal != 0) {  // interrupt.h
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (first_error.ok()) {
+          first_error =
+              Status::Aborted(std::string("generation interrupted by ") + SignalName(signal) +
+                              " (files written so far are complete; run again to "
+                              "resume)");
+        }
+        failed.store(true);
+        return;
+      }
       std::size_t i = next.fetch_add(1);
       if (i >= mine.size()) return;
       Result<Outcome> r = GenerateOne(session, mine[i]);

@@ -38,4 +38,9 @@ Result<GenerateReport> Generate(Session& session, unsigned threads);
 // Temporary name used while writing `path`.
 std::string TemporaryPath(const std::string& path);
 
+// The completeness record of data file `path`: "<dir>/.<name>.iomimic-complete",
+// written (after the data is fsynced, before the rename) for formats without
+// an exact expected size; it holds the size iomimic wrote.
+std::string CompletenessRecordPath(const std::string& path);
+
 }  // namespace iomimic::engine

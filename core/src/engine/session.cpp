@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "engine/limits.h"
+
 namespace iomimic::engine {
 
 std::string ResolveDataPath(const config::Config& config, const std::string& path) {
@@ -10,6 +12,31 @@ std::string ResolveDataPath(const config::Config& config, const std::string& pat
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (root.empty() || root == "." || root == "./") return path;
   return root + "/" + path;
+}
+
+Status CheckTrainingSteps(const config::Config& c, int ranks) {
+  if (!c.workflow.train) return Status::OK();
+  if (c.train.epochs == 0) {
+    return Status::InvalidArgument(
+        "train.epochs = 0: training would run no step; set train.epochs >= 1 or "
+        "workflow.train: False");
+  }
+  const std::uint64_t accelerators = static_cast<std::uint64_t>(ranks) *
+                                     std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
+  if (plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators)) > 0) return Status::OK();
+  if (c.train.total_training_steps == 0) {
+    return Status::InvalidArgument(
+        "train.total_training_steps = 0: training would run no step (leave it unset for "
+        "whole epochs)");
+  }
+  const std::uint64_t samples =
+      std::max<std::uint64_t>(1, c.dataset.num_samples_per_file) * c.dataset.num_files_train;
+  return Status::InvalidArgument(
+      "dataset.num_files_train = " + std::to_string(c.dataset.num_files_train) +
+      ": training would run 0 steps per epoch (" + std::to_string(samples) +
+      " samples < reader.batch_size " + std::to_string(c.reader.batch_size) + " x " +
+      std::to_string(accelerators) +
+      " accelerator(s)); give more files or samples per file, or a smaller batch");
 }
 
 Session::~Session() {
@@ -83,6 +110,9 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
     }
   }
   IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(element_type));
+  IOMIMIC_RETURN_IF_ERROR(
+      CheckPlanLimits(c, PlanShape{cluster.size(), cluster.ranks_on_host()}, ReadMachineFacts()));
+  IOMIMIC_RETURN_IF_ERROR(CheckTrainingSteps(c, cluster.size()));
 
   config::Config resolved = c;
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/compute.h"
+#include "engine/interrupt.h"
 #include "engine/loader.h"
 #include "iomimic/random.h"
 #include "plan/plan.h"
@@ -157,6 +158,9 @@ void ComputeStep(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
   }
 }
 
+// BarrierMax's value for a failed step: above every signal number.
+constexpr int kStepFailed = 1 << 20;
+
 // Plans pass `split` of `epoch` for every accelerator (each as rank `id` of
 // ranks x accelerators per process) and returns its steps, the same on every
 // accelerator.
@@ -179,10 +183,11 @@ bool CanSpin(std::size_t accelerators) {
 
 // One training epoch of every accelerator of this process. Returns this
 // process's status; the caller agrees on it across ranks. `any_failed` is
-// set when another rank failed.
+// set when another rank failed; `interrupted` to the signal (interrupt.h)
+// when any rank received one: every rank then stops after the same step.
 Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
                   ReadySignal& signal, std::uint64_t epoch, Checkpointer* checkpointer,
-                  std::vector<metrics::EpochRecord>& records, bool& any_failed) {
+                  std::vector<metrics::EpochRecord>& records, bool& any_failed, int& interrupted) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   const bool spin = CanSpin(accs.size());
@@ -224,8 +229,10 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
     const bool failed = !status.ok();
     if (!failed) ComputeStep(session, accs, /*eval=*/false, load_start, spin, &ends);
     // The barrier that emulates the gradient allreduce; it also tells every
-    // rank whether any rank failed, so nobody waits for a rank that stopped.
-    any_failed = cluster.BarrierAnyFailed(failed);
+    // rank whether any rank failed, so nobody waits for a rank that stopped,
+    // or received a signal (the largest signal number, interrupt.h).
+    const int agreed = cluster.BarrierMax(failed ? kStepFailed : InterruptSignal());
+    any_failed = agreed == kStepFailed;
     if (!failed) {
       const Clock::time_point released = Clock::now();
       for (std::size_t i = 0; i < accs.size(); ++i) {
@@ -234,6 +241,10 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       session.AddBarrierSeconds(SecondsBetween(ends[0], released));
     }
     if (any_failed) break;
+    if (agreed != 0) {
+      interrupted = agreed;
+      break;
+    }
     if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
       // Step mode: the checkpoint sits between two blocks, outside AU
       // (docs/dlio-compat.md §3.2).
@@ -255,7 +266,8 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
   for (auto& a : accs) a->loader.Finish();
   if (!accs[0]->phase.compute.empty() || records[0].blocks.empty()) end_block();
   if (!any_failed) cluster.Barrier();
-  if (!any_failed && checkpointer != nullptr && plan::CheckpointAfterEpoch(c, epoch)) {
+  if (!any_failed && interrupted == 0 && checkpointer != nullptr &&
+      plan::CheckpointAfterEpoch(c, epoch)) {
     metrics::CheckpointRecord save;
     save.index = records[0].saves.size() + 1;
     status = checkpointer->Save(epoch, steps, &save);
@@ -311,6 +323,10 @@ Status CheckDataset(Session& session) {
       if (files == 0 || !status.ok()) continue;
       const std::string dir = layout.SplitDirectory(split);
       Result<FileInfo> d = session.storage().Stat(dir);
+      if (!d.ok() && !d.status().IsNotFound()) {
+        status = d.status().WithContext("checking the data folder");
+        break;
+      }
       if (!d.ok() || !d->is_directory) {
         status = Status::NotFound("data folder " + dir +
                                   " does not exist; generate the dataset first with "
@@ -320,6 +336,10 @@ Status CheckDataset(Session& session) {
       for (std::uint64_t i : {std::uint64_t{0}, files - 1}) {
         const std::string path = layout.FilePath(split, i);
         Result<FileInfo> f = session.storage().Stat(path);
+        if (!f.ok() && !f.status().IsNotFound()) {  // a link loop, EACCES: not "missing"
+          status = f.status().WithContext("checking the dataset");
+          break;
+        }
         if (!f.ok()) {
           status = Status::NotFound("dataset incomplete: " + path + " is missing (expected " +
                                     std::to_string(files) + " " + plan::SplitName(split) +
@@ -366,7 +386,12 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
                     std::vector<metrics::CheckpointRecord>* records) -> Status {
     for (std::int64_t i = 1; i <= count; ++i) {
       PreciseSleep(pause);
-      cluster.Barrier();
+      // The barrier before each checkpoint also tells whether a rank
+      // received a signal (interrupt.h): then every rank stops here.
+      if (const int agreed = cluster.BarrierMax(InterruptSignal()); agreed != 0) {
+        result.interrupted_by = agreed;
+        return Status::OK();
+      }
       metrics::CheckpointRecord record;
       record.index = static_cast<std::uint64_t>(i);
       const std::uint64_t step = static_cast<std::uint64_t>(i);
@@ -381,7 +406,9 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
     return Status::OK();
   };
   IOMIMIC_RETURN_IF_ERROR(repeat(writes, /*save=*/true, &result.saves));
-  IOMIMIC_RETURN_IF_ERROR(repeat(reads, /*save=*/false, &result.loads));
+  if (result.interrupted_by == 0) {
+    IOMIMIC_RETURN_IF_ERROR(repeat(reads, /*save=*/false, &result.loads));
+  }
   return result;
 }
 
@@ -431,10 +458,11 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     }
     const std::uint64_t faults_before = MinorFaults();
     bool any_failed = false;
-    Status status =
-        TrainEpoch(session, accs, signal, epoch, options.checkpointer, records, any_failed);
+    int interrupted = 0;
+    Status status = TrainEpoch(session, accs, signal, epoch, options.checkpointer, records,
+                               any_failed, interrupted);
     IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
-    if (plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
+    if (interrupted == 0 && plan::EvaluateAfterEpoch(c, epoch) && result.eval_steps_per_epoch > 0) {
       status = EvalEpoch(session, accs, signal, epoch, records);
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     }
@@ -444,6 +472,10 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     records[0].minor_faults = MinorFaults() - faults_before;
     if (options.on_epoch) options.on_epoch(records[0]);
     for (std::size_t i = 0; i < per_process; ++i) accs[i]->epochs.push_back(std::move(records[i]));
+    if (interrupted != 0) {  // the epochs so far are the result
+      result.interrupted_by = interrupted;
+      break;
+    }
   }
   result.end = Stamp::Now();
   for (auto& a : accs) {

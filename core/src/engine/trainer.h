@@ -47,6 +47,9 @@ struct TrainResult {
   // The first accelerator's epochs (accelerators[0].epochs); its records
   // carry the process's page-fault counts.
   std::vector<metrics::EpochRecord> epochs;
+  // The signal that stopped training at a step boundary (interrupt.h), or 0;
+  // `epochs` then ends with the interrupted epoch's steps so far.
+  int interrupted_by = 0;
   std::uint64_t train_steps_per_epoch = 0;
   std::uint64_t eval_steps_per_epoch = 0;
   metrics::Stamp start;
@@ -68,6 +71,7 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options);
 struct CheckpointOnlyResult {
   std::vector<metrics::CheckpointRecord> saves;
   std::vector<metrics::CheckpointRecord> loads;
+  int interrupted_by = 0;  // the signal that stopped it before a checkpoint, or 0
 };
 
 // DLIO's checkpoint-only workflow (workflow.train False, checkpoint True):

@@ -353,6 +353,9 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   r.accelerators_per_process = outcome.train ? outcome.train->accelerators_per_process : 1;
   r.accelerators = r.ranks * r.accelerators_per_process;
   r.num_hosts = cluster.num_hosts();
+  r.interrupted_by = outcome.train             ? outcome.train->interrupted_by
+                     : outcome.checkpoint_only ? outcome.checkpoint_only->interrupted_by
+                                               : 0;
   r.hostname = cluster.hostname();
 
   // Host facts: DLIO reads them on every rank; the per-host lists take one

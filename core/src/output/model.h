@@ -204,6 +204,10 @@ struct RunResults {
   std::vector<TimelineEntry> timeline;
   std::vector<EventEntry> events;
 
+  // The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run at a step
+  // boundary, or 0 when it ran to its end (engine/interrupt.h).
+  int interrupted_by = 0;
+
   // Filled after the per-accelerator files are written (their cost counts).
   double peak_rss_mib = 0;  // the largest rank's, whole run
   double output_seconds = 0;

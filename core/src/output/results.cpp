@@ -45,6 +45,36 @@ std::string DefaultOutputFolder(const config::Config& config) {
   return "hydra_log/" + config.model.name + "/" + stamp;
 }
 
+namespace {
+
+// A file of `folder` that a run with `config` writes and that exists already,
+// or "" (issue 13, defect 9: nothing a user wrote is overwritten unasked).
+std::string FileThisRunWouldOverwrite(const std::string& folder, const config::Config& config) {
+  std::error_code ec;
+  for (const std::string& name :
+       {config.hydra.output_subdir + "/config.yaml", config.hydra.output_subdir + "/overrides.yaml",
+        config.output.log_file}) {
+    if (!name.empty() && fs::exists(folder + "/" + name, ec)) return folder + "/" + name;
+  }
+  // Per-accelerator files: <n>_output.json, <n>_per_epoch_stats.json, <n>_samples.csv.
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::size_t underscore = name.find('_');
+    if (underscore == 0 || underscore == std::string::npos) continue;
+    if (!std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(underscore),
+                     [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    const std::string rest = name.substr(underscore + 1);
+    if (rest == "output.json" || rest == "per_epoch_stats.json" || rest == "samples.csv") {
+      return it->path().string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster) {
   std::string folder;
   Status status;
@@ -61,6 +91,11 @@ Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::C
       status = Status::AlreadyExists("output folder " + folder +
                                      " already holds the results of another run; choose another "
                                      "with ++workload.output.folder=<dir> or remove it");
+    } else if (const std::string existing = FileThisRunWouldOverwrite(folder, config);
+               !existing.empty()) {
+      status = Status::AlreadyExists("output folder " + folder + " already holds " + existing +
+                                     ", which this run would overwrite; choose another with "
+                                     "++workload.output.folder=<dir> or remove it");
     }
     if (status.ok()) {
       fs::create_directories(folder + "/" + config.hydra.output_subdir, ec);
@@ -88,9 +123,10 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
   return WriteTextFile(sub + "/overrides.yaml", overrides);
 }
 
-Status WriteStatus(const std::string& folder, const Status& run_status) {
+Status WriteStatus(const std::string& folder, const Status& run_status, const char* signal) {
   json o;
-  o["status"] = run_status.ok() ? "completed" : "failed";
+  o["status"] = signal != nullptr ? "interrupted" : run_status.ok() ? "completed" : "failed";
+  if (signal != nullptr) o["signal"] = signal;
   if (!run_status.ok()) o["error"] = run_status.message();
   o["end"] = Timestamp(std::chrono::system_clock::now());
   return WriteTextFile(folder + "/status.json",

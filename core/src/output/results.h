@@ -46,7 +46,10 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
 Result<RunResults> WriteResults(const std::string& folder, engine::Session& session,
                                 const RunOutcome& outcome);
 
-// Rank 0: status.json with "completed" or "failed" and the error message.
-Status WriteStatus(const std::string& folder, const Status& run_status);
+// Rank 0: status.json with "completed" or "failed" and the error message;
+// "interrupted" and "signal": <name> when `signal` is set (a run stopped by
+// SIGINT, SIGTERM or SIGHUP, engine/interrupt.h), with an error if any.
+Status WriteStatus(const std::string& folder, const Status& run_status,
+                   const char* signal = nullptr);
 
 }  // namespace iomimic::output

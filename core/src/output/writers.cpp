@@ -357,7 +357,7 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manif
                  {"GB", "GiB (2^30 bytes); DLIO's key names are kept"},
                  {"latency", "milliseconds"}};
   io["version"] = IOMIMIC_VERSION_STRING;
-  io["status"] = "completed";
+  io["status"] = r.interrupted_by != 0 ? "interrupted" : "completed";
   io["wall_seconds"] = Num(Seconds(r.start, r.end));
   io["bytes_read"] = r.io.bytes_read;
   io["bytes_written"] = r.io.bytes_written;

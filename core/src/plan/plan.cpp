@@ -89,7 +89,7 @@ std::vector<std::string> DatasetLayout::Directories() const {
                                    SplitDirectory(Split::kEval)};
   for (Split split : {Split::kTrain, Split::kEval}) {
     std::uint64_t s = split == Split::kTrain ? subfolders_train_ : subfolders_eval_;
-    if (s > 1) {
+    if (s > 1 && num_files(split) > 0) {  // a split without files needs no subfolders
       for (std::uint64_t i = 0; i < s; ++i)
         dirs.push_back(SplitDirectory(split) + "/" + Padded(i, s));
     }

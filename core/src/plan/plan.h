@@ -40,6 +40,7 @@ class DatasetLayout {
   std::pair<Split, std::uint64_t> FromGlobal(std::uint64_t global_index) const;
   std::uint64_t ToGlobal(Split split, std::uint64_t index) const;
 
+  const std::string& data_folder() const { return data_folder_; }
   // <data_folder>/train or /valid.
   std::string SplitDirectory(Split split) const;
   // Every folder generation must create (split folders and subfolders).

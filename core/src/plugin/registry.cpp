@@ -199,9 +199,12 @@ Result<void*> Registry::Create(Kind kind, const std::string& name, const PluginC
     if (l.info.kind == kind && l.info.name == name) entry = &l;
   }
   if (entry == nullptr) return Status::Internal("plugin '" + name + "' lost after discovery");
-  for (const auto& [key, value] : context.options.values()) {
+  for (const auto& option : context.options.values()) {
+    // A named reference, not a structured binding: lambdas may not capture
+    // those before C++20 compilers implement P1091 (clang 14 refuses).
+    const std::string& key = option.first;
     bool declared = std::any_of(info.options.begin(), info.options.end(),
-                                [&](const OptionInfo& o) { return o.name == key; });
+                                [&key](const OptionInfo& o) { return o.name == key; });
     if (!declared) {
       std::string accepted;
       for (const OptionInfo& o : info.options) accepted += (accepted.empty() ? "" : ", ") + o.name;

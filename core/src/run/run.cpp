@@ -7,6 +7,7 @@
 
 #include "engine/checkpointer.h"
 #include "engine/generator.h"
+#include "engine/interrupt.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
 #include "output/results.h"
@@ -107,7 +108,11 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   }
   // From here on a failure is also recorded in the run folder.
   auto finish_failed = [&](const Status& st) -> Status {
-    if (cluster.rank() == 0 && !folder.empty()) (void)output::WriteStatus(folder, st);
+    // A failure while a signal stops the run says so (engine/interrupt.h).
+    const int signal = engine::InterruptSignal();
+    if (cluster.rank() == 0 && !folder.empty()) {
+      (void)output::WriteStatus(folder, st, signal != 0 ? engine::SignalName(signal) : nullptr);
+    }
     return fail(st);
   };
 
@@ -184,7 +189,9 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   status = cluster.AgreeOnStatus(results.status());
   if (!status.ok()) return finish_failed(status);
   if (cluster.rank() == 0) {
-    status = output::WriteStatus(folder, Status::OK());
+    const int signal = results->interrupted_by;
+    status = output::WriteStatus(folder, Status::OK(),
+                                 signal != 0 ? engine::SignalName(signal) : nullptr);
     if (!status.ok()) return fail(status);
   }
   return results;

@@ -148,7 +148,8 @@ TEST_CASE("round trip of several shapes") {
   for (const auto& shape : shapes) {
     CAPTURE(shape[0]);
     CAPTURE(shape[1]);
-    FileSpec spec = MakeSpec("uint8", shape, seed++, "/rt/" + std::to_string(seed) + ".jpeg");
+    const std::string path = "/rt/" + std::to_string(seed) + ".jpeg";
+    FileSpec spec = MakeSpec("uint8", shape, seed++, path);
     REQUIRE(WriteSpec(format, storage, spec).ok());
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);

@@ -195,7 +195,8 @@ TEST_CASE("round trip of several shapes") {
     CAPTURE(shape.size());
     CAPTURE(shape[0]);
     CAPTURE(shape[1]);
-    FileSpec spec = MakeSpec("uint8", shape, seed++, "/rt/" + std::to_string(seed) + ".png");
+    const std::string path = "/rt/" + std::to_string(seed) + ".png";
+    FileSpec spec = MakeSpec("uint8", shape, seed++, path);
     REQUIRE(WriteSpec(format, storage, spec).ok());
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);

@@ -24,6 +24,11 @@ FormatTraits TfRecordFormat::traits() const {
 
 Status TfRecordFormat::Validate(const FileSpec& spec) const { return ValidateSpec(spec); }
 
+std::vector<std::string> TfRecordFormat::CompanionPaths(const FileSpec& spec) const {
+  if (!options_.write_index) return {};
+  return {IndexLocationFor(spec.path).path};
+}
+
 Result<std::uint64_t> TfRecordFormat::ExpectedFileSize(const FileSpec& spec) const {
   return ComputeFileSize(spec);
 }

@@ -36,6 +36,9 @@ class TfRecordFormat final : public Format {
   // num_samples * (16 + serialized Example size): exact.
   Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override;
 
+  // The DALI index file (IndexLocationFor) when the index is enabled.
+  std::vector<std::string> CompanionPaths(const FileSpec& spec) const override;
+
   // Writes the records through file.WriteAt in chunk-aligned requests, then
   // the index file (when enabled) through `storage`.
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;

@@ -146,6 +146,7 @@ Status WriteIndex(Storage& storage, const FileSpec& spec, std::uint64_t record_s
     s = out.Append(std::string_view(line, n));
   }
   if (s.ok()) s = out.Finish();
+  if (s.ok()) s = (*file)->Sync();  // durable before it gets its final name
   Status closed = (*file)->Close();
   file->reset();
   if (s.ok()) s = closed;

@@ -133,8 +133,12 @@ TEST_CASE("this format's traits and options") {
   void* made = iomimic_plugin_descriptor.create(&ctx, &error);
   REQUIRE_MESSAGE(made != nullptr, error.ToString());
   iomimic_plugin_descriptor.destroy(made);
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& option : std::vector<std::pair<std::string, std::string>>{
            {"compression", "jpeg2000"}, {"compress_level", "0"}, {"rows_per_strip", "-1"}}) {
+    // Named, not a structured binding: CAPTURE's lambda cannot capture those
+    // before clang 16.
+    const std::string& key = option.first;
+    const std::string& value = option.second;
     CAPTURE(key);
     ctx.options = PluginOptions("format plugin 'tiff'", {{key, value}});
     CHECK(iomimic_plugin_descriptor.create(&ctx, &error) == nullptr);
@@ -193,7 +197,8 @@ TEST_CASE("round trip of shapes, element types and compressions") {
         CAPTURE(dtype);
         CAPTURE(shape[0]);
         CAPTURE(shape[1]);
-        FileSpec spec = MakeSpec(dtype, shape, seed++, "/rt/" + std::to_string(seed) + ".tiff");
+        const std::string path = "/rt/" + std::to_string(seed) + ".tiff";
+        FileSpec spec = MakeSpec(dtype, shape, seed++, path);
         REQUIRE(WriteSpec(format, storage, spec).ok());
         CheckRoundTrip(format, storage, spec, seed % 2 == 0);
       }

@@ -27,6 +27,10 @@ Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
   });
 }
 
+std::vector<std::string> IndexedBinaryFormat::CompanionPaths(const FileSpec& spec) const {
+  return {OffsetIndexPath(spec.path), SizeIndexPath(spec.path)};
+}
+
 Result<std::uint64_t> IndexedBinaryFormat::ExpectedFileSize(const FileSpec& spec) const {
   return Guard(name(), "computing a file size", "", [&]() -> Result<std::uint64_t> {
     return ComputeFileSize(spec, flavor_);

@@ -49,6 +49,9 @@ class IndexedBinaryFormat final : public Format {
   // The data file's size: sample_bytes * num_samples.
   Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override;
 
+  // The two index files: OffsetIndexPath and SizeIndexPath of spec.path.
+  std::vector<std::string> CompanionPaths(const FileSpec& spec) const override;
+
   // Writes the data into `file` and the index files beside spec.path (which
   // must be the data file's final path).
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;

@@ -48,6 +48,7 @@ Status WriteIndexFile(Storage& storage, const std::string& path, std::uint64_t c
     s = file->WriteAt(first * kIndexEntrySize,
                       buffer.first(static_cast<std::size_t>(n * kIndexEntrySize)));
   }
+  if (s.ok()) s = file->Sync();  // durable before it gets its final name
   Status closed = file->Close();
   file.reset();
   if (s.ok()) s = closed;

@@ -19,14 +19,16 @@ void Resolve(void* library, const char* name, Fn* fn, std::string* missing) {
   *fn = reinterpret_cast<Fn>(symbol);
 }
 
-// Tries `explicit_name`, or each default, with dlopen. On success stores the
+// Tries `explicit_name` (checked by CheckLibraryName, named `option` in
+// errors), or each default, with dlopen. On success stores the
 // accepted name in `*accepted`; on failure returns a NotFound naming what was
 // tried, prefixed with `what` ("libcudart not found").
-Result<void*> OpenLibrary(const std::string& explicit_name,
+Result<void*> OpenLibrary(const std::string& explicit_name, std::string_view option,
                           std::initializer_list<const char*> defaults, std::string_view what,
                           std::string* accepted) {
   std::vector<std::string> names;
   if (!explicit_name.empty()) {
+    IOMIMIC_RETURN_IF_ERROR(CheckLibraryName(explicit_name, option));
     names.push_back(explicit_name);
   } else {
     for (const char* n : defaults) names.emplace_back(n);
@@ -53,6 +55,28 @@ std::mutex& LoadMutex() {
 
 }  // namespace
 
+Status CheckLibraryName(const std::string& name, std::string_view option) {
+  if (name.empty()) return Status::OK();
+  if (name.front() == '/') {
+    if (name.find("/../") != std::string::npos || name.ends_with("/..")) {
+      return Status::InvalidArgument("option '" + std::string(option) + "' = '" + name +
+                                     "': an absolute path must not contain '..'");
+    }
+    return Status::OK();
+  }
+  if (name.find('/') != std::string::npos) {
+    return Status::InvalidArgument(
+        "option '" + std::string(option) + "' = '" + name +
+        "' is a relative path: name a library by absolute path or by bare name (found on the "
+        "loader's search path), never relative to the current directory (docs/security.md)");
+  }
+  if (name == "." || name == "..") {
+    return Status::InvalidArgument("option '" + std::string(option) + "' = '" + name +
+                                   "' is not a library name");
+  }
+  return Status::OK();
+}
+
 std::string CudaRuntime::ErrorText(CudaError error) const {
   const char* text = GetErrorString != nullptr ? GetErrorString(error) : nullptr;
   std::string out = text != nullptr ? text : "unknown CUDA error";
@@ -67,7 +91,7 @@ Result<const CudaRuntime*> LoadCudaRuntime(const std::string& library) {
   if (it != cache->end()) return static_cast<const CudaRuntime*>(it->second.get());
 
   auto runtime = std::make_unique<CudaRuntime>();
-  IOMIMIC_ASSIGN_OR_RETURN(void* handle, OpenLibrary(library,
+  IOMIMIC_ASSIGN_OR_RETURN(void* handle, OpenLibrary(library, "cuda_runtime",
                                                      {"libcudart.so.13", "libcudart.so.12",
                                                       "libcudart.so.11.0", "libcudart.so"},
                                                      "libcudart not found", &runtime->library));
@@ -135,8 +159,9 @@ Result<const CufileApi*> LoadCufile(const std::string& library) {
   if (it != cache->end()) return static_cast<const CufileApi*>(it->second.get());
 
   auto api = std::make_unique<CufileApi>();
-  IOMIMIC_ASSIGN_OR_RETURN(void* handle, OpenLibrary(library, {"libcufile.so.0", "libcufile.so"},
-                                                     "libcufile not found", &api->library));
+  IOMIMIC_ASSIGN_OR_RETURN(
+      void* handle, OpenLibrary(library, "cufile_library", {"libcufile.so.0", "libcufile.so"},
+                                "libcufile not found", &api->library));
   std::string missing;
   Resolve(handle, "cuFileDriverOpen", &api->DriverOpen, &missing);
   // Newer headers map cuFileDriverClose to cuFileDriverClose_v2; older

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "iomimic/status.h"
 
@@ -56,6 +57,15 @@ struct CudaRuntime {
   // "CUDA driver version is insufficient for CUDA runtime version (error 35)".
   std::string ErrorText(CudaError error) const;
 };
+
+// Checks a library named by the manifest (option `option`, for the error)
+// before it is given to dlopen: empty (the defaults), an absolute path
+// without "..", or a bare library name that the dynamic loader finds on its
+// search path (LD_LIBRARY_PATH, the ld.so cache). A relative path such as
+// "./x.so" or "lib/x.so" is refused with InvalidArgument, since dlopen would
+// resolve it against the current directory and run its constructors
+// (issue 13, defect 2; docs/security.md).
+Status CheckLibraryName(const std::string& name, std::string_view option);
 
 // Loads the CUDA runtime: `library` when not empty (a name or a path), else
 // the first of libcudart.so.13, .so.12, .so.11.0, .so that dlopen accepts.

@@ -541,6 +541,8 @@ Result<GdsOptions> ParseOptions(const PluginOptions& given) {
   IOMIMIC_ASSIGN_OR_RETURN(out.report, opts.GetBool("report", false));
   IOMIMIC_ASSIGN_OR_RETURN(out.path.cuda_runtime, opts.GetString("cuda_runtime", ""));
   IOMIMIC_ASSIGN_OR_RETURN(out.path.cufile_library, opts.GetString("cufile_library", ""));
+  IOMIMIC_RETURN_IF_ERROR(CheckLibraryName(out.path.cuda_runtime, "cuda_runtime"));
+  IOMIMIC_RETURN_IF_ERROR(CheckLibraryName(out.path.cufile_library, "cufile_library"));
   IOMIMIC_ASSIGN_OR_RETURN(out.path.cufile_log, opts.GetString("cufile_log", ""));
   return out;
 }
@@ -586,7 +588,10 @@ Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
                                                const OpenOptions& options) {
   auto open_fd = [&](int flags, bool direct) -> Result<int> {
     const int fd = OpenRetrying(path, flags | (direct ? O_DIRECT : 0));
-    if (fd >= 0) return fd;
+    if (fd >= 0) {
+      IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
+      return fd;
+    }
     const int err = errno;
     if (direct && err == EINVAL) {
       return Status::FromErrno(err, "open " + path + " with O_DIRECT")
@@ -746,8 +751,10 @@ const IomimicOptionSpec kGdsOptions[] = {
     {"allocation_cache", "bytes", "256M", "released device memory kept for reuse (0 = none)"},
     {"device", "int", "-1", "GPU index; -1 = MPI rank modulo the number of GPUs"},
     {"report", "bool", "false", "log the data path choice and one statistics line to stderr"},
-    {"cuda_runtime", "string", "", "CUDA runtime to dlopen (default libcudart.so.13, .12, .11.0)"},
-    {"cufile_library", "string", "", "cuFile library to dlopen (default libcufile.so.0, .so)"},
+    {"cuda_runtime", "string", "",
+     "CUDA runtime to dlopen: absolute path or bare name (default libcudart.so.13, .12, .11.0)"},
+    {"cufile_library", "string", "",
+     "cuFile library to dlopen: absolute path or bare name (default libcufile.so.0, .so)"},
     {"cufile_log", "string", "",
      "cuFile log file (CUFILE_LOGFILE_PATH); default $TMPDIR/iomimic-cufile-<pid>.log"},
 };

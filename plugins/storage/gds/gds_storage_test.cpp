@@ -412,6 +412,13 @@ TEST_CASE("gds: options are validated") {
       {{{"device", "-5"}}, "device"},
       {{{"direct", "sometimes"}}, "direct"},
       {{{"report", "maybe"}}, "report"},
+      // Issue 13, defect 2: libraries named by the manifest are loaded only
+      // by absolute path or bare name, never relative to the current folder.
+      {{{"cuda_runtime", "./libcudart.so"}}, "cuda_runtime"},
+      {{{"cuda_runtime", "lib/libcudart.so"}}, "cuda_runtime"},
+      {{{"cufile_library", "./libcufile.so.0"}}, "cufile_library"},
+      {{{"cufile_library", "../x.so"}}, "cufile_library"},
+      {{{"mode", "cuda-bounce"}, {"cuda_runtime", "./libcudart.so"}}, "cuda_runtime"},
   };
   for (const Bad& c : cases) {
     CAPTURE(c.mentions);

@@ -309,6 +309,7 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     // Mapping for reads needs a readable descriptor, also when writing.
     const int fd = OpenRetrying(path, OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       Status error = Status::FromErrno(errno, "fstat " + path);

@@ -213,6 +213,8 @@ class MpiioStorage final : public FileSystemStorage {
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "open " + path);
     }
+    // MPI_File_open would block on a named pipe: only regular files.
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularPath(path));
     MPI_File handle = MPI_FILE_NULL;
     int rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), amode, info_, &handle);
     if (rc != MPI_SUCCESS) return Fail(rc, "MPI_File_open " + path);
@@ -236,6 +238,7 @@ class MpiioStorage final : public FileSystemStorage {
   Result<MPI_File> SharedHandle(const std::string& path) {
     auto it = shared_.find(path);
     if (it != shared_.end()) return it->second;
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularPath(path));
     MPI_File handle = MPI_FILE_NULL;
     int rc = MPI_File_open(world_, path.c_str(), MPI_MODE_RDONLY, info_, &handle);
     if (rc != MPI_SUCCESS) return Fail(rc, "collective MPI_File_open " + path);

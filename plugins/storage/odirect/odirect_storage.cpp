@@ -619,12 +619,14 @@ Result<std::unique_ptr<File>> OdirectStorage::Open(const std::string& path,
     const int fd = OpenRetrying(path, O_DIRECT | OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) {
       if (errno == EINVAL) {
+        IOMIMIC_RETURN_IF_ERROR(CheckRegularPath(path));
         return Status::NotSupported("open " + path +
                                     " with O_DIRECT: the file system does not support direct "
                                     "I/O (use storage.backend posix there)");
       }
       return Status::FromErrno(errno, "open " + path);
     }
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       Status error = Status::FromErrno(errno, "fstat " + path);

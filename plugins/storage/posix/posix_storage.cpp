@@ -126,6 +126,7 @@ class PosixStorage final : public FileSystemStorage {
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
     const int fd = OpenRetrying(path, OpenFlags(options.mode));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
     int advice = options_.fadvise;
     if (advice == kNoAdvice) {
       switch (options.hint) {

@@ -234,7 +234,7 @@ class MemoryStorage : public Storage {
         if (offset < content_->bytes.size()) {
           n = std::min<std::size_t>(destination.size(),
                                     content_->bytes.size() - static_cast<std::size_t>(offset));
-          std::memcpy(destination.data(), content_->bytes.data() + offset, n);
+          if (n > 0) std::memcpy(destination.data(), content_->bytes.data() + offset, n);
         }
       }
       owner_->Log({false, path_, offset, destination.size(), n});
