@@ -23,6 +23,11 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/compare.h"
+#include "analysis/launch.h"
+#include "analysis/run_folder.h"
+#include "analysis/search.h"
+#include "analysis/sweep.h"
 #include "cluster/arg_vector.h"
 #include "cluster/cluster.h"
 #include "config/config.h"
@@ -147,6 +152,9 @@ const char* const kCommandHelp =
     "  plugins    list the storage and format plugins found\n"
     "  conformance  run the storage and format conformance suites against plugins\n"
     "             (--plugin-dir DIR, --plugin NAME; see docs/plugins.md)\n"
+    "  compare    RUN_A RUN_B...: figures side by side, ratios to A, differing config\n"
+    "  sweep      DESIGN.csv: run a factorial design (resumable), results.csv\n"
+    "  search     WORKLOAD --min-au 90: the most accelerators that keep AU\n"
     "\n"
     "overrides (Hydra syntax, as DLIO): ++workload.a.b=v (set), workload.a.b=v (change),\n"
     "  +workload.a.b=v (add), ~workload.a.b (delete), ++hydra.run.dir=DIR\n"
@@ -288,6 +296,161 @@ int CmdPlugins(int argc, char** argv) {
 
 // Runs iomimic-conformance, installed beside this binary (the suites in
 // tests/conformance), with the same arguments; its exit status is ours.
+int CmdCompare(int argc, char** argv) {
+  std::vector<std::string> folders;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: iomimic compare RUN_A RUN_B [RUN_C...]\n\n"
+                   "Prints the runs' figures side by side (AU, throughput, latency, checkpoint\n"
+                   "rates...) with each run's ratio to RUN_A, and the configuration keys whose\n"
+                   "values differ (back end, options, format, host). Reads the run folders'\n"
+                   "summary.json.\n";
+      return 0;
+    }
+    folders.push_back(a);
+  }
+  if (folders.size() < 2) return Usage("compare needs at least two run folders");
+  std::vector<analysis::RunFolder> runs;
+  for (const std::string& f : folders) {
+    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f);
+    if (!run.ok()) return Fail(run.status().WithContext("compare"));
+    runs.push_back(std::move(run).value());
+  }
+  std::cout << analysis::CompareText(runs);
+  return 0;
+}
+
+// Options shared by sweep and search: --iomimic, --launcher, --output and
+// overrides added to every run.
+struct ExperimentArgs {
+  std::vector<std::string> positional;
+  std::string output;
+  std::string launcher;
+  std::string iomimic;
+  double min_au = 90;
+  std::string by = "accelerators";
+  std::uint64_t max = 4096;
+};
+
+bool ParseExperiment(const std::string& command, int argc, char** argv, ExperimentArgs* args,
+                     int* exit_code) {
+  po::options_description opts("options");
+  opts.add_options()("help,h", "this help")(
+      "output,o", po::value<std::string>(&args->output),
+      command == "sweep" ? "folder of the runs and results.csv (default: DESIGN.runs)"
+                         : "folder of the runs and search.csv (default: search-<workload>)")(
+      "launcher", po::value<std::string>(&args->launcher),
+      "MPI launcher for more than one process, {processes} replaced (default: mpirun "
+      "[--allow-run-as-root] --oversubscribe -np {processes})")(
+      "iomimic", po::value<std::string>(&args->iomimic),
+      "the iomimic binary to run (default: this one)");
+  if (command == "search") {
+    opts.add_options()("min-au", po::value<double>(&args->min_au)->default_value(90),
+                       "AU threshold in percent")(
+        "by", po::value<std::string>(&args->by)->default_value("accelerators"),
+        "what grows: accelerators (per process, one process) or ranks (MPI processes)")(
+        "max", po::value<std::uint64_t>(&args->max)->default_value(4096),
+        "the largest number tried");
+  }
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(
+        po::command_line_parser(argc, argv)
+            .options(all)
+            .positional(pos)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    *exit_code = Usage(e.what());
+    return false;
+  }
+  if (vm.count("help")) {
+    if (command == "sweep") {
+      std::cout << "usage: iomimic sweep DESIGN.csv [options] [OVERRIDES...]\n\n"
+                   "Runs every row of DESIGN.csv not yet marked run=Y, each in its own folder,\n"
+                   "and writes results.csv (docs/analysis.md). Columns: model (or workload),\n"
+                   "processes, overrides, run, and manifest keys (reader.read_threads...).\n"
+                   "OVERRIDES are added to every experiment.\n\n";
+    } else {
+      std::cout << "usage: iomimic search [MANIFEST.yaml | WORKLOAD] [options] [OVERRIDES...]\n\n"
+                   "Finds the largest number of emulated accelerators whose training AU stays\n"
+                   "at or above --min-au: doubling, then bisection (docs/analysis.md).\n\n";
+    }
+    std::cout << opts;
+    *exit_code = 0;
+    return false;
+  }
+  if (args->iomimic.empty()) args->iomimic = analysis::SelfPath();
+  return true;
+}
+
+int CmdSweep(int argc, char** argv) {
+  ExperimentArgs args;
+  int code = 0;
+  if (!ParseExperiment("sweep", argc, argv, &args, &code)) return code;
+  if (args.positional.empty()) return Usage("sweep needs a design file");
+  analysis::SweepOptions options;
+  options.design = args.positional[0];
+  options.overrides.assign(args.positional.begin() + 1, args.positional.end());
+  options.output = args.output;
+  options.iomimic = args.iomimic;
+  options.launcher =
+      args.launcher.empty() ? analysis::DefaultLauncher() : analysis::SplitWords(args.launcher);
+  Result<analysis::SweepReport> report = analysis::RunSweep(
+      options, [](const std::string& line) { std::cout << "sweep: " << line << std::endl; });
+  if (!report.ok()) return Fail(report.status());
+  std::cout << "sweep: " << report->completed << " completed, " << report->failed << " failed, "
+            << report->already_done << " done before, of " << report->rows
+            << " experiments; results in " << report->results_csv << std::endl;
+  if (report->interrupted) return 130;
+  return report->failed > 0 ? 1 : 0;
+}
+
+int CmdSearch(int argc, char** argv) {
+  ExperimentArgs args;
+  int code = 0;
+  if (!ParseExperiment("search", argc, argv, &args, &code)) return code;
+  analysis::SearchOptions options;
+  options.workload = kDefaultWorkload;
+  for (const std::string& p : args.positional) {
+    const bool is_override = p.find('=') != std::string::npos || p.rfind("~", 0) == 0;
+    if (is_override) {
+      options.overrides.push_back(p);
+    } else {
+      options.workload = p;
+    }
+  }
+  options.iomimic = args.iomimic;
+  options.min_au_percent = args.min_au;
+  options.by = args.by;
+  options.max = args.max;
+  options.launcher =
+      args.launcher.empty() ? analysis::DefaultLauncher() : analysis::SplitWords(args.launcher);
+  options.output =
+      args.output.empty() ? "search-" + fs::path(options.workload).stem().string() : args.output;
+  Result<analysis::SearchResult> result =
+      analysis::RunSearch(options, [](const analysis::SearchPoint& p) {
+        std::cout << "search: " << p.accelerators << " accelerator(s): AU "
+                  << Format("%.2f", p.au_percent) << "%" << (p.held ? "" : " (below)") << std::endl;
+      });
+  if (!result.ok()) return Fail(result.status());
+  const std::string table = analysis::SearchTable(*result, options.min_au_percent);
+  std::cout << table;
+  std::ofstream csv(options.output + "/search.csv", std::ios::trunc);
+  csv << analysis::SearchCsv(*result);
+  if (!csv) return Fail(Status::IOError("cannot write " + options.output + "/search.csv"));
+  return 0;
+}
+
 int CmdConformance(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -503,8 +666,8 @@ int Main(int argc, char** argv) {
                 << IOMIMIC_PLUGIN_ABI_VERSION << ")\n";
       return 0;
     }
-    if (first == "run" || first == "generate" || first == "config" || first == "plugins" ||
-        first == "conformance") {
+    if (first == "compare" || first == "sweep" || first == "search" || first == "run" ||
+        first == "generate" || first == "config" || first == "plugins" || first == "conformance") {
       command = first;
       shift = 1;
     } else if (first.rfind("-", 0) != 0 && first.find('=') == std::string::npos &&
@@ -518,6 +681,9 @@ int Main(int argc, char** argv) {
   if (command == "plugins") return CmdPlugins(rest.argc(), rest.argv());
   if (command == "config") return CmdConfig(rest.argc(), rest.argv());
   if (command == "conformance") return CmdConformance(rest.argc(), rest.argv());
+  if (command == "compare") return CmdCompare(rest.argc(), rest.argv());
+  if (command == "sweep") return CmdSweep(rest.argc(), rest.argv());
+  if (command == "search") return CmdSearch(rest.argc(), rest.argv());
   return CmdRunOrGenerate(command, rest.argc(), rest.argv());
 }
 

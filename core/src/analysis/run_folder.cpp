@@ -1,0 +1,195 @@
+#include "analysis/run_folder.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace iomimic::analysis {
+namespace {
+
+using json = nlohmann::json;
+
+// A figure's name and where summary.json holds it.
+struct FigureSource {
+  const char* name;
+  std::function<const json*(const json&)> find;
+  bool higher_is_better;
+};
+
+const json* At(const json& root, std::initializer_list<const char*> path) {
+  const json* node = &root;
+  for (const char* key : path) {
+    if (!node->is_object()) return nullptr;
+    auto it = node->find(key);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+  }
+  return node->is_number() ? node : nullptr;
+}
+
+const std::vector<FigureSource>& Sources() {
+  static const std::vector<FigureSource> sources = {
+      {"train AU %",
+       [](const json& s) {
+         return At(s, {"metric", "train_au_mean_percentage"});
+       },
+       true},
+      {"train samples/s",
+       [](const json& s) {
+         return At(s, {"metric", "train_throughput_mean_samples_per_second"});
+       },
+       true},
+      {"train MiB/s (nominal)",
+       [](const json& s) {
+         return At(s, {"metric", "train_io_mean_MB_per_second"});
+       },
+       true},
+      {"train MiB/s (read)",
+       [](const json& s) {
+         return At(s, {"iomimic", "train_io_actual_mean_MiB_per_second"});
+       },
+       true},
+      {"eval AU %",
+       [](const json& s) {
+         return At(s, {"metric", "eval_au_mean_percentage"});
+       },
+       true},
+      {"sample read p50 ms",
+       [](const json& s) {
+         return At(s, {"iomimic", "sample_read_latency_ms", "p50"});
+       },
+       false},
+      {"sample read p99 ms",
+       [](const json& s) {
+         return At(s, {"iomimic", "sample_read_latency_ms", "p99"});
+       },
+       false},
+      {"read request p99 ms",
+       [](const json& s) {
+         return At(s, {"iomimic", "read_request_latency_ms", "p99"});
+       },
+       false},
+      {"step data wait p99 ms",
+       [](const json& s) {
+         return At(s, {"iomimic", "latency_ms", "step_data_wait", "p99"});
+       },
+       false},
+      {"checkpoint save GiB/s",
+       [](const json& s) {
+         return At(s, {"metric", "save_checkpoint_io_mean_GB_per_second"});
+       },
+       true},
+      {"checkpoint load GiB/s",
+       [](const json& s) {
+         return At(s, {"metric", "load_checkpoint_io_mean_GB_per_second"});
+       },
+       true},
+      {"accelerators", [](const json& s) { return At(s, {"num_accelerators"}); }, true},
+      {"wall s",
+       [](const json& s) {
+         return At(s, {"iomimic", "wall_seconds"});
+       },
+       false},
+      {"peak RSS MiB",
+       [](const json& s) {
+         return At(s, {"iomimic", "peak_rss_MiB_max_rank"});
+       },
+       false},
+  };
+  return sources;
+}
+
+void Flatten(const YAML::Node& node, const std::string& prefix,
+             std::map<std::string, std::string>* out) {
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      Flatten(it->second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else if (node.IsSequence()) {
+    YAML::Emitter e;
+    e << YAML::Flow << node;
+    (*out)[prefix] = e.c_str();
+  } else if (node.IsScalar()) {
+    (*out)[prefix] = node.Scalar();
+  } else {
+    (*out)[prefix] = "null";
+  }
+}
+
+Result<json> ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("no " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  json parsed = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return Status::Corruption(path + " is not valid JSON");
+  return parsed;
+}
+
+}  // namespace
+
+const Figure* RunFolder::Find(const std::string& name) const {
+  for (const Figure& f : figures) {
+    if (f.name == name) return f.present ? &f : nullptr;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& FigureNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const FigureSource& s : Sources()) out.emplace_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+Result<RunFolder> ReadRunFolder(const std::string& path) {
+  RunFolder run;
+  run.path = path;
+  IOMIMIC_ASSIGN_OR_RETURN(const json summary, ReadJson(path + "/summary.json"));
+  if (Result<json> status = ReadJson(path + "/status.json"); status.ok()) {
+    if (status->contains("status") && (*status)["status"].is_string()) {
+      run.status = (*status)["status"].get<std::string>();
+    }
+  }
+  for (const FigureSource& s : Sources()) {
+    Figure f;
+    f.name = s.name;
+    f.higher_is_better = s.higher_is_better;
+    if (const json* v = s.find(summary)) {
+      f.value = v->get<double>();
+      f.present = true;
+    }
+    run.figures.push_back(f);
+  }
+  const json* io = summary.contains("iomimic") ? &summary["iomimic"] : nullptr;
+  if (io != nullptr && io->contains("manifest") && (*io)["manifest"].contains("resolved") &&
+      (*io)["manifest"]["resolved"].is_string()) {
+    try {
+      Flatten(YAML::Load((*io)["manifest"]["resolved"].get<std::string>()), "", &run.config);
+    } catch (const YAML::Exception& e) {
+      return Status::Corruption(path + "/summary.json: iomimic.manifest.resolved: " + e.what());
+    }
+  }
+  if (io != nullptr && io->contains("plugins")) {
+    const json& plugins = (*io)["plugins"];
+    if (plugins.contains("storage") && plugins["storage"].contains("chain")) {
+      run.config["plugins.storage"] = plugins["storage"]["chain"].get<std::string>();
+    }
+    if (plugins.contains("format") && plugins["format"].contains("name") &&
+        plugins["format"]["name"].is_string()) {
+      run.config["plugins.format"] = plugins["format"]["name"].get<std::string>();
+    }
+  }
+  if (summary.contains("hostname") && summary["hostname"].is_string()) {
+    run.config["host"] = summary["hostname"].get<std::string>();
+  }
+  return run;
+}
+
+}  // namespace iomimic::analysis

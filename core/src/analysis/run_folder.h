@@ -1,0 +1,46 @@
+// What a finished run folder says, read back for the analysis commands
+// (compare, sweep, search): the headline figures of summary.json and the
+// resolved configuration as flat "section.key" -> value pairs.
+//
+// The analysis commands read run folders, not live engine objects, so they
+// work on any folder iomimic wrote, on this machine or another.
+
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "iomimic/status.h"
+
+namespace iomimic::analysis {
+
+// One figure of a run, in the order the commands print them.
+struct Figure {
+  std::string name;  // e.g. "train AU %"
+  double value = 0;
+  bool present = false;
+  bool higher_is_better = true;
+};
+
+struct RunFolder {
+  std::string path;
+  std::string status;  // status.json: completed, failed, interrupted ("" when missing)
+  std::vector<Figure> figures;
+  // The resolved manifest flattened ("reader.read_threads" -> "4"), plus
+  // "plugins.storage" (the chain), "plugins.format", "host".
+  std::map<std::string, std::string> config;
+
+  // The figure `name`, or null.
+  const Figure* Find(const std::string& name) const;
+};
+
+// Reads `path`/summary.json (and status.json). kNotFound when the folder
+// holds no summary; kCorruption with the file's name when it does not parse.
+Result<RunFolder> ReadRunFolder(const std::string& path);
+
+// Names of the figures ReadRunFolder fills, in order.
+const std::vector<std::string>& FigureNames();
+
+}  // namespace iomimic::analysis

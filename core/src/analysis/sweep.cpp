@@ -1,0 +1,303 @@
+#include "analysis/sweep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/launch.h"
+#include "analysis/run_folder.h"
+
+namespace iomimic::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One CSV line into cells (RFC 4180 quoting).
+std::vector<std::string> ParseCsvLine(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      cells.push_back(cell);
+      cell.clear();
+    } else if (ch != '\r') {
+      cell += ch;
+    }
+  }
+  cells.push_back(cell);
+  return cells;
+}
+
+std::string CsvCell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    out += ch;
+    if (ch == '"') out += '"';
+  }
+  return out + "\"";
+}
+
+std::string CsvLine(const std::vector<std::string>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvCell(cells[i]);
+  return line;
+}
+
+// The design file as read: every line (comments kept) and the table.
+struct Design {
+  std::vector<std::string> lines;  // as in the file
+  std::size_t header_line = 0;     // index into lines
+  std::vector<std::string> header;
+  struct Row {
+    std::size_t line = 0;  // index into lines
+    std::vector<std::string> cells;
+  };
+  std::vector<Row> rows;
+  int col_model = -1, col_processes = -1, col_overrides = -1, col_run = -1;
+};
+
+Result<Design> ReadDesign(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot open the design " + path);
+  Design d;
+  std::string line;
+  bool have_header = false;
+  while (std::getline(in, line)) {
+    d.lines.push_back(line);
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::vector<std::string> cells = ParseCsvLine(line);
+    if (!have_header) {
+      d.header = cells;
+      d.header_line = d.lines.size() - 1;
+      have_header = true;
+      continue;
+    }
+    if (cells.size() != d.header.size()) {
+      return Status::InvalidArgument(path + ":" + std::to_string(d.lines.size()) + ": " +
+                                     std::to_string(cells.size()) + " cells, the header has " +
+                                     std::to_string(d.header.size()));
+    }
+    d.rows.push_back({d.lines.size() - 1, std::move(cells)});
+  }
+  if (!have_header) return Status::InvalidArgument(path + ": no header line");
+  for (std::size_t i = 0; i < d.header.size(); ++i) {
+    const std::string& h = d.header[i];
+    const int c = static_cast<int>(i);
+    if (h == "model" || h == "workload") d.col_model = c;
+    if (h == "processes") d.col_processes = c;
+    if (h == "overrides") d.col_overrides = c;
+    if (h == "run") d.col_run = c;
+  }
+  if (d.col_model < 0) {
+    return Status::InvalidArgument(path + ":" + std::to_string(d.header_line + 1) +
+                                   ": the header has no 'model' (or 'workload') column");
+  }
+  return d;
+}
+
+// Rewrites the design with the run cells as they are now (an atomic rename;
+// comments and other lines untouched).
+Status WriteDesign(const std::string& path, Design& d) {
+  if (d.col_run < 0) {
+    d.header.push_back("run");
+    d.col_run = static_cast<int>(d.header.size()) - 1;
+    for (Design::Row& r : d.rows) r.cells.push_back("N");
+  }
+  d.lines[d.header_line] = CsvLine(d.header);
+  for (const Design::Row& r : d.rows) d.lines[r.line] = CsvLine(r.cells);
+  const std::string temp = path + ".iomimic-tmp";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    for (const std::string& l : d.lines) out << l << "\n";
+    if (!out) return Status::IOError("cannot write " + temp);
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) return Status::FromErrno(ec.value(), "cannot replace " + path);
+  return Status::OK();
+}
+
+std::string Sanitize(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+  }
+  return out.substr(0, 60);
+}
+
+bool Done(const Design& d, const Design::Row& r) {
+  if (d.col_run < 0) return false;
+  std::string v = r.cells[static_cast<std::size_t>(d.col_run)];
+  std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+  return v == "Y" || v == "YES";
+}
+
+}  // namespace
+
+Result<SweepReport> RunSweep(const SweepOptions& options,
+                             const std::function<void(const std::string&)>& log) {
+  IOMIMIC_ASSIGN_OR_RETURN(Design design, ReadDesign(options.design));
+  const std::string output = options.output.empty() ? options.design + ".runs" : options.output;
+  std::error_code ec;
+  fs::create_directories(output, ec);
+  if (ec) return Status::FromErrno(ec.value(), "cannot create " + output);
+  SweepReport report;
+  report.rows = design.rows.size();
+  report.results_csv = output + "/results.csv";
+
+  // results.csv: the factors (every design column but run), then the status
+  // and the figures of each completed experiment.
+  std::vector<std::string> factor_names;
+  for (std::size_t i = 0; i < design.header.size(); ++i) {
+    if (static_cast<int>(i) != design.col_run) factor_names.push_back(design.header[i]);
+  }
+  auto folder_of = [&](std::size_t index, const Design::Row& row) {
+    std::string name = std::to_string(index + 1);
+    for (std::size_t i = 0; i < row.cells.size(); ++i) {
+      if (static_cast<int>(i) == design.col_run || row.cells[i].empty()) continue;
+      name += "_" + Sanitize(row.cells[i]);
+    }
+    return output + "/" + name.substr(0, 120);
+  };
+  auto write_results = [&]() -> Status {
+    std::vector<std::string> header = {"experiment"};
+    header.insert(header.end(), factor_names.begin(), factor_names.end());
+    header.push_back("status");
+    header.push_back("folder");
+    for (const std::string& f : FigureNames()) header.push_back(f);
+    std::string text = CsvLine(header) + "\n";
+    for (std::size_t i = 0; i < design.rows.size(); ++i) {
+      const Design::Row& row = design.rows[i];
+      const std::string folder = folder_of(i, row);
+      Result<RunFolder> run = ReadRunFolder(folder);
+      if (!run.ok()) continue;
+      std::vector<std::string> cells = {std::to_string(i + 1)};
+      for (std::size_t c = 0; c < row.cells.size(); ++c) {
+        if (static_cast<int>(c) != design.col_run) cells.push_back(row.cells[c]);
+      }
+      cells.push_back(run->status.empty() ? "unknown" : run->status);
+      cells.push_back(folder);
+      for (const Figure& f : run->figures) {
+        char v[64] = "";
+        if (f.present) std::snprintf(v, sizeof(v), "%.6g", f.value);
+        cells.push_back(v);
+      }
+      text += CsvLine(cells) + "\n";
+    }
+    const std::string temp = report.results_csv + ".tmp";
+    {
+      std::ofstream out(temp, std::ios::trunc);
+      out << text;
+      if (!out) return Status::IOError("cannot write " + temp);
+    }
+    fs::rename(temp, report.results_csv, ec);
+    if (ec) return Status::FromErrno(ec.value(), "cannot write " + report.results_csv);
+    return Status::OK();
+  };
+
+  for (std::size_t i = 0; i < design.rows.size(); ++i) {
+    Design::Row& row = design.rows[i];
+    const std::string folder = folder_of(i, row);
+    if (Done(design, row)) {
+      ++report.already_done;
+      continue;
+    }
+    // A folder left by an earlier attempt: completed counts; anything else
+    // is kept under another name and the experiment runs again.
+    if (fs::exists(folder, ec)) {
+      Result<RunFolder> earlier = ReadRunFolder(folder);
+      if (earlier.ok() && earlier->status == "completed") {
+        // Finished before the sweep stopped, but not yet marked.
+        if (design.col_run < 0) IOMIMIC_RETURN_IF_ERROR(WriteDesign(options.design, design));
+        row.cells[static_cast<std::size_t>(design.col_run)] = "Y";
+        IOMIMIC_RETURN_IF_ERROR(WriteDesign(options.design, design));
+        ++report.completed;
+        IOMIMIC_RETURN_IF_ERROR(write_results());
+        continue;
+      }
+      std::string aside;
+      for (int k = 1;; ++k) {
+        aside = folder + ".attempt-" + std::to_string(k);
+        if (!fs::exists(aside, ec)) break;
+      }
+      fs::rename(folder, aside, ec);
+      if (ec) return Status::FromErrno(ec.value(), "cannot move " + folder + " aside");
+    }
+    std::uint64_t processes = 1;
+    if (design.col_processes >= 0) {
+      const std::string& p = row.cells[static_cast<std::size_t>(design.col_processes)];
+      if (!p.empty()) {
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(p.c_str(), &end, 10);
+        if (end == p.c_str() || *end != '\0' || n == 0) {
+          return Status::InvalidArgument(options.design + ":" + std::to_string(row.line + 1) +
+                                         ": processes '" + p + "' is not a positive integer");
+        }
+        processes = n;
+      }
+    }
+    std::vector<std::string> overrides = options.overrides;
+    for (std::size_t c = 0; c < row.cells.size(); ++c) {
+      const int ci = static_cast<int>(c);
+      if (ci == design.col_model || ci == design.col_processes || ci == design.col_run ||
+          row.cells[c].empty()) {
+        continue;
+      }
+      if (ci == design.col_overrides) {
+        for (std::string& o : SplitWords(row.cells[c])) overrides.push_back(std::move(o));
+      } else {
+        overrides.push_back("++workload." + design.header[c] + "=" + row.cells[c]);
+      }
+    }
+    overrides.push_back("++workload.output.folder=" + folder);
+    const std::vector<std::string> argv =
+        RunCommandLine(options.iomimic, options.launcher, processes,
+                       row.cells[static_cast<std::size_t>(design.col_model)], overrides);
+    std::string shown;
+    for (const std::string& a : argv) shown += (shown.empty() ? "" : " ") + a;
+    log("experiment " + std::to_string(i + 1) + "/" + std::to_string(design.rows.size()) + ": " +
+        shown);
+    IOMIMIC_ASSIGN_OR_RETURN(const int code, RunCommand(argv));
+    if (code == 0) {
+      ++report.completed;
+      if (design.col_run < 0) {
+        IOMIMIC_RETURN_IF_ERROR(WriteDesign(options.design, design));  // adds the column
+      }
+      row.cells[static_cast<std::size_t>(design.col_run)] = "Y";
+      IOMIMIC_RETURN_IF_ERROR(WriteDesign(options.design, design));
+      log("experiment " + std::to_string(i + 1) + ": completed, " + folder);
+    } else {
+      ++report.failed;
+      log("experiment " + std::to_string(i + 1) + ": failed (exit status " + std::to_string(code) +
+          "), " + folder);
+    }
+    IOMIMIC_RETURN_IF_ERROR(write_results());
+    if (code == 130 || code == 143 || code == 129) {
+      report.interrupted = true;
+      break;
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(write_results());
+  return report;
+}
+
+}  // namespace iomimic::analysis

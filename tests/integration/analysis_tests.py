@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""End-to-end checks of the analysis commands (docs/analysis.md): compare,
+sweep (a 2 x 2 design, killed midway and resumed), search (a storage whose
+bandwidth cap gives a known answer). Run by ctest.
+
+Usage: analysis_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+
+def args():
+    return harness.ARGS
+
+
+def shrink(data, files=16, epochs=1, compute=0.005):
+    return [
+        "++workload.workflow.generate_data=True",
+        "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.num_files_train=%d" % files,
+        "++workload.dataset.num_files_eval=0",
+        "++workload.workflow.evaluation=False",
+        "++workload.train.epochs=%d" % epochs,
+        "++workload.train.computation_time=%g" % compute,
+    ]
+
+
+def test_compare_shows_differences():
+    """Two runs on different back ends: the table has both runs' figures and
+    their ratio, and the differing keys with both values."""
+    data = os.path.join(args().work, "data")
+    a, b = os.path.join(args().work, "a"), os.path.join(args().work, "b")
+    run([args().iomimic, "run", "-q", "workload=quickstart", "++workload.output.folder=" + a] +
+        shrink(data))
+    run([args().iomimic, "run", "-q", "workload=quickstart", "++workload.output.folder=" + b,
+         "++workload.storage.backend=mmap"] + shrink(data))
+    out = run([args().iomimic, "compare", a, b]).stdout
+    lines = out.splitlines()
+    au = [line for line in lines if line.startswith("train AU %")]
+    if len(au) != 1 or len(au[0].split()) != 6:  # name (3 words), A, B, B/A
+        fail("no 'train AU %' row with A, B and B/A:\n" + out)
+    with open(os.path.join(a, "summary.json")) as f:
+        au_a = json.load(f)["metric"]["train_au_mean_percentage"]
+    if abs(float(au[0].split()[3]) - au_a) > 0.01:
+        fail("A's AU %s, summary.json says %.2f" % (au[0].split()[3], au_a))
+    backend = [line.split() for line in lines if line.startswith("storage.backend")]
+    if backend != [["storage.backend", "posix", "mmap"]]:
+        fail("the back ends are not shown as a difference:\n" + out)
+    if any(line.startswith("output.folder") for line in lines):
+        fail("output.folder is listed as a difference")
+    p = run([args().iomimic, "compare", a], expect_ok=False)
+    if p.returncode != 2:
+        fail("compare with one run exited %d, expected a usage error" % p.returncode)
+
+
+def read_design(path):
+    with open(path, newline="") as f:
+        return [row for row in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def test_sweep_runs_and_resumes():
+    """A 2 x 2 design (processes x reader.read_threads): killed after its
+    first experiment, then run again, it finishes only the missing rows; the
+    run column becomes Y; results.csv has one row per experiment with each
+    run's figures."""
+    work = args().work
+    design = os.path.join(work, "design.csv")
+    with open(design, "w") as f:
+        f.write("# the study's shape: model, processes, overrides, run\n")
+        f.write("model,processes,reader.read_threads,overrides,run\n")
+        for procs in (1, 2):
+            for threads in (1, 2):
+                f.write("quickstart,%d,%d,++workload.train.epochs=2,N\n" % (procs, threads))
+    out = os.path.join(work, "runs")
+    common = shrink(os.path.join(work, "data"), files=16, epochs=2, compute=0.2) + [
+        "++workload.reader.batch_size=2"]
+    cmd = [args().iomimic, "sweep", design, "--output", out] + common
+    # Start, wait for the first row to be marked, stop the sweep.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        rows = read_design(design)
+        if any(r["run"] == "Y" for r in rows):
+            break
+        if proc.poll() is not None:
+            fail("the sweep ended before any row was marked:\n" + proc.stdout.read())
+        time.sleep(0.05)
+    else:
+        fail("no row marked Y within 120 s")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rows = read_design(design)
+    done_first = [i for i, r in enumerate(rows) if r["run"] == "Y"]
+    if not done_first or len(done_first) == 4:
+        fail("after the kill %d rows are Y; the test needs a partial sweep" % len(done_first))
+    first_folder = sorted(d for d in os.listdir(out) if d.startswith("1_"))[0]
+    first_summary = os.path.join(out, first_folder, "summary.json")
+    stamp = os.path.getmtime(first_summary)
+
+    p = run(cmd)
+    if "done before" not in p.stdout:
+        fail("the second sweep does not report the rows done before:\n" + p.stdout)
+    rows = read_design(design)
+    if [r["run"] for r in rows] != ["Y"] * 4:
+        fail("run column after resuming: %s" % [r["run"] for r in rows])
+    if os.path.getmtime(first_summary) != stamp:
+        fail("the first experiment ran again")
+    with open(os.path.join(work, "design.csv")) as f:
+        if not f.readline().startswith("# the study's shape"):
+            fail("the design's comment line was lost")
+    results = read_design(os.path.join(out, "results.csv"))
+    if len(results) != 4:
+        fail("results.csv has %d rows, expected 4" % len(results))
+    for r in results:
+        with open(os.path.join(r["folder"], "summary.json")) as f:
+            s = json.load(f)
+        if r["status"] != "completed":
+            fail("experiment %s status %s" % (r["experiment"], r["status"]))
+        if s["num_accelerators"] != int(r["processes"]):
+            fail("experiment %s ran %d accelerators, the design asked %s" %
+                 (r["experiment"], s["num_accelerators"], r["processes"]))
+        if abs(float(r["train AU %"]) - s["metric"]["train_au_mean_percentage"]) > 1e-3:
+            fail("experiment %s: results.csv AU %s, summary %s" %
+                 (r["experiment"], r["train AU %"], s["metric"]["train_au_mean_percentage"]))
+        threads = s["iomimic"]["manifest"]["resolved"]
+        if "read_threads: %s" % r["reader.read_threads"] not in threads:
+            fail("experiment %s did not run with read_threads %s" %
+                 (r["experiment"], r["reader.read_threads"]))
+
+
+def test_search_finds_known_answer():
+    """Storage capped at 20 MiB/s for all readers, samples of 256 KiB, one per
+    step, 50 ms of compute per step: each accelerator needs 5 MiB/s, so 4
+    accelerators keep AU near 100% and 5 fall to about 80%. Search with an
+    85% threshold must answer 4 (within one step of bisection)."""
+    work = args().work
+    data = os.path.join(work, "data")
+    out = os.path.join(work, "search")
+    overrides = shrink(data, files=64, epochs=1, compute=0.05) + [
+        "++workload.dataset.format=npy",
+        "++workload.dataset.record_length_bytes=262144",
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.reader.batch_size=1",
+        "++workload.reader.read_threads=1",
+        "++workload.reader.prefetch_size=2",
+        "++workload.storage.backend=latency",
+        "++workload.storage.options.bandwidth=20M",
+        "++workload.storage.options.apply_to_writes=false",
+    ]
+    p = run([args().iomimic, "search", "quickstart", "--min-au", "85", "--max", "16",
+             "--output", out] + overrides)
+    answer = [line for line in p.stdout.splitlines() if line.startswith("answer:")]
+    if not answer:
+        fail("no answer line:\n" + p.stdout)
+    n = int(answer[0].split()[1])
+    if not 3 <= n <= 5:
+        fail("search answered %d accelerators, expected 4 (+-1):\n%s" % (n, p.stdout))
+    points = read_design(os.path.join(out, "search.csv"))
+    tried = [int(r["accelerators"]) for r in points]
+    if tried[:3] != [1, 2, 4]:
+        fail("search did not double from 1: %s" % tried)
+    held = {int(r["accelerators"]): r["held"] == "1" for r in points}
+    if not held.get(n) or held.get(n + 1, False):
+        fail("the answer %d is not the last that held: %s" % (n, held))
+
+
+if __name__ == "__main__":
+    harness.main(globals())
