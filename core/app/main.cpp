@@ -455,13 +455,14 @@ int CmdConformance(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::cout << "usage: iomimic conformance [--plugin-dir DIR]... [--plugin NAME]...\n"
-                   "                           [--storage NAME]... [doctest options]\n\n"
-                   "Runs the storage and format conformance suites (docs/plugins.md) against\n"
-                   "the plugins in each --plugin-dir (default: the plugins beside this binary),\n"
-                   "only the --plugin names when given. --storage names the back ends formats\n"
-                   "are written through (default posix,odirect,mmap,memory). Other options go\n"
-                   "to doctest (-tc=PATTERN, -s, --dt-help). Exit status 0 when all passed.\n";
+      std::cout
+          << "usage: iomimic conformance [--plugin-dir DIR]... [--plugin NAME]...\n"
+             "                           [--storage NAME]... [doctest options]\n\n"
+             "Runs the storage and format conformance suites (docs/plugins.md) against\n"
+             "the plugins in each --plugin-dir (default: the plugins beside this binary),\n"
+             "only the --plugin names when given. --storage names the back ends formats\n"
+             "are written through (default: every in-tree back end and memory). Other options go\n"
+             "to doctest (-tc=PATTERN, -s, --dt-help). Exit status 0 when all passed.\n";
       return 0;
     }
   }

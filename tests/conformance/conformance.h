@@ -10,7 +10,8 @@
 //                      plugins beside the binary (<bin>/../lib/iomimic/plugins)
 //   --plugin NAME      test only NAME (repeatable, or a comma-separated list)
 //   --storage NAME     back ends the format suite writes and reads through
-//                      (default posix,odirect,mmap,memory; "memory" is the
+//                      (default posix,odirect,mmap,memory,gds,mpiio,faulty,
+//                      latency; "memory" is the
 //                      SDK's iomimic/testing/memory_storage.h)
 //
 // The environment variables IOMIMIC_CONFORMANCE_PLUGIN_DIR (a folder, as
@@ -33,7 +34,8 @@ namespace iomimic::conformance {
 struct Settings {
   std::vector<std::string> plugin_dirs;
   std::set<std::string> only;  // empty: every plugin found
-  std::vector<std::string> storages = {"posix", "odirect", "mmap", "memory"};
+  std::vector<std::string> storages = {"posix", "odirect", "mmap",   "memory",
+                                       "gds",   "mpiio",   "faulty", "latency"};
 };
 Settings& TheSettings();
 

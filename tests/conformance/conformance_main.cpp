@@ -20,7 +20,8 @@ constexpr const char* kUsage =
     "Runs the storage and format conformance suites against plugins: those in each\n"
     "--plugin-dir (default: the plugin folder beside the binary), only the --plugin\n"
     "names when given. --storage names the back ends formats are written through\n"
-    "(default posix,odirect,mmap,memory). Exit status 0 when every case passed.\n";
+    "(default posix,odirect,mmap,memory,gds,mpiio,faulty,latency). Exit status 0 when\n"
+    "every case passed.\n";
 
 }  // namespace
 

@@ -2,9 +2,10 @@
 // storage_conformance_test.cpp: every format plugin under test (conformance.h;
 // every format plugin of the build by default, so a new format is tested
 // without an edit here) is loaded through the core's registry and runs the
-// same cases on every back end of --storage (default posix, odirect, mmap and
-// the SDK's in-memory test storage; `--storage gds` adds the back end that
-// hands out device memory), so a format cannot drift from the contract in
+// same cases on every back end of --storage (default: every in-tree storage
+// plugin, the decorators wrapping the plain file back end, and the SDK's
+// in-memory test storage; on the device-memory back end samples are compared
+// by size only), so a format cannot drift from the contract in
 // iomimic/format.h:
 //
 // - the descriptor agrees with traits() and name();
@@ -69,24 +70,33 @@ const std::vector<PluginInfo>& Formats() {
   return iomimic::conformance::PluginsUnderTest(Kind::kFormat);
 }
 
-// A back end for the formats to write through, or a reason it cannot run.
+// A back end for the formats to write through. Plugins are opened as the
+// core opens them (plugin::StorageStack), so decorators (faulty, latency)
+// wrap the plain file back end, with their defaults: no fault, no delay.
 struct Backend {
   std::string name;
-  StoragePtr storage;
+  std::shared_ptr<Storage> storage;
 };
 
 std::vector<Backend> Backends() {
   std::vector<Backend> out;
   for (const std::string& name : iomimic::conformance::TheSettings().storages) {
     if (name == "memory") {
-      out.push_back(
-          {name, StoragePtr(new iomimic::testing::MemoryStorage(), [](Storage* s) { delete s; })});
+      out.push_back({name, std::make_shared<iomimic::testing::MemoryStorage>()});
       continue;
     }
-    Result<StoragePtr> made =
-        iomimic::conformance::TheRegistry().CreateStorage(name, iomimic::PluginContext{});
+    // Back ends built on MPI need it running (one process of its own).
+    Result<iomimic::plugin::PluginInfo> info =
+        iomimic::conformance::TheRegistry().Find(iomimic::plugin::Kind::kStorage, name);
+    if (info.ok() && (info->capabilities & IOMIMIC_CAP_COLLECTIVE) != 0) {
+      iomimic::conformance::StartMpi();
+    }
+    Result<iomimic::plugin::StorageStack> made = iomimic::plugin::StorageStack::Open(
+        iomimic::conformance::TheRegistry(), name, {}, /*rank=*/0, /*world_size=*/1);
     REQUIRE_MESSAGE(made.ok(), "storage '" << name << "': " << made.status().ToString());
-    out.push_back({name, std::move(made).value()});
+    auto stack = std::make_shared<iomimic::plugin::StorageStack>(std::move(made).value());
+    Storage* top = stack->top();
+    out.push_back({name, std::shared_ptr<Storage>(stack, top)});
   }
   return out;
 }
