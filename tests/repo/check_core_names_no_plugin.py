@@ -3,11 +3,10 @@
 (core/src/config/dlio_compat.*, and DLIO's key table config/key_table.h with
 its vocabulary config/keys.cpp), no file under core/ names an in-tree plugin,
 neither in code (a string literal that is a plugin's name or starts with
-"<name>.") nor, in the engine (core/src, core/app), in a comment. Plugin
-names that are ordinary words (latency, synthetic, mmap, posix, csv) are
-checked in code only, and "latency" not even there (a JSON key of its own).
-The SDK's headers (core/include) may cite in-tree plugins as examples for
-plugin authors in comments, and unit tests (*_test.cpp) may name plugins.
+"<name>.") nor in a comment, the SDK's headers (core/include) included.
+Plugin names that are ordinary words (latency, synthetic, mmap, posix, csv)
+are checked in code only, and "latency" not even there (a JSON key of its
+own). Unit tests (*_test.cpp) may name plugins.
 """
 import argparse
 import os
@@ -104,8 +103,7 @@ def main():
                             if s == n or s.startswith(n + "."):
                                 findings.append("%s:%d: string \"%s\" names plugin '%s'" %
                                                 (rel, number, s, n))
-                    in_sdk = rel.startswith("core/include/")
-                    for m in ([] if in_sdk else word.finditer(comment)):
+                    for m in word.finditer(comment):
                         findings.append("%s:%d: comment names plugin '%s'" %
                                         (rel, number, m.group(1)))
     if findings:

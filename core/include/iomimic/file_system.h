@@ -1,5 +1,5 @@
 // iomimic plugin SDK: what back ends whose files live in a file system share
-// (posix, odirect, mmap, gds, mpiio and the tests' POSIX storage): the
+// (the in-tree file back ends and the tests' POSIX storage): the
 // metadata calls as plain POSIX calls, and open(2) the same way everywhere,
 // so each back end writes only its own data path. Header-only.
 

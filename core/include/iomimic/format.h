@@ -85,8 +85,8 @@ struct FileSpec {
   // The dataset keys meant for formats (docs/manifest.md: keys marked as
   // format parameters), as text, named by their path below `dataset.`:
   // "generation_buffer_size" (bytes), a format's own "<format>.<key>" (for
-  // example "hdf5.chunk_dims" = "64,64"). Lists are comma-separated and
-  // absent when empty; lists of maps (e.g. "parquet.columns") are records
+  // example "<format>.chunk_dims" = "64,64"). Lists are comma-separated and
+  // absent when empty; lists of maps ("<format>.columns") are records
   // joined by ';', each its fields joined by ':' in the key's field order,
   // absent fields empty. A format plugin that declares an option of the same
   // name receives the value as that option too.
@@ -109,7 +109,7 @@ struct FileSpec {
 // core to plan (never to special-case a format by name).
 struct FormatTraits {
   std::string extension;           // file name extension without the dot
-  bool multi_sample_files = true;  // false: one sample per file (png, jpeg)
+  bool multi_sample_files = true;  // false: one sample per file (images)
   bool partial_reads = false;      // a sample read touches only its bytes
   bool needs_host_decode = false;  // the data must be decoded in host memory
   bool predictable_size = false;   // ExpectedFileSize is exact
@@ -194,7 +194,7 @@ class Format {
   Format& operator=(const Format&) = delete;
   virtual ~Format() = default;
 
-  // The plugin name, e.g. "npz".
+  // The plugin name, e.g. "myformat" (what dataset.format names).
   virtual std::string name() const = 0;
 
   virtual FormatTraits traits() const = 0;

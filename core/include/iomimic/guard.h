@@ -5,15 +5,15 @@
 // written in C++) wraps the call in Guard, which turns whatever is thrown into
 // an error Status naming the plugin, the operation and the object:
 //
-//   return Guard("npz", "writing", spec.path, [&] { return WriteImpl(spec); });
+//   return Guard("myformat", "writing", spec.path, [&] { return WriteImpl(spec); });
 //
-//   std::bad_alloc       -> kResourceExhausted "npz: out of memory writing <path>"
-//   std::exception e     -> kInternal          "npz: writing <path>: <e.what()>"
-//   anything else        -> kInternal          "npz: writing <path>: unknown exception"
+//   std::bad_alloc   -> kResourceExhausted "myformat: out of memory writing <path>"
+//   std::exception e -> kInternal          "myformat: writing <path>: <e.what()>"
+//   anything else    -> kInternal          "myformat: writing <path>: unknown exception"
 //
 // An empty `object` leaves it (and the space before it) out:
-// Guard("npy", "validating a file spec", "", ...) reports
-// "npy: out of memory validating a file spec". The messages are only built
+// Guard("myformat", "validating a file spec", "", ...) reports
+// "myformat: out of memory validating a file spec". The messages are only built
 // when something was thrown, so a Guard costs nothing on the normal path.
 
 #pragma once

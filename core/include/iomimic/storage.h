@@ -201,7 +201,7 @@ class Storage {
 // end's own (Storage::Allocate), so transfers through it need no bounce, when
 // that one is host-accessible; otherwise (a back end handing out device
 // memory) it is host memory aligned to the back end's alignment, at least 64.
-// Errors name `who` (the plugin, e.g. "npz"): the back end's error with the
+// Errors name `who` (the plugin, e.g. "myformat"): the back end's error with the
 // context "<who>: allocating <size> bytes", or kResourceExhausted
 // "<who>: cannot allocate <size> bytes of host memory". Only building an error
 // message can throw (std::bad_alloc).
