@@ -147,6 +147,7 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
   if (cluster.rank() == 0) {
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/histograms.json", HistogramsJson(results)));
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/events.csv", EventsCsv(results)));
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/io_counters.csv", IoCountersCsv(results)));
     if (!results.timeline.empty()) {
       IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/timeline.csv", TimelineCsv(results)));
     }
