@@ -232,12 +232,13 @@ STRACE_RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
 
 def strace_counts(path, folder):
     """Opens, reads and bytes read of the files below `folder`, from an
-    `strace -f -e trace=openat,read,pread64,close` log (file descriptors
-    followed from openat to close; split "unfinished"/"resumed" lines
-    joined per thread)."""
+    `strace -f -e trace=openat,read,pread64,close` log. Descriptors are
+    followed from openat's return to close's entry, and a read's file is
+    the one its descriptor named when the call started (another thread may
+    close and reuse the number before a split "unfinished" call resumes)."""
     per_path = {}
     fds = {}  # fd -> path, process-wide (threads share the table)
-    pending = {}  # thread -> (call, argument text)
+    pending = {}  # thread -> (call, argument text, the read's path)
     with open(path, errors="replace") as f:
         for line in f:
             m = STRACE_LINE.match(line.rstrip("\n"))
@@ -248,15 +249,25 @@ def strace_counts(path, folder):
             if r:
                 if tid not in pending:
                     continue
-                call, text = pending.pop(tid)
+                call, text, target = pending.pop(tid)
                 text += r.group(2)
             else:
                 c = STRACE_CALL.match(rest)
                 if not c:
                     continue
                 call, text = c.group(1), c.group(2)
+                target = None
+                if call != "openat":
+                    fd_text = re.match(r"\s*(\d+)", text)
+                    if not fd_text:
+                        continue
+                    fd = int(fd_text.group(1))
+                    if call == "close":
+                        fds.pop(fd, None)
+                        continue
+                    target = fds.get(fd)
                 if text.endswith("<unfinished ...>"):
-                    pending[tid] = (call, text[:-len("<unfinished ...>")])
+                    pending[tid] = (call, text[:-len("<unfinished ...>")], target)
                     continue
             res = STRACE_RESULT.search(text)
             if not res:
@@ -269,15 +280,8 @@ def strace_counts(path, folder):
                     if name.group(1).startswith(folder):
                         fds[ret] = name.group(1)
                         per_path.setdefault(name.group(1), [0, 0, 0])[0] += 1
-                continue
-            fd_text = re.match(r"\s*(\d+)", text)
-            if not fd_text:
-                continue
-            fd = int(fd_text.group(1))
-            if call == "close":
-                fds.pop(fd, None)
-            elif fd in fds and ret >= 0:
-                counts = per_path[fds[fd]]
+            elif target is not None and ret >= 0:
+                counts = per_path[target]
                 counts[1] += 1
                 counts[2] += ret
     return per_path
@@ -349,6 +353,105 @@ def test_io_counters_match_strace():
             fail("io_counters.csv's %s do not add up to summary's" % column)
     if sum(int(r["files"]) for r in rows2) != totals2["paths"]:
         fail("io_counters.csv's files do not add up to the paths in summary")
+
+
+def check_trace(path, rank):
+    """Every line of a .pfw parses; complete events nest per (pid, tid).
+    Returns the complete events."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0] != "[":
+        fail("%s does not start with a '[' line" % path)
+    events = []
+    for n, line in enumerate(lines[1:], 2):
+        try:
+            e = json.loads(line)
+        except ValueError as err:
+            fail("%s:%d is not JSON (%s): %s" % (path, n, err, line[:120]))
+        if e.get("pid") != rank:
+            fail("%s:%d has pid %s on rank %d" % (path, n, e.get("pid"), rank))
+        if e["ph"] == "X":
+            events.append(e)
+        elif e["ph"] != "M":
+            fail("%s:%d: unexpected phase %s" % (path, n, e["ph"]))
+    by_thread = {}
+    for e in events:
+        if e["dur"] < 0:
+            fail("%s: negative duration %s" % (path, e))
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for key, mine in by_thread.items():
+        mine.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in mine:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"]:
+                fail("%s thread %s: %s [%d, %d] overlaps %s [%d, %d] without nesting" %
+                     (path, key[1], e["name"], e["ts"], e["ts"] + e["dur"], stack[-1]["name"],
+                      stack[-1]["ts"], stack[-1]["ts"] + stack[-1]["dur"]))
+            stack.append(e)
+    return events
+
+
+def test_trace_parses_nests_and_is_bounded():
+    """iomimic.trace writes trace/<rank>.pfw per rank: every line parses,
+    complete events nest per thread, one sample_read event per sample read,
+    every kind of event is there; iomimic.trace_max_events bounds the file
+    and summary.json counts what was dropped; off, no trace folder."""
+    data = os.path.join(args().work, "data")
+    extra = ["++workload.workflow.checkpoint=True",
+             "++workload.checkpoint.epochs_between_checkpoints=1",
+             "++workload.iomimic.trace=True"]
+    for ranks in (1, 2):
+        out = os.path.join(args().work, "trace%d" % ranks)
+        cmd = [args().iomimic, "run", "-q"] + overrides(data, out, extra)
+        if ranks == 1:
+            run(cmd)
+        else:
+            mpirun(2, cmd)
+        summary = load(out, "summary.json")
+        io = summary["iomimic"]
+        total = 0
+        for rank in range(ranks):
+            events = check_trace(os.path.join(out, "trace", "%d.pfw" % rank), rank)
+            total += len(events)
+            names = {e["name"] for e in events}
+            # (Checkpoint files are written by the ranks that hold a shard.)
+            for name in ("sample_read", "open", "read", "close", "compute", "train_step",
+                         "eval_step", "barrier", "epoch", "checkpoint_save"):
+                if name not in names:
+                    fail("rank %d's trace has no %s event" % (rank, name))
+            if rank == 0 and "write" not in names:
+                fail("rank 0's trace has no write event")
+            epochs = [e for e in events if e["name"] == "epoch"]
+            if len(epochs) != summary["epochs"]:
+                fail("rank %d: %d epoch events for %d epochs" % (rank, len(epochs),
+                                                                  summary["epochs"]))
+        samples = sum(1 for rank in range(ranks)
+                      for e in check_trace(os.path.join(out, "trace", "%d.pfw" % rank), rank)
+                      if e["name"] == "sample_read")
+        if samples != io["sample_read_latency_ms"]["count"]:
+            fail("%d sample_read events, the run read %d samples" %
+                 (samples, io["sample_read_latency_ms"]["count"]))
+        if io["trace"]["events"] != total or io["trace"]["dropped_events"] != 0:
+            fail("summary trace %s, the files hold %d events" % (io["trace"], total))
+
+    # Bounded: 50 events kept, the rest counted as dropped.
+    out = os.path.join(args().work, "bounded")
+    run([args().iomimic, "run", "-q"] + overrides(data, out, extra + [
+        "++workload.iomimic.trace_max_events=50"]))
+    events = check_trace(os.path.join(out, "trace", "0.pfw"), 0)
+    trace = load(out, "summary.json")["iomimic"]["trace"]
+    if len(events) != 50 or trace["events"] != 50 or trace["dropped_events"] <= 0:
+        fail("trace_max_events=50: %d events in the file, summary %s" % (len(events), trace))
+
+    # Off by default: no trace folder, no trace object.
+    out = os.path.join(args().work, "untraced")
+    run([args().iomimic, "run", "-q"] + overrides(data, out))
+    if os.path.exists(os.path.join(out, "trace")):
+        fail("trace/ written with iomimic.trace off")
+    if "trace" in load(out, "summary.json")["iomimic"]:
+        fail("summary.json has a trace object with iomimic.trace off")
 
 
 if __name__ == "__main__":

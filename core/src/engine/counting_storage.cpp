@@ -17,13 +17,26 @@ std::int64_t Ticks(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
+// A trace event of a storage operation; `tracer` may be null or off.
+inline void TraceOp(metrics::Tracer* tracer, const char* name, Clock::time_point start,
+                    std::uint64_t ns, std::uint64_t offset = 0, std::uint64_t size = 0) {
+  if (tracer == nullptr || !tracer->enabled()) return;
+  tracer->Complete("storage", name, start, start + std::chrono::nanoseconds(ns),
+                   {"offset", static_cast<std::int64_t>(offset)},
+                   {"size", static_cast<std::int64_t>(size)});
+}
+
 class CountingFile final : public File {
  public:
   // `open_start`/`open_ns`: when the Open that made this file started and
   // how long it took (its record's first timestamps and metadata time).
   CountingFile(std::unique_ptr<File> inner, CountingStorage* owner, std::string path,
                Clock::time_point open_start, std::uint64_t open_ns)
-      : inner_(std::move(inner)), owner_(owner), c_(&owner->counters()), path_(std::move(path)) {
+      : inner_(std::move(inner)),
+        owner_(owner),
+        c_(&owner->counters()),
+        tracer_(owner->tracer()),
+        path_(std::move(path)) {
     rec_.opens = 1;
     rec_.meta_ns = open_ns;
     rec_.open_start_ns = Ticks(open_start);
@@ -43,6 +56,7 @@ class CountingFile final : public File {
     const std::uint64_t ns = NanosSince(t);
     c_->read_latency.Record(ns);
     c_->read_ops.fetch_add(1, std::memory_order_relaxed);
+    TraceOp(tracer_, "read", t, ns, offset, r.ok() ? *r : 0);
     if (r.ok()) {
       c_->read_bytes.fetch_add(*r, std::memory_order_relaxed);
       CountRead(offset, *r, ns);
@@ -67,6 +81,7 @@ class CountingFile final : public File {
   Status CountWrite(Clock::time_point t, std::uint64_t offset, std::size_t bytes, Status s) {
     const std::uint64_t ns = NanosSince(t);
     c_->write_latency.Record(ns);
+    TraceOp(tracer_, "write", t, ns, offset, bytes);
     c_->write_ops.fetch_add(1, std::memory_order_relaxed);
     if (s.ok()) {
       c_->write_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -89,7 +104,10 @@ class CountingFile final : public File {
     auto t = Clock::now();
     Status s = inner_->ReadBatch(requests);
     std::uint64_t per = requests.empty() ? 0 : NanosSince(t) / requests.size();
+    std::uint64_t i = 0;
     for (const ReadRequest& r : requests) {
+      TraceOp(tracer_, "read", t + std::chrono::nanoseconds(per * i++), per, r.offset,
+              r.bytes_read);
       c_->read_latency.Record(per);
       c_->read_ops.fetch_add(1, std::memory_order_relaxed);
       c_->read_bytes.fetch_add(r.bytes_read, std::memory_order_relaxed);
@@ -108,6 +126,7 @@ class CountingFile final : public File {
     Status s = inner_->Sync();
     const std::uint64_t ns = NanosSince(t);
     c_->fsync_latency.Record(ns);
+    TraceOp(tracer_, "fsync", t, ns);
     rec_.write_ns += ns;
     return s;
   }
@@ -143,6 +162,7 @@ class CountingFile final : public File {
 
   void FinishClose(Clock::time_point start, std::uint64_t ns) {
     c_->close_latency.Record(ns);
+    TraceOp(tracer_, "close", start, ns);
     rec_.meta_ns += ns;
     rec_.close_start_ns = Ticks(start);
     rec_.close_end_ns = rec_.close_start_ns + static_cast<std::int64_t>(ns);
@@ -152,6 +172,7 @@ class CountingFile final : public File {
   std::unique_ptr<File> inner_;
   CountingStorage* owner_;
   IoCounters* c_;
+  metrics::Tracer* tracer_;
   std::string path_;
   FileCounters rec_;
   bool has_previous_read_ = false;
@@ -167,6 +188,7 @@ Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
   Result<std::unique_ptr<File>> f = inner_->Open(path, options);
   const std::uint64_t open_ns = NanosSince(t);
   counters_.open_latency.Record(open_ns);
+  TraceOp(tracer_, "open", t, open_ns);
   if (!f.ok()) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     return f.status();
@@ -180,6 +202,7 @@ Result<FileInfo> CountingStorage::Stat(const std::string& path) {
   Result<FileInfo> info = inner_->Stat(path);
   const std::uint64_t ns = NanosSince(t);
   counters_.stat_latency.Record(ns);
+  TraceOp(tracer_, "stat", t, ns);
   FileCounters stat;
   stat.stats = 1;
   stat.meta_ns = ns;

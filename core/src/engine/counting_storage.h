@@ -26,6 +26,7 @@
 
 #include "iomimic/storage.h"
 #include "metrics/histogram.h"
+#include "metrics/trace.h"
 
 namespace iomimic::engine {
 
@@ -126,6 +127,11 @@ class CountingStorage final : public Storage {
   IoCounters& counters() { return counters_; }
   IoSnapshot Snapshot() const;
 
+  // Records every operation (open, read, write, fsync, close, stat) into
+  // `tracer` when it is enabled; `tracer` must outlive this object.
+  void set_tracer(metrics::Tracer* tracer) { tracer_ = tracer; }
+  metrics::Tracer* tracer() const { return tracer_; }
+
   // Every path's counters so far (Files still open are not included).
   // Thread-safe.
   std::vector<std::pair<std::string, FileCounters>> FileCountersByPath() const;
@@ -135,6 +141,7 @@ class CountingStorage final : public Storage {
  private:
   Storage* inner_;
   IoCounters counters_;
+  metrics::Tracer* tracer_ = nullptr;
   mutable std::mutex files_mutex_;
   std::unordered_map<std::string, FileCounters> files_;
 };

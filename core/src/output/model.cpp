@@ -381,8 +381,16 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
           .count() -
       std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall - outcome.origin)
           .count();
-  const std::vector<std::string> ranks = cluster.AllGatherStrings(
-      EncodeFileCounters(session.storage().FileCountersByPath(), origin_steady));
+  // The checkpointer's own storage, when it has one, counts its files apart.
+  std::vector<std::pair<std::string, engine::FileCounters>> mine =
+      session.storage().FileCountersByPath();
+  if (outcome.checkpointer != nullptr && &outcome.checkpointer->storage() != &session.storage()) {
+    for (auto& file : outcome.checkpointer->storage().FileCountersByPath()) {
+      mine.push_back(std::move(file));
+    }
+  }
+  const std::vector<std::string> ranks =
+      cluster.AllGatherStrings(EncodeFileCounters(mine, origin_steady));
   std::map<std::string, IoCounterRow> by_path;
   for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
     for (auto& [path, c] : DecodeFileCounters(ranks[rank])) {
@@ -481,6 +489,11 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   r.io = {io_total[0], io_total[1], io_total[2], io_total[3],
           io_total[4], io_total[5], io_total[6]};
   CollectIoCounters(session, outcome, r);
+  if (c.iomimic.trace) {
+    const std::vector<std::uint64_t> trace =
+        cluster.SumU64s({session.tracer().recorded(), session.tracer().dropped()});
+    r.trace = TraceTotals{trace[0], trace[1]};
+  }
   r.sample_latency = MergeHistogram(session.sample_latency(), cluster);
   r.read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
   {
