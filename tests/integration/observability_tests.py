@@ -10,6 +10,7 @@ Usage: observability_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 import csv
 import json
 import os
+import re
 
 import iomimic_tests as harness
 from iomimic_tests import fail, mpirun, run
@@ -221,6 +222,236 @@ def test_histograms_place_a_known_delay():
         fail("sample_read histogram and summary disagree")
     if "storage_read" not in io["latency_ms"]:
         fail("summary.json has no latency_ms.storage_read")
+
+
+STRACE_LINE = re.compile(r"^(\d+)\s+(.*)$")
+STRACE_CALL = re.compile(r"^(openat|read|pread64|close)\((.*)")
+STRACE_RESUMED = re.compile(r"^<\.\.\. (openat|read|pread64|close) resumed>(.*)")
+STRACE_RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
+
+
+def strace_counts(path, folder):
+    """Opens, reads and bytes read of the files below `folder`, from an
+    `strace -f -e trace=openat,read,pread64,close` log. Descriptors are
+    followed from openat's return to close's entry, and a read's file is
+    the one its descriptor named when the call started (another thread may
+    close and reuse the number before a split "unfinished" call resumes)."""
+    per_path = {}
+    fds = {}  # fd -> path, process-wide (threads share the table)
+    pending = {}  # thread -> (call, argument text, the read's path)
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = STRACE_LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            tid, rest = m.group(1), m.group(2)
+            r = STRACE_RESUMED.match(rest)
+            if r:
+                if tid not in pending:
+                    continue
+                call, text, target = pending.pop(tid)
+                text += r.group(2)
+            else:
+                c = STRACE_CALL.match(rest)
+                if not c:
+                    continue
+                call, text = c.group(1), c.group(2)
+                target = None
+                if call != "openat":
+                    fd_text = re.match(r"\s*(\d+)", text)
+                    if not fd_text:
+                        continue
+                    fd = int(fd_text.group(1))
+                    if call == "close":
+                        fds.pop(fd, None)
+                        continue
+                    target = fds.get(fd)
+                if text.endswith("<unfinished ...>"):
+                    pending[tid] = (call, text[:-len("<unfinished ...>")], target)
+                    continue
+            res = STRACE_RESULT.search(text)
+            if not res:
+                continue
+            ret = int(res.group(1))
+            if call == "openat":
+                name = re.search(r'"((?:[^"\\]|\\.)*)"', text)
+                if name and ret >= 0:
+                    fds.pop(ret, None)
+                    if name.group(1).startswith(folder):
+                        fds[ret] = name.group(1)
+                        per_path.setdefault(name.group(1), [0, 0, 0])[0] += 1
+            elif target is not None and ret >= 0:
+                counts = per_path[target]
+                counts[1] += 1
+                counts[2] += ret
+    return per_path
+
+
+def test_io_counters_match_strace():
+    """io_counters.csv's opens, reads and bytes read of every dataset file
+    equal what strace sees the same run do (one rank, posix, npz, decode
+    on); summary.json's totals equal the storage layer's; a small
+    iomimic.io_counters_top keeps the top files and sums the rest into one
+    "others" row."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "strace")
+    run([args().iomimic, "generate", "-q"] + overrides(data, out))
+    log = os.path.join(args().work, "strace.log")
+    run(["strace", "-f", "-o", log, "-e", "trace=openat,read,pread64,close", args().iomimic,
+         "run", "-q"] + overrides(data, out, [
+             "++workload.workflow.generate_data=False",
+             "++workload.storage.backend=posix",
+             "++workload.reader.decode=True",
+             "++workload.iomimic.io_counters_top=0"]))
+    folder = os.path.realpath(data) + os.sep
+    seen = strace_counts(log, folder)
+    if not seen:
+        fail("strace saw no dataset file opened")
+    rows = read_csv(os.path.join(out, "io_counters.csv"))
+    mine = {}
+    for row in rows:
+        p = os.path.realpath(row["path"]) if row["path"] != "others" else "others"
+        # Paths only stat'ed (the split folders) have no opens: strace's
+        # openat does not see them.
+        if p.startswith(folder) and int(row["opens"]) > 0:
+            mine[p] = [int(row["opens"]), int(row["reads"]), int(row["bytes_read"])]
+    if set(mine) != set(seen):
+        fail("io_counters.csv lists %d dataset files, strace saw %d (%s)" %
+             (len(mine), len(seen), sorted(set(mine) ^ set(seen))[:3]))
+    for p, counts in seen.items():
+        if mine[p] != counts:
+            fail("%s: io_counters.csv says opens/reads/bytes %s, strace %s" % (p, mine[p], counts))
+    summary = load(out, "summary.json")
+    io = summary["iomimic"]
+    totals = io["io_counters"]
+    for key, total in (("opens", io["files_opened"]), ("reads", io["read_requests"]),
+                       ("bytes_read", io["bytes_read"])):
+        if totals[key] != total:
+            fail("summary io_counters.%s is %d, the storage layer counted %d" %
+                 (key, totals[key], total))
+    for row in rows:
+        bins = sum(int(row[k]) for k in row if k.startswith("size_read_"))
+        if bins != int(row["reads"]):
+            fail("%s: read size bins hold %d reads of %s" % (row["path"], bins, row["reads"]))
+        if int(row["consec_reads"]) > int(row["seq_reads"]):
+            fail("%s: more consecutive than sequential reads" % row["path"])
+
+    # Top 5 and the others row, which sums every file left out.
+    out2 = os.path.join(args().work, "top")
+    run([args().iomimic, "run", "-q"] + overrides(data, out2, [
+        "++workload.workflow.generate_data=False",
+        "++workload.iomimic.io_counters_top=5"]))
+    rows2 = read_csv(os.path.join(out2, "io_counters.csv"))
+    if len(rows2) != 6 or rows2[-1]["path"] != "others":
+        fail("io_counters_top=5: %d rows, last %s" % (len(rows2), rows2[-1]["path"]))
+    bytes_of = [int(r["bytes_read"]) + int(r["bytes_written"]) for r in rows2[:5]]
+    if bytes_of != sorted(bytes_of, reverse=True):
+        fail("io_counters.csv rows not by bytes: %s" % bytes_of)
+    totals2 = load(out2, "summary.json")["iomimic"]["io_counters"]
+    for column in ("opens", "reads", "bytes_read"):
+        if sum(int(r[column]) for r in rows2) != totals2[column]:
+            fail("io_counters.csv's %s do not add up to summary's" % column)
+    if sum(int(r["files"]) for r in rows2) != totals2["paths"]:
+        fail("io_counters.csv's files do not add up to the paths in summary")
+
+
+def check_trace(path, rank):
+    """Every line of a .pfw parses; complete events nest per (pid, tid).
+    Returns the complete events."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0] != "[":
+        fail("%s does not start with a '[' line" % path)
+    events = []
+    for n, line in enumerate(lines[1:], 2):
+        try:
+            e = json.loads(line)
+        except ValueError as err:
+            fail("%s:%d is not JSON (%s): %s" % (path, n, err, line[:120]))
+        if e.get("pid") != rank:
+            fail("%s:%d has pid %s on rank %d" % (path, n, e.get("pid"), rank))
+        if e["ph"] == "X":
+            events.append(e)
+        elif e["ph"] != "M":
+            fail("%s:%d: unexpected phase %s" % (path, n, e["ph"]))
+    by_thread = {}
+    for e in events:
+        if e["dur"] < 0:
+            fail("%s: negative duration %s" % (path, e))
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for key, mine in by_thread.items():
+        mine.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in mine:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"]:
+                fail("%s thread %s: %s [%d, %d] overlaps %s [%d, %d] without nesting" %
+                     (path, key[1], e["name"], e["ts"], e["ts"] + e["dur"], stack[-1]["name"],
+                      stack[-1]["ts"], stack[-1]["ts"] + stack[-1]["dur"]))
+            stack.append(e)
+    return events
+
+
+def test_trace_parses_nests_and_is_bounded():
+    """iomimic.trace writes trace/<rank>.pfw per rank: every line parses,
+    complete events nest per thread, one sample_read event per sample read,
+    every kind of event is there; iomimic.trace_max_events bounds the file
+    and summary.json counts what was dropped; off, no trace folder."""
+    data = os.path.join(args().work, "data")
+    extra = ["++workload.workflow.checkpoint=True",
+             "++workload.checkpoint.epochs_between_checkpoints=1",
+             "++workload.iomimic.trace=True"]
+    for ranks in (1, 2):
+        out = os.path.join(args().work, "trace%d" % ranks)
+        cmd = [args().iomimic, "run", "-q"] + overrides(data, out, extra)
+        if ranks == 1:
+            run(cmd)
+        else:
+            mpirun(2, cmd)
+        summary = load(out, "summary.json")
+        io = summary["iomimic"]
+        total = 0
+        for rank in range(ranks):
+            events = check_trace(os.path.join(out, "trace", "%d.pfw" % rank), rank)
+            total += len(events)
+            names = {e["name"] for e in events}
+            # (Checkpoint files are written by the ranks that hold a shard.)
+            for name in ("sample_read", "open", "read", "close", "compute", "train_step",
+                         "eval_step", "barrier", "epoch", "checkpoint_save"):
+                if name not in names:
+                    fail("rank %d's trace has no %s event" % (rank, name))
+            if rank == 0 and "write" not in names:
+                fail("rank 0's trace has no write event")
+            epochs = [e for e in events if e["name"] == "epoch"]
+            if len(epochs) != summary["epochs"]:
+                fail("rank %d: %d epoch events for %d epochs" % (rank, len(epochs),
+                                                                  summary["epochs"]))
+        samples = sum(1 for rank in range(ranks)
+                      for e in check_trace(os.path.join(out, "trace", "%d.pfw" % rank), rank)
+                      if e["name"] == "sample_read")
+        if samples != io["sample_read_latency_ms"]["count"]:
+            fail("%d sample_read events, the run read %d samples" %
+                 (samples, io["sample_read_latency_ms"]["count"]))
+        if io["trace"]["events"] != total or io["trace"]["dropped_events"] != 0:
+            fail("summary trace %s, the files hold %d events" % (io["trace"], total))
+
+    # Bounded: 50 events kept, the rest counted as dropped.
+    out = os.path.join(args().work, "bounded")
+    run([args().iomimic, "run", "-q"] + overrides(data, out, extra + [
+        "++workload.iomimic.trace_max_events=50"]))
+    events = check_trace(os.path.join(out, "trace", "0.pfw"), 0)
+    trace = load(out, "summary.json")["iomimic"]["trace"]
+    if len(events) != 50 or trace["events"] != 50 or trace["dropped_events"] <= 0:
+        fail("trace_max_events=50: %d events in the file, summary %s" % (len(events), trace))
+
+    # Off by default: no trace folder, no trace object.
+    out = os.path.join(args().work, "untraced")
+    run([args().iomimic, "run", "-q"] + overrides(data, out))
+    if os.path.exists(os.path.join(out, "trace")):
+        fail("trace/ written with iomimic.trace off")
+    if "trace" in load(out, "summary.json")["iomimic"]:
+        fail("summary.json has a trace object with iomimic.trace off")
 
 
 if __name__ == "__main__":

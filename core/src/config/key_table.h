@@ -175,7 +175,10 @@
   X("content", content, std::string, "random", Choice(kContentKinds).Iomimic().Doc("Content of generated payloads: random or zeros.")) \
   X("compress_percentage", compress_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of each 4 KiB block that compresses away (like fio's buffer_compress_percentage).")) \
   X("dedupe_percentage", dedupe_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of 4 KiB blocks that repeat another block (like fio's dedupe_percentage).")) \
-  X("timeline_interval", timeline_interval, double, 0.1, Number(0, 3600).Iomimic().Doc("Seconds per row of timeline.csv (bytes, requests, samples, steps, AU per interval); 0 = no timeline."))
+  X("timeline_interval", timeline_interval, double, 0.1, Number(0, 3600).Iomimic().Doc("Seconds per row of timeline.csv (bytes, requests, samples, steps, AU per interval); 0 = no timeline.")) \
+  X("io_counters_top", io_counters_top, std::uint64_t, 1000, UInt(0, kNoMax).Iomimic().Doc("Files listed one per row in io_counters.csv (most bytes first); the rest share one \"others\" row; 0 = every file.")) \
+  X("trace", trace, bool, false, Bool().Iomimic().Doc("Write trace/<rank>.pfw: Chrome trace events (DFTracer's JSON-lines layout) of sample reads, storage operations, steps, compute, barriers, checkpoints, epochs.")) \
+  X("trace_max_events", trace_max_events, std::uint64_t, 1000000, UInt(1, kNoMax).Iomimic().Doc("Most trace events kept per rank; later ones are dropped and counted (summary: iomimic.trace.dropped_events)."))
 
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \

@@ -44,6 +44,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
       cp->own_stack_ = std::move(made).value();
       cp->own_storage_ = std::make_unique<CountingStorage>(cp->own_stack_.top());
       cp->storage_ = cp->own_storage_.get();
+      cp->storage_->set_tracer(&session.tracer());
       cp->storage_name_ = cp->own_stack_.Describe();
     } else {
       status = made.status().WithContext("checkpoint storage");
@@ -132,6 +133,9 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
                  .WithContext("writing checkpoint (storage '" + storage_name_ + "')");
   }
   record->end = metrics::Stamp::Now();
+  session_.tracer().Complete("checkpoint", "checkpoint_save", record->start.mono, record->end.mono,
+                             {"epoch", static_cast<std::int64_t>(epoch)},
+                             {"step", static_cast<std::int64_t>(step)});
   record->bytes = (storage_->Snapshot() - before).write_bytes;
   return status;
 }
@@ -156,6 +160,9 @@ Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
     if (!status.ok()) break;
   }
   record->end = metrics::Stamp::Now();
+  session_.tracer().Complete("checkpoint", "checkpoint_load", record->start.mono, record->end.mono,
+                             {"epoch", static_cast<std::int64_t>(epoch)},
+                             {"step", static_cast<std::int64_t>(step)});
   record->bytes = (storage_->Snapshot() - before).read_bytes;
   return status;
 }

@@ -113,10 +113,12 @@ class Loader::Reader {
       bytes = view.bytes;
       if (checksum_ && !view.data.empty()) session_.AddChecksum(HashBytes(view.data));
     }
-    session_.sample_latency().Record(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count()));
+    const auto end = std::chrono::steady_clock::now();
+    session_.sample_latency().Record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+    session_.tracer().Complete("reader", "sample_read", start, end,
+                               {"sample", static_cast<std::int64_t>(sample)},
+                               {"bytes", static_cast<std::int64_t>(bytes)});
     Preprocess();
     return bytes;
   }

@@ -65,6 +65,7 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
                                                     cluster.rank(), cluster.size()));
   s->storage_info_ = s->storage_stack_.top_info();
   s->storage_ = std::make_unique<CountingStorage>(s->storage_stack_.top());
+  s->storage_->set_tracer(&s->tracer_);
 
   // The format is needed to generate and to read samples; a checkpoint-only
   // run has no dataset and needs none.

@@ -18,6 +18,7 @@
 #include "iomimic/format.h"
 #include "metrics/histogram.h"
 #include "metrics/timeline.h"
+#include "metrics/trace.h"
 #include "plan/plan.h"
 #include "plugin/registry.h"
 
@@ -69,6 +70,10 @@ class Session {
   }
   double barrier_seconds() const { return barrier_ns_.load(std::memory_order_relaxed) / 1e9; }
 
+  // The optional event trace (iomimic.trace; metrics/trace.h): off until
+  // the run enables it; the storage records its operations into it.
+  metrics::Tracer& tracer() { return tracer_; }
+
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
 
@@ -100,6 +105,7 @@ class Session {
   std::atomic<std::uint64_t> barrier_ns_{0};
   metrics::BusyClock compute_busy_;
   metrics::LatencyHistogram sample_latency_;
+  metrics::Tracer tracer_;
   std::atomic<std::uint64_t> checksum_{0};
   std::atomic<std::uint64_t> checksummed_{0};
 };

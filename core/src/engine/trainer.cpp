@@ -144,6 +144,12 @@ void ComputeStep(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
   const Clock::time_point now = Clock::now();
   if (last > now) PreciseSleep(SecondsBetween(now, last), spin);
   const Clock::time_point woke = std::max(Clock::now(), last);
+  if (session.tracer().enabled()) {
+    Clock::time_point first = accs[0]->loaded;
+    for (auto& a : accs) first = std::min(first, a->loaded);
+    session.tracer().Complete("step", "compute", first, woke,
+                              {"accelerators", static_cast<std::int64_t>(accs.size())});
+  }
   ends->resize(accs.size());
   for (std::size_t i = 0; i < accs.size(); ++i) {
     Accelerator& a = *accs[i];
@@ -239,6 +245,13 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
         accs[i]->phase.barrier.push_back(SecondsBetween(ends[i], released));
       }
       session.AddBarrierSeconds(SecondsBetween(ends[0], released));
+      if (session.tracer().enabled()) {
+        const Clock::time_point computed = *std::max_element(ends.begin(), ends.end());
+        session.tracer().Complete("step", "barrier", computed, released);
+        session.tracer().Complete("step", "train_step", load_start, released,
+                                  {"epoch", static_cast<std::int64_t>(epoch)},
+                                  {"step", static_cast<std::int64_t>(step + 1)});
+      }
     }
     if (any_failed) break;
     if (agreed != 0) {
@@ -296,6 +309,12 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
     status = GatherStep(accs, signal, load_start, epoch, "eval");
     if (!status.ok()) break;
     ComputeStep(session, accs, /*eval=*/true, load_start, spin, &ends);
+    if (session.tracer().enabled()) {
+      session.tracer().Complete("step", "eval_step", load_start,
+                                *std::max_element(ends.begin(), ends.end()),
+                                {"epoch", static_cast<std::int64_t>(epoch)},
+                                {"step", static_cast<std::int64_t>(step + 1)});
+    }
     load_start = Clock::now();
   }
   for (auto& a : accs) a->loader.Finish();
@@ -467,6 +486,8 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     }
     const Stamp end = Stamp::Now();
+    session.tracer().Complete("epoch", "epoch", start.mono, end.mono,
+                              {"epoch", static_cast<std::int64_t>(epoch)});
     for (metrics::EpochRecord& r : records) r.end = end;
     // Page faults are the process's: counted once, on its first accelerator.
     records[0].minor_faults = MinorFaults() - faults_before;

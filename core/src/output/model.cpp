@@ -327,6 +327,112 @@ std::vector<EventEntry> DecodeEvents(const std::string& text, int rank) {
   return events;
 }
 
+// One rank's per-path counters as text for AllGatherStrings: per path its
+// length, the path, then every counter; timestamps from the run's origin.
+std::string EncodeFileCounters(const std::vector<std::pair<std::string, engine::FileCounters>>& all,
+                               std::int64_t steady_to_origin_ns) {
+  std::ostringstream out;
+  auto since = [&](std::int64_t t) { return t == 0 ? 0 : t - steady_to_origin_ns; };
+  for (const auto& [path, c] : all) {
+    out << path.size() << ' ' << path << ' ' << c.opens << ' ' << c.stats << ' ' << c.reads << ' '
+        << c.writes << ' ' << c.bytes_read << ' ' << c.bytes_written << ' ' << c.max_byte_read
+        << ' ' << c.max_byte_written << ' ' << c.seq_reads << ' ' << c.consec_reads;
+    for (std::uint64_t v : c.read_size_bins) out << ' ' << v;
+    for (std::uint64_t v : c.write_size_bins) out << ' ' << v;
+    for (const auto& [size, n] : c.access_sizes) out << ' ' << size << ' ' << n;
+    out << ' ' << c.read_ns << ' ' << c.write_ns << ' ' << c.meta_ns << ' '
+        << since(c.open_start_ns) << ' ' << since(c.open_end_ns) << ' ' << since(c.close_start_ns)
+        << ' ' << since(c.close_end_ns) << '\n';
+  }
+  return out.str();
+}
+
+std::vector<std::pair<std::string, engine::FileCounters>> DecodeFileCounters(
+    const std::string& text) {
+  std::vector<std::pair<std::string, engine::FileCounters>> all;
+  std::istringstream in(text);
+  std::size_t length = 0;
+  while (in >> length) {
+    in.get();
+    std::string path(length, '\0');
+    in.read(path.data(), static_cast<std::streamsize>(length));
+    engine::FileCounters c;
+    in >> c.opens >> c.stats >> c.reads >> c.writes >> c.bytes_read >> c.bytes_written >>
+        c.max_byte_read >> c.max_byte_written >> c.seq_reads >> c.consec_reads;
+    for (std::uint64_t& v : c.read_size_bins) in >> v;
+    for (std::uint64_t& v : c.write_size_bins) in >> v;
+    for (auto& [size, n] : c.access_sizes) in >> size >> n;
+    in >> c.read_ns >> c.write_ns >> c.meta_ns >> c.open_start_ns >> c.open_end_ns >>
+        c.close_start_ns >> c.close_end_ns;
+    if (!in) break;
+    all.emplace_back(std::move(path), c);
+  }
+  return all;
+}
+
+// Every rank's per-path counters merged per path (rank -1 when several ranks
+// used it, as Darshan reduces shared files), the top `top` by bytes (0 = all)
+// and an "others" row for the rest.
+void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunResults& r) {
+  cluster::Cluster& cluster = session.cluster();
+  // steady_clock ticks of the origin: this rank's start stamp pairs the two clocks.
+  const std::int64_t origin_steady =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.mono.time_since_epoch())
+          .count() -
+      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall - outcome.origin)
+          .count();
+  // The checkpointer's own storage, when it has one, counts its files apart.
+  std::vector<std::pair<std::string, engine::FileCounters>> mine =
+      session.storage().FileCountersByPath();
+  if (outcome.checkpointer != nullptr && &outcome.checkpointer->storage() != &session.storage()) {
+    for (auto& file : outcome.checkpointer->storage().FileCountersByPath()) {
+      mine.push_back(std::move(file));
+    }
+  }
+  const std::vector<std::string> ranks =
+      cluster.AllGatherStrings(EncodeFileCounters(mine, origin_steady));
+  std::map<std::string, IoCounterRow> by_path;
+  for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
+    for (auto& [path, c] : DecodeFileCounters(ranks[rank])) {
+      auto [it, inserted] = by_path.try_emplace(path);
+      IoCounterRow& row = it->second;
+      if (inserted) {
+        row.rank = static_cast<int>(rank);
+        row.path = path;
+      } else if (row.rank != static_cast<int>(rank)) {
+        row.rank = -1;
+      }
+      row.counters.Merge(c);
+    }
+  }
+  std::vector<IoCounterRow> rows;
+  rows.reserve(by_path.size());
+  for (auto& [path, row] : by_path) {
+    r.io_counters_total.Merge(row.counters);
+    rows.push_back(std::move(row));
+  }
+  r.io_counters_paths = rows.size();
+  auto bytes = [](const IoCounterRow& x) {
+    return x.counters.bytes_read + x.counters.bytes_written;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const IoCounterRow& a, const IoCounterRow& b) {
+    return bytes(a) > bytes(b);
+  });
+  const std::uint64_t top = session.config().iomimic.io_counters_top;
+  if (top != 0 && rows.size() > top) {
+    IoCounterRow others;
+    others.path = "others";
+    others.files = 0;
+    for (std::size_t i = top; i < rows.size(); ++i) {
+      others.counters.Merge(rows[i].counters);
+      ++others.files;
+    }
+    rows.resize(top);
+    rows.push_back(std::move(others));
+  }
+  r.io_counters = std::move(rows);
+}
+
 }  // namespace
 
 EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& c) {
@@ -382,6 +488,12 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
       {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
   r.io = {io_total[0], io_total[1], io_total[2], io_total[3],
           io_total[4], io_total[5], io_total[6]};
+  CollectIoCounters(session, outcome, r);
+  if (c.iomimic.trace) {
+    const std::vector<std::uint64_t> trace =
+        cluster.SumU64s({session.tracer().recorded(), session.tracer().dropped()});
+    r.trace = TraceTotals{trace[0], trace[1]};
+  }
   r.sample_latency = MergeHistogram(session.sample_latency(), cluster);
   r.read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
   {

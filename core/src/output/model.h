@@ -156,6 +156,22 @@ struct IoTotals {
   std::uint64_t errors = 0;
 };
 
+// One row of io_counters.csv: Darshan's POSIX counters of one path summed
+// over every rank that used it, or of the files past the top K ("others").
+// Timestamps in `counters` are nanoseconds from the run's origin.
+struct IoCounterRow {
+  int rank = -1;  // the one rank that used the path; -1 when shared (Darshan's)
+  std::string path;
+  std::uint64_t files = 1;  // paths summed into this row
+  engine::FileCounters counters;
+};
+
+// Trace figures of the run (iomimic.trace), summed over ranks.
+struct TraceTotals {
+  std::uint64_t events = 0;   // written
+  std::uint64_t dropped = 0;  // past iomimic.trace_max_events
+};
+
 struct PluginResults {
   plugin::PluginInfo info;
   std::map<std::string, std::string> options;
@@ -180,6 +196,13 @@ struct RunResults {
   std::optional<CheckpointResults> checkpoint;
 
   IoTotals io;
+  // io_counters.csv: the top iomimic.io_counters_top paths by bytes read and
+  // written over all ranks, then one "others" row when paths were left out;
+  // io_counters_total: the same counters over every path (summary.json).
+  std::vector<IoCounterRow> io_counters;
+  engine::FileCounters io_counters_total;
+  std::uint64_t io_counters_paths = 0;       // distinct paths over all ranks
+  std::optional<TraceTotals> trace;          // when iomimic.trace is on
   metrics::LatencyHistogram sample_latency;  // open + read + close of a sample, all ranks
   metrics::LatencyHistogram read_latency;    // each read request, all ranks
   // Every latency distribution of the run, merged over threads and ranks,

@@ -140,6 +140,19 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
   IOMIMIC_ASSIGN_OR_RETURN(RunResults results, CollectResults(session, outcome));
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteAcceleratorFiles(
       folder, cluster.rank(), results, outcome, session.config(), &results.max_steps_per_entry)));
+  if (session.tracer().enabled()) {
+    // trace/<rank>.pfw, each rank its own (docs/run-folder.md).
+    const std::string dir = folder + "/trace";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    Status written = ec ? Status::IOError(dir + ": " + ec.message())
+                        : session.tracer().Write(
+                              dir + "/" + std::to_string(cluster.rank()) + ".pfw", cluster.rank(),
+                              outcome.start.mono -
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      outcome.start.wall - outcome.origin));
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(written));
+  }
   // Collective, after the per-rank files so that their cost is counted.
   results.output_seconds = cluster.MaxDouble(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count());
@@ -147,6 +160,7 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
   if (cluster.rank() == 0) {
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/histograms.json", HistogramsJson(results)));
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/events.csv", EventsCsv(results)));
+    IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/io_counters.csv", IoCountersCsv(results)));
     if (!results.timeline.empty()) {
       IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/timeline.csv", TimelineCsv(results)));
     }

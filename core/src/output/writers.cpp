@@ -20,6 +20,11 @@ using metrics::Seconds;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+// Darshan's access-size bin names (engine::FileCounters::SizeBin).
+constexpr const char* kSizeBinNames[engine::FileCounters::kSizeBins] = {
+    "0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",
+    "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS"};
+
 // Strict JSON: NaN and infinities become null.
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -413,6 +418,40 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manif
   }
   io["latency_ms"] = latency;
   io["read_request_latency_ms"] = Percentiles(r.read_latency);
+  {
+    // Darshan's POSIX counters over every path and rank (io_counters.csv).
+    const engine::FileCounters& c = r.io_counters_total;
+    json o;
+    o["paths"] = r.io_counters_paths;
+    o["opens"] = c.opens;
+    o["stats"] = c.stats;
+    o["reads"] = c.reads;
+    o["writes"] = c.writes;
+    o["bytes_read"] = c.bytes_read;
+    o["bytes_written"] = c.bytes_written;
+    o["seq_reads"] = c.seq_reads;
+    o["consec_reads"] = c.consec_reads;
+    json bins_read = json::object(), bins_write = json::object();
+    for (int i = 0; i < engine::FileCounters::kSizeBins; ++i) {
+      bins_read[kSizeBinNames[i]] = c.read_size_bins[i];
+      bins_write[kSizeBinNames[i]] = c.write_size_bins[i];
+    }
+    o["size_read"] = bins_read;
+    o["size_write"] = bins_write;
+    json common = json::array();
+    for (const auto& [size, n] : c.CommonSizes(4)) common.push_back({{"size", size}, {"count", n}});
+    o["common_access_sizes"] = common;
+    o["read_time_s"] = Num(c.read_ns / 1e9);
+    o["write_time_s"] = Num(c.write_ns / 1e9);
+    o["meta_time_s"] = Num(c.meta_ns / 1e9);
+    io["io_counters"] = o;
+  }
+  if (r.trace) {
+    json o;
+    o["events"] = r.trace->events;
+    o["dropped_events"] = r.trace->dropped;
+    io["trace"] = o;
+  }
   io["peak_rss_MiB_max_rank"] = Num(r.peak_rss_mib);
   io["output_seconds"] = Num(r.output_seconds);
   if (r.generate) {
@@ -539,6 +578,56 @@ std::string EventsCsv(const RunResults& r) {
     out << e.rank << ',' << e.event << ',' << e.epoch << ',' << e.index << ','
         << Csv(e.start_seconds) << ',' << Csv(e.end_seconds) << ','
         << Csv(e.end_seconds - e.start_seconds) << ',' << e.bytes << '\n';
+  }
+  return out.str();
+}
+
+namespace {
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char ch : v) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// Seconds from the run's origin of a FileCounters timestamp; empty when none.
+std::string CsvTime(std::int64_t ns) { return ns == 0 ? std::string() : Csv(ns / 1e9); }
+
+}  // namespace
+
+std::string IoCountersCsv(const RunResults& r) {
+  std::ostringstream out;
+  out << "rank,path,files,opens,stats,reads,writes,bytes_read,bytes_written,max_byte_read,"
+         "max_byte_written,seq_reads,consec_reads";
+  for (const char* b : kSizeBinNames) out << ",size_read_" << b;
+  for (const char* b : kSizeBinNames) out << ",size_write_" << b;
+  for (int i = 1; i <= 4; ++i) out << ",access" << i << "_access,access" << i << "_count";
+  out << ",read_time_s,write_time_s,meta_time_s,open_start_s,open_end_s,close_start_s,"
+         "close_end_s\n";
+  for (const IoCounterRow& row : r.io_counters) {
+    const engine::FileCounters& c = row.counters;
+    out << row.rank << ',' << CsvField(row.path) << ',' << row.files << ',' << c.opens << ','
+        << c.stats << ',' << c.reads << ',' << c.writes << ',' << c.bytes_read << ','
+        << c.bytes_written << ',' << c.max_byte_read << ',' << c.max_byte_written << ','
+        << c.seq_reads << ',' << c.consec_reads;
+    for (std::uint64_t v : c.read_size_bins) out << ',' << v;
+    for (std::uint64_t v : c.write_size_bins) out << ',' << v;
+    const auto common = c.CommonSizes(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (i < common.size()) {
+        out << ',' << common[i].first << ',' << common[i].second;
+      } else {
+        out << ",,0";
+      }
+    }
+    out << ',' << Csv(c.read_ns / 1e9) << ',' << Csv(c.write_ns / 1e9) << ','
+        << Csv(c.meta_ns / 1e9) << ',' << CsvTime(c.open_start_ns) << ',' << CsvTime(c.open_end_ns)
+        << ',' << CsvTime(c.close_start_ns) << ',' << CsvTime(c.close_end_ns) << '\n';
   }
   return out.str();
 }

@@ -6,6 +6,7 @@
 //   <id>_per_epoch_stats.json    WriteAcceleratorFiles, one per accelerator
 //   <id>_output.json             WriteAcceleratorFiles; streamed, per-step
 //                                lists bounded by iomimic.max_step_list
+//   io_counters.csv              IoCountersCsv (rank 0)
 //   console                      ConsoleSummary
 //
 // Key names and layouts: docs/dlio-compat.md and the README's "Results keys".
@@ -54,6 +55,12 @@ std::string TimelineCsv(const RunResults& results);
 // events.csv's text: rank, event, epoch, index, start_s, end_s, duration_s,
 // bytes; times in seconds from the run's origin, rows by start time.
 std::string EventsCsv(const RunResults& results);
+
+// io_counters.csv's text: Darshan's POSIX-module counters per path, merged
+// over ranks (rank -1 for a path several ranks used), most bytes first, the
+// top iomimic.io_counters_top then one "others" row (files > 1). Columns and
+// meanings: docs/run-folder.md.
+std::string IoCountersCsv(const RunResults& results);
 
 // histograms.json's text: every histogram of the model with its count, sum,
 // min, max, percentiles and non-empty buckets ([low, high, count], ns).

@@ -73,6 +73,7 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::nanoseconds(std::stoll(shared))));
   }
+  if (c.iomimic.trace) session.tracer().Enable(c.iomimic.trace_max_events);
   metrics::TimelineSampler sampler;
   if (c.iomimic.timeline_interval > 0) {
     sampler.Start(outcome.origin, c.iomimic.timeline_interval, [&session] {
