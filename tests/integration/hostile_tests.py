@@ -293,28 +293,31 @@ def test_hostile_signals():
         print(open(log).read()[-400:])
         check_interrupted(out, sig.name, rc, 128 + sig)
 
-    out = work("out_mpi")
-    log = work("mpi.log")
     launcher = ["mpirun", "-np", "2", "--oversubscribe"]
     if os.geteuid() == 0:
         launcher.append("--allow-run-as-root")
-    with open(log, "w") as f:
-        proc = subprocess.Popen(launcher + [args().iomimic, "run"] + long_run(data, out, "False"),
-                                stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
-    wait_for_training(proc, log)
-    ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
-                           text=True).stdout.split()
-    if len(ranks) != 2:
-        proc.kill()
-        fail("expected 2 rank processes under mpirun, found %r" % ranks)
-    os.kill(int(ranks[-1]), signal.SIGTERM)  # one rank only
-    try:
-        rc = proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail("mpirun: still running 60 s after SIGTERM to one rank")
-    print(open(log).read()[-800:])
-    check_interrupted(out, "SIGTERM", rc, 128 + signal.SIGTERM)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # A signal to one rank of two stops both at the same step.
+        out = work("out_mpi_" + sig.name)
+        log = work("mpi_%s.log" % sig.name)
+        with open(log, "w") as f:
+            proc = subprocess.Popen(launcher + [args().iomimic, "run"] +
+                                    long_run(data, out, "False"),
+                                    stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
+        wait_for_training(proc, log)
+        ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                               text=True).stdout.split()
+        if len(ranks) != 2:
+            proc.kill()
+            fail("expected 2 rank processes under mpirun, found %r" % ranks)
+        os.kill(int(ranks[-1]), sig)  # one rank only
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            fail("mpirun: still running 60 s after %s to one rank" % sig.name)
+        print(open(log).read()[-800:])
+        check_interrupted(out, sig.name, rc, 128 + sig)
 
 
 # --- 8. resume completeness --------------------------------------------------------
