@@ -893,11 +893,10 @@ def test_format_corruption():
 
 
 def test_every_training_workload_runs_shrunk():
-    """Every DLIO workload file that trains runs unmodified but for overrides that
+    """Every DLIO and MLPerf Storage workload file that trains runs unmodified but for overrides that
     shrink it (counts, sizes, times, model dimensions and parallelism); the
     checkpoint-only llama files are covered by the checkpoint tests."""
-    shared = os.path.join(ARGS.source, "..", "shared", "dlio-workloads")
-    folder = shared if os.path.isdir(shared) else os.path.join(ARGS.source, "workloads")
+    folder = os.path.join(ARGS.source, "workloads")  # DLIO's and MLPerf Storage v3.0's files
     ran = []
     for path in sorted(glob.glob(os.path.join(folder, "*.yaml"))):
         name = os.path.splitext(os.path.basename(path))[0]
@@ -905,13 +904,16 @@ def test_every_training_workload_runs_shrunk():
         if re.search(r"^\s+train: false", resolved, re.M | re.I):
             continue
         work = os.path.join(ARGS.work, name)
+        # Files of one sample (images) keep one sample per file.
+        m = re.search(r"^\s+num_samples_per_file: (\d+)", resolved, re.M)
+        samples = min(4, int(m.group(1))) if m else 4
         ov = [
             "++workload.workflow.generate_data=True",
             "++workload.dataset.data_folder=" + os.path.join(work, "data"),
             "++workload.output.folder=" + os.path.join(work, "out"),
             "++workload.checkpoint.checkpoint_folder=" + os.path.join(work, "ckpt"),
             "++workload.dataset.num_files_train=4", "++workload.dataset.num_files_eval=2",
-            "++workload.dataset.num_samples_per_file=4",
+            "++workload.dataset.num_samples_per_file=%d" % samples,
             "++workload.dataset.record_length_bytes=4096",
             "++workload.dataset.record_length_bytes_stdev=0",
             "++workload.dataset.num_subfolders_train=0", "++workload.dataset.num_subfolders_eval=0",
