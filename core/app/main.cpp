@@ -656,6 +656,13 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
 int Main(int argc, char** argv) {
   std::string command = "run";
   int shift = 0;
+  // Started as dlio_benchmark (the link installed beside iomimic), it takes
+  // DLIO's command line as it is: mlpstorage and DLIO's scripts run
+  // `mpirun ... dlio_benchmark workload=NAME ++hydra.run.dir=... --config-dir=...`.
+  if (argc > 0 && fs::path(argv[0]).filename() == "dlio_benchmark") {
+    cluster::ArgVector rest(argc, argv, 0);
+    return CmdRunOrGenerate("run", rest.argc(), rest.argv());
+  }
   if (argc > 1) {
     std::string first = argv[1];
     if (first == "--help" || first == "-h" || first == "help") {

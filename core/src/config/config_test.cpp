@@ -105,9 +105,9 @@ TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
     // DLIO itself ignores these keys; nothing else may be reported.
     for (const Diagnostic& warning : manifest.warnings) {
       CAPTURE(warning.ToString());
+      // model.model_size (MLPerf's unet3d files) is honoured, with a warning.
       const bool expected =
-          warning.message ==
-              "unknown key 'model.model_size' (did you mean 'model.model_size_bytes'?)" ||
+          warning.message.starts_with("model.model_size (") ||
           warning.message == "unknown key 'workflow.debug'";
       CHECK(expected);
       CHECK(warning.file == file.string());
@@ -132,7 +132,9 @@ TEST_CASE("shipped workload values") {
     const Config& c = m.config;
     CHECK(c.model.name == "unet3d");
     CHECK(c.model.type == "cnn");
-    CHECK(c.model.model_size_bytes == 10240);  // model.model_size is not a DLIO key
+    // model.model_size is not a DLIO key (DLIO writes 10240-byte
+    // checkpoints); iomimic honours what the workload means.
+    CHECK(c.model.model_size_bytes == 499153191);
     CHECK(c.framework == "pytorch");
     CHECK(c.workflow.checkpoint);
     CHECK(c.dataset.format == "npz");

@@ -715,6 +715,22 @@ Status Converter::ApplyRules(Config* config) {
     return Expected(*Get(parallelism, "data"), "model.parallelism.data",
                     "-1 (derived from the world size) or a positive integer");
   }
+  // MLPerf's unet3d files size the checkpoint with model.model_size, which
+  // DLIO ignores (its checkpoint is then 10 KiB); iomimic honours what the
+  // workload means, unless model_size_bytes says otherwise, and says so.
+  {
+    IOMIMIC_ASSIGN_OR_RETURN(const Section model, SectionAt("model"));
+    const std::optional<Entry> size = Get(model, "model_size");
+    if (size && size->value.IsScalar() && !Get(model, "model_size_bytes")) {
+      if (const std::optional<std::uint64_t> bytes = ParseUInt(size->value.Scalar())) {
+        config->model.model_size_bytes = *bytes;
+        Warn(size->key, "model.model_size",
+             "model.model_size (" + size->value.Scalar() +
+                 ") is used as model.model_size_bytes; DLIO ignores this key and would write "
+                 "10240-byte checkpoints");
+      }
+    }
+  }
   // MLCommons' DLIO fork reads storage.storage_library into storage_options.
   IOMIMIC_ASSIGN_OR_RETURN(const Section storage, SectionAt("storage"));
   if (const std::optional<Entry> library = Get(storage, "storage_library")) {

@@ -185,6 +185,7 @@
   A("workflow.query", Text().Nullable().Doc("Only read by dlio_benchmark_query.")) \
   A("storage.storage_library", Text().Nullable().Mlperf().Doc("MLPerf Storage v3: the client library; kept in storage_options.")) \
   A("dataset.record_element_bytes", UInt(0, kNoMax).Doc("Recomputed from record_element_type, as DLIO does.")) \
+  A("model.model_size", UInt(0, kNoMax).ByRule().Doc("MLPerf's unet3d files give the checkpoint size here; DLIO ignores it, iomimic uses it as model.model_size_bytes when that is not set, with a warning.")) \
   A("checkpoint.ksm.madv_mergeable_id", UInt(0, kNoMax).Doc("KSM setting.")) \
   A("checkpoint.ksm.high_ram_trigger", Number(0, 100).Doc("KSM setting (percent).")) \
   A("checkpoint.ksm.low_ram_exit", Number(0, 100).Doc("KSM setting (percent).")) \

@@ -302,7 +302,9 @@ std::string KeysMarkdown() {
       if (!key.spec.legacy.empty()) {
         doc += " Legacy spelling: `" + std::string(key.spec.legacy) + "`.";
       }
-      if (std::holds_alternative<std::monostate>(key.field)) doc += " (Accepted, not used.)";
+      if (std::holds_alternative<std::monostate>(key.field) && !key.spec.by_rule) {
+        doc += " (Accepted, not used.)";
+      }
       if (key.spec.type == ValueType::kTime) {
         doc += " `" + std::string(key.spec.stdev_key) + "` adds a normal spread.";
       }

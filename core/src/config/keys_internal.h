@@ -64,6 +64,7 @@ struct KeySpec {
   bool null_when_empty = false;         // emitted as null when "" (DLIO's None)
   bool null_when_zero = false;          // emitted as null when 0
   bool strip_slashes = false;           // trailing '/' removed
+  bool by_rule = false;                 // no Config member: a rule in convert.cpp uses it
   bool format_param = false;            // passed to the format (FileSpec::parameters)
   bool ReaderConfig::*given = nullptr;  // set when present; emitted only then
   std::string_view legacy;              // DLIO's older spelling of the path
@@ -78,6 +79,7 @@ struct KeySpec {
   KeySpec NullWhenZero() const { return With(&KeySpec::null_when_zero); }
   KeySpec StripSlashes() const { return With(&KeySpec::strip_slashes); }
   KeySpec FormatParam() const { return With(&KeySpec::format_param); }
+  KeySpec ByRule() const { return With(&KeySpec::by_rule); }
   KeySpec EmitIfGiven(bool ReaderConfig::*flag) const {
     KeySpec k = *this;
     k.given = flag;

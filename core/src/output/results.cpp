@@ -2,10 +2,13 @@
 
 #include <sys/resource.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "output/writers.h"
 
@@ -15,7 +18,27 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-std::string YamlQuote(const std::string& s) {
+// A list entry of overrides.yaml as Hydra writes it (PyYAML's safe_dump):
+// plain when the text reads back as the same string, otherwise in single
+// quotes with ' doubled. MLPerf's report scripts read these lines as text
+// (docs/dlio-compat.md §5.4), so a quote Hydra would not write breaks them.
+std::string HydraListEntry(const std::string& s) {
+  bool plain = !s.empty() && s.front() != ' ' && s.back() != ' ' &&
+               std::string_view("-?:,[]{}#&*!|>'\"%@`").find(s.front()) == std::string::npos &&
+               s.find(": ") == std::string::npos && s.find(" #") == std::string::npos &&
+               s.find_first_of("\n\t") == std::string::npos && s.back() != ':';
+  if (plain) {
+    // Words YAML reads as booleans, null or numbers stay strings only quoted.
+    static const char* const kNotStrings[] = {"true", "false", "yes", "no", "on",
+                                              "off",  "null",  "~",   "y",  "n"};
+    std::string lower = s;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (const char* w : kNotStrings) plain &= lower != w;
+    char* end = nullptr;
+    std::strtod(s.c_str(), &end);
+    plain &= !(end != s.c_str() && *end == '\0');
+  }
+  if (plain) return s;
   std::string out = "'";
   for (char ch : s) {
     if (ch == '\'')
@@ -117,8 +140,12 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
   std::string overrides;
   bool has_workload = false;
   for (const std::string& o : manifest.raw_overrides) has_workload |= o.rfind("workload=", 0) == 0;
-  if (!has_workload) overrides += "- " + YamlQuote("workload=" + manifest.workload_name) + "\n";
-  for (const std::string& o : manifest.raw_overrides) overrides += "- " + YamlQuote(o) + "\n";
+  if (!has_workload) {
+    overrides += "- " + HydraListEntry("workload=" + manifest.workload_name) + "\n";
+  }
+  for (const std::string& o : manifest.raw_overrides) {
+    overrides += "- " + HydraListEntry(o) + "\n";
+  }
   if (overrides.empty()) overrides = "[]\n";
   return WriteTextFile(sub + "/overrides.yaml", overrides);
 }
