@@ -175,7 +175,8 @@
   X("content", content, std::string, "random", Choice(kContentKinds).Iomimic().Doc("Content of generated payloads: random or zeros.")) \
   X("compress_percentage", compress_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of each 4 KiB block that compresses away (like fio's buffer_compress_percentage).")) \
   X("dedupe_percentage", dedupe_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of 4 KiB blocks that repeat another block (like fio's dedupe_percentage).")) \
-  X("timeline_interval", timeline_interval, double, 0.1, Number(0, 3600).Iomimic().Doc("Seconds per row of timeline.csv (bytes, requests, samples, steps, AU per interval); 0 = no timeline."))
+  X("timeline_interval", timeline_interval, double, 0.1, Number(0, 3600).Iomimic().Doc("Seconds per row of timeline.csv (bytes, requests, samples, steps, AU per interval); 0 = no timeline.")) \
+  X("progress_interval", progress_interval, double, 5.0, Number(0, 3600).Iomimic().Doc("Seconds between progress lines of rank 0 when stdout is not a terminal (a terminal gets one live line); 0 = no progress."))
 
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \

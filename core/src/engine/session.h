@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "engine/counting_storage.h"
+#include "engine/progress.h"
 #include "iomimic/format.h"
 #include "metrics/histogram.h"
 #include "metrics/timeline.h"
@@ -69,6 +70,9 @@ class Session {
   }
   double barrier_seconds() const { return barrier_ns_.load(std::memory_order_relaxed) / 1e9; }
 
+  // Where the run is, for live progress (engine/progress.h).
+  ProgressBoard& progress() { return progress_; }
+
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
 
@@ -99,6 +103,7 @@ class Session {
   std::atomic<std::uint64_t> steps_{0};
   std::atomic<std::uint64_t> barrier_ns_{0};
   metrics::BusyClock compute_busy_;
+  ProgressBoard progress_;
   metrics::LatencyHistogram sample_latency_;
   std::atomic<std::uint64_t> checksum_{0};
   std::atomic<std::uint64_t> checksummed_{0};
