@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -46,8 +47,17 @@ namespace {
 
 constexpr const char* kDefaultWorkload = "quickstart";
 
-// Whether stdout is a terminal (then progress is one live line).
-bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }
+// Whether stdout is a terminal (then progress is one live line). Not under
+// an MPI launcher: Open MPI gives every rank a pseudo-terminal as stdout
+// even when mpirun's own output goes to a file or a pipe, so a rank cannot
+// tell; it prints plain lines there. Called before MPI_Init, which sets the
+// launcher's variables even in a process started alone.
+bool StdoutIsTerminal() {
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(launcher) != nullptr) return false;
+  }
+  return ::isatty(STDOUT_FILENO) == 1;
+}
 
 // Columns of the terminal on stdout, or 0 when unknown.
 std::size_t TerminalColumns() {
@@ -439,9 +449,18 @@ std::string Eta(double seconds, double done, double total) {
   return Duration(seconds * (total - done) / done);
 }
 
+std::string ProgressBody(const run::Progress& p);
+
 // The progress line (run/run.h, Progress); empty when there is nothing to
-// say (between phases).
+// say (between phases). With several ranks its counts are the reporting
+// rank's (generation: its share of the files), and the line says which.
 std::string ProgressText(const run::Progress& p) {
+  std::string body = ProgressBody(p);
+  if (body.empty() || p.ranks <= 1) return body;
+  return Format("[rank %d of %d] ", p.rank, p.ranks) + body;
+}
+
+std::string ProgressBody(const run::Progress& p) {
   using Phase = run::Progress::Phase;
   constexpr double kMiB = 1024.0 * 1024.0;
   switch (p.phase) {
@@ -450,10 +469,9 @@ std::string ProgressText(const run::Progress& p) {
     case Phase::kGenerate: {
       const double mib = static_cast<double>(p.bytes_written) / kMiB;
       return Format(
-          "generating: %llu/%llu files%s, %.1f MiB, %.1f MiB/s, ETA %s",
+          "generating: %llu/%llu files, %.1f MiB, %.1f MiB/s, ETA %s",
           static_cast<unsigned long long>(p.files_done),
-          static_cast<unsigned long long>(p.files_total),
-          p.ranks > 1 ? Format(" (rank 0's share, %d ranks)", p.ranks).c_str() : "", mib,
+          static_cast<unsigned long long>(p.files_total), mib,
           p.seconds > 0 ? mib / p.seconds : 0.0,
           Eta(p.seconds, static_cast<double>(p.files_done), static_cast<double>(p.files_total))
               .c_str());
@@ -569,14 +587,14 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status());
   const config::LoadedManifest manifest = std::move(loaded).value();
 
+  const bool terminal = StdoutIsTerminal();
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   // After MPI_Init, so that these handlers are the ones in place.
   engine::InstallInterruptHandlers();
   const bool leader = cluster.rank() == 0;
   // Every rank read the same manifest: its warnings are printed once.
   if (leader) PrintManifestWarnings(manifest);
-  const bool terminal = StdoutIsTerminal();
-  Console console(leader, args.quiet, terminal);
+  Console console(leader, args.quiet, terminal && cluster.size() == 1);
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
 
@@ -588,7 +606,8 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   // seconds (0 = none at all).
   const double interval = manifest.config.iomimic.progress_interval;
   if (leader && !args.quiet && interval > 0) {
-    options.progress_interval = terminal ? std::min(interval, 0.25) : interval;
+    options.progress_interval =
+        terminal && cluster.size() == 1 ? std::min(interval, 0.25) : interval;
   }
   ConsoleObserver observer(&console, manifest.config,
                            !options.generate_only && manifest.config.workflow.train, leader);

@@ -102,6 +102,7 @@ class ProgressTimer {
     Progress p;
     p.phase = static_cast<Progress::Phase>(static_cast<int>(b.Phase()));
     p.seconds = std::chrono::duration<double>(now - origin.start).count();
+    p.rank = session_.cluster().rank();
     p.ranks = session_.cluster().size();
     p.files_done = b.files_done.load(std::memory_order_relaxed);
     p.files_total = b.files_total.load(std::memory_order_relaxed);

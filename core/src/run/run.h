@@ -39,6 +39,7 @@ struct Progress {
   enum class Phase { kIdle, kGenerate, kTrain, kEval, kCheckpointWrite, kCheckpointRead };
   Phase phase = Phase::kIdle;
   double seconds = 0;
+  int rank = 0;
   int ranks = 1;
   // Generation: this rank's files (written, or found complete), done and in
   // all, and the bytes it wrote.
