@@ -95,10 +95,12 @@ struct GenerateTotals {
   double seconds = 0;  // the slowest rank's
 };
 
-// What a front end learns while a run goes on. Every method is called on
-// every rank (a front end that prints checks its rank), from the thread that
-// called RunWorkload, one at a time, in the order listed. The defaults do
-// nothing, so an observer overrides only what it needs.
+// What a front end learns while a run goes on. Every method but OnProgress
+// is called on every rank (a front end that prints checks its rank), from
+// the thread that called RunWorkload, one at a time, in the order listed;
+// OnProgress only where RunOptions::progress_interval asks for it, from the
+// engine's progress thread. The defaults do nothing, so an observer
+// overrides only what it needs.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
