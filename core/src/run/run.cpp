@@ -215,12 +215,14 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   const bool checkpoint_only = !training && checkpointer != nullptr;
   std::string folder;
   {
-    // A generate-only run leaves a result folder too (as DLIO's does); in a
-    // folder the user named it takes the subfolder generate[-N], so that
-    // the training run that usually follows with the same folder finds it
-    // free (output/results.h).
+    // A run that only generates (`iomimic generate`, or a workflow that
+    // neither trains nor checkpoints) leaves a result folder too, as DLIO's
+    // does; in a folder the user named it takes the subfolder
+    // generate[-N], so that the training run that usually follows with the
+    // same folder finds it free (output/results.h).
+    const bool generates_only = !training && !checkpoint_only;
     Result<std::string> prepared =
-        output::PrepareOutputFolder(c, cluster, options.generate_only ? "generate" : "");
+        output::PrepareOutputFolder(c, cluster, generates_only ? "generate" : "");
     if (!prepared.ok()) return fail(prepared.status());
     folder = *prepared;
     status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
