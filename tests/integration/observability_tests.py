@@ -13,9 +13,11 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import iomimic_tests as harness
 from iomimic_tests import fail, mpirun, run
@@ -430,6 +432,63 @@ def test_generate_leaves_a_result_folder():
     made = set(glob.glob(os.path.join(args().work, "hydra_log", "*", "*"))) - before
     if len(made) != 1 or load(made.pop(), "status.json")["status"] != "completed":
         fail("no result folder under hydra_log/ for a generation without a named folder")
+
+
+def interrupt_generation(cmd, log, out, ranks):
+    """Starts a slow generation, signals every rank once it reports
+    progress, and checks the result folder: status.json "interrupted",
+    summary.json parsable with the files done, exit 130, no hang."""
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
+    deadline = time.time() + 60
+    while "generating: " not in open(log).read():
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            fail("generation ended or never reported progress: " + open(log).read()[-800:])
+        time.sleep(0.05)
+    if ranks == 1:
+        proc.send_signal(signal.SIGINT)
+    else:
+        pids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+        if len(pids) != ranks:
+            proc.kill()
+            fail("expected %d rank processes, found %r" % (ranks, pids))
+        for pid in pids:
+            os.kill(int(pid), signal.SIGINT)
+    try:
+        rc = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("still running 60 s after SIGINT")
+    print(open(log).read()[-800:])
+    if rc != 130:
+        fail("exit status %d after SIGINT, expected 130" % rc)
+    st = load(out, "status.json")
+    if st["status"] != "interrupted" or st.get("signal") != "SIGINT":
+        fail("status.json: %s" % st)
+    g = load(out, "summary.json")["iomimic"]["generate"]
+    if not 0 < g["files_written"] < 2008 or len(g["bytes_written_per_rank"]) != ranks:
+        fail("summary.json generation figures: %s" % g)
+
+
+def test_generate_interrupted_leaves_figures():
+    """SIGINT during `iomimic generate` (1 and 2 ranks) leaves status.json
+    "interrupted" and summary.json with the files written so far."""
+    for ranks in (1, 2):
+        out = os.path.join(args().work, "out%d" % ranks)
+        cmd = [args().iomimic, "generate"] + overrides(
+            os.path.join(args().work, "data%d" % ranks), out, [
+                "++workload.dataset.num_files_train=2000",
+                "++workload.storage.backend=latency",
+                "++workload.storage.options.delay=5ms",
+                "++workload.iomimic.progress_interval=0.1",
+            ]) + ["--generate-threads", "1"]
+        if ranks > 1:
+            cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + (
+                ["--allow-run-as-root"] if os.geteuid() == 0 else []) + cmd
+        interrupt_generation(cmd, os.path.join(args().work, "gen%d.log" % ranks),
+                             os.path.join(out, "generate"), ranks)
 
 
 if __name__ == "__main__":

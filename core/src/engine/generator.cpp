@@ -400,7 +400,8 @@ Status CheckSpaceForGeneration(Session& session) {
                         space, "dataset.num_files_train", d.num_files_train, limit);
 }
 
-Result<GenerateReport> Generate(Session& session, unsigned threads) {
+Result<GenerateReport> Generate(Session& session, unsigned threads,
+                                std::optional<GenerateReport>* so_far) {
   cluster::Cluster& cluster = session.cluster();
   const plan::DatasetLayout& layout = session.layout();
   GenerateReport report;
@@ -492,6 +493,7 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   report.start = start;
   report.end = metrics::Stamp::Now();
   report.seconds = metrics::Seconds(start, report.end);
+  if (so_far != nullptr) *so_far = report;
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(first_error));
   return report;
 }

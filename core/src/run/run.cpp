@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/checkpointer.h"
@@ -230,9 +231,11 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     notify->OnRunFolder(folder);
   }
   // From here on a failure is also recorded in the run folder.
-  auto finish_failed = [&](const Status& st) -> Status {
+  // `agreed_signal`: the signal the ranks agreed on, when they did (-1:
+  // rank 0's own).
+  auto finish_failed = [&](const Status& st, int agreed_signal = -1) -> Status {
     // A failure while a signal stops the run says so (engine/interrupt.h).
-    const int signal = engine::InterruptSignal();
+    const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
     if (cluster.rank() == 0 && !folder.empty()) {
       (void)output::WriteStatus(folder, st, signal != 0 ? engine::SignalName(signal) : nullptr);
     }
@@ -246,8 +249,26 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     notify->OnGenerateStart(session.layout().num_generated_files(),
                             session.layout().SplitDirectory(plan::Split::kTrain));
     progress.MarkPhaseStart(0, 0);
-    Result<engine::GenerateReport> report = engine::Generate(session, threads);
-    if (!report.ok()) return finish_failed(report.status());
+    std::optional<engine::GenerateReport> so_far;
+    Result<engine::GenerateReport> report = engine::Generate(session, threads, &so_far);
+    if (!report.ok()) {
+      // Stopped by a signal (engine/interrupt.h): summary.json gets the
+      // figures of the files done, as an interrupted training run gets its
+      // epochs. Every rank agreed on the failure and holds `so_far` alike;
+      // the signal may have reached some ranks only, so they agree on it.
+      const int signal =
+          so_far.has_value()
+              ? static_cast<int>(cluster.MaxDouble(static_cast<double>(engine::InterruptSignal())))
+              : -1;
+      if (signal > 0) {
+        outcome.generate = *so_far;
+        outcome.end = metrics::Stamp::Now();
+        outcome.timeline = sampler.Stop();
+        progress.Stop();
+        (void)output::WriteResults(folder, session, outcome);
+      }
+      return finish_failed(report.status(), signal);
+    }
     outcome.generate = *report;
     GenerateTotals totals;
     totals.files_written = cluster.SumU64(report->files_written);
