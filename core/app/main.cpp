@@ -9,16 +9,20 @@
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,26 +52,83 @@ namespace {
 
 constexpr const char* kDefaultWorkload = "quickstart";
 
-// Progress lines of rank 0: to stdout (unless quiet) and to the run's log
-// file (output.log_file in the run folder) once that exists.
+// Whether stdout is a terminal (then progress is one live line). Not under
+// an MPI launcher: Open MPI gives every rank a pseudo-terminal as stdout
+// even when mpirun's own output goes to a file or a pipe, so a rank cannot
+// tell; it prints plain lines there. Called before MPI_Init, which sets the
+// launcher's variables even in a process started alone.
+bool StdoutIsTerminal() {
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(launcher) != nullptr) return false;
+  }
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+// Columns of the terminal on stdout, or 0 when unknown.
+std::size_t TerminalColumns() {
+  struct winsize ws {};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 0;
+}
+
+// Messages of rank 0: to stdout (unless quiet) and to the run's log file
+// (output.log_file in the run folder) once that exists; and the live
+// progress line. Thread-safe: progress comes from the engine's progress
+// thread (run/run.h, RunObserver::OnProgress).
 class Console {
  public:
-  Console(bool enabled, bool quiet) : enabled_(enabled), quiet_(quiet) {}
+  Console(bool enabled, bool quiet, bool terminal)
+      : enabled_(enabled), quiet_(quiet), terminal_(terminal) {}
   void OpenLog(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (enabled_) log_.open(path, std::ios::out | std::ios::app);
   }
   void Line(const std::string& text, bool always = false) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!enabled_) return;
+    ClearLiveLocked();
     if (!quiet_ || always) std::cout << text << std::endl;
     if (log_.is_open()) log_ << text << std::endl;
   }
   void LogOnly(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (log_.is_open()) log_ << text << std::endl;
+  }
+  // Progress: on a terminal, replaces the live line (carriage return, cut to
+  // the terminal's width so it never wraps); else one plain line. Neither
+  // goes to the log file.
+  void Progress(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!enabled_ || quiet_) return;
+    if (!terminal_) {
+      std::cout << text << std::endl;
+      return;
+    }
+    std::string shown = text;
+    if (const std::size_t columns = TerminalColumns(); columns > 1 && shown.size() >= columns) {
+      shown.resize(columns - 1);
+    }
+    std::cout << '\r' << shown << "\x1b[K" << std::flush;  // erase the rest of the line
+    live_ = true;
+  }
+  // Clears the live line, if any (before anything else is printed).
+  void EndProgress() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ClearLiveLocked();
   }
 
  private:
+  void ClearLiveLocked() {
+    if (!live_) return;
+    std::cout << "\r\x1b[K" << std::flush;
+    live_ = false;
+  }
+
+  std::mutex mutex_;
   bool enabled_;
   bool quiet_;
+  bool terminal_;
+  bool live_ = false;  // a live line is on the terminal
   std::ofstream log_;
 };
 
@@ -178,13 +239,15 @@ Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args) {
   bool has_workload = false;
   for (const std::string& o : source.overrides) has_workload |= o.rfind("workload=", 0) == 0;
   if (source.path.empty() && !has_workload) source.workload = kDefaultWorkload;
-  Result<config::LoadedManifest> loaded = config::LoadManifest(source);
-  if (loaded.ok()) {
-    for (const config::Diagnostic& d : loaded->warnings) {
-      std::cerr << "iomimic: " << d.ToString() << std::endl;
-    }
+  return config::LoadManifest(source);
+}
+
+// The manifest's warnings (unknown keys, ...), one line each on stderr.
+// Every rank finds the same ones, so under MPI only rank 0 calls this.
+void PrintManifestWarnings(const config::LoadedManifest& manifest) {
+  for (const config::Diagnostic& d : manifest.warnings) {
+    std::cerr << "iomimic: " << Printable(d.ToString()) << std::endl;
   }
-  return loaded;
 }
 
 void DiscoverPlugins(const CommonArgs& args, plugin::Registry* registry) {
@@ -494,6 +557,7 @@ int CmdConfig(int argc, char** argv) {
   }
   Result<config::LoadedManifest> manifest = LoadFromArgs(args);
   if (!manifest.ok()) return Fail(manifest.status());
+  PrintManifestWarnings(*manifest);
   if (!args.plan) {
     std::cout << config::ToYaml(manifest->config, false);
     return 0;
@@ -535,6 +599,78 @@ int CmdConfig(int argc, char** argv) {
   return 0;
 }
 
+// "1:05", "1:02:03", or "--" when unknown.
+std::string Duration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e8) return "--";
+  const auto s = static_cast<unsigned long long>(seconds + 0.5);
+  if (s >= 3600) return Format("%llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
+  return Format("%llu:%02llu", s / 60, s % 60);
+}
+
+// Time left when `done` of `total` took `seconds`.
+std::string Eta(double seconds, double done, double total) {
+  if (done <= 0 || total < done) return "--";
+  return Duration(seconds * (total - done) / done);
+}
+
+std::string ProgressBody(const run::Progress& p);
+
+// The progress line (run/run.h, Progress); empty when there is nothing to
+// say (between phases). With several ranks its counts are the reporting
+// rank's (generation: its share of the files), and the line says which.
+std::string ProgressText(const run::Progress& p) {
+  std::string body = ProgressBody(p);
+  if (body.empty() || p.ranks <= 1) return body;
+  return Format("[rank %d of %d] ", p.rank, p.ranks) + body;
+}
+
+std::string ProgressBody(const run::Progress& p) {
+  using Phase = run::Progress::Phase;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  switch (p.phase) {
+    case Phase::kIdle:
+      return "";
+    case Phase::kGenerate: {
+      const double mib = static_cast<double>(p.bytes_written) / kMiB;
+      return Format(
+          "generating: %llu/%llu files, %.1f MiB, %.1f MiB/s, ETA %s",
+          static_cast<unsigned long long>(p.files_done),
+          static_cast<unsigned long long>(p.files_total), mib,
+          p.seconds > 0 ? mib / p.seconds : 0.0,
+          Eta(p.seconds, static_cast<double>(p.files_done), static_cast<double>(p.files_total))
+              .c_str());
+    }
+    case Phase::kTrain:
+    case Phase::kEval:
+    case Phase::kCheckpointWrite:
+    case Phase::kCheckpointRead:
+      break;
+  }
+  std::string where;
+  if (p.phase == Phase::kCheckpointWrite || p.phase == Phase::kCheckpointRead) {
+    const char* verb = p.phase == Phase::kCheckpointWrite ? "writing" : "reading";
+    where = p.checkpoints > 0
+                ? Format("checkpoint: %s %lld/%lld", verb, static_cast<long long>(p.checkpoint),
+                         static_cast<long long>(p.checkpoints))
+                : Format("checkpoint: %s #%lld", verb, static_cast<long long>(p.checkpoint));
+    if (p.epochs == 0) {  // the checkpoint-only workflow
+      return where + Format(", %s elapsed", Duration(p.seconds).c_str());
+    }
+    where += Format(" (epoch %llu/%llu)", static_cast<unsigned long long>(p.epoch),
+                    static_cast<unsigned long long>(p.epochs));
+  } else {
+    where =
+        Format("epoch %llu/%llu, %sstep %llu/%llu", static_cast<unsigned long long>(p.epoch),
+               static_cast<unsigned long long>(p.epochs), p.phase == Phase::kEval ? "eval " : "",
+               static_cast<unsigned long long>(p.step), static_cast<unsigned long long>(p.steps));
+  }
+  const double total = static_cast<double>(p.epochs * p.steps_per_epoch);
+  return where + Format(", %.1f samples/s, AU %.1f%% so far, ETA %s",
+                        p.seconds > 0 ? static_cast<double>(p.samples) / p.seconds : 0.0,
+                        p.au_percent,
+                        Eta(p.seconds, static_cast<double>(p.train_steps_done), total).c_str());
+}
+
 // The terminal and the run's log file: rank 0 prints what the engine reports.
 class ConsoleObserver : public run::RunObserver {
  public:
@@ -543,8 +679,7 @@ class ConsoleObserver : public run::RunObserver {
   ConsoleObserver(Console* console, const config::Config& config, bool trains, bool leader)
       : console_(console), config_(config), trains_(trains), leader_(leader) {}
 
-  // The run folder, once the engine made it (empty before, and for runs
-  // that only generate).
+  // The run folder, once the engine made it (empty before).
   const std::string& folder() const { return folder_; }
 
   void OnWarning(const std::string& message) override {
@@ -590,7 +725,13 @@ class ConsoleObserver : public run::RunObserver {
         static_cast<long long>(k.writes), static_cast<long long>(k.reads), k.size_gib, k.ranks,
         k.tensor, k.pipeline, k.data, k.zero_stage, k.storage.c_str(), k.fsync ? ", fsync" : ""));
   }
+  void OnProgress(const run::Progress& progress) override {
+    if (!leader_) return;
+    const std::string text = ProgressText(progress);
+    if (!text.empty()) console_->Progress(text);
+  }
   void OnError(const Status& status) override {
+    console_->EndProgress();
     console_->LogOnly("error: " + Printable(status.message()));
   }
 
@@ -610,28 +751,42 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status());
   const config::LoadedManifest manifest = std::move(loaded).value();
 
+  const bool terminal = StdoutIsTerminal();
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   // After MPI_Init, so that these handlers are the ones in place.
   engine::InstallInterruptHandlers();
   const bool leader = cluster.rank() == 0;
-  Console console(leader, args.quiet);
+  // Every rank read the same manifest: its warnings are printed once.
+  if (leader) PrintManifestWarnings(manifest);
+  Console console(leader, args.quiet, terminal && cluster.size() == 1);
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
 
   run::RunOptions options;
   options.generate_only = command == "generate";
   options.generate_threads = args.generate_threads;
+  // Progress on rank 0 only, never when quiet: a live line refreshed four
+  // times a second on a terminal, else a line every iomimic.progress_interval
+  // seconds (0 = none at all).
+  const double interval = manifest.config.iomimic.progress_interval;
+  if (leader && !args.quiet && interval > 0) {
+    options.progress_interval =
+        terminal && cluster.size() == 1 ? std::min(interval, 0.25) : interval;
+  }
   ConsoleObserver observer(&console, manifest.config,
                            !options.generate_only && manifest.config.workflow.train, leader);
   Result<output::RunResults> results =
       run::RunWorkload(manifest, registry, cluster, options, &observer);
+  console.EndProgress();
   if (!results.ok()) {
     // A failure while a signal stops the run exits as the signal would.
     const int code = Fail(results.status());
     const int signal = engine::InterruptSignal();
     return signal != 0 ? 128 + signal : code;
   }
-  if (leader && !observer.folder().empty()) {
+  if (leader && options.generate_only) {
+    console.Line("results in " + observer.folder());
+  } else if (leader && !observer.folder().empty()) {
     console.Line(output::ConsoleSummary(*results, manifest, observer.folder()), /*always=*/true);
   }
   // Stopped by a signal at a step boundary (engine/interrupt.h): the

@@ -8,9 +8,16 @@ Usage: observability_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 """
 
 import csv
+import glob
 import json
 import os
+import pty
 import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 
 import iomimic_tests as harness
 from iomimic_tests import fail, mpirun, run
@@ -452,6 +459,266 @@ def test_trace_parses_nests_and_is_bounded():
         fail("trace/ written with iomimic.trace off")
     if "trace" in load(out, "summary.json")["iomimic"]:
         fail("summary.json has a trace object with iomimic.trace off")
+
+
+# --- live progress (issue 10, item 5) -----------------------------------------
+
+# A carriage return that does not end a line: a terminal's "\r\n" (the pty
+# turns "\n" into it) is not a live-line update.
+LIVE_UPDATE = re.compile(r"\r(?!\n)")
+
+
+def progress_overrides(data, out, extra=()):
+    """Two epochs of eight 0.1 s steps: long enough for several updates."""
+    return overrides(data, out, [
+        "++workload.workflow.evaluation=False",
+        "++workload.train.epochs=2",
+        "++workload.train.computation_time=0.1",
+        "++workload.iomimic.timeline_interval=0",
+    ] + list(extra))
+
+
+def run_on_terminal(cmd):
+    """Runs `cmd` with stdout on a pseudo-terminal (stderr on a pipe);
+    returns (exit status, what the terminal got, stderr)."""
+    print("$ (pty) " + " ".join(cmd), flush=True)
+    master, slave = pty.openpty()
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, cwd=args().work, stdout=slave, stderr=err,
+                             stdin=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = p.wait(timeout=300)
+        os.close(master)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    out = b"".join(chunks).decode(errors="replace")
+    sys.stdout.write(out.replace("\r", "\\r"))
+    sys.stdout.write(stderr)
+    return code, out, stderr
+
+
+def test_progress_live_line_on_a_terminal():
+    """On a terminal, rank 0 keeps one live line (carriage-return updates
+    with epoch and step), erased at the end; -q prints none."""
+    data = os.path.join(args().work, "data")
+    code, out, _ = run_on_terminal([args().iomimic, "run"] + progress_overrides(
+        data, os.path.join(args().work, "tty")))
+    if code != 0:
+        fail("the run on a terminal failed with %d" % code)
+    updates = LIVE_UPDATE.findall(out)
+    if len(updates) < 3:
+        fail("only %d carriage-return updates on a terminal" % len(updates))
+    if not re.search(r"\repoch [12]/2, step \d+/8, [0-9.]+ samples/s, AU [0-9.]+% so far, "
+                     r"ETA [0-9:-]+", out):
+        fail("no live line with epoch, step, samples/s, AU and ETA")
+    # The live line is erased before the summary: nothing of it is left on
+    # the line the summary starts.
+    last_update = out.rfind("\repoch ")
+    summary = out.find("iomimic ", last_update)
+    if summary < 0 or "\r\x1b[K" not in out[last_update + 1:summary]:
+        fail("the live line is not erased before the summary")
+
+    code, quiet, _ = run_on_terminal([args().iomimic, "run", "-q"] + progress_overrides(
+        data, os.path.join(args().work, "tty_quiet")))
+    if code != 0:
+        fail("the quiet run failed with %d" % code)
+    if LIVE_UPDATE.search(quiet) or "step " in quiet:
+        fail("-q printed progress on a terminal")
+
+
+def test_progress_plain_lines_without_a_terminal():
+    """stdout not a terminal: no carriage return at all; with the default
+    interval (5 s) a run of 2 s prints no progress line, with a short one it
+    prints plain lines; -q and iomimic.progress_interval=0 silence them."""
+    data = os.path.join(args().work, "data")
+    p = run([args().iomimic, "run"] + progress_overrides(data, os.path.join(args().work, "pipe")))
+    if "\r" in p.stdout:
+        fail("carriage returns in stdout that is not a terminal")
+    if re.search(r"^epoch \d+/2, step", p.stdout, re.M):
+        fail("a progress line within the default 5 s interval")
+    p = run([args().iomimic, "run"] + progress_overrides(
+        data, os.path.join(args().work, "pipe_lines"), ["++workload.iomimic.progress_interval=0.3"]))
+    lines = re.findall(r"^epoch [12]/2, step \d+/8, .*ETA [0-9:-]+$", p.stdout, re.M)
+    if "\r" in p.stdout or len(lines) < 3:
+        fail("expected plain progress lines every 0.3 s, got %d" % len(lines))
+    for flags, tag in ((["-q"], "quiet"), ([], "off")):
+        extra = ["++workload.iomimic.progress_interval=0.3"]
+        if tag == "off":
+            extra = ["++workload.iomimic.progress_interval=0"]
+        p = run([args().iomimic, "run"] + flags + progress_overrides(
+            data, os.path.join(args().work, "pipe_" + tag), extra))
+        if re.search(r"step \d+/8", p.stdout):
+            fail("progress printed with %s" % tag)
+    # Generation reports files, bytes, MiB/s and ETA.
+    p = run([args().iomimic, "generate"] + overrides(
+        os.path.join(args().work, "gen_data"), os.path.join(args().work, "gen_out"), [
+            "++workload.dataset.num_files_train=400",
+            "++workload.storage.backend=latency",
+            "++workload.storage.options.delay=1ms",
+            "++workload.iomimic.progress_interval=0.2",
+        ]) + ["--generate-threads", "1"])
+    if not re.search(r"^generating: \d+/408 files, [0-9.]+ MiB, [0-9.]+ MiB/s, ETA [0-9:-]+$",
+                     p.stdout, re.M):
+        fail("no generation progress line")
+
+
+def test_progress_and_warnings_from_one_rank():
+    """Under mpirun -np 2 only rank 0 reports progress (the line names it),
+    the manifest's warnings (an unknown key in the file and in an override)
+    are printed once, and a typo in an override is blamed on the override."""
+    data = os.path.join(args().work, "data")
+    manifest = os.path.join(args().work, "typo.yaml")
+    with open(os.path.join(args().source, "workloads", "quickstart.yaml")) as f:
+        text = f.read()
+    with open(manifest, "w") as f:
+        f.write(text.rstrip("\n") + "\nunknown_section_xyz: 1\n")
+    ov = [o for o in progress_overrides(data, os.path.join(args().work, "two")) if
+          not o.startswith("workload=")]
+    p = mpirun(2, [args().iomimic, "run", manifest, "++workload.iomimic.progress_interval=0.3",
+                   "++workload.dataset.unknown_key_xyz=1"] + ov)
+    both = p.stdout + p.stderr
+    lines = re.findall(r"^\[rank (\d) of 2\] epoch [12]/2, step \d+/\d+", p.stdout, re.M)
+    if len(lines) < 2:
+        fail("expected progress lines of rank 0, got %d" % len(lines))
+    if set(lines) != {"0"}:
+        fail("progress from ranks %s" % sorted(set(lines)))
+    if "\r" in p.stdout:
+        fail("carriage returns under mpirun (stdout not a terminal)")
+    for key in ("unknown_section_xyz", "dataset.unknown_key_xyz"):
+        n = len(re.findall(r"warning: unknown key '%s'" % re.escape(key), both))
+        if n != 1:
+            fail("the warning about %s printed %d times under mpirun -np 2" % (key, n))
+    if not re.search(r"override '\+\+workload\.dataset\.unknown_key_xyz=1': warning: "
+                     r"unknown key", both):
+        fail("the unknown key of an override is not attributed to the override")
+    if not re.search(re.escape(manifest) + r":\d+:\d+: warning: unknown key "
+                     r"'unknown_section_xyz'", both):
+        fail("the unknown key of the manifest is not attributed to its file and line")
+
+    # A typo in an override (a key to change that does not exist) names the
+    # override, not the manifest file.
+    p = run([args().iomimic, "run", manifest, "workload.dataset.num_file_train=3"],
+            expect_ok=False)
+    if p.returncode == 0:
+        fail("a typo in an override was accepted")
+    err = p.stderr
+    if "override 'workload.dataset.num_file_train=3'" not in err or manifest + ":" in err:
+        fail("the override typo is not attributed to the override: " + err)
+
+
+def test_generate_leaves_a_result_folder():
+    """iomimic generate leaves config, log, status.json and summary.json
+    with the generation figures; in a named folder it uses generate/,
+    generate-1/, ..., so the training run can use the folder itself; a
+    failed generation says "failed"."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "out")
+    ov = overrides(data, out)
+    run([args().iomimic, "generate"] + ov)
+    gen = os.path.join(out, "generate")
+    for name in (".hydra/config.yaml", ".hydra/overrides.yaml", "dlio.log", "status.json",
+                 "summary.json"):
+        if not os.path.exists(os.path.join(gen, name)):
+            fail("generate/%s missing" % name)
+    if load(gen, "status.json")["status"] != "completed":
+        fail("status.json of a generation does not say completed")
+    g = load(gen, "summary.json")["iomimic"]["generate"]
+    if g["files_written"] != 40 or g["bytes_written"] <= 0:
+        fail("summary.json generation figures: %s" % g)
+    if "generated 40 files" not in open(os.path.join(gen, "dlio.log")).read():
+        fail("the log has no generation line")
+    # Again: the files are complete, the results go to generate-1.
+    run([args().iomimic, "generate"] + ov)
+    g = load(os.path.join(out, "generate-1"), "summary.json")["iomimic"]["generate"]
+    if g["files_skipped"] != 40:
+        fail("second generation: %s" % g)
+    # The training run that follows uses the folder itself.
+    run([args().iomimic, "run", "-q"] + ov)
+    if load(out, "status.json")["status"] != "completed":
+        fail("the training run after generation did not complete")
+    # A failed generation (a file of the wrong size is refused) says so.
+    victim = sorted(glob.glob(os.path.join(data, "train", "**", "*.npz"), recursive=True))[0]
+    with open(victim, "ab") as f:
+        f.write(b"user data")
+    p = run([args().iomimic, "generate"] + ov, expect_ok=False)
+    if p.returncode == 0:
+        fail("generation over a damaged file succeeded")
+    st = load(os.path.join(out, "generate-2"), "status.json")
+    if st["status"] != "failed" or "refusing to overwrite" not in st.get("error", ""):
+        fail("status.json of a failed generation: %s" % st)
+    # Without a named folder: DLIO's hydra_log/<model>/<time> (cwd: the work folder).
+    before = set(glob.glob(os.path.join(args().work, "hydra_log", "*", "*")))
+    run([args().iomimic, "generate"] + [o for o in ov if "output.folder" not in o] +
+        ["++workload.dataset.data_folder=" + os.path.join(args().work, "data2")])
+    made = set(glob.glob(os.path.join(args().work, "hydra_log", "*", "*"))) - before
+    if len(made) != 1 or load(made.pop(), "status.json")["status"] != "completed":
+        fail("no result folder under hydra_log/ for a generation without a named folder")
+
+
+def interrupt_generation(cmd, log, out, ranks):
+    """Starts a slow generation, signals every rank once it reports
+    progress, and checks the result folder: status.json "interrupted",
+    summary.json parsable with the files done, exit 130, no hang."""
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
+    deadline = time.time() + 60
+    while "generating: " not in open(log).read():
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            fail("generation ended or never reported progress: " + open(log).read()[-800:])
+        time.sleep(0.05)
+    if ranks == 1:
+        proc.send_signal(signal.SIGINT)
+    else:
+        pids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+        if len(pids) != ranks:
+            proc.kill()
+            fail("expected %d rank processes, found %r" % (ranks, pids))
+        for pid in pids:
+            os.kill(int(pid), signal.SIGINT)
+    try:
+        rc = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("still running 60 s after SIGINT")
+    print(open(log).read()[-800:])
+    if rc != 130:
+        fail("exit status %d after SIGINT, expected 130" % rc)
+    st = load(out, "status.json")
+    if st["status"] != "interrupted" or st.get("signal") != "SIGINT":
+        fail("status.json: %s" % st)
+    g = load(out, "summary.json")["iomimic"]["generate"]
+    if not 0 < g["files_written"] < 2008 or len(g["bytes_written_per_rank"]) != ranks:
+        fail("summary.json generation figures: %s" % g)
+
+
+def test_generate_interrupted_leaves_figures():
+    """SIGINT during `iomimic generate` (1 and 2 ranks) leaves status.json
+    "interrupted" and summary.json with the files written so far."""
+    for ranks in (1, 2):
+        out = os.path.join(args().work, "out%d" % ranks)
+        cmd = [args().iomimic, "generate"] + overrides(
+            os.path.join(args().work, "data%d" % ranks), out, [
+                "++workload.dataset.num_files_train=2000",
+                "++workload.storage.backend=latency",
+                "++workload.storage.options.delay=5ms",
+                "++workload.iomimic.progress_interval=0.1",
+            ]) + ["--generate-threads", "1"]
+        if ranks > 1:
+            cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + (
+                ["--allow-run-as-root"] if os.geteuid() == 0 else []) + cmd
+        interrupt_generation(cmd, os.path.join(args().work, "gen%d.log" % ranks),
+                             os.path.join(out, "generate"), ranks)
 
 
 if __name__ == "__main__":

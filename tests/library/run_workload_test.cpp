@@ -5,10 +5,13 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -158,7 +161,7 @@ TEST_CASE("RunWorkload reports a failure to the observer and in status.json") {
   fs::remove_all(work);
 }
 
-TEST_CASE("RunWorkload generate_only writes the data and no run folder") {
+TEST_CASE("RunWorkload generate_only writes the data and a run folder of its own") {
   const fs::path work = FreshDir("generate");
   const config::LoadedManifest manifest = Manifest(work, {});
   const plugin::Registry& registry = Plugins();
@@ -168,12 +171,80 @@ TEST_CASE("RunWorkload generate_only writes the data and no run folder") {
   Result<output::RunResults> r =
       run::RunWorkload(manifest, registry, cluster::Cluster::Get(), options, &recorder);
   REQUIRE_MESSAGE(r.ok(), r.status().message());
-  const std::vector<std::string> expected = {"generate 8", "generated 8"};
+  const std::vector<std::string> expected = {"folder", "generate 8", "generated 8"};
   CHECK(recorder.calls == expected);
   CHECK_FALSE(r->train.has_value());
   CHECK(r->generate->files_written == 8);
-  CHECK_FALSE(fs::exists(work / "out"));
+  // In a named folder: its subfolder generate/, leaving the folder itself to
+  // the training run.
+  CHECK(recorder.folder == (work / "out" / "generate").string());
+  CHECK(Slurp((work / "out" / "generate" / "status.json").string()).find("\"completed\"") !=
+        std::string::npos);
+  CHECK(Slurp((work / "out" / "generate" / "summary.json").string()).find("\"files_written\": 8") !=
+        std::string::npos);
+  CHECK(fs::exists(work / "out" / "generate" / ".hydra" / "config.yaml"));
+  CHECK_FALSE(fs::exists(work / "out" / "summary.json"));
   fs::remove_all(work);
+}
+
+// Records OnProgress snapshots (from the engine's progress thread).
+class ProgressRecorder : public run::RunObserver {
+ public:
+  std::mutex mutex;
+  std::vector<run::Progress> seen;
+  bool returned = false;
+  bool called_after_return = false;
+  void OnProgress(const run::Progress& p) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (returned) called_after_return = true;
+    seen.push_back(p);
+  }
+};
+
+TEST_CASE("RunWorkload reports progress every interval, only when asked") {
+  const fs::path work = FreshDir("progress");
+  const config::LoadedManifest manifest =
+      Manifest(work, {"++workload.train.computation_time=0.05"});
+  const plugin::Registry& registry = Plugins();
+  ProgressRecorder recorder;
+  run::RunOptions options;
+  options.progress_interval = 0.02;
+  Result<output::RunResults> r =
+      run::RunWorkload(manifest, registry, cluster::Cluster::Get(), options, &recorder);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  {
+    std::lock_guard<std::mutex> lock(recorder.mutex);
+    recorder.returned = true;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::lock_guard<std::mutex> lock(recorder.mutex);
+  CHECK_FALSE(recorder.called_after_return);
+  // 2 epochs x 4 steps x 50 ms: several snapshots of training.
+  int training = 0;
+  for (const run::Progress& p : recorder.seen) {
+    if (p.phase != run::Progress::Phase::kTrain) continue;
+    ++training;
+    CHECK(p.epochs == 2);
+    CHECK(p.steps == 4);
+    CHECK(p.steps_per_epoch == 4);
+    CHECK(p.epoch >= 1);
+    CHECK(p.epoch <= 2);
+    CHECK(p.step <= 4);
+    CHECK(p.train_steps_done <= 8);
+    CHECK(p.au_percent >= 0);
+    CHECK(p.au_percent <= 100);
+  }
+  CHECK(training >= 5);
+  fs::remove_all(work);
+
+  // No interval, no calls.
+  const fs::path quiet = FreshDir("progress-off");
+  ProgressRecorder none;
+  Result<output::RunResults> off =
+      run::RunWorkload(Manifest(quiet, {}), registry, cluster::Cluster::Get(), {}, &none);
+  REQUIRE(off.ok());
+  CHECK(none.seen.empty());
+  fs::remove_all(quiet);
 }
 
 }  // namespace

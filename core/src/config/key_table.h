@@ -178,7 +178,8 @@
   X("timeline_interval", timeline_interval, double, 0.1, Number(0, 3600).Iomimic().Doc("Seconds per row of timeline.csv (bytes, requests, samples, steps, AU per interval); 0 = no timeline.")) \
   X("io_counters_top", io_counters_top, std::uint64_t, 1000, UInt(0, kNoMax).Iomimic().Doc("Files listed one per row in io_counters.csv (most bytes first); the rest share one \"others\" row; 0 = every file.")) \
   X("trace", trace, bool, false, Bool().Iomimic().Doc("Write trace/<rank>.pfw: Chrome trace events (DFTracer's JSON-lines layout) of sample reads, storage operations, steps, compute, barriers, checkpoints, epochs.")) \
-  X("trace_max_events", trace_max_events, std::uint64_t, 1000000, UInt(1, kNoMax).Iomimic().Doc("Most trace events kept per rank; later ones are dropped and counted (summary: iomimic.trace.dropped_events)."))
+  X("trace_max_events", trace_max_events, std::uint64_t, 1000000, UInt(1, kNoMax).Iomimic().Doc("Most trace events kept per rank; later ones are dropped and counted (summary: iomimic.trace.dropped_events).")) \
+  X("progress_interval", progress_interval, double, 5.0, Number(0, 3600).Iomimic().Doc("Seconds between progress lines of rank 0 when stdout is not a terminal (a terminal gets one live line); 0 = no progress."))
 
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \

@@ -400,7 +400,8 @@ Status CheckSpaceForGeneration(Session& session) {
                         space, "dataset.num_files_train", d.num_files_train, limit);
 }
 
-Result<GenerateReport> Generate(Session& session, unsigned threads) {
+Result<GenerateReport> Generate(Session& session, unsigned threads,
+                                std::optional<GenerateReport>* so_far) {
   cluster::Cluster& cluster = session.cluster();
   const plan::DatasetLayout& layout = session.layout();
   GenerateReport report;
@@ -422,19 +423,27 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   // files the format can write in parts are written by all ranks together,
   // one after another; the others keep the round robin below.
   std::vector<std::uint64_t> mine;
+  std::vector<std::uint64_t> shared;
   const bool share = cluster.size() > 1 && session.storage().capabilities().shared_files;
   for (std::uint64_t f : plan::FilesGeneratedBy(layout, 0, 1)) {
     const bool in_parts =
         share && session.format().CanWriteInParts(layout.Spec(f, session.element_type())).ok();
-    if (!in_parts) {
-      if (f % static_cast<std::uint64_t>(cluster.size()) ==
-          static_cast<std::uint64_t>(cluster.rank())) {
-        mine.push_back(f);
-      }
-      continue;
+    if (in_parts) {
+      shared.push_back(f);
+    } else if (f % static_cast<std::uint64_t>(cluster.size()) ==
+               static_cast<std::uint64_t>(cluster.rank())) {
+      mine.push_back(f);
     }
+  }
+  // Live progress (engine/progress.h): one relaxed add per file.
+  ProgressBoard& board = session.progress();
+  PhaseScope phase(board, RunPhase::kGenerate);
+  board.files_done.store(0, std::memory_order_relaxed);
+  board.files_total.store(shared.size() + mine.size(), std::memory_order_relaxed);
+  for (std::uint64_t f : shared) {
     Result<Outcome> r = GenerateShared(session, f);
     if (!r.ok()) return r.status();
+    board.files_done.fetch_add(1, std::memory_order_relaxed);
     if (cluster.rank() == 0) {
       (*r == Outcome::kWritten ? report.files_written : report.files_skipped) += 1;
       if (*r == Outcome::kWritten) report.files_written_by_all_ranks += 1;
@@ -469,6 +478,7 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
         return;
       }
       (*r == Outcome::kWritten ? written : skipped).fetch_add(1);
+      board.files_done.fetch_add(1, std::memory_order_relaxed);
     }
   };
   unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(mine.size())));
@@ -483,6 +493,7 @@ Result<GenerateReport> Generate(Session& session, unsigned threads) {
   report.start = start;
   report.end = metrics::Stamp::Now();
   report.seconds = metrics::Seconds(start, report.end);
+  if (so_far != nullptr) *so_far = report;
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(first_error));
   return report;
 }

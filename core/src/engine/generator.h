@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "engine/session.h"
 #include "metrics/records.h"
@@ -32,8 +33,13 @@ struct GenerateReport {
 };
 
 // Collective: every rank calls it. `threads` = writer threads per rank.
-// Returns the same error on every rank if any rank failed.
-Result<GenerateReport> Generate(Session& session, unsigned threads);
+// Returns the same error on every rank if any rank failed. `so_far`, when
+// given, receives the figures of the files done even when the writing
+// stopped (a signal, a refused file), on every rank alike: set when all
+// ranks got through the writing, left empty when they stopped before it
+// (no space, a folder not made).
+Result<GenerateReport> Generate(Session& session, unsigned threads,
+                                std::optional<GenerateReport>* so_far = nullptr);
 
 // Temporary name used while writing `path`.
 std::string TemporaryPath(const std::string& path);

@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "engine/counting_storage.h"
+#include "engine/progress.h"
 #include "iomimic/format.h"
 #include "metrics/histogram.h"
 #include "metrics/timeline.h"
@@ -73,6 +74,8 @@ class Session {
   // The optional event trace (iomimic.trace; metrics/trace.h): off until
   // the run enables it; the storage records its operations into it.
   metrics::Tracer& tracer() { return tracer_; }
+  // Where the run is, for live progress (engine/progress.h).
+  ProgressBoard& progress() { return progress_; }
 
   // Time to open, read and close one sample, over the whole run.
   metrics::LatencyHistogram& sample_latency() { return sample_latency_; }
@@ -104,6 +107,7 @@ class Session {
   std::atomic<std::uint64_t> steps_{0};
   std::atomic<std::uint64_t> barrier_ns_{0};
   metrics::BusyClock compute_busy_;
+  ProgressBoard progress_;
   metrics::LatencyHistogram sample_latency_;
   metrics::Tracer tracer_;
   std::atomic<std::uint64_t> checksum_{0};

@@ -183,6 +183,17 @@ std::uint64_t PlanPass(Session& session, std::vector<std::unique_ptr<Accelerator
 
 // Whether each emulated accelerator can have a CPU of its own (so waiting
 // may spin, see PreciseSleep).
+// Checkpointer::Save with the board saying so (engine/progress.h); the
+// number of checkpoints of a training run is not counted ahead.
+Status SaveWithProgress(Session& session, Checkpointer& checkpointer, std::uint64_t epoch,
+                        std::uint64_t step, metrics::CheckpointRecord* record) {
+  ProgressBoard& board = session.progress();
+  PhaseScope phase(board, RunPhase::kCheckpointWrite);
+  board.checkpoint.store(static_cast<std::int64_t>(record->index), std::memory_order_relaxed);
+  board.checkpoints.store(0, std::memory_order_relaxed);
+  return checkpointer.Save(epoch, step, record);
+}
+
 bool CanSpin(std::size_t accelerators) {
   return accelerators < std::max(1u, std::thread::hardware_concurrency());
 }
@@ -221,6 +232,12 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
     }
   };
   const std::uint64_t steps = PlanPass(session, accs, plan::Split::kTrain, epoch);
+  // Live progress (engine/progress.h): one relaxed store per step.
+  ProgressBoard& board = session.progress();
+  PhaseScope phase(board, RunPhase::kTrain);
+  board.epoch.store(epoch, std::memory_order_relaxed);
+  board.steps.store(steps, std::memory_order_relaxed);
+  board.step.store(0, std::memory_order_relaxed);
   // The block starts before the loaders do, as DLIO's does before iterating
   // the DataLoader: prefetching counts toward the first step.
   begin_block();
@@ -258,6 +275,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       interrupted = agreed;
       break;
     }
+    board.step.store(step + 1, std::memory_order_relaxed);
     if (checkpointer != nullptr && plan::CheckpointAfterStep(c, step + 1)) {
       // Step mode: the checkpoint sits between two blocks, outside AU
       // (docs/dlio-compat.md §3.2).
@@ -265,7 +283,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       end_block();
       metrics::CheckpointRecord save;
       save.index = records[0].saves.size() + 1;
-      status = checkpointer->Save(epoch, step + 1, &save);
+      status = SaveWithProgress(session, *checkpointer, epoch, step + 1, &save);
       records[0].saves.push_back(save);
       status = cluster.AgreeOnStatus(status);
       if (!status.ok()) {
@@ -283,7 +301,7 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
       plan::CheckpointAfterEpoch(c, epoch)) {
     metrics::CheckpointRecord save;
     save.index = records[0].saves.size() + 1;
-    status = checkpointer->Save(epoch, steps, &save);
+    status = SaveWithProgress(session, *checkpointer, epoch, steps, &save);
     records[0].saves.push_back(save);
   }
   return status;
@@ -297,6 +315,10 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
   const Stamp start = Stamp::Now();
   const IoSnapshot io_start = session.storage().Snapshot();
   const std::uint64_t steps = PlanPass(session, accs, plan::Split::kEval, epoch);
+  ProgressBoard& board = session.progress();
+  PhaseScope phase(board, RunPhase::kEval);
+  board.steps.store(steps, std::memory_order_relaxed);
+  board.step.store(0, std::memory_order_relaxed);
   for (auto& a : accs) {
     a->phase = PhaseRecord();
     a->phase.start = start;
@@ -315,6 +337,7 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
                                 {"epoch", static_cast<std::int64_t>(epoch)},
                                 {"step", static_cast<std::int64_t>(step + 1)});
     }
+    board.step.store(step + 1, std::memory_order_relaxed);
     load_start = Clock::now();
   }
   for (auto& a : accs) a->loader.Finish();
@@ -414,6 +437,10 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& c
       metrics::CheckpointRecord record;
       record.index = static_cast<std::uint64_t>(i);
       const std::uint64_t step = static_cast<std::uint64_t>(i);
+      ProgressBoard& board = session.progress();
+      PhaseScope phase(board, save ? RunPhase::kCheckpointWrite : RunPhase::kCheckpointRead);
+      board.checkpoint.store(i, std::memory_order_relaxed);
+      board.checkpoints.store(count, std::memory_order_relaxed);
       Status status =
           save ? checkpointer.Save(1, step, &record) : checkpointer.Load(1, step, &record);
       // Agreeing on the outcome synchronises the ranks; with rank_sync the

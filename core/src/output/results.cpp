@@ -98,13 +98,18 @@ std::string FileThisRunWouldOverwrite(const std::string& folder, const config::C
 
 }  // namespace
 
-Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster) {
+Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster,
+                                        const std::string& subfolder) {
   std::string folder;
   Status status;
   if (cluster.rank() == 0) {
     folder = DefaultOutputFolder(config);
-    const bool derived = config.output.folder.empty() && config.hydra.run_dir.empty();
+    bool derived = config.output.folder.empty() && config.hydra.run_dir.empty();
     std::error_code ec;
+    if (!derived && !subfolder.empty()) {
+      folder += "/" + subfolder;
+      derived = true;  // a name of ours: made unique like a derived one
+    }
     if (derived) {
       // Two runs in the same second: add a suffix rather than share a folder.
       std::string base = folder;

@@ -32,8 +32,13 @@ std::string DefaultOutputFolder(const config::Config& config);
 
 // Creates the run folder on rank 0 and agrees on it across ranks. Refuses a
 // folder that already holds results (summary.json or status.json), so a run
-// never overwrites another run's results.
-Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster);
+// never overwrites another run's results. With `subfolder` (a generate-only
+// run: "generate"), a folder the user named (output.folder, hydra.run.dir)
+// gets the run in <folder>/<subfolder>, or <subfolder>-1, -2, ... when taken,
+// leaving <folder> itself to the training run that follows; a derived
+// (timestamped) folder is used as it is.
+Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::Cluster& cluster,
+                                        const std::string& subfolder = "");
 
 // Writes config.yaml and overrides.yaml (rank 0).
 Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest& manifest,

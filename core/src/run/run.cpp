@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/checkpointer.h"
@@ -25,6 +29,117 @@ class Notify {
  private:
   RunObserver* observer_;
   RunObserver none_;
+};
+
+// The progress timer: a plain thread that wakes every `interval` on a
+// condition variable (docs/observability.md, "Timers and signals", says why
+// not Boost.Asio), reads the session's progress board (engine/progress.h)
+// and hands a snapshot to RunObserver::OnProgress. The reference points of
+// rates (phase start, bytes, samples, compute) are set by the run's thread
+// under the mutex.
+class ProgressTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ProgressTimer(engine::Session& session, RunObserver* observer, double interval_seconds)
+      : session_(session), observer_(observer) {
+    if (observer_ == nullptr || !(interval_seconds > 0)) return;
+    interval_ = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(interval_seconds, 0.01)));
+    MarkPhaseStart(0, 0);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ProgressTimer() { Stop(); }
+  ProgressTimer(const ProgressTimer&) = delete;
+  ProgressTimer& operator=(const ProgressTimer&) = delete;
+
+  // A phase (generation, training, the checkpoint-only workflow) starts now;
+  // `epochs` and `steps_per_epoch` describe training (0 otherwise).
+  void MarkPhaseStart(std::uint64_t epochs, std::uint64_t steps_per_epoch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    origin_.start = now;
+    origin_.bytes_written = session_.storage().Snapshot().write_bytes;
+    origin_.samples = session_.sample_latency().count();
+    origin_.busy = session_.compute_busy().BusyUntil(now);
+    origin_.epochs = epochs;
+    origin_.steps_per_epoch = steps_per_epoch;
+  }
+
+  // Ends the thread (no OnProgress call after it returns). Idempotent.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Origin {
+    Clock::time_point start;
+    std::uint64_t bytes_written = 0;
+    std::uint64_t samples = 0;
+    double busy = 0;
+    std::uint64_t epochs = 0;
+    std::uint64_t steps_per_epoch = 0;
+  };
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (wake_.wait_for(lock, interval_, [this] { return stop_; })) return;
+      const Origin origin = origin_;
+      lock.unlock();
+      observer_->OnProgress(Take(origin));
+      lock.lock();
+    }
+  }
+
+  Progress Take(const Origin& origin) {
+    const engine::ProgressBoard& b = session_.progress();
+    const Clock::time_point now = Clock::now();
+    Progress p;
+    p.phase = static_cast<Progress::Phase>(static_cast<int>(b.Phase()));
+    p.seconds = std::chrono::duration<double>(now - origin.start).count();
+    p.rank = session_.cluster().rank();
+    p.ranks = session_.cluster().size();
+    p.files_done = b.files_done.load(std::memory_order_relaxed);
+    p.files_total = b.files_total.load(std::memory_order_relaxed);
+    const std::uint64_t written = session_.storage().Snapshot().write_bytes;
+    p.bytes_written = written > origin.bytes_written ? written - origin.bytes_written : 0;
+    p.epoch = b.epoch.load(std::memory_order_relaxed);
+    p.epochs = origin.epochs;
+    p.step = b.step.load(std::memory_order_relaxed);
+    p.steps = b.steps.load(std::memory_order_relaxed);
+    if (p.phase == Progress::Phase::kTrain) {
+      last_train_steps_done_ = p.epoch > 0 ? (p.epoch - 1) * origin.steps_per_epoch + p.step : 0;
+    }
+    p.steps_per_epoch = origin.steps_per_epoch;
+    p.train_steps_done = last_train_steps_done_;
+    const std::uint64_t samples = session_.sample_latency().count();
+    p.samples = samples > origin.samples ? samples - origin.samples : 0;
+    const double accelerators = static_cast<double>(
+        std::max<std::uint64_t>(1, session_.config().iomimic.accelerators_per_process));
+    if (p.seconds > 0 && origin.epochs > 0) {
+      const double busy = session_.compute_busy().BusyUntil(now) - origin.busy;
+      p.au_percent = std::clamp(100.0 * busy / (accelerators * p.seconds), 0.0, 100.0);
+    }
+    p.checkpoint = b.checkpoint.load(std::memory_order_relaxed);
+    p.checkpoints = b.checkpoints.load(std::memory_order_relaxed);
+    return p;
+  }
+
+  engine::Session& session_;
+  RunObserver* observer_;
+  Clock::duration interval_{};
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  Origin origin_;
+  std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
 
 }  // namespace
@@ -52,6 +167,9 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   if (!status.ok()) return fail(status);
   engine::Session& session = **opened;
   for (const std::string& warning : session.warnings()) notify->OnWarning(warning);
+  // Declared after the session and stopped before any return (its
+  // destructor), so OnProgress never outlives RunWorkload.
+  ProgressTimer progress(session, observer, options.progress_interval);
 
   std::unique_ptr<engine::Checkpointer> checkpointer;
   if (c.workflow.checkpoint) {
@@ -97,10 +215,16 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   outcome.checkpointer = checkpointer.get();
   const bool training = c.workflow.train;
   const bool checkpoint_only = !training && checkpointer != nullptr;
-  const bool with_results = training || checkpoint_only;
   std::string folder;
-  if (with_results) {
-    Result<std::string> prepared = output::PrepareOutputFolder(c, cluster);
+  {
+    // A run that only generates (`iomimic generate`, or a workflow that
+    // neither trains nor checkpoints) leaves a result folder too, as DLIO's
+    // does; in a folder the user named it takes the subfolder
+    // generate[-N], so that the training run that usually follows with the
+    // same folder finds it free (output/results.h).
+    const bool generates_only = !training && !checkpoint_only;
+    Result<std::string> prepared =
+        output::PrepareOutputFolder(c, cluster, generates_only ? "generate" : "");
     if (!prepared.ok()) return fail(prepared.status());
     folder = *prepared;
     status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
@@ -108,9 +232,11 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     notify->OnRunFolder(folder);
   }
   // From here on a failure is also recorded in the run folder.
-  auto finish_failed = [&](const Status& st) -> Status {
+  // `agreed_signal`: the signal the ranks agreed on, when they did (-1:
+  // rank 0's own).
+  auto finish_failed = [&](const Status& st, int agreed_signal = -1) -> Status {
     // A failure while a signal stops the run says so (engine/interrupt.h).
-    const int signal = engine::InterruptSignal();
+    const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
     if (cluster.rank() == 0 && !folder.empty()) {
       (void)output::WriteStatus(folder, st, signal != 0 ? engine::SignalName(signal) : nullptr);
     }
@@ -123,8 +249,27 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
                                  : std::max(1u, std::thread::hardware_concurrency());
     notify->OnGenerateStart(session.layout().num_generated_files(),
                             session.layout().SplitDirectory(plan::Split::kTrain));
-    Result<engine::GenerateReport> report = engine::Generate(session, threads);
-    if (!report.ok()) return finish_failed(report.status());
+    progress.MarkPhaseStart(0, 0);
+    std::optional<engine::GenerateReport> so_far;
+    Result<engine::GenerateReport> report = engine::Generate(session, threads, &so_far);
+    if (!report.ok()) {
+      // Stopped by a signal (engine/interrupt.h): summary.json gets the
+      // figures of the files done, as an interrupted training run gets its
+      // epochs. Every rank agreed on the failure and holds `so_far` alike;
+      // the signal may have reached some ranks only, so they agree on it.
+      const int signal =
+          so_far.has_value()
+              ? static_cast<int>(cluster.MaxDouble(static_cast<double>(engine::InterruptSignal())))
+              : -1;
+      if (signal > 0) {
+        outcome.generate = *so_far;
+        outcome.end = metrics::Stamp::Now();
+        outcome.timeline = sampler.Stop();
+        progress.Stop();
+        (void)output::WriteResults(folder, session, outcome);
+      }
+      return finish_failed(report.status(), signal);
+    }
     outcome.generate = *report;
     GenerateTotals totals;
     totals.files_written = cluster.SumU64(report->files_written);
@@ -153,6 +298,7 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     start.batch_size = c.reader.batch_size;
     start.read_threads = c.reader.read_threads;
     notify->OnTrainStart(start);
+    progress.MarkPhaseStart(start.epochs, start.steps_per_epoch);
     train.on_epoch = [&](const metrics::EpochRecord& e) {
       notify->OnEpochEnd(e, output::ComputeEpochMetrics(e, c));
     };
@@ -174,18 +320,15 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     start.storage = checkpointer->storage_name();
     start.fsync = c.checkpoint.fsync;
     notify->OnCheckpointOnlyStart(start);
+    progress.MarkPhaseStart(0, 0);
     Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(session, *checkpointer);
     if (!done.ok()) return finish_failed(done.status());
     outcome.checkpoint_only = std::move(done).value();
   }
   outcome.end = metrics::Stamp::Now();
   outcome.timeline = sampler.Stop();
+  progress.Stop();
 
-  if (!with_results) {
-    Result<output::RunResults> results = output::CollectResults(session, outcome);
-    if (!results.ok()) return fail(results.status());
-    return results;
-  }
   Result<output::RunResults> results = output::WriteResults(folder, session, outcome);
   status = cluster.AgreeOnStatus(results.status());
   if (!status.ok()) return finish_failed(status);

@@ -27,6 +27,43 @@ struct RunOptions {
   bool generate_only = false;
   // Writer threads per rank for generation; 0 = the host's hardware threads.
   unsigned generate_threads = 0;
+  // Seconds between RunObserver::OnProgress calls on this rank; 0 = none
+  // (and no progress thread). Front ends ask on one rank only.
+  double progress_interval = 0;
+};
+
+// A snapshot of where this rank is (RunObserver::OnProgress). Counts are this
+// rank's; times are seconds since the phase's start (generation, training,
+// the checkpoint-only workflow).
+struct Progress {
+  enum class Phase { kIdle, kGenerate, kTrain, kEval, kCheckpointWrite, kCheckpointRead };
+  Phase phase = Phase::kIdle;
+  double seconds = 0;
+  int rank = 0;
+  int ranks = 1;
+  // Generation: this rank's files (written, or found complete), done and in
+  // all, and the bytes it wrote.
+  std::uint64_t files_done = 0;
+  std::uint64_t files_total = 0;
+  std::uint64_t bytes_written = 0;
+  // Training: epoch (1-based) of epochs; step of steps, the steps done of
+  // the current pass (training or evaluation); training steps done so far
+  // (evaluation not counted) of epochs x steps_per_epoch.
+  std::uint64_t epoch = 0;
+  std::uint64_t epochs = 0;
+  std::uint64_t step = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t steps_per_epoch = 0;
+  std::uint64_t train_steps_done = 0;
+  // Samples read by this process since training began, and the share of the
+  // wall time its accelerators computed (percent; checkpoints and
+  // evaluation included, so a lower bound of the AU of the report).
+  std::uint64_t samples = 0;
+  double au_percent = 0;
+  // Checkpoints: the one being written or read (1-based) and how many in all
+  // (0 when not known ahead, as during training).
+  std::int64_t checkpoint = 0;
+  std::int64_t checkpoints = 0;
 };
 
 // The shape of the training about to start.
@@ -58,18 +95,20 @@ struct GenerateTotals {
   double seconds = 0;  // the slowest rank's
 };
 
-// What a front end learns while a run goes on. Every method is called on
-// every rank (a front end that prints checks its rank), from the thread that
-// called RunWorkload, one at a time, in the order listed. The defaults do
-// nothing, so an observer overrides only what it needs.
+// What a front end learns while a run goes on. Every method but OnProgress
+// is called on every rank (a front end that prints checks its rank), from
+// the thread that called RunWorkload, one at a time, in the order listed;
+// OnProgress only where RunOptions::progress_interval asks for it, from the
+// engine's progress thread. The defaults do nothing, so an observer
+// overrides only what it needs.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
   // A remark about the manifest made once the plugins are loaded (the same
   // on every rank), e.g. an element type a format replaces.
   virtual void OnWarning(const std::string& message) { (void)message; }
-  // The run folder exists (runs that train or checkpoint); results, logs and
-  // anything else the front end writes for this run belong in it.
+  // The run folder exists (every run, generate-only ones included); results,
+  // logs and anything else the front end writes for this run belong in it.
   virtual void OnRunFolder(const std::string& folder) { (void)folder; }
   // Generation starts: `files` over all ranks, written below `train_folder`.
   virtual void OnGenerateStart(std::uint64_t files, const std::string& train_folder) {
@@ -85,13 +124,21 @@ class RunObserver {
     (void)metrics;
   }
   virtual void OnCheckpointOnlyStart(const CheckpointStart& start) { (void)start; }
+  // Where this rank is, every RunOptions::progress_interval seconds while
+  // the run goes on (never when that is 0). The exception to the rules
+  // above: it is called from the engine's progress thread, so it may run
+  // while another method runs on the calling thread (a front end that
+  // prints serialises its output), never twice at once, and never after
+  // RunWorkload returns. It must be quick (it delays the next snapshot, not
+  // the run).
+  virtual void OnProgress(const Progress& progress) { (void)progress; }
   // The run failed with `status` (the same on every rank when it is a
   // collective failure); status.json already says so when a run folder exists.
   virtual void OnError(const Status& status) { (void)status; }
 };
 
 // Collective: every rank calls it with the same manifest. Returns the results
-// model (empty figures for a generate-only run), or the error that stopped
+// model (only generation figures for a generate-only run), or the error that stopped
 // the run, which is then also in status.json when the run folder exists.
 // `observer` may be null.
 Result<output::RunResults> RunWorkload(const config::LoadedManifest& manifest,
