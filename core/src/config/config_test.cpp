@@ -90,6 +90,16 @@ class TempDir {
   fs::path path_;
 };
 
+TEST_CASE("config.yaml leaves out the nulls DLIO cannot read back") {
+  // DLIO turns reader.data_loader_sampler into its DataLoaderSampler enum
+  // when the key is present: a null there is "None is not a valid
+  // DataLoaderSampler". An unset sampler is left out; a set one is kept.
+  const std::string yaml = ToYaml(MustLoad("").config, true);
+  CHECK(yaml.find("data_loader_sampler") == std::string::npos);
+  const std::string set = ToYaml(MustLoad("reader: {data_loader_sampler: index}").config, true);
+  CHECK(set.find("data_loader_sampler: index") != std::string::npos);
+}
+
 TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
   const std::vector<fs::path> files = ShippedWorkloads();
   if (files.empty()) {

@@ -163,7 +163,9 @@ void WriteKey(const internal::KeyDef& key, std::string_view leaf, const Config& 
           } else if constexpr (std::is_same_v<V, double>) {
             w.Number(leaf, v);
           } else if constexpr (std::is_same_v<V, std::string>) {
-            if (k.null_when_empty) {
+            if (k.omit_when_empty && v.empty()) {
+              // Left out: DLIO reads a null here as an invalid enum value.
+            } else if (k.null_when_empty) {
               w.OptionalString(leaf, v);
             } else {
               w.String(leaf, v);

@@ -118,7 +118,7 @@
   X("transformed_record_element_type", transformed_record_element_type, std::string, "uint8", Dtype().Doc("Element type after the transformation.")) \
   X("reader_classname", reader_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom reader class; accepted.")) \
   X("data_loader_classname", data_loader_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom data loader class; accepted.")) \
-  X("data_loader_sampler", data_loader_sampler, std::string, "", Choice(kSamplers).Nullable().NullWhenEmpty().Doc("DLIO's sampler: iterative or index.")) \
+  X("data_loader_sampler", data_loader_sampler, std::string, "", Choice(kSamplers).Nullable().OmitWhenEmpty().Doc("DLIO's sampler: iterative or index (left out of config.yaml when unset: DLIO rejects a null sampler).")) \
   X("decode", decode, bool, true, Bool().Iomimic().Doc("Parse and decode samples as the real reader does; False: the same reads, nothing parsed."))
 
 #define IOMIMIC_KEYS_TRAIN(X)                                                                     \

@@ -62,6 +62,7 @@ struct KeySpec {
   bool allow_empty = false;             // kPlugin: "" allowed (inherit)
   bool null_is_zero = false;            // kUIntList: null elements read as 0
   bool null_when_empty = false;         // emitted as null when "" (DLIO's None)
+  bool omit_when_empty = false;         // not emitted when "" (DLIO rejects its null)
   bool null_when_zero = false;          // emitted as null when 0
   bool strip_slashes = false;           // trailing '/' removed
   bool by_rule = false;                 // no Config member: a rule in convert.cpp uses it
@@ -76,6 +77,7 @@ struct KeySpec {
   KeySpec AllowEmpty() const { return With(&KeySpec::allow_empty); }
   KeySpec NullIsZero() const { return With(&KeySpec::null_is_zero); }
   KeySpec NullWhenEmpty() const { return With(&KeySpec::null_when_empty); }
+  KeySpec OmitWhenEmpty() const { return With(&KeySpec::omit_when_empty); }
   KeySpec NullWhenZero() const { return With(&KeySpec::null_when_zero); }
   KeySpec StripSlashes() const { return With(&KeySpec::strip_slashes); }
   KeySpec FormatParam() const { return With(&KeySpec::format_param); }
