@@ -1020,7 +1020,8 @@ def test_step_lists_bounded():
         fail("0_output.json is %d bytes; 7000 entries should take far less" % size)
     o = load_strict_json(path)
     e = o["1"]
-    if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "end", "steps_per_entry"]:
+    if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "host_meminfo", "end",
+                          "steps_per_entry"]:
         fail("epoch keys %s" % list(e.keys()))
     if e["steps_per_entry"] != {"block1": k, "eval": k_eval}:
         fail("steps_per_entry is %s, expected block1 %d and eval %d" % (e["steps_per_entry"], k,
@@ -1061,7 +1062,7 @@ def test_step_lists_bounded():
     total = 0.0
     for epoch in ("1", "2"):
         e = o[epoch]
-        if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "end"]:
+        if list(e.keys()) != ["load", "proc", "compute", "au", "throughput", "host_meminfo", "end"]:
             fail("epoch %s keys %s" % (epoch, list(e.keys())))
         for phase, n, want in (("block1", 30, compute), ("eval", 4, eval_time)):
             lists = [e[name][phase] for name in ("load", "proc", "compute")]

@@ -12,6 +12,7 @@
 #include "engine/interrupt.h"
 #include "engine/loader.h"
 #include "iomimic/random.h"
+#include "metrics/host_info.h"
 #include "plan/plan.h"
 
 namespace iomimic::engine {
@@ -515,7 +516,13 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     const Stamp end = Stamp::Now();
     session.tracer().Complete("epoch", "epoch", start.mono, end.mono,
                               {"epoch", static_cast<std::int64_t>(epoch)});
-    for (metrics::EpochRecord& r : records) r.end = end;
+    // DLIO records the host's memory after every epoch.
+    const std::map<std::string, std::string> meminfo =
+        metrics::ReadKeyValues("/proc/meminfo", false);
+    for (metrics::EpochRecord& r : records) {
+      r.end = end;
+      r.host_meminfo = meminfo;
+    }
     // Page faults are the process's: counted once, on its first accelerator.
     records[0].minor_faults = MinorFaults() - faults_before;
     if (options.on_epoch) options.on_epoch(records[0]);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,8 @@ struct EpochRecord {
   std::optional<PhaseRecord> eval;
   std::vector<CheckpointRecord> saves;
   std::uint64_t minor_faults = 0;  // of the whole process during the epoch (getrusage)
+  // /proc/meminfo at the epoch's end (DLIO's per-epoch host_meminfo).
+  std::map<std::string, std::string> host_meminfo;
 };
 
 // AU and throughput of one block, epoch or eval pass of one rank.

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/host_info.h"
+
 namespace iomimic::output {
 namespace {
 
@@ -17,23 +19,7 @@ using metrics::Seconds;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::map<std::string, std::string> ReadKeyValues(const std::string& path, bool skip_processor) {
-  std::map<std::string, std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, colon);
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    std::string value = line.substr(colon + 1);
-    std::size_t first = value.find_first_not_of(" \t");
-    value = first == std::string::npos ? "" : value.substr(first);
-    if (key.empty() || (skip_processor && key == "processor")) continue;
-    out[key] = value;  // later CPUs overwrite earlier ones, as DLIO does
-  }
-  return out;
-}
+using metrics::ReadKeyValues;
 
 HostFacts ReadHostFacts() {
   HostFacts h;

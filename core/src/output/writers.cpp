@@ -187,6 +187,10 @@ Status WriteAcceleratorOutput(const std::string& path, const json& host,
     out.Raw(Dump(aus));
     out.Key("throughput");
     out.Raw(Dump(tps));
+    if (!e.host_meminfo.empty()) {
+      out.Key("host_meminfo");
+      out.Raw(Dump(ToJson(e.host_meminfo)));
+    }
     out.Key("end");
     out.Raw(Dump(Timestamp(e.end.wall)));
     if (!steps_per_entry.empty()) {
