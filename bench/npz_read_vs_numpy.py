@@ -19,9 +19,7 @@ import glob
 import json
 import multiprocessing
 import os
-import resource
 import subprocess
-import sys
 import time
 
 

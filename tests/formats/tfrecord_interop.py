@@ -22,7 +22,6 @@ Prints PASS and exits 0, or prints what is wrong and exits 1.
 
 import argparse
 import json
-import math
 import os
 import shutil
 import struct

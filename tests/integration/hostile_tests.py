@@ -17,7 +17,7 @@ import subprocess
 import time
 
 import iomimic_tests as harness
-from iomimic_tests import expect_error, fail, mpirun, run
+from iomimic_tests import fail, run
 
 
 def args():
