@@ -277,6 +277,24 @@ def test_dlio_benchmark_entry_point():
     expected = ["- workload=unet3d_h100"] + ["- " + o for o in overrides]
     if lines != expected:
         fail("overrides.yaml is not in Hydra's style:\n%s" % "\n".join(lines))
+    # hydra.yaml as Hydra writes it beside config.yaml: the run folder and the
+    # overrides, split into Hydra's and the task's.
+    hydra = subprocess.run(
+        ["/usr/bin/python3", "-c",
+         "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+         os.path.join(out, "dlio_config", "hydra.yaml")],
+        capture_output=True, text=True)
+    if hydra.returncode == 0:  # PyYAML is installed with Debian's python3-yaml
+        h = json.loads(hydra.stdout)["hydra"]
+        if h["run"]["dir"] != out or h["output_subdir"] != "dlio_config":
+            fail("hydra.yaml: run.dir %s, output_subdir %s" % (h["run"]["dir"],
+                                                              h["output_subdir"]))
+        if h["overrides"]["task"] != ["workload=unet3d_h100"] + overrides[2:]:
+            fail("hydra.yaml: task overrides %s" % h["overrides"]["task"])
+        if h["overrides"]["hydra"] != overrides[:2]:
+            fail("hydra.yaml: hydra overrides %s" % h["overrides"]["hydra"])
+    elif not os.path.exists(os.path.join(out, "dlio_config", "hydra.yaml")):
+        fail("no dlio_config/hydra.yaml")
     with open(os.path.join(out, "dlio_config", "config.yaml")) as f:
         if "model_size_bytes: 499153191" not in f.read():
             fail("model.model_size of unet3d_h100 did not size the checkpoint")

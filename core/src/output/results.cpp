@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "iomimic/version.h"
 #include "output/writers.h"
 
 namespace iomimic::output {
@@ -76,7 +77,7 @@ std::string FileThisRunWouldOverwrite(const std::string& folder, const config::C
   std::error_code ec;
   for (const std::string& name :
        {config.hydra.output_subdir + "/config.yaml", config.hydra.output_subdir + "/overrides.yaml",
-        config.output.log_file}) {
+        config.hydra.output_subdir + "/hydra.yaml", config.output.log_file}) {
     if (!name.empty() && fs::exists(folder + "/" + name, ec)) return folder + "/" + name;
   }
   // Per-accelerator files: <n>_output.json, <n>_per_epoch_stats.json, <n>_samples.csv.
@@ -152,7 +153,37 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
     overrides += "- " + HydraListEntry(o) + "\n";
   }
   if (overrides.empty()) overrides = "[]\n";
-  return WriteTextFile(sub + "/overrides.yaml", overrides);
+  IOMIMIC_RETURN_IF_ERROR(WriteTextFile(sub + "/overrides.yaml", overrides));
+
+  // hydra.yaml: Hydra's own settings of the run, as Hydra records them next
+  // to config.yaml (the run folder, the output subfolder, the overrides
+  // split into Hydra's and the task's, the job and the mode).
+  std::string hydra_overrides, task_overrides;
+  if (!has_workload) {
+    task_overrides += "    - " + HydraListEntry("workload=" + manifest.workload_name) + "\n";
+  }
+  for (const std::string& o : manifest.raw_overrides) {
+    const bool hydra =
+        o.find("hydra.") != std::string::npos && o.find("workload.") == std::string::npos;
+    (hydra ? hydra_overrides : task_overrides) += "    - " + HydraListEntry(o) + "\n";
+  }
+  std::error_code cwd_error;
+  const std::string cwd = fs::current_path(cwd_error).string();
+  std::string hydra;
+  hydra += "hydra:\n";
+  hydra += "  run:\n    dir: " + HydraListEntry(folder) + "\n";
+  hydra += "  output_subdir: " + HydraListEntry(manifest.config.hydra.output_subdir) + "\n";
+  hydra += "  mode: RUN\n";
+  hydra += "  job:\n    name: dlio_benchmark\n    config_name: config\n";
+  hydra += "  overrides:\n";
+  hydra += "    hydra:" + std::string(hydra_overrides.empty() ? " []\n" : "\n" + hydra_overrides);
+  hydra += "    task:" + std::string(task_overrides.empty() ? " []\n" : "\n" + task_overrides);
+  hydra += "  runtime:\n";
+  hydra +=
+      "    version: " + HydraListEntry(std::string("iomimic ") + IOMIMIC_VERSION_STRING) + "\n";
+  hydra += "    cwd: " + HydraListEntry(cwd) + "\n";
+  hydra += "    output_dir: " + HydraListEntry(folder) + "\n";
+  return WriteTextFile(sub + "/hydra.yaml", hydra);
 }
 
 Status WriteStatus(const std::string& folder, const Status& run_status, const char* signal) {
