@@ -547,6 +547,72 @@ int CmdConformance(int argc, char** argv) {
   return Fail(Status::FromErrno(errno, "exec " + suite.string()));
 }
 
+// config --plan: the dataset's size (sample payloads; formats add headers),
+// its shapes and folders, and whether it fits where it will be written.
+void PrintDatasetSize(const config::Config& c, const plan::DatasetLayout& layout, int world) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  Result<ElementType> type = ElementType::FromName(c.dataset.record_element_type);
+  const std::uint64_t element = type.ok() ? type->size : 1;
+  double bytes[2] = {0, 0};
+  std::uint64_t smallest = UINT64_MAX, largest = 0;
+  for (std::uint64_t g = 0; g < layout.num_generated_files(); ++g) {
+    std::uint64_t sample = element;
+    for (std::uint64_t d : layout.SampleShape(g)) sample *= d;
+    smallest = std::min(smallest, sample);
+    largest = std::max(largest, sample);
+    bytes[layout.FromGlobal(g).first == plan::Split::kTrain ? 0 : 1] +=
+        static_cast<double>(sample) * static_cast<double>(layout.samples_per_file());
+  }
+  std::string shape;
+  if (layout.num_generated_files() > 0) {
+    for (std::uint64_t d : layout.SampleShape(0))
+      shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+  }
+  std::cout << "samples: " << (shape.empty() ? "-" : shape) << " " << c.dataset.record_element_type
+            << " in the first file"
+            << (layout.num_generated_files() > 0
+                    ? Format(", %llu to %llu bytes each", static_cast<unsigned long long>(smallest),
+                             static_cast<unsigned long long>(largest))
+                    : std::string())
+            << "\n";
+  const double total = bytes[0] + bytes[1];
+  std::cout << Format(
+      "data: train %.3f GiB + eval %.3f GiB = %.3f GiB of sample payload (formats add their "
+      "headers), %.3f GiB read per rank and epoch\n",
+      bytes[0] / kGiB, bytes[1] / kGiB, total / kGiB, bytes[0] / kGiB / std::max(1, world));
+  for (plan::Split split : {plan::Split::kTrain, plan::Split::kEval}) {
+    const std::uint64_t files = layout.num_files(split);
+    const std::uint64_t folders = split == plan::Split::kTrain ? c.dataset.num_subfolders_train
+                                                               : c.dataset.num_subfolders_eval;
+    if (files == 0) continue;
+    std::cout << "  " << layout.SplitDirectory(split) << ": " << files << " files"
+              << (folders > 1
+                      ? Format(" in %llu subfolders, about %llu each",
+                               static_cast<unsigned long long>(folders),
+                               static_cast<unsigned long long>((files + folders - 1) / folders))
+                      : std::string())
+              << "\n";
+  }
+  // Free space where the data will go (its nearest existing folder).
+  std::error_code ec;
+  fs::path where = fs::absolute(layout.data_folder(), ec);
+  while (!where.empty() && !fs::exists(where, ec) && where != where.root_path()) {
+    where = where.parent_path();
+  }
+  const fs::space_info space = fs::space(where, ec);
+  if (!ec) {
+    std::cout << Format("free space at %s: %.3f GiB\n", where.c_str(),
+                        static_cast<double>(space.available) / kGiB);
+    if (c.workflow.generate_data && total > static_cast<double>(space.available)) {
+      std::cerr << Format(
+                       "iomimic: warning: the dataset (%.3f GiB) does not fit in the %.3f GiB free "
+                       "at %s",
+                       total / kGiB, static_cast<double>(space.available) / kGiB, where.c_str())
+                << std::endl;
+    }
+  }
+}
+
 int CmdConfig(int argc, char** argv) {
   CommonArgs args;
   int code = 0;
@@ -574,6 +640,7 @@ int CmdConfig(int argc, char** argv) {
                         : static_cast<int>(std::max<std::int64_t>(1, c.model.tensor_parallelism) *
                                            std::max<std::int64_t>(1, c.model.pipeline_parallelism));
   std::cout << "ranks: " << world << "\n";
+  PrintDatasetSize(c, layout, world);
   std::cout << "train: " << c.train.epochs << " epochs x " << plan::TrainStepsPerEpoch(c, world)
             << " steps of batch " << c.reader.batch_size
             << " per rank; eval: " << plan::EvalStepsPerEpoch(c, world) << " steps of batch "

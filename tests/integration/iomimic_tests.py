@@ -303,6 +303,37 @@ def test_dlio_benchmark_entry_point():
         fail("no warning that model.model_size is used:\n" + p.stderr)
 
 
+def test_config_plan_sizes():
+    """config --plan gives the dataset's size (16 files of 4 samples of
+    64 x 64 float32 = 1 MiB of payload), its folders, the free space where it
+    goes, and warns when generation would not fit."""
+    base = [ARGS.iomimic, "config", "--plan", "workload=quickstart",
+            "++workload.dataset.data_folder=" + os.path.join(ARGS.work, "data"),
+            "++workload.dataset.num_files_train=16", "++workload.dataset.num_files_eval=0",
+            "++workload.dataset.num_samples_per_file=4",
+            "++workload.dataset.record_dims=[64,64]",
+            "++workload.dataset.record_length_bytes_stdev=0",
+            "++workload.dataset.record_element_type=float32",
+            "++workload.dataset.num_subfolders_train=4"]
+    p = run(base + ["++workload.workflow.generate_data=True"])
+    if "samples: 64 x 64 float32" not in p.stdout:
+        fail("no sample shape in the plan:\n" + p.stdout)
+    if "= 0.001 GiB of sample payload" not in p.stdout:  # 16 x 4 x 16 KiB = 1 MiB
+        fail("wrong dataset size in the plan:\n" + p.stdout)
+    if "16 files in 4 subfolders, about 4 each" not in p.stdout:
+        fail("no folder layout in the plan:\n" + p.stdout)
+    if "free space at " not in p.stdout or "does not fit" in p.stderr:
+        fail("free space not reported, or a 1 MiB dataset said not to fit:\n" + p.stdout +
+             p.stderr)
+    # 2^20 files of 1 GiB samples: a petabyte does not fit here.
+    p = run(base[:5] + ["++workload.dataset.num_files_train=1048576",
+                        "++workload.dataset.num_samples_per_file=1",
+                        "++workload.dataset.record_length_bytes=1073741824",
+                        "++workload.workflow.generate_data=True"])
+    if "does not fit" not in p.stderr:
+        fail("no warning for a dataset larger than the free space:\n" + p.stderr)
+
+
 def test_mpi_each_sample_once():
     """mpirun -np 2: every sample read exactly once per epoch across both ranks."""
     data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
