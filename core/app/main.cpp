@@ -854,6 +854,11 @@ int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   if (leader && options.generate_only) {
     console.Line("results in " + observer.folder());
   } else if (leader && !observer.folder().empty()) {
+    // DLIO's [METRIC] block (in dlio.log always, on the console unless -q),
+    // then iomimic's summary.
+    std::string metric = output::MetricBlock(*results, manifest.config);
+    if (!metric.empty() && metric.back() == '\n') metric.pop_back();
+    console.Line(metric);
     console.Line(output::ConsoleSummary(*results, manifest, observer.folder()), /*always=*/true);
   }
   // Stopped by a signal at a step boundary (engine/interrupt.h): the

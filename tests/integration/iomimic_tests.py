@@ -298,6 +298,16 @@ def test_dlio_benchmark_entry_point():
     with open(os.path.join(out, "dlio_config", "config.yaml")) as f:
         if "model_size_bytes: 499153191" not in f.read():
             fail("model.model_size of unet3d_h100 did not size the checkpoint")
+    # DLIO's [METRIC] block in dlio.log, where MLPerf's rules take the
+    # figures of merit from, agreeing with summary.json.
+    with open(os.path.join(out, "dlio.log")) as f:
+        log = f.read()
+    au = s["metric"]["train_au_mean_percentage"]
+    for line in ("[METRIC] Number of Simulated Accelerators: 2 \n",
+                 "[METRIC] Training Accelerator Utilization [AU] (%%): %.4f (" % au,
+                 "[METRIC] train_au_meet_expectation: " + s["metric"]["train_au_meet_expectation"]):
+        if line not in log:
+            fail("dlio.log lacks %r:\n%s" % (line, log[-1500:]))
     warnings = [line for line in p.stderr.splitlines() if "model.model_size (499153191)" in line]
     if len(warnings) < 1:
         fail("no warning that model.model_size is used:\n" + p.stderr)

@@ -504,6 +504,9 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
       r.start = start;
     }
     const std::uint64_t faults_before = MinorFaults();
+    // DLIO records the host's memory when an epoch starts.
+    const std::map<std::string, std::string> meminfo =
+        metrics::ReadKeyValues("/proc/meminfo", false);
     bool any_failed = false;
     int interrupted = 0;
     Status status = TrainEpoch(session, accs, signal, epoch, options.checkpointer, records,
@@ -516,9 +519,6 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     const Stamp end = Stamp::Now();
     session.tracer().Complete("epoch", "epoch", start.mono, end.mono,
                               {"epoch", static_cast<std::int64_t>(epoch)});
-    // DLIO records the host's memory after every epoch.
-    const std::map<std::string, std::string> meminfo =
-        metrics::ReadKeyValues("/proc/meminfo", false);
     for (metrics::EpochRecord& r : records) {
       r.end = end;
       r.host_meminfo = meminfo;

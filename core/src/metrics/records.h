@@ -68,7 +68,7 @@ struct EpochRecord {
   std::optional<PhaseRecord> eval;
   std::vector<CheckpointRecord> saves;
   std::uint64_t minor_faults = 0;  // of the whole process during the epoch (getrusage)
-  // /proc/meminfo at the epoch's end (DLIO's per-epoch host_meminfo).
+  // /proc/meminfo when the epoch started (DLIO's per-epoch host_meminfo).
   std::map<std::string, std::string> host_meminfo;
 };
 

@@ -669,6 +669,68 @@ std::string HistogramsJson(const RunResults& r) {
   return out.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+std::string MetricBlock(const RunResults& r, const config::Config& c) {
+  const double record = static_cast<double>(c.dataset.record_length_bytes);
+  const char* const kRule = "[METRIC] ==========================================================\n";
+  char line[256];
+  std::string out = "Averaged metric over all steps/epochs\n";
+  out += kRule;
+  std::snprintf(line, sizeof(line), "[METRIC] Number of Simulated Accelerators: %d \n",
+                r.accelerators);
+  out += line;
+  if (r.train && r.train->epochs > 0) {
+    const PhaseSeries& t = r.train->train;
+    std::snprintf(line, sizeof(line),
+                  "[METRIC] Training Accelerator Utilization [AU] (%%): %.4f (%.4f)\n", t.au.mean,
+                  t.au.stdev);
+    out += line;
+    std::snprintf(line, sizeof(line),
+                  "[METRIC] Training Throughput (samples/second): %.4f (%.4f)\n", t.throughput.mean,
+                  t.throughput.stdev);
+    out += line;
+    std::snprintf(line, sizeof(line), "[METRIC] Training I/O Throughput (MB/second): %.4f (%.4f)\n",
+                  t.throughput.mean * record / kMiB, t.throughput.stdev * record / kMiB);
+    out += line;
+    out += std::string("[METRIC] train_au_meet_expectation: ") +
+           (MeetsAu(c, t.au.mean) ? "success" : "fail") + "\n";
+  }
+  if (r.checkpoint) {
+    const double gib = r.checkpoint->size_gib();
+    auto figures = [&](const char* what, const std::vector<CheckpointEvent>& events) {
+      if (events.empty()) return;
+      const std::vector<double> durations = Rank0Durations(events);
+      const metrics::MeanStdev d = metrics::Summarize(durations);
+      const metrics::MeanStdev t = metrics::Summarize(Rates(gib, durations));
+      std::snprintf(line, sizeof(line), "[METRIC] Checkpoint %s duration (seconds): %.4f (%.4f)\n",
+                    what, d.mean, d.stdev);
+      out += line;
+      std::snprintf(line, sizeof(line),
+                    "[METRIC] Checkpoint %s I/O Throughput (GB/second): %.4f (%.4f)\n", what,
+                    t.mean, t.stdev);
+      out += line;
+    };
+    figures("save", r.checkpoint->saves);
+    figures("load", r.checkpoint->loads);
+  }
+  if (r.train && r.train->eval) {
+    const PhaseSeries& e = *r.train->eval;
+    std::snprintf(line, sizeof(line),
+                  "[METRIC] Eval Accelerator Utilization [AU] (%%): %.4f (%.4f)\n", e.au.mean,
+                  e.au.stdev);
+    out += line;
+    std::snprintf(line, sizeof(line), "[METRIC] Eval Throughput (samples/second): %.6f (%.6f)\n",
+                  e.throughput.mean, e.throughput.stdev);
+    out += line;
+    std::snprintf(line, sizeof(line), "[METRIC] Eval Throughput (MB/second): %.6f (%.6f)\n",
+                  e.throughput.mean * record / kMiB, e.throughput.stdev * record / kMiB);
+    out += line;
+    out += std::string("[METRIC] eval_au_meet_expectation: ") +
+           (MeetsAu(c, e.au.mean) ? "success" : "fail") + "\n";
+  }
+  out += kRule;
+  return out;
+}
+
 std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& manifest,
                            const std::string& folder) {
   const config::Config& c = manifest.config;

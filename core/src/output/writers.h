@@ -66,6 +66,13 @@ std::string IoCountersCsv(const RunResults& results);
 // min, max, percentiles and non-empty buckets ([low, high, count], ns).
 std::string HistogramsJson(const RunResults& results);
 
+// DLIO's closing "[METRIC]" block, line for line as DLIO writes it to the
+// console and dlio.log (MLPerf Storage's rules take their figures of merit
+// from these lines): accelerators, training AU, samples/s and MB/s (mean
+// and stdev over epochs), train_au_meet_expectation, checkpoint save/load
+// duration and GB/s when checkpoints ran, and the evaluation's figures.
+std::string MetricBlock(const RunResults& results, const config::Config& config);
+
 // A few lines for the terminal: workload, plugins, the phase figures, the
 // checkpoint rates (rank 0's), latency, bytes and where the results are.
 std::string ConsoleSummary(const RunResults& results, const config::LoadedManifest& manifest,
