@@ -664,10 +664,11 @@ def test_generate_leaves_a_result_folder():
         fail("no result folder under hydra_log/ for a generation without a named folder")
 
 
-def interrupt_generation(cmd, log, out, ranks):
-    """Starts a slow generation, signals every rank once it reports
-    progress, and checks the result folder: status.json "interrupted",
-    summary.json parsable with the files done, exit 130, no hang."""
+def interrupt_generation(cmd, log, out, ranks, only_one=False):
+    """Starts a slow generation, signals every rank (or, with `only_one`,
+    the last rank only) once it reports progress, and checks the result
+    folder: status.json "interrupted", summary.json parsable with the files
+    done, exit 130 (every rank exits as the signalled one), no hang."""
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
     deadline = time.time() + 60
@@ -684,7 +685,7 @@ def interrupt_generation(cmd, log, out, ranks):
         if len(pids) != ranks:
             proc.kill()
             fail("expected %d rank processes, found %r" % (ranks, pids))
-        for pid in pids:
+        for pid in pids[-1:] if only_one else pids:
             os.kill(int(pid), signal.SIGINT)
     try:
         rc = proc.wait(timeout=60)
@@ -719,6 +720,13 @@ def test_generate_interrupted_leaves_figures():
                 ["--allow-run-as-root"] if os.geteuid() == 0 else []) + cmd
         interrupt_generation(cmd, os.path.join(args().work, "gen%d.log" % ranks),
                              os.path.join(out, "generate"), ranks)
+        if ranks > 1:
+            # The signal reaches one rank only: both stop, both exit 130.
+            out1 = out + "_one"
+            cmd1 = [c.replace(out, out1) if c.startswith("++workload.output.folder=") else c
+                    for c in cmd]
+            interrupt_generation(cmd1, os.path.join(args().work, "gen%d_one.log" % ranks),
+                                 os.path.join(out1, "generate"), ranks, only_one=True)
 
 
 if __name__ == "__main__":

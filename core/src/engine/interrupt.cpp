@@ -48,6 +48,12 @@ void InstallInterruptHandlers() {
 
 int InterruptSignal() { return g_signal.load(std::memory_order_relaxed); }
 
+void NoteAgreedInterrupt(int signal) {
+  if (signal <= 0) return;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal, std::memory_order_relaxed);
+}
+
 const char* SignalName(int signal) {
   switch (signal) {
     case SIGINT:

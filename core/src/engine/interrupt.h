@@ -20,6 +20,11 @@ void InstallInterruptHandlers();
 // The first signal received, or 0. Any thread; lock-free.
 int InterruptSignal();
 
+// Records `signal` as received when none was (a signal the ranks agreed on
+// that reached another rank), so this rank reports and exits as if it had
+// received it. Any thread.
+void NoteAgreedInterrupt(int signal);
+
 // "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
 const char* SignalName(int signal);
 

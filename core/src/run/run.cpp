@@ -262,6 +262,8 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
               ? static_cast<int>(cluster.MaxDouble(static_cast<double>(engine::InterruptSignal())))
               : -1;
       if (signal > 0) {
+        // Every rank exits as the signalled one does (128 + the signal).
+        engine::NoteAgreedInterrupt(signal);
         outcome.generate = *so_far;
         outcome.end = metrics::Stamp::Now();
         outcome.timeline = sampler.Stop();
