@@ -49,7 +49,14 @@ def main():
         if os.path.isdir(seeds):
             cmd.append(seeds)
         env = dict(os.environ)
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        asan = "detect_leaks=1:abort_on_error=0"
+        supp = os.path.join(fuzz_dir, name + ".lsan.supp")
+        if os.path.exists(supp):
+            # Leaks of a system library (tests/fuzz/<name>.lsan.supp) are
+            # matched by function name, so unwind through its frames.
+            asan += ":fast_unwind_on_malloc=0"
+            env["LSAN_OPTIONS"] = "suppressions=" + supp + ":print_suppressions=0"
+        env.setdefault("ASAN_OPTIONS", asan)
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         start = time.time()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
