@@ -157,6 +157,23 @@ TEST_CASE("thrift compact: fields, lists and nested structs round trip") {
   CHECK(r.position() == out.size());
 }
 
+TEST_CASE("thrift compact: a map's booleans take a byte each, and its count is bounded") {
+  // Found by tests/fuzz (docs/fuzzing.md; tests/fuzz/corpus/parquet/timeout-5f865d59...):
+  // a footer map claiming 2^60 boolean pairs was skipped as zero bytes per
+  // pair and never ended.
+  const std::vector<std::byte> huge = {
+      std::byte{0x80}, std::byte{0x80}, std::byte{0x80}, std::byte{0x80}, std::byte{0x80},
+      std::byte{0x80}, std::byte{0x80}, std::byte{0x80}, std::byte{0x10}, std::byte{0x11}};
+  thrift::Reader bad(huge.data(), huge.size());
+  CHECK_FALSE(bad.Skip(thrift::kMap));
+  // Two (true, false) pairs: a count, the key and value types, four bytes.
+  const std::vector<std::byte> two = {std::byte{0x02}, std::byte{0x12}, std::byte{0x01},
+                                      std::byte{0x02}, std::byte{0x01}, std::byte{0x02}};
+  thrift::Reader good(two.data(), two.size());
+  CHECK(good.Skip(thrift::kMap));
+  CHECK(good.position() == two.size());
+}
+
 TEST_CASE("columns: dtypes map to Parquet types, unknown dtypes become float32 lists") {
   std::vector<std::string> warnings;
   Result<std::vector<Column>> cols =

@@ -206,9 +206,22 @@ bool Reader::Skip(Type type, int depth) {
       if (scratch == 0) return true;
       if (pos_ >= size_) return false;
       const auto kv = static_cast<std::uint8_t>(data_[pos_++]);
+      // Every key and value takes at least one byte (a boolean one too, as
+      // in a list): a count the rest of the buffer cannot hold is corrupt.
+      // Skipping booleans as zero bytes let a 205-byte footer claiming 2^60
+      // boolean pairs spin for ever (found by tests/fuzz, docs/fuzzing.md).
+      if (scratch > size_ - pos_) return false;
+      auto skip_element = [&](Type element) {
+        if (element == kTrue || element == kFalse) {
+          if (pos_ >= size_) return false;
+          ++pos_;
+          return true;
+        }
+        return Skip(element, depth + 1);
+      };
       for (std::uint64_t i = 0; i < scratch; ++i) {
-        if (!Skip(static_cast<Type>(kv >> 4), depth + 1) ||
-            !Skip(static_cast<Type>(kv & 0x0F), depth + 1)) {
+        if (!skip_element(static_cast<Type>(kv >> 4)) ||
+            !skip_element(static_cast<Type>(kv & 0x0F))) {
           return false;
         }
       }

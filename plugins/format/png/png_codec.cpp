@@ -182,6 +182,14 @@ void OnReadData(png_structp png, png_bytep out, std::size_t length) {
   ctx->position += length;
 }
 
+// The smallest bound on one chunk's allocation (ReadInfo).
+constexpr png_alloc_size_t kMinChunkMalloc = 64 * 1024;
+// Metadata chunks libpng would allocate at their claimed length (ReadInfo),
+// each name followed by a NUL, as png_set_keep_unknown_chunks takes them.
+constexpr png_byte kSkippedChunks[] = {
+    't', 'E', 'X', 't', 0, 'z', 'T', 'X', 't', 0, 'i', 'T', 'X', 't', 0, 'i', 'C', 'C', 'P', 0,
+    's', 'P', 'L', 'T', 0, 'p', 'C', 'A', 'L', 0, 's', 'C', 'A', 'L', 0, 'e', 'X', 'I', 'f', 0};
+
 // png_read_info and the transformations to PIL's layouts. Returns false
 // after a libpng error.
 bool ReadInfo(ReadContext* ctx) {
@@ -191,6 +199,16 @@ bool ReadInfo(ReadContext* ctx) {
   png_set_read_fn(png, ctx, &OnReadData);
   png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_ERROR_QUIT);
   png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
+  // libpng allocates a text, ICC profile or other metadata chunk at the
+  // length its header claims before reading it, so a 41-byte file claiming
+  // a 2 GB zTXt chunk asked for 2 GB (found by tests/fuzz, docs/fuzzing.md).
+  // The pixels never need those chunks: have libpng skip them (it reads a
+  // skipped chunk through a small buffer, checking its CRC, and a chunk past
+  // the end of the file is then reported as truncation), and bound what any
+  // other chunk may allocate or decompress to by the file size.
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, kSkippedChunks,
+                              static_cast<int>(sizeof(kSkippedChunks) / 5));
+  png_set_chunk_malloc_max(png, std::max<png_alloc_size_t>(ctx->size, kMinChunkMalloc));
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
@@ -302,9 +320,8 @@ Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
 
 Status WritePngFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  return Guard("png", "writing", spec.path, [&]() -> Status {
-    return WritePngImpl(storage, file, spec, options);
-  });
+  return Guard("png", "writing", spec.path,
+               [&]() -> Status { return WritePngImpl(storage, file, spec, options); });
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -482,6 +483,28 @@ TEST_CASE("corruption is reported with path and offset") {
       FixCrc(b, 33);
     });
     CHECK(OpenAndRead(format, storage, path).ok());
+  }
+  SUBCASE("a metadata chunk claiming more bytes than the file has") {
+    // Found by tests/fuzz (docs/fuzzing.md; the input is
+    // tests/fuzz/corpus/png/oom-5a760c1afc79484bf57d75ada4fd6934e305ae43):
+    // libpng allocated a zTXt chunk at its claimed 2 GB before reading it.
+    // Now the chunk is skipped, and its end, past the file's, is truncation.
+    for (const char* type : {"zTXt", "tEXt", "iTXt", "iCCP", "eXIf"}) {
+      CAPTURE(type);
+      with([&](std::vector<std::byte>& b) {
+        b.resize(33 + 8);
+        StoreBe32(b.data() + 33, 0x789c9c24);
+        std::memcpy(b.data() + 37, type, 4);
+        b.push_back(std::byte{0x78});
+        b.push_back(std::byte{0x9c});
+      });
+      for (bool decode : {true, false}) {
+        const Status s = OpenAndRead(format, storage, path, decode);
+        CheckCorruption(s, path, "truncated");
+        CHECK_MESSAGE(s.message().find("chunk that starts at offset 33") != std::string::npos,
+                      s.message());
+      }
+    }
   }
   SUBCASE("zlib data damaged under a valid CRC") {
     with([&](std::vector<std::byte>& b) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <new>
 #include <vector>
@@ -491,6 +492,25 @@ Status ReadTiles(const std::string& path, OpenTiff* open, const ImageInfo& info,
   const std::uint64_t pixel_bytes = (info.planar ? 1 : info.channels) * info.bytes_per_sample;
   const std::uint64_t row_bytes = info.width * pixel_bytes;
   const std::uint64_t plane_bytes = row_bytes * info.height;
+  // A tile may reach past the image (writers pick 256x256 tiles for small
+  // images), but its buffer gets the budget of the image itself
+  // (image::CheckDecodedSize): a 200-byte file declaring 65535x65535 tiles
+  // asked for 12 GB (found by tests/fuzz, docs/fuzzing.md).
+  constexpr std::uint64_t kSlack = std::uint64_t{64} << 20;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t budget = open->io.size > (kMax - kSlack) / kMaxExpansion
+                                   ? kMax
+                                   : open->io.size * kMaxExpansion + kSlack;
+  if (pixel_bytes == 0 || tile_width > budget / pixel_bytes ||
+      std::uint64_t{tile_width} * pixel_bytes > budget / tile_length ||
+      std::uint64_t{tile_width} * pixel_bytes * tile_length >
+          std::numeric_limits<std::size_t>::max()) {
+    return image::CorruptAt(path,
+                            "corrupt tiff directory: tiles of " + std::to_string(tile_width) + "x" +
+                                std::to_string(tile_length) + " pixels, more than a file of " +
+                                std::to_string(open->io.size) + " bytes can hold",
+                            open->directory_offset);
+  }
   const std::uint64_t tile_row_bytes = std::uint64_t{tile_width} * pixel_bytes;
   const std::uint64_t tile_bytes = tile_row_bytes * tile_length;
   std::vector<std::byte> tile(static_cast<std::size_t>(tile_bytes));
@@ -617,9 +637,8 @@ Result<TiffPlan> PlanTiff(const FileSpec& spec, const WriterOptions& options) {
 
 Status WriteTiffFile(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  return Guard("tiff", "writing", spec.path, [&]() -> Status {
-    return WriteTiffImpl(storage, file, spec, options);
-  });
+  return Guard("tiff", "writing", spec.path,
+               [&]() -> Status { return WriteTiffImpl(storage, file, spec, options); });
 }
 
 Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
