@@ -180,6 +180,27 @@ def test_timeline_and_events_add_up():
                 fail("interval %s: all-ranks %s %s, the ranks' sum %d" %
                      (interval, column, ranks["all"][column], parts))
 
+    # Ranks whose steps take different times wait for each other at the
+    # per-step barrier: waits of 1 ms or more are events, inside their block.
+    out4 = os.path.join(args().work, "waits")
+    mpirun(2, [args().iomimic, "run", "-q"] + overrides(data, out4, [
+        "++workload.train.computation_time_stdev=0.01",
+        "++workload.workflow.evaluation=False"]))
+    events = read_csv(os.path.join(out4, "events.csv"))
+    waits = [e for e in events if e["event"] == "barrier_wait"]
+    if not waits:
+        fail("no barrier_wait events between two ranks with different step times")
+    blocks = [e for e in events if e["event"] == "train_block"]
+    for w in waits:
+        if float(w["duration_s"]) < 0.001 - 1e-6:
+            fail("a barrier_wait event of %s s (the bound is 1 ms)" % w["duration_s"])
+        inside = [b for b in blocks if b["rank"] == w["rank"] and b["epoch"] == w["epoch"] and
+                  float(b["start_s"]) - 1e-3 <= float(w["start_s"]) and
+                  float(w["end_s"]) <= float(b["end_s"]) + 1e-3]
+        if not inside:
+            fail("barrier_wait of rank %s step %s lies outside its training block" %
+                 (w["rank"], w["index"]))
+
     # Off when asked.
     out3 = os.path.join(args().work, "off")
     run([args().iomimic, "run", "-q"] + overrides(data, out3, [

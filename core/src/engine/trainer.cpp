@@ -263,6 +263,9 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
         accs[i]->phase.barrier.push_back(SecondsBetween(ends[i], released));
       }
       session.AddBarrierSeconds(SecondsBetween(ends[0], released));
+      if (SecondsBetween(ends[0], released) >= metrics::kBarrierEventSeconds) {
+        accs[0]->phase.barrier_waits.push_back({step + 1, ends[0], released});
+      }
       if (session.tracer().enabled()) {
         const Clock::time_point computed = *std::max_element(ends.begin(), ends.end());
         session.tracer().Complete("step", "barrier", computed, released);

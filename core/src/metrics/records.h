@@ -44,13 +44,26 @@ struct PhaseRecord {
   std::vector<double> load;
   std::vector<double> proc;
   std::vector<double> compute;
-  std::vector<double> barrier;   // iomimic: time in the per-step barrier
+  std::vector<double> barrier;  // iomimic: time in the per-step barrier
+  // iomimic: the per-step barrier waits of at least kBarrierEventSeconds
+  // (events.csv), with the step they followed (1-based).
+  struct BarrierWait {
+    std::uint64_t step = 0;
+    std::chrono::steady_clock::time_point start;
+    std::chrono::steady_clock::time_point end;
+  };
+  std::vector<BarrierWait> barrier_waits;
   double compute_requested = 0;  // iomimic: sum of the drawn compute times
   double compute_measured = 0;   // iomimic: sum of the time the emulated compute took
   std::uint64_t samples = 0;
   std::uint64_t bytes_read = 0;  // counted by the storage layer during the phase
   std::uint64_t steps() const { return compute.size(); }
 };
+
+// Barrier waits this long or longer become events (events.csv); shorter ones
+// are only summed (timeline.csv's barrier_s, barrier_mean_ms), so a run of a
+// million short steps does not write a million rows.
+inline constexpr double kBarrierEventSeconds = 0.001;
 
 struct CheckpointRecord {
   std::uint64_t index = 1;

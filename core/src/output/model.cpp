@@ -238,6 +238,18 @@ std::vector<EventEntry> RankEvents(const RunOutcome& outcome, int rank) {
       add("epoch", e.epoch, 0, e.start, e.end, bytes);
       for (const metrics::PhaseRecord& b : e.blocks) {
         add("train_block", e.epoch, b.index, b.start, b.end, b.bytes_read);
+        // Barrier waits, on the wall clock through the block's start.
+        for (const metrics::PhaseRecord::BarrierWait& w : b.barrier_waits) {
+          metrics::Stamp from, to;
+          from.mono = w.start;
+          from.wall =
+              b.start.wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                 w.start - b.start.mono);
+          to.mono = w.end;
+          to.wall = b.start.wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                       w.end - b.start.mono);
+          add("barrier_wait", e.epoch, w.step, from, to, 0);
+        }
       }
       if (e.eval) add("eval", e.epoch, 0, e.eval->start, e.eval->end, e.eval->bytes_read);
       for (const metrics::CheckpointRecord& s : e.saves) {

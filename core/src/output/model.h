@@ -54,7 +54,9 @@ struct TimelineEntry {
 // One row of events.csv: a span of one rank, seconds from the run's origin.
 struct EventEntry {
   int rank = 0;
-  std::string event;  // generate, epoch, train_block, eval, checkpoint_save, checkpoint_load
+  // generate, epoch, train_block, eval, checkpoint_save, checkpoint_load,
+  // barrier_wait (a per-step barrier wait of at least 1 ms; index = step)
+  std::string event;
   std::uint64_t epoch = 0;
   std::uint64_t index = 0;  // block or checkpoint number; 0 when none
   double start_seconds = 0;
