@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -198,7 +199,8 @@ struct CommonArgs {
   unsigned accelerators = 0;  // --accelerators: iomimic.accelerators_per_process
   bool quiet = false;
   bool plan = false;
-  bool keys = false;  // config --keys
+  bool multirun = false;  // run -m: Hydra's multirun, a sweep of comma-separated values
+  bool keys = false;      // config --keys
   int ranks = 0;
 };
 
@@ -268,6 +270,13 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
     opts.add_options()("generate-threads", po::value<unsigned>(&args->generate_threads),
                        "writer threads per rank when generating (default: CPU count)")(
         "quiet,q", po::bool_switch(&args->quiet), "print only the final summary");
+  }
+  if (command == "run") {
+    opts.add_options()("multirun,m", po::bool_switch(&args->multirun),
+                       "Hydra's multirun: every override with comma-separated values "
+                       "(++workload.reader.read_threads=1,2,4) is a factor; runs every "
+                       "combination as 'iomimic sweep' does, in ++hydra.sweep.dir (default "
+                       "multirun/<date>/<time>)");
   }
   if (command == "run" || command == "config") {
     opts.add_options()("accelerators,a", po::value<unsigned>(&args->accelerators),
@@ -810,10 +819,114 @@ class ConsoleObserver : public run::RunObserver {
   std::string folder_;
 };
 
+// `iomimic run -m`: Hydra's multirun as sugar for a sweep (docs/analysis.md).
+// Overrides with comma-separated values (outside brackets) are the factors;
+// their combinations become a design file in the sweep folder, which
+// RunSweep runs as `iomimic sweep` would. Before MPI: every run is a child.
+int CmdMultirun(const CommonArgs& args) {
+  std::string workload = kDefaultWorkload;
+  std::string folder;
+  std::vector<std::string> common;
+  std::vector<std::pair<std::string, std::vector<std::string>>> factors;
+  for (const std::string& p : args.positional) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos) {
+      if (p.rfind("~", 0) == 0) {
+        common.push_back(p);
+      } else {
+        workload = p;  // a manifest path
+      }
+      continue;
+    }
+    std::string key = p.substr(0, eq);
+    const std::string value = p.substr(eq + 1);
+    if (key == "workload") {
+      workload = value;
+      continue;
+    }
+    if (key == "++hydra.sweep.dir" || key == "hydra.sweep.dir") {
+      folder = value;
+      continue;
+    }
+    const bool list = value.find(',') != std::string::npos && value.find('[') == std::string::npos;
+    if (!list) {
+      common.push_back(p);
+      continue;
+    }
+    while (!key.empty() && key.front() == '+') key.erase(key.begin());
+    if (key.rfind("workload.", 0) != 0) {
+      return Usage("multirun: only workload keys can be swept, not '" + key + "'");
+    }
+    std::vector<std::string> values;
+    for (std::size_t at = 0;;) {
+      const std::size_t comma = value.find(',', at);
+      values.push_back(value.substr(at, comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    factors.emplace_back(key.substr(9), std::move(values));
+  }
+  if (factors.empty()) {
+    return Usage(
+        "multirun (-m) needs an override with comma-separated values, e.g. "
+        "++workload.reader.read_threads=1,2,4");
+  }
+  if (folder.empty()) {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char stamp[64];
+    std::strftime(stamp, sizeof(stamp), "multirun/%Y-%m-%d/%H-%M-%S", &tm);
+    folder = stamp;
+  }
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return Fail(Status::FromErrno(ec.value(), "cannot create " + folder));
+  const std::string design = folder + "/design.csv";
+  if (fs::exists(design, ec)) {
+    return Fail(Status::AlreadyExists(design + " exists: resume it with 'iomimic sweep " + design +
+                                      "' or choose ++hydra.sweep.dir"));
+  }
+  std::ofstream out(design);
+  out << "# iomimic run -m: one row per combination; resume with iomimic sweep " << design
+      << "\nmodel";
+  for (const auto& [key, values] : factors) out << "," << key;
+  out << ",run\n";
+  std::vector<std::size_t> at(factors.size(), 0);
+  for (;;) {
+    out << workload;
+    for (std::size_t f = 0; f < factors.size(); ++f) out << "," << factors[f].second[at[f]];
+    out << ",N\n";
+    std::size_t f = factors.size();
+    while (f > 0 && ++at[f - 1] == factors[f - 1].second.size()) at[--f] = 0;
+    if (f == 0) break;
+  }
+  out.close();
+  if (!out) return Fail(Status::IOError("cannot write " + design));
+  analysis::SweepOptions options;
+  options.design = design;
+  options.output = folder;
+  options.iomimic = analysis::SelfPath();
+  options.launcher = analysis::DefaultLauncher();
+  options.overrides = common;
+  if (!args.config_dir.empty()) {
+    // The children look up workload names where this command would.
+    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
+  }
+  Result<analysis::SweepReport> report = analysis::RunSweep(
+      options, [](const std::string& line) { std::cout << "multirun: " << line << std::endl; });
+  if (!report.ok()) return Fail(report.status());
+  std::cout << "multirun: " << report->completed << " completed, " << report->failed
+            << " failed of " << report->rows << "; results in " << report->results_csv << std::endl;
+  if (report->interrupted) return 130;
+  return report->failed > 0 ? 1 : 0;
+}
+
 int CmdRunOrGenerate(const std::string& command, int argc, char** argv) {
   CommonArgs args;
   int code = 0;
   if (!ParseCommon(command, argc, argv, &args, &code)) return code;
+  if (args.multirun) return CmdMultirun(args);
   Result<config::LoadedManifest> loaded = LoadFromArgs(args);
   if (!loaded.ok()) return Fail(loaded.status());
   const config::LoadedManifest manifest = std::move(loaded).value();

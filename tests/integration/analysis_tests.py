@@ -137,6 +137,35 @@ def test_sweep_runs_and_resumes():
                  (r["experiment"], r["reader.read_threads"]))
 
 
+def test_multirun_expands_a_sweep():
+    """Hydra's multirun as sugar for a sweep: `iomimic run -m` with two
+    overrides of two values each runs the 4 combinations into
+    ++hydra.sweep.dir, with the design file and results.csv of a sweep."""
+    work = args().work
+    out = os.path.join(work, "sweep")
+    p = run([args().iomimic, "run", "-m", "workload=quickstart",
+             "++workload.reader.read_threads=1,2", "++workload.reader.batch_size=2,4",
+             "++hydra.sweep.dir=" + out] + shrink(os.path.join(work, "data"), files=16))
+    if "4 completed, 0 failed of 4" not in p.stdout:
+        fail("multirun did not run the 4 combinations:\n" + p.stdout[-1500:])
+    rows = read_design(os.path.join(out, "design.csv"))
+    combos = sorted((r["reader.read_threads"], r["reader.batch_size"]) for r in rows)
+    if combos != [("1", "2"), ("1", "4"), ("2", "2"), ("2", "4")] or any(
+            r["run"] != "Y" for r in rows):
+        fail("design.csv: %s" % rows)
+    for r in read_design(os.path.join(out, "results.csv")):
+        with open(os.path.join(r["folder"], "summary.json")) as f:
+            resolved = json.load(f)["iomimic"]["manifest"]["resolved"]
+        for key, value in (("read_threads", r["reader.read_threads"]),
+                           ("batch_size", r["reader.batch_size"])):
+            if "  %s: %s\n" % (key, value) not in resolved:
+                fail("experiment %s did not run with %s %s" % (r["experiment"], key, value))
+    p = run([args().iomimic, "run", "-m", "workload=quickstart", "++workload.train.epochs=1"],
+            expect_ok=False)
+    if p.returncode != 2 or "comma-separated" not in p.stderr:
+        fail("-m without a list of values: exit %d, %s" % (p.returncode, p.stderr))
+
+
 def test_search_finds_known_answer():
     """Storage capped at 20 MiB/s for all readers, samples of 256 KiB, one per
     step, 50 ms of compute per step: each accelerator needs 5 MiB/s, so 4
