@@ -116,9 +116,8 @@ TEST_CASE("every shipped DLIO workload loads and round-trips through ToYaml") {
     for (const Diagnostic& warning : manifest.warnings) {
       CAPTURE(warning.ToString());
       // model.model_size (MLPerf's unet3d files) is honoured, with a warning.
-      const bool expected =
-          warning.message.starts_with("model.model_size (") ||
-          warning.message == "unknown key 'workflow.debug'";
+      const bool expected = warning.message.starts_with("model.model_size (") ||
+                            warning.message == "unknown key 'workflow.debug'";
       CHECK(expected);
       CHECK(warning.file == file.string());
       CHECK(warning.line > 0);

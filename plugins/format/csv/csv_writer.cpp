@@ -296,9 +296,8 @@ Status ValidateSpec(const FileSpec& spec) {
 
 Status WriteCsvFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  return Guard("csv", "writing", spec.path, [&]() -> Status {
-    return WriteCsvFileImpl(storage, file, spec, options);
-  });
+  return Guard("csv", "writing", spec.path,
+               [&]() -> Status { return WriteCsvFileImpl(storage, file, spec, options); });
 }
 
 }  // namespace iomimic::csv

@@ -282,9 +282,8 @@ std::vector<hsize_t> GuessChunk(std::span<const hsize_t> shape, std::size_t type
 }
 
 Result<FileLayout> PlanLayout(const FileSpec& spec) {
-  return Guard("hdf5", "planning", spec.path, [&]() -> Result<FileLayout> {
-    return PlanLayoutImpl(spec);
-  });
+  return Guard("hdf5", "planning", spec.path,
+               [&]() -> Result<FileLayout> { return PlanLayoutImpl(spec); });
 }
 
 bool LzfAvailable() {

@@ -396,9 +396,8 @@ Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
 
 Status WriteJpegFile(Storage& storage, File& file, const FileSpec& spec,
                      const WriterOptions& options) {
-  return Guard("jpeg", "writing", spec.path, [&]() -> Status {
-    return WriteJpegImpl(storage, file, spec, options);
-  });
+  return Guard("jpeg", "writing", spec.path,
+               [&]() -> Status { return WriteJpegImpl(storage, file, spec, options); });
 }
 
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {

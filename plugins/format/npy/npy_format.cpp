@@ -23,9 +23,7 @@ FormatTraits NpyFormat::traits() const {
 }
 
 Status NpyFormat::Validate(const FileSpec& spec) const {
-  return Guard("npy", "validating a file spec", "", [&]() -> Status {
-    return ValidateSpec(spec);
-  });
+  return Guard("npy", "validating a file spec", "", [&]() -> Status { return ValidateSpec(spec); });
 }
 
 Result<std::uint64_t> NpyFormat::ExpectedFileSize(const FileSpec& spec) const {

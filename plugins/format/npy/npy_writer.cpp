@@ -115,9 +115,8 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
 
 Status WriteNpyFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  return Guard("npy", "writing", spec.path, [&]() -> Status {
-    return WriteNpyFileImpl(storage, file, spec, options);
-  });
+  return Guard("npy", "writing", spec.path,
+               [&]() -> Status { return WriteNpyFileImpl(storage, file, spec, options); });
 }
 
 }  // namespace iomimic::npy

@@ -23,9 +23,7 @@ FormatTraits NpzFormat::traits() const {
 }
 
 Status NpzFormat::Validate(const FileSpec& spec) const {
-  return Guard("npz", "validating a file spec", "", [&]() -> Status {
-    return ValidateSpec(spec);
-  });
+  return Guard("npz", "validating a file spec", "", [&]() -> Status { return ValidateSpec(spec); });
 }
 
 Result<std::uint64_t> NpzFormat::ExpectedFileSize(const FileSpec& spec) const {

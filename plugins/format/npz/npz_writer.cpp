@@ -423,9 +423,8 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions&
 
 Status WriteNpzFile(Storage& storage, File& file, const FileSpec& spec,
                     const WriterOptions& options) {
-  return Guard("npz", "writing", spec.path, [&]() -> Status {
-    return WriteNpzFileImpl(storage, file, spec, options);
-  });
+  return Guard("npz", "writing", spec.path,
+               [&]() -> Status { return WriteNpzFileImpl(storage, file, spec, options); });
 }
 
 }  // namespace iomimic::npz

@@ -273,9 +273,8 @@ Result<std::uint64_t> ComputeFileSize(const FileSpec& spec) {
 
 Status WriteTfRecordFile(Storage& storage, File& file, const FileSpec& spec,
                          const WriterOptions& options) {
-  return Guard("tfrecord", "writing", spec.path, [&]() -> Status {
-    return WriteTfRecordFileImpl(storage, file, spec, options);
-  });
+  return Guard("tfrecord", "writing", spec.path,
+               [&]() -> Status { return WriteTfRecordFileImpl(storage, file, spec, options); });
 }
 
 }  // namespace iomimic::tfrecord

@@ -49,9 +49,8 @@ FormatTraits TiffFormat::traits() const {
 }
 
 Status TiffFormat::Validate(const FileSpec& spec) const {
-  return Guard("tiff", "validating a file spec", "", [&]() -> Status {
-    return PlanTiff(spec, options_).status();
-  });
+  return Guard("tiff", "validating a file spec", "",
+               [&]() -> Status { return PlanTiff(spec, options_).status(); });
 }
 
 Result<std::uint64_t> TiffFormat::ExpectedFileSize(const FileSpec&) const {

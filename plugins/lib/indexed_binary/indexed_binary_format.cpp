@@ -22,9 +22,8 @@ FormatTraits IndexedBinaryFormat::traits() const {
 }
 
 Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
-  return Guard(name(), "validating a file spec", "", [&]() -> Status {
-    return ValidateSpec(spec, flavor_);
-  });
+  return Guard(name(), "validating a file spec", "",
+               [&]() -> Status { return ValidateSpec(spec, flavor_); });
 }
 
 std::vector<std::string> IndexedBinaryFormat::CompanionPaths(const FileSpec& spec) const {
@@ -32,9 +31,8 @@ std::vector<std::string> IndexedBinaryFormat::CompanionPaths(const FileSpec& spe
 }
 
 Result<std::uint64_t> IndexedBinaryFormat::ExpectedFileSize(const FileSpec& spec) const {
-  return Guard(name(), "computing a file size", "", [&]() -> Result<std::uint64_t> {
-    return ComputeFileSize(spec, flavor_);
-  });
+  return Guard(name(), "computing a file size", "",
+               [&]() -> Result<std::uint64_t> { return ComputeFileSize(spec, flavor_); });
 }
 
 Status IndexedBinaryFormat::WriteFile(Storage& storage, File& file, const FileSpec& spec) {
