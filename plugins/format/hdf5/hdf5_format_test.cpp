@@ -37,6 +37,7 @@
 #include "hdf5_vfd.h"
 #include "hdf5_writer.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
 
@@ -236,15 +237,8 @@ FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, st
                   std::uint64_t seed, const std::string& path = "/data/test.hdf5",
                   const std::string& compression = "none",
                   std::map<std::string, std::string> parameters = {}) {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
-  spec.compression = compression;
+  FileSpec spec =
+      ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path, compression);
   spec.parameters = std::move(parameters);
   if (!spec.parameters.count(kNumDatasetsKey)) spec.parameters[kNumDatasetsKey] = "1";
   return spec;

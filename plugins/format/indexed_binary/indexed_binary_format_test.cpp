@@ -18,6 +18,7 @@
 #include "indexed_binary/indexed_binary_reader.h"
 #include "indexed_binary/indexed_binary_test_storage.h"
 #include "indexed_binary/indexed_binary_writer.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/write_in_parts.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
@@ -36,14 +37,7 @@ constexpr Flavor kFlavor = Flavor::kIndexedBinary;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.indexed_binary") {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
+  FileSpec spec = ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
   spec.parameters["generation_buffer_size"] = std::to_string(std::uint64_t{2} << 30);
   return spec;
 }

@@ -31,6 +31,7 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/device_memory_storage.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
@@ -66,15 +67,7 @@ using ::iomimic::testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.npy") {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
-  return spec;
+  return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
 }
 
 Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "npy_header/npy_header.h"
@@ -59,16 +60,8 @@ using ::iomimic::testing::TempDir;
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
                   const std::string& path = "/data/test.npz") {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
-  spec.compression = compression;
-  return spec;
+  return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path,
+                                          compression);
 }
 
 Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {

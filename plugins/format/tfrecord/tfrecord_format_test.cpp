@@ -31,6 +31,7 @@
 #include "example.pb.h"
 #include "example_wire.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "tfrecord_reader.h"
@@ -60,15 +61,7 @@ using ::iomimic::testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/train/t.tfrecord") {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
-  return spec;
+  return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
 }
 
 Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {

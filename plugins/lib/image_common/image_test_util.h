@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 
@@ -48,15 +49,7 @@ using ::iomimic::testing::TempDir;
 
 inline FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape,
                          std::uint64_t seed, const std::string& path, std::uint64_t samples = 1) {
-  FileSpec spec;
-  spec.path = path;
-  Result<ElementType> type = ElementType::FromName(dtype);
-  REQUIRE(type.ok());
-  spec.element_type = *type;
-  spec.sample_shape = std::move(shape);
-  spec.num_samples = samples;
-  spec.seed = seed;
-  return spec;
+  return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
 }
 
 inline Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
