@@ -87,13 +87,10 @@ struct CheckpointStart {
   bool fsync = false;
 };
 
-// Generation totals over all ranks.
-struct GenerateTotals {
-  std::uint64_t files_written = 0;
-  std::uint64_t files_skipped = 0;  // already complete
-  std::uint64_t bytes_written = 0;
-  double seconds = 0;  // the slowest rank's
-};
+// Generation totals over all ranks: the results model's generation figures
+// (files written and skipped, bytes, the slowest rank's seconds; the
+// per-rank bytes are left empty here).
+using GenerateTotals = output::GenerateResults;
 
 // What a front end learns while a run goes on. Every method but OnProgress
 // is called on every rank (a front end that prints checks its rank), from
