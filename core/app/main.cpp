@@ -765,9 +765,10 @@ class ConsoleObserver : public run::RunObserver {
     folder_ = folder;
     console_->OpenLog(folder + "/" + config_.output.log_file);
   }
-  void OnGenerateStart(std::uint64_t files, const std::string& train_folder) override {
-    console_->Line("generating " + std::to_string(files) + " " + config_.dataset.format +
-                   " files in " + train_folder + " (and valid/) ...");
+  void OnGenerateStart(const run::GenerateStart& g) override {
+    console_->Line("generating " + std::to_string(g.files) + " " + config_.dataset.format +
+                   " files in " + g.train_folder + " (and valid/), " + std::to_string(g.threads) +
+                   " thread(s) per rank ...");
   }
   void OnGenerateEnd(const run::GenerateTotals& g) override {
     const double mib = static_cast<double>(g.bytes_written) / 1048576.0;

@@ -36,8 +36,8 @@ class Recorder : public run::RunObserver {
     folder = f;
     calls.push_back("folder");
   }
-  void OnGenerateStart(std::uint64_t files, const std::string&) override {
-    calls.push_back("generate " + std::to_string(files));
+  void OnGenerateStart(const run::GenerateStart& g) override {
+    calls.push_back("generate " + std::to_string(g.files));
   }
   void OnGenerateEnd(const run::GenerateTotals& g) override {
     calls.push_back("generated " + std::to_string(g.files_written));

@@ -731,6 +731,18 @@ Status Converter::ApplyRules(Config* config) {
       }
     }
   }
+  // The fork's content generators (dgen, numpy) differ in the bytes only;
+  // iomimic's own generator writes them, which the user should know.
+  if (!config->dataset.data_gen_method.empty()) {
+    IOMIMIC_ASSIGN_OR_RETURN(const Section dataset, SectionAt("dataset"));
+    if (const std::optional<Entry> method = Get(dataset, "data_gen_method")) {
+      Warn(method->key, "dataset.data_gen_method",
+           "dataset.data_gen_method (" + config->dataset.data_gen_method +
+               ") selects the DLIO fork's content generator; iomimic's own generator writes the "
+               "same file layout (iomimic.content, compress_percentage and dedupe_percentage "
+               "control the bytes)");
+    }
+  }
   // MLCommons' DLIO fork reads storage.storage_library into storage_options.
   IOMIMIC_ASSIGN_OR_RETURN(const Section storage, SectionAt("storage"));
   if (const std::optional<Entry> library = Get(storage, "storage_library")) {

@@ -12,6 +12,7 @@ struct SharedAccess {
 constexpr SharedAccess kSharedAccess[] = {
     {"shared", "independent"}, {"mpio", "independent"}, {"collective", "collective"}};
 constexpr std::string_view kODirectBackend = "odirect";
+constexpr std::string_view kDirectFsStorageType = "direct_fs";
 constexpr std::string_view kMpiIoBackend = "mpiio";
 
 // Formats a DLIO data loader cannot read, and why.
@@ -29,7 +30,9 @@ constexpr LoaderRefusal kLoaderRefusals[] = {
 
 void SelectDlioBackend(bool backend_given, Config* config) {
   if (backend_given) return;
-  if (config->reader.odirect) {
+  // MLPerf Storage v3.0's fork reads a local file system with O_DIRECT when
+  // storage_type is direct_fs (mlpstorage's --o-direct).
+  if (config->reader.odirect || config->storage.storage_type == kDirectFsStorageType) {
     config->storage.backend = std::string(kODirectBackend);
     return;
   }

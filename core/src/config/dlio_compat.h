@@ -24,7 +24,8 @@ namespace iomimic::config {
 inline constexpr std::string_view kFileStorageBackend = "posix";
 
 // DLIO's keys that select a back end, applied when the manifest names no
-// storage.backend: reader.odirect -> the O_DIRECT back end; reader.file_access
+// storage.backend: reader.odirect or storage.storage_type direct_fs (MLPerf
+// Storage v3.0's fork) -> the O_DIRECT back end; reader.file_access
 // shared/mpio/collective -> the MPI-IO back end (independent, or collective
 // reads of a whole step).
 void SelectDlioBackend(bool backend_given, Config* config);

@@ -63,7 +63,8 @@
   X("storage_root", storage_root, std::string, "./", Text().Doc("Root that relative data and checkpoint folders are joined to.")) \
   X("storage_options", storage_options, TextMap, {}, FreeMap().Doc("DLIO's storage options (endpoint, credentials, ...), passed as they are.")) \
   X("backend", backend, std::string, "posix", Plugin().Iomimic().Doc("Storage plugin for the dataset (iomimic plugins lists them).")) \
-  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the storage plugin (iomimic plugins shows each plugin's)."))
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the storage plugin (iomimic plugins shows each plugin's).")) \
+  X("post_generation_settle_seconds", post_generation_settle_seconds, double, 0, Number(0, 86400).Mlperf().Doc("Seconds every rank waits after generating the dataset before training starts (for storage that makes new files visible late)."))
 
 #define IOMIMIC_KEYS_DATASET(X)                                                                   \
   X("format", format, std::string, "tfrecord", Plugin().Doc("Format plugin of the data files (npz, npy, hdf5, png, jpeg, tiff, tfrecord, csv, indexed_binary, ...).")) \
@@ -83,6 +84,9 @@
   X("compression_level", compression_level, int, 4, Int(0, 9).Doc("Compression level.")) \
   X("enable_chunking", enable_chunking, bool, false, Bool().Doc("HDF5: chunked datasets.")) \
   X("chunk_size", chunk_size, std::uint64_t, 0, UInt(0, kNoMax).Doc("HDF5 chunk size in bytes.")) \
+  X("skip_listing", skip_listing, bool, false, Bool().Mlperf().Doc("iomimic never lists a data folder (file names come from the plan); True: rank 0 checks the first, the last and every listing_validation_interval-th file before training, False: the first and the last.")) \
+  X("listing_validation_interval", listing_validation_interval, std::uint64_t, 1000, UInt(0, kNoMax).Mlperf().Doc("With skip_listing: check every N-th file exists before training; 0 = check none.")) \
+  X("data_gen_method", data_gen_method, std::string, "", Choice(kDataGenMethods).Nullable().NullWhenEmpty().Mlperf().Doc("The fork's content generator (dgen or numpy); iomimic's own generator writes the bytes either way (iomimic.content controls them), with a warning.")) \
   X("keep_files", keep_files, bool, true, Bool().Doc("DLIO's keep_files; iomimic never deletes data.")) \
   X("generation_buffer_size", generation_buffer_size, std::uint64_t, 2ULL << 30, UInt(1, kNoMax).FormatParam().Doc("Bytes a generator holds in memory per file (larger files are streamed).")) \
   X("hdf5.chunk_dims", hdf5_chunk_dims, UIntVector, {}, UIntList(1).FormatParam().Doc("HDF5 chunk shape.")) \
@@ -101,6 +105,7 @@
   X("batch_size", batch_size, std::uint64_t, 1, UInt(1, kNoMax).Doc("Samples per training step.")) \
   X("batch_size_eval", batch_size_eval, std::uint64_t, 1, UInt(1, kNoMax).Doc("Samples per evaluation step.")) \
   X("read_threads", read_threads, std::uint64_t, 1, UInt(0, kNoMax).Doc("Reader threads per accelerator (PyTorch's num_workers).")) \
+  X("write_threads", write_threads, std::uint64_t, 1, UInt(1, kNoMax).Mlperf().Doc("Files each rank generates at once; 1 = as many as the machine has cores (the fork auto-sizes 1 too); --generate-threads overrides it.")) \
   X("computation_threads", computation_threads, std::uint64_t, 1, UInt(1, kNoMax).Doc("DLIO's computation threads.")) \
   X("prefetch_size", prefetch_size, std::uint64_t, 2, UInt(0, kNoMax).Doc("Batches prefetched per reader thread.")) \
   X("file_shuffle", file_shuffle, ShuffleMode, ShuffleMode::kOff, Shuffle().Doc("File order per epoch: off, seed or random.")) \
@@ -167,6 +172,7 @@
 
 #define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
   X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \
+  X("sharding", sharding, std::string, "samples", Choice(kShardings).Iomimic().Doc("How ranks share an epoch: samples (classic DLIO: rank r reads the r-th block of the sample order) or files (MLPerf Storage v3.0's fork: rank r reads files r, r + N, ..., dealt out again each epoch when files are shuffled).")) \
   X("dlio_order", dlio_order, bool, false, Bool().Iomimic().Doc("Reproduce DLIO's exact sample order (NumPy's generator).")) \
   X("checksum", checksum, bool, false, Bool().Iomimic().Doc("Hash every sample read (summary: read_checksum).")) \
   X("accelerators_per_process", accelerators_per_process, std::uint64_t, 1, UInt(1, kMaxAcceleratorsPerProcess).Iomimic().Doc("Accelerators emulated by each process (threads), each with its own plan.")) \

@@ -21,7 +21,9 @@ namespace {
 const Words kFrameworks = {"tensorflow", "pytorch"};
 const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
                             "synthetic",  "custom",  "none"};
-const Words kStorageTypes = {"local_fs", "parallel_fs", "s3", "aistore"};
+// direct_fs: MLPerf Storage v3.0's fork, O_DIRECT on a local file system.
+const Words kStorageTypes = {"local_fs", "direct_fs", "parallel_fs", "s3", "aistore"};
+const Words kDataGenMethods = {"dgen", "numpy"};
 // snappy, lz4 and zstd are Parquet codecs (MLPerf Storage's DLIO fork).
 const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz", "snappy", "lz4", "zstd"};
 const Words kParquetColumnFields = {"name", "dtype", "size", "read"};
@@ -33,6 +35,7 @@ const Words kCheckpointModes = {"default", "subset"};
 const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
 const Words kContentKinds = {"random", "zeros"};
+const Words kShardings = {"samples", "files"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {

@@ -81,13 +81,24 @@ Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
   options.hint = AccessHint::kSequential;
   options.expected_size = bytes;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(path, options));
-  for (std::uint64_t offset = 0; offset < bytes;) {
+  Status status;
+  for (std::uint64_t offset = 0; offset < bytes && status.ok();) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - offset));
-    IOMIMIC_RETURN_IF_ERROR(file->WriteAt(offset, pattern_.span().first(n)));
+    status = file->WriteAt(offset, pattern_.span().first(n));
     offset += n;
   }
-  if (session_.config().checkpoint.fsync) IOMIMIC_RETURN_IF_ERROR(file->Sync());
-  return file->Close();
+  if (status.ok() && session_.config().checkpoint.fsync) status = file->Sync();
+  const bool closing = status.ok();
+  if (closing) status = file->Close();
+  if (!status.ok()) {
+    // Written under its final name, as torch.save writes: a failed write
+    // removes what it left, so no checkpoint cut short stays behind to be
+    // read back as if whole (a process killed mid-write can still leave
+    // one; reading it back then fails on its size).
+    if (!closing) (void)file->Close();
+    (void)storage_->Remove(path);
+  }
+  return status;
 }
 
 Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {

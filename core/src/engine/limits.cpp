@@ -153,6 +153,16 @@ Status CheckPlanLimits(const config::Config& c, const PlanShape& plan,
                        U(kReaderThreadsPerCpu) + " per CPU on " + U(machine.cpus) +
                        " CPU(s): more threads would only idle");
   }
+  // Generation threads (reader.write_threads): a thread writes whole files,
+  // so more threads than files idle; the same per-CPU bound as the readers.
+  const std::uint64_t all_files = c.dataset.num_files_train + c.dataset.num_files_eval;
+  const std::uint64_t write_limit =
+      std::max<std::uint64_t>({1, all_files, kReaderThreadsPerCpu * machine.cpus});
+  if (r.write_threads > write_limit) {
+    return Exceeds("reader.write_threads", r.write_threads, write_limit,
+                   "the larger of " + U(all_files) + " file(s) and " + U(kReaderThreadsPerCpu) +
+                       " per CPU on " + U(machine.cpus) + " CPU(s): more threads would only idle");
+  }
   return Status::OK();
 }
 

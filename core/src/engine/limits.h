@@ -44,7 +44,8 @@ struct PlanShape {
 // dataset.num_subfolders_train/eval (at most one per file of the split),
 // reader.prefetch_size (loader slots), reader.read_threads (at most the
 // larger of the steps in an epoch and the CPUs: more threads than either
-// cannot read anything sooner). InvalidArgument
+// cannot read anything sooner), reader.write_threads (at most the larger of
+// the files and the same per-CPU bound). InvalidArgument
 // "<key> = <value> exceeds the limit <limit> (<why>)" on the first failure.
 Status CheckPlanLimits(const config::Config& c, const PlanShape& plan, const MachineFacts& machine);
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "engine/compute.h"
 #include "engine/interrupt.h"
@@ -332,6 +333,9 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
   std::vector<Clock::time_point> ends;
   Clock::time_point load_start = Clock::now();
   for (std::uint64_t step = 0; step < steps; ++step) {
+    // Evaluation has no per-step barrier: a signal stops this rank's pass
+    // here, and the ranks agree on it after the epoch (TrainLoop).
+    if (InterruptSignal() != 0) break;
     status = GatherStep(accs, signal, load_start, epoch, "eval");
     if (!status.ok()) break;
     ComputeStep(session, accs, /*eval=*/true, load_start, spin, &ends);
@@ -379,7 +383,19 @@ Status CheckDataset(Session& session) {
                                   "'iomimic generate' or ++workload.workflow.generate_data=True");
         break;
       }
-      for (std::uint64_t i : {std::uint64_t{0}, files - 1}) {
+      // iomimic never lists a folder: the plan names the files. It checks
+      // the first and the last; with MLPerf's fork's dataset.skip_listing,
+      // the first, the last and every listing_validation_interval-th as the
+      // fork does, or none when that interval is 0.
+      std::vector<std::uint64_t> checked;
+      const std::uint64_t interval = c.dataset.listing_validation_interval;
+      if (!c.dataset.skip_listing) {
+        checked = {0, files - 1};
+      } else if (interval > 0) {
+        for (std::uint64_t i = 0; i < files; i += interval) checked.push_back(i);
+        if (checked.back() != files - 1) checked.push_back(files - 1);
+      }
+      for (std::uint64_t i : checked) {
         const std::string path = layout.FilePath(split, i);
         Result<FileInfo> f = session.storage().Stat(path);
         if (!f.ok() && !f.status().IsNotFound()) {  // a link loop, EACCES: not "missing"
@@ -519,6 +535,10 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
       status = EvalEpoch(session, accs, signal, epoch, records);
       IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
     }
+    // A signal during evaluation or the epoch's checkpoint (no step barrier
+    // sees it there): the ranks agree on it before the next epoch, or
+    // before the run ends after the last one.
+    if (interrupted == 0) interrupted = cluster.BarrierMax(InterruptSignal());
     const Stamp end = Stamp::Now();
     session.tracer().Complete("epoch", "epoch", start.mono, end.mono,
                               {"epoch", static_cast<std::int64_t>(epoch)});

@@ -130,11 +130,25 @@ FileSpec DatasetLayout::Spec(std::uint64_t global_index, const ElementType& elem
   return spec;
 }
 
+namespace {
+
+bool ShardFiles(const config::Config& config) { return config.iomimic.sharding == "files"; }
+
+// Samples per rank that every rank can read in an epoch: with file
+// sharding, the smallest rank's share of whole files (the fork agrees on the
+// smallest step count); else an even share of the samples.
+std::uint64_t SamplesPerRank(const config::Config& config, std::uint64_t files, int world_size) {
+  const std::uint64_t spf = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file);
+  const std::uint64_t world = static_cast<std::uint64_t>(std::max(1, world_size));
+  if (ShardFiles(config)) return files / world * spf;
+  return spf * files / world;
+}
+
+}  // namespace
+
 std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size);
-  std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
-                    config.dataset.num_files_train;
-  std::uint64_t steps = n / bs / static_cast<std::uint64_t>(world_size);
+  std::uint64_t steps = SamplesPerRank(config, config.dataset.num_files_train, world_size) / bs;
   if (config.train.total_training_steps > 0) {
     steps = std::min<std::uint64_t>(steps,
                                     static_cast<std::uint64_t>(config.train.total_training_steps));
@@ -144,9 +158,7 @@ std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
 
 std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size) {
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size_eval);
-  std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
-                    config.dataset.num_files_eval;
-  return n / bs / static_cast<std::uint64_t>(world_size);
+  return SamplesPerRank(config, config.dataset.num_files_eval, world_size) / bs;
 }
 
 bool EvaluateAfterEpoch(const config::Config& config, std::uint64_t epoch) {
@@ -207,13 +219,32 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
   std::uint64_t file_seed =
       EpochSeed(seeds, config.reader.file_shuffle == config::ShuffleMode::kRandom, epoch);
   epoch_seed_ = sample_shuffle ? sample_seed : file_seed;
+  file_order_ = Permutation(layout.num_files(split), MixSeed(file_seed, 0xF1), file_shuffle);
+  if (ShardFiles(config)) {
+    // MLPerf Storage v3.0's fork: this rank's files are r, r + N, ... of the
+    // epoch's file order (the files as listed, or dealt out again from a
+    // fresh shuffle each epoch), and its samples are shuffled among
+    // themselves only.
+    shard_files_ = true;
+    world_ = static_cast<std::uint64_t>(std::max(1, world_size));
+    rank_ = static_cast<std::uint64_t>(rank);
+    rank_offset_ = 0;
+    const std::uint64_t local_files =
+        (layout.num_files(split) + world_ - 1 - rank_) / world_;  // files rank_, rank_ + N, ...
+    sample_order_ = Permutation(local_files * samples_per_file_,
+                                MixSeed(MixSeed(sample_seed, 0x5A), rank_), sample_shuffle);
+    return;
+  }
   sample_order_ =
       Permutation(layout.num_samples(split), MixSeed(sample_seed, 0x5A), sample_shuffle);
-  file_order_ = Permutation(layout.num_files(split), MixSeed(file_seed, 0xF1), file_shuffle);
 }
 
 SampleRef EpochPlan::Sample(std::uint64_t position) const {
   std::uint64_t global = sample_order_(rank_offset_ + position);
+  if (shard_files_) {
+    const std::uint64_t local_file = global / samples_per_file_;
+    return SampleRef{file_order_(rank_ + local_file * world_), global % samples_per_file_};
+  }
   return SampleRef{file_order_(global / samples_per_file_), global % samples_per_file_};
 }
 

@@ -126,12 +126,17 @@ class EpochPlan {
   std::uint64_t threads_;
   std::uint64_t rank_offset_ = 0;
   std::uint64_t epoch_seed_ = 0;
+  bool shard_files_ = false;  // iomimic.sharding: files
+  std::uint64_t world_ = 1;
+  std::uint64_t rank_ = 0;
   Permutation sample_order_;
   Permutation file_order_;
 };
 
 // Training steps per epoch for the whole job (same on every rank):
-// floor(spf * files / batch / world), capped by total_training_steps.
+// floor(spf * files / world / batch), capped by total_training_steps; with
+// iomimic.sharding files, floor(floor(files / world) * spf / batch), the
+// smallest rank's whole files.
 std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size);
 std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size);
 

@@ -250,6 +250,61 @@ TEST_CASE("step counts follow DLIO and total_training_steps caps them") {
   CHECK(TrainStepsPerEpoch(c, 4) == 6);
 }
 
+TEST_CASE("file sharding (MLPerf's fork): rank r reads files r, r + N, ... and only those") {
+  config::Config c = SmallConfig();  // 24 files of 4 samples, batch 4
+  c.iomimic.sharding = "files";
+  c.dataset.num_files_train = 25;         // 13 files for rank 0, 12 for rank 1
+  CHECK(TrainStepsPerEpoch(c, 2) == 12);  // the smaller share: 12 files x 4 / 4
+  CHECK(TrainStepsPerEpoch(c, 3) == 8);   // floor(25 / 3) = 8 files each
+  DatasetLayout layout(c, "npz");
+  ShuffleSeeds seeds{c.train.seed, c.train.seed_change_epoch, 42};
+  SUBCASE("no file shuffle: the listing dealt out round robin") {
+    for (int r = 0; r < 2; ++r) {
+      EpochPlan plan(c, layout, Split::kTrain, r, 2, 1, seeds);
+      std::set<std::uint64_t> files;
+      std::map<std::uint64_t, int> per_file;
+      for (std::uint64_t i = 0; i < plan.samples(); ++i) {
+        const SampleRef s = plan.Sample(i);
+        files.insert(s.file);
+        ++per_file[s.file];
+        CHECK(s.file % 2 == static_cast<std::uint64_t>(r));
+      }
+      CHECK(files.size() == 12);
+      for (const auto& [file, n] : per_file) CHECK(n == 4);  // whole files
+    }
+    // A sample shuffle mixes a rank's own samples only.
+    c.reader.sample_shuffle = config::ShuffleMode::kSeed;
+    for (int r = 0; r < 2; ++r) {
+      EpochPlan plan(c, layout, Split::kTrain, r, 2, 1, seeds);
+      std::set<std::pair<std::uint64_t, std::uint64_t>> seen;
+      for (std::uint64_t i = 0; i < plan.samples(); ++i) {
+        const SampleRef s = plan.Sample(i);
+        CHECK(s.file % 2 == static_cast<std::uint64_t>(r));
+        seen.insert({s.file, s.sample});
+      }
+      CHECK(seen.size() == plan.samples());  // no sample twice
+    }
+  }
+  SUBCASE("file shuffle: dealt out again each epoch, every file to one rank") {
+    c.dataset.num_files_train = 24;
+    c.reader.file_shuffle = config::ShuffleMode::kSeed;
+    std::vector<std::set<std::uint64_t>> rank0;
+    for (std::uint64_t epoch = 1; epoch <= 2; ++epoch) {
+      std::map<std::uint64_t, int> readers;
+      for (int r = 0; r < 2; ++r) {
+        EpochPlan plan(c, layout, Split::kTrain, r, 2, epoch, seeds);
+        std::set<std::uint64_t> mine;
+        for (std::uint64_t i = 0; i < plan.samples(); ++i) mine.insert(plan.Sample(i).file);
+        for (std::uint64_t f : mine) ++readers[f];
+        if (r == 0) rank0.push_back(mine);
+      }
+      CHECK(readers.size() == 24);
+      for (const auto& [file, n] : readers) CHECK(n == 1);
+    }
+    CHECK(rank0[0] != rank0[1]);
+  }
+}
+
 TEST_CASE("evaluation and checkpoint schedules") {
   config::Config c = SmallConfig();
   c.workflow.evaluation = true;

@@ -244,11 +244,17 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
   };
 
   if (c.workflow.generate_data) {
-    const unsigned threads = options.generate_threads > 0
-                                 ? options.generate_threads
+    // The command line's thread count, else reader.write_threads (MLPerf's
+    // fork), where 1 means sized to the machine, as the fork auto-sizes it.
+    const unsigned threads = options.generate_threads > 0 ? options.generate_threads
+                             : c.reader.write_threads > 1
+                                 ? static_cast<unsigned>(c.reader.write_threads)
                                  : std::max(1u, std::thread::hardware_concurrency());
-    notify->OnGenerateStart(session.layout().num_generated_files(),
-                            session.layout().SplitDirectory(plan::Split::kTrain));
+    GenerateStart start;
+    start.files = session.layout().num_generated_files();
+    start.train_folder = session.layout().SplitDirectory(plan::Split::kTrain);
+    start.threads = threads;
+    notify->OnGenerateStart(start);
     progress.MarkPhaseStart(0, 0);
     std::optional<engine::GenerateReport> so_far;
     Result<engine::GenerateReport> report = engine::Generate(session, threads, &so_far);
@@ -279,6 +285,21 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
     totals.bytes_written = cluster.SumU64(report->bytes_written);
     totals.seconds = cluster.MaxDouble(report->seconds);
     notify->OnGenerateEnd(totals);
+    // storage.post_generation_settle_seconds (MLPerf's fork): storage that
+    // makes new files visible late gets time before training reads them.
+    if (c.storage.post_generation_settle_seconds > 0 && training) {
+      // In slices, so that a signal is seen at once (training then stops
+      // at its first step boundary, engine/interrupt.h).
+      using SteadyClock = std::chrono::steady_clock;
+      const SteadyClock::time_point until =
+          SteadyClock::now() +
+          std::chrono::duration_cast<SteadyClock::duration>(
+              std::chrono::duration<double>(c.storage.post_generation_settle_seconds));
+      while (SteadyClock::now() < until && engine::InterruptSignal() == 0) {
+        std::this_thread::sleep_until(
+            std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
+      }
+    }
   }
 
   if (training) {

@@ -66,6 +66,13 @@ struct Progress {
   std::int64_t checkpoints = 0;
 };
 
+// What generation is about to do.
+struct GenerateStart {
+  std::uint64_t files = 0;   // over all ranks
+  std::string train_folder;  // where the training files go (valid/ beside it)
+  unsigned threads = 1;      // files each rank writes at once (at most)
+};
+
 // The shape of the training about to start.
 struct TrainStart {
   std::uint64_t epochs = 0;
@@ -107,11 +114,8 @@ class RunObserver {
   // The run folder exists (every run, generate-only ones included); results,
   // logs and anything else the front end writes for this run belong in it.
   virtual void OnRunFolder(const std::string& folder) { (void)folder; }
-  // Generation starts: `files` over all ranks, written below `train_folder`.
-  virtual void OnGenerateStart(std::uint64_t files, const std::string& train_folder) {
-    (void)files;
-    (void)train_folder;
-  }
+  // Generation starts (what GenerateStart describes).
+  virtual void OnGenerateStart(const GenerateStart& start) { (void)start; }
   virtual void OnGenerateEnd(const GenerateTotals& totals) { (void)totals; }
   virtual void OnTrainStart(const TrainStart& start) { (void)start; }
   // After each epoch, with this process's first accelerator's record and its

@@ -33,9 +33,11 @@ Result<FaultyOptions> ParseOptions(const PluginOptions& opts) {
     out.mode = Mode::kShortRead;
   } else if (mode == "enospc") {
     out.mode = Mode::kEnospc;
+  } else if (mode == "short_write") {
+    out.mode = Mode::kShortWrite;
   } else {
     return Status::InvalidArgument(owner + ": option 'mode' = '" + mode +
-                                   "' is not one of eio, short_read, enospc");
+                                   "' is not one of eio, short_read, enospc, short_write");
   }
   IOMIMIC_ASSIGN_OR_RETURN(out.error_rate, opts.GetDouble("error_rate", 0));
   if (!(out.error_rate >= 0 && out.error_rate <= 1)) {
@@ -58,8 +60,9 @@ Result<FaultyOptions> ParseOptions(const PluginOptions& opts) {
 
   IOMIMIC_ASSIGN_OR_RETURN(std::string operations, opts.GetString("operations", "auto"));
   if (operations == "auto") {
-    out.reads = out.mode != Mode::kEnospc;
-    out.writes = out.mode == Mode::kEnospc;
+    const bool write_mode = out.mode == Mode::kEnospc || out.mode == Mode::kShortWrite;
+    out.reads = !write_mode;
+    out.writes = write_mode;
   } else if (operations == "read" || operations == "write" || operations == "all") {
     out.reads = operations != "write";
     out.writes = operations != "read";
@@ -71,9 +74,9 @@ Result<FaultyOptions> ParseOptions(const PluginOptions& opts) {
     return Status::InvalidArgument(owner + ": mode short_read applies to reads only (operations '" +
                                    operations + "')");
   }
-  if (out.mode == Mode::kEnospc && out.reads) {
-    return Status::InvalidArgument(owner + ": mode enospc applies to writes only (operations '" +
-                                   operations + "')");
+  if ((out.mode == Mode::kEnospc || out.mode == Mode::kShortWrite) && out.reads) {
+    return Status::InvalidArgument(owner + ": mode " + mode +
+                                   " applies to writes only (operations '" + operations + "')");
   }
   return out;
 }
@@ -110,7 +113,8 @@ Fault FaultyStorage::Decide(OpKind kind, const std::string& path, std::uint64_t 
 }
 
 Status FaultyStorage::InjectedError(OpKind kind, const std::string& path, std::uint64_t offset,
-                                    std::uint64_t length, const Fault& fault) const {
+                                    std::uint64_t length, const Fault& fault,
+                                    std::size_t written) const {
   const std::string what = std::string(kind == OpKind::kRead ? "read" : "write") + " of " +
                            std::to_string(length) + " bytes at offset " + std::to_string(offset) +
                            " in " + path;
@@ -118,6 +122,10 @@ Status FaultyStorage::InjectedError(OpKind kind, const std::string& path, std::u
   if (options_.mode == Mode::kEnospc) {
     return Status::ResourceExhausted("injected ENOSPC: " + what + ": No space left on device" +
                                      why);
+  }
+  if (options_.mode == Mode::kShortWrite) {
+    return Status::IOError("injected short write: " + what + " stopped after " +
+                           std::to_string(written) + " bytes: Input/output error" + why);
   }
   return Status::IOError("injected EIO: " + what + ": Input/output error" + why);
 }
@@ -152,7 +160,14 @@ Status FaultyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> sour
   return Guard("faulty", "writing", path(), [&]() -> Status {
     const Fault fault = storage_->Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAt(offset, source);
-    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault);
+    std::size_t written = 0;
+    if (storage_->options().mode == Mode::kShortWrite) {
+      // The first part reaches the file, as a write cut short by a full
+      // device or a lost connection leaves it; then the error.
+      written = Shortened(fault, offset, source.size());
+      IOMIMIC_RETURN_IF_ERROR(inner().WriteAt(offset, source.first(written)));
+    }
+    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
   });
 }
 
@@ -168,9 +183,12 @@ Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> s
     const Fault fault =
         source.empty() ? Fault{} : storage_->Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAtAll(offset, source);
-    // Take part in the collective call with nothing, then fail.
-    (void)inner().WriteAtAll(offset, {});
-    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault);
+    // Take part in the collective call with nothing (short_write: with the
+    // first part), then fail.
+    const std::size_t written =
+        storage_->options().mode == Mode::kShortWrite ? Shortened(fault, offset, source.size()) : 0;
+    (void)inner().WriteAtAll(offset, source.first(written));
+    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
   });
 }
 
@@ -227,7 +245,7 @@ namespace {
 const IomimicOptionSpec kFaultyOptions[] = {
     {"mode", "string", "eio",
      "eio (reads fail), short_read (reads come back short), enospc "
-     "(writes fail)"},
+     "(writes fail), short_write (writes stop partway, then fail)"},
     {"error_rate", "double", "0", "probability that an eligible operation fails (0..1)"},
     {"fail_at_offset", "bytes", "", "an operation covering this byte offset fails"},
     {"fail_path", "string", "", "only files whose path contains this text are affected"},

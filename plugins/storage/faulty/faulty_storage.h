@@ -17,6 +17,11 @@
 //   mode enospc      writes return Status::ResourceExhausted "injected ENOSPC:
 //                    write of N bytes at offset X in <path>: No space left on
 //                    device (...)"; nothing is written
+//   mode short_write writes pass their first part (the bytes up to
+//                    fail_at_offset when that triggered, half otherwise) to
+//                    the inner back end, then return Status::IOError
+//                    "injected short write: write of N bytes at offset X in
+//                    <path> stopped after K bytes (...)": a file cut short
 // An eligible operation (its kind matches, and its path contains fail_path
 // when that is set) is numbered in the order the storage instance sees it.
 // The first `after_ops` eligible operations always pass. Later ones fail
@@ -43,7 +48,7 @@
 
 namespace iomimic::faulty {
 
-enum class Mode : std::uint8_t { kEio, kShortRead, kEnospc };
+enum class Mode : std::uint8_t { kEio, kShortRead, kEnospc, kShortWrite };
 
 struct FaultyOptions {
   Mode mode = Mode::kEio;
@@ -96,9 +101,10 @@ class FaultyStorage final : public ForwardingStorage {
 
   // Numbers the operation and decides whether it fails. Thread-safe.
   Fault Decide(OpKind kind, const std::string& path, std::uint64_t offset, std::uint64_t length);
-  // The error an injected failure returns.
+  // The error an injected failure returns; `written`: the bytes a
+  // short_write let through.
   Status InjectedError(OpKind kind, const std::string& path, std::uint64_t offset,
-                       std::uint64_t length, const Fault& fault) const;
+                       std::uint64_t length, const Fault& fault, std::size_t written = 0) const;
 
   const FaultyOptions& options() const { return options_; }
   // The inner back end's figures plus eligible_operations and

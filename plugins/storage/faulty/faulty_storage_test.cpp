@@ -205,6 +205,36 @@ TEST_CASE("faulty: enospc fails writes with ResourceExhausted and writes nothing
   CHECK((*r)->ReadAt(1024 * 1024 - 5, buf).ok());
 }
 
+TEST_CASE("faulty: short_write lets the first part through, then fails") {
+  MemoryStorage mem;
+  SUBCASE("at an offset: the bytes before it reach the file") {
+    auto storage = Make(&mem, {{"mode", "short_write"}, {"fail_at_offset", "600K"}});
+    auto w = storage->Open("/out/f.bin", {OpenMode::kWrite});
+    REQUIRE(w.ok());
+    const std::vector<std::byte> chunk = Pattern(512 * 1024);
+    CHECK((*w)->WriteAt(0, chunk).ok());
+    Status s = (*w)->WriteAt(512 * 1024, chunk);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.code() == StatusCode::kIOError);
+    MESSAGE(s.message());
+    CHECK(Contains(s.message(),
+                   "injected short write: write of 524288 bytes at offset 524288 in /out/f.bin "
+                   "stopped after 90112 bytes"));
+    CHECK(mem.Content("/out/f.bin").size() == 600 * 1024);
+  }
+  SUBCASE("by rate: half") {
+    auto storage = Make(&mem, {{"mode", "short_write"}, {"error_rate", "1"}});
+    auto w = storage->Open("/out/g.bin", {OpenMode::kWrite});
+    REQUIRE(w.ok());
+    CHECK_FALSE((*w)->WriteAt(0, Pattern(1000)).ok());
+    CHECK(mem.Content("/out/g.bin").size() == 500);
+    // Reads are not affected.
+    auto r = storage->Open("/out/g.bin", {OpenMode::kRead});
+    std::vector<std::byte> buf(10);
+    CHECK((*r)->ReadAt(0, buf).ok());
+  }
+}
+
 TEST_CASE("faulty: ReadBatch fails only the requests that are chosen") {
   MemoryStorage mem;
   Fill(mem, "/b", 10000);
@@ -255,6 +285,7 @@ TEST_CASE("faulty: options are validated") {
       {{"operations", "stat"}},
       {{"mode", "short_read"}, {"operations", "write"}},
       {{"mode", "enospc"}, {"operations", "read"}},
+      {{"mode", "short_write"}, {"operations", "all"}},
   };
   for (const auto& options : bad) {
     iomimic::PluginContext ctx;
