@@ -204,7 +204,7 @@ def test_compare_html_overlays_runs():
     a, b = os.path.join(work, "a"), os.path.join(work, "b")
     run([args().iomimic, "run", "-q", "workload=quickstart"] + shrink(data, a))
     run([args().iomimic, "run", "-q", "workload=quickstart"] + shrink(
-        data, b, ["++workload.storage.backend=latency", "++workload.storage.options.latency=5ms"]))
+        data, b, ["++workload.storage.backend=latency", "++workload.storage.options.delay=5ms"]))
     page = os.path.join(work, "compare.html")
     p = run([args().iomimic, "compare", a, b, "--html", page])
     if not any(line.startswith("train AU %") for line in p.stdout.splitlines()):

@@ -347,7 +347,9 @@ Status Fill(std::string* page, const std::string& marker, const std::string& val
 
 Result<std::string> ChartJs(const ReportOptions& options) {
   if (!options.chart_js.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(std::string text, ReadText(options.chart_js));
+    Result<std::string> read = ReadText(options.chart_js);
+    if (!read.ok()) return read.status().WithContext("--chart-js");
+    std::string text = std::move(read).value();
     if (text.find("Chart") == std::string::npos) {
       return Status::InvalidArgument(options.chart_js + " does not look like Chart.js");
     }
