@@ -1021,6 +1021,9 @@ int CmdMultirun(const CommonArgs& args) {
   if (!report.ok()) return Fail(report.status());
   std::cout << "multirun: " << report->completed << " completed, " << report->failed
             << " failed of " << report->rows << "; results in " << report->results_csv << std::endl;
+  if (!report->report_html.empty()) {
+    std::cout << "multirun: report page " << report->report_html << std::endl;
+  }
   if (report->interrupted) return 130;
   return report->failed > 0 ? 1 : 0;
 }
