@@ -143,6 +143,7 @@ def test_report_renders_every_chart():
     histograms.json and io_counters.csv it draws what summary.json holds and
     says what is missing. A chart broken on purpose and a script error fail
     the check."""
+    chromium()  # skip before any run when there is none
     work = args().work
     out = os.path.join(work, "run")
     harness.mpirun(2, [args().iomimic, "run", "-q", "workload=quickstart"] + shrink(
@@ -199,6 +200,7 @@ def test_compare_html_overlays_runs():
     """Two runs on different back ends: compare --html prints the text table
     too, and the page overlays their timelines and histograms, highlights
     storage.backend and names the run that keeps more accelerators busy."""
+    chromium()  # skip before any run when there is none
     work = args().work
     data = os.path.join(work, "data")
     a, b = os.path.join(work, "a"), os.path.join(work, "b")
@@ -230,6 +232,7 @@ def test_sweep_page_plots_factors():
     """A 2 x 2 design (read_threads x batch_size): the sweep writes
     report.html with AU and MiB/s against each factor; `iomimic report
     SWEEP_DIR` writes the same page."""
+    chromium()  # skip before any run when there is none
     work = args().work
     design = os.path.join(work, "design.csv")
     with open(design, "w") as f:
@@ -261,6 +264,7 @@ def test_study_design_example():
     report, compare --html): the design's rows with 1 and 2 processes of
     each of the four workloads (8 of the 20 rows; the whole design takes
     about 50 s on two cores), from a copy of the folder."""
+    chromium()  # skip before any run when there is none
     work = args().work
     example = os.path.join(args().source, "examples", "study_design")
     study = os.path.join(work, "study")
