@@ -226,6 +226,15 @@ def test_compare_html_overlays_runs():
     best = "A" if au_a >= au_b else "B"
     if not m.group(1).startswith(best + " keeps the most accelerators busy"):
         fail("verdict %r; AU A %.2f, B %.2f" % (m.group(1), au_a, au_b))
+    # Both runs on one report page: each run's sections, labelled A and B.
+    both = os.path.join(work, "both.html")
+    run([args().iomimic, "report", a, b, "-o", both])
+    one = ["AU and throughput per epoch", "Throughput over time", "AU over time",
+           "Storage operation latency", "Sample read, data wait and checkpoint latency",
+           "Request sizes", "Per-rank spread", "Hottest files"]
+    _, dom = check_page(both, one + one, screenshot=False)
+    if "A: Run " + a not in dom or "B: Run " + b not in dom:
+        fail("the two runs' sections are not labelled A and B")
 
 
 def test_sweep_page_plots_factors():
