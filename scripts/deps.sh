@@ -13,6 +13,7 @@ PACKAGES=(
   libsnappy-dev liblz4-dev libzstd-dev
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace
+  libjs-chart.js chromium
 )
 
 missing=()

@@ -30,6 +30,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/launch.h"
+#include "analysis/report.h"
 #include "analysis/run_folder.h"
 #include "analysis/search.h"
 #include "analysis/sweep.h"
@@ -215,7 +216,9 @@ const char* const kCommandHelp =
     "  plugins    list the storage and format plugins found\n"
     "  conformance  run the storage and format conformance suites against plugins\n"
     "             (--plugin-dir DIR, --plugin NAME; see docs/plugins.md)\n"
-    "  compare    RUN_A RUN_B...: figures side by side, ratios to A, differing config\n"
+    "  report     RUN_DIR... | SWEEP_DIR [-o out.html]: one self-contained HTML page\n"
+    "  compare    RUN_A RUN_B... [--html out.html]: figures side by side, ratios to A,\n"
+    "             differing config\n"
     "  sweep      DESIGN.csv: run a factorial design (resumable), results.csv\n"
     "  search     WORKLOAD --min-au 90: the most accelerators that keep AU\n"
     "\n"
@@ -368,18 +371,63 @@ int CmdPlugins(int argc, char** argv) {
 
 // Runs iomimic-conformance, installed beside this binary (the suites in
 // tests/conformance), with the same arguments; its exit status is ours.
+// Writes `html` to `path` (through a temporary file and a rename, so that a
+// reader never sees half a page).
+Status WriteHtml(const std::string& path, const std::string& html) {
+  const std::string temp = path + ".iomimic-tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << html;
+    if (!out) return Status::IOError("cannot write " + temp);
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) return Status::FromErrno(ec.value(), "cannot write " + path);
+  return Status::OK();
+}
+
+// Takes "--opt VALUE" or "--opt=VALUE" at argv[*i]; false when argv[*i] is
+// another argument. A missing value is a usage error (*code set).
+bool TakeValue(int argc, char** argv, int* i, const std::string& name, std::string* value,
+               int* code) {
+  const std::string a = argv[*i];
+  if (a == name) {
+    if (*i + 1 >= argc) {
+      *code = Usage(name + " needs a value");
+      return true;
+    }
+    *value = argv[++*i];
+    return true;
+  }
+  if (a.rfind(name + "=", 0) == 0) {
+    *value = a.substr(name.size() + 1);
+    return true;
+  }
+  return false;
+}
+
 int CmdCompare(int argc, char** argv) {
   std::vector<std::string> folders;
+  std::string html, chart_js;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::cout << "usage: iomimic compare RUN_A RUN_B [RUN_C...]\n\n"
+      std::cout << "usage: iomimic compare RUN_A RUN_B [RUN_C...] [--html out.html]\n\n"
                    "Prints the runs' figures side by side (AU, throughput, latency, checkpoint\n"
                    "rates...) with each run's ratio to RUN_A, and the configuration keys whose\n"
                    "values differ (back end, options, format, host). Reads the run folders'\n"
-                   "summary.json.\n";
+                   "summary.json. --html also writes the comparison as one self-contained page\n"
+                   "with overlaid timelines and histograms (docs/analysis.md); --chart-js FILE\n"
+                   "inlines that Chart.js file instead of the one built in.\n";
       return 0;
     }
+    int code = 0;
+    if (TakeValue(argc, argv, &i, "--html", &html, &code) ||
+        TakeValue(argc, argv, &i, "--chart-js", &chart_js, &code)) {
+      if (code != 0) return code;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) return Usage("compare: unknown option " + a);
     folders.push_back(a);
   }
   if (folders.size() < 2) return Usage("compare needs at least two run folders");
@@ -390,6 +438,58 @@ int CmdCompare(int argc, char** argv) {
     runs.push_back(std::move(run).value());
   }
   std::cout << analysis::CompareText(runs);
+  if (!html.empty()) {
+    Result<std::string> page = analysis::CompareHtml(folders, {chart_js});
+    if (!page.ok()) return Fail(page.status());
+    if (Status s = WriteHtml(html, *page); !s.ok()) return Fail(s.WithContext("compare"));
+    std::cout << "\ncompare: wrote " << html << std::endl;
+  }
+  return 0;
+}
+
+// `iomimic report RUN_DIR... | SWEEP_DIR [-o out.html]`.
+int CmdReport(int argc, char** argv) {
+  std::vector<std::string> folders;
+  std::string output, chart_js;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: iomimic report RUN_DIR... [-o out.html] [--chart-js FILE]\n"
+                   "       iomimic report SWEEP_DIR [-o out.html]\n\n"
+                   "Writes one self-contained HTML page (opens offline): the resolved\n"
+                   "configuration, AU and throughput per epoch, throughput and AU timelines with\n"
+                   "epoch/eval/checkpoint markers, latency and access-size histograms, per-rank\n"
+                   "spread, hottest files, checkpoints and the back end's own figures of each run\n"
+                   "(docs/analysis.md). A sweep folder (results.csv) gives the sweep's page: AU\n"
+                   "and MiB/s against each factor. Default output: DIR/report.html for one\n"
+                   "folder, ./report.html for several. --chart-js FILE inlines that Chart.js\n"
+                   "file instead of the one built in.\n";
+      return 0;
+    }
+    int code = 0;
+    if (TakeValue(argc, argv, &i, "-o", &output, &code) ||
+        TakeValue(argc, argv, &i, "--output", &output, &code) ||
+        TakeValue(argc, argv, &i, "--chart-js", &chart_js, &code)) {
+      if (code != 0) return code;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) return Usage("report: unknown option " + a);
+    folders.push_back(a);
+  }
+  if (folders.empty()) return Usage("report needs a run folder (or a sweep folder)");
+  std::size_t sweeps = 0;
+  for (const std::string& f : folders) sweeps += analysis::IsSweepFolder(f) ? 1 : 0;
+  if (sweeps > 0 && folders.size() > 1) {
+    return Usage("report: a sweep folder is reported alone (" + std::to_string(sweeps) + " of " +
+                 std::to_string(folders.size()) + " folders are sweeps)");
+  }
+  if (output.empty()) output = folders.size() == 1 ? folders[0] + "/report.html" : "report.html";
+  const analysis::ReportOptions options{chart_js};
+  Result<std::string> page = sweeps > 0 ? analysis::SweepHtml(folders[0], options)
+                                        : analysis::RunReportHtml(folders, options);
+  if (!page.ok()) return Fail(page.status());
+  if (Status s = WriteHtml(output, *page); !s.ok()) return Fail(s.WithContext("report"));
+  std::cout << "report: wrote " << output << std::endl;
   return 0;
 }
 
@@ -483,6 +583,9 @@ int CmdSweep(int argc, char** argv) {
   std::cout << "sweep: " << report->completed << " completed, " << report->failed << " failed, "
             << report->already_done << " done before, of " << report->rows
             << " experiments; results in " << report->results_csv << std::endl;
+  if (!report->report_html.empty()) {
+    std::cout << "sweep: report page " << report->report_html << std::endl;
+  }
   if (report->interrupted) return 130;
   return report->failed > 0 ? 1 : 0;
 }
@@ -919,6 +1022,9 @@ int CmdMultirun(const CommonArgs& args) {
   if (!report.ok()) return Fail(report.status());
   std::cout << "multirun: " << report->completed << " completed, " << report->failed
             << " failed of " << report->rows << "; results in " << report->results_csv << std::endl;
+  if (!report->report_html.empty()) {
+    std::cout << "multirun: report page " << report->report_html << std::endl;
+  }
   if (report->interrupted) return 130;
   return report->failed > 0 ? 1 : 0;
 }
@@ -1015,8 +1121,9 @@ int Main(int argc, char** argv) {
                 << IOMIMIC_PLUGIN_ABI_VERSION << ")\n";
       return 0;
     }
-    if (first == "compare" || first == "sweep" || first == "search" || first == "run" ||
-        first == "generate" || first == "config" || first == "plugins" || first == "conformance") {
+    if (first == "compare" || first == "report" || first == "sweep" || first == "search" ||
+        first == "run" || first == "generate" || first == "config" || first == "plugins" ||
+        first == "conformance") {
       command = first;
       shift = 1;
     } else if (first.rfind("-", 0) != 0 && first.find('=') == std::string::npos &&
@@ -1031,6 +1138,7 @@ int Main(int argc, char** argv) {
   if (command == "config") return CmdConfig(rest.argc(), rest.argv());
   if (command == "conformance") return CmdConformance(rest.argc(), rest.argv());
   if (command == "compare") return CmdCompare(rest.argc(), rest.argv());
+  if (command == "report") return CmdReport(rest.argc(), rest.argv());
   if (command == "sweep") return CmdSweep(rest.argc(), rest.argv());
   if (command == "search") return CmdSearch(rest.argc(), rest.argv());
   return CmdRunOrGenerate(command, rest.argc(), rest.argv());

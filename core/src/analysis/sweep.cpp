@@ -8,42 +8,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/csv.h"
 #include "analysis/launch.h"
+#include "analysis/report.h"
 #include "analysis/run_folder.h"
 
 namespace iomimic::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-
-// One CSV line into cells (RFC 4180 quoting).
-std::vector<std::string> ParseCsvLine(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        cell += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      cells.push_back(cell);
-      cell.clear();
-    } else if (ch != '\r') {
-      cell += ch;
-    }
-  }
-  cells.push_back(cell);
-  return cells;
-}
 
 std::string CsvCell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -297,6 +270,20 @@ Result<SweepReport> RunSweep(const SweepOptions& options,
     }
   }
   IOMIMIC_RETURN_IF_ERROR(write_results());
+  // The sweep's page. Without it the sweep's results still stand.
+  Result<std::string> page = SweepHtml(output, {});
+  const std::string html = output + "/report.html";
+  if (page.ok()) {
+    std::ofstream out(html, std::ios::binary | std::ios::trunc);
+    out << *page;
+    if (out) {
+      report.report_html = html;
+    } else {
+      log("cannot write " + html);
+    }
+  } else {
+    log("no report page: " + page.status().ToString());
+  }
   return report;
 }
 

@@ -10,8 +10,10 @@
 // folder under the output folder; after each completed row the design's
 // `run` cell becomes Y (the file is rewritten in place, comments kept, by an
 // atomic rename) and results.csv is rewritten with one row per completed
-// experiment: the design's factors, the status and the run's figures. A
-// sweep stopped midway runs only the rows not yet Y when started again.
+// experiment: the design's factors, the status and the run's figures. At the
+// end report.html beside it plots AU and MiB/s against each factor (report.h;
+// a page that cannot be written is logged, not an error). A sweep stopped
+// midway runs only the rows not yet Y when started again.
 
 #pragma once
 
@@ -39,6 +41,7 @@ struct SweepReport {
   std::uint64_t failed = 0;
   bool interrupted = false;  // a run was stopped by a signal: the sweep stopped too
   std::string results_csv;
+  std::string report_html;  // the sweep's page (AU and MiB/s per factor); "" when not written
 };
 
 // Runs the design's pending rows in order. `log` receives one line per
