@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""Access-pattern fidelity: one training epoch of iomimic under `strace -f`
+makes, per sample, the reads DLIO makes (docs/dlio-compat.md, "System calls
+per sample": DLIO 2.x with CPython 3.11, numpy 1.24, Pillow 9.4, h5py 3.7 /
+HDF5 1.10), within 5% on the read count, the read-size histogram (Darshan's
+buckets, by bytes returned) and the bytes read per sample. The datasets are
+the reference runs' shapes with fewer files (per-sample figures do not
+depend on the file count). Run by ctest.
+
+Usage: fidelity_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import os
+import re
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+
+def args():
+    return harness.ARGS
+
+
+# Upper edges (inclusive) of the reference's read-size buckets: 0-100 B,
+# 100 B-1 KiB, 1-10 KiB, 10-100 KiB, 100 KiB-1 MiB, 1-4 MiB, 4-10 MiB,
+# 10-100 MiB, and above.
+EDGES = [100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20, 10 << 20, 100 << 20]
+BUCKETS = ["0-100B", "100B-1K", "1-10K", "10-100K", "100K-1M", "1-4M", "4-10M", "10-100M", ">100M"]
+
+# The reference tables, per sample (= per open-close span).
+REFERENCE = {
+    # unet3d_small: 64 files x 1 sample of 4 MiB, 4,194,802 B files.
+    "npz": {"reads": 41, "hist": [3, 2, 20, 0, 16, 0, 0, 0, 0], "bytes": 4207278},
+    # 16 files x 4 samples of 1 MiB: the whole file is read per sample.
+    "npz4": {"reads": 41, "hist": [3, 2, 20, 0, 16, 0, 0, 0, 0], "bytes": 4207302},
+    # resnet50_small: epoch totals over 2,048 samples (2,047 of them 3 reads).
+    "jpeg": {"reads": 6208 / 2048, "hist": [2111 / 2048, 1 / 2048, 1, 1, 0, 0, 0, 0, 0],
+             "bytes": 133992038 / 2048},
+    # resnet-like hdf5: 16 files x 128 samples of 338 x 338 uint8.
+    "hdf5": {"reads": 6, "hist": [3, 2, 0, 0, 1, 0, 0, 0, 0], "bytes": 115324},
+}
+
+LINE = re.compile(r"^(\d+)\s+(.*)$")
+CALL = re.compile(r"^(\w+)\((.*)$")
+RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
+RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
+FD_PATH = re.compile(r"^\s*-?\d+<([^>]*)>")
+
+
+def bucket(n):
+    for i, edge in enumerate(EDGES):
+        if n <= edge:
+            return i
+    return len(EDGES)
+
+
+def strace_profile(log, folder):
+    """Per data file below `folder`: opens, reads (read/pread64), the read
+    sizes returned, and fstat calls, from an `strace -f -y` log."""
+    stats = {"opens": 0, "reads": 0, "bytes": 0, "hist": [0] * len(BUCKETS), "fstat": 0,
+             "lseek": 0}
+    pending = {}
+    with open(log, errors="replace") as f:
+        for raw in f:
+            m = LINE.match(raw.rstrip("\n"))
+            if not m:
+                continue
+            pid, rest = m.group(1), m.group(2)
+            r = RESUMED.match(rest)
+            if r:
+                if pid not in pending:
+                    continue
+                call, text = pending.pop(pid)
+                text += r.group(2)
+            else:
+                c = CALL.match(rest)
+                if not c:
+                    continue
+                call, text = c.group(1), c.group(2)
+                if text.endswith("<unfinished ...>"):
+                    pending[pid] = (call, text[: -len("<unfinished ...>")])
+                    continue
+            res = RESULT.search(text)
+            if not res:
+                continue
+            value = int(res.group(1))
+            if call == "openat":
+                # -y prints the path behind the returned descriptor.
+                p = re.search(r"=\s+\d+<([^>]*)>", text)
+                if value >= 0 and p and p.group(1).startswith(folder):
+                    stats["opens"] += 1
+                continue
+            fd = FD_PATH.match(text)
+            if not fd or not fd.group(1).startswith(folder):
+                continue
+            if call in ("read", "pread64") and value >= 0:
+                stats["reads"] += 1
+                stats["bytes"] += value
+                stats["hist"][bucket(value)] += 1
+            elif call in ("fstat", "newfstatat"):
+                stats["fstat"] += 1
+            elif call == "lseek":
+                stats["lseek"] += 1
+    return stats
+
+
+def run_epoch(name, dataset, reader):
+    """Generates `dataset`, then runs one epoch under strace; returns the
+    per-sample profile."""
+    work = os.path.join(args().work, name)
+    data = os.path.join(work, "data")
+    out = os.path.join(work, "out")
+    ov = ["workload=quickstart", "++workload.framework=pytorch",
+          "++workload.reader.data_loader=pytorch",
+          "++workload.dataset.data_folder=" + data,
+          "++workload.dataset.num_files_eval=0",
+          "++workload.dataset.num_subfolders_train=0",
+          "++workload.dataset.record_length_bytes_stdev=0",
+          "++workload.workflow.evaluation=False",
+          "++workload.workflow.checkpoint=False",
+          "++workload.train.epochs=1",
+          "++workload.train.computation_time=0",
+          "++workload.reader.read_threads=2",
+          "++workload.reader.file_shuffle=off",
+          "++workload.reader.sample_shuffle=off",
+          "++workload.output.folder=" + out] + dataset + reader
+    run([args().iomimic, "generate", "-q"] + ov + ["++workload.workflow.generate_data=True"])
+    log = os.path.join(work, "strace.log")
+    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e",
+         "trace=openat,read,pread64,close,lseek,fstat,newfstatat", args().iomimic, "run", "-q"] +
+        ov + ["++workload.workflow.generate_data=False"])
+    folder = os.path.realpath(data) + os.sep
+    s = strace_profile(log, folder)
+    if s["opens"] == 0:
+        fail("%s: strace saw no data file opened" % name)
+    n = s["opens"]
+    return {"samples": n, "reads": s["reads"] / n, "bytes": s["bytes"] / n,
+            "hist": [h / n for h in s["hist"]], "fstat": s["fstat"] / n, "lseek": s["lseek"] / n}
+
+
+def compare(name, ref, mine, tolerance=0.05):
+    """Fails unless read count, every bucket and bytes are within
+    `tolerance` of the reference (a bucket: of the reference's read count)."""
+    print("%s: %d samples; per sample: reads %.3f (reference %.3f), bytes %.1f (reference %.1f), "
+          "fstat %.2f, lseek %.2f" % (name, mine["samples"], mine["reads"], ref["reads"],
+                                      mine["bytes"], ref["bytes"], mine["fstat"], mine["lseek"]))
+    print("  %-8s %10s %10s" % ("bucket", "iomimic", "DLIO"))
+    for b, m, r in zip(BUCKETS, mine["hist"], ref["hist"]):
+        print("  %-8s %10.3f %10.3f" % (b, m, r))
+    problems = []
+    if abs(mine["reads"] - ref["reads"]) > tolerance * ref["reads"]:
+        problems.append("reads per sample %.3f, reference %.3f" % (mine["reads"], ref["reads"]))
+    if abs(mine["bytes"] - ref["bytes"]) > tolerance * ref["bytes"]:
+        problems.append("bytes per sample %.1f, reference %.1f" % (mine["bytes"], ref["bytes"]))
+    for b, m, r in zip(BUCKETS, mine["hist"], ref["hist"]):
+        if abs(m - r) > tolerance * ref["reads"]:
+            problems.append("bucket %s: %.3f reads per sample, reference %.3f" % (b, m, r))
+    if problems:
+        fail("%s differs from DLIO's pattern: %s" % (name, "; ".join(problems)))
+
+
+def npz_dataset(files, spf, dims):
+    return ["++workload.dataset.format=npz",
+            "++workload.dataset.num_files_train=%d" % files,
+            "++workload.dataset.num_samples_per_file=%d" % spf,
+            "++workload.dataset.record_dims=[%s]" % ",".join(str(d) for d in dims),
+            "++workload.dataset.record_length_bytes=%d" % eval("*".join(str(d) for d in dims)),
+            "++workload.dataset.record_element_type=uint8"]
+
+
+def test_fidelity_npz():
+    """unet3d_small's npz files (4 MiB uint8 2048x2048, one sample each),
+    and the 4-samples-per-file variant (1 MiB samples): DLIO's 41 reads,
+    20 of 4 KiB and 16 of about 252 KiB, and the whole file per sample."""
+    mine = run_epoch("npz", npz_dataset(8, 1, [2048, 2048]), ["++workload.reader.batch_size=4"])
+    compare("npz (unet3d_small)", REFERENCE["npz"], mine)
+    if abs(mine["fstat"] - 2) > 0.1:
+        fail("npz: %.2f fstat per sample, DLIO makes 2" % mine["fstat"])
+    mine = run_epoch("npz4", npz_dataset(4, 4, [1024, 1024]), ["++workload.reader.batch_size=4"])
+    compare("npz (4 samples per file)", REFERENCE["npz4"], mine)
+
+
+def test_fidelity_npz_patterns():
+    """read_pattern direct keeps numpy's unbuffered 256 KiB requests (22
+    per 4 MiB file) and whole reads each file in one request: both differ
+    from the default's 41, so the option selects what it says."""
+    direct = run_epoch("npz_direct", npz_dataset(4, 1, [2048, 2048]),
+                       ["++workload.reader.batch_size=4", "++workload.dataset.read_pattern=direct"])
+    print("direct: %.2f reads, %.0f bytes per sample" % (direct["reads"], direct["bytes"]))
+    if not 20 <= direct["reads"] <= 24 or direct["hist"][4] < 15:
+        fail("read_pattern direct: %.2f reads per sample, histogram %s" %
+             (direct["reads"], direct["hist"]))
+    whole = run_epoch("npz_whole", npz_dataset(4, 1, [2048, 2048]),
+                      ["++workload.reader.batch_size=4", "++workload.dataset.read_pattern=whole"])
+    print("whole: %.2f reads, %.0f bytes per sample" % (whole["reads"], whole["bytes"]))
+    if whole["reads"] != 1 or whole["hist"][6] != 1:
+        fail("read_pattern whole: %.2f reads per sample, histogram %s" %
+             (whole["reads"], whole["hist"]))
+
+
+def test_fidelity_jpeg():
+    """resnet50_small's JPEG files (about 64 KiB each): 4 KiB, the rest of
+    the file, and a read at the end that returns 0."""
+    mine = run_epoch("jpeg", [
+        "++workload.dataset.format=jpeg",
+        "++workload.dataset.num_files_train=128",
+        "++workload.dataset.num_samples_per_file=1",
+        "++workload.dataset.record_length_bytes=65536",
+    ], ["++workload.reader.batch_size=64"])
+    compare("jpeg (resnet50_small)", REFERENCE["jpeg"], mine)
+
+
+def test_fidelity_hdf5():
+    """The resnet-like HDF5 files (128 samples of 338x338 uint8 per file):
+    5 metadata reads and exactly one sample per open."""
+    mine = run_epoch("hdf5", [
+        "++workload.dataset.format=hdf5",
+        "++workload.dataset.num_files_train=2",
+        "++workload.dataset.num_samples_per_file=128",
+        "++workload.dataset.record_dims=[338,338]",
+        "++workload.dataset.record_length_bytes=114244",
+        "++workload.dataset.record_element_type=uint8",
+    ], ["++workload.reader.batch_size=64"])
+    compare("hdf5 (resnet-like)", REFERENCE["hdf5"], mine)
+
+
+if __name__ == "__main__":
+    harness.main(globals())
