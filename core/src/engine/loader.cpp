@@ -51,6 +51,8 @@ class Loader::Reader {
     keep_open_ = options_.keep_in_memory;
     options_.transfer_size = c.reader.transfer_size;
     checksum_ = c.iomimic.checksum;
+    random_bytes_ = c.iomimic.random_read_bytes;
+    random_reads_ = c.iomimic.random_reads_per_sample;
     // DLIO returns a fixed "resized" tensor per sample and collates copies
     // of it. Without a resize in the manifest that tensor stands for the
     // sample itself, which the format already put in memory, so copying a
@@ -64,6 +66,7 @@ class Loader::Reader {
   // file kept from the previous pass (its buffers return to the pool).
   void BeginPass(std::uint64_t seed) {
     preprocess_ = TimeSampler(session_.config().reader.preprocess_time, seed);
+    random_ = Xoshiro256(MixSeed(seed, 0x0FF5E7));
     cached_.reset();
     cached_path_.clear();
   }
@@ -93,11 +96,15 @@ class Loader::Reader {
     return Status::OK();
   }
 
-  // Reads one sample with the format's access pattern; returns payload bytes.
+  // Reads one sample with the format's access pattern (or, with
+  // iomimic.random_read_bytes, as random-offset reads of its file); returns
+  // payload bytes.
   Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
-    if (keep_open_) {
+    if (random_bytes_ > 0) {
+      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path));
+    } else if (keep_open_) {
       if (cached_ == nullptr || cached_path_ != path) {
         cached_.reset();
         IOMIMIC_ASSIGN_OR_RETURN(cached_, session_.format().OpenReader(path, options_));
@@ -123,6 +130,30 @@ class Loader::Reader {
     return bytes;
   }
 
+  // iomimic.random_read_bytes: open, random_reads_per_sample reads of that
+  // many bytes at offsets drawn uniformly over the file, close.
+  Result<std::uint64_t> ReadRandom(const std::string& path) {
+    OpenOptions open_options;
+    open_options.hint = AccessHint::kRandom;
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open_options));
+    IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t size, file->Size());
+    const std::uint64_t len = std::min(random_bytes_, size);
+    if (random_buffer_.size() < len) {
+      random_buffer_.Reset();
+      IOMIMIC_ASSIGN_OR_RETURN(random_buffer_, storage_.Allocate(static_cast<std::size_t>(len)));
+    }
+    std::uint64_t bytes = 0;
+    for (std::uint64_t k = 0; k < random_reads_ && len > 0; ++k) {
+      const std::uint64_t offset = random_.Next() % (size - len + 1);
+      IOMIMIC_ASSIGN_OR_RETURN(
+          std::size_t got,
+          file->ReadAt(offset, random_buffer_.span().first(static_cast<std::size_t>(len))));
+      bytes += got;
+    }
+    IOMIMIC_RETURN_IF_ERROR(file->Close());
+    return bytes;
+  }
+
   // The per-sample preprocessing time (reader.preprocess_time).
   void Preprocess() {
     if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
@@ -138,6 +169,10 @@ class Loader::Reader {
   ReaderOptions options_;
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
+  std::uint64_t random_bytes_ = 0;
+  std::uint64_t random_reads_ = 1;
+  Xoshiro256 random_{0};
+  Buffer random_buffer_;
   bool checksum_ = false;
   bool keep_open_ = false;
   bool collate_ = true;
@@ -175,6 +210,14 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   log_samples_ = log_samples;
   next_step_ = 0;
   in_pass_ = true;
+  {
+    // iomimic.read_once: only the first pass over a split reads storage;
+    // iomimic.startup_load: the trainer loaded every file before training.
+    const config::Config& c = session_.config();
+    std::uint64_t& passes = passes_[split == plan::Split::kTrain ? 0 : 1];
+    ++passes;
+    from_memory_ = c.iomimic.startup_load || (c.iomimic.read_once && passes > 1);
+  }
   collective_readers_.clear();
   threads_ = collective_ ? 0 : plan.reader_threads();
   inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0));
@@ -225,6 +268,15 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   out->refs.clear();
   for (std::uint64_t i = 0; i < bs; ++i) {
     const plan::SampleRef ref = plan_->Sample(step * bs + i);
+    if (from_memory_) {
+      // iomimic.read_once / startup_load: the sample is already in memory.
+      reader.Preprocess();
+      IOMIMIC_RETURN_IF_ERROR(reader.Collate(i, bs));
+      out->samples += 1;
+      out->sample_bytes += static_cast<std::uint64_t>(session_.layout().nominal_sample_bytes());
+      if (log_samples_) out->refs.push_back(ref);
+      continue;
+    }
     const std::string path = session_.layout().FilePath(split_, ref.file);
     Result<std::uint64_t> bytes = reader.Read(path, ref.sample);
     if (!bytes.ok()) {

@@ -130,7 +130,15 @@ FileSpec DatasetLayout::Spec(std::uint64_t global_index, const ElementType& elem
   return spec;
 }
 
+namespace {
+// iomimic.replicate dataset: every rank reads the whole sample set, as one rank would.
+int ShardingWorld(const config::Config& config, int world_size) {
+  return config.iomimic.replicate == "dataset" ? 1 : world_size;
+}
+}  // namespace
+
 std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
+  world_size = ShardingWorld(config, world_size);
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size);
   std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
                     config.dataset.num_files_train;
@@ -143,6 +151,7 @@ std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
 }
 
 std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size) {
+  world_size = ShardingWorld(config, world_size);
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size_eval);
   std::uint64_t n = std::max<std::uint64_t>(1, config.dataset.num_samples_per_file) *
                     config.dataset.num_files_eval;
@@ -197,7 +206,11 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
       file_order_(0, 0, false) {
   steps_ = split == Split::kTrain ? TrainStepsPerEpoch(config, world_size)
                                   : EvalStepsPerEpoch(config, world_size);
-  rank_offset_ = static_cast<std::uint64_t>(rank) * steps_ * batch_size_;
+  // iomimic.replicate: every rank reads rank 0's stream (the whole set when
+  // steps are a single rank's, the same batches otherwise).
+  rank_offset_ = config.iomimic.replicate == "none"
+                     ? static_cast<std::uint64_t>(rank) * steps_ * batch_size_
+                     : 0;
   bool compat_sorted = config.iomimic.dlio_order && IndexLoader(config);
   bool sample_shuffle =
       !compat_sorted && !streamed && config.reader.sample_shuffle != config::ShuffleMode::kOff;
