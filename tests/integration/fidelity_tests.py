@@ -10,11 +10,13 @@ depend on the file count). Run by ctest.
 Usage: fidelity_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 """
 
+import collections
+import json
 import os
 import re
 
 import iomimic_tests as harness
-from iomimic_tests import fail, run
+from iomimic_tests import fail, mpirun, run
 
 
 def args():
@@ -58,7 +60,7 @@ def strace_profile(log, folder):
     """Per data file below `folder`: opens, reads (read/pread64), the read
     sizes returned, and fstat calls, from an `strace -f -y` log."""
     stats = {"opens": 0, "reads": 0, "bytes": 0, "hist": [0] * len(BUCKETS), "fstat": 0,
-             "lseek": 0}
+             "lseek": 0, "sizes": collections.Counter(), "offsets": []}
     pending = {}
     with open(log, errors="replace") as f:
         for raw in f:
@@ -94,6 +96,11 @@ def strace_profile(log, folder):
             if not fd or not fd.group(1).startswith(folder):
                 continue
             if call in ("read", "pread64") and value >= 0:
+                stats["sizes"][value] += 1
+                if call == "pread64":
+                    off = re.search(r",\s*(\d+)\)\s+=", text)
+                    if off:
+                        stats["offsets"].append((fd.group(1), int(off.group(1)), value))
                 stats["reads"] += 1
                 stats["bytes"] += value
                 stats["hist"][bucket(value)] += 1
@@ -222,6 +229,232 @@ def test_fidelity_hdf5():
         "++workload.dataset.record_element_type=uint8",
     ], ["++workload.reader.batch_size=64"])
     compare("hdf5 (resnet-like)", REFERENCE["hdf5"], mine)
+
+
+
+# Workload vocabulary beyond DLIO (iomimic.read_once, startup_load, replicate,
+# random_read_bytes) and the seed applications of workloads/.
+
+def small_run(name, dataset, extra, ranks=1, strace=False):
+    """Generates and runs a small npz-or-other dataset; returns the run
+    folder and, with strace, the profile of the data files."""
+    work = os.path.join(args().work, name)
+    data = os.path.join(work, "data")
+    out = os.path.join(work, "out")
+    ov = ["workload=quickstart", "++workload.dataset.data_folder=" + data,
+          "++workload.dataset.num_files_eval=0", "++workload.dataset.num_subfolders_train=0",
+          "++workload.dataset.record_length_bytes_stdev=0",
+          "++workload.workflow.evaluation=False", "++workload.train.computation_time=0",
+          "++workload.reader.file_shuffle=off", "++workload.reader.sample_shuffle=off",
+          "++workload.iomimic.sample_log=True", "++workload.iomimic.io_counters_top=0",
+          "++workload.output.folder=" + out] + dataset + extra
+    run([args().iomimic, "generate", "-q"] + ov + ["++workload.workflow.generate_data=True"])
+    ov = ov + ["++workload.workflow.generate_data=False"]
+    profile = None
+    if strace:
+        log = os.path.join(work, "strace.log")
+        run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e",
+             "trace=openat,read,pread64,close", args().iomimic, "run", "-q"] + ov)
+        profile = strace_profile(log, os.path.realpath(data) + os.sep)
+    elif ranks > 1:
+        mpirun(ranks, [args().iomimic, "run", "-q"] + ov)
+    else:
+        run([args().iomimic, "run", "-q"] + ov)
+    return out, profile
+
+
+def samples_read(out, rank):
+    """The (epoch, file, sample) rows of <rank>_samples.csv."""
+    import csv
+    with open(os.path.join(out, "%d_samples.csv" % rank), newline="") as f:
+        return [tuple(r.get(k) for k in ("epoch", "file", "sample")) for r in csv.DictReader(f)]
+
+
+def summary(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+NPZ_SMALL = ["++workload.dataset.format=npz", "++workload.dataset.num_files_train=8",
+             "++workload.dataset.num_samples_per_file=1",
+             "++workload.dataset.record_length_bytes=65536",
+             "++workload.reader.batch_size=2", "++workload.reader.read_threads=1"]
+
+
+def test_vocabulary_read_once():
+    """iomimic.read_once: 3 epochs read the dataset once (the opens and
+    bytes of one epoch), yet every epoch runs all its steps."""
+    out, p = small_run("read_once", NPZ_SMALL, ["++workload.train.epochs=3",
+                                                 "++workload.iomimic.read_once=True"],
+                       strace=True)
+    once, _ = small_run("read_once_ref", NPZ_SMALL, ["++workload.train.epochs=1"], strace=True)
+    print("read_once: %d opens, %d bytes over 3 epochs; one epoch: %d opens, %d bytes" %
+          (p["opens"], p["bytes"], once["opens"], once["bytes"]))
+    if p["opens"] != once["opens"] or p["bytes"] != once["bytes"]:
+        fail("read_once: 3 epochs made %d opens / %d bytes, one epoch %d / %d" %
+             (p["opens"], p["bytes"], once["opens"], once["bytes"]))
+    s = summary(out)
+    if s["epochs"] != 3 or len(s["metric"]["train_throughput_samples_per_second"]) != 3:
+        fail("read_once: summary has %s epochs" % s["epochs"])
+
+
+def test_vocabulary_startup_load():
+    """iomimic.startup_load: every file is read whole, once, before
+    training, in reader.transfer_size requests; no epoch reads."""
+    out, p = small_run("startup", NPZ_SMALL, ["++workload.train.epochs=2",
+                                              "++workload.reader.transfer_size=16384",
+                                              "++workload.iomimic.startup_load=True"],
+                       strace=True)
+    sizes = sorted(os.path.getsize(f) for f in glob_files(out, "startup"))
+    total = sum(sizes)
+    print("startup_load: %d opens, %d reads, %d bytes; files %d bytes; sizes %s" %
+          (p["opens"], p["reads"], p["bytes"], total, dict(p["sizes"])))
+    if p["opens"] != 8 or p["bytes"] != total:
+        fail("startup_load: %d opens and %d bytes, expected 8 and %d" % (p["opens"], p["bytes"], total))
+    if max(p["sizes"]) != 16384:
+        fail("startup_load: largest request %d, expected the transfer size 16384" % max(p["sizes"]))
+
+
+def glob_files(out, name):
+    import glob
+    return glob.glob(os.path.join(args().work, name, "data", "train", "*"))
+
+
+def test_vocabulary_replicate():
+    """iomimic.replicate dataset: both ranks read every sample (steps as
+    for one rank); batch: both read rank 0's shard, the same batches;
+    none (DLIO): disjoint shards."""
+    for mode, steps in (("dataset", 4), ("batch", 2), ("none", 2)):
+        out, _ = small_run("replicate_" + mode, NPZ_SMALL,
+                           ["++workload.iomimic.replicate=" + mode], ranks=2)
+        r0, r1 = samples_read(out, 0), samples_read(out, 1)
+        print("replicate %s: rank 0 read %d samples, rank 1 %d" % (mode, len(r0), len(r1)))
+        if len(r0) != steps * 2:
+            fail("replicate %s: rank 0 read %d samples, expected %d" % (mode, len(r0), steps * 2))
+        same = r0 == r1
+        if same != (mode != "none"):
+            fail("replicate %s: the ranks read %s samples" % (mode, "the same" if same else "other"))
+        if mode == "dataset" and len(set(r0)) != 8:
+            fail("replicate dataset: rank 0 read %d distinct samples of 8" % len(set(r0)))
+
+
+def test_vocabulary_random_reads():
+    """iomimic.random_read_bytes: each sample is random_reads_per_sample
+    reads of exactly that size at offsets spread over the file."""
+    _, p = small_run("random", ["++workload.dataset.format=hdf5",
+                                "++workload.dataset.num_files_train=1",
+                                "++workload.dataset.num_samples_per_file=64",
+                                "++workload.dataset.record_length_bytes=65536",
+                                "++workload.reader.batch_size=4",
+                                "++workload.reader.read_threads=1"],
+                     ["++workload.iomimic.random_read_bytes=28672",
+                      "++workload.iomimic.random_reads_per_sample=2"], strace=True)
+    print("random reads: %d reads, sizes %s" % (p["reads"], dict(p["sizes"])))
+    if p["sizes"] != collections.Counter({28672: 128}):
+        fail("random_read_bytes: read sizes %s, expected 128 reads of 28672" % dict(p["sizes"]))
+    offsets = sorted(o for _, o, _ in p["offsets"])
+    if len(set(offsets)) < 100 or offsets[-1] - offsets[0] < 2 * 1024 * 1024:
+        fail("random_read_bytes: offsets not spread over the file: %s" % offsets[:10])
+
+
+# The seed applications: (workload, overrides that shrink it, check).
+def seed_run(workload, shrink, strace=True):
+    work = os.path.join(args().work, workload)
+    data = os.path.join(work, "data")
+    out = os.path.join(work, "out")
+    path = os.path.join(args().source, "workloads", workload + ".yaml")
+    ov = ["++workload.dataset.data_folder=" + data, "++workload.output.folder=" + out,
+          "++workload.train.computation_time=0", "++workload.iomimic.io_counters_top=0"] + shrink
+    run([args().iomimic, "generate", "-q", path] + ov + ["++workload.workflow.generate_data=True"])
+    log = os.path.join(work, "strace.log")
+    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
+         args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False"])
+    p = strace_profile(log, os.path.realpath(data) + os.sep)
+    files = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(data, "train")) for f in fs]
+    p["file_bytes"] = sum(os.path.getsize(f) for f in files)
+    common = p["sizes"].most_common(3)
+    print("%s: %d reads, %d bytes (dataset %d bytes); commonest read sizes %s" %
+          (workload, p["reads"], p["bytes"], p["file_bytes"], common))
+    return p
+
+
+def share(p, size):
+    return p["sizes"][size] / max(1, p["reads"])
+
+
+def test_seed_imagenet_tf_cnn():
+    """98% of ImageNet's I/O is at 256 KB (TFRecordDataset's buffer)."""
+    p = seed_run("imagenet_tf_cnn", ["++workload.dataset.num_files_train=4",
+                                     "++workload.dataset.num_samples_per_file=100",
+                                     "++workload.reader.batch_size=16",
+                                     "++workload.train.total_training_steps=20",
+                                     "++workload.reader.read_threads=2"])
+    if share(p, 262144) < 0.9:
+        fail("imagenet_tf_cnn: %.1f%% of reads are 256 KiB (seed: 98%%)" % (100 * share(p, 262144)))
+
+
+def test_seed_cosmoflow_tf():
+    """CosmoFlow reads in 256 KB requests, consecutively."""
+    p = seed_run("cosmoflow_tf", ["++workload.dataset.num_files_train=2",
+                                  "++workload.dataset.num_samples_per_file=4",
+                                  "++workload.dataset.record_length_bytes=1048576",
+                                  "++workload.reader.read_threads=1"])
+    if share(p, 262144) < 0.9:
+        fail("cosmoflow_tf: %.1f%% of reads are 256 KiB" % (100 * share(p, 262144)))
+
+
+def test_seed_ffn():
+    """FFN: most reads 28 KB, at random places of one large HDF5 file."""
+    p = seed_run("ffn", ["++workload.dataset.num_samples_per_file=256",
+                         "++workload.train.total_training_steps=100"])
+    if share(p, 28672) < 0.99:
+        fail("ffn: %.1f%% of reads are 28 KiB" % (100 * share(p, 28672)))
+    offsets = [o for _, o, _ in p["offsets"]]
+    consecutive = sum(1 for a, b in zip(offsets, offsets[1:]) if b == a + 28672)
+    if consecutive > len(offsets) // 10:
+        fail("ffn: %d of %d reads follow the previous one: not random" % (consecutive, len(offsets)))
+
+
+def test_seed_climate_seg():
+    """Climate segmentation: about 500 bytes in 50 reads of the 4 KB stats
+    file, at the start only."""
+    p = seed_run("climate_seg", ["++workload.train.epochs=20"])
+    if p["reads"] != 50 or p["sizes"] != collections.Counter({10: 50}):
+        fail("climate_seg: %d reads, sizes %s (seed: 50 reads, 500 bytes)" %
+             (p["reads"], dict(p["sizes"])))
+    if not 2048 <= p["file_bytes"] <= 8192:
+        fail("climate_seg: the stats file is %d bytes (seed: 4 KB)" % p["file_bytes"])
+
+
+def test_seed_candle_nt3():
+    """CANDLE NT3: the CSV read whole at the start in about 256 KB
+    requests; training (here 3 epochs) reads nothing more."""
+    p = seed_run("candle_nt3", ["++workload.dataset.num_samples_per_file=40",
+                                "++workload.dataset.record_length_bytes=24192",
+                                "++workload.train.epochs=3"])
+    if p["bytes"] != p["file_bytes"] or p["opens"] != 1:
+        fail("candle_nt3: %d bytes in %d opens, the file has %d" %
+             (p["bytes"], p["opens"], p["file_bytes"]))
+    if share(p, 262144) < 0.8:
+        fail("candle_nt3: %.1f%% of reads are 256 KiB" % (100 * share(p, 262144)))
+
+
+def test_seed_bert_mrpc():
+    """BERT MRPC: the examples read whole at the start, one ~200-byte record
+    per request."""
+    p = seed_run("bert_mrpc", ["++workload.dataset.num_samples_per_file=320"])
+    if p["bytes"] != p["file_bytes"] or share(p, 200) < 0.99:
+        fail("bert_mrpc: %d of %d bytes, %.1f%% of reads 200 bytes" %
+             (p["bytes"], p["file_bytes"], 100 * share(p, 200)))
+
+
+def test_seed_frnn():
+    """FRNN: each step's npz file read in one go."""
+    p = seed_run("frnn", ["++workload.dataset.num_files_train=16",
+                          "++workload.dataset.record_length_bytes=262144"])
+    if p["opens"] != 16 or p["reads"] != 16 or p["bytes"] != p["file_bytes"]:
+        fail("frnn: %d opens, %d reads, %d bytes for 16 files of %d bytes in all" %
+             (p["opens"], p["reads"], p["bytes"], p["file_bytes"]))
 
 
 if __name__ == "__main__":

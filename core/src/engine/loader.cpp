@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include "engine/buffer_pool.h"
 #include "engine/checksum.h"
@@ -64,9 +66,9 @@ class Loader::Reader {
 
   // Prepares for a pass: reseeds the preprocess sampler and lets go of a
   // file kept from the previous pass (its buffers return to the pool).
-  void BeginPass(std::uint64_t seed) {
+  void BeginPass(std::uint64_t seed, std::uint64_t epoch) {
+    random_epoch_ = epoch;
     preprocess_ = TimeSampler(session_.config().reader.preprocess_time, seed);
-    random_ = Xoshiro256(MixSeed(seed, 0x0FF5E7));
     cached_.reset();
     cached_path_.clear();
   }
@@ -103,7 +105,7 @@ class Loader::Reader {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
     if (random_bytes_ > 0) {
-      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path));
+      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path, sample));
     } else if (keep_open_) {
       if (cached_ == nullptr || cached_path_ != path) {
         cached_.reset();
@@ -131,8 +133,12 @@ class Loader::Reader {
   }
 
   // iomimic.random_read_bytes: open, random_reads_per_sample reads of that
-  // many bytes at offsets drawn uniformly over the file, close.
-  Result<std::uint64_t> ReadRandom(const std::string& path) {
+  // many bytes at offsets drawn uniformly over the file, close. The offsets
+  // depend on the file, the sample and the epoch only, so ranks that read
+  // the same sample (iomimic.replicate) read the same bytes.
+  Result<std::uint64_t> ReadRandom(const std::string& path, std::uint64_t sample) {
+    Xoshiro256 random(
+        MixSeed(MixSeed(std::hash<std::string>{}(path), sample), MixSeed(random_epoch_, 0x0FF5E7)));
     OpenOptions open_options;
     open_options.hint = AccessHint::kRandom;
     IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open_options));
@@ -144,7 +150,7 @@ class Loader::Reader {
     }
     std::uint64_t bytes = 0;
     for (std::uint64_t k = 0; k < random_reads_ && len > 0; ++k) {
-      const std::uint64_t offset = random_.Next() % (size - len + 1);
+      const std::uint64_t offset = random.Next() % (size - len + 1);
       IOMIMIC_ASSIGN_OR_RETURN(
           std::size_t got,
           file->ReadAt(offset, random_buffer_.span().first(static_cast<std::size_t>(len))));
@@ -171,7 +177,7 @@ class Loader::Reader {
   std::string cached_path_;
   std::uint64_t random_bytes_ = 0;
   std::uint64_t random_reads_ = 1;
-  Xoshiro256 random_{0};
+  std::uint64_t random_epoch_ = 0;  // seeds random_read_bytes offsets
   Buffer random_buffer_;
   bool checksum_ = false;
   bool keep_open_ = false;
@@ -220,7 +226,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   }
   collective_readers_.clear();
   threads_ = collective_ ? 0 : plan.reader_threads();
-  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0));
+  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0), epoch);
   if (threads_ == 0) {
     depth_ = 1;
     return;
@@ -231,7 +237,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   depth_ = std::max<std::uint64_t>(1, per_worker * threads_);
   for (std::uint64_t t = 0; t < threads_; ++t) {
     if (t == readers_.size()) readers_.push_back(std::make_unique<Reader>(session_));
-    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1));
+    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1), epoch);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
