@@ -19,8 +19,8 @@
 // That sequence is ReadPattern::kDirect (manifest dataset.read_pattern:
 // direct), numpy reading an .npz member without Python's buffering. The
 // default, ReadPattern::kDlio, is the exact request sequence of DLIO's
-// np.load(path)['x'] on CPython 3.11 + numpy 1.24 (docs/dlio-compat.md,
-// "System calls per sample"): np.load and zipfile read through a 4 KiB
+// np.load(path)['x'] on CPython 3.11 + numpy 1.24 (docs/dlio-compat.md
+// §2.4): np.load and zipfile read through a 4 KiB
 // io.BufferedReader (PyBufferedFile below models it call for call), zipfile
 // reads the end record with readall() (an fstat, then a read of size-22+1
 // bytes and a read that returns 0), NpzFile opens x.npy twice (once to check
