@@ -235,8 +235,11 @@ void PyZipExtFile::End() {
 }
 
 Status PyZipExtFile::Start(PyBufferedFile* file, const std::string* path,
-                           const zip::MemberRecord* member, std::uint64_t data_offset) {
+                           const zip::MemberRecord* member, std::uint64_t data_offset,
+                           bool check_crc) {
   End();
+  begin_ = data_offset;
+  check_crc_ = check_crc;
   file_ = file;
   path_ = path;
   member_ = member;
@@ -311,11 +314,11 @@ Result<std::size_t> PyZipExtFile::Read1(std::size_t n) {
   if (chunk_.size() > left_) chunk_.resize(static_cast<std::size_t>(left_));
   left_ -= chunk_.size();
   if (left_ == 0) eof_ = true;
-  crc_ = Crc32(crc_, chunk_);
-  if (eof_ && crc_ != member_->crc32) {
+  if (check_crc_) crc_ = Crc32(crc_, chunk_);
+  if (eof_ && check_crc_ && crc_ != member_->crc32) {
     return Status::Corruption(*path_ + ": bad CRC-32 for member '" + member_->name +
                               "' (directory " + Hex32(member_->crc32) + ", data " + Hex32(crc_) +
-                              ") at offset " + std::to_string(member_->local_header_offset));
+                              ") at offset " + std::to_string(begin_));
   }
   return chunk_.size();
 }
@@ -1079,7 +1082,7 @@ Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
                          " bytes from here, the file has " + std::to_string(size) + " bytes",
                      data_offset);
     }
-    IOMIMIC_RETURN_IF_ERROR(member_file_.Start(&py_, &path_, &member_, data_offset));
+    IOMIMIC_RETURN_IF_ERROR(member_file_.Start(&py_, &path_, &member_, data_offset, decode_));
     auto member_read = [&](std::span<std::byte> out) -> Status {
       IOMIMIC_ASSIGN_OR_RETURN(std::size_t n_got, member_file_.Read(out.size(), out.data()));
       if (n_got != out.size()) {

@@ -175,9 +175,11 @@ class PyZipExtFile {
   PyZipExtFile(const PyZipExtFile&) = delete;
   PyZipExtFile& operator=(const PyZipExtFile&) = delete;
   ~PyZipExtFile();
-  // The member's stored bytes start at `data_offset` of `file`.
+  // The member's stored bytes start at `data_offset` of `file`. With
+  // `check_crc` the CRC-32 is checked when the end is reached, as zipfile
+  // does (iomimic checks nothing without decoding).
   Status Start(PyBufferedFile* file, const std::string* path, const zip::MemberRecord* member,
-               std::uint64_t data_offset);
+               std::uint64_t data_offset, bool check_crc);
   // ZipExtFile.read(n) into `out`; fewer bytes only at the member's end.
   Result<std::size_t> Read(std::size_t n, std::byte* out);
   // True once every byte was delivered and the CRC-32 matched (checked, as
@@ -192,8 +194,10 @@ class PyZipExtFile {
   PyBufferedFile* file_ = nullptr;
   const std::string* path_ = nullptr;
   const zip::MemberRecord* member_ = nullptr;
+  std::uint64_t begin_ = 0;  // data_offset
   std::uint64_t shared_pos_ = 0;
   std::uint64_t compress_left_ = 0;
+  bool check_crc_ = false;
   std::uint64_t left_ = 0;
   bool eof_ = false;
   bool deflated_ = false;
