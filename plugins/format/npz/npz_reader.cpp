@@ -248,6 +248,7 @@ Status PyZipExtFile::Start(PyBufferedFile* file, const std::string* path,
   left_ = member->uncompressed_size;
   eof_ = false;
   crc_ = 0;
+  crc_bad_ = false;
   readbuffer_.clear();
   offset_ = 0;
   tail_.clear();
@@ -315,12 +316,15 @@ Result<std::size_t> PyZipExtFile::Read1(std::size_t n) {
   left_ -= chunk_.size();
   if (left_ == 0) eof_ = true;
   if (check_crc_) crc_ = Crc32(crc_, chunk_);
-  if (eof_ && check_crc_ && crc_ != member_->crc32) {
-    return Status::Corruption(*path_ + ": bad CRC-32 for member '" + member_->name +
-                              "' (directory " + Hex32(member_->crc32) + ", data " + Hex32(crc_) +
-                              ") at offset " + std::to_string(begin_));
-  }
+  if (eof_ && check_crc_ && crc_ != member_->crc32) crc_bad_ = true;
   return chunk_.size();
+}
+
+Status PyZipExtFile::CheckCrc() const {
+  if (!crc_bad_) return Status::OK();
+  return Status::Corruption(*path_ + ": bad CRC-32 for member '" + member_->name + "' (directory " +
+                            Hex32(member_->crc32) + ", data " + Hex32(crc_) + ") at offset " +
+                            std::to_string(begin_));
 }
 
 Result<std::size_t> PyZipExtFile::Read(std::size_t n, std::byte* out) {
@@ -1138,7 +1142,7 @@ Status NpzReader::FinishLoadPython() {
   // numpy.lib.format.read_array: count elements in pieces of BUFFER_SIZE
   // (the transfer size) bytes, each one ZipExtFile.read.
   const std::uint64_t itemsize = load_header_.dtype.itemsize;
-  if (itemsize == 0 || data_bytes_ == 0) return Status::OK();
+  if (itemsize == 0 || data_bytes_ == 0) return member_file_.CheckCrc();
   const std::uint64_t count = data_bytes_ / itemsize;
   const std::uint64_t max_read_count = transfer_ / std::min(transfer_, itemsize);
   const std::uint64_t piece = max_read_count * itemsize;
@@ -1173,7 +1177,7 @@ Status NpzReader::FinishLoadPython() {
     }
     done += read_size;
   }
-  return Status::OK();
+  return member_file_.CheckCrc();
 }
 
 Status NpzReader::FinishLoad() {

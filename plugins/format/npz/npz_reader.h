@@ -182,9 +182,11 @@ class PyZipExtFile {
                std::uint64_t data_offset, bool check_crc);
   // ZipExtFile.read(n) into `out`; fewer bytes only at the member's end.
   Result<std::size_t> Read(std::size_t n, std::byte* out);
-  // True once every byte was delivered and the CRC-32 matched (checked, as
-  // zipfile does, when the end is reached).
-  bool eof() const { return eof_; }
+  // After the last read: kCorruption when the CRC-32 of the member (with
+  // check_crc) did not match. zipfile raises at the read that reaches the
+  // end; iomimic reports it after the NPY header and array were parsed, so
+  // a damaged header is named as such.
+  Status CheckCrc() const;
 
  private:
   Result<std::size_t> Read1(std::size_t n);  // into chunk_, returns its size
@@ -203,6 +205,7 @@ class PyZipExtFile {
   bool deflated_ = false;
   bool inflating_ = false;
   std::uint32_t crc_ = 0;
+  bool crc_bad_ = false;
   std::vector<std::byte> readbuffer_;  // ZipExtFile._readbuffer
   std::size_t offset_ = 0;             // ZipExtFile._offset
   std::vector<std::byte> raw_;         // stored bytes of one _read2
