@@ -574,6 +574,12 @@ NpzReader::NpzReader(std::string path, const ReaderOptions& options, ReadPattern
       decode_(options.decode),
       keep_in_memory_(options.keep_in_memory),
       pattern_(pattern) {
+  // Python's buffered calls land in host memory; a back end that reads into
+  // device memory gets numpy's direct requests, which it can place there.
+  if (pattern_ == ReadPattern::kDlio && storage_ != nullptr &&
+      storage_->capabilities().device_memory) {
+    pattern_ = ReadPattern::kDirect;
+  }
   std::uint64_t t = options.transfer_size == 0 ? kDefaultTransferSize : options.transfer_size;
   transfer_ = std::min(t, kMaxTransferSize);
 }

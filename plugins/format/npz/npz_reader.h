@@ -29,7 +29,10 @@
 // DLIO's 4 MiB unet3d file: 41 reads (20 of 4 KiB, 16 of 252-256 KiB, 5
 // small), 2 fstat (File::Size), 4,207,278 bytes. lseek/tell calls have no
 // storage counterpart (positioned reads carry their offsets), so they are
-// not reproduced. ReadPattern::kWhole reads the file in one request.
+// not reproduced. ReadPattern::kWhole reads the file in one request. On a
+// back end whose buffers are device memory (gds) kDlio reads as kDirect:
+// Python's buffer is host memory, numpy's direct requests can go to the
+// device.
 
 #pragma once
 
