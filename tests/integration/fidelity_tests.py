@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Access-pattern fidelity: one training epoch of iomimic under `strace -f`
-makes, per sample, the reads DLIO makes (docs/dlio-compat.md §2.4: DLIO 2.x with CPython 3.11, numpy 1.24, Pillow 9.4, h5py 3.7 /
-HDF5 1.10), within 5% on the read count, the read-size histogram (Darshan's
+makes, per sample, the reads DLIO makes (docs/dlio-compat.md §2.4: DLIO 2.x
+with CPython 3.11, numpy 1.24, Pillow 9.4, h5py 3.7 / HDF5 1.10), within 5% on the read count, the read-size histogram (Darshan's
 buckets, by bytes returned) and the bytes read per sample. The datasets are
 the reference runs' shapes with fewer files (per-sample figures do not
 depend on the file count). Run by ctest.
