@@ -119,9 +119,11 @@ Result<ReadPattern> ParseReadPattern(std::string_view text) {
 // PyBufferedFile: CPython 3.11 Modules/_io/bufferedio.c, as far as np.load
 // and zipfile use it.
 
-void PyBufferedFile::Reset(File* file, std::uint64_t size) {
+void PyBufferedFile::Reset(File* file) {
   file_ = file;
-  size_ = size;
+  size_ = 0;
+  back_ = 0;
+  back_pending_ = false;
   raw_ = 0;
   valid_ = false;
   pos_ = 0;
@@ -141,6 +143,14 @@ void PyBufferedFile::Seek(std::uint64_t target, bool from_end) {
     }
   }
   raw_ = target;
+  valid_ = false;
+  pos_ = 0;
+  end_ = 0;
+}
+
+void PyBufferedFile::SeekBackFromEnd(std::uint64_t back) {
+  back_ = back;
+  back_pending_ = true;
   valid_ = false;
   pos_ = 0;
   end_ = 0;
@@ -199,6 +209,15 @@ Result<std::vector<std::byte>> PyBufferedFile::ReadAll() {
   end_ = 0;
   // FileIO.readall: fstat, then reads of bufsize - bytes_read until EOF.
   IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t end, file_->Size());
+  size_ = end;
+  if (back_pending_) {
+    back_pending_ = false;
+    if (back_ > end) {
+      return Status::OutOfRange("seek " + std::to_string(back_) + " bytes before the end of a " +
+                                std::to_string(end) + "-byte file");
+    }
+    raw_ = end - back_;
+  }
   constexpr std::size_t kSmallChunk = 8192;
   std::size_t bufsize =
       end > 0 && end >= raw_ ? static_cast<std::size_t>(end - raw_ + 1) : kSmallChunk;
@@ -948,11 +967,8 @@ Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
 }
 
 Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
-  // open(path, 'rb'): FileIO's fstat.
-  Result<std::uint64_t> file_size = file_->Size();
-  if (!file_size.ok()) return file_size.status().WithContext("npz: size of " + path_);
-  const std::uint64_t size = *file_size;
-  py_.Reset(file_.get(), size);
+  // open(path, 'rb'): FileIO's fstat is the storage's own at open.
+  py_.Reset(file_.get());
   auto read = [&](std::size_t n, std::byte* out, const char* what) -> Result<std::size_t> {
     Result<std::size_t> got = py_.Read(n, out);
     if (!got.ok())
@@ -971,14 +987,17 @@ Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
 
   // zipfile._EndRecData: seek(-22, 2); read() (readall), else the last 64 KiB.
   constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
-  if (size < kEnd) {
-    return Corrupt("truncated file: " + std::to_string(size) +
-                       " bytes cannot hold a ZIP end-of-central-directory record",
-                   0);
-  }
-  py_.Seek(size - kEnd, /*from_end=*/true);
+  py_.SeekBackFromEnd(kEnd);
   Result<std::vector<std::byte>> tail = py_.ReadAll();
-  if (!tail.ok()) return tail.status().WithContext("npz: reading the archive tail of " + path_);
+  if (!tail.ok()) {
+    if (tail.status().code() == StatusCode::kOutOfRange) {
+      return Corrupt("truncated file: " + std::to_string(py_.size()) +
+                         " bytes cannot hold a ZIP end-of-central-directory record",
+                     0);
+    }
+    return tail.status().WithContext("npz: reading the archive tail of " + path_);
+  }
+  const std::uint64_t size = py_.size();
   std::uint64_t end_offset = size - kEnd;
   std::vector<std::byte> record;
   if (tail->size() == kEnd && zip::LoadU32(tail->data()) == zip::kEndOfCentralDirSignature &&

@@ -139,9 +139,15 @@ Result<ReadPattern> ParseReadPattern(std::string_view text);
 // reads), and the fstat of FileIO.readall is a File::Size call.
 class PyBufferedFile {
  public:
-  // Starts on `file` of `size` bytes (the size the open's fstat returned) at
-  // offset 0 with an empty buffer.
-  void Reset(File* file, std::uint64_t size);
+  // Starts on `file` at offset 0 with an empty buffer. The size is learnt
+  // from the first readall's fstat (File::Size), as Python's lseek(SEEK_END)
+  // learns it from the kernel without a call of its own here.
+  void Reset(File* file);
+  // BufferedReader.seek(-back, 2) before the size is known: resolved by the
+  // next ReadAll.
+  void SeekBackFromEnd(std::uint64_t back);
+  // The file size from ReadAll's fstat (0 before).
+  std::uint64_t size() const { return size_; }
   // BufferedReader.tell().
   std::uint64_t Tell() const;
   // BufferedReader.seek(target) (absolute). Within the buffered bytes it
@@ -154,6 +160,7 @@ class PyBufferedFile {
   Result<std::size_t> Read(std::size_t n, std::byte* out);
   // BufferedReader.read() (readall): buffered bytes, then FileIO.readall:
   // an fstat, reads of (size - position + 1) bytes until one returns 0.
+  // kOutOfRange when a pending SeekBackFromEnd goes before the start.
   Result<std::vector<std::byte>> ReadAll();
 
  private:
@@ -161,6 +168,8 @@ class PyBufferedFile {
 
   File* file_ = nullptr;
   std::uint64_t size_ = 0;
+  std::uint64_t back_ = 0;  // SeekBackFromEnd pending
+  bool back_pending_ = false;
   std::uint64_t raw_ = 0;  // the file position of the raw FileIO
   std::vector<std::byte> buffer_ = std::vector<std::byte>(kProbeSize);
   bool valid_ = false;   // the buffer holds [raw_ - end_, raw_)
