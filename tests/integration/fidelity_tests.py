@@ -288,7 +288,7 @@ def test_vocabulary_read_once():
     out, p = small_run("read_once", NPZ_SMALL, ["++workload.train.epochs=3",
                                                  "++workload.iomimic.read_once=True"],
                        strace=True)
-    once, _ = small_run("read_once_ref", NPZ_SMALL, ["++workload.train.epochs=1"], strace=True)
+    _, once = small_run("read_once_ref", NPZ_SMALL, ["++workload.train.epochs=1"], strace=True)
     print("read_once: %d opens, %d bytes over 3 epochs; one epoch: %d opens, %d bytes" %
           (p["opens"], p["bytes"], once["opens"], once["bytes"]))
     if p["opens"] != once["opens"] or p["bytes"] != once["bytes"]:
@@ -348,7 +348,7 @@ def test_vocabulary_random_reads():
                                 "++workload.dataset.record_length_bytes=65536",
                                 "++workload.reader.batch_size=4",
                                 "++workload.reader.read_threads=1"],
-                     ["++workload.iomimic.random_read_bytes=28672",
+                     ["++workload.train.epochs=1", "++workload.iomimic.random_read_bytes=28672",
                       "++workload.iomimic.random_reads_per_sample=2"], strace=True)
     print("random reads: %d reads, sizes %s" % (p["reads"], dict(p["sizes"])))
     if p["sizes"] != collections.Counter({28672: 128}):
