@@ -327,7 +327,8 @@ def test_vocabulary_replicate():
     none (DLIO): disjoint shards."""
     for mode, steps in (("dataset", 4), ("batch", 2), ("none", 2)):
         out, _ = small_run("replicate_" + mode, NPZ_SMALL,
-                           ["++workload.iomimic.replicate=" + mode], ranks=2)
+                           ["++workload.train.epochs=1", "++workload.iomimic.replicate=" + mode],
+                           ranks=2)
         r0, r1 = samples_read(out, 0), samples_read(out, 1)
         print("replicate %s: rank 0 read %d samples, rank 1 %d" % (mode, len(r0), len(r1)))
         if len(r0) != steps * 2:
