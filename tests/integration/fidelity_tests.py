@@ -372,7 +372,9 @@ def seed_run(workload, shrink, strace=True):
     run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
          args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False"])
     p = strace_profile(log, os.path.realpath(data) + os.sep)
-    files = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(data, "train")) for f in fs]
+    # Data files only: iomimic's completion markers are dot files.
+    files = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(data, "train")) for f in fs
+             if not f.startswith(".")]
     p["file_bytes"] = sum(os.path.getsize(f) for f in files)
     common = p["sizes"].most_common(3)
     print("%s: %d reads, %d bytes (dataset %d bytes); commonest read sizes %s" %
