@@ -735,9 +735,11 @@ std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
       }
     }
     overall_steps += epoch_steps;
+    // DLIO ends the epoch when training ends, before it evaluates.
+    const metrics::Stamp& trained = e.blocks.empty() ? e.end : e.blocks.back().end;
     std::snprintf(buf, sizeof(buf), "Ending epoch %llu - %llu steps completed in %.2f s", epoch,
-                  static_cast<unsigned long long>(epoch_steps), metrics::Seconds(e.start, e.end));
-    add(e.end.wall, buf);
+                  static_cast<unsigned long long>(epoch_steps), metrics::Seconds(e.start, trained));
+    add(trained.wall, buf);
     if (e.eval && m.eval) {
       std::snprintf(buf, sizeof(buf), "Starting eval - %llu steps expected",
                     static_cast<unsigned long long>(eval_steps_per_epoch));
