@@ -296,8 +296,8 @@ Status PyZipExtFile::Read2(std::size_t n, std::vector<std::byte>* out) {
   out->resize(got);
   compress_left_ -= got;
   if (got == 0) {
-    return Status::Corruption(*path_ + ": member '" + member_->name +
-                              "' ends before its stored bytes (EOFError) at offset " +
+    return Status::Corruption(*path_ + ": truncated file: member '" + member_->name +
+                              "' ends before its stored bytes (zipfile's EOFError) at offset " +
                               std::to_string(shared_pos_));
   }
   return Status::OK();
