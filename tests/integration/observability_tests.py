@@ -757,9 +757,16 @@ def test_dlio_log_lines():
     [METRIC] block."""
     data = os.path.join(args().work, "data")
     out = os.path.join(args().work, "out")
-    run([args().iomimic, "run", "-q"] + overrides(data, out, ["++workload.train.epochs=2"]))
+    run([args().iomimic, "run", "-q"] + overrides(data, out, [
+        "++workload.train.epochs=2", "++workload.workflow.checkpoint=True",
+        "++workload.checkpoint.checkpoint_folder=" + os.path.join(args().work, "ckpt")]))
     with open(os.path.join(out, "dlio.log")) as f:
         log = f.read().splitlines()
+    for pattern in (r"\[OUTPUT\] \S+ Starting checkpoint 1 after total step 8 for epoch 1$",
+                    r"\[OUTPUT\] \S+ Ending checkpoint 1 for epoch 1$",
+                    r"\[OUTPUT\] \S+ Starting checkpoint 1 after total step 16 for epoch 2$"):
+        if not any(re.match(pattern, line) for line in log):
+            fail("dlio.log lacks a line matching %r" % pattern)
     summary = load(out, "summary.json")
     ts = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}"
     expected = []

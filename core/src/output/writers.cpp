@@ -722,17 +722,22 @@ std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
                     epoch, block, w.mean, w.stdev, c.train.computation_time.Expected());
       add(b.end.wall, buf);
       epoch_steps += b.steps();
-      for (const metrics::CheckpointRecord& k : e.saves) {
-        if (k.index != b.index) continue;
-        std::snprintf(buf, sizeof(buf),
-                      "Starting checkpoint %llu after total step %llu for epoch %llu",
-                      static_cast<unsigned long long>(k.index),
-                      static_cast<unsigned long long>(overall_steps + epoch_steps), epoch);
-        add(k.start.wall, buf);
-        std::snprintf(buf, sizeof(buf), "Ending checkpoint %llu for epoch %llu",
-                      static_cast<unsigned long long>(k.index), epoch);
-        add(k.end.wall, buf);
+    }
+    // Checkpoints: the run's step count when each started (DLIO's
+    // "after total step").
+    for (const metrics::CheckpointRecord& k : e.saves) {
+      std::uint64_t steps_before = overall_steps;
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        if (b.end.mono <= k.start.mono) steps_before += b.steps();
       }
+      std::snprintf(buf, sizeof(buf),
+                    "Starting checkpoint %llu after total step %llu for epoch %llu",
+                    static_cast<unsigned long long>(k.index),
+                    static_cast<unsigned long long>(steps_before), epoch);
+      add(k.start.wall, buf);
+      std::snprintf(buf, sizeof(buf), "Ending checkpoint %llu for epoch %llu",
+                    static_cast<unsigned long long>(k.index), epoch);
+      add(k.end.wall, buf);
     }
     overall_steps += epoch_steps;
     // DLIO ends the epoch when training ends, before it evaluates.
