@@ -41,6 +41,7 @@ def overrides(a, data, files, out):
         "++workload.workflow.generate_data=False",
         "++workload.workflow.evaluation=False",
         "++workload.dataset.format=npz",
+        "++workload.dataset.read_pattern=direct",  # as the recorded figures
         "++workload.dataset.data_folder=" + data,
         "++workload.dataset.num_files_train=%d" % files,
         "++workload.dataset.num_files_eval=0",

@@ -44,6 +44,7 @@ def main():
             "workload=quickstart", "++workload.dataset.format=" + fmt,
             "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow",
             "++workload.dataset.data_folder=" + data,
+            "++workload.dataset.read_pattern=direct",  # npz: as the recorded figures
             "++workload.dataset.num_files_train=%d" % files,
             "++workload.dataset.num_files_eval=0",
             "++workload.dataset.num_samples_per_file=%d" % spf,

@@ -56,6 +56,7 @@ def main():
     common = [
         "workload=quickstart",
         "++workload.dataset.data_folder=" + data,
+        "++workload.dataset.read_pattern=direct",  # as the recorded figures
         "++workload.dataset.num_files_train=%d" % a.files,
         "++workload.dataset.num_files_eval=0",
         "++workload.dataset.record_length_bytes=2621440",

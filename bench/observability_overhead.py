@@ -37,6 +37,7 @@ def run(exe, cell, work, out, extra):
                "++workload.workflow.generate_data=True",
                "++workload.workflow.evaluation=False",
                "++workload.dataset.format=npz",
+               "++workload.dataset.read_pattern=direct",  # as the recorded figures
                "++workload.dataset.data_folder=" + os.path.join(work, "npz"),
                "++workload.dataset.num_files_train=64",
                "++workload.dataset.num_files_eval=0",

@@ -129,6 +129,8 @@ workflow:
 dataset:
   data_folder: %s
   format: %s
+  # npz: numpy's direct requests, as the recorded figures (fio replays them).
+  read_pattern: direct
   num_files_train: %d
   num_files_eval: 0
   num_samples_per_file: 1

@@ -750,5 +750,60 @@ def test_generate_interrupted_leaves_figures():
                                  os.path.join(out1, "generate"), ranks, only_one=True)
 
 
+def test_dlio_log_lines():
+    """dlio.log holds DLIO's [OUTPUT] progress lines, in DLIO's order, with
+    the figures summary.json has: per epoch its start and end, its block's
+    AU, throughput and compute time, the evaluation's lines, then the
+    [METRIC] block."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "run", "-q"] + overrides(data, out, [
+        "++workload.train.epochs=2", "++workload.workflow.checkpoint=True",
+        "++workload.checkpoint.checkpoint_folder=" + os.path.join(args().work, "ckpt")]))
+    with open(os.path.join(out, "dlio.log")) as f:
+        log = f.read().splitlines()
+    for pattern in (r"\[OUTPUT\] \S+ Starting checkpoint 1 after total step 8 for epoch 1$",
+                    r"\[OUTPUT\] \S+ Ending checkpoint 1 for epoch 1$",
+                    r"\[OUTPUT\] \S+ Starting checkpoint 1 after total step 16 for epoch 2$"):
+        if not any(re.match(pattern, line) for line in log):
+            fail("dlio.log lacks a line matching %r" % pattern)
+    summary = load(out, "summary.json")
+    ts = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}"
+    expected = []
+    for e in (1, 2):
+        au = summary["metric"]["train_au_percentage"][e - 1]
+        expected += [
+            r"\[OUTPUT\] %s Starting epoch %d: 8 steps expected$" % (ts, e),
+            r"\[OUTPUT\] %s Starting block 1$" % ts,
+            r"\[OUTPUT\] %s Ending block 1 - 8 steps completed in \d+\.\d\d s$" % ts,
+            r"\[OUTPUT\] %s Epoch %d - Block 1 \[Training\] Accelerator Utilization \[AU\] "
+            r"\(%%\): %s$" % (ts, e, re.escape("%.4f" % au)),
+            r"\[OUTPUT\] %s Epoch %d - Block 1 \[Training\] Throughput \(samples/second\): "
+            r"\d+\.\d{4}$" % (ts, e),
+            r"\[OUTPUT\] %s Epoch %d - Block 1 \[Training\] Computation time per step "
+            r"\(second\): 0\.0200\+/-0\.0000 \(set value: 0\.02\)$" % (ts, e),
+            r"\[OUTPUT\] %s Ending epoch %d - 8 steps completed in \d+\.\d\d s$" % (ts, e),
+            r"\[OUTPUT\] %s Starting eval - 4 steps expected$" % ts,
+            r"\[OUTPUT\] %s Ending eval - 4 steps completed in \d+\.\d\d s$" % ts,
+            r"\[OUTPUT\] %s Epoch %d \[Eval\] Accelerator Utilization \[AU\] \(%%\): "
+            r"\d+\.\d{4}$" % (ts, e),
+            r"\[OUTPUT\] %s Epoch %d \[Eval\] Throughput \(samples/second\): \d+\.\d{4}$" %
+            (ts, e),
+        ]
+    expected += [r"\[OUTPUT\] %s Saved outputs in %s$" % (ts, re.escape(out)),
+                 r"\[OUTPUT\] Averaged metric over all",
+                 r"\[METRIC\] =+$",
+                 r"\[METRIC\] Number of Simulated Accelerators: 1 $"]
+    dlio = [line for line in log if line.startswith("[OUTPUT]") or line.startswith("[METRIC]")]
+    at = 0
+    for pattern in expected:
+        while at < len(dlio) and not re.match(pattern, dlio[at]):
+            at += 1
+        if at == len(dlio):
+            fail("dlio.log lacks a line matching %r (in order); its DLIO lines:\n%s" %
+                 (pattern, "\n".join(dlio)))
+        at += 1
+
+
 if __name__ == "__main__":
     harness.main(globals())

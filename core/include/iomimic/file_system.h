@@ -81,14 +81,19 @@ inline Status CheckRegularPath(const std::string& path) {
                                  ", not a regular file; refusing to read or write it");
 }
 
-inline Status CheckRegularFile(int fd, const std::string& path) {
+// On success `size` (when not null) receives the file's size from the same
+// fstat.
+inline Status CheckRegularFile(int fd, const std::string& path, std::uint64_t* size = nullptr) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
     return Status::FromErrno(err, "fstat " + path);
   }
-  if (S_ISREG(st.st_mode)) return Status::OK();
+  if (S_ISREG(st.st_mode)) {
+    if (size != nullptr) *size = static_cast<std::uint64_t>(st.st_size);
+    return Status::OK();
+  }
   ::close(fd);
   return Status::InvalidArgument(path + " is " + FileTypeName(st.st_mode) +
                                  ", not a regular file; refusing to read or write it");

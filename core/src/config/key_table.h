@@ -98,7 +98,8 @@
   X("parquet.partition_by", parquet_partition_by, std::string, "", Text().Nullable().NullWhenEmpty().FormatParam().Mlperf().Doc("Hive partitioning column; refused by the parquet format when set.")) \
   X("parquet.generation_batch_size", parquet_generation_batch_size, std::uint64_t, 0, UInt(0, kNoMax).FormatParam().Mlperf().Doc("Rows per write call in the fork; the bytes are the same.")) \
   X("parquet.use_s3dlio_gen", parquet_use_s3dlio_gen, bool, false, Bool().FormatParam().Mlperf().Doc("Object-storage generation in the fork; refused by the parquet format when true.")) \
-  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's)."))
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's).")) \
+  X("read_pattern", read_pattern, std::string, "dlio", Choice(kReadPatterns).FormatParam().Iomimic().Doc("Storage requests per sample of the npz format: dlio (DLIO's np.load through Python's 4 KiB buffered file and zipfile: 41 reads per 4 MiB file, docs/dlio-compat.md), direct (numpy's 256 KiB requests without Python's buffering: fewer, larger reads) or whole (one request per file). Image and HDF5 formats always make their DLIO reader's requests."))
 
 #define IOMIMIC_KEYS_READER(X)                                                                    \
   X("data_loader", data_loader, std::string, "tensorflow", Choice(kDataLoaders).EmitIfGiven(&ReaderConfig::data_loader_given).Doc("Data loader whose behaviour is replayed (pytorch, tensorflow, dali, ...).")) \
@@ -185,7 +186,12 @@
   X("io_counters_top", io_counters_top, std::uint64_t, 1000, UInt(0, kNoMax).Iomimic().Doc("Files listed one per row in io_counters.csv (most bytes first); the rest share one \"others\" row; 0 = every file.")) \
   X("trace", trace, bool, false, Bool().Iomimic().Doc("Write trace/<rank>.pfw: Chrome trace events (DFTracer's JSON-lines layout) of sample reads, storage operations, steps, compute, barriers, checkpoints, epochs.")) \
   X("trace_max_events", trace_max_events, std::uint64_t, 1000000, UInt(1, kNoMax).Iomimic().Doc("Most trace events kept per rank; later ones are dropped and counted (summary: iomimic.trace.dropped_events).")) \
-  X("progress_interval", progress_interval, double, 5.0, Number(0, 3600).Iomimic().Doc("Seconds between progress lines of rank 0 when stdout is not a terminal (a terminal gets one live line); 0 = no progress."))
+  X("progress_interval", progress_interval, double, 5.0, Number(0, 3600).Iomimic().Doc("Seconds between progress lines of rank 0 when stdout is not a terminal (a terminal gets one live line); 0 = no progress.")) \
+  X("read_once", read_once, bool, false, Bool().Iomimic().Doc("The first pass over each split reads from storage; later passes hold the samples in memory and make no I/O (applications that load their dataset once).")) \
+  X("startup_load", startup_load, bool, false, Bool().Iomimic().Doc("Before training, each rank loads every file it will read whole (in reader.transfer_size requests; one request per file, at most 256 MiB, when 0); then no epoch makes I/O.")) \
+  X("replicate", replicate, std::string, "none", Choice(kReplicateModes).Iomimic().Doc("none: each rank reads its shard (DLIO); dataset: every rank reads the whole sample set, steps as for one rank; batch: every rank reads rank 0's shard, the same batch at each step.")) \
+  X("random_read_bytes", random_read_bytes, std::uint64_t, 0, UInt(0, kNoMax).Iomimic().Doc("When not 0, a sample is iomimic.random_reads_per_sample reads of this many bytes at random offsets of its file (sub-volumes of a large file), in place of the format's reads.")) \
+  X("random_reads_per_sample", random_reads_per_sample, std::uint64_t, 1, UInt(1, kNoMax).Iomimic().Doc("Random-offset reads per sample with iomimic.random_read_bytes."))
 
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \

@@ -36,6 +36,8 @@ const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
 const Words kContentKinds = {"random", "zeros"};
 const Words kShardings = {"samples", "files"};
+const Words kReadPatterns = {"dlio", "direct", "whole"};
+const Words kReplicateModes = {"none", "dataset", "batch"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {

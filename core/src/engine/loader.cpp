@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include "engine/buffer_pool.h"
 #include "engine/checksum.h"
@@ -51,6 +53,8 @@ class Loader::Reader {
     keep_open_ = options_.keep_in_memory;
     options_.transfer_size = c.reader.transfer_size;
     checksum_ = c.iomimic.checksum;
+    random_bytes_ = c.iomimic.random_read_bytes;
+    random_reads_ = c.iomimic.random_reads_per_sample;
     // DLIO returns a fixed "resized" tensor per sample and collates copies
     // of it. Without a resize in the manifest that tensor stands for the
     // sample itself, which the format already put in memory, so copying a
@@ -62,7 +66,8 @@ class Loader::Reader {
 
   // Prepares for a pass: reseeds the preprocess sampler and lets go of a
   // file kept from the previous pass (its buffers return to the pool).
-  void BeginPass(std::uint64_t seed) {
+  void BeginPass(std::uint64_t seed, std::uint64_t epoch) {
+    random_epoch_ = epoch;
     preprocess_ = TimeSampler(session_.config().reader.preprocess_time, seed);
     cached_.reset();
     cached_path_.clear();
@@ -93,11 +98,15 @@ class Loader::Reader {
     return Status::OK();
   }
 
-  // Reads one sample with the format's access pattern; returns payload bytes.
+  // Reads one sample with the format's access pattern (or, with
+  // iomimic.random_read_bytes, as random-offset reads of its file); returns
+  // payload bytes.
   Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
-    if (keep_open_) {
+    if (random_bytes_ > 0) {
+      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path, sample));
+    } else if (keep_open_) {
       if (cached_ == nullptr || cached_path_ != path) {
         cached_.reset();
         IOMIMIC_ASSIGN_OR_RETURN(cached_, session_.format().OpenReader(path, options_));
@@ -123,6 +132,34 @@ class Loader::Reader {
     return bytes;
   }
 
+  // iomimic.random_read_bytes: open, random_reads_per_sample reads of that
+  // many bytes at offsets drawn uniformly over the file, close. The offsets
+  // depend on the file, the sample and the epoch only, so ranks that read
+  // the same sample (iomimic.replicate) read the same bytes.
+  Result<std::uint64_t> ReadRandom(const std::string& path, std::uint64_t sample) {
+    Xoshiro256 random(
+        MixSeed(MixSeed(std::hash<std::string>{}(path), sample), MixSeed(random_epoch_, 0x0FF5E7)));
+    OpenOptions open_options;
+    open_options.hint = AccessHint::kRandom;
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open_options));
+    IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t size, file->Size());
+    const std::uint64_t len = std::min(random_bytes_, size);
+    if (random_buffer_.size() < len) {
+      random_buffer_.Reset();
+      IOMIMIC_ASSIGN_OR_RETURN(random_buffer_, storage_.Allocate(static_cast<std::size_t>(len)));
+    }
+    std::uint64_t bytes = 0;
+    for (std::uint64_t k = 0; k < random_reads_ && len > 0; ++k) {
+      const std::uint64_t offset = random.Next() % (size - len + 1);
+      IOMIMIC_ASSIGN_OR_RETURN(
+          std::size_t got,
+          file->ReadAt(offset, random_buffer_.span().first(static_cast<std::size_t>(len))));
+      bytes += got;
+    }
+    IOMIMIC_RETURN_IF_ERROR(file->Close());
+    return bytes;
+  }
+
   // The per-sample preprocessing time (reader.preprocess_time).
   void Preprocess() {
     if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
@@ -138,6 +175,10 @@ class Loader::Reader {
   ReaderOptions options_;
   std::unique_ptr<FileReader> cached_;
   std::string cached_path_;
+  std::uint64_t random_bytes_ = 0;
+  std::uint64_t random_reads_ = 1;
+  std::uint64_t random_epoch_ = 0;  // seeds random_read_bytes offsets
+  Buffer random_buffer_;
   bool checksum_ = false;
   bool keep_open_ = false;
   bool collate_ = true;
@@ -175,9 +216,17 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   log_samples_ = log_samples;
   next_step_ = 0;
   in_pass_ = true;
+  {
+    // iomimic.read_once: only the first pass over a split reads storage;
+    // iomimic.startup_load: the trainer loaded every file before training.
+    const config::Config& c = session_.config();
+    std::uint64_t& passes = passes_[split == plan::Split::kTrain ? 0 : 1];
+    ++passes;
+    from_memory_ = c.iomimic.startup_load || (c.iomimic.read_once && passes > 1);
+  }
   collective_readers_.clear();
   threads_ = collective_ ? 0 : plan.reader_threads();
-  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0));
+  inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0), epoch);
   if (threads_ == 0) {
     depth_ = 1;
     return;
@@ -188,7 +237,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   depth_ = std::max<std::uint64_t>(1, per_worker * threads_);
   for (std::uint64_t t = 0; t < threads_; ++t) {
     if (t == readers_.size()) readers_.push_back(std::make_unique<Reader>(session_));
-    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1));
+    readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1), epoch);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -225,6 +274,15 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   out->refs.clear();
   for (std::uint64_t i = 0; i < bs; ++i) {
     const plan::SampleRef ref = plan_->Sample(step * bs + i);
+    if (from_memory_) {
+      // iomimic.read_once / startup_load: the sample is already in memory.
+      reader.Preprocess();
+      IOMIMIC_RETURN_IF_ERROR(reader.Collate(i, bs));
+      out->samples += 1;
+      out->sample_bytes += static_cast<std::uint64_t>(session_.layout().nominal_sample_bytes());
+      if (log_samples_) out->refs.push_back(ref);
+      continue;
+    }
     const std::string path = session_.layout().FilePath(split_, ref.file);
     Result<std::uint64_t> bytes = reader.Read(path, ref.sample);
     if (!bytes.ok()) {

@@ -132,7 +132,9 @@ class Loader {
   plan::Split split_ = plan::Split::kTrain;
   std::uint64_t epoch_ = 0;
   bool log_samples_ = false;
-  std::uint64_t threads_ = 0;  // reader threads working on the pass
+  bool from_memory_ = false;          // the pass makes no I/O (read_once, startup_load)
+  std::uint64_t passes_[2] = {0, 0};  // passes started, per split (train, eval)
+  std::uint64_t threads_ = 0;         // reader threads working on the pass
   std::uint64_t depth_ = 1;
   std::uint64_t next_step_ = 0;  // consumer position
   bool in_pass_ = false;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -181,6 +182,58 @@ std::uint64_t PlanPass(Session& session, std::vector<std::unique_ptr<Accelerator
                                                 session.format().traits().streamed);
   }
   return accs[0]->plan->steps();
+}
+
+// iomimic.startup_load: before training, the files of each accelerator's
+// first training pass (and first evaluation, when one runs), each read whole
+// and in order through the storage back end, in reader.transfer_size
+// requests (one request per file, at most kStartupChunk, when 0).
+constexpr std::uint64_t kStartupChunk = std::uint64_t{256} << 20;
+
+Status StartupLoad(Session& session, std::vector<std::unique_ptr<Accelerator>>& accs) {
+  const config::Config& c = session.config();
+  std::vector<plan::Split> splits = {plan::Split::kTrain};
+  if (c.workflow.evaluation && c.dataset.num_files_eval > 0) splits.push_back(plan::Split::kEval);
+  std::set<std::string> seen;
+  std::vector<std::string> paths;
+  for (plan::Split split : splits) {
+    PlanPass(session, accs, split, 1);
+    for (auto& a : accs) {
+      for (std::uint64_t pos = 0; pos < a->plan->samples(); ++pos) {
+        const std::string path = session.layout().FilePath(split, a->plan->Sample(pos).file);
+        if (seen.insert(path).second) paths.push_back(path);
+      }
+    }
+  }
+  const std::uint64_t chunk =
+      c.reader.transfer_size > 0 ? std::min(c.reader.transfer_size, kStartupChunk) : kStartupChunk;
+  Storage& storage = session.storage();
+  Buffer buffer;
+  for (const std::string& path : paths) {
+    OpenOptions options;
+    options.hint = AccessHint::kWholeFile;
+    Result<std::unique_ptr<File>> opened = storage.Open(path, options);
+    if (!opened.ok()) return opened.status().WithContext("iomimic.startup_load: opening " + path);
+    std::unique_ptr<File> file = std::move(opened).value();
+    Result<std::uint64_t> size = file->Size();
+    if (!size.ok()) return size.status().WithContext("iomimic.startup_load: size of " + path);
+    for (std::uint64_t offset = 0; offset < *size;) {
+      const std::size_t n = static_cast<std::size_t>(std::min(chunk, *size - offset));
+      if (buffer.size() < n) {
+        buffer.Reset();
+        Result<Buffer> made = storage.Allocate(n);
+        if (!made.ok()) return made.status().WithContext("iomimic.startup_load");
+        buffer = std::move(made).value();
+      }
+      Result<std::size_t> got = file->ReadAt(offset, buffer.span().first(n));
+      if (!got.ok()) return got.status().WithContext("iomimic.startup_load: reading " + path);
+      if (*got == 0) break;
+      offset += *got;
+    }
+    Status closed = file->Close();
+    if (!closed.ok()) return closed.WithContext("iomimic.startup_load: closing " + path);
+  }
+  return Status::OK();
 }
 
 // Whether each emulated accelerator can have a CPU of its own (so waiting
@@ -513,6 +566,9 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     accs.push_back(std::make_unique<Accelerator>(session, id, &signal, options));
   }
 
+  if (c.iomimic.startup_load) {
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(StartupLoad(session, accs)));
+  }
   cluster.Barrier();
   result.start = Stamp::Now();
   for (std::uint64_t epoch = 1; epoch <= c.train.epochs; ++epoch) {

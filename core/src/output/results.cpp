@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -203,6 +204,20 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
   IOMIMIC_ASSIGN_OR_RETURN(RunResults results, CollectResults(session, outcome));
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteAcceleratorFiles(
       folder, cluster.rank(), results, outcome, session.config(), &results.max_steps_per_entry)));
+  Status logged;
+  if (cluster.rank() == 0 && outcome.train && !outcome.train->accelerators.empty()) {
+    // DLIO's progress lines in the run's log (dlio.log), where DLIO's users
+    // and MLPerf's tools look for them; the [METRIC] block follows them.
+    const config::Config& c = session.config();
+    const std::string log_path = folder + "/" + c.output.log_file;
+    std::ofstream log(log_path, std::ios::out | std::ios::app);
+    log << DlioProgressLog(outcome.train->accelerators.front().epochs, c,
+                           outcome.train->train_steps_per_epoch,
+                           outcome.train->eval_steps_per_epoch, results.accelerators, folder);
+    log.close();
+    if (!log) logged = Status::IOError("cannot append DLIO's progress lines to " + log_path);
+  }
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(logged));
   if (session.tracer().enabled()) {
     // trace/<rank>.pfw, each rank its own (docs/run-folder.md).
     const std::string dir = folder + "/trace";

@@ -669,11 +669,113 @@ std::string HistogramsJson(const RunResults& r) {
   return out.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
+                            const config::Config& c, std::uint64_t steps_per_epoch,
+                            std::uint64_t eval_steps_per_epoch, int accelerators,
+                            const std::string& folder) {
+  struct Entry {
+    std::chrono::system_clock::time_point at;
+    int order;  // keeps lines of the same instant in DLIO's order
+    std::string text;
+  };
+  std::vector<Entry> lines;
+  int order = 0;
+  char buf[512];
+  auto add = [&](std::chrono::system_clock::time_point at, const std::string& text) {
+    lines.push_back({at, order++, "[OUTPUT] " + Timestamp(at) + " " + text});
+  };
+  const std::uint64_t first = c.output.exclude_start_steps;
+  const std::uint64_t end_excluded = c.output.exclude_end_steps;
+  std::uint64_t overall_steps = 0;
+  for (const metrics::EpochRecord& e : epochs) {
+    const EpochMetrics m = ComputeEpochMetrics(e, c);
+    const unsigned long long epoch = e.epoch;
+    std::snprintf(buf, sizeof(buf), "Starting epoch %llu: %llu steps expected", epoch,
+                  static_cast<unsigned long long>(steps_per_epoch));
+    add(e.start.wall, buf);
+    std::uint64_t epoch_steps = 0;
+    for (std::size_t i = 0; i < e.blocks.size(); ++i) {
+      const metrics::PhaseRecord& b = e.blocks[i];
+      const unsigned long long block = b.index;
+      add(b.start.wall, "Starting block " + std::to_string(block));
+      std::snprintf(buf, sizeof(buf), "Ending block %llu - %llu steps completed in %.2f s", block,
+                    static_cast<unsigned long long>(b.steps()), metrics::Seconds(b.start, b.end));
+      add(b.end.wall, buf);
+      const metrics::PhaseMetrics& pm = i < m.blocks.size() ? m.blocks[i] : metrics::PhaseMetrics{};
+      std::snprintf(buf, sizeof(buf),
+                    "Epoch %llu - Block %llu [Training] Accelerator Utilization [AU] (%%): %.4f",
+                    epoch, block, pm.au_percent);
+      add(b.end.wall, buf);
+      std::snprintf(buf, sizeof(buf),
+                    "Epoch %llu - Block %llu [Training] Throughput (samples/second): %.4f", epoch,
+                    block, pm.samples_per_second * accelerators);
+      add(b.end.wall, buf);
+      // DLIO: mean and stdev of the compute of the metric window's steps.
+      std::vector<double> window;
+      const std::uint64_t n = b.compute.size();
+      const std::uint64_t last = n > end_excluded ? n - end_excluded : 0;
+      for (std::uint64_t s = first; s < last; ++s) window.push_back(b.compute[s]);
+      const metrics::MeanStdev w = metrics::Summarize(window);
+      std::snprintf(buf, sizeof(buf),
+                    "Epoch %llu - Block %llu [Training] Computation time per step (second): "
+                    "%.4f+/-%.4f (set value: %g)",
+                    epoch, block, w.mean, w.stdev, c.train.computation_time.Expected());
+      add(b.end.wall, buf);
+      epoch_steps += b.steps();
+    }
+    // Checkpoints: the run's step count when each started (DLIO's
+    // "after total step").
+    for (const metrics::CheckpointRecord& k : e.saves) {
+      std::uint64_t steps_before = overall_steps;
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        if (b.end.mono <= k.start.mono) steps_before += b.steps();
+      }
+      std::snprintf(buf, sizeof(buf),
+                    "Starting checkpoint %llu after total step %llu for epoch %llu",
+                    static_cast<unsigned long long>(k.index),
+                    static_cast<unsigned long long>(steps_before), epoch);
+      add(k.start.wall, buf);
+      std::snprintf(buf, sizeof(buf), "Ending checkpoint %llu for epoch %llu",
+                    static_cast<unsigned long long>(k.index), epoch);
+      add(k.end.wall, buf);
+    }
+    overall_steps += epoch_steps;
+    // DLIO ends the epoch when training ends, before it evaluates.
+    const metrics::Stamp& trained = e.blocks.empty() ? e.end : e.blocks.back().end;
+    std::snprintf(buf, sizeof(buf), "Ending epoch %llu - %llu steps completed in %.2f s", epoch,
+                  static_cast<unsigned long long>(epoch_steps), metrics::Seconds(e.start, trained));
+    add(trained.wall, buf);
+    if (e.eval && m.eval) {
+      std::snprintf(buf, sizeof(buf), "Starting eval - %llu steps expected",
+                    static_cast<unsigned long long>(eval_steps_per_epoch));
+      add(e.eval->start.wall, buf);
+      std::snprintf(buf, sizeof(buf), "Ending eval - %llu steps completed in %.2f s",
+                    static_cast<unsigned long long>(eval_steps_per_epoch),
+                    metrics::Seconds(e.eval->start, e.eval->end));
+      add(e.eval->end.wall, buf);
+      std::snprintf(buf, sizeof(buf), "Epoch %llu [Eval] Accelerator Utilization [AU] (%%): %.4f",
+                    epoch, m.eval->au_percent);
+      add(e.eval->end.wall, buf);
+      std::snprintf(buf, sizeof(buf), "Epoch %llu [Eval] Throughput (samples/second): %.4f", epoch,
+                    m.eval->samples_per_second * accelerators);
+      add(e.eval->end.wall, buf);
+    }
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const Entry& a, const Entry& b) {
+    return a.at != b.at ? a.at < b.at : a.order < b.order;
+  });
+  std::string out;
+  for (const Entry& l : lines) out += l.text + "\n";
+  out += "[OUTPUT] " + Timestamp(std::chrono::system_clock::now()) + " Saved outputs in " + folder +
+         "\n";
+  return out;
+}
+
 std::string MetricBlock(const RunResults& r, const config::Config& c) {
   const double record = static_cast<double>(c.dataset.record_length_bytes);
   const char* const kRule = "[METRIC] ==========================================================\n";
   char line[256];
-  std::string out = "Averaged metric over all steps/epochs\n";
+  std::string out = "[OUTPUT] Averaged metric over all steps/epochs\n";
   out += kRule;
   std::snprintf(line, sizeof(line), "[METRIC] Number of Simulated Accelerators: %d \n",
                 r.accelerators);

@@ -73,6 +73,23 @@ std::string HistogramsJson(const RunResults& results);
 // duration and GB/s when checkpoints ran, and the evaluation's figures.
 std::string MetricBlock(const RunResults& results, const config::Config& config);
 
+// DLIO's progress lines (its log level OUTPUT, "[OUTPUT] <timestamp> ..."),
+// which rank 0 logs as training goes, rebuilt from accelerator 0's records
+// with their own timestamps, in time order: per epoch "Starting epoch <e>:
+// <n> steps expected" and "Ending epoch <e> - <n> steps completed in <d> s";
+// per block "Starting block <b>", "Ending block <b> - <n> steps completed in
+// <d> s" and the block's "[Training] Accelerator Utilization [AU] (%)",
+// "[Training] Throughput (samples/second)" (times the accelerators, as DLIO)
+// and "[Training] Computation time per step (second)"; per evaluation
+// "Starting eval", "Ending eval", "[Eval] Accelerator Utilization [AU] (%)"
+// and "[Eval] Throughput (samples/second)"; per checkpoint "Starting
+// checkpoint <k> after total step <s> for epoch <e>" and "Ending checkpoint
+// <k> for epoch <e>". Ends with "Saved outputs in <folder>".
+std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
+                            const config::Config& config, std::uint64_t steps_per_epoch,
+                            std::uint64_t eval_steps_per_epoch, int accelerators,
+                            const std::string& folder);
+
 // A few lines for the terminal: workload, plugins, the phase figures, the
 // checkpoint rates (rank 0's), latency, bytes and where the results are.
 std::string ConsoleSummary(const RunResults& results, const config::LoadedManifest& manifest,

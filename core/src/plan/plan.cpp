@@ -144,9 +144,15 @@ std::uint64_t SamplesPerRank(const config::Config& config, std::uint64_t files, 
   return spf * files / world;
 }
 
+// iomimic.replicate dataset: every rank reads the whole sample set, as one rank would.
+int ShardingWorld(const config::Config& config, int world_size) {
+  return config.iomimic.replicate == "dataset" ? 1 : world_size;
+}
+
 }  // namespace
 
 std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
+  world_size = ShardingWorld(config, world_size);
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size);
   std::uint64_t steps = SamplesPerRank(config, config.dataset.num_files_train, world_size) / bs;
   if (config.train.total_training_steps > 0) {
@@ -157,6 +163,7 @@ std::uint64_t TrainStepsPerEpoch(const config::Config& config, int world_size) {
 }
 
 std::uint64_t EvalStepsPerEpoch(const config::Config& config, int world_size) {
+  world_size = ShardingWorld(config, world_size);
   std::uint64_t bs = std::max<std::uint64_t>(1, config.reader.batch_size_eval);
   return SamplesPerRank(config, config.dataset.num_files_eval, world_size) / bs;
 }
@@ -209,7 +216,11 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
       file_order_(0, 0, false) {
   steps_ = split == Split::kTrain ? TrainStepsPerEpoch(config, world_size)
                                   : EvalStepsPerEpoch(config, world_size);
-  rank_offset_ = static_cast<std::uint64_t>(rank) * steps_ * batch_size_;
+  // iomimic.replicate: every rank reads rank 0's stream (the whole set when
+  // steps are a single rank's, the same batches otherwise).
+  rank_offset_ = config.iomimic.replicate == "none"
+                     ? static_cast<std::uint64_t>(rank) * steps_ * batch_size_
+                     : 0;
   bool compat_sorted = config.iomimic.dlio_order && IndexLoader(config);
   bool sample_shuffle =
       !compat_sorted && !streamed && config.reader.sample_shuffle != config::ShuffleMode::kOff;
@@ -225,9 +236,11 @@ EpochPlan::EpochPlan(const config::Config& config, const DatasetLayout& layout, 
     // epoch's file order (the files as listed, or dealt out again from a
     // fresh shuffle each epoch), and its samples are shuffled among
     // themselves only.
+    // With iomimic.replicate, every rank reads rank 0's files (all of them
+    // for replicate: dataset).
     shard_files_ = true;
-    world_ = static_cast<std::uint64_t>(std::max(1, world_size));
-    rank_ = static_cast<std::uint64_t>(rank);
+    world_ = static_cast<std::uint64_t>(std::max(1, ShardingWorld(config, world_size)));
+    rank_ = config.iomimic.replicate == "none" ? static_cast<std::uint64_t>(rank) : 0;
     rank_offset_ = 0;
     const std::uint64_t local_files =
         (layout.num_files(split) + world_ - 1 - rank_) / world_;  // files rank_, rank_ + N, ...

@@ -12,6 +12,7 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
+#include "npz_reader.h"
 #include "npz_writer.h"
 
 namespace iomimic::npz {
@@ -19,7 +20,8 @@ namespace iomimic::npz {
 // Stateless apart from its constant options, so safe for concurrent use.
 class NpzFormat final : public Format {
  public:
-  explicit NpzFormat(WriterOptions options = {}) : options_(options) {}
+  explicit NpzFormat(WriterOptions options = {}, ReadPattern pattern = ReadPattern::kDlio)
+      : options_(options), pattern_(pattern) {}
 
   // "npz".
   std::string name() const override;
@@ -39,12 +41,14 @@ class NpzFormat final : public Format {
   // Writes the archive through file.WriteAt in chunk-aligned requests.
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override;
 
-  // Opens an NpzReader (reads the archive's metadata).
+  // Opens an NpzReader (reads the archive's metadata) with the format's read
+  // pattern (plugin option read_pattern, manifest dataset.read_pattern).
   Result<std::unique_ptr<FileReader>> OpenReader(const std::string& path,
                                                  const ReaderOptions& options) override;
 
  private:
   const WriterOptions options_;
+  const ReadPattern pattern_;
 };
 
 }  // namespace iomimic::npz

@@ -278,7 +278,9 @@ TEST_CASE("this format's traits and options") {
   const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
   CHECK(std::string(d.name) == "npz");
   CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  CHECK(d.num_options == 0);
+  REQUIRE(d.num_options == 1);
+  CHECK(std::string(d.options[0].name) == "read_pattern");
+  CHECK(std::string(d.options[0].default_value) == "dlio");
   PluginContext context;
   Status error;
   void* object = d.create(&context, &error);
@@ -398,8 +400,76 @@ TEST_CASE("large sample streams through several chunks and transfer sizes") {
   }
 }
 
-TEST_CASE("read pattern follows np.load") {
+TEST_CASE("read pattern dlio: np.load's calls through Python's buffered file") {
+  // DLIO's unet3d file under strace (docs/dlio-compat.md §2.4): per load 41
+  // reads, by offset and bytes returned.
   NpzFormat format;
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/dlio.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::uint64_t size = 4194802;
+  REQUIRE(storage.Bytes(spec.path).size() == size);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
+      {0, 4096}, {size - 22, 23}, {size, 1}, {size - 42, 4096}, {4194678, 4096},
+      {0, 4096}, {4096, 4096},    {0, 4096}, {4096, 4096},      {8192, 253952},
+  };
+  for (std::uint64_t k = 1; k <= 15; ++k) {
+    expected.push_back({k * 262144, 4096});
+    expected.push_back({k * 262144 + 4096, 258048});
+  }
+  expected.push_back({4194304, 4096});
+  REQUIRE(expected.size() == 41);
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, Options(&storage, decode));
+    REQUIRE(reader.ok());
+    for (int round = 0; round < 2; ++round) {
+      Result<SampleView> s = (*reader)->ReadSample(0);
+      REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+      CHECK(s->bytes == 2048 * 2048);
+      std::vector<Request> log = storage.TakeLog();
+      REQUIRE(log.size() == expected.size());
+      std::uint64_t returned = 0;
+      for (std::size_t i = 0; i < log.size(); ++i) {
+        CAPTURE(i);
+        CHECK(log[i].offset == expected[i].first);
+        CHECK(log[i].length == expected[i].second);
+        returned += log[i].returned;
+      }
+      // The reference's bytes per sample.
+      CHECK(returned == 4207278);
+    }
+    storage.SetLogging(false);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+TEST_CASE("read pattern whole: one request per load") {
+  NpzFormat format(WriterOptions{}, ReadPattern::kWhole);
+  MemStorage storage;
+  FileSpec spec = MakeSpec("uint16", {40, 30}, 3, 5, "none", "/whole.npz");
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  const std::vector<std::byte> payload = ReferencePayload(spec);
+  storage.SetLogging(true);
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  REQUIRE(reader.ok());
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    Result<SampleView> s = (*reader)->ReadSample(i);
+    REQUIRE(s.ok());
+    CHECK(SameBytes(s->data, ReferenceSample(spec, payload, i)));
+  }
+  std::vector<Request> log = storage.TakeLog();
+  REQUIRE(log.size() == 3);
+  for (const Request& r : log)
+    CHECK((r.offset == 0 && r.length == storage.Bytes(spec.path).size()));
+  CHECK(ParseReadPattern("direct").ok());
+  CHECK(ParseReadPattern("mmap").status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("read pattern direct follows np.load without Python's buffer") {
+  NpzFormat format(WriterOptions{}, ReadPattern::kDirect);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/pattern.npz");
   REQUIRE(WriteSpec(format, storage, spec).ok());
@@ -551,7 +621,7 @@ class DeviceLikeStorage final : public Storage {
 };
 
 TEST_CASE("decode off on a device-memory back end: stored data land in its buffers") {
-  NpzFormat format;
+  NpzFormat format(WriterOptions{}, ReadPattern::kDirect);
   MemStorage mem;
   FileSpec spec = MakeSpec("uint8", {512, 512}, 3, 4, "none", "/dev.npz");
   REQUIRE(WriteSpec(format, mem, spec).ok());

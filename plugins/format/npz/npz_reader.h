@@ -15,6 +15,24 @@
 // whole load (open, the requests above, close); with keep_in_memory the
 // first load is kept. OpenReader performs steps 1-4 of the first load, so
 // that num_samples() is known, and the first ReadSample finishes it.
+//
+// That sequence is ReadPattern::kDirect (manifest dataset.read_pattern:
+// direct), numpy reading an .npz member without Python's buffering. The
+// default, ReadPattern::kDlio, is the exact request sequence of DLIO's
+// np.load(path)['x'] on CPython 3.11 + numpy 1.24 (docs/dlio-compat.md
+// §2.4): np.load and zipfile read through a 4 KiB
+// io.BufferedReader (PyBufferedFile below models it call for call), zipfile
+// reads the end record with readall() (an fstat, then a read of size-22+1
+// bytes and a read that returns 0), NpzFile opens x.npy twice (once to check
+// the magic), and numpy reads the array in 256 KiB pieces, which the
+// buffered reader splits into a 4 KiB buffer refill and a direct read. For
+// DLIO's 4 MiB unet3d file: 41 reads (20 of 4 KiB, 16 of 252-256 KiB, 5
+// small), 2 fstat (File::Size), 4,207,278 bytes. lseek/tell calls have no
+// storage counterpart (positioned reads carry their offsets), so they are
+// not reproduced. ReadPattern::kWhole reads the file in one request. On a
+// back end whose buffers are device memory (gds) kDlio reads as kDirect:
+// Python's buffer is host memory, numpy's direct requests can go to the
+// device.
 
 #pragma once
 
@@ -25,6 +43,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "iomimic/buffer.h"
@@ -108,12 +127,112 @@ class MemberStream {
   z_stream z_{};
 };
 
+// How a load issues its storage requests (dataset.read_pattern).
+enum class ReadPattern : std::uint8_t { kDlio = 0, kDirect = 1, kWhole = 2 };
+
+// Parses "dlio", "direct" or "whole"; kInvalidArgument names the choices.
+Result<ReadPattern> ParseReadPattern(std::string_view text);
+
+// CPython 3.11's io.BufferedReader (buffer of kProbeSize bytes) over
+// io.FileIO, reduced to the calls np.load and zipfile make. Every read(2) it
+// would make is one File::ReadAt here; lseek(2)s are not made (positioned
+// reads), and the fstat of FileIO.readall is a File::Size call.
+class PyBufferedFile {
+ public:
+  // Starts on `file` at offset 0 with an empty buffer. The size is learnt
+  // from the first readall's fstat (File::Size), as Python's lseek(SEEK_END)
+  // learns it from the kernel without a call of its own here.
+  void Reset(File* file);
+  // BufferedReader.seek(-back, 2) before the size is known: resolved by the
+  // next ReadAll.
+  void SeekBackFromEnd(std::uint64_t back);
+  // The file size from ReadAll's fstat (0 before).
+  std::uint64_t size() const { return size_; }
+  // BufferedReader.tell().
+  std::uint64_t Tell() const;
+  // BufferedReader.seek(target) (absolute). Within the buffered bytes it
+  // only moves in the buffer; elsewhere (and always with `from_end`, i.e.
+  // whence 2) it drops the buffer.
+  void Seek(std::uint64_t target, bool from_end = false);
+  // BufferedReader.read(n) into `out`: buffered bytes, then direct reads of
+  // whole buffer-size blocks, then buffer refills for the rest. Returns the
+  // bytes delivered (fewer only at the end of the file).
+  Result<std::size_t> Read(std::size_t n, std::byte* out);
+  // BufferedReader.read() (readall): buffered bytes, then FileIO.readall:
+  // an fstat, reads of (size - position + 1) bytes until one returns 0.
+  // kOutOfRange when a pending SeekBackFromEnd goes before the start.
+  Result<std::vector<std::byte>> ReadAll();
+
+ private:
+  Result<std::size_t> Raw(std::uint64_t offset, std::span<std::byte> out);
+
+  File* file_ = nullptr;
+  std::uint64_t size_ = 0;
+  std::uint64_t back_ = 0;  // SeekBackFromEnd pending
+  bool back_pending_ = false;
+  std::uint64_t raw_ = 0;  // the file position of the raw FileIO
+  std::vector<std::byte> buffer_ = std::vector<std::byte>(kProbeSize);
+  bool valid_ = false;   // the buffer holds [raw_ - end_, raw_)
+  std::size_t pos_ = 0;  // next buffered byte
+  std::size_t end_ = 0;  // buffered bytes
+};
+
+// zipfile.ZipExtFile over a PyBufferedFile shared with the ZipFile (the
+// _SharedFile seeks to its own position before every read): reads of at
+// least MIN_READ_SIZE (4 KiB) stored bytes, decompressed with zlib for
+// deflated members as zlib.decompressobj(-15).decompress(data, n) does.
+class PyZipExtFile {
+ public:
+  PyZipExtFile() = default;
+  PyZipExtFile(const PyZipExtFile&) = delete;
+  PyZipExtFile& operator=(const PyZipExtFile&) = delete;
+  ~PyZipExtFile();
+  // The member's stored bytes start at `data_offset` of `file`. With
+  // `check_crc` the CRC-32 is checked when the end is reached, as zipfile
+  // does (iomimic checks nothing without decoding).
+  Status Start(PyBufferedFile* file, const std::string* path, const zip::MemberRecord* member,
+               std::uint64_t data_offset, bool check_crc);
+  // ZipExtFile.read(n) into `out`; fewer bytes only at the member's end.
+  Result<std::size_t> Read(std::size_t n, std::byte* out);
+  // After the last read: kCorruption when the CRC-32 of the member (with
+  // check_crc) did not match. zipfile raises at the read that reaches the
+  // end; iomimic reports it after the NPY header and array were parsed, so
+  // a damaged header is named as such.
+  Status CheckCrc() const;
+
+ private:
+  Result<std::size_t> Read1(std::size_t n);  // into chunk_, returns its size
+  Status Read2(std::size_t n, std::vector<std::byte>* out);
+  void End();
+
+  PyBufferedFile* file_ = nullptr;
+  const std::string* path_ = nullptr;
+  const zip::MemberRecord* member_ = nullptr;
+  std::uint64_t begin_ = 0;  // data_offset
+  std::uint64_t shared_pos_ = 0;
+  std::uint64_t compress_left_ = 0;
+  bool check_crc_ = false;
+  std::uint64_t left_ = 0;
+  bool eof_ = false;
+  bool deflated_ = false;
+  bool inflating_ = false;
+  std::uint32_t crc_ = 0;
+  bool crc_bad_ = false;
+  std::vector<std::byte> readbuffer_;  // ZipExtFile._readbuffer
+  std::size_t offset_ = 0;             // ZipExtFile._offset
+  std::vector<std::byte> raw_;         // stored bytes of one _read2
+  std::vector<std::byte> tail_;        // decompressor.unconsumed_tail
+  std::vector<std::byte> chunk_;       // what one _read1 returns
+  z_stream z_{};
+};
+
 class NpzReader final : public FileReader {
  public:
   // Opens `path` on options.storage and performs the metadata part of the
   // first load. Never throws.
   static Result<std::unique_ptr<FileReader>> Open(const std::string& path,
-                                                  const ReaderOptions& options);
+                                                  const ReaderOptions& options,
+                                                  ReadPattern pattern = ReadPattern::kDlio);
 
   ~NpzReader() override;
 
@@ -130,7 +249,7 @@ class NpzReader final : public FileReader {
   std::uint64_t loads() const { return loads_; }
 
  private:
-  NpzReader(std::string path, const ReaderOptions& options);
+  NpzReader(std::string path, const ReaderOptions& options, ReadPattern pattern);
 
   Status Init();
   // Steps 1-4 of a load: leaves file_ open and stream_ after the NPY header.
@@ -138,6 +257,15 @@ class NpzReader final : public FileReader {
   // Step 5: reads the array data (into payload_ when decoding), closes file_.
   Status FinishLoad();
   Status LoadMetadata(numpy::NpyHeader* header);
+  // kDlio's steps 1-4: np.load, ZipFile and the two ZipFile.open('x.npy').
+  Status LoadMetadataPython(numpy::NpyHeader* header);
+  // kDlio's step 5: numpy's read_array loop over the ZipExtFile.
+  Status FinishLoadPython();
+  // Parses directory_ (found at directory_start, `concat` bytes after where
+  // the end record places it) into member_ and checks x.npy can be read.
+  Status ParseDirectory(std::uint64_t directory_start, std::uint64_t concat);
+  // Checks the NPY header against the member's size; sets data_bytes_.
+  Status CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_offset);
   Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what);
   Status Corrupt(const std::string& what, std::uint64_t offset) const;
@@ -150,8 +278,14 @@ class NpzReader final : public FileReader {
   bool decode_ = true;
   bool keep_in_memory_ = false;
   std::uint64_t transfer_ = kDefaultTransferSize;
+  ReadPattern pattern_ = ReadPattern::kDlio;
 
   std::unique_ptr<File> file_;
+  // kWhole: the file's bytes, read in one request; file_ then reads from them.
+  Buffer whole_;
+  // kDlio: Python's buffered file and the x.npy member opened on it.
+  PyBufferedFile py_;
+  PyZipExtFile member_file_;
   bool metadata_ready_ = false;  // BeginLoad done, FinishLoad pending
   bool loaded_ = false;          // a complete load is in memory (keep_in_memory)
   std::uint64_t loads_ = 0;

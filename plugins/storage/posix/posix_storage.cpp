@@ -39,8 +39,14 @@ struct PosixOptions {
 
 class PosixFile final : public File {
  public:
-  PosixFile(int fd, std::string path, bool writable, const PosixOptions& options)
-      : fd_(fd), path_(std::move(path)), writable_(writable), options_(options) {}
+  // `size_at_open`: the size fstat gave when a read-only file was opened.
+  PosixFile(int fd, std::string path, bool writable, const PosixOptions& options,
+            std::uint64_t size_at_open)
+      : fd_(fd),
+        path_(std::move(path)),
+        writable_(writable),
+        options_(options),
+        size_at_open_(size_at_open) {}
   ~PosixFile() override { (void)Close(); }
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
@@ -55,6 +61,10 @@ class PosixFile final : public File {
       }
       if (n == 0) break;  // end of file
       done += static_cast<std::size_t>(n);
+      // A short read that reaches the size a read-only file had at open is
+      // its end: no second pread to see 0 (a reader's calls stay its own,
+      // as with read(2): docs/dlio-compat.md §2.4).
+      if (!writable_ && offset + done >= size_at_open_) break;
     }
     return done;
   }
@@ -108,6 +118,7 @@ class PosixFile final : public File {
   std::string path_;
   bool writable_;
   PosixOptions options_;
+  std::uint64_t size_at_open_ = 0;
 };
 
 class PosixStorage final : public FileSystemStorage {
@@ -126,7 +137,8 @@ class PosixStorage final : public FileSystemStorage {
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
     const int fd = OpenRetrying(path, OpenFlags(options.mode));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
-    IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
+    std::uint64_t size = 0;
+    IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path, &size));
     int advice = options_.fadvise;
     if (advice == kNoAdvice) {
       switch (options.hint) {
@@ -147,7 +159,7 @@ class PosixStorage final : public FileSystemStorage {
       (void)::posix_fallocate(fd, 0, static_cast<off_t>(options.expected_size));
     }
     return std::unique_ptr<File>(
-        new PosixFile(fd, path, options.mode != OpenMode::kRead, options_));
+        new PosixFile(fd, path, options.mode != OpenMode::kRead, options_, size));
   }
 
  private:
