@@ -149,9 +149,20 @@ class S3WriteFile final : public File {
     if (!closed_) (void)Abort();
   }
 
-  Result<std::size_t> ReadAt(std::uint64_t, std::span<std::byte>) override {
-    return Status::NotSupported("s3: " + path_ + " is open for writing; objects are read once " +
-                                "written whole");
+  // Reads what was written and is still staged (libraries such as HDF5
+  // read back what they wrote); bytes uploaded as parts already cannot be.
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    if (closed_) return Status::InvalidArgument("s3: " + path_ + ": read on a closed file");
+    if (offset >= end_ || destination.empty()) return std::size_t{0};
+    if (offset < base_) {
+      return Status::NotSupported("s3: " + path_ + ": read at offset " + std::to_string(offset) +
+                                  " of bytes uploaded as multipart parts already; raise storage "
+                                  "option multipart_threshold above the file size");
+    }
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(destination.size(), end_ - offset));
+    std::memcpy(destination.data(), stage_.data() + (offset - base_), n);
+    return n;
   }
 
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
