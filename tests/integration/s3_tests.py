@@ -107,6 +107,11 @@ def list_keys(client, bucket, prefix):
     return keys
 
 
+def uniq(prefix):
+    """A prefix of this process: a server kept between runs holds older ones."""
+    return "run%d/%s" % (os.getpid(), prefix)
+
+
 def small(env, prefix, out, fmt="npz", files=6, extra=()):
     """A small run on the s3 back end: data under s3://<bucket>/<prefix>."""
     return [
@@ -182,7 +187,7 @@ def test_s3_format_matrix():
     for fmt in formats:
         if not re.search(r"^format\s+%s\s" % fmt, plugins, re.M):
             continue
-        prefix = "matrix/%s" % fmt
+        prefix = uniq("matrix/%s" % fmt)
         out = work(fmt)
         run([args().iomimic, "run", "-q"] + small(env, prefix, out, fmt=fmt), env=env)
         s = harness.load_strict_json(os.path.join(out, "summary.json"))
@@ -227,9 +232,9 @@ def test_s3_checkpoint_multipart():
          "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
          "++workload.storage.options.multipart_threshold=5M",
          "++workload.storage.options.part_size=5M",
-         "++workload.checkpoint.checkpoint_folder=s3://%s/ckpt" % bucket,
+         "++workload.checkpoint.checkpoint_folder=s3://%s/%s" % (bucket, uniq("ckpt")),
          "++workload.output.folder=" + out], env=env)
-    keys = list_keys(client, bucket, "ckpt/")
+    keys = list_keys(client, bucket, uniq("ckpt") + "/")
     if not keys:
         fail("no checkpoint objects under s3://%s/ckpt/" % bucket)
     s = harness.load_strict_json(os.path.join(out, "summary.json"))
@@ -250,7 +255,7 @@ def test_s3_wrong_secret():
     """A wrong secret is exactly one clear 403 error line and a non-zero exit."""
     env = s3_env()
     env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-0123456789"
-    p = run([args().iomimic, "run"] + small(env, "wrong", work("out")), env=env, expect_ok=False)
+    p = run([args().iomimic, "run"] + small(env, uniq("wrong"), work("out")), env=env, expect_ok=False)
     expect_one_error(p, r"HTTP 403.*access denied")
     if "not-the-secret" in p.stdout + p.stderr:
         fail("the secret was printed")
@@ -262,17 +267,18 @@ def test_s3_failed_multipart_leaves_no_object():
     env = s3_env()
     client = boto3_client(env)
     bucket = env["IOMIMIC_S3_BUCKET"]
-    p = run([args().iomimic, "generate"] + small(env, "failing", work("out"), files=2, extra=[
+    prefix = uniq("failing")
+    p = run([args().iomimic, "generate"] + small(env, prefix, work("out"), files=2, extra=[
         "++workload.dataset.record_length_bytes=12582912",
         "++workload.storage.options.multipart_threshold=5M",
         "++workload.storage.options.part_size=5M",
         "++workload.storage.options.parts_in_flight=1",
         "++workload.storage.options.fail_after_parts=1"]), env=env, expect_ok=False)
     expect_one_error(p, r"injected failure")
-    keys = list_keys(client, bucket, "failing/")
+    keys = list_keys(client, bucket, prefix + "/")
     if keys:
         fail("objects visible after a failed upload: %s" % keys)
-    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix="failing/").get("Uploads", [])
+    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
     if uploads:
         fail("multipart uploads left in progress: %s" % uploads)
 
@@ -283,12 +289,13 @@ def test_s3_resume_skips_complete_objects():
     env = s3_env()
     client = boto3_client(env)
     bucket = env["IOMIMIC_S3_BUCKET"]
-    ov = small(env, "resume", work("out"), files=6)
+    prefix = uniq("resume")
+    ov = small(env, prefix, work("out"), files=6)
     run([args().iomimic, "generate"] + ov, env=env)
     p = run([args().iomimic, "generate"] + ov, env=env)
     if "6 already complete" not in p.stdout:
         fail("a second generation should skip the 6 complete objects:\n" + p.stdout)
-    keys = sorted(list_keys(client, bucket, "resume/train/"))
+    keys = sorted(list_keys(client, bucket, prefix + "/train/"))
     client.delete_object(Bucket=bucket, Key=keys[0])
     p = run([args().iomimic, "generate"] + ov, env=env)
     if "5 already complete" not in p.stdout:
@@ -307,7 +314,7 @@ def test_s3_credentials_in_no_output_file():
     key, secret = env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
     bare = {k: v for k, v in env.items() if not k.startswith("AWS_")}
     out = work("out")
-    p = run([args().iomimic, "run"] + small(env, "secret", out, extra=[
+    p = run([args().iomimic, "run"] + small(env, uniq("secret"), out, extra=[
         "++workload.storage.storage_options.access_key_id=" + key,
         "++workload.storage.storage_options.secret_access_key=" + secret,
         "++workload.train.epochs=2"]), env=bare)
@@ -345,13 +352,13 @@ def test_s3_unet3d_h100_shrunk():
     p = run([args().iomimic, "run", os.path.join(args().source, "workloads",
                                                    "unet3d_h100_s3.yaml"),
              "++workload.storage.storage_root=" + bucket,
-             "++workload.dataset.data_folder=s3://%s/unet3d" % bucket,
+             "++workload.dataset.data_folder=s3://%s/%s" % (bucket, uniq("unet3d")),
              "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
              "++workload.storage.storage_options.access_key_id=" + env["AWS_ACCESS_KEY_ID"],
              "++workload.storage.storage_options.secret_access_key=" +
              env["AWS_SECRET_ACCESS_KEY"],
-             "++workload.dataset.num_files_train=16",
-             "++workload.dataset.record_length_bytes=4194304",
+             "++workload.dataset.num_files_train=42",
+             "++workload.dataset.record_length_bytes=2097152",
              "++workload.train.epochs=1",
              "++workload.train.computation_time=0.01",
              "++workload.output.folder=" + out], env=env)
@@ -362,9 +369,9 @@ def test_s3_unet3d_h100_shrunk():
           (tput, io["bytes_read"], io["plugins"]["storage"]["name"]))
     if io["plugins"]["storage"]["name"] != "s3" or tput <= 0:
         fail("the run did not use s3 or reported no throughput")
-    keys = list_keys(client, bucket, "unet3d/train/")
-    if len(keys) != 16:
-        fail("boto3 lists %d objects under unet3d/train/, expected 16" % len(keys))
+    keys = list_keys(client, bucket, uniq("unet3d") + "/train/")
+    if len(keys) != 42:
+        fail("boto3 lists %d objects under unet3d/train/, expected 42" % len(keys))
     import io as pyio
     import numpy
     first = sorted(keys)[0]
