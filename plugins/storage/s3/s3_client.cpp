@@ -186,8 +186,10 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> para
 }
 
 std::string XmlElement(std::string_view xml, std::string_view tag, std::size_t* position) {
-  const std::string open = "<" + std::string(tag) + ">";
-  const std::string close = "</" + std::string(tag) + ">";
+  std::string open = "<";
+  open.append(tag).append(">");
+  std::string close = "</";
+  close.append(tag).append(">");
   const std::size_t begin = xml.find(open, *position);
   if (begin == std::string_view::npos) {
     *position = std::string_view::npos;
