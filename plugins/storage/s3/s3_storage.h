@@ -20,8 +20,9 @@
 //     parts), and Close uploads the rest and completes the upload. A format
 //     that writes out of order keeps the whole file in memory until Close
 //     (then multipart); writing before bytes already uploaded is an error
-//     that says so. Any failure, or a file destroyed without Close, aborts
-//     the multipart upload: no partial object is ever visible.
+//     that says so. A file being written reads back its staged bytes (HDF5
+//     does). Any failure, File::Abort, or a file destroyed without Close
+//     aborts the multipart upload: no partial object is ever visible.
 //   * Requests failing with a transport error, HTTP 5xx or 429 are retried
 //     with doubling backoff up to s3_max_attempts tries. Errors name the
 //     method, s3://bucket/key, the HTTP code and S3's error code.
