@@ -286,6 +286,49 @@ def test_s3_failed_multipart_leaves_no_object():
         fail("multipart uploads left in progress: %s" % uploads)
 
 
+def test_s3_faulty_decorator_mid_upload():
+    """The faulty decorator over s3 fails a write after a multipart part went
+    up: the core aborts the file (File::Abort through the decorator), so no
+    object and no upload in progress remain."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("faulty")
+    manifest = work("faulty_s3.yaml")
+    with open(manifest, "w") as f:
+        f.write("""model: {name: faulty_s3}
+framework: pytorch
+workflow: {generate_data: True, train: False}
+dataset:
+  data_folder: s3://%s/%s
+  format: npz
+  num_files_train: 2
+  num_samples_per_file: 1
+  record_length_bytes: 33554432
+storage:
+  backend: faulty
+  options:
+    inner: s3
+    inner.endpoint_url: %s
+    inner.multipart_threshold: 5M
+    inner.part_size: 5M
+    inner.parts_in_flight: 1
+    mode: enospc
+    error_rate: 1
+    after_ops: 3
+reader: {batch_size: 1}
+""" % (bucket, prefix, env["AWS_ENDPOINT_URL"]))
+    p = run([args().iomimic, "generate", manifest, "++workload.output.folder=" + work("out")],
+            env=env, expect_ok=False)
+    expect_one_error(p, r"injected ENOSPC")
+    keys = list_keys(client, bucket, prefix + "/")
+    if keys:
+        fail("objects visible after a failed upload: %s" % keys)
+    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
+    if uploads:
+        fail("multipart uploads left in progress: %s" % uploads)
+
+
 def test_s3_resume_skips_complete_objects():
     """A second generation skips complete objects; a missing one is written
     again; an object of the wrong size is refused, not overwritten."""
