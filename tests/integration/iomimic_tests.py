@@ -1008,6 +1008,8 @@ def test_every_training_workload_runs_shrunk():
         samples = min(4, int(m.group(1))) if m else 4
         ov = [
             "++workload.workflow.generate_data=True",
+            # The *_s3 files on a local folder (against a server: s3_tests.py).
+            "++workload.storage.storage_type=local_fs",
             "++workload.dataset.data_folder=" + os.path.join(work, "data"),
             "++workload.output.folder=" + os.path.join(work, "out"),
             "++workload.checkpoint.checkpoint_folder=" + os.path.join(work, "ckpt"),
