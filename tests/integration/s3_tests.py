@@ -381,6 +381,10 @@ def test_s3_credentials_in_no_output_file():
         fail("the run wrote only %d files" % files)
     if found:
         fail("credentials leaked: " + "; ".join(found))
+    shown = run([args().iomimic, "config", "workload=quickstart",
+                 "++workload.storage.storage_options.secret_access_key=" + secret]).stdout
+    if secret in shown or "<redacted>" not in shown:
+        fail("iomimic config printed the secret")
     config = open(os.path.join(out, ".hydra", "config.yaml")).read()
     if "<redacted>" not in config:
         fail("config.yaml does not show the redacted credentials")
