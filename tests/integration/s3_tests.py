@@ -199,6 +199,18 @@ def test_s3_format_matrix():
             fail(fmt + ": the run did not use the s3 back end")
         if io["bytes_read"] <= 0:
             fail(fmt + ": nothing was read")
+        # The same objects read again through ranged GETs of 16 KiB.
+        ranged = work(fmt + "-ranged")
+        run([args().iomimic, "run", "-q"] + small(env, prefix, ranged, fmt=fmt, extra=[
+            "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow",
+            "++workload.workflow.generate_data=False",
+            "++workload.storage.options.read_mode=ranged",
+            "++workload.storage.options.range_size=16K"]), env=env)
+        rio = harness.load_strict_json(os.path.join(ranged, "summary.json"))["iomimic"]
+        stats = rio["plugins"]["storage"].get("statistics", {})
+        if rio["plugins"]["storage"]["data_path"] != "s3-ranged-get" or \
+                stats.get("s3_ranged_gets", 0) <= 0 or rio["bytes_read"] <= 0:
+            fail("%s: ranged reads did not run: %s" % (fmt, json.dumps(rio["plugins"]["storage"])))
         keys = list_keys(client, bucket, prefix + "/train/")
         data = {k: v for k, v in keys.items() if not k.endswith(".idx")}
         if len(data) < 6:
