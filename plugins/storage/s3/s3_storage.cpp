@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace iomimic::s3 {
 namespace {
@@ -287,11 +288,12 @@ class S3ReadFile final : public File {
       return n;
     }
     if (!cached_) {
-      cache_.resize(static_cast<std::size_t>(size_));
-      IOMIMIC_RETURN_IF_ERROR(GetWhole(cache_));
+      // Not zero-filled: the GET overwrites every byte.
+      cache_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(size_));
+      IOMIMIC_RETURN_IF_ERROR(GetWhole(std::span(cache_.get(), static_cast<std::size_t>(size_))));
       cached_ = true;
     }
-    std::memcpy(destination.data(), cache_.data() + offset, n);
+    std::memcpy(destination.data(), cache_.get() + offset, n);
     return n;
   }
 
@@ -309,7 +311,7 @@ class S3ReadFile final : public File {
   Result<std::uint64_t> Size() override { return size_; }
   Status Close() override {
     closed_ = true;
-    cache_ = {};
+    cache_.reset();
     return Status::OK();
   }
   const std::string& path() const override { return path_; }
@@ -390,7 +392,7 @@ class S3ReadFile final : public File {
   std::string path_;
   ObjectName name_;
   std::uint64_t size_;
-  std::vector<std::byte> cache_;
+  std::unique_ptr<std::byte[]> cache_;  // the whole object, when read in pieces
   bool cached_ = false;
   bool closed_ = false;
 };
