@@ -11,6 +11,8 @@ PACKAGES=(
   libhdf5-dev libpng-dev libjpeg-dev libtiff-dev libprotobuf-dev protobuf-compiler
   liburing-dev libaio-dev libbz2-dev liblzma-dev libisal-dev
   libsnappy-dev liblz4-dev libzstd-dev
+  libcurl4-openssl-dev
+  ceph-mon ceph-osd radosgw python3-boto3
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace
   libjs-chart.js chromium

@@ -737,7 +737,8 @@ int CmdConfig(int argc, char** argv) {
   if (!manifest.ok()) return Fail(manifest.status());
   PrintManifestWarnings(*manifest);
   if (!args.plan) {
-    std::cout << config::ToYaml(manifest->config, false);
+    // Credentials never printed (docs/security.md).
+    std::cout << config::ToYaml(config::Redacted(*manifest).config, false);
     return 0;
   }
   const config::Config& c = manifest->config;

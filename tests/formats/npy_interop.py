@@ -103,6 +103,8 @@ def test_unet3d_v100_s3():
     os.makedirs(base)
     files, record, epochs, batch = 16, 65536, 2, 4
     overrides = [
+        # A local folder instead of the bucket (s3 itself: s3_tests.py).
+        "++workload.storage.storage_type=local_fs",
         "++workload.dataset.data_folder=" + data,
         "++workload.dataset.num_files_train=%d" % files,
         "++workload.dataset.record_length_bytes=%d" % record,

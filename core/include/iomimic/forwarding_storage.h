@@ -67,6 +67,9 @@ class ForwardingFile : public File {
   // The inner file's Close; further calls on the inner file fail as they do
   // after any Close.
   Status Close() override { return inner_->Close(); }
+  // The inner file's Abort (an abandoned upload stays invisible through
+  // decorators).
+  Status Abort() override { return inner_->Abort(); }
   // The inner file's path (the path the caller opened).
   const std::string& path() const override { return inner_->path(); }
 

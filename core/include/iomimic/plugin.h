@@ -40,7 +40,7 @@
 #define IOMIMIC_PLUGIN_MAGIC 0x494F4D49u
 // Bump whenever any SDK header changes a class layout, a virtual function or
 // the descriptor. The loader refuses plugins built with another value.
-#define IOMIMIC_PLUGIN_ABI_VERSION 6u
+#define IOMIMIC_PLUGIN_ABI_VERSION 7u
 
 #define IOMIMIC_PLUGIN_KIND_STORAGE 1u
 #define IOMIMIC_PLUGIN_KIND_FORMAT 2u

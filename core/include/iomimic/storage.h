@@ -76,8 +76,17 @@ struct StorageCapabilities {
   // consistently (MPI-IO on a shared file system). The core then generates
   // every file with all ranks together, through File::WriteAtAll.
   bool shared_files = false;
-  bool device_memory = false;     // Allocate returns kDevice buffers
-  bool thread_safe = true;        // see the header comment
+  bool device_memory = false;  // Allocate returns kDevice buffers
+  bool thread_safe = true;     // see the header comment
+  // Objects, not files (object stores such as S3): a file opened kWrite
+  // appears, whole and under its own name, only when its Close succeeds,
+  // never when the write is abandoned (File::Abort, or destruction without
+  // Close). The core then writes under the final name instead of a
+  // temporary name and Rename, and checks a resumed file by its size.
+  // Directories are name prefixes: CreateDirectories creates nothing, a
+  // directory exists while something is under it, and the local file
+  // system's free space says nothing about room for the data.
+  bool objects = false;
   std::uint32_t queue_depth = 1;  // requests in flight per ReadBatch
   std::string data_path;          // mechanism actually used
 };
@@ -141,6 +150,12 @@ class File {
   // Releases the file. Further calls fail. Returns errors a deferred write
   // may report at close.
   virtual Status Close() = 0;
+
+  // Abandons a file being written, after a failure: on back ends with
+  // `objects` nothing of it becomes visible (an upload in progress is
+  // cancelled); others close it, and the caller removes what was written.
+  // Further calls fail. The default is Close().
+  virtual Status Abort() { return Close(); }
 
   // The path this file was opened with.
   virtual const std::string& path() const = 0;

@@ -180,6 +180,17 @@ struct LoadedManifest {
   std::vector<Diagnostic> warnings;
 };
 
+// Credentials never reach results (docs/security.md): an option or storage
+// option whose name contains "secret", "password", "token" or
+// "access_key" (any case, also "inner.<name>") is a credential. Redacted()
+// is `manifest` with each credential's value, in the config's option maps
+// and in the raw overrides, replaced by kRedacted; results are written from
+// it.
+inline constexpr const char* kRedacted = "<redacted>";
+bool IsCredentialKey(std::string_view key);
+LoadedManifest Redacted(const LoadedManifest& manifest);
+TextMap Redacted(const TextMap& options);
+
 // Loads and validates a manifest. Errors are one line:
 //   "<file>:<line>:<col>: error: <what>"  (manifest values)
 //   "override '<text>': <what>"            (command-line overrides)

@@ -234,7 +234,41 @@ TEST_CASE("shipped workload values") {
     CHECK(c.storage.storage_options.at("s3_max_attempts") == "5");
     CHECK(c.dataset.data_folder == "s3://s3pytorchconnector");
     CHECK(c.dataset.format == "npy");
+    // storage_type s3 selects the S3 back end with DLIO's storage_options.
+    CHECK(c.storage.backend == "s3");
+    CHECK(c.storage.options.at("endpoint_url") == "http://localhost:9020");
+    CHECK(c.storage.options.at("secret_access_key") == "secret-key");
   }
+}
+
+TEST_CASE("storage_type s3: options win over storage_options; credentials are redacted") {
+  const LoadedManifest m = MustLoad(R"(
+storage:
+  storage_type: s3
+  storage_library: s3dlio
+  storage_options: {region: eu-west-1, secret_access_key: TOPSECRET, other: 1}
+  options: {region: us-east-2}
+)",
+                                    {"++workload.storage.storage_options.access_key_id=KEYID"});
+  const Config& c = m.config;
+  CHECK(c.storage.backend == "s3");
+  CHECK(c.storage.options.at("region") == "us-east-2");
+  CHECK(c.storage.options.at("storage_library") == "s3dlio");
+  CHECK(c.storage.options.at("access_key_id") == "KEYID");
+  CHECK(c.storage.options.count("other") == 0);
+  const LoadedManifest r = Redacted(m);
+  const std::string yaml = ToYaml(r.config, true);
+  CHECK(yaml.find("TOPSECRET") == std::string::npos);
+  CHECK(yaml.find("KEYID") == std::string::npos);
+  CHECK(yaml.find("<redacted>") != std::string::npos);
+  CHECK(yaml.find("eu-west-1") != std::string::npos);
+  REQUIRE(r.raw_overrides.size() == 1);
+  CHECK(r.raw_overrides[0] == "++workload.storage.storage_options.access_key_id=<redacted>");
+  CHECK(IsCredentialKey("inner.secret_access_key"));
+  CHECK_FALSE(IsCredentialKey("endpoint_url"));
+  // Another back end named explicitly gets none of them.
+  CHECK(MustLoad("storage: {storage_type: s3, backend: posix, storage_options: {region: x}}")
+            .config.storage.options.empty());
 }
 
 TEST_CASE("an empty manifest holds DLIO's defaults (docs/dlio-compat.md §1.3)") {

@@ -13,6 +13,14 @@ constexpr SharedAccess kSharedAccess[] = {
     {"shared", "independent"}, {"mpio", "independent"}, {"collective", "collective"}};
 constexpr std::string_view kODirectBackend = "odirect";
 constexpr std::string_view kDirectFsStorageType = "direct_fs";
+// DLIO's storage.storage_type: s3 (storage_root the bucket, storage_options
+// its client's settings) and MLPerf v3's storage.storage_library: the S3
+// back end, with the storage_options it understands as its own options.
+constexpr std::string_view kObjectStorageType = "s3";
+constexpr std::string_view kObjectBackend = "s3";
+constexpr std::string_view kObjectOptionKeys[] = {
+    "endpoint_url",        "region",          "access_key_id",  "secret_access_key",
+    "s3_force_path_style", "s3_max_attempts", "storage_library"};
 constexpr std::string_view kMpiIoBackend = "mpiio";
 
 // Formats a DLIO data loader cannot read, and why.
@@ -29,6 +37,18 @@ constexpr LoaderRefusal kLoaderRefusals[] = {
 }  // namespace
 
 void SelectDlioBackend(bool backend_given, Config* config) {
+  if (config->storage.storage_type == kObjectStorageType) {
+    if (!backend_given) config->storage.backend = std::string(kObjectBackend);
+    if (config->storage.backend == kObjectBackend) {
+      for (std::string_view key : kObjectOptionKeys) {
+        auto given = config->storage.storage_options.find(std::string(key));
+        if (given != config->storage.storage_options.end()) {
+          config->storage.options.emplace(given->first, given->second);  // options win
+        }
+      }
+    }
+    return;
+  }
   if (backend_given) return;
   // MLPerf Storage v3.0's fork reads a local file system with O_DIRECT when
   // storage_type is direct_fs (mlpstorage's --o-direct).

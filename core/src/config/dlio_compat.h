@@ -24,10 +24,14 @@ namespace iomimic::config {
 inline constexpr std::string_view kFileStorageBackend = "posix";
 
 // DLIO's keys that select a back end, applied when the manifest names no
-// storage.backend: reader.odirect or storage.storage_type direct_fs (MLPerf
-// Storage v3.0's fork) -> the O_DIRECT back end; reader.file_access
-// shared/mpio/collective -> the MPI-IO back end (independent, or collective
-// reads of a whole step).
+// storage.backend: storage.storage_type s3 -> the S3 back end, with DLIO's
+// storage_options (endpoint_url, region, access_key_id, secret_access_key,
+// s3_force_path_style, s3_max_attempts) and MLPerf v3's storage_library as
+// its options (storage.options given explicitly win; also applied when
+// storage.backend names the S3 back end itself); reader.odirect or
+// storage.storage_type direct_fs (MLPerf Storage v3.0's fork) -> the
+// O_DIRECT back end; reader.file_access shared/mpio/collective -> the MPI-IO
+// back end (independent, or collective reads of a whole step).
 void SelectDlioBackend(bool backend_given, Config* config);
 
 // DLIO's data loaders that cannot read a format: "" when `loader` reads

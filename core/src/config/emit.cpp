@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -239,6 +240,43 @@ void NoteUnnamedDataLoader(const Config& config, bool workload_root, std::string
 }
 
 }  // namespace
+
+bool IsCredentialKey(std::string_view key) {
+  std::string lower(key);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (std::string_view word : {"secret", "password", "token", "access_key"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TextMap Redacted(const TextMap& options) {
+  TextMap out = options;
+  for (auto& [key, value] : out) {
+    if (IsCredentialKey(key)) value = kRedacted;
+  }
+  return out;
+}
+
+LoadedManifest Redacted(const LoadedManifest& manifest) {
+  LoadedManifest out = manifest;
+  Config& c = out.config;
+  for (TextMap* map : {&c.storage.storage_options, &c.storage.options, &c.checkpoint.options,
+                       &c.dataset.options}) {
+    *map = Redacted(*map);
+  }
+  // key=value overrides (with Hydra's +, ++, ~ prefixes): the key's last
+  // dotted part decides.
+  for (std::string& o : out.raw_overrides) {
+    const std::size_t eq = o.find('=');
+    if (eq == std::string::npos) continue;
+    std::string_view key(o.data(), eq);
+    const std::size_t dot = key.rfind('.');
+    if (dot != std::string_view::npos) key.remove_prefix(dot + 1);
+    if (IsCredentialKey(key)) o = o.substr(0, eq + 1) + kRedacted;
+  }
+  return out;
+}
 
 std::string ToYaml(const Config& config, bool workload_root) {
   YAML::Emitter out;

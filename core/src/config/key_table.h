@@ -59,9 +59,9 @@
   X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself."))
 
 #define IOMIMIC_KEYS_STORAGE(X)                                                                   \
-  X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type.")) \
-  X("storage_root", storage_root, std::string, "./", Text().Doc("Root that relative data and checkpoint folders are joined to.")) \
-  X("storage_options", storage_options, TextMap, {}, FreeMap().Doc("DLIO's storage options (endpoint, credentials, ...), passed as they are.")) \
+  X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type; s3 selects the s3 back end (storage_root the bucket, s3://bucket/... folders).")) \
+  X("storage_root", storage_root, std::string, "./", Text().Doc("Root that relative data and checkpoint folders are joined to (with storage_type s3: the bucket).")) \
+  X("storage_options", storage_options, TextMap, {}, FreeMap().Doc("DLIO's storage options; with storage_type s3 endpoint_url, region, access_key_id, secret_access_key, s3_force_path_style, s3_max_attempts become the s3 back end's options (credentials are redacted in results).")) \
   X("backend", backend, std::string, "posix", Plugin().Iomimic().Doc("Storage plugin for the dataset (iomimic plugins lists them).")) \
   X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the storage plugin (iomimic plugins shows each plugin's).")) \
   X("post_generation_settle_seconds", post_generation_settle_seconds, double, 0, Number(0, 86400).Mlperf().Doc("Seconds every rank waits after generating the dataset before training starts (for storage that makes new files visible late)."))
@@ -196,7 +196,7 @@
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \
   A("workflow.query", Text().Nullable().Doc("Only read by dlio_benchmark_query.")) \
-  A("storage.storage_library", Text().Nullable().Mlperf().Doc("MLPerf Storage v3: the client library; kept in storage_options.")) \
+  A("storage.storage_library", Text().Nullable().Mlperf().Doc("MLPerf Storage v3: the client library; kept in storage_options (accepted by the s3 back end; the s3 back end is what runs).")) \
   A("dataset.record_element_bytes", UInt(0, kNoMax).Doc("Recomputed from record_element_type, as DLIO does.")) \
   A("model.model_size", UInt(0, kNoMax).ByRule().Doc("MLPerf's unet3d files give the checkpoint size here; DLIO ignores it, iomimic uses it as model.model_size_bytes when that is not set, with a warning.")) \
   A("checkpoint.ksm.madv_mergeable_id", UInt(0, kNoMax).Doc("KSM setting.")) \

@@ -95,8 +95,10 @@ Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
     // removes what it left, so no checkpoint cut short stays behind to be
     // read back as if whole (a process killed mid-write can still leave
     // one; reading it back then fails on its size).
-    if (!closing) (void)file->Close();
-    (void)storage_->Remove(path);
+    // Abort: on object stores nothing of the upload becomes visible; other
+    // back ends close the file, and what it holds is removed.
+    if (!closing) (void)file->Abort();
+    if (!storage_->capabilities().objects) (void)storage_->Remove(path);
   }
   return status;
 }

@@ -138,6 +138,13 @@ class CountingFile final : public File {
     closed_ = true;
     return s;
   }
+  Status Abort() override {
+    auto t = Clock::now();
+    Status s = inner_->Abort();
+    if (!closed_) FinishClose(t, NanosSince(t));
+    closed_ = true;
+    return s;
+  }
   const std::string& path() const override { return inner_->path(); }
 
  private:

@@ -130,7 +130,13 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
       "; refusing to overwrite it (remove it to regenerate it, or set dataset.data_folder to "
       "another folder)";
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
-  if (expected.ok()) {
+  // An object under its final name was written whole (StorageCapabilities::
+  // objects): it is complete when its size is the format's, or, for formats
+  // without an exact size, because it exists.
+  const bool objects = storage.capabilities().objects;
+  if (objects && !expected.ok()) {
+    // nothing more to check for the file itself
+  } else if (expected.ok()) {
     if (existing->size != *expected) {
       return Status::AlreadyExists(path + " exists with " + std::to_string(existing->size) +
                                    " bytes, but this manifest makes " + std::to_string(*expected) +
@@ -172,11 +178,26 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   if (outcome == Outcome::kSkipped) return outcome;
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
 
-  const std::string partial = TemporaryPath(path);
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.hint = AccessHint::kSequential;
   options.expected_size = expected.ok() ? *expected : 0;
+  if (storage.capabilities().objects) {
+    // Written under its final name: it appears whole when Close succeeds,
+    // and not at all when the write is abandoned.
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, options));
+    Status written = format.WriteFile(storage, *file, spec);
+    if (written.ok()) {
+      written = file->Close();
+    } else {
+      (void)file->Abort();
+    }
+    if (!written.ok()) {
+      return written.WithContext("generating " + path + " (format '" + format.name() + "')");
+    }
+    return Outcome::kWritten;
+  }
+  const std::string partial = TemporaryPath(path);
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
   Status written = format.WriteFile(storage, *file, spec);
   if (written.ok()) written = file->Sync();  // durable before it gets its final name
@@ -361,6 +382,8 @@ Status CheckSpaceForGeneration(Session& session) {
   if (Result<std::uint64_t> exact = session.format().ExpectedFileSize(first); exact.ok()) {
     per_file = static_cast<double>(*exact);
   }
+  // Object stores: the local file system's free space says nothing.
+  if (session.storage().capabilities().objects) return Status::OK();
   const SpaceFacts space = ReadSpaceFacts(layout.data_folder());
   if (!space.known) return Status::OK();
   std::uint64_t missing = n;

@@ -7,7 +7,8 @@
 namespace iomimic::engine {
 
 std::string ResolveDataPath(const config::Config& config, const std::string& path) {
-  if (path.empty() || path.front() == '/') return path;
+  // Absolute paths and URLs (scheme://...) are not joined to the root.
+  if (path.empty() || path.front() == '/' || path.find("://") != std::string::npos) return path;
   std::string root = config.storage.storage_root;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (root.empty() || root == "." || root == "./") return path;

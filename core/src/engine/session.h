@@ -115,7 +115,8 @@ class Session {
 };
 
 // Resolves a dataset-relative path against storage.storage_root (DLIO joins
-// the root and the path; an absolute data_folder ignores the root).
+// the root and the path; an absolute data_folder, or a URL
+// (scheme://bucket/folder), ignores the root).
 std::string ResolveDataPath(const config::Config& config, const std::string& path);
 
 }  // namespace iomimic::engine

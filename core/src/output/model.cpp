@@ -575,8 +575,10 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
     r.checkpoint = std::move(ck);
   }
 
-  r.storage = {session.storage_info(), c.storage.options};
-  if (session.has_format()) r.format = PluginResults{session.format_info(), c.dataset.options};
+  r.storage = {session.storage_info(), config::Redacted(c.storage.options)};
+  if (session.has_format()) {
+    r.format = PluginResults{session.format_info(), config::Redacted(c.dataset.options)};
+  }
   const StorageCapabilities caps = session.storage().capabilities();
   r.storage_chain = session.storage_chain();
   r.data_path = caps.data_path;

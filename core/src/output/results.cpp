@@ -136,9 +136,10 @@ Result<std::string> PrepareOutputFolder(const config::Config& config, cluster::C
   return cluster.Broadcast(folder);
 }
 
-Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest& manifest,
+Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest& given,
                         const cluster::Cluster& cluster) {
   if (cluster.rank() != 0) return Status::OK();
+  const config::LoadedManifest manifest = config::Redacted(given);  // no credentials
   const std::string sub = folder + "/" + manifest.config.hydra.output_subdir;
   std::error_code ec;
   fs::create_directories(sub, ec);

@@ -296,7 +296,8 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
   return Status::OK();
 }
 
-std::string SummaryJson(const RunResults& r, const config::LoadedManifest& manifest) {
+std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given) {
+  const config::LoadedManifest manifest = config::Redacted(given);  // no credentials
   const config::Config& c = manifest.config;
   const double record = static_cast<double>(c.dataset.record_length_bytes);
   json summary;

@@ -1,0 +1,164 @@
+// The HTTP side of the `s3` storage back end: S3 requests made with libcurl's
+// multi interface and signed by libcurl itself (CURLOPT_AWS_SIGV4; no
+// signing code here).
+//
+// What libcurl 7.88 (Debian 12) needs to be told, found against radosgw,
+// which checks signatures strictly:
+//   * it sends no x-amz-content-sha256 header: every request carries
+//     "x-amz-content-sha256: UNSIGNED-PAYLOAD", which libcurl then signs;
+//   * it signs the query string exactly as written: parameters are sorted
+//     by name, values percent-encoded, and a parameter without a value is
+//     written "name=" ("?uploads=", never "?uploads");
+//   * CompleteMultipartUpload's body needs "Content-Type: application/xml";
+//   * every header the request sets is signed, even an empty one that only
+//     removes a header ("Expect:"), which the server then misses: none is set.
+//
+// A Client keeps a pool of connections (one curl multi handle with its easy
+// handles each); a batch of requests checks one out, so threads making
+// requests at the same time use separate connections, and connections are
+// reused from one batch to the next (keep-alive). Requests are path style:
+// <endpoint>/<bucket>/<key>.
+//
+// Credentials live in the Client only: no message, statistic or result names
+// them.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "iomimic/status.h"
+
+namespace iomimic::s3 {
+
+struct ClientOptions {
+  std::string endpoint;  // scheme://host[:port], without a trailing slash
+  std::string region = "us-east-1";
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;      // optional (AWS_SESSION_TOKEN)
+  int max_attempts = 5;           // tries of one request (1 = no retry)
+  double backoff_seconds = 0.05;  // first retry's wait; doubles per retry, capped at 2 s
+  long connect_timeout_seconds = 10;
+  long stall_timeout_seconds = 60;  // a transfer below 1 byte/s this long fails
+  bool verify_tls = true;
+};
+
+// A bucket and key named by a path: "s3://bucket/key", "/bucket/key" or
+// "bucket/key" (the first component is the bucket, as DLIO joins
+// storage_root, the bucket, to relative folders). The key may be empty (the
+// bucket itself). Repeated and trailing slashes of the key are dropped.
+struct ObjectName {
+  std::string bucket;
+  std::string key;
+};
+Result<ObjectName> ParsePath(const std::string& path);
+
+// RFC 3986 percent-encoding of everything but unreserved characters (and
+// '/' when `keep_slash`), as SigV4's canonical form requires.
+std::string UriEncode(std::string_view text, bool keep_slash);
+
+// The query string of `parameters` in SigV4's canonical form: sorted by
+// name (then value), names and values percent-encoded, "name=" for an empty
+// value, joined by '&'.
+std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> parameters);
+
+// The text of the first <tag>...</tag> in `xml` at or after `*position`
+// (XML entities &amp; &lt; &gt; &quot; &apos; decoded), and moves `*position`
+// past it; empty with `*position` = npos when there is none.
+std::string XmlElement(std::string_view xml, std::string_view tag, std::size_t* position);
+
+// One S3 request and, once performed, its outcome.
+struct Request {
+  std::string method = "GET";  // GET, HEAD, PUT, POST, DELETE
+  std::string bucket;
+  std::string key;
+  std::vector<std::pair<std::string, std::string>> query;
+  std::vector<std::string> headers;   // extra "Name: value" lines
+  std::span<const std::byte> upload;  // the body of PUT and POST
+  // Where a GET's body goes: `download` when set (a longer body is an
+  // error), else `body`.
+  std::span<std::byte> download;
+  std::uint64_t range_offset = 0;  // with range_length > 0: a ranged GET
+  std::uint64_t range_length = 0;
+  // A "404" that is an answer, not an error (HEAD of a missing object).
+  bool not_found_ok = false;
+
+  // Outcome.
+  Status status;
+  long http_code = 0;
+  std::string body;                  // error bodies, XML answers
+  std::size_t received = 0;          // bytes written to `download`
+  std::uint64_t content_length = 0;  // HEAD: the object's size
+  std::string etag;                  // PUT of a part: its ETag
+  int attempts = 0;
+
+  // Internal: upload cursor; whether the last failure may pass when tried again.
+  std::size_t upload_position = 0;
+  bool retryable = false;
+};
+
+// Counters of a Client (summed over its life; thread-safe reads).
+struct ClientStats {
+  std::uint64_t requests = 0;
+  std::uint64_t retries = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t connections = 0;  // new connections opened
+};
+
+class Client {
+ public:
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Checks the options (an endpoint with a scheme, keys present) and
+  // initializes libcurl. Errors say which option is missing, never its value.
+  static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
+
+  // Performs every request, at most `in_flight` at once over one pooled
+  // connection set, retrying transport errors, HTTP 5xx and 429/503
+  // ("SlowDown") up to max_attempts with doubling backoff. Each request's
+  // status is set (StatusForHttp; a 404 is OK when not_found_ok). Returns
+  // the first error. Thread-safe.
+  Status Perform(std::span<Request*> requests, std::size_t in_flight);
+  Status Perform(Request& request) {
+    Request* one = &request;
+    return Perform(std::span<Request*>(&one, 1), 1);
+  }
+
+  ClientStats stats() const;
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  struct Connection;
+  explicit Client(const ClientOptions& options);
+  std::unique_ptr<Connection> Checkout();
+  void Return(std::unique_ptr<Connection> connection);
+  Status PerformOnce(Connection& connection, std::span<Request*> requests, std::size_t in_flight);
+
+  ClientOptions options_;
+  std::string sigv4_;  // "aws:amz:<region>:s3"
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  ClientStats stats_;
+};
+
+// The Status of a finished request that failed: names the method, the
+// object (s3://bucket/key), the HTTP code and the S3 error code and message
+// from the body. 404 (NoSuchKey, NoSuchBucket) -> kNotFound; 403 -> kIOError
+// "access denied"; 409/412 -> kAlreadyExists; others kIOError.
+Status StatusForHttp(const Request& request);
+
+// "s3://bucket/key" for messages.
+std::string Describe(std::string_view bucket, std::string_view key);
+
+}  // namespace iomimic::s3

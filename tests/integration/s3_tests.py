@@ -1,0 +1,445 @@
+#!/usr/bin/python3
+"""The s3 back end against a real S3 server: Ceph's radosgw started on
+loopback by scripts/s3_server.sh (it checks SigV4 signatures strictly), with
+boto3 (Debian python3-boto3) as the independent client that lists and reads
+back what iomimic wrote (docs/s3.md).
+
+The server is shared by the tests of one build: s3_server_start (a ctest
+fixture) starts it under <build>/tests/work/s3-server, s3_server_stop stops
+it. A test run on its own starts it when it is not running. When the server
+cannot be installed (no ceph-mon, ceph-osd, radosgw), every test is skipped
+with a message (exit 77, ctest's SKIP_RETURN_CODE).
+
+Usage: s3_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+SKIP = 77
+
+
+def args():
+    return harness.ARGS
+
+
+def work(*parts):
+    return os.path.join(args().work, *parts)
+
+
+def server_dir():
+    return os.path.join(os.path.dirname(os.path.abspath(args().work)), "s3-server")
+
+
+def server_port():
+    # One port per build folder, so that several checkouts can test at once.
+    digest = hashlib.sha1(server_dir().encode()).digest()
+    return 20000 + int.from_bytes(digest[:2], "big") % 10000
+
+
+def script():
+    return os.path.join(args().source, "scripts", "s3_server.sh")
+
+
+def skip_without_server():
+    missing = [t for t in ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin")
+               if shutil.which(t) is None]
+    if missing:
+        print("SKIP: the S3 server cannot run here: %s not installed (scripts/deps.sh installs "
+              "ceph-mon ceph-osd radosgw)" % ", ".join(missing))
+        sys.exit(SKIP)
+
+
+def server_env():
+    """Starts the server when it is not running; returns its environment."""
+    skip_without_server()
+    env_vars = dict(os.environ, IOMIMIC_S3_PORT=str(server_port()))
+    pid = os.path.join(server_dir(), "radosgw.pid")
+    running = False
+    if os.path.exists(pid):
+        try:
+            os.kill(int(open(pid).read().strip()), 0)
+            running = True
+        except (OSError, ValueError):
+            running = False
+    cmd = [script(), "env" if running else "start", server_dir()]
+    p = subprocess.run(cmd, env=env_vars, capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        fail("s3_server.sh %s failed:\n%s%s" % (cmd[1], p.stdout, p.stderr))
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"export (\w+)=(.*)", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def s3_env():
+    """os.environ with the server's credentials (AWS_*)."""
+    e = dict(os.environ)
+    e.update(server_env())
+    return e
+
+
+def boto3_client(env):
+    import boto3
+    import botocore.config
+    return boto3.client(
+        "s3", endpoint_url=env["AWS_ENDPOINT_URL"], aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",
+        config=botocore.config.Config(s3={"addressing_style": "path"}))
+
+
+def list_keys(client, bucket, prefix):
+    keys = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for o in page.get("Contents", []):
+            keys[o["Key"]] = o["Size"]
+    return keys
+
+
+def uniq(prefix):
+    """A prefix of this process: a server kept between runs holds older ones."""
+    return "run%d/%s" % (os.getpid(), prefix)
+
+
+def small(env, prefix, out, fmt="npz", files=6, extra=()):
+    """A small run on the s3 back end: data under s3://<bucket>/<prefix>."""
+    return [
+        "workload=quickstart",
+        "++workload.workflow.generate_data=True",
+        "++workload.workflow.evaluation=False",
+        "++workload.storage.storage_type=s3",
+        "++workload.storage.storage_root=" + env["IOMIMIC_S3_BUCKET"],
+        "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+        "++workload.dataset.format=" + fmt,
+        "++workload.dataset.data_folder=s3://%s/%s" % (env["IOMIMIC_S3_BUCKET"], prefix),
+        "++workload.dataset.num_files_train=%d" % files,
+        "++workload.dataset.num_files_eval=0",
+        "++workload.dataset.num_subfolders_train=0",
+        "++workload.dataset.num_samples_per_file=1",
+        "++workload.dataset.record_length_bytes=65536",
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.reader.batch_size=2",
+        "++workload.reader.read_threads=2",
+        "++workload.train.epochs=1",
+        "++workload.train.computation_time=0.001",
+        "++workload.output.folder=" + out,
+    ] + list(extra)
+
+
+def expect_one_error(p, pattern):
+    lines = [l for l in p.stderr.splitlines() if l.strip() and "warning" not in l]
+    if p.returncode == 0:
+        fail("expected a non-zero exit")
+    if len(lines) != 1 or not lines[0].startswith("iomimic: error: "):
+        fail("expected exactly one 'iomimic: error:' line, got:\n" + p.stderr)
+    if not re.search(pattern, lines[0]):
+        fail("error line %r does not match %r" % (lines[0], pattern))
+    print("error as expected: " + lines[0])
+
+
+# --- the server as a ctest fixture --------------------------------------------
+
+def test_s3_server_start():
+    env = server_env()
+    print("S3 server at %s, bucket %s" % (env["AWS_ENDPOINT_URL"], env["IOMIMIC_S3_BUCKET"]))
+
+
+def test_s3_server_stop():
+    if os.path.isdir(server_dir()):
+        run([script(), "stop", server_dir()])
+
+
+# --- tests --------------------------------------------------------------------
+
+def test_s3_plugin_unit_live():
+    """The plugin's own tests, live cases included, against the server."""
+    env = s3_env()
+    binary = os.path.join(os.path.dirname(args().iomimic), "iomimic_storage_s3_test")
+    if not os.path.exists(binary):
+        fail("%s not built" % binary)
+    env["IOMIMIC_S3_TEST_ENDPOINT"] = env["AWS_ENDPOINT_URL"]
+    p = run([binary], env=env)
+    if "live test skipped" in p.stdout + p.stderr:
+        fail("the live cases did not run")
+
+
+def test_s3_format_matrix():
+    """Several formats generated and trained on s3; boto3 lists the objects
+    with the sizes iomimic reported and reads them back."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    formats = ["npz", "npy", "hdf5", "png", "jpeg", "tfrecord", "csv", "indexed_binary",
+               "parquet"]
+    plugins = run([args().iomimic, "plugins"], env=env).stdout
+    ran = []
+    for fmt in formats:
+        if not re.search(r"^format\s+%s\s" % fmt, plugins, re.M):
+            continue
+        prefix = uniq("matrix/%s" % fmt)
+        out = work(fmt)
+        # tf.data reads every format, tfrecord included.
+        run([args().iomimic, "run", "-q"] + small(env, prefix, out, fmt=fmt, extra=[
+            "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow"]),
+            env=env)
+        s = harness.load_strict_json(os.path.join(out, "summary.json"))
+        io = s["iomimic"]
+        if io["plugins"]["storage"]["name"] != "s3":
+            fail(fmt + ": the run did not use the s3 back end")
+        if io["bytes_read"] <= 0:
+            fail(fmt + ": nothing was read")
+        # The same objects read again through ranged GETs of 16 KiB.
+        ranged = work(fmt + "-ranged")
+        run([args().iomimic, "run", "-q"] + small(env, prefix, ranged, fmt=fmt, extra=[
+            "++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow",
+            "++workload.workflow.generate_data=False",
+            "++workload.storage.options.read_mode=ranged",
+            "++workload.storage.options.range_size=16K"]), env=env)
+        rio = harness.load_strict_json(os.path.join(ranged, "summary.json"))["iomimic"]
+        stats = rio["plugins"]["storage"].get("statistics", {})
+        if rio["plugins"]["storage"]["data_path"] != "s3-ranged-get" or \
+                stats.get("s3_ranged_gets", 0) <= 0 or rio["bytes_read"] <= 0:
+            fail("%s: ranged reads did not run: %s" % (fmt, json.dumps(rio["plugins"]["storage"])))
+        keys = list_keys(client, bucket, prefix + "/train/")
+        data = {k: v for k, v in keys.items() if not k.endswith(".idx")}
+        if len(data) < 6:
+            fail("%s: boto3 lists %d data objects under %s/train/, expected 6: %s" %
+                 (fmt, len(data), prefix, sorted(keys)))
+        if any(k.endswith(".iomimic-partial") or ".iomimic-complete" in k for k in keys):
+            fail("%s: temporary or record objects on s3: %s" % (fmt, sorted(keys)))
+        first = sorted(data)[0]
+        body = client.get_object(Bucket=bucket, Key=first)["Body"].read()
+        if len(body) != data[first] or len(body) == 0:
+            fail("%s: boto3 read %d bytes of %s, listed %d" % (fmt, len(body), first, data[first]))
+        if fmt == "npz":
+            import io as pyio
+            import numpy
+            x = numpy.load(pyio.BytesIO(body))["x"]
+            print("numpy reads %s from s3: x %s %s" % (first, x.shape, x.dtype))
+        ran.append(fmt)
+    print("s3 matrix: %s" % ", ".join(ran))
+    if len(ran) < 5:
+        fail("fewer than 5 formats ran on s3: %s" % ran)
+
+
+def test_s3_checkpoint_multipart():
+    """A checkpoint workload writes multipart objects (5 MiB parts) to s3;
+    boto3 sees each at its planned size; they are read back."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    out = work("out")
+    run([args().iomimic, "run", "-q", harness.workload("llama_8b_zero3")] +
+        harness.LLAMA_SHRINK +
+        ["++workload.storage.storage_type=s3",
+         "++workload.storage.storage_root=" + bucket,
+         "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+         "++workload.storage.options.multipart_threshold=5M",
+         "++workload.storage.options.part_size=5M",
+         "++workload.checkpoint.checkpoint_folder=s3://%s/%s" % (bucket, uniq("ckpt")),
+         "++workload.output.folder=" + out], env=env)
+    keys = list_keys(client, bucket, uniq("ckpt") + "/")
+    if not keys:
+        fail("no checkpoint objects under s3://%s/ckpt/" % bucket)
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))
+    stats = s["iomimic"]["plugins"]["storage"].get("statistics", {})
+    print("checkpoint objects: %d, %d bytes; statistics %s" %
+          (len(keys), sum(keys.values()), json.dumps(stats)))
+    if sum(keys.values()) <= 0:
+        fail("checkpoint objects are empty")
+    if not any(v > 5 << 20 for v in keys.values()):
+        fail("no checkpoint object above the 5 MiB multipart threshold")
+    big = max(keys, key=keys.get)
+    head = client.head_object(Bucket=bucket, Key=big)
+    if "-" not in head["ETag"]:
+        fail("%s was not written as a multipart upload (ETag %s)" % (big, head["ETag"]))
+
+
+def test_s3_wrong_secret():
+    """A wrong secret is exactly one clear 403 error line and a non-zero exit."""
+    env = s3_env()
+    env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-0123456789"
+    p = run([args().iomimic, "run"] + small(env, uniq("wrong"), work("out")), env=env, expect_ok=False)
+    expect_one_error(p, r"HTTP 403.*access denied")
+    if "not-the-secret" in p.stdout + p.stderr:
+        fail("the secret was printed")
+
+
+def test_s3_failed_multipart_leaves_no_object():
+    """A generation whose multipart upload fails midway (plugin option
+    fail_after_parts) leaves no object and no upload in progress."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("failing")
+    p = run([args().iomimic, "generate"] + small(env, prefix, work("out"), files=2, extra=[
+        "++workload.dataset.record_length_bytes=12582912",
+        "++workload.storage.options.multipart_threshold=5M",
+        "++workload.storage.options.part_size=5M",
+        "++workload.storage.options.parts_in_flight=1",
+        "++workload.storage.options.fail_after_parts=1"]), env=env, expect_ok=False)
+    expect_one_error(p, r"injected failure")
+    keys = list_keys(client, bucket, prefix + "/")
+    if keys:
+        fail("objects visible after a failed upload: %s" % keys)
+    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
+    if uploads:
+        fail("multipart uploads left in progress: %s" % uploads)
+
+
+def test_s3_faulty_decorator_mid_upload():
+    """The faulty decorator over s3 fails a write after a multipart part went
+    up: the core aborts the file (File::Abort through the decorator), so no
+    object and no upload in progress remain."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("faulty")
+    manifest = work("faulty_s3.yaml")
+    with open(manifest, "w") as f:
+        f.write("""model: {name: faulty_s3}
+framework: pytorch
+workflow: {generate_data: True, train: False}
+dataset:
+  data_folder: s3://%s/%s
+  format: npz
+  num_files_train: 2
+  num_samples_per_file: 1
+  record_length_bytes: 33554432
+storage:
+  backend: faulty
+  options:
+    inner: s3
+    inner.endpoint_url: %s
+    inner.multipart_threshold: 5M
+    inner.part_size: 5M
+    inner.parts_in_flight: 1
+    mode: enospc
+    error_rate: 1
+    after_ops: 3
+reader: {batch_size: 1}
+""" % (bucket, prefix, env["AWS_ENDPOINT_URL"]))
+    p = run([args().iomimic, "generate", manifest, "++workload.output.folder=" + work("out")],
+            env=env, expect_ok=False)
+    expect_one_error(p, r"injected ENOSPC")
+    keys = list_keys(client, bucket, prefix + "/")
+    if keys:
+        fail("objects visible after a failed upload: %s" % keys)
+    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
+    if uploads:
+        fail("multipart uploads left in progress: %s" % uploads)
+
+
+def test_s3_resume_skips_complete_objects():
+    """A second generation skips complete objects; a missing one is written
+    again; an object of the wrong size is refused, not overwritten."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("resume")
+    ov = small(env, prefix, work("out"), files=6)
+    run([args().iomimic, "generate"] + ov, env=env)
+    p = run([args().iomimic, "generate"] + ov, env=env)
+    if "6 already complete" not in p.stdout:
+        fail("a second generation should skip the 6 complete objects:\n" + p.stdout)
+    keys = sorted(list_keys(client, bucket, prefix + "/train/"))
+    client.delete_object(Bucket=bucket, Key=keys[0])
+    p = run([args().iomimic, "generate"] + ov, env=env)
+    if "5 already complete" not in p.stdout:
+        fail("generation should rewrite only the deleted object:\n" + p.stdout)
+    client.put_object(Bucket=bucket, Key=keys[1], Body=b"user data")
+    p = run([args().iomimic, "generate"] + ov, env=env, expect_ok=False)
+    expect_one_error(p, r"refusing to overwrite")
+    if client.get_object(Bucket=bucket, Key=keys[1])["Body"].read() != b"user data":
+        fail("the user's object was overwritten")
+
+
+def test_s3_credentials_in_no_output_file():
+    """Credentials given in the manifest (DLIO's storage_options) and as
+    overrides appear in no file of the run folder, nor in its output."""
+    env = s3_env()
+    key, secret = env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+    bare = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    out = work("out")
+    p = run([args().iomimic, "run"] + small(env, uniq("secret"), out, extra=[
+        "++workload.storage.storage_options.access_key_id=" + key,
+        "++workload.storage.storage_options.secret_access_key=" + secret,
+        "++workload.train.epochs=2"]), env=bare)
+    found = []
+    for path in glob.glob(os.path.join(out, "**", "*"), recursive=True) + \
+            glob.glob(os.path.join(out, "**", ".*", "*"), recursive=True):
+        if os.path.isfile(path):
+            text = open(path, "rb").read()
+            for name, value in (("access key", key), ("secret", secret)):
+                if value.encode() in text:
+                    found.append("%s in %s" % (name, path))
+    for name, value in (("access key", key), ("secret", secret)):
+        if value in p.stdout + p.stderr:
+            found.append(name + " in the console output")
+    files = len([f for f in glob.glob(os.path.join(out, "**"), recursive=True)
+                 if os.path.isfile(f)])
+    if files < 3:
+        fail("the run wrote only %d files" % files)
+    if found:
+        fail("credentials leaked: " + "; ".join(found))
+    shown = run([args().iomimic, "config", "workload=quickstart",
+                 "++workload.storage.storage_options.secret_access_key=" + secret]).stdout
+    if secret in shown or "<redacted>" not in shown:
+        fail("iomimic config printed the secret")
+    config = open(os.path.join(out, ".hydra", "config.yaml")).read()
+    if "<redacted>" not in config:
+        fail("config.yaml does not show the redacted credentials")
+    print("%d files checked, no credential in any" % files)
+
+
+def test_s3_unet3d_h100_shrunk():
+    """The shipped unet3d_h100_s3.yaml, unmodified, against the local server:
+    overrides only shrink it and point it at the server; boto3 lists and
+    reads the objects."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    out = work("out")
+    p = run([args().iomimic, "run", os.path.join(args().source, "workloads",
+                                                   "unet3d_h100_s3.yaml"),
+             "++workload.storage.storage_root=" + bucket,
+             "++workload.dataset.data_folder=s3://%s/%s" % (bucket, uniq("unet3d")),
+             "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+             "++workload.storage.storage_options.access_key_id=" + env["AWS_ACCESS_KEY_ID"],
+             "++workload.storage.storage_options.secret_access_key=" +
+             env["AWS_SECRET_ACCESS_KEY"],
+             "++workload.dataset.num_files_train=42",
+             "++workload.dataset.record_length_bytes=2097152",
+             "++workload.train.epochs=1",
+             "++workload.train.computation_time=0.01",
+             "++workload.output.folder=" + out], env=env)
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))
+    tput = s["metric"]["train_throughput_mean_samples_per_second"]
+    io = s["iomimic"]
+    print("unet3d_h100_s3 shrunk: %s samples/s, %d bytes read, storage %s" %
+          (tput, io["bytes_read"], io["plugins"]["storage"]["name"]))
+    if io["plugins"]["storage"]["name"] != "s3" or tput <= 0:
+        fail("the run did not use s3 or reported no throughput")
+    keys = list_keys(client, bucket, uniq("unet3d") + "/train/")
+    if len(keys) != 42:
+        fail("boto3 lists %d objects under unet3d/train/, expected 42" % len(keys))
+    import io as pyio
+    import numpy
+    first = sorted(keys)[0]
+    x = numpy.load(pyio.BytesIO(client.get_object(Bucket=bucket, Key=first)["Body"].read()))["x"]
+    print("boto3 + numpy read %s: x %s %s" % (first, x.shape, x.dtype))
+
+
+if __name__ == "__main__":
+    harness.main(globals())
