@@ -15,6 +15,7 @@ PACKAGES=(
   ceph-mon ceph-osd radosgw python3-boto3
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace
+  clang libclang-rt-14-dev
   libjs-chart.js chromium
 )
 

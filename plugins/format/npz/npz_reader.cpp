@@ -164,6 +164,7 @@ Result<std::size_t> PyBufferedFile::Raw(std::uint64_t offset, std::span<std::byt
 }
 
 Result<std::size_t> PyBufferedFile::Read(std::size_t n, std::byte* out) {
+  if (n == 0) return std::size_t{0};  // `out` may be null
   const std::size_t avail = valid_ ? end_ - pos_ : 0;
   if (n <= avail) {  // _bufferedreader_read_fast
     std::memcpy(out, buffer_.data() + pos_, n);
@@ -347,13 +348,14 @@ Status PyZipExtFile::CheckCrc() const {
 }
 
 Result<std::size_t> PyZipExtFile::Read(std::size_t n, std::byte* out) {
+  if (n == 0) return std::size_t{0};  // `out` may be null
   const std::size_t buffered = readbuffer_.size() - offset_;
   if (n < buffered) {
     std::memcpy(out, readbuffer_.data() + offset_, n);
     offset_ += n;
     return n;
   }
-  std::memcpy(out, readbuffer_.data() + offset_, buffered);
+  if (buffered > 0) std::memcpy(out, readbuffer_.data() + offset_, buffered);  // data() may be null
   std::size_t written = buffered;
   std::size_t need = n - buffered;
   readbuffer_.clear();
@@ -368,6 +370,7 @@ Result<std::size_t> PyZipExtFile::Read(std::size_t n, std::byte* out) {
       need = 0;
       break;
     }
+    if (got == 0) break;  // the member's data ended early
     std::memcpy(out + written, chunk_.data(), got);
     written += got;
     need -= got;
