@@ -461,5 +461,80 @@ def test_seed_frnn():
              (p["opens"], p["reads"], p["bytes"], p["file_bytes"]))
 
 
+
+def near(size, figure, tolerance):
+    return abs(size - figure) <= tolerance * figure
+
+
+def test_seed_cosmic_tagger():
+    """Cosmic Tagger: reads of one chunked HDF5 file, most of them 2 KB or
+    6 KB (within 5%: the compressed partial edge chunk and the full chunk
+    of each plane), a few larger index reads (seed: 13 KB; HDF5's index
+    page of 1,024 chunk entries is 15,364 bytes, so within 20%), samples in
+    file order, the same ones on every rank."""
+    p = seed_run("cosmic_tagger", ["++workload.dataset.num_samples_per_file=640",
+                                   "++workload.train.total_training_steps=10"])
+    samples = 10 * 32
+    two = sum(n for s, n in p["sizes"].items() if near(s, 2048, 0.05))
+    six = sum(n for s, n in p["sizes"].items() if near(s, 6144, 0.05))
+    index = sum(n for s, n in p["sizes"].items() if s > 10240)
+    index_ok = all(near(s, 13 * 1024, 0.2) for s in p["sizes"] if s > 10240)
+    print("cosmic_tagger: %d reads: %d of about 2 KB, %d of about 6 KB, %d index reads %s" %
+          (p["reads"], two, six, index, sorted(s for s in p["sizes"] if s > 10240)))
+    if two != 3 * samples or six != 3 * samples:
+        fail("cosmic_tagger: %d reads of about 2 KB and %d of about 6 KB, expected %d each "
+             "(3 planes of %d samples)" % (two, six, 3 * samples, samples))
+    if (two + six) < 0.95 * p["reads"]:
+        fail("cosmic_tagger: only %d of %d reads are 2 KB or 6 KB" % (two + six, p["reads"]))
+    # 6 chunks per sample, 1,024 chunk entries per index page.
+    pages = -(-6 * samples // 1024)
+    if index != pages or not index_ok:
+        fail("cosmic_tagger: index reads %s, expected %d of 13 KB +-20%%" %
+             (dict((s, n) for s, n in p["sizes"].items() if s > 10240), pages))
+    # Every rank reads the same samples, in file order.
+    work = os.path.join(args().work, "cosmic_tagger")
+    out = os.path.join(work, "out2")
+    path = os.path.join(args().source, "workloads", "cosmic_tagger.yaml")
+    mpirun(2, [args().iomimic, "run", "-q", path,
+               "++workload.dataset.data_folder=" + os.path.join(work, "data"),
+               "++workload.output.folder=" + out, "++workload.train.computation_time=0",
+               "++workload.dataset.num_samples_per_file=640",
+               "++workload.train.total_training_steps=10", "++workload.iomimic.sample_log=True"])
+    r0, r1 = samples_read(out, 0), samples_read(out, 1)
+    order = [int(s) for _, _, s in r0]
+    if r0 != r1 or order != list(range(samples)):
+        fail("cosmic_tagger: rank 0 read samples %s..., rank 1 %s...: not the same, in order" %
+             (order[:8], [s for _, _, s in r1[:8]]))
+
+
+def test_seed_l2hmc():
+    """L2HMC: synthetic data (no reads), a checkpoint of 32 MB of model data
+    every 50 of the 150 steps, written by rank 0."""
+    work = os.path.join(args().work, "l2hmc")
+    data = os.path.join(work, "data")
+    ckpt = os.path.join(work, "checkpoints")
+    path = os.path.join(args().source, "workloads", "l2hmc.yaml")
+    ov = ["++workload.dataset.data_folder=" + data,
+          "++workload.output.folder=" + os.path.join(work, "out"),
+          "++workload.checkpoint.checkpoint_folder=" + ckpt,
+          "++workload.train.computation_time=0"]
+    run([args().iomimic, "generate", "-q", path] + ov + ["++workload.workflow.generate_data=True"])
+    log = os.path.join(work, "strace.log")
+    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
+         args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False"])
+    p = strace_profile(log, os.path.realpath(data) + os.sep)
+    files = sorted(os.path.relpath(os.path.join(dp, f), ckpt)
+                   for dp, _, fs in os.walk(ckpt) for f in fs)
+    sizes = [os.path.getsize(os.path.join(ckpt, f)) for f in files]
+    print("l2hmc: %d data reads; checkpoint files %s, sizes %s" % (p["reads"], files, sizes))
+    if p["reads"] != 0:
+        fail("l2hmc: %d reads of the (synthetic) dataset, expected none" % p["reads"])
+    steps = ["global_epoch1_step%d" % s for s in (50, 100, 150)]
+    if sorted(os.path.dirname(f) for f in files) != sorted(steps):
+        fail("l2hmc: checkpoint files %s, expected one in each of %s" % (files, steps))
+    if any(not near(s, 32 << 20, 0.05) for s in sizes):
+        fail("l2hmc: checkpoint sizes %s, seed: 32 MB of model data" % sizes)
+
+
 if __name__ == "__main__":
     harness.main(globals())
