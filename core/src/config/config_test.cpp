@@ -592,7 +592,7 @@ TEST_CASE("workload selection") {
       CHECK(Contains(message, "workload 'unet3d_h10' not found in " + shared.string()));
       CHECK(Contains(message,
                      ". Did you mean 'unet3d_h100'? Available: bert_mrpc, bert_v100, "
-                     "candle_nt3, climate_seg, cosmoflow_a100,"));
+                     "candle_nt3, climate_seg, cosmic_tagger, cosmoflow_a100,"));
       CHECK(Contains(message, "unet3d_v100_s3"));
     }
   }
