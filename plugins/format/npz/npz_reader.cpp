@@ -713,6 +713,23 @@ Status NpzReader::BeginLoad() {
   return Status::OK();
 }
 
+Result<std::uint64_t> NpzReader::DirectoryStart(const zip::EndRecord& end) const {
+  const std::uint64_t end_records_start =
+      end.end_record_offset -
+      (end.zip64 ? zip::kZip64EndOfCentralDirSize + zip::kZip64LocatorSize : 0);
+  if (end.directory_size > end_records_start) {
+    return Corrupt("central directory size " + std::to_string(end.directory_size) +
+                       " exceeds the space before the end record",
+                   end.end_record_offset);
+  }
+  const std::uint64_t directory_start = end_records_start - end.directory_size;
+  if (directory_start < end.directory_offset) {
+    return Corrupt("bad central directory offset " + std::to_string(end.directory_offset),
+                   end.end_record_offset);
+  }
+  return directory_start;
+}
+
 Status NpzReader::ReadEndRecords(std::uint64_t size, zip::EndRecord* end) {
   constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
   if (size < kEnd) {
@@ -860,19 +877,7 @@ Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
 
   // 3. Central directory. Like zipfile, locate it just before the end records
   // and treat any difference from the recorded offset as prepended data.
-  const std::uint64_t end_records_start =
-      end.end_record_offset -
-      (end.zip64 ? zip::kZip64EndOfCentralDirSize + zip::kZip64LocatorSize : 0);
-  if (end.directory_size > end_records_start) {
-    return Corrupt("central directory size " + std::to_string(end.directory_size) +
-                       " exceeds the space before the end record",
-                   end.end_record_offset);
-  }
-  const std::uint64_t directory_start = end_records_start - end.directory_size;
-  if (directory_start < end.directory_offset) {
-    return Corrupt("bad central directory offset " + std::to_string(end.directory_offset),
-                   end.end_record_offset);
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t directory_start, DirectoryStart(end));
   const std::uint64_t concat = directory_start - end.directory_offset;
   if (end.directory_size > kMaxDirectorySize) {
     return Status::NotSupported(path_ + ": central directory of " +
@@ -1050,19 +1055,7 @@ Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
   }
 
   // zipfile._RealGetContents: seek(start_dir); read(size_cd).
-  const std::uint64_t end_records_start =
-      end.end_record_offset -
-      (end.zip64 ? zip::kZip64EndOfCentralDirSize + zip::kZip64LocatorSize : 0);
-  if (end.directory_size > end_records_start) {
-    return Corrupt("central directory size " + std::to_string(end.directory_size) +
-                       " exceeds the space before the end record",
-                   end.end_record_offset);
-  }
-  const std::uint64_t directory_start = end_records_start - end.directory_size;
-  if (directory_start < end.directory_offset) {
-    return Corrupt("bad central directory offset " + std::to_string(end.directory_offset),
-                   end.end_record_offset);
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t directory_start, DirectoryStart(end));
   if (end.directory_size > kMaxDirectorySize) {
     return Status::NotSupported(path_ + ": central directory of " +
                                 std::to_string(end.directory_size) + " bytes is too large");

@@ -267,6 +267,10 @@ class NpzReader final : public FileReader {
   // Checks the NPY header against the member's size; sets data_bytes_.
   Status CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_offset);
   Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
+  // Where the central directory starts, as zipfile locates it: just before
+  // the end records (a difference from the recorded offset is prepended
+  // data). Corruption when the sizes do not fit.
+  Result<std::uint64_t> DirectoryStart(const zip::EndRecord& end) const;
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out, const char* what);
   Status Corrupt(const std::string& what, std::uint64_t offset) const;
   Result<SampleView> ReadSampleImpl(std::uint64_t index);
