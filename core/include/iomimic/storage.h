@@ -93,7 +93,7 @@ struct StorageCapabilities {
 
 // An open file. Obtained from Storage::Open; closed on destruction if Close
 // was not called (errors of that implicit close are lost, so writers call
-// Close and check it).
+// Close and check it). A File is destroyed before the Storage that opened it.
 class File {
  public:
   File() = default;

@@ -1,6 +1,7 @@
 #include "s3_client.h"
 
 #include <curl/curl.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,6 +56,15 @@ std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) 
     r->received += n;
     return n;
   }
+  if (r->sink != nullptr && r->http_code / 100 == 2) {
+    if (r->too_large) return CURL_WRITEFUNC_ERROR;  // ends the transfer
+    if (r->received + n > r->sink->capacity) {
+      r->sink->Reserve(std::max(r->received + n, 2 * r->sink->capacity), r->received);
+    }
+    std::memcpy(r->sink->data.get() + r->received, data, n);
+    r->received += n;
+    return n;
+  }
   if (r->body.size() + n > (std::size_t{64} << 20)) return CURL_WRITEFUNC_ERROR;
   r->body.append(data, n);
   return n;
@@ -89,6 +99,17 @@ std::size_t OnHeader(char* data, std::size_t size, std::size_t count, void* user
     }
     r->received = 0;  // a new response (after 100-continue or a retry)
     r->body.clear();
+    r->too_large = false;
+  } else if (r->sink != nullptr && r->http_code / 100 == 2 && line.size() > 15 &&
+             strncasecmp(line.data(), "content-length:", 15) == 0) {
+    // Size the sink before the body arrives (or refuse a body over max_body).
+    const std::uint64_t length = std::strtoull(std::string(line.substr(15)).c_str(), nullptr, 10);
+    r->content_length = length;
+    if (r->max_body > 0 && length > r->max_body) {
+      r->too_large = true;
+    } else if (length > r->sink->capacity) {
+      r->sink->Reserve(static_cast<std::size_t>(length), 0);
+    }
   }
   return n;
 }
@@ -103,6 +124,14 @@ bool Retryable(const Request& r, CURLcode code) {
 }
 
 }  // namespace
+
+void BodyBuffer::Reserve(std::size_t bytes, std::size_t keep) {
+  if (bytes <= capacity) return;
+  auto bigger = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  if (keep > 0) std::memcpy(bigger.get(), data.get(), std::min(keep, capacity));
+  data = std::move(bigger);
+  capacity = bytes;
+}
 
 std::string Describe(std::string_view bucket, std::string_view key) {
   std::string out = "s3://";
@@ -439,6 +468,10 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     sent += static_cast<std::uint64_t>(up);
     received += static_cast<std::uint64_t>(down);
     connects += static_cast<std::uint64_t>(new_connections);
+    if (code == CURLE_WRITE_ERROR && r->too_large) {
+      r->status = Status::OK();  // an answer: the size, in content_length
+      return;
+    }
     if (code != CURLE_OK) {
       const std::string text =
           "s3: " + r->method + " " + Describe(r->bucket, r->key) + ": " + curl_easy_strerror(code);
@@ -455,7 +488,7 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     if (http / 100 == 2) {
       curl_off_t length = -1;
       curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-      r->content_length = length < 0 ? 0 : static_cast<std::uint64_t>(length);
+      r->content_length = length < 0 ? r->received : static_cast<std::uint64_t>(length);
       curl_header* etag = nullptr;
       if (curl_easy_header(e, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK) {
         r->etag = etag->value;

@@ -75,6 +75,17 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> para
 // past it; empty with `*position` = npos when there is none.
 std::string XmlElement(std::string_view xml, std::string_view tag, std::size_t* position);
 
+// A GET body whose size the caller learns from the response: sized from its
+// Content-Length before the body arrives (grown if more comes), not
+// zero-filled, and reusable from one request to the next, so a reader that
+// fetches object after object allocates and faults its memory in once.
+struct BodyBuffer {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t capacity = 0;
+  // Makes room for `bytes`, keeping the first `keep` bytes.
+  void Reserve(std::size_t bytes, std::size_t keep);
+};
+
 // One S3 request and, once performed, its outcome.
 struct Request {
   std::string method = "GET";  // GET, HEAD, PUT, POST, DELETE
@@ -84,8 +95,13 @@ struct Request {
   std::vector<std::string> headers;   // extra "Name: value" lines
   std::span<const std::byte> upload;  // the body of PUT and POST
   // Where a GET's body goes: `download` when set (a longer body is an
-  // error), else `body`.
+  // error), else `sink` when set, else `body`.
   std::span<std::byte> download;
+  BodyBuffer* sink = nullptr;
+  // With `sink`: a body announced larger than this is not fetched; the
+  // request ends after the headers with `too_large` set and
+  // `content_length` the object's size. 0 = no limit.
+  std::uint64_t max_body = 0;
   std::uint64_t range_offset = 0;  // with range_length > 0: a ranged GET
   std::uint64_t range_length = 0;
   // A "404" that is an answer, not an error (HEAD of a missing object).
@@ -95,8 +111,9 @@ struct Request {
   Status status;
   long http_code = 0;
   std::string body;                  // error bodies, XML answers
-  std::size_t received = 0;          // bytes written to `download`
-  std::uint64_t content_length = 0;  // HEAD: the object's size
+  std::size_t received = 0;          // bytes written to `download` or `sink`
+  std::uint64_t content_length = 0;  // HEAD, or a GET with `sink`: the body's size
+  bool too_large = false;            // see max_body
   std::string etag;                  // PUT of a part: its ETag
   int attempts = 0;
 

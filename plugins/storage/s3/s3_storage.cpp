@@ -259,16 +259,23 @@ class S3WriteFile final : public File {
   Status failed_;
 };
 
+// An object opened for reading. In read_mode whole (DLIO's pattern: one GET
+// per sample) the object was fetched whole by the open, into a buffer the
+// storage lends (`body`), and reads copy from it; otherwise (ranged mode, or
+// an object above whole_object_max) every read is one or more ranged GETs.
 class S3ReadFile final : public File {
  public:
-  S3ReadFile(Client* client, const S3Options* options, S3Counters* counters, std::string path,
-             ObjectName name, std::uint64_t size)
-      : client_(client),
+  S3ReadFile(S3Storage* storage, const S3Options* options, S3Counters* counters, std::string path,
+             ObjectName name, std::uint64_t size, std::unique_ptr<BodyBuffer> body)
+      : storage_(storage),
+        client_(&storage->client()),
         options_(options),
         counters_(counters),
         path_(std::move(path)),
         name_(std::move(name)),
-        size_(size) {}
+        size_(size),
+        body_(std::move(body)) {}
+  ~S3ReadFile() override { (void)Close(); }
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
     if (closed_) return Status::InvalidArgument("s3: " + path_ + ": read on a closed file");
@@ -276,29 +283,19 @@ class S3ReadFile final : public File {
     const std::size_t n =
         static_cast<std::size_t>(std::min<std::uint64_t>(destination.size(), size_ - offset));
     destination = destination.first(n);
-    if (!Whole()) {
+    if (body_ == nullptr) {
       ReadRequest one;
       one.offset = offset;
       one.destination = destination;
       IOMIMIC_RETURN_IF_ERROR(Ranged(std::span<ReadRequest>(&one, 1)));
       return one.bytes_read;
     }
-    if (!cached_ && offset == 0 && n == size_) {
-      IOMIMIC_RETURN_IF_ERROR(GetWhole(destination));
-      return n;
-    }
-    if (!cached_) {
-      // Not zero-filled: the GET overwrites every byte.
-      cache_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(size_));
-      IOMIMIC_RETURN_IF_ERROR(GetWhole(std::span(cache_.get(), static_cast<std::size_t>(size_))));
-      cached_ = true;
-    }
-    std::memcpy(destination.data(), cache_.get() + offset, n);
+    std::memcpy(destination.data(), body_->data.get() + offset, n);
     return n;
   }
 
   Status ReadBatch(std::span<ReadRequest> requests) override {
-    if (Whole()) return File::ReadBatch(requests);
+    if (body_ != nullptr) return File::ReadBatch(requests);
     if (closed_) return Status::InvalidArgument("s3: " + path_ + ": read on a closed file");
     return Ranged(requests);
   }
@@ -311,31 +308,12 @@ class S3ReadFile final : public File {
   Result<std::uint64_t> Size() override { return size_; }
   Status Close() override {
     closed_ = true;
-    cache_.reset();
+    if (body_ != nullptr) storage_->GiveBuffer(std::move(body_));
     return Status::OK();
   }
   const std::string& path() const override { return path_; }
 
  private:
-  bool Whole() const {
-    return options_->read_mode == ReadMode::kWhole && size_ <= options_->whole_object_max;
-  }
-
-  Status GetWhole(std::span<std::byte> destination) {
-    Request r;
-    r.bucket = name_.bucket;
-    r.key = name_.key;
-    r.download = destination;
-    IOMIMIC_RETURN_IF_ERROR(client_->Perform(r));
-    counters_->whole_gets.fetch_add(1, std::memory_order_relaxed);
-    if (r.received != destination.size()) {
-      return Status::Corruption("s3: GET " + Describe(name_.bucket, name_.key) + ": got " +
-                                std::to_string(r.received) + " bytes of " +
-                                std::to_string(destination.size()) + " (did the object change?)");
-    }
-    return Status::OK();
-  }
-
   // Every request split into ranges of range_size, all in flight together
   // (ranges_in_flight at a time), each straight into its destination.
   Status Ranged(std::span<ReadRequest> requests) {
@@ -386,14 +364,14 @@ class S3ReadFile final : public File {
     return first;
   }
 
+  S3Storage* storage_;
   Client* client_;
   const S3Options* options_;
   S3Counters* counters_;
   std::string path_;
   ObjectName name_;
   std::uint64_t size_;
-  std::unique_ptr<std::byte[]> cache_;  // the whole object, when read in pieces
-  bool cached_ = false;
+  std::unique_ptr<BodyBuffer> body_;  // read_mode whole: the object
   bool closed_ = false;
 };
 
@@ -505,6 +483,37 @@ Result<std::unique_ptr<File>> S3Storage::Open(const std::string& path, const Ope
     case OpenMode::kRead:
       break;
   }
+  if (options_.read_mode == ReadMode::kWhole) {
+    // DLIO's pattern: one GET of the whole object, made here so the open
+    // needs no HEAD for the size; an object above whole_object_max stops
+    // after the headers and is read with ranged GETs instead.
+    std::unique_ptr<BodyBuffer> body = TakeBuffer();
+    Request get;
+    get.bucket = name.bucket;
+    get.key = name.key;
+    get.sink = body.get();
+    get.max_body = options_.whole_object_max;
+    get.not_found_ok = true;
+    Status s = client_->Perform(get);
+    if (!s.ok() || get.http_code == 404 || get.too_large) GiveBuffer(std::move(body));
+    IOMIMIC_RETURN_IF_ERROR(s);
+    if (get.http_code == 404) {
+      return Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
+    }
+    if (!get.too_large) {
+      if (get.received != get.content_length) {
+        GiveBuffer(std::move(body));
+        return Status::Corruption("s3: GET " + Describe(name.bucket, name.key) + ": got " +
+                                  std::to_string(get.received) + " bytes of " +
+                                  std::to_string(get.content_length));
+      }
+      counters_.whole_gets.fetch_add(1, std::memory_order_relaxed);
+      return std::unique_ptr<File>(
+          new S3ReadFile(this, &options_, &counters_, path, name, get.received, std::move(body)));
+    }
+    return std::unique_ptr<File>(
+        new S3ReadFile(this, &options_, &counters_, path, name, get.content_length, nullptr));
+  }
   Request head;
   head.method = "HEAD";
   head.bucket = name.bucket;
@@ -515,7 +524,31 @@ Result<std::unique_ptr<File>> S3Storage::Open(const std::string& path, const Ope
     return Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
   }
   return std::unique_ptr<File>(
-      new S3ReadFile(client_.get(), &options_, &counters_, path, name, head.content_length));
+      new S3ReadFile(this, &options_, &counters_, path, name, head.content_length, nullptr));
+}
+
+std::unique_ptr<BodyBuffer> S3Storage::TakeBuffer() {
+  std::lock_guard lock(buffers_mutex_);
+  if (idle_buffers_.empty()) return std::make_unique<BodyBuffer>();
+  auto largest =
+      std::max_element(idle_buffers_.begin(), idle_buffers_.end(),
+                       [](const auto& a, const auto& b) { return a->capacity < b->capacity; });
+  std::unique_ptr<BodyBuffer> out = std::move(*largest);
+  idle_buffers_.erase(largest);
+  idle_bytes_ -= out->capacity;
+  return out;
+}
+
+void S3Storage::GiveBuffer(std::unique_ptr<BodyBuffer> buffer) {
+  constexpr std::size_t kMaxIdleBuffers = 64;
+  constexpr std::size_t kMaxIdleBytes = std::size_t{1} << 30;
+  if (buffer == nullptr || buffer->capacity == 0) return;
+  std::lock_guard lock(buffers_mutex_);
+  if (idle_buffers_.size() >= kMaxIdleBuffers || idle_bytes_ + buffer->capacity > kMaxIdleBytes) {
+    return;  // freed
+  }
+  idle_bytes_ += buffer->capacity;
+  idle_buffers_.push_back(std::move(buffer));
 }
 
 Status S3Storage::CreateDirectories(const std::string& path) {

@@ -103,12 +103,22 @@ class S3Storage final : public Storage {
 
   Client& client() { return *client_; }
 
+  // Buffers for whole objects (read_mode whole), reused from one object to
+  // the next: Take returns the largest idle one (or a new empty one), Give
+  // keeps it for the next object while at most 64 buffers and 1 GiB are
+  // idle, else frees it. Thread-safe.
+  std::unique_ptr<BodyBuffer> TakeBuffer();
+  void GiveBuffer(std::unique_ptr<BodyBuffer> buffer);
+
  private:
   S3Options options_;
   std::unique_ptr<Client> client_;
   S3Counters counters_;
   std::mutex buckets_mutex_;
   std::vector<std::string> checked_buckets_;
+  std::mutex buffers_mutex_;
+  std::vector<std::unique_ptr<BodyBuffer>> idle_buffers_;
+  std::size_t idle_bytes_ = 0;
 };
 
 Result<std::unique_ptr<Storage>> CreateS3Storage(const PluginContext& context);

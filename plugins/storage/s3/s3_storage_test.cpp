@@ -231,15 +231,40 @@ TEST_CASE("s3 live: single PUT, multipart, whole and ranged reads, stat, list, r
   REQUIRE(dir.ok());
   CHECK(dir->is_directory);
   CHECK(s.Stat(live->prefix + "nothing").status().IsNotFound());
-  // Pieces of a whole-mode file come from one GET.
+  // Whole mode (DLIO's pattern): the open is one GET of the object, with
+  // no HEAD, and every piece read comes from it.
+  auto* s3 = dynamic_cast<iomimic::s3::S3Storage*>(&s);
+  REQUIRE(s3 != nullptr);
   {
+    const std::uint64_t before = s3->client().stats().requests;
     auto f = s.Open(big, {iomimic::OpenMode::kRead});
     REQUIRE(f.ok());
+    CHECK((*f)->Size().value() == b.size());
     std::vector<std::byte> piece(1000);
     auto n = (*f)->ReadAt(7u << 20, piece);
     REQUIRE(n.ok());
     CHECK(std::equal(piece.begin(), piece.end(), b.begin() + (7u << 20)));
     CHECK((*f)->ReadAt(b.size(), piece).value() == 0);
+    CHECK(s3->client().stats().requests - before == 1);
+  }
+  CHECK(s.Open(live->prefix + "dir/missing.bin", {iomimic::OpenMode::kRead}).status().IsNotFound());
+  // An object above whole_object_max stops after the GET's headers and is
+  // read with ranged GETs.
+  {
+    auto capped = MakeLive({{"whole_object_max", "1M"}, {"range_size", "4M"}});
+    auto f = capped->storage->Open(big, {iomimic::OpenMode::kRead});
+    REQUIRE(f.ok());
+    CHECK((*f)->Size().value() == b.size());
+    std::vector<std::byte> piece(3000);
+    REQUIRE((*f)->ReadAt(b.size() - 3000, piece).ok());
+    CHECK(std::equal(piece.begin(), piece.end(), b.end() - 3000));
+    double whole = -1, ranged_gets = -1;
+    for (const auto& stat : capped->storage->Statistics()) {
+      if (stat.name == "s3_whole_gets") whole = stat.value;
+      if (stat.name == "s3_ranged_gets") ranged_gets = stat.value;
+    }
+    CHECK(whole == 0);
+    CHECK(ranged_gets == 1);
   }
   // Ranged reads, batched.
   auto ranged = MakeLive({{"read_mode", "ranged"}, {"range_size", "1M"}});
@@ -258,8 +283,6 @@ TEST_CASE("s3 live: single PUT, multipart, whole and ranged reads, stat, list, r
     CHECK(std::equal(x.begin(), x.end(), b.begin() + 1));
     CHECK(std::equal(y.begin(), y.begin() + 100, b.end() - 100));
   }
-  auto* s3 = dynamic_cast<iomimic::s3::S3Storage*>(&s);
-  REQUIRE(s3 != nullptr);
   auto listed = s3->List(live->bucket, live->prefix.substr(6 + live->bucket.size()));
   REQUIRE(listed.ok());
   CHECK(listed->size() == 2);
