@@ -403,6 +403,41 @@ def test_s3_credentials_in_no_output_file():
     print("%d files checked, no credential in any" % files)
 
 
+def test_s3_two_ranks_under_mpirun():
+    """Two ranks under mpirun share generation (each writes its files),
+    train on their shards and write their checkpoint shards, all on s3:
+    boto3 lists every object, and the summary counts both ranks."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    out = work("out")
+    launcher = ["mpirun", "-np", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        launcher.append("--allow-run-as-root")
+    run(launcher + [args().iomimic, "run", "-q"] + small(env, uniq("mpi"), out, files=8, extra=[
+        "++workload.train.epochs=2",
+        "++workload.checkpoint.checkpoint_folder=s3://%s/%s" % (bucket, uniq("mpi-ckpt")),
+        "++workload.checkpoint.epochs_between_checkpoints=1",
+        "++workload.workflow.checkpoint=True",
+        "++workload.model.model_size_bytes=1048576"]), env=env)
+    data = list_keys(client, bucket, uniq("mpi") + "/train/")
+    if len(data) != 8:
+        fail("boto3 lists %d data objects, expected 8" % len(data))
+    ckpt = list_keys(client, bucket, uniq("mpi-ckpt") + "/")
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))
+    ranks = s["num_accelerators"]
+    read = s["iomimic"]["bytes_read"]
+    print("2 ranks: %d data objects, %d checkpoint objects (%d bytes), %d bytes read, "
+          "num_accelerators %s" % (len(data), len(ckpt), sum(ckpt.values()), read, ranks))
+    if ranks != 2:
+        fail("summary.json num_accelerators = %r, expected 2" % ranks)
+    if not ckpt or sum(ckpt.values()) <= 0:
+        fail("no checkpoint objects written by the two ranks")
+    # Both epochs read every object once across the two ranks.
+    if read < 2 * sum(data.values()) * 0.99:
+        fail("the ranks read %d bytes, expected about %d" % (read, 2 * sum(data.values())))
+
+
 def test_s3_unet3d_h100_shrunk():
     """The shipped unet3d_h100_s3.yaml, unmodified, against the local server:
     overrides only shrink it and point it at the server; boto3 lists and
