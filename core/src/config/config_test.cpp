@@ -1346,5 +1346,17 @@ TEST_CASE("reader.file_access selects the MPI-IO back end unless a backend is na
   CHECK(again.storage.options.at("mode") == "collective");
 }
 
+TEST_CASE("an unknown key of a megabyte is reported, without a suggestion") {
+  // A spelling suggestion compares the key with its section's known keys;
+  // one far longer than any of them is skipped by its length alone, without
+  // an edit distance over a megabyte per candidate (hostile input).
+  const std::string key(std::size_t{1} << 20, 'k');
+  // An explicit key ("? "): YAML limits implicit keys to 1024 characters.
+  const LoadedManifest manifest = MustLoad("dataset:\n  ? " + key + "\n  : 1\n");
+  REQUIRE(manifest.warnings.size() == 1);
+  CHECK(manifest.warnings[0].message.starts_with("unknown key 'dataset.kkkk"));
+  CHECK(manifest.warnings[0].message.find("did you mean") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace iomimic::config

@@ -168,6 +168,12 @@ std::optional<std::string> ClosestWord(std::string_view word,
   std::optional<std::string> best;
   std::size_t best_distance = TypoBudget(word.size()) + 1;
   for (std::string_view candidate : candidates) {
+    // The distance is at least the difference in length: skip what cannot
+    // be within the budget without computing it (a hostile manifest's
+    // megabyte-long key costs one comparison per candidate, not len^2).
+    const std::size_t longer = std::max(word.size(), candidate.size());
+    const std::size_t shorter = std::min(word.size(), candidate.size());
+    if (longer - shorter >= best_distance) continue;
     const std::size_t distance = EditDistance(word, candidate);
     if (distance < best_distance && distance < std::max(word.size(), candidate.size())) {
       best_distance = distance;
