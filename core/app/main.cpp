@@ -60,9 +60,7 @@ constexpr const char* kDefaultWorkload = "quickstart";
 // tell; it prints plain lines there. Called before MPI_Init, which sets the
 // launcher's variables even in a process started alone.
 bool StdoutIsTerminal() {
-  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-    if (std::getenv(launcher) != nullptr) return false;
-  }
+  if (cluster::LaunchedByMpi()) return false;
   return ::isatty(STDOUT_FILENO) == 1;
 }
 

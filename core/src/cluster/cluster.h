@@ -1,7 +1,7 @@
 // The MPI world as the rest of the core sees it.
 //
 // One MPI rank emulates one accelerator. The same binary runs alone (a
-// singleton MPI process) and under mpirun. Collective calls must be made by
+// world of one, without initialising MPI) and under mpirun. Collective calls must be made by
 // every rank in the same order; AgreeOnStatus is how ranks that failed tell
 // the others, so an error on one rank never leaves the rest waiting in a
 // barrier.
@@ -16,9 +16,16 @@
 
 namespace iomimic::cluster {
 
+// Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this
+// process: it set one of the launchers' environment variables.
+bool LaunchedByMpi();
+
 class Cluster {
  public:
-  // Initialises MPI (once per process). Safe to call when MPI is already up.
+  // Initialises MPI (once per process) when the process was started by an
+  // MPI launcher (LaunchedByMpi) or MPI is already up; a process started
+  // alone is a world of one (rank 0 of 1) whose collectives return their
+  // own arguments, and MPI stays uninitialised.
   static Cluster& Init(int* argc, char*** argv);
   // The instance after Init; initialises without arguments if needed.
   static Cluster& Get();
@@ -33,6 +40,8 @@ class Cluster {
   int host_index() const { return host_index_; }
   int ranks_on_host() const { return ranks_on_host_; }
   const std::string& hostname() const { return hostname_; }
+  // Whether the collectives go through MPI (false: a world of one).
+  bool uses_mpi() const { return mpi_; }
 
   void Barrier() const;
   double SumDouble(double value) const;
@@ -67,6 +76,7 @@ class Cluster {
   int host_index_ = 0;
   int ranks_on_host_ = 1;
   std::string hostname_;
+  bool mpi_ = true;
   mutable bool failure_agreed_ = false;
 };
 

@@ -455,7 +455,18 @@ Result<Options> ParseOptions(const PluginOptions& opts) {
 Result<std::unique_ptr<Storage>> CreateMpiioStorage(const PluginContext& context) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return Status::NotSupported("mpiio: MPI is not initialised in this process");
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return Status::NotSupported("mpiio: MPI was finalised in this process");
+  if (!initialized) {
+    // A process started alone (iomimic does not initialise MPI for a world
+    // of one): MPI-IO needs it, so it starts here, as a singleton; the
+    // process finalises it at exit.
+    int ignored = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &ignored) != MPI_SUCCESS) {
+      return Status::IOError("mpiio: MPI_Init_thread failed");
+    }
+  }
   int provided = 0;
   MPI_Query_thread(&provided);
   IOMIMIC_ASSIGN_OR_RETURN(Options options, ParseOptions(context.options));
