@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds iomimic with clang and sanitizers into build-<kind>/ and runs the
-# unit, format, storage, conformance, format-corruption and hostile-input
-# tests under them (docs/security.md).
+# unit, format, storage, conformance, format-corruption, hostile-input and
+# fault-matrix tests under them (docs/security.md).
 #
 #   scripts/sanitize.sh [asan|tsan] [extra ctest arguments...]
 #
@@ -47,4 +47,4 @@ cmake --build "$build" -j "$jobs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 cd "$build"
 ctest -j "$jobs" --output-on-failure \
-  -R '^(unit|format|storage|conformance)\.|integration\.(format_corruption|hostile_)' "$@"
+  -R '^(unit|format|storage|conformance)\.|integration\.(format_corruption|hostile_|fault_matrix_)' "$@"
