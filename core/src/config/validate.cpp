@@ -54,7 +54,6 @@ std::string LeavesFolder(const std::string& path) {
 }
 
 std::string Str(std::int64_t value) { return std::to_string(value); }
-std::string Str(std::uint64_t value) { return std::to_string(value); }
 
 }  // namespace
 
