@@ -50,6 +50,8 @@ class Recorder : public run::RunObserver {
     epoch_au.push_back(m.train.au_percent);
   }
   void OnError(const Status& s) override { calls.push_back("error " + s.message()); }
+  void OnWarning(const std::string& w) override { warnings.push_back(w); }
+  std::vector<std::string> warnings;
 };
 
 std::string Slurp(const std::string& path) {
@@ -140,6 +142,20 @@ TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the 
   CHECK(summary.find("\"train_au_percentage\"") != std::string::npos);
   const std::string console = output::ConsoleSummary(*r, manifest, recorder.folder);
   CHECK(console.find("train: 2 epochs x 4 steps") != std::string::npos);
+  CHECK(recorder.warnings.empty());
+  fs::remove_all(work);
+}
+
+TEST_CASE("RunWorkload warns when DLIO's throughput formula will read 0 (2 steps per epoch)") {
+  const fs::path work = FreshDir("two-steps");
+  // 8 samples in batches of 4: 2 steps, and DLIO counts (steps - 2).
+  const config::LoadedManifest manifest = Manifest(work, {"++workload.reader.batch_size=4"});
+  Recorder recorder;
+  Result<output::RunResults> r =
+      run::RunWorkload(manifest, Plugins(), cluster::Cluster::Get(), {}, &recorder);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  REQUIRE(recorder.warnings.size() == 1);
+  CHECK(recorder.warnings[0].starts_with("training runs 2 step(s) per epoch"));
   fs::remove_all(work);
 }
 
