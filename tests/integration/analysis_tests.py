@@ -56,6 +56,15 @@ def test_compare_shows_differences():
         fail("the back ends are not shown as a difference:\n" + out)
     if any(line.startswith("output.folder") for line in lines):
         fail("output.folder is listed as a difference")
+    # The number of accelerators is not a manifest key but a difference.
+    c = os.path.join(args().work, "c")
+    harness.mpirun(2, [args().iomimic, "run", "-q", "workload=quickstart",
+                       "++workload.output.folder=" + c] + shrink(data))
+    out = run([args().iomimic, "compare", a, c]).stdout
+    accelerators = [line.split() for line in out.splitlines()
+                    if line.startswith("num_accelerators")]
+    if accelerators != [["num_accelerators", "1", "2"]]:
+        fail("1 against 2 accelerators is not shown as a difference:\n" + out)
     p = run([args().iomimic, "compare", a], expect_ok=False)
     if p.returncode != 2:
         fail("compare with one run exited %d, expected a usage error" % p.returncode)

@@ -189,6 +189,13 @@ Result<RunFolder> ReadRunFolder(const std::string& path) {
   if (summary.contains("hostname") && summary["hostname"].is_string()) {
     run.config["host"] = summary["hostname"].get<std::string>();
   }
+  // How many accelerators (ranks x accelerators per process) and hosts ran
+  // it: not manifest keys, but the first thing two runs differ in.
+  for (const char* key : {"num_accelerators", "num_hosts"}) {
+    if (summary.contains(key) && summary[key].is_number_integer()) {
+      run.config[key] = std::to_string(summary[key].get<long long>());
+    }
+  }
   return run;
 }
 

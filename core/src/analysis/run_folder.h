@@ -29,7 +29,8 @@ struct RunFolder {
   std::string status;  // status.json: completed, failed, interrupted ("" when missing)
   std::vector<Figure> figures;
   // The resolved manifest flattened ("reader.read_threads" -> "4"), plus
-  // "plugins.storage" (the chain), "plugins.format", "host".
+  // "plugins.storage" (the chain), "plugins.format", "host",
+  // "num_accelerators" and "num_hosts".
   std::map<std::string, std::string> config;
 
   // The figure `name`, or null.
