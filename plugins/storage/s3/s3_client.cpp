@@ -133,6 +133,28 @@ void BodyBuffer::Reserve(std::size_t bytes, std::size_t keep) {
   capacity = bytes;
 }
 
+std::string BucketUrl(const ClientOptions& options, std::string_view bucket) {
+  const std::string& endpoint = options.endpoint;
+  if (bucket.empty()) return endpoint;
+  const std::size_t scheme_end = endpoint.find("://");
+  const std::size_t host_begin = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  bool virtual_hosted = options.addressing == Addressing::kVirtual;
+  if (options.addressing == Addressing::kAuto) {
+    std::string_view host = std::string_view(endpoint).substr(host_begin);
+    host = host.substr(0, std::min(host.find(':'), host.find('/')));
+    const bool dns_label =
+        bucket.size() >= 3 && bucket.size() <= 63 &&
+        std::all_of(
+            bucket.begin(), bucket.end(),
+            [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
+        bucket.front() != '-' && bucket.back() != '-';
+    virtual_hosted = dns_label && host.ends_with(".amazonaws.com");
+  }
+  if (!virtual_hosted) return endpoint + "/" + UriEncode(bucket, false);
+  return endpoint.substr(0, host_begin) + UriEncode(bucket, false) + "." +
+         endpoint.substr(host_begin);
+}
+
 std::string Describe(std::string_view bucket, std::string_view key) {
   std::string out = "s3://";
   out += bucket;
@@ -392,7 +414,7 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     r->etag.clear();
     r->upload_position = 0;
     r->retryable = false;
-    std::string url = options_.endpoint + "/" + UriEncode(r->bucket, false);
+    std::string url = BucketUrl(options_, r->bucket);
     if (!r->key.empty()) url += "/" + UriEncode(r->key, true);
     if (!r->query.empty()) url += "?" + CanonicalQuery(r->query);
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());

@@ -16,8 +16,9 @@
 // A Client keeps a pool of connections (one curl multi handle with its easy
 // handles each); a batch of requests checks one out, so threads making
 // requests at the same time use separate connections, and connections are
-// reused from one batch to the next (keep-alive). Requests are path style:
-// <endpoint>/<bucket>/<key>.
+// reused from one batch to the next (keep-alive). Requests are path style
+// (<endpoint>/<bucket>/<key>) or virtual-hosted (<scheme>://<bucket>.<host>/
+// <key>), see BucketUrl.
 //
 // Credentials live in the Client only: no message, statistic or result names
 // them.
@@ -38,6 +39,10 @@
 
 namespace iomimic::s3 {
 
+// How a request names its bucket: in the path, in the host name, or (auto)
+// as the AWS SDKs choose.
+enum class Addressing { kAuto, kPath, kVirtual };
+
 struct ClientOptions {
   std::string endpoint;  // scheme://host[:port], without a trailing slash
   std::string region = "us-east-1";
@@ -49,7 +54,17 @@ struct ClientOptions {
   long connect_timeout_seconds = 10;
   long stall_timeout_seconds = 60;  // a transfer below 1 byte/s this long fails
   bool verify_tls = true;
+  Addressing addressing = Addressing::kAuto;
 };
+
+// The URL of `bucket`, without a trailing slash: "<endpoint>/<bucket>" in
+// path style, "<scheme>://<bucket>.<host>[:port]" virtual-hosted. kAuto is
+// virtual-hosted for AWS's own endpoints (hosts ending in .amazonaws.com)
+// when the bucket name is a DNS label without dots (a dotted name breaks
+// the TLS certificate's wildcard), and path style everywhere else (MinIO,
+// Ceph, on-premises stores), as the AWS SDKs do. An empty bucket gives the
+// endpoint.
+std::string BucketUrl(const ClientOptions& options, std::string_view bucket);
 
 // A bucket and key named by a path: "s3://bucket/key", "/bucket/key" or
 // "bucket/key" (the first component is the bucket, as DLIO joins

@@ -406,8 +406,28 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
                                    std::to_string(attempts) + " is not in 1..100");
   }
   c.max_attempts = static_cast<int>(attempts);
-  IOMIMIC_ASSIGN_OR_RETURN(bool path_style, opts.GetBool("s3_force_path_style", true));
-  (void)path_style;  // requests are always path style (documented)
+  IOMIMIC_ASSIGN_OR_RETURN(std::string addressing, opts.GetString("addressing_style", "auto"));
+  if (addressing == "auto") {
+    c.addressing = Addressing::kAuto;
+  } else if (addressing == "path") {
+    c.addressing = Addressing::kPath;
+  } else if (addressing == "virtual") {
+    c.addressing = Addressing::kVirtual;
+  } else {
+    return Status::InvalidArgument(opts.owner() + ": option 'addressing_style' = '" + addressing +
+                                   "' is not one of auto, path, virtual");
+  }
+  // DLIO's key: True forces path style; False leaves the choice to
+  // addressing_style (auto: what the AWS SDKs do).
+  IOMIMIC_ASSIGN_OR_RETURN(bool force_path, opts.GetBool("s3_force_path_style", false));
+  if (force_path) {
+    if (c.addressing == Addressing::kVirtual) {
+      return Status::InvalidArgument(opts.owner() +
+                                     ": options 's3_force_path_style' = True and "
+                                     "'addressing_style' = virtual contradict each other");
+    }
+    c.addressing = Addressing::kPath;
+  }
   IOMIMIC_ASSIGN_OR_RETURN(c.verify_tls, opts.GetBool("verify_tls", true));
   IOMIMIC_ASSIGN_OR_RETURN(std::string mode, opts.GetString("read_mode", "whole"));
   if (mode == "whole") {
@@ -707,8 +727,12 @@ const IomimicOptionSpec kS3Options[] = {
     {"region", "string", "", "SigV4 region; empty: AWS_REGION, AWS_DEFAULT_REGION, us-east-1"},
     {"access_key_id", "string", "", "access key; empty: AWS_ACCESS_KEY_ID (never printed)"},
     {"secret_access_key", "string", "", "secret key; empty: AWS_SECRET_ACCESS_KEY (never printed)"},
-    {"s3_force_path_style", "bool", "true",
-     "DLIO's key, accepted; requests are always path style (<endpoint>/<bucket>/<key>)"},
+    {"s3_force_path_style", "bool", "false",
+     "DLIO's key: True forces path style (<endpoint>/<bucket>/<key>); False leaves it to "
+     "addressing_style"},
+    {"addressing_style", "string", "auto",
+     "auto (virtual-hosted on *.amazonaws.com for DNS-label buckets, else path), path, or "
+     "virtual (<scheme>://<bucket>.<host>/<key>)"},
     {"s3_max_attempts", "int", "5",
      "tries of a request failing with a transport error, HTTP 5xx or 429 (doubling backoff)"},
     {"read_mode", "string", "whole",

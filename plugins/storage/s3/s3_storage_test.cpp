@@ -61,6 +61,45 @@ TEST_CASE("s3: paths name a bucket and a key") {
   CHECK(!ParsePath("s3://b/../x").ok());
 }
 
+TEST_CASE("s3: path-style and virtual-hosted bucket URLs") {
+  using iomimic::s3::Addressing;
+  using iomimic::s3::BucketUrl;
+  iomimic::s3::ClientOptions o;
+  o.endpoint = "http://127.0.0.1:7480";
+  CHECK(BucketUrl(o, "bkt") == "http://127.0.0.1:7480/bkt");  // auto: not AWS
+  CHECK(BucketUrl(o, "") == "http://127.0.0.1:7480");
+  o.addressing = Addressing::kVirtual;
+  CHECK(BucketUrl(o, "bkt") == "http://bkt.127.0.0.1:7480");
+  o.endpoint = "https://s3.eu-west-1.amazonaws.com";
+  CHECK(BucketUrl(o, "my-data") == "https://my-data.s3.eu-west-1.amazonaws.com");
+  o.addressing = Addressing::kPath;
+  CHECK(BucketUrl(o, "my-data") == "https://s3.eu-west-1.amazonaws.com/my-data");
+  o.addressing = Addressing::kAuto;
+  CHECK(BucketUrl(o, "my-data") == "https://my-data.s3.eu-west-1.amazonaws.com");
+  // Dots (TLS wildcard), capitals and leading hyphens stay in the path.
+  CHECK(BucketUrl(o, "my.data") == "https://s3.eu-west-1.amazonaws.com/my.data");
+  CHECK(BucketUrl(o, "MyData") == "https://s3.eu-west-1.amazonaws.com/MyData");
+  CHECK(BucketUrl(o, "-data") == "https://s3.eu-west-1.amazonaws.com/-data");
+}
+
+TEST_CASE("s3: addressing options, DLIO's s3_force_path_style included") {
+  auto parse = [](std::map<std::string, std::string> m) {
+    m["endpoint_url"] = "http://127.0.0.1:1";
+    m["access_key_id"] = "a";
+    m["secret_access_key"] = "b";
+    return Parse(m);
+  };
+  using iomimic::s3::Addressing;
+  CHECK(parse({}).value().client.addressing == Addressing::kAuto);
+  CHECK(parse({{"s3_force_path_style", "False"}}).value().client.addressing == Addressing::kAuto);
+  CHECK(parse({{"s3_force_path_style", "True"}}).value().client.addressing == Addressing::kPath);
+  CHECK(parse({{"addressing_style", "virtual"}}).value().client.addressing == Addressing::kVirtual);
+  CHECK(!parse({{"addressing_style", "virtual"}, {"s3_force_path_style", "True"}}).ok());
+  auto bad = parse({{"addressing_style", "dns"}});
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("'addressing_style' = 'dns'") != std::string::npos);
+}
+
 TEST_CASE("s3: query strings in SigV4's canonical form") {
   CHECK(CanonicalQuery({{"uploads", ""}}) == "uploads=");
   CHECK(CanonicalQuery({{"uploadId", "a+b/c="}, {"partNumber", "3"}}) ==
@@ -169,7 +208,7 @@ std::unique_ptr<Live> MakeLive(std::map<std::string, std::string> options = {}) 
     MESSAGE("no S3 server (IOMIMIC_S3_TEST_ENDPOINT, IOMIMIC_S3_BUCKET unset): live test skipped");
     return nullptr;
   }
-  options["endpoint_url"] = endpoint;
+  options.emplace("endpoint_url", endpoint);  // unless the test names another
   iomimic::PluginContext ctx;
   ctx.options = iomimic::PluginOptions("storage plugin 's3'", options);
   auto made = iomimic::s3::CreateS3Storage(ctx);
@@ -325,6 +364,40 @@ TEST_CASE("s3 live: a failed or abandoned upload leaves no object") {
     f->reset();
     CHECK(normal->storage->Stat(path).status().IsNotFound());
   }
+}
+
+TEST_CASE("s3 live: virtual-hosted requests (<bucket>.localhost)") {
+  // The test server answers for *.localhost (rgw dns name), and libcurl
+  // resolves any *.localhost name to the loopback address itself.
+  const char* endpoint = std::getenv("IOMIMIC_S3_TEST_ENDPOINT");
+  if (endpoint == nullptr) return;
+  std::string local = endpoint;
+  const std::size_t host = local.find("127.0.0.1");
+  if (host == std::string::npos) {
+    MESSAGE("endpoint is not 127.0.0.1: virtual-hosted live test skipped");
+    return;
+  }
+  local.replace(host, 9, "localhost");
+  auto live = MakeLive({{"endpoint_url", local}, {"addressing_style", "virtual"}});
+  if (!live) return;
+  iomimic::Storage& s = *live->storage;
+  const std::string path = live->prefix + "virtual/hosted.bin";
+  const auto data = Pattern(300000, 5);
+  {
+    iomimic::Status made = s.CreateDirectories(live->prefix + "virtual");
+    INFO(made.ToString());
+    REQUIRE(made.ok());
+  }
+  iomimic::Status written = WriteAll(s, path, data, 65536);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
+  CHECK(ReadAll(s, path) == data);
+  auto* s3 = dynamic_cast<iomimic::s3::S3Storage*>(&s);
+  REQUIRE(s3 != nullptr);
+  auto listed = s3->List(live->bucket, live->prefix.substr(6 + live->bucket.size()) + "virtual/");
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 1);
+  CHECK(s.Remove(path).ok());
 }
 
 TEST_CASE("s3 live: a wrong secret is one clear 403") {
