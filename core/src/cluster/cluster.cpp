@@ -26,7 +26,7 @@ Cluster& Cluster::Init(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (!initialized && !LaunchedByMpi()) {
     // Started alone: a world of one, without MPI. Open MPI's singleton
-    // MPI_Init starts an orted daemon, about 0.3 s of every lone run; a
+    // MPI_Init starts an orted daemon, about 0.4 s of every lone run; a
     // back end that needs MPI (MPI-IO) initialises it itself.
     auto* c = new Cluster();
     c->mpi_ = false;
