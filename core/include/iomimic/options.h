@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "iomimic/status.h"
 
@@ -71,6 +73,23 @@ class PluginOptions {
     double parsed = std::strtod(v.c_str(), &end);
     if (v.empty() || errno != 0 || *end != '\0') return Bad(key, v, "a number");
     return parsed;
+  }
+
+  // One of the names in `choices`, as its value: `fallback` when the key is
+  // absent; InvalidArgument listing the names ("... is not one of a, b, c")
+  // for any other text.
+  template <typename T>
+  Result<T> GetChoice(std::string_view key, T fallback,
+                      std::initializer_list<std::pair<std::string_view, T>> choices) const {
+    auto it = values_.find(std::string(key));
+    if (it == values_.end()) return fallback;
+    std::string names;
+    for (const auto& [name, value] : choices) {
+      if (it->second == name) return value;
+      if (!names.empty()) names += ", ";
+      names += name;
+    }
+    return Bad(key, it->second, "one of " + names);
   }
 
   // A byte count with an optional binary suffix: 4096, 64k, 1M, 2G, 1T

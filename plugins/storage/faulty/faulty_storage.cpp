@@ -26,19 +26,11 @@ Result<FaultyOptions> ParseOptions(const PluginOptions& opts) {
   FaultyOptions out;
   const std::string owner =
       opts.owner().empty() ? std::string("storage plugin 'faulty'") : opts.owner();
-  IOMIMIC_ASSIGN_OR_RETURN(std::string mode, opts.GetString("mode", "eio"));
-  if (mode == "eio") {
-    out.mode = Mode::kEio;
-  } else if (mode == "short_read") {
-    out.mode = Mode::kShortRead;
-  } else if (mode == "enospc") {
-    out.mode = Mode::kEnospc;
-  } else if (mode == "short_write") {
-    out.mode = Mode::kShortWrite;
-  } else {
-    return Status::InvalidArgument(owner + ": option 'mode' = '" + mode +
-                                   "' is not one of eio, short_read, enospc, short_write");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(out.mode, opts.GetChoice("mode", Mode::kEio,
+                                                    {{"eio", Mode::kEio},
+                                                     {"short_read", Mode::kShortRead},
+                                                     {"enospc", Mode::kEnospc},
+                                                     {"short_write", Mode::kShortWrite}}));
   IOMIMIC_ASSIGN_OR_RETURN(out.error_rate, opts.GetDouble("error_rate", 0));
   if (!(out.error_rate >= 0 && out.error_rate <= 1)) {
     return Status::InvalidArgument(owner + ": option 'error_rate' = " + RateText(out.error_rate) +
@@ -75,6 +67,7 @@ Result<FaultyOptions> ParseOptions(const PluginOptions& opts) {
                                    operations + "')");
   }
   if ((out.mode == Mode::kEnospc || out.mode == Mode::kShortWrite) && out.reads) {
+    const char* mode = out.mode == Mode::kEnospc ? "enospc" : "short_write";
     return Status::InvalidArgument(owner + ": mode " + mode +
                                    " applies to writes only (operations '" + operations + "')");
   }

@@ -70,19 +70,12 @@ Result<LatencyOptions> ParseOptions(const PluginOptions& opts) {
   IOMIMIC_ASSIGN_OR_RETURN(out.delay, GetDuration(opts, "delay"));
   IOMIMIC_ASSIGN_OR_RETURN(out.delay_stdev, GetDuration(opts, "delay_stdev"));
   IOMIMIC_ASSIGN_OR_RETURN(out.delay_max, GetDuration(opts, "delay_max"));
-  IOMIMIC_ASSIGN_OR_RETURN(std::string dist, opts.GetString("distribution", "constant"));
-  if (dist == "constant") {
-    out.distribution = Distribution::kConstant;
-  } else if (dist == "uniform") {
-    out.distribution = Distribution::kUniform;
-  } else if (dist == "normal") {
-    out.distribution = Distribution::kNormal;
-  } else if (dist == "exponential") {
-    out.distribution = Distribution::kExponential;
-  } else {
-    return Status::InvalidArgument(owner + ": option 'distribution' = '" + dist +
-                                   "' is not one of constant, uniform, normal, exponential");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(out.distribution,
+                           opts.GetChoice("distribution", Distribution::kConstant,
+                                          {{"constant", Distribution::kConstant},
+                                           {"uniform", Distribution::kUniform},
+                                           {"normal", Distribution::kNormal},
+                                           {"exponential", Distribution::kExponential}}));
   // Bandwidth: a byte count per second; accept a trailing "/s".
   IOMIMIC_ASSIGN_OR_RETURN(std::string bw, opts.GetString("bandwidth", "0"));
   std::string bytes_text = bw;

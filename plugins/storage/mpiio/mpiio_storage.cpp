@@ -428,17 +428,10 @@ Status MpiioFile::ReadBatchAggregated(std::span<ReadRequest> requests) {
 
 Result<Options> ParseOptions(const PluginOptions& opts) {
   Options out;
-  IOMIMIC_ASSIGN_OR_RETURN(std::string mode, opts.GetString("mode", "independent"));
-  if (mode == "independent") {
-    out.mode = Mode::kIndependent;
-  } else if (mode == "collective") {
-    out.mode = Mode::kCollective;
-  } else if (mode == "aggregator") {
-    out.mode = Mode::kAggregator;
-  } else {
-    return Status::InvalidArgument(opts.owner() + ": option 'mode' = '" + mode +
-                                   "' is not one of independent, collective, aggregator");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(out.mode, opts.GetChoice("mode", Mode::kIndependent,
+                                                    {{"independent", Mode::kIndependent},
+                                                     {"collective", Mode::kCollective},
+                                                     {"aggregator", Mode::kAggregator}}));
   IOMIMIC_ASSIGN_OR_RETURN(std::int64_t group, opts.GetInt("group_size", 2));
   if (group < 1)
     return Status::InvalidArgument(opts.owner() + ": option 'group_size' must be >= 1");

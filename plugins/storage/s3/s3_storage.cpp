@@ -406,17 +406,10 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
                                    std::to_string(attempts) + " is not in 1..100");
   }
   c.max_attempts = static_cast<int>(attempts);
-  IOMIMIC_ASSIGN_OR_RETURN(std::string addressing, opts.GetString("addressing_style", "auto"));
-  if (addressing == "auto") {
-    c.addressing = Addressing::kAuto;
-  } else if (addressing == "path") {
-    c.addressing = Addressing::kPath;
-  } else if (addressing == "virtual") {
-    c.addressing = Addressing::kVirtual;
-  } else {
-    return Status::InvalidArgument(opts.owner() + ": option 'addressing_style' = '" + addressing +
-                                   "' is not one of auto, path, virtual");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(c.addressing, opts.GetChoice("addressing_style", Addressing::kAuto,
+                                                        {{"auto", Addressing::kAuto},
+                                                         {"path", Addressing::kPath},
+                                                         {"virtual", Addressing::kVirtual}}));
   // DLIO's key: True forces path style; False leaves the choice to
   // addressing_style (auto: what the AWS SDKs do).
   IOMIMIC_ASSIGN_OR_RETURN(bool force_path, opts.GetBool("s3_force_path_style", false));
@@ -429,15 +422,9 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
     c.addressing = Addressing::kPath;
   }
   IOMIMIC_ASSIGN_OR_RETURN(c.verify_tls, opts.GetBool("verify_tls", true));
-  IOMIMIC_ASSIGN_OR_RETURN(std::string mode, opts.GetString("read_mode", "whole"));
-  if (mode == "whole") {
-    out.read_mode = ReadMode::kWhole;
-  } else if (mode == "ranged") {
-    out.read_mode = ReadMode::kRanged;
-  } else {
-    return Status::InvalidArgument(opts.owner() + ": option 'read_mode' = '" + mode +
-                                   "' is not one of whole, ranged");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(
+      out.read_mode, opts.GetChoice("read_mode", ReadMode::kWhole,
+                                    {{"whole", ReadMode::kWhole}, {"ranged", ReadMode::kRanged}}));
   IOMIMIC_ASSIGN_OR_RETURN(out.range_size, opts.GetBytes("range_size", out.range_size));
   IOMIMIC_ASSIGN_OR_RETURN(std::int64_t ranges, opts.GetInt("ranges_in_flight", 8));
   IOMIMIC_ASSIGN_OR_RETURN(out.whole_object_max,
