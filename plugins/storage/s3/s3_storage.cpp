@@ -502,24 +502,18 @@ Result<std::unique_ptr<File>> S3Storage::Open(const std::string& path, const Ope
     get.max_body = options_.whole_object_max;
     get.not_found_ok = true;
     Status s = client_->Perform(get);
-    if (!s.ok() || get.http_code == 404 || get.too_large) GiveBuffer(std::move(body));
-    IOMIMIC_RETURN_IF_ERROR(s);
-    if (get.http_code == 404) {
-      return Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
+    if (s.ok() && get.http_code == 404) {
+      s = Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
     }
-    if (!get.too_large) {
-      if (get.received != get.content_length) {
-        GiveBuffer(std::move(body));
-        return Status::Corruption("s3: GET " + Describe(name.bucket, name.key) + ": got " +
-                                  std::to_string(get.received) + " bytes of " +
-                                  std::to_string(get.content_length));
-      }
-      counters_.whole_gets.fetch_add(1, std::memory_order_relaxed);
+    if (!s.ok() || get.too_large) {
+      GiveBuffer(std::move(body));
+      IOMIMIC_RETURN_IF_ERROR(s);
       return std::unique_ptr<File>(
-          new S3ReadFile(this, &options_, &counters_, path, name, get.received, std::move(body)));
+          new S3ReadFile(this, &options_, &counters_, path, name, get.content_length, nullptr));
     }
+    counters_.whole_gets.fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<File>(
-        new S3ReadFile(this, &options_, &counters_, path, name, get.content_length, nullptr));
+        new S3ReadFile(this, &options_, &counters_, path, name, get.received, std::move(body)));
   }
   Request head;
   head.method = "HEAD";
