@@ -40,8 +40,6 @@ class Cluster {
   int host_index() const { return host_index_; }
   int ranks_on_host() const { return ranks_on_host_; }
   const std::string& hostname() const { return hostname_; }
-  // Whether the collectives go through MPI (false: a world of one).
-  bool uses_mpi() const { return mpi_; }
 
   void Barrier() const;
   double SumDouble(double value) const;

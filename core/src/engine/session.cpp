@@ -15,8 +15,8 @@ std::string ResolveDataPath(const config::Config& config, const std::string& pat
   return root + "/" + path;
 }
 
-Status CheckTrainingSteps(const config::Config& c, int ranks) {
-  if (!c.workflow.train) return Status::OK();
+Result<std::uint64_t> CheckTrainingSteps(const config::Config& c, int ranks) {
+  if (!c.workflow.train) return std::uint64_t{0};
   if (c.train.epochs == 0) {
     return Status::InvalidArgument(
         "train.epochs = 0: training would run no step; set train.epochs >= 1 or "
@@ -24,7 +24,8 @@ Status CheckTrainingSteps(const config::Config& c, int ranks) {
   }
   const std::uint64_t accelerators = static_cast<std::uint64_t>(ranks) *
                                      std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
-  if (plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators)) > 0) return Status::OK();
+  const std::uint64_t steps = plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators));
+  if (steps > 0) return steps;
   if (c.train.total_training_steps == 0) {
     return Status::InvalidArgument(
         "train.total_training_steps = 0: training would run no step (leave it unset for "
@@ -114,25 +115,15 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
   IOMIMIC_ASSIGN_OR_RETURN(s->element_type_, ElementType::FromName(element_type));
   IOMIMIC_RETURN_IF_ERROR(
       CheckPlanLimits(c, PlanShape{cluster.size(), cluster.ranks_on_host()}, ReadMachineFacts()));
-  IOMIMIC_RETURN_IF_ERROR(CheckTrainingSteps(c, cluster.size()));
-  if (c.workflow.train) {
-    // DLIO's samples/s counts (steps - 2) of each epoch (docs/dlio-compat.md
-    // §4.1): with 1 or 2 steps it reads 0, which looks like a failure.
-    const std::uint64_t accelerators =
-        static_cast<std::uint64_t>(cluster.size()) *
-        std::max<std::uint64_t>(1, c.iomimic.accelerators_per_process);
-    std::uint64_t steps = plan::TrainStepsPerEpoch(c, static_cast<int>(accelerators));
-    if (c.train.total_training_steps > 0) {
-      steps =
-          std::min<std::uint64_t>(steps, static_cast<std::uint64_t>(c.train.total_training_steps));
-    }
-    if (steps > 0 && steps <= 2) {
-      s->warnings_.push_back(
-          "training runs " + std::to_string(steps) +
-          " step(s) per epoch: DLIO's throughput formula counts (steps - 2) per epoch, so "
-          "samples/s and MB/s will read 0; give more samples per epoch (dataset.num_files_train, "
-          "num_samples_per_file) or a smaller reader.batch_size for a throughput figure");
-    }
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t steps, CheckTrainingSteps(c, cluster.size()));
+  // DLIO's samples/s counts (steps - 2) of each epoch (docs/dlio-compat.md
+  // §4.1): with 1 or 2 steps it reads 0, which looks like a failure.
+  if (steps > 0 && steps <= 2) {
+    s->warnings_.push_back(
+        "training runs " + std::to_string(steps) +
+        " step(s) per epoch: DLIO's throughput formula counts (steps - 2) per epoch, so "
+        "samples/s and MB/s will read 0; give more samples per epoch (dataset.num_files_train, "
+        "num_samples_per_file) or a smaller reader.batch_size for a throughput figure");
   }
 
   config::Config resolved = c;

@@ -25,11 +25,13 @@
 
 namespace iomimic::engine {
 
-// OK unless a training run would run no step at all (issue 13, defect 9):
+// The training steps per epoch of each of `ranks` x
+// iomimic.accelerators_per_process accelerators (0 when the run does not
+// train), or InvalidArgument, naming the key, its value and what one step
+// needs, when a training run would run no step at all (issue 13, defect 9):
 // train.epochs 0, train.total_training_steps 0, or fewer samples than one
-// batch on each of `ranks` x iomimic.accelerators_per_process accelerators.
-// InvalidArgument names the key, its value and what one step needs.
-Status CheckTrainingSteps(const config::Config& c, int ranks);
+// batch per accelerator.
+Result<std::uint64_t> CheckTrainingSteps(const config::Config& c, int ranks);
 
 class Session {
  public:
