@@ -411,10 +411,7 @@ def test_s3_two_ranks_under_mpirun():
     client = boto3_client(env)
     bucket = env["IOMIMIC_S3_BUCKET"]
     out = work("out")
-    launcher = ["mpirun", "-np", "2", "--oversubscribe"]
-    if os.geteuid() == 0:
-        launcher.append("--allow-run-as-root")
-    run(launcher + [args().iomimic, "run", "-q"] + small(env, uniq("mpi"), out, files=8, extra=[
+    harness.mpirun(2, [args().iomimic, "run", "-q"] + small(env, uniq("mpi"), out, files=8, extra=[
         "++workload.train.epochs=2",
         "++workload.checkpoint.checkpoint_folder=s3://%s/%s" % (bucket, uniq("mpi-ckpt")),
         "++workload.checkpoint.epochs_between_checkpoints=1",
