@@ -630,6 +630,54 @@ def test_checkpoint_fsync_only_when_asked():
             print("strace: %d fsync calls with fsync=%s" % (n, fsync))
 
 
+def test_checkpoint_atomic_rename():
+    """checkpoint.atomic (the default) writes each checkpoint file under a temporary name and
+    renames it into place; atomic=False writes under the final name, as torch.save does
+    (strace: the files opened for writing, and the renames)."""
+    if not shutil.which("strace"):
+        print("strace not installed: only the files left are checked")
+    for atomic in (True, False):
+        tag = "atomic" if atomic else "in_place"
+        ck = os.path.join(ARGS.work, tag, "ckpt")
+        out = os.path.join(ARGS.work, tag, "out")
+        ov = LLAMA_SHRINK + ["++workload.checkpoint.checkpoint_folder=" + ck,
+                             "++workload.output.folder=" + out,
+                             "++workload.checkpoint.atomic=%s" % atomic]
+        cmd = [ARGS.iomimic, "run", workload("llama_8b_zero3")] + ov
+        trace = os.path.join(ARGS.work, tag + ".strace")
+        if shutil.which("strace"):
+            cmd = ["strace", "-f", "-qq", "-e", "trace=openat,rename,renameat,renameat2",
+                   "-o", trace] + cmd
+        run(cmd)
+        left = [os.path.relpath(os.path.join(r, f), ck) for r, _, fs in os.walk(ck) for f in fs]
+        finals = sorted(f for f in left if not f.endswith(".iomimic-partial"))
+        if len(finals) != 4 or len(left) != 4:
+            fail("atomic=%s: expected 4 checkpoint files and nothing else, found %s" % (atomic, left))
+        if not os.path.exists(trace):
+            continue
+        text = open(trace).read()
+        written = re.findall(r'openat\([^"]*"%s/([^"]+)", [^)]*O_CREAT' % re.escape(ck), text)
+        renamed = re.findall(r'rename(?:at2?)?\(.*"%s/([^"]+)",.*"%s/([^"]+)"' %
+                             (re.escape(ck), re.escape(ck)), text)
+        if atomic:
+            expected = sorted(os.path.join(os.path.dirname(f), "." + os.path.basename(f) +
+                                           ".iomimic-partial") for f in finals)
+            if sorted(set(written)) != expected:
+                fail("atomic: files created %s, expected the temporary names %s" %
+                     (sorted(set(written)), expected))
+            pairs = sorted(set(renamed))
+            if len(pairs) != 4 or any(
+                    os.path.join(os.path.dirname(b), "." + os.path.basename(b) +
+                                 ".iomimic-partial") != a for a, b in pairs):
+                fail("atomic: renames %s, expected each temporary name to its final one" % pairs)
+        else:
+            if sorted(set(written)) != finals or renamed:
+                fail("in place: files created %s, renames %s; expected %s and no rename" %
+                     (sorted(set(written)), renamed, finals))
+        print("atomic=%s: %d files created, %d renames" % (atomic, len(set(written)),
+                                                           len(set(renamed))))
+
+
 def test_bert_step_checkpoints():
     """bert_v100 under mpirun -np 2: checkpoints every N steps inside an epoch, outside the
     AU blocks; a plain model is one tensor written by rank 0."""

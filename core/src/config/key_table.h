@@ -147,6 +147,7 @@
   X("type", type, std::string, "rank_zero", Choice(kCheckpointTypes).Doc("rank_zero or all_ranks write.")) \
   X("mode", mode, std::string, "default", Choice(kCheckpointModes).Doc("default or subset.")) \
   X("fsync", fsync, bool, false, Bool().Doc("fsync checkpoint files before closing.")) \
+  X("atomic", atomic, bool, true, Bool().Iomimic().Doc("Write each checkpoint file under a temporary name and rename it into place when whole, so a process killed mid-write leaves no short file under a checkpoint's name; False writes under the final name, as torch.save does.")) \
   X("time_between_checkpoints", time_between_checkpoints, double, -1, Number(kNoLimitMin, kNoLimit).Doc("Checkpoint-only runs: seconds between checkpoints.")) \
   X("num_checkpoints_write", num_checkpoints_write, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to write.")) \
   X("num_checkpoints_read", num_checkpoints_read, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to read back.")) \

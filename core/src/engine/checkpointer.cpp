@@ -4,6 +4,7 @@
 #include <map>
 
 #include "config/dlio_compat.h"
+#include "engine/generator.h"
 #include "iomimic/random.h"
 
 namespace iomimic::engine {
@@ -76,11 +77,20 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
 std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().syncs; }
 
 Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
+  // checkpoint.atomic (the default): the file is written under a temporary
+  // name beside its final one and renamed into place once closed, so a
+  // process killed mid-write leaves only the temporary file, never a short
+  // checkpoint under its final name (docs/security.md). Off, the file is
+  // written under its final name, as torch.save writes it. Object stores
+  // need neither: an object is visible only once its upload completes.
+  const bool objects = storage_->capabilities().objects;
+  const bool rename = session_.config().checkpoint.atomic && !objects;
+  const std::string target = rename ? TemporaryPath(path) : path;
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.hint = AccessHint::kSequential;
   options.expected_size = bytes;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(path, options));
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(target, options));
   Status status;
   for (std::uint64_t offset = 0; offset < bytes && status.ok();) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - offset));
@@ -90,15 +100,13 @@ Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
   if (status.ok() && session_.config().checkpoint.fsync) status = file->Sync();
   const bool closing = status.ok();
   if (closing) status = file->Close();
+  if (status.ok() && rename) status = storage_->Rename(target, path);
   if (!status.ok()) {
-    // Written under its final name, as torch.save writes: a failed write
-    // removes what it left, so no checkpoint cut short stays behind to be
-    // read back as if whole (a process killed mid-write can still leave
-    // one; reading it back then fails on its size).
-    // Abort: on object stores nothing of the upload becomes visible; other
-    // back ends close the file, and what it holds is removed.
+    // A failed write removes what it left, so no checkpoint cut short stays
+    // behind to be read back as if whole. Abort: on object stores nothing of
+    // the upload becomes visible; other back ends close the file first.
     if (!closing) (void)file->Abort();
-    if (!storage_->capabilities().objects) (void)storage_->Remove(path);
+    if (!objects) (void)storage_->Remove(target);
   }
   return status;
 }
