@@ -2,7 +2,9 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string_view>
+#include <unordered_map>
 
 #include "config/convert_internal.h"
 #include "config/dlio_compat.h"
@@ -100,7 +102,26 @@ const char* DistributionTypeName(Distribution::Kind kind) {
 struct Section {
   YAML::Node node;
   std::string path;
+  // The map's entries by key (the first of a repeated key, as FindEntry
+  // answers), built when the section is first resolved: every key of the
+  // table is looked up in its section, and a scan per lookup would make a
+  // manifest with thousands of keys cost keys x table size.
+  std::shared_ptr<const std::unordered_map<std::string_view, Entry>> entries;
 };
+
+// Indexes `section`'s map (see Section::entries).
+void IndexEntries(Section* section) {
+  if (!section->node.IsMap()) return;
+  auto entries = std::make_shared<std::unordered_map<std::string_view, Entry>>();
+  for (auto it = section->node.begin(); it != section->node.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    Entry entry{it->first, it->second};
+    // The view points into the key node's text, which the entry keeps alive.
+    const std::string_view key = entry.key.Scalar();
+    entries->emplace(key, std::move(entry));
+  }
+  section->entries = std::move(entries);
+}
 
 class Converter {
  public:
@@ -176,7 +197,10 @@ class Converter {
 };
 
 std::optional<Entry> Converter::Get(const Section& section, std::string_view key) {
-  return FindEntry(section.node, key);
+  if (section.entries == nullptr) return FindEntry(section.node, key);
+  auto it = section.entries->find(key);
+  if (it == section.entries->end()) return std::nullopt;
+  return it->second;
 }
 
 Result<Section> Converter::Sub(const Section& parent, std::string_view key) {
@@ -615,6 +639,7 @@ Result<Section> Converter::SectionAt(const std::string& path) {
   } else {
     IOMIMIC_ASSIGN_OR_RETURN(section, Sub(parent, leaf));
   }
+  IndexEntries(&section);
   sections_.emplace(path, section);
   return section;
 }
@@ -755,7 +780,9 @@ Status Converter::ApplyRules(Config* config) {
 }
 
 Status Converter::Run(const YAML::Node& root, Config* config) {
-  sections_.emplace("", Section{root, ""});
+  Section top{root, ""};
+  IndexEntries(&top);
+  sections_.emplace("", std::move(top));
   for (const KeyDef& key : Keys()) IOMIMIC_RETURN_IF_ERROR(ReadKey(key, config));
   return ApplyRules(config);
 }

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "config/keys_internal.h"
 #include "config/schema_internal.h"
@@ -75,11 +77,41 @@ std::string_view LeafOf(std::string_view path) {
   return dot == std::string_view::npos ? path : path.substr(dot + 1);
 }
 
+// KnownKeys() indexed by path, by parent (the leaves below it, in table
+// order) and by leaf (the paths that end in it, in table order). Every
+// unknown key of a manifest is looked up here several times, so a hostile
+// manifest with thousands of keys costs hash lookups, not table scans.
+struct KnownKeyIndex {
+  std::unordered_map<std::string_view, const KnownKey*> by_path;
+  std::unordered_map<std::string_view, std::vector<std::string_view>> leaves_by_parent;
+  std::unordered_map<std::string_view, std::vector<std::string_view>> paths_by_leaf;
+};
+
+const KnownKeyIndex& Index() {
+  static const KnownKeyIndex index = [] {
+    KnownKeyIndex out;
+    for (const KnownKey& key : KnownKeys()) {
+      out.by_path.emplace(key.path, &key);
+      out.leaves_by_parent[ParentOf(key.path)].push_back(LeafOf(key.path));
+      out.paths_by_leaf[LeafOf(key.path)].push_back(key.path);
+    }
+    return out;
+  }();
+  return index;
+}
+
 const KnownKey* FindKnown(std::string_view path) {
-  for (const KnownKey& key : KnownKeys()) {
-    if (key.path == path) return &key;
-  }
-  return nullptr;
+  const auto& by_path = Index().by_path;
+  auto it = by_path.find(path);
+  return it == by_path.end() ? nullptr : it->second;
+}
+
+const std::vector<std::string_view>& Lookup(
+    const std::unordered_map<std::string_view, std::vector<std::string_view>>& map,
+    std::string_view key) {
+  static const std::vector<std::string_view> kNone;
+  auto it = map.find(key);
+  return it == map.end() ? kNone : it->second;
 }
 
 // How many edits still count as a likely typo of a word of this length.
@@ -141,15 +173,12 @@ std::optional<std::string> SuggestKey(std::string_view path) {
   }
 
   // 1. A close spelling among the siblings.
-  std::vector<std::string_view> siblings;
-  for (const KnownKey& key : KnownKeys()) {
-    if (ParentOf(key.path) == parent) siblings.push_back(LeafOf(key.path));
-  }
+  const std::vector<std::string_view>& siblings = Lookup(Index().leaves_by_parent, parent);
   if (auto word = ClosestWord(leaf, siblings)) return JoinPath(parent, *word);
 
   // 2. The same name in another section (dataset.batch_size -> reader.batch_size).
-  for (const KnownKey& key : KnownKeys()) {
-    if (LeafOf(key.path) == leaf && ParentOf(key.path) != parent) return std::string(key.path);
+  for (std::string_view other : Lookup(Index().paths_by_leaf, leaf)) {
+    if (ParentOf(other) != parent) return std::string(other);
   }
 
   // 3. A sibling that extends the name (model.model_size -> model.model_size_bytes).
