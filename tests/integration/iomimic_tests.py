@@ -718,6 +718,44 @@ def sample_counts(out, ranks):
     return reads
 
 
+def test_reader_work_sharing():
+    """iomimic.reader_work_sharing: 8 reader threads on a small window read the same samples
+    in the same steps, with the same bytes, whether idle readers help the oldest batch or
+    not; helped samples are counted (summary: iomimic.shared_samples), none when it is off."""
+    data = os.path.join(ARGS.work, "data")
+    base = [
+        "++workload.dataset.format=npz", "++workload.dataset.num_samples_per_file=2",
+        "++workload.dataset.record_length_bytes=262144",
+        "++workload.dataset.record_length_bytes_stdev=0",
+        "++workload.reader.batch_size=8", "++workload.reader.read_threads=8",
+        "++workload.reader.prefetch_size=8", "++workload.iomimic.sample_log=True",
+        "++workload.iomimic.checksum=True",
+    ]
+    results = {}
+    for sharing in (True, False):
+        out = os.path.join(ARGS.work, "out-%s" % sharing)
+        run([ARGS.iomimic, "run", "workload=quickstart"] + small_overrides(
+            data, out, files=96, epochs=3, compute=0) + base +
+            ["++workload.iomimic.reader_work_sharing=%s" % sharing])
+        with open(os.path.join(out, "0_samples.csv")) as f:
+            rows = [(r["phase"], r["epoch"], r["step"], r["file"], r["sample"])
+                    for r in csv.DictReader(f)]
+        io = load_strict_json(os.path.join(out, "summary.json"))["iomimic"]
+        results[sharing] = (rows, io["read_checksum"], io["checksummed_samples"])
+        print("sharing=%s: %d sample rows, %d helped, checksum %s" % (
+            sharing, len(rows), io["shared_samples"], io["read_checksum"]))
+        if not sharing and io["shared_samples"] != 0:
+            fail("sharing off, yet %d samples were read by a helper" % io["shared_samples"])
+        if sharing and io["shared_samples"] == 0:
+            fail("8 readers on 2 CPUs with a window of 8 batches never helped: the sharing "
+                 "path was not exercised")
+    if results[True] != results[False]:
+        a, b = results[True], results[False]
+        diff = [(x, y) for x, y in zip(a[0], b[0]) if x != y][:5]
+        fail("samples or bytes differ with sharing on and off: first rows %s; checksums %s/%s" %
+             (diff, a[1:], b[1:]))
+
+
 def test_mpiio_modes():
     """dlrm (one shared indexed-binary file) read with MPI-IO by 2 ranks: independent,
     collective (one read_at_all per step) and aggregator modes read every sample once per

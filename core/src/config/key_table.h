@@ -179,6 +179,7 @@
   X("checksum", checksum, bool, false, Bool().Iomimic().Doc("Hash every sample read (summary: read_checksum).")) \
   X("accelerators_per_process", accelerators_per_process, std::uint64_t, 1, UInt(1, kMaxAcceleratorsPerProcess).Iomimic().Doc("Accelerators emulated by each process (threads), each with its own plan.")) \
   X("max_step_list", max_step_list, std::uint64_t, 100000, UInt(0, kNoMax).Iomimic().Doc("Longest per-step list in <id>_output.json; longer lists hold means of k steps; 0 = no bound.")) \
+  X("reader_work_sharing", reader_work_sharing, bool, true, Bool().Iomimic().Doc("A reader thread held back by the prefetch window reads unclaimed samples of the oldest unfinished batch instead of sleeping, so a reader that lost its CPU does not leave another CPU idle; the same samples, requests and batches, at most reader.read_threads samples in flight. False: each batch is read by one thread, as a PyTorch worker reads it. Streamed formats and reader.read_type memory never share.")) \
   X("huge_pages", huge_pages, bool, false, Bool().Iomimic().Doc("madvise(MADV_HUGEPAGE) on reader buffers.")) \
   X("content", content, std::string, "random", Choice(kContentKinds).Iomimic().Doc("Content of generated payloads: random or zeros.")) \
   X("compress_percentage", compress_percentage, std::uint64_t, 0, UInt(0, 100).Iomimic().Doc("Share of each 4 KiB block that compresses away (like fio's buffer_compress_percentage).")) \

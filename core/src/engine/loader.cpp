@@ -239,8 +239,23 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
     if (t == readers_.size()) readers_.push_back(std::make_unique<Reader>(session_));
     readers_[t]->BeginPass(MixSeed(MixSeed(epoch, accelerator_), t + 1), epoch);
   }
+  // Grown while every reader is idle (Finish above), before the pass is
+  // published: a reader touches its window_cv_ only inside a pass.
+  while (window_cv_.size() < threads_) window_cv_.emplace_back();
+  // A streamed file (or read_type memory) is read in order by the one
+  // reader that keeps it open, so its samples cannot be shared.
+  sharing_ = threads_ > 1 && session_.config().iomimic.reader_work_sharing && !from_memory_ &&
+             session_.config().reader.read_type != config::ReadType::kMemory &&
+             !session_.format().traits().streamed;
+  if (sharing_ && work_slots_ < depth_) {
+    work_ = std::make_unique<Work[]>(depth_);
+    work_slots_ = depth_;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (sharing_) {
+      for (std::uint64_t k = 0; k < depth_; ++k) ResetWork(k);
+    }
     slots_.assign(depth_, Slot());
     stopping_ = false;
     running_ = threads_;
@@ -259,11 +274,36 @@ void Loader::Finish() {
   std::unique_lock<std::mutex> lock(mutex_);
   stopping_ = true;
   cv_.notify_all();
+  consumer_cv_.notify_all();
+  for (std::condition_variable& window : window_cv_) window.notify_all();
   cv_.wait(lock, [&] { return running_ == 0; });
   slots_.clear();
   lock.unlock();
   collective_readers_.clear();
   plan_ = nullptr;
+}
+
+Status Loader::ReadSampleOf(Reader& reader, std::uint64_t step, std::uint64_t index,
+                            std::uint64_t* bytes) {
+  const std::uint64_t bs = plan_->batch_size();
+  const plan::SampleRef ref = plan_->Sample(step * bs + index);
+  if (from_memory_) {
+    // iomimic.read_once / startup_load: the sample is already in memory.
+    reader.Preprocess();
+    IOMIMIC_RETURN_IF_ERROR(reader.Collate(index, bs));
+    *bytes += static_cast<std::uint64_t>(session_.layout().nominal_sample_bytes());
+    return Status::OK();
+  }
+  const std::string path = session_.layout().FilePath(split_, ref.file);
+  Result<std::uint64_t> read = reader.Read(path, ref.sample);
+  if (!read.ok()) {
+    return read.status().WithContext("reading sample " + std::to_string(ref.sample) + " of " +
+                                     path + " (format '" + session_.format().name() +
+                                     "', storage '" + session_.storage().name() + "')");
+  }
+  IOMIMIC_RETURN_IF_ERROR(reader.Collate(index, bs));
+  *bytes += *read;
+  return Status::OK();
 }
 
 Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
@@ -273,29 +313,93 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   out->sample_bytes = 0;
   out->refs.clear();
   for (std::uint64_t i = 0; i < bs; ++i) {
-    const plan::SampleRef ref = plan_->Sample(step * bs + i);
-    if (from_memory_) {
-      // iomimic.read_once / startup_load: the sample is already in memory.
-      reader.Preprocess();
-      IOMIMIC_RETURN_IF_ERROR(reader.Collate(i, bs));
-      out->samples += 1;
-      out->sample_bytes += static_cast<std::uint64_t>(session_.layout().nominal_sample_bytes());
-      if (log_samples_) out->refs.push_back(ref);
-      continue;
-    }
-    const std::string path = session_.layout().FilePath(split_, ref.file);
-    Result<std::uint64_t> bytes = reader.Read(path, ref.sample);
-    if (!bytes.ok()) {
-      return bytes.status().WithContext("reading sample " + std::to_string(ref.sample) + " of " +
-                                        path + " (format '" + session_.format().name() +
-                                        "', storage '" + session_.storage().name() + "')");
-    }
-    IOMIMIC_RETURN_IF_ERROR(reader.Collate(i, bs));
+    IOMIMIC_RETURN_IF_ERROR(ReadSampleOf(reader, step, i, &out->sample_bytes));
     out->samples += 1;
-    out->sample_bytes += *bytes;
-    if (log_samples_) out->refs.push_back(ref);
+    if (log_samples_) out->refs.push_back(plan_->Sample(step * bs + i));
   }
   return Status::OK();
+}
+
+void Loader::ResetWork(std::uint64_t step) {
+  Work& w = work_[step % depth_];
+  std::lock_guard<std::mutex> lock(w.mutex);
+  const bool in_pass = step < plan_->steps();
+  const std::uint64_t bs = plan_->batch_size();
+  w.step = in_pass ? step : UINT64_MAX;
+  w.next = 0;
+  w.left = bs;
+  w.status = Status::OK();
+  w.batch.step = step;
+  w.batch.samples = 0;
+  w.batch.sample_bytes = 0;
+  w.batch.refs.clear();
+  if (in_pass && log_samples_) w.batch.refs.resize(bs);
+}
+
+std::uint64_t Loader::StepToHelp() {
+  const std::uint64_t end = std::min(next_step_ + depth_, plan_->steps());
+  for (std::uint64_t step = next_step_; step < end; ++step) {
+    Work& w = work_[step % depth_];
+    std::lock_guard<std::mutex> lock(w.mutex);
+    if (w.step == step && w.next < plan_->batch_size()) return step;
+  }
+  return UINT64_MAX;
+}
+
+Status Loader::Drain(Reader& reader, std::uint64_t step, bool helping) {
+  const std::uint64_t bs = plan_->batch_size();
+  Work& w = work_[step % depth_];
+  for (;;) {
+    std::uint64_t index = 0;
+    {
+      std::lock_guard<std::mutex> lock(w.mutex);
+      if (w.step != step || w.next >= bs) return Status::OK();
+      index = w.next++;
+    }
+    if (helping) session_.AddSharedSample();
+    std::uint64_t bytes = 0;
+    Status status = ReadSampleOf(reader, step, index, &bytes);
+    bool last = false;
+    BatchInfo batch;
+    Status batch_status;
+    {
+      std::lock_guard<std::mutex> lock(w.mutex);
+      if (status.ok()) {
+        w.batch.samples += 1;
+        w.batch.sample_bytes += bytes;
+        if (log_samples_) w.batch.refs[index] = plan_->Sample(step * bs + index);
+      } else if (w.status.ok()) {
+        // The batch fails: nobody claims its other samples.
+        w.status = status;
+        w.left -= bs - w.next;
+        w.next = bs;
+      }
+      last = --w.left == 0;
+      if (last) {
+        batch = std::move(w.batch);
+        batch_status = w.status;
+        w.batch = BatchInfo();
+      }
+    }
+    if (last) Publish(step, std::move(batch), std::move(batch_status));
+    if (!status.ok()) return status;
+  }
+}
+
+void Loader::Publish(std::uint64_t step, BatchInfo batch, Status status) {
+  batch.ready = std::chrono::steady_clock::now();
+  bool awaited = false;  // the consumer's next step
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Slot& slot = slots_[step % depth_];
+    slot.step = step;
+    slot.ready = true;
+    slot.status = std::move(status);
+    slot.batch = std::move(batch);
+    awaited = step == next_step_;
+  }
+  if (awaited) consumer_cv_.notify_one();
+  if (signal_ != nullptr) signal_->Notify();
 }
 
 Status Loader::ReadCollectiveStep(std::uint64_t step, BatchInfo* out) {
@@ -419,23 +523,27 @@ void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t t
   for (std::uint64_t step = thread_index; step < plan_->steps(); step += threads) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || step < next_step_ + depth_; });
+      while (!stopping_ && step >= next_step_ + depth_) {
+        const std::uint64_t help = sharing_ ? StepToHelp() : UINT64_MAX;
+        if (help == UINT64_MAX) {
+          window_cv_[thread_index].wait(lock);
+          continue;
+        }
+        lock.unlock();
+        if (!Drain(reader, help, /*helping=*/true).ok()) return;  // the batch carries the error
+        lock.lock();
+      }
       if (stopping_) return;
+    }
+    if (sharing_) {
+      if (!Drain(reader, step, /*helping=*/false).ok()) return;
+      continue;
     }
     BatchInfo batch;
     Status status = ReadBatch(reader, step, &batch);
-    batch.ready = std::chrono::steady_clock::now();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      Slot& slot = slots_[step % depth_];
-      slot.step = step;
-      slot.ready = true;
-      slot.status = status;
-      slot.batch = std::move(batch);
-    }
-    cv_.notify_all();
-    if (signal_ != nullptr) signal_->Notify();
-    if (!status.ok()) return;
+    const bool failed = !status.ok();
+    Publish(step, std::move(batch), std::move(status));
+    if (failed) return;
   }
 }
 
@@ -465,7 +573,7 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     std::unique_lock<std::mutex> lock(mutex_);
     Slot& slot = slots_[next_step_ % depth_];
     auto ready = [&] { return slot.ready && slot.step == next_step_; };
-    if (wait) cv_.wait(lock, [&] { return stopping_ || ready(); });
+    if (wait) consumer_cv_.wait(lock, [&] { return stopping_ || ready(); });
     if (!ready()) {
       if (!wait) return false;
       return Status::Aborted("loader stopped");
@@ -473,9 +581,12 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     taken = std::move(slot);
     slot = Slot();
     ++next_step_;
+    // The step that enters the window takes over the slot just emptied.
+    if (sharing_) ResetWork(next_step_ - 1 + depth_);
   }
   taken.batch.taken = std::chrono::steady_clock::now();
-  cv_.notify_all();
+  // The step that just entered the window belongs to one reader; wake it.
+  window_cv_[(next_step_ - 1 + depth_) % threads_].notify_one();
   if (!taken.status.ok()) {
     Finish();
     return taken.status;

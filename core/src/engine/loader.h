@@ -22,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -111,6 +112,20 @@ class Loader {
     Status status;
     BatchInfo batch;
   };
+  // A batch being read with work sharing (iomimic.reader_work_sharing): its
+  // samples are claimed one at a time by the reader that owns the step and
+  // by readers the window holds back; whoever finishes the last one
+  // publishes the batch. One per window slot, reset (under mutex_) when its
+  // step enters the window; `step` tells a late claimer that the slot has
+  // moved on.
+  struct Work {
+    std::mutex mutex;
+    std::uint64_t step = UINT64_MAX;
+    std::uint64_t next = 0;  // first sample not yet claimed
+    std::uint64_t left = 0;  // samples not yet finished
+    BatchInfo batch;         // counts so far; refs by sample index
+    Status status;           // the first failure
+  };
   class Reader;
 
   // Next (wait) and TryNext (no wait): takes the next step's batch.
@@ -119,6 +134,23 @@ class Loader {
   // Runs this thread's steps of the current pass.
   void RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads);
   Status ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out);
+  // Reads sample `index` of `step` with `reader`; adds its payload bytes.
+  Status ReadSampleOf(Reader& reader, std::uint64_t step, std::uint64_t index,
+                      std::uint64_t* bytes);
+  // Work sharing: reads unclaimed samples of `step` until none is left,
+  // publishing the batch if this thread finishes its last sample. An error
+  // is that of a sample this thread read. `helping`: the step is another
+  // reader's (counted in Session::shared_samples).
+  Status Drain(Reader& reader, std::uint64_t step, bool helping);
+  // Work sharing: the oldest step in the window with an unclaimed sample,
+  // or UINT64_MAX. Called with mutex_ held.
+  std::uint64_t StepToHelp();
+  // Work sharing: makes `step`'s slot ready for claims. Called with mutex_
+  // held (or before the pass is published).
+  void ResetWork(std::uint64_t step);
+  // Stores a finished batch in its slot and wakes the consumer if it waits
+  // for it.
+  void Publish(std::uint64_t step, BatchInfo batch, Status status);
   // Collective back ends: the consumer reads a whole step with one
   // ReadBatch call on the shared data file, in lockstep with the other ranks.
   Status ReadCollectiveStep(std::uint64_t step, BatchInfo* out);
@@ -137,10 +169,22 @@ class Loader {
   std::uint64_t threads_ = 0;         // reader threads working on the pass
   std::uint64_t depth_ = 1;
   std::uint64_t next_step_ = 0;  // consumer position
+  bool sharing_ = false;         // iomimic.reader_work_sharing applies to this pass
+  std::unique_ptr<Work[]> work_;  // one per window slot when sharing_
+  std::uint64_t work_slots_ = 0;
   bool in_pass_ = false;
 
+  // mutex_ guards the pass state below. cv_ carries the pass lifecycle
+  // (Start, Finish, shutdown, threads going idle). The step-by-step traffic
+  // wakes exactly one thread: a reader that completes the step the consumer
+  // waits for notifies consumer_cv_, and the consumer that takes a step
+  // notifies the window_cv_ of the one reader whose step just entered the
+  // prefetch window. (Waking every thread on every batch cost more than the
+  // batch once there were more reader threads than CPUs.)
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable consumer_cv_;
+  std::deque<std::condition_variable> window_cv_;  // one per reader thread
   std::uint64_t pass_ = 0;     // incremented by Start
   std::uint64_t running_ = 0;  // threads still working on the pass
   bool stopping_ = false;      // the pass ends early

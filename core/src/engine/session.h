@@ -91,6 +91,11 @@ class Session {
   std::uint64_t checksum() const { return checksum_.load(); }
   std::uint64_t checksummed() const { return checksummed_.load(); }
 
+  // Samples read by a reader thread other than the one that owns their
+  // step (iomimic.reader_work_sharing), over the whole run.
+  void AddSharedSample() { shared_samples_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t shared_samples() const { return shared_samples_.load(); }
+
  private:
   Session(const config::LoadedManifest& manifest, cluster::Cluster& cluster)
       : manifest_(manifest), cluster_(cluster) {}
@@ -114,6 +119,7 @@ class Session {
   metrics::Tracer tracer_;
   std::atomic<std::uint64_t> checksum_{0};
   std::atomic<std::uint64_t> checksummed_{0};
+  std::atomic<std::uint64_t> shared_samples_{0};
 };
 
 // Resolves a dataset-relative path against storage.storage_root (DLIO joins

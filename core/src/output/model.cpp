@@ -608,6 +608,7 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   const std::uint64_t checksum = cluster.SumU64(session.checksum());
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);
+  r.shared_samples = cluster.SumU64(session.shared_samples());
   return r;
 }
 

@@ -223,6 +223,9 @@ struct RunResults {
 
   std::uint64_t shuffle_random_seed = 0;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> checksum;  // (sum, samples)
+  // Samples read by a reader thread that helped another's step, all ranks
+  // (iomimic.reader_work_sharing).
+  std::uint64_t shared_samples = 0;
 
   // Every rank's timeline rows and events, by rank, then time.
   double timeline_interval = 0;  // seconds; 0 = no timeline

@@ -416,6 +416,7 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
     io["read_checksum"] = hex;
     io["checksummed_samples"] = r.checksum->second;
   }
+  io["shared_samples"] = r.shared_samples;
   io["sample_read_latency_ms"] = Percentiles(r.sample_latency);
   json latency = json::object();  // every histogram's percentiles (histograms.json)
   for (const auto& [name, h] : r.histograms) {
