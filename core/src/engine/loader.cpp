@@ -545,6 +545,17 @@ void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t t
     Publish(step, std::move(batch), std::move(status));
     if (failed) return;
   }
+  // Out of steps of its own, a reader helps finish the pass's last batches
+  // (the window holds every remaining step by now).
+  while (sharing_) {
+    std::uint64_t help = UINT64_MAX;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      help = StepToHelp();
+    }
+    if (help == UINT64_MAX || !Drain(reader, help, /*helping=*/true).ok()) return;
+  }
 }
 
 Result<bool> Loader::TryNext(BatchInfo* out) { return Take(out, /*wait=*/false); }

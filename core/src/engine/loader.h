@@ -168,8 +168,8 @@ class Loader {
   std::uint64_t passes_[2] = {0, 0};  // passes started, per split (train, eval)
   std::uint64_t threads_ = 0;         // reader threads working on the pass
   std::uint64_t depth_ = 1;
-  std::uint64_t next_step_ = 0;  // consumer position
-  bool sharing_ = false;         // iomimic.reader_work_sharing applies to this pass
+  std::uint64_t next_step_ = 0;   // consumer position
+  bool sharing_ = false;          // iomimic.reader_work_sharing applies to this pass
   std::unique_ptr<Work[]> work_;  // one per window slot when sharing_
   std::uint64_t work_slots_ = 0;
   bool in_pass_ = false;
@@ -185,10 +185,10 @@ class Loader {
   std::condition_variable cv_;
   std::condition_variable consumer_cv_;
   std::deque<std::condition_variable> window_cv_;  // one per reader thread
-  std::uint64_t pass_ = 0;     // incremented by Start
-  std::uint64_t running_ = 0;  // threads still working on the pass
-  bool stopping_ = false;      // the pass ends early
-  bool shutdown_ = false;      // the threads exit
+  std::uint64_t pass_ = 0;                         // incremented by Start
+  std::uint64_t running_ = 0;                      // threads still working on the pass
+  bool stopping_ = false;                          // the pass ends early
+  bool shutdown_ = false;                          // the threads exit
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Reader>> readers_;  // one per thread
   std::vector<std::thread> threads_list_;
