@@ -3,7 +3,10 @@
 // Batch `step` of an epoch is read by reader thread `step mod T` (PyTorch's
 // round robin over workers). At most `depth` batches are in flight or ready
 // at once, so memory stays bounded by the prefetch depth whatever the dataset
-// size; the consumer takes batches strictly in step order. With 0 reader
+// size; the consumer takes batches strictly in step order. With work sharing
+// (iomimic.reader_work_sharing, docs/performance.md) a reader that the window
+// holds back, or that has no step left, reads unclaimed samples of the oldest
+// unfinished batch instead of sleeping; the batches stay the same. With 0 reader
 // threads the consumer reads each batch itself when it asks for it (no
 // overlap, as PyTorch with num_workers=0). With a collective storage back end
 // (MPI-IO) the consumer reads each step itself with one collective request.
