@@ -26,6 +26,13 @@ Per back end:
   mmap     iomimic reader.transfer_size = block (a copy from the mapping)
            fio --ioengine=mmap --bs=block --iodepth=1 --direct=0
 
+posix and mmap get the kernel hint fio gives a sequential job by default
+(fadvise_hint): iomimic runs with storage.options.fadvise=sequential (posix)
+and advice=sequential (mmap: MADV_SEQUENTIAL on the mapping and
+POSIX_FADV_SEQUENTIAL on the descriptor, as fio's mmap engine). On a cold
+cache the hint doubles the readahead window: fio's mmap job read 860-980
+MiB/s without it and 1030-1710 with it on the machine of run H.
+
 Caches: "cold" empties the page cache before each run (echo 3 >
 /proc/sys/vm/drop_caches when permitted, otherwise posix_fadvise DONTNEED
 on every dataset file) and then waits --settle seconds (default 5); "warm"
@@ -165,6 +172,14 @@ def iomimic_overrides(backend, a, out):
     else:
         transfer = block
         storage = ["++workload.storage.backend=" + backend]
+        # The kernel hint fio gives a sequential job by default (fadvise_hint:
+        # POSIX_FADV_SEQUENTIAL on the descriptor; the mmap engine also
+        # MADV_SEQUENTIAL on the mapping). Without it on both sides the
+        # comparison measures readahead settings, not the back end.
+        if backend == "posix":
+            storage.append("++workload.storage.options.fadvise=sequential")
+        elif backend == "mmap":
+            storage.append("++workload.storage.options.advice=sequential")
     return storage + ["++workload.reader.transfer_size=%d" % transfer,
                       "++workload.output.folder=" + out] + a.extra
 

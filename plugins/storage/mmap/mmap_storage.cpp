@@ -319,8 +319,14 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
       (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
     }
-    return std::unique_ptr<File>(new MmapFile(&limiter_, &options_, fd, path, options.mode,
-                                              AdviceFor(options_.advice, options.hint),
+    const int advice = AdviceFor(options_.advice, options.hint);
+    // The readahead window of a fault on a file mapping is the descriptor's
+    // (its struct file's): MADV_SEQUENTIAL alone keeps the default window,
+    // POSIX_FADV_SEQUENTIAL doubles it. fio's mmap engine sets both for a
+    // sequential job; so does this back end, and the random pair likewise.
+    if (advice == MADV_SEQUENTIAL) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (advice == MADV_RANDOM) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    return std::unique_ptr<File>(new MmapFile(&limiter_, &options_, fd, path, options.mode, advice,
                                               static_cast<std::uint64_t>(st.st_size)));
   });
 }

@@ -9,6 +9,8 @@
 //   * madvise follows the caller's access hint (sequential ->
 //     MADV_SEQUENTIAL, random -> MADV_RANDOM, whole file -> MADV_WILLNEED)
 //     unless option `advice` forces one; `populate` adds MAP_POPULATE.
+//     Sequential and random advice also go to the descriptor
+//     (posix_fadvise), whose readahead window the page faults use.
 //     MADV_WILLNEED covers the whole file when it is mapped (default), or a
 //     window ahead of each read (option willneed_window > 0): for files of
 //     many GiB the whole-file call reads (and may evict) far more than the
