@@ -256,8 +256,9 @@ def run_matrix(backend):
         """No checkpoint under its final name may be cut short (checkpoint.atomic,
         the default, writes under a temporary name and renames: docs/security.md);
         a temporary file a kill left behind is reported."""
-        final = {k: v for k, v in sizes(folder).items() if not k.endswith(".iomimic-partial")}
-        partial = [k for k in sizes(folder) if k.endswith(".iomimic-partial")]
+        left = sizes(folder)
+        final = {k: v for k, v in left.items() if not k.endswith(".iomimic-partial")}
+        partial = [k for k in left if k.endswith(".iomimic-partial")]
         bad = {k: v for k, v in final.items() if planned.get(k) != v}
         if bad:
             fail("%s: checkpoint files cut short or unknown under final names: %r" % (cell.tag, bad))

@@ -603,27 +603,36 @@ def test_llama_checkpoints_mpi():
             fail("per-checkpoint details missing")
 
 
+def run_llama_checkpoints(tag, extra, syscalls):
+    """The shrunk llama_8b_zero3 checkpoint job (2 checkpoints of a model and an optimizer
+    file) into <work>/<tag>, under strace -e trace=<syscalls> when strace is installed.
+    Returns (checkpoint folder, output folder, strace file or None)."""
+    ck = os.path.join(ARGS.work, tag, "ckpt")
+    out = os.path.join(ARGS.work, tag, "out")
+    cmd = [ARGS.iomimic, "run", workload("llama_8b_zero3")] + LLAMA_SHRINK + [
+        "++workload.checkpoint.checkpoint_folder=" + ck,
+        "++workload.output.folder=" + out] + extra
+    trace = None
+    if shutil.which("strace"):
+        trace = os.path.join(ARGS.work, tag + ".strace")
+        cmd = ["strace", "-f", "-qq", "-e", "trace=" + syscalls, "-o", trace] + cmd
+    run(cmd)
+    return ck, out, trace
+
+
 def test_checkpoint_fsync_only_when_asked():
     """fsync is called for every checkpoint file when asked, and never otherwise (strace too)."""
     for fsync in (True, False):
-        tag = "fsync" if fsync else "nofsync"
-        ck = os.path.join(ARGS.work, tag, "ckpt")
-        out = os.path.join(ARGS.work, tag, "out")
-        ov = LLAMA_SHRINK + ["++workload.checkpoint.checkpoint_folder=" + ck,
-                             "++workload.output.folder=" + out,
-                             "++workload.checkpoint.fsync=%s" % fsync,
-                             "++workload.checkpoint.num_checkpoints_read=0"]
-        cmd = [ARGS.iomimic, "run", workload("llama_8b_zero3")] + ov
-        trace = os.path.join(ARGS.work, tag + ".strace")
-        if shutil.which("strace"):
-            cmd = ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace] + cmd
-        run(cmd)
+        _, out, trace = run_llama_checkpoints(
+            "fsync" if fsync else "nofsync",
+            ["++workload.checkpoint.fsync=%s" % fsync,
+             "++workload.checkpoint.num_checkpoints_read=0"], "fsync,fdatasync")
         s = load_strict_json(os.path.join(out, "summary.json"))
         calls = s["iomimic"]["checkpoint"]["fsync_calls"]
         files = 2 * 2  # model + optimizer file, 2 checkpoints, 1 rank
         if calls != (files if fsync else 0):
             fail("fsync=%s: counted %d fsync calls" % (fsync, calls))
-        if os.path.exists(trace):
+        if trace:
             n = sum(1 for l in open(trace) if re.search(r"\bf(data)?sync\(", l))
             if (n >= files) != fsync or (not fsync and n != 0):
                 fail("fsync=%s: strace saw %d fsync calls" % (fsync, n))
@@ -637,38 +646,29 @@ def test_checkpoint_atomic_rename():
     if not shutil.which("strace"):
         print("strace not installed: only the files left are checked")
     for atomic in (True, False):
-        tag = "atomic" if atomic else "in_place"
-        ck = os.path.join(ARGS.work, tag, "ckpt")
-        out = os.path.join(ARGS.work, tag, "out")
-        ov = LLAMA_SHRINK + ["++workload.checkpoint.checkpoint_folder=" + ck,
-                             "++workload.output.folder=" + out,
-                             "++workload.checkpoint.atomic=%s" % atomic]
-        cmd = [ARGS.iomimic, "run", workload("llama_8b_zero3")] + ov
-        trace = os.path.join(ARGS.work, tag + ".strace")
-        if shutil.which("strace"):
-            cmd = ["strace", "-f", "-qq", "-e", "trace=openat,rename,renameat,renameat2",
-                   "-o", trace] + cmd
-        run(cmd)
+        ck, _, trace = run_llama_checkpoints(
+            "atomic" if atomic else "in_place", ["++workload.checkpoint.atomic=%s" % atomic],
+            "openat,rename,renameat,renameat2")
         left = [os.path.relpath(os.path.join(r, f), ck) for r, _, fs in os.walk(ck) for f in fs]
         finals = sorted(f for f in left if not f.endswith(".iomimic-partial"))
         if len(finals) != 4 or len(left) != 4:
             fail("atomic=%s: expected 4 checkpoint files and nothing else, found %s" % (atomic, left))
-        if not os.path.exists(trace):
+        if not trace:
             continue
         text = open(trace).read()
         written = re.findall(r'openat\([^"]*"%s/([^"]+)", [^)]*O_CREAT' % re.escape(ck), text)
         renamed = re.findall(r'rename(?:at2?)?\(.*"%s/([^"]+)",.*"%s/([^"]+)"' %
                              (re.escape(ck), re.escape(ck)), text)
         if atomic:
-            expected = sorted(os.path.join(os.path.dirname(f), "." + os.path.basename(f) +
-                                           ".iomimic-partial") for f in finals)
+            def partial(f):
+                return os.path.join(os.path.dirname(f), "." + os.path.basename(f) +
+                                    ".iomimic-partial")
+            expected = sorted(partial(f) for f in finals)
             if sorted(set(written)) != expected:
                 fail("atomic: files created %s, expected the temporary names %s" %
                      (sorted(set(written)), expected))
             pairs = sorted(set(renamed))
-            if len(pairs) != 4 or any(
-                    os.path.join(os.path.dirname(b), "." + os.path.basename(b) +
-                                 ".iomimic-partial") != a for a, b in pairs):
+            if len(pairs) != 4 or any(partial(b) != a for a, b in pairs):
                 fail("atomic: renames %s, expected each temporary name to its final one" % pairs)
         else:
             if sorted(set(written)) != finals or renamed:
