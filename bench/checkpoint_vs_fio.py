@@ -4,11 +4,16 @@ beside fio writing and reading the same bytes with the same block size, in
 one invocation.
 
   bench/checkpoint_vs_fio.py --iomimic build/bin/iomimic [--gib 4] [--dir /tmp/ckbench]
+                             [--atomic on,off] [--repeat 1]
 
 iomimic: checkpoint-only run of a plain model of `gib` GiB (one file,
 model_states-0.pt), 1 write then 1 read, 4 MiB requests, checkpoint.fsync on
 or off. fio: one job, --rw=write then --rw=read, --bs=4M, --size=<gib>G,
---ioengine=psync, with --fsync_on_close=1 when fsync is on. Page cache is
+--ioengine=psync, with --fsync_on_close=1 when fsync is on. --atomic picks
+checkpoint.atomic (on: written as a temporary file and renamed into place,
+the default; off: written under the final name, as torch.save); with
+--repeat N every cell is measured N times, the two tools alternating which
+goes first. Page cache is
 flushed and dropped before every measurement when permitted (root), so
 reads come from the disk and no run pays for another's dirty pages.
 """
@@ -29,7 +34,7 @@ def drop_caches():
         return False
 
 
-def iomimic(exe, work, gib, fsync, phase):
+def iomimic(exe, work, gib, fsync, phase, atomic):
     out = os.path.join(work, "out-%s-%s" % ("fsync" if fsync else "nofsync", phase))
     shutil.rmtree(out, ignore_errors=True)
     writes, reads = (1, 0) if phase == "write" else (0, 1)
@@ -41,6 +46,7 @@ def iomimic(exe, work, gib, fsync, phase):
            "++workload.checkpoint.num_checkpoints_read=%d" % reads,
            "++workload.checkpoint.time_between_checkpoints=0",
            "++workload.checkpoint.fsync=%s" % fsync,
+           "++workload.checkpoint.atomic=%s" % atomic,
            "++workload.output.folder=" + out]
     subprocess.run(cmd, check=True, cwd=work, stdout=subprocess.DEVNULL)
     s = json.load(open(os.path.join(out, "summary.json")))
@@ -64,20 +70,28 @@ def main():
     ap.add_argument("--iomimic", required=True)
     ap.add_argument("--gib", type=int, default=4)
     ap.add_argument("--dir", default="/tmp/iomimic-bench-ckpt")
+    ap.add_argument("--atomic", default="on")
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
     exe = os.path.abspath(a.iomimic)
     shutil.rmtree(a.dir, ignore_errors=True)
     os.makedirs(a.dir)
-    print("%-8s %-6s %12s %12s %7s" % ("fsync", "phase", "iomimic GiB/s", "fio GiB/s", "ratio"))
-    for fsync in (True, False):
-        for phase in ("write", "read"):
-            # Flush and drop before every measurement, so neither side pays
-            # for the other's dirty pages and reads come from the disk.
-            drop_caches()
-            ours = iomimic(exe, a.dir, a.gib, fsync, phase)
-            drop_caches()
-            theirs = fio(a.dir, a.gib, fsync, phase)
-            print("%-8s %-6s %12.2f %12.2f %7.2f" % (fsync, phase, ours, theirs, ours / theirs))
+    print("%-6s %-8s %-6s %3s %12s %12s %7s" %
+          ("atomic", "fsync", "phase", "#", "iomimic GiB/s", "fio GiB/s", "ratio"))
+    for rep in range(a.repeat):
+        for atomic in [x == "on" for x in a.atomic.split(",")]:
+            for fsync in (True, False):
+                for phase in ("write", "read"):
+                    # Flush and drop before every measurement, so neither side
+                    # pays for the other's dirty pages and reads come from the disk.
+                    got = {}
+                    for tool in (("iomimic", "fio") if rep % 2 == 0 else ("fio", "iomimic")):
+                        drop_caches()
+                        got[tool] = (iomimic(exe, a.dir, a.gib, fsync, phase, atomic)
+                                     if tool == "iomimic" else fio(a.dir, a.gib, fsync, phase))
+                    print("%-6s %-8s %-6s %3d %12.2f %12.2f %7.2f" %
+                          (atomic, fsync, phase, rep + 1, got["iomimic"], got["fio"],
+                           got["iomimic"] / got["fio"]), flush=True)
     shutil.rmtree(a.dir, ignore_errors=True)
 
 
