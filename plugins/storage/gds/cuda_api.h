@@ -123,7 +123,8 @@ struct CufileApi {
                   off_t device_offset) = nullptr;
 };
 
-// "cuFile error 5033 (CUDA driver error 0)".
+// "cuFile error 5027 (CU_FILE_HANDLE_NOT_REGISTERED: file descriptor is not
+// registered)", with " (CUDA driver error N)" when the driver status is set.
 std::string CufileErrorText(CufileError error);
 
 // Loads libcufile: `library` when not empty, else libcufile.so.0 or

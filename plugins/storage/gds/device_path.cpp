@@ -164,6 +164,22 @@ class CudaMemory {
     buffer = StagingBuffer();
   }
 
+  // Copies pinned host memory to the device on `stream` and waits for it.
+  Status CopyIn(void* device, const std::byte* host, std::size_t bytes, CudaStream stream) const {
+    IOMIMIC_RETURN_IF_ERROR(Select());
+    CudaError e = cuda_->MemcpyAsync(device, host, bytes, kCudaMemcpyHostToDevice, stream);
+    if (e != kCudaSuccess) {
+      return Status::IOError("cudaMemcpyAsync of " + Bytes(bytes) +
+                             " host to device: " + cuda_->ErrorText(e));
+    }
+    e = cuda_->StreamSynchronize(stream);
+    if (e != kCudaSuccess) {
+      return Status::IOError("cudaStreamSynchronize after a host-to-device copy of " +
+                             Bytes(bytes) + ": " + cuda_->ErrorText(e));
+    }
+    return Status::OK();
+  }
+
   Status ToHost(std::byte* host, const void* device, std::size_t bytes) const {
     IOMIMIC_RETURN_IF_ERROR(Select());
     CudaError e = cuda_->Memcpy(host, device, bytes, kCudaMemcpyDeviceToHost);
@@ -199,19 +215,7 @@ class CudaBouncePath final : public DevicePath {
 
   Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
                       StagingBuffer& via) override {
-    IOMIMIC_RETURN_IF_ERROR(memory_.Select());
-    const CudaRuntime& cuda = memory_.cuda();
-    CudaError e = cuda.MemcpyAsync(device, host, bytes, kCudaMemcpyHostToDevice, via.stream);
-    if (e == kCudaSuccess) {
-      e = cuda.StreamSynchronize(via.stream);
-      if (e != kCudaSuccess) {
-        return Status::IOError("cudaStreamSynchronize after a host-to-device copy of " +
-                               Bytes(bytes) + ": " + cuda.ErrorText(e));
-      }
-      return Status::OK();
-    }
-    return Status::IOError("cudaMemcpyAsync of " + Bytes(bytes) +
-                           " host to device: " + cuda.ErrorText(e));
+    return memory_.CopyIn(device, host, bytes, via.stream);
   }
 
   Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
@@ -226,8 +230,8 @@ class CudaBouncePath final : public DevicePath {
 
 class CufilePath final : public DevicePath {
  public:
-  CufilePath(CudaMemory memory, std::shared_ptr<CufileDriver> driver)
-      : memory_(memory), driver_(std::move(driver)) {}
+  CufilePath(CudaMemory memory, std::shared_ptr<CufileDriver> driver, std::string log)
+      : memory_(memory), driver_(std::move(driver)), log_(std::move(log)) {}
 
   DataPathKind kind() const override { return DataPathKind::kCufile; }
   std::string Describe() const override {
@@ -255,15 +259,17 @@ class CufilePath final : public DevicePath {
     memory_.Free(pointer);
   }
 
-  // Host staging serves host-destination reads on O_DIRECT descriptors;
-  // nothing is copied to the device from it.
+  // Host staging serves host-destination reads on O_DIRECT descriptors, and
+  // the files cuFile refused to register when mode=auto stages them
+  // (gds_storage.cpp), the way cuda-bounce does.
   Result<StagingBuffer> NewStaging(std::size_t capacity) override {
-    return memory_.NewPinned(capacity, /*with_stream=*/false);
+    return memory_.NewPinned(capacity, /*with_stream=*/true);
   }
   void DeleteStaging(StagingBuffer& buffer) override { memory_.DeletePinned(buffer); }
 
-  Status HostToDevice(void*, const std::byte*, std::size_t, StagingBuffer&) override {
-    return Status::Internal("the cufile path reads into device memory directly");
+  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                      StagingBuffer& via) override {
+    return memory_.CopyIn(device, host, bytes, via.stream);
   }
 
   Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
@@ -278,7 +284,13 @@ class CufilePath final : public DevicePath {
     descr.handle.fd = fd;
     CufileHandle handle = nullptr;
     CufileError e = driver_->api().HandleRegister(&handle, &descr);
-    if (e.err != 0) return Status::IOError("cuFileHandleRegister: " + CufileErrorText(e));
+    if (e.err != 0) {
+      // cuFile says why only in its log. The common cause where the driver
+      // opened in compatibility mode: no udev properties for the block
+      // device (ID_FS_USAGE), as in VMs and containers without udevd.
+      return Status::NotSupported("cuFileHandleRegister: " + CufileErrorText(e) +
+                                  ": cuFile refused the file; its log " + log_ + " says why");
+    }
     return handle;
   }
 
@@ -302,6 +314,7 @@ class CufilePath final : public DevicePath {
  private:
   CudaMemory memory_;
   std::shared_ptr<CufileDriver> driver_;
+  std::string log_;  // cuFile's log file
 };
 
 // cuFile writes cufile.log into the current directory unless told
@@ -421,7 +434,7 @@ Result<PathSelection> SelectDevicePath(const PathOptions& options, int rank) {
                                 ")");
   }
   PathSelection s;
-  s.path = std::make_unique<CufilePath>(memory, std::move(driver).value());
+  s.path = std::make_unique<CufilePath>(memory, std::move(driver).value(), log);
   s.reason = std::string(automatic ? "" : "mode=cufile requested; ") + (*api)->library +
              " driver open, " + memory.Describe() + ", cuFile log: " + log;
   return s;

@@ -72,9 +72,9 @@ class DevicePath {
   virtual Result<StagingBuffer> NewStaging(std::size_t capacity) = 0;
   virtual void DeleteStaging(StagingBuffer& buffer) = 0;
 
-  // Staged paths: copies `bytes` from `host` (inside `via`) to `device` and
-  // returns when the copy is complete (emulated: when the modelled copy
-  // would be). The caller times it.
+  // Staged paths, and cufile for the files cuFile refused: copies `bytes`
+  // from `host` (inside `via`) to `device` and returns when the copy is
+  // complete (emulated: when the modelled copy would be). The caller times it.
   virtual Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
                               StagingBuffer& via) = 0;
 
@@ -84,7 +84,8 @@ class DevicePath {
   // cufile only: reads straight from the file into device memory.
   virtual bool reads_directly() const { return false; }
   // Registers an O_DIRECT descriptor with cuFile; the handle is released
-  // with DeregisterFile before the descriptor closes.
+  // with DeregisterFile before the descriptor closes. NotSupported when
+  // cuFile refuses the file (the message names cuFile's log, which says why).
   virtual Result<CufileHandle> RegisterFile(int fd);
   virtual void DeregisterFile(CufileHandle handle);
   // Reads up to `bytes` at `file_offset` into the device block starting at

@@ -163,6 +163,7 @@ struct Counters {
   std::atomic<std::uint64_t> host_bytes{0};
   std::atomic<std::uint64_t> allocations{0};
   std::atomic<std::uint64_t> cache_hits{0};
+  std::atomic<std::uint64_t> refused_files{0};
 };
 
 }  // namespace
@@ -231,6 +232,29 @@ struct State {
     path->FreeDevice(block, rounded);
   }
 
+  // cufile, mode=auto: whether files on the device `dev` are staged because
+  // cuFile refused one of them. Registering every file again would cost a
+  // refusal (and a cuFile log entry) per file.
+  bool Refused(dev_t dev) {
+    std::lock_guard<std::mutex> lock(refused_mu);
+    return std::find(refused_devices.begin(), refused_devices.end(), dev) != refused_devices.end();
+  }
+
+  // Records that cuFile refused a file on `dev`; says so once per device on
+  // stderr, since the run then measures another path for those files.
+  void Refuse(dev_t dev, const std::string& file, const Status& why) {
+    std::lock_guard<std::mutex> lock(refused_mu);
+    if (std::find(refused_devices.begin(), refused_devices.end(), dev) != refused_devices.end()) {
+      return;
+    }
+    refused_devices.push_back(dev);
+    std::fprintf(stderr,
+                 "iomimic: gds: rank %d: %s: %s; mode=auto stages the files of this file system "
+                 "through pinned host memory (as mode=cuda-bounce does) and counts them in "
+                 "gds_cufile_refused_files\n",
+                 rank, file.c_str(), why.message().c_str());
+  }
+
   const GdsOptions options;
   const std::unique_ptr<DevicePath> path;
   const std::string reason;
@@ -243,6 +267,8 @@ struct State {
   std::mutex cache_mu;
   std::multimap<std::size_t, std::byte*> cache;  // rounded size -> free block
   std::size_t cached_bytes = 0;
+  std::mutex refused_mu;
+  std::vector<dev_t> refused_devices;  // cufile: devices whose files cuFile refused
 };
 
 namespace {
@@ -439,14 +465,13 @@ class GdsFile final : public File {
     DevicePath& device = *state_->path;
     Counters& counters = state_->counters;
     std::size_t done = 0;
-    if (device.reads_directly()) {
+    if (device.reads_directly() && !staged_) {
       const Clock::time_point start = Clock::now();
       if (handle_ == nullptr) {
         // Registered on the first device read: files read only into host
         // memory (headers) never pay for it.
-        Result<CufileHandle> handle = device.RegisterFile(read_fd_);
-        if (!handle.ok()) return handle.status().WithContext(path_);
-        handle_ = *handle;
+        IOMIMIC_ASSIGN_OR_RETURN(bool registered, Register(device));
+        if (!registered) return ReadToDevice(offset, destination, block);  // staged_ now
       }
       const std::size_t device_offset = static_cast<std::size_t>(destination.data() - block);
       while (done < destination.size()) {
@@ -489,11 +514,44 @@ class GdsFile final : public File {
     return done;
   }
 
+  // cufile: registers the descriptor with cuFile. Returns false when cuFile
+  // refused it and mode=auto stages this file instead (staged_ is then set);
+  // a forced mode=cufile reports the refusal as an error, since the figures
+  // would otherwise describe another path.
+  Result<bool> Register(DevicePath& device) {
+    struct stat st {};
+    const bool known = ::fstat(read_fd_, &st) == 0;
+    const bool stage = state_->options.path.mode == "auto";
+    if (stage && known && state_->Refused(st.st_dev)) {
+      staged_ = true;
+      state_->counters.refused_files.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    Result<CufileHandle> handle = device.RegisterFile(read_fd_);
+    if (handle.ok()) {
+      handle_ = *handle;
+      return true;
+    }
+    if (handle.status().code() != StatusCode::kNotSupported) {
+      return handle.status().WithContext(path_);
+    }
+    if (!stage) {
+      return Status::NotSupported(path_ + ": " + handle.status().message() +
+                                  " (mode=cufile; mode=auto stages such files through pinned "
+                                  "memory, mode=cuda-bounce stages every file)");
+    }
+    if (known) state_->Refuse(st.st_dev, path_, handle.status());
+    staged_ = true;
+    state_->counters.refused_files.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
   std::shared_ptr<State> state_;
   std::string path_;
   int read_fd_;
   int write_fd_;
   CufileHandle handle_ = nullptr;
+  bool staged_ = false;  // cufile, mode=auto: cuFile refused this file
   bool closed_ = false;
 };
 
@@ -687,6 +745,7 @@ GdsStats GdsStorage::stats() const {
   s.host_bytes = c.host_bytes.load(std::memory_order_relaxed);
   s.allocations = c.allocations.load(std::memory_order_relaxed);
   s.allocation_cache_hits = c.cache_hits.load(std::memory_order_relaxed);
+  s.cufile_refused_files = c.refused_files.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -701,6 +760,7 @@ std::vector<StorageStatistic> GdsStorage::Statistics() const {
       {"gds_host_reads", static_cast<double>(s.host_reads)},
       {"gds_device_allocations", static_cast<double>(s.allocations)},
       {"gds_allocation_cache_hits", static_cast<double>(s.allocation_cache_hits)},
+      {"gds_cufile_refused_files", static_cast<double>(s.cufile_refused_files)},
   };
 }
 
@@ -710,14 +770,16 @@ std::string GdsStorage::ReportLine() const {
   std::snprintf(text, sizeof(text),
                 "iomimic: gds: rank %d: data path %s [%s]: staged %llu bytes into device memory "
                 "in %llu reads (storage %.6f s, host-to-device %.6f s); %llu bytes in %llu reads "
-                "went to host memory; %llu device allocations (%llu from the cache)",
+                "went to host memory; %llu device allocations (%llu from the cache); "
+                "%llu files staged because cuFile refused them",
                 state_->rank, state_->data_path.c_str(), state_->path->Describe().c_str(),
                 static_cast<unsigned long long>(s.device_bytes),
                 static_cast<unsigned long long>(s.device_reads), s.storage_seconds, s.h2d_seconds,
                 static_cast<unsigned long long>(s.host_bytes),
                 static_cast<unsigned long long>(s.host_reads),
                 static_cast<unsigned long long>(s.allocations),
-                static_cast<unsigned long long>(s.allocation_cache_hits));
+                static_cast<unsigned long long>(s.allocation_cache_hits),
+                static_cast<unsigned long long>(s.cufile_refused_files));
   return text;
 }
 

@@ -47,6 +47,10 @@ struct GdsStats {
   // Device allocations made, and those served from the release cache.
   std::uint64_t allocations = 0;
   std::uint64_t allocation_cache_hits = 0;
+  // cufile, mode=auto: files that cuFile refused to register
+  // (cuFileHandleRegister), read through pinned staging memory instead. Their
+  // reads count as staged: storage_seconds and h2d_seconds.
+  std::uint64_t cufile_refused_files = 0;
 };
 
 struct State;  // shared by the storage, its files and its buffers

@@ -615,7 +615,8 @@ TEST_CASE("gds: cuda-bounce stages through pinned memory and a stream (fake runt
 }
 
 TEST_CASE(
-    "gds: auto with a runtime but no cuFile picks cuda-bounce, and the GPU follows the rank") {
+    "gds: auto with a runtime but no cuFile picks cuda-bounce, and the GPU follows the rank "
+    "(fake runtime)") {
   iomimic::PluginContext ctx;
   ctx.rank = 3;
   ctx.options = iomimic::PluginOptions("", {{"cuda_runtime", IOMIMIC_GDS_FAKE_CUDART},
@@ -693,7 +694,9 @@ TEST_CASE("gds: cufile reads into registered device memory through O_DIRECT hand
       n = (*f)->ReadAt(4096, device->span().first(100));
       REQUIRE_FALSE(n.ok());
       CHECK(Contains(n.status().message(), path + " at offset 4096"));
-      CHECK(Contains(n.status().message(), "cuFileRead: cuFile error 5011"));
+      CHECK(Contains(n.status().message(),
+                     "cuFileRead: cuFile error 5011 (CU_FILE_CUDA_DRIVER_ERROR: CUDA Driver API "
+                     "error)"));
       const auto stats = storage->stats();
       CHECK(stats.device_bytes == data.size() - 11);
       CHECK(stats.h2d_seconds == 0);
@@ -706,6 +709,80 @@ TEST_CASE("gds: cufile reads into registered device memory through O_DIRECT hand
   CHECK(after.registered == before.registered);
   CHECK(after.sessions == 0);
   CHECK(after.violations == 0);
+  CHECK(FakeCuda().violations == 0);
+}
+
+TEST_CASE(
+    "gds: files cuFile refuses are staged under mode=auto and fail under mode=cufile (fakes)") {
+  TempDir dir;
+  const std::string log = (dir.path() / "cufile.log").string();
+  const std::map<std::string, std::string> fakes = {{"cuda_runtime", IOMIMIC_GDS_FAKE_CUDART},
+                                                    {"cufile_library", IOMIMIC_GDS_FAKE_CUFILE},
+                                                    {"cufile_log", log},
+                                                    {"staging_size", "64K"}};
+  auto refuse = FakeSymbol<void (*)(int)>(IOMIMIC_GDS_FAKE_CUFILE, "fake_cufile_refuse_handles");
+  auto register_calls =
+      FakeSymbol<long (*)()>(IOMIMIC_GDS_FAKE_CUFILE, "fake_cufile_register_calls");
+  const auto data = Pattern(200003, 31);
+  const std::string a = (dir.path() / "a.bin").string();
+  const std::string b = (dir.path() / "b.bin").string();
+  {
+    auto writer = MakeEmulated();
+    WriteThrough(*writer, a, data);
+    WriteThrough(*writer, b, data);
+  }
+  refuse(5027);  // what cuFile returned on the H100 VM of docs/gds.md
+  {
+    // auto: the driver opens, so cufile is the path; the refused files are
+    // staged through pinned memory, and the bytes still land.
+    auto options = fakes;
+    options["mode"] = "auto";
+    auto storage = Make(options);
+    CHECK(storage->data_path() == "cufile");
+    auto device = storage->Allocate(data.size());
+    REQUIRE(device.ok());
+    const long calls = register_calls();
+    const long copies = FakeCuda().h2d_copies;
+    for (const std::string& path : {a, b}) {
+      auto f = storage->Open(path, {OpenMode::kRead});
+      REQUIRE(f.ok());
+      auto n = (*f)->ReadAt(7, device->span());
+      REQUIRE_MESSAGE(n.ok(), n.status().message());
+      CHECK(*n == data.size() - 7);
+      CHECK(DeviceBytes(*storage, device->data(), data.size() - 7) ==
+            std::vector<std::byte>(data.begin() + 7, data.end()));
+    }
+    // One refusal per file system: the second file is not offered again.
+    CHECK(register_calls() == calls + 1);
+    CHECK(FakeCuda().h2d_copies > copies);
+    const auto stats = storage->stats();
+    CHECK(stats.cufile_refused_files == 2);
+    CHECK(stats.device_bytes == 2 * (data.size() - 7));
+    CHECK(stats.h2d_seconds > 0);
+    CHECK(Contains(storage->ReportLine(), "2 files staged because cuFile refused them"));
+  }
+  {
+    // A forced mode=cufile reports the refusal: its figures would otherwise
+    // describe another path.
+    auto options = fakes;
+    options["mode"] = "cufile";
+    auto storage = Make(options);
+    auto device = storage->Allocate(data.size());
+    REQUIRE(device.ok());
+    auto f = storage->Open(a, {OpenMode::kRead});
+    REQUIRE(f.ok());
+    auto n = (*f)->ReadAt(0, device->span());
+    REQUIRE_FALSE(n.ok());
+    CHECK(n.status().code() == iomimic::StatusCode::kNotSupported);
+    CHECK(Contains(n.status().message(),
+                   a + ": cuFileHandleRegister: cuFile error 5027 (CU_FILE_HANDLE_NOT_REGISTERED: "
+                       "file descriptor is not registered): cuFile refused the file"));
+    CHECK(Contains(n.status().message(), "its log " + log + " says why"));
+    CHECK(Contains(n.status().message(), "mode=cuda-bounce"));
+    CHECK(storage->stats().cufile_refused_files == 0);
+  }
+  refuse(0);
+  CHECK(FakeCufile().violations == 0);
   CHECK(FakeCuda().violations == 0);
 }
 

@@ -45,6 +45,8 @@ struct Fake {
   long bytes = 0;
   long violations = 0;
   int fail_next = 0;  // cuFile error code the next cuFileRead returns
+  int refuse = 0;     // cuFile error code every cuFileHandleRegister returns
+  long register_calls = 0;
 };
 
 Fake& F() {
@@ -81,6 +83,9 @@ __attribute__((visibility("default"))) Error cuFileHandleRegister(void** handle,
     ++F().violations;
     return kInvalid;
   }
+  ++F().register_calls;
+  // As cuFile on a block device without udev properties (VMs, containers).
+  if (F().refuse != 0) return {F().refuse, 0};
   const std::string proc = "/proc/self/fd/" + std::to_string(descr->handle.fd);
   const int twin = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
   if (twin < 0) return {5000 + 30, 0};
@@ -162,6 +167,17 @@ __attribute__((visibility("default"))) ssize_t cuFileRead(void* handle, void* ba
 __attribute__((visibility("default"))) void fake_cufile_fail_next_read(int code) {
   std::lock_guard<std::mutex> lock(F().mu);
   F().fail_next = code;
+}
+
+// While `code` is not 0, every cuFileHandleRegister fails with it.
+__attribute__((visibility("default"))) void fake_cufile_refuse_handles(int code) {
+  std::lock_guard<std::mutex> lock(F().mu);
+  F().refuse = code;
+}
+
+__attribute__((visibility("default"))) long fake_cufile_register_calls() {
+  std::lock_guard<std::mutex> lock(F().mu);
+  return F().register_calls;
 }
 
 // Returns {open driver sessions, registered buffers, live handles, reads,
