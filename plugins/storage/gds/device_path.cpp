@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -76,11 +77,18 @@ class EmulatedPath final : public DevicePath {
     buffer = StagingBuffer();
   }
 
-  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                      StagingBuffer&) override {
+  // The memcpy stands for the DMA and happens at once; the wait is for the
+  // modelled link, which the next read of the caller overlaps.
+  Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                           StagingBuffer& via) override {
     const Clock::time_point done = link_.Reserve(bytes);
     std::memcpy(device, host, bytes);
-    WaitUntil(done);
+    via.copy_done = std::max(via.copy_done, done);
+    return Status::OK();
+  }
+
+  Status WaitHostToDevice(StagingBuffer& via) override {
+    WaitUntil(via.copy_done);
     return Status::OK();
   }
 
@@ -164,18 +172,25 @@ class CudaMemory {
     buffer = StagingBuffer();
   }
 
-  // Copies pinned host memory to the device on `stream` and waits for it.
-  Status CopyIn(void* device, const std::byte* host, std::size_t bytes, CudaStream stream) const {
+  // Starts copying pinned host memory to the device on `stream`.
+  Status StartCopyIn(void* device, const std::byte* host, std::size_t bytes,
+                     CudaStream stream) const {
     IOMIMIC_RETURN_IF_ERROR(Select());
     CudaError e = cuda_->MemcpyAsync(device, host, bytes, kCudaMemcpyHostToDevice, stream);
     if (e != kCudaSuccess) {
       return Status::IOError("cudaMemcpyAsync of " + Bytes(bytes) +
                              " host to device: " + cuda_->ErrorText(e));
     }
-    e = cuda_->StreamSynchronize(stream);
+    return Status::OK();
+  }
+
+  // Waits for the copies on `stream`.
+  Status WaitCopies(CudaStream stream) const {
+    IOMIMIC_RETURN_IF_ERROR(Select());
+    CudaError e = cuda_->StreamSynchronize(stream);
     if (e != kCudaSuccess) {
-      return Status::IOError("cudaStreamSynchronize after a host-to-device copy of " +
-                             Bytes(bytes) + ": " + cuda_->ErrorText(e));
+      return Status::IOError("cudaStreamSynchronize after host-to-device copies: " +
+                             cuda_->ErrorText(e));
     }
     return Status::OK();
   }
@@ -213,10 +228,11 @@ class CudaBouncePath final : public DevicePath {
   }
   void DeleteStaging(StagingBuffer& buffer) override { memory_.DeletePinned(buffer); }
 
-  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                      StagingBuffer& via) override {
-    return memory_.CopyIn(device, host, bytes, via.stream);
+  Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                           StagingBuffer& via) override {
+    return memory_.StartCopyIn(device, host, bytes, via.stream);
   }
+  Status WaitHostToDevice(StagingBuffer& via) override { return memory_.WaitCopies(via.stream); }
 
   Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
     return memory_.ToHost(host, device, bytes);
@@ -267,10 +283,11 @@ class CufilePath final : public DevicePath {
   }
   void DeleteStaging(StagingBuffer& buffer) override { memory_.DeletePinned(buffer); }
 
-  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                      StagingBuffer& via) override {
-    return memory_.CopyIn(device, host, bytes, via.stream);
+  Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                           StagingBuffer& via) override {
+    return memory_.StartCopyIn(device, host, bytes, via.stream);
   }
+  Status WaitHostToDevice(StagingBuffer& via) override { return memory_.WaitCopies(via.stream); }
 
   Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
     return memory_.ToHost(host, device, bytes);
@@ -349,6 +366,12 @@ const char* DataPathName(DataPathKind kind) {
       return "emulated";
   }
   return "unknown";
+}
+
+Status DevicePath::HostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                                StagingBuffer& via) {
+  IOMIMIC_RETURN_IF_ERROR(StartHostToDevice(device, host, bytes, via));
+  return WaitHostToDevice(via);
 }
 
 Result<CufileHandle> DevicePath::RegisterFile(int) {

@@ -19,6 +19,7 @@
 
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,8 @@ struct StagingBuffer {
   std::size_t capacity = 0;  // a multiple of kBlockAlignment
   CudaStream stream = nullptr;
   bool locked = false;  // emulated: mlock succeeded
+  // emulated: when the modelled copy out of this buffer completes.
+  std::chrono::steady_clock::time_point copy_done{};
 };
 
 class DevicePath {
@@ -72,11 +75,19 @@ class DevicePath {
   virtual Result<StagingBuffer> NewStaging(std::size_t capacity) = 0;
   virtual void DeleteStaging(StagingBuffer& buffer) = 0;
 
-  // Staged paths, and cufile for the files cuFile refused: copies `bytes`
-  // from `host` (inside `via`) to `device` and returns when the copy is
-  // complete (emulated: when the modelled copy would be). The caller times it.
-  virtual Status HostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                              StagingBuffer& via) = 0;
+  // Staged paths, and cufile for the files cuFile refused: starts copying
+  // `bytes` from `host` (inside `via`) to `device` (cudaMemcpyAsync on the
+  // buffer's stream; emulated: the memcpy, with the modelled link booked).
+  // Until WaitHostToDevice(via) returns, `via` must not be written, reused or
+  // released, and `device` must not be read. Copies started from one buffer
+  // complete in order.
+  virtual Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
+                                   StagingBuffer& via) = 0;
+  // Returns when every copy started from `via` is complete (emulated: when
+  // the modelled copy would be).
+  virtual Status WaitHostToDevice(StagingBuffer& via) = 0;
+  // Start, then wait.
+  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes, StagingBuffer& via);
 
   // Copies device memory back to the host (verification and tests).
   virtual Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) = 0;

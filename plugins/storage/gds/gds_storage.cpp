@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <system_error>
@@ -483,34 +484,80 @@ class GdsFile final : public File {
       }
       counters.storage_nanos.fetch_add(Nanos(Clock::now() - start), std::memory_order_relaxed);
     } else {
-      IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease lease, state_->staging.Acquire());
-      Clock::duration storage{};
-      Clock::duration h2d{};
-      while (done < destination.size()) {
-        const std::size_t want = std::min(destination.size() - done, lease.buffer().capacity);
-        const Clock::time_point t0 = Clock::now();
-        IOMIMIC_ASSIGN_OR_RETURN(
-            Chunk chunk,
-            ReadChunk(read_fd_, state_->direct_reads, offset + done, want, lease.buffer(), path_));
-        const Clock::time_point t1 = Clock::now();
-        storage += t1 - t0;
-        if (chunk.size > 0) {
-          Status copied = device.HostToDevice(destination.data() + done, chunk.data, chunk.size,
-                                              lease.buffer());
-          if (!copied.ok()) {
-            return copied.WithContext("staging " + std::to_string(chunk.size) +
-                                      " bytes read from " + At(path_, offset + done));
-          }
-          h2d += Clock::now() - t1;
-        }
-        done += chunk.size;
-        if (chunk.size < chunk.asked) break;  // end of file
-      }
-      counters.storage_nanos.fetch_add(Nanos(storage), std::memory_order_relaxed);
-      counters.h2d_nanos.fetch_add(Nanos(h2d), std::memory_order_relaxed);
+      IOMIMIC_ASSIGN_OR_RETURN(done, ReadStaged(offset, destination));
     }
     counters.device_reads.fetch_add(1, std::memory_order_relaxed);
     counters.device_bytes.fetch_add(done, std::memory_order_relaxed);
+    return done;
+  }
+
+  // A device read through host staging: chunks of the staging size are read
+  // into pinned (emulated: page-aligned) host memory and copied to
+  // `destination`. With two staging buffers the copy of one chunk runs while
+  // the next is read, as a loader that pins memory and copies asynchronously
+  // does; the storage's own requests are the same either way.
+  Result<std::size_t> ReadStaged(std::uint64_t offset, std::span<std::byte> destination) {
+    DevicePath& device = *state_->path;
+    Counters& counters = state_->counters;
+    IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease first, state_->staging.Acquire());
+    std::optional<StagingPool::Lease> second;
+    if (destination.size() > first.buffer().capacity) {
+      // One buffer still works (each copy is waited for before the next
+      // read) when pinned memory for a second is not to be had.
+      Result<StagingPool::Lease> more = state_->staging.Acquire();
+      if (more.ok()) second.emplace(std::move(more).value());
+    }
+    StagingBuffer* buffers[2] = {&first.buffer(), second ? &second->buffer() : &first.buffer()};
+    bool pending[2] = {false, false};
+    Clock::duration storage{};
+    Clock::duration h2d{};
+    // Waits for the copies out of buffer `k`; the time counts as the
+    // host-to-device step, the part of it the reads did not hide.
+    auto wait = [&](int k) -> Status {
+      if (!pending[k]) return Status::OK();
+      pending[k] = false;
+      const Clock::time_point t = Clock::now();
+      Status s = device.WaitHostToDevice(*buffers[k]);
+      h2d += Clock::now() - t;
+      return s;
+    };
+    // Every path out waits for the copies in flight: a staging buffer goes
+    // back to the pool only when no copy reads from it.
+    auto finish = [&](Status status) -> Status {
+      for (int k = 0; k < 2; ++k) {
+        Status s = wait(k);
+        if (status.ok() && !s.ok()) status = s.WithContext("staging " + At(path_, offset));
+      }
+      counters.storage_nanos.fetch_add(Nanos(storage), std::memory_order_relaxed);
+      counters.h2d_nanos.fetch_add(Nanos(h2d), std::memory_order_relaxed);
+      return status;
+    };
+    std::size_t done = 0;
+    for (int k = 0; done < destination.size(); k = second ? 1 - k : 0) {
+      Status waited = wait(k);
+      if (!waited.ok()) return finish(waited.WithContext("staging " + At(path_, offset + done)));
+      StagingBuffer& buffer = *buffers[k];
+      const std::size_t want = std::min(destination.size() - done, buffer.capacity);
+      const Clock::time_point t0 = Clock::now();
+      Result<Chunk> chunk =
+          ReadChunk(read_fd_, state_->direct_reads, offset + done, want, buffer, path_);
+      const Clock::time_point t1 = Clock::now();
+      storage += t1 - t0;
+      if (!chunk.ok()) return finish(chunk.status());
+      if (chunk->size > 0) {
+        Status started =
+            device.StartHostToDevice(destination.data() + done, chunk->data, chunk->size, buffer);
+        h2d += Clock::now() - t1;
+        if (!started.ok()) {
+          return finish(started.WithContext("staging " + std::to_string(chunk->size) +
+                                            " bytes read from " + At(path_, offset + done)));
+        }
+        pending[k] = true;
+      }
+      done += chunk->size;
+      if (chunk->size < chunk->asked) break;  // end of file
+    }
+    IOMIMIC_RETURN_IF_ERROR(finish(Status::OK()));
     return done;
   }
 

@@ -37,9 +37,12 @@ struct GdsStats {
   std::uint64_t device_bytes = 0;
   // Seconds in the storage step of those reads (pread, or cuFileRead).
   double storage_seconds = 0;
-  // Seconds in the host-to-device step: the real copy (cuda-bounce) or the
-  // memcpy stretched to the modelled copy time (emulated); 0 for cufile,
-  // whose storage step already ends in device memory.
+  // Seconds the readers spent in the host-to-device step: starting copies
+  // and waiting for them (cuda-bounce: cudaMemcpyAsync and
+  // cudaStreamSynchronize; emulated: the memcpy and the modelled link). A copy
+  // that completes while the next chunk is read costs only its start, so this
+  // is the copy time the reads did not hide. 0 for cufile, whose storage step
+  // already ends in device memory. Summed over threads.
   double h2d_seconds = 0;
   // Reads into host memory (the host destination rule).
   std::uint64_t host_reads = 0;

@@ -5,6 +5,7 @@
 // memory, streams that exist, frees of live allocations) and counts them.
 // It proves the plugin's cuda-bounce plumbing, not anything about a GPU.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -20,17 +23,28 @@ constexpr int kErrorInvalidValue = 1;
 constexpr int kErrorMemoryAllocation = 2;
 constexpr int kErrorInvalidDevice = 101;
 
+// A copy queued on a stream: it happens at cudaStreamSynchronize, as late
+// as a real asynchronous copy may, so a caller that writes the source or
+// reads the destination before synchronising sees wrong bytes.
+struct PendingCopy {
+  void* dst;
+  const void* src;
+  std::size_t n;
+};
+
 struct Fake {
   std::mutex mu;
   std::map<std::uintptr_t, std::size_t> device;  // cudaMalloc'd blocks
   std::map<std::uintptr_t, std::size_t> pinned;  // cudaHostAlloc'd blocks
   std::set<void*> streams;
+  std::map<void*, std::vector<PendingCopy>> queued;  // stream -> copies not yet done
   int device_count = 2;
   int count_error = kSuccess;  // what cudaGetDeviceCount returns
   long h2d_copies = 0;
   long h2d_bytes = 0;
   long syncs = 0;
-  long violations = 0;  // calls that break the documented contract
+  long violations = 0;     // calls that break the documented contract
+  long max_in_flight = 0;  // most copies queued at a time, all streams together
 };
 
 Fake& F() {
@@ -45,6 +59,20 @@ bool Inside(const std::map<std::uintptr_t, std::size_t>& blocks, const void* p, 
   if (it == blocks.begin()) return false;
   --it;
   return a + n <= it->first + it->second;
+}
+
+// Whether a queued copy reads from or writes to [p, p+n).
+bool Queued(const void* p, std::size_t n) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (const auto& [stream, copies] : F().queued) {
+    for (const PendingCopy& c : copies) {
+      for (const void* q : {static_cast<const void*>(c.dst), c.src}) {
+        const auto b = reinterpret_cast<std::uintptr_t>(q);
+        if (a < b + c.n && b < a + n) return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -94,6 +122,8 @@ __attribute__((visibility("default"))) int cudaMalloc(void** p, std::size_t n) {
 
 __attribute__((visibility("default"))) int cudaFree(void* p) {
   std::lock_guard<std::mutex> lock(F().mu);
+  auto it = F().device.find(reinterpret_cast<std::uintptr_t>(p));
+  if (it != F().device.end() && Queued(p, it->second)) ++F().violations;  // copy in flight
   if (F().device.erase(reinterpret_cast<std::uintptr_t>(p)) == 0) {
     ++F().violations;
     return kErrorInvalidValue;
@@ -113,6 +143,8 @@ __attribute__((visibility("default"))) int cudaHostAlloc(void** p, std::size_t n
 
 __attribute__((visibility("default"))) int cudaFreeHost(void* p) {
   std::lock_guard<std::mutex> lock(F().mu);
+  auto it = F().pinned.find(reinterpret_cast<std::uintptr_t>(p));
+  if (it != F().pinned.end() && Queued(p, it->second)) ++F().violations;  // copy in flight
   if (F().pinned.erase(reinterpret_cast<std::uintptr_t>(p)) == 0) {
     ++F().violations;
     return kErrorInvalidValue;
@@ -131,6 +163,8 @@ __attribute__((visibility("default"))) int cudaStreamCreateWithFlags(void** stre
 
 __attribute__((visibility("default"))) int cudaStreamDestroy(void* stream) {
   std::lock_guard<std::mutex> lock(F().mu);
+  if (!F().queued[stream].empty()) ++F().violations;  // destroyed before synchronising
+  F().queued.erase(stream);
   if (F().streams.erase(stream) == 0) {
     ++F().violations;
     return kErrorInvalidValue;
@@ -148,7 +182,11 @@ __attribute__((visibility("default"))) int cudaMemcpyAsync(void* dst, const void
     ++F().violations;
     return kErrorInvalidValue;
   }
-  std::memcpy(dst, src, n);
+  std::vector<PendingCopy>& queue = F().queued[stream];
+  queue.push_back({dst, src, n});
+  long in_flight = 0;
+  for (const auto& [other, copies] : F().queued) in_flight += static_cast<long>(copies.size());
+  F().max_in_flight = std::max(F().max_in_flight, in_flight);
   ++F().h2d_copies;
   F().h2d_bytes += static_cast<long>(n);
   return kSuccess;
@@ -160,6 +198,8 @@ __attribute__((visibility("default"))) int cudaStreamSynchronize(void* stream) {
     ++F().violations;
     return kErrorInvalidValue;
   }
+  for (const PendingCopy& c : F().queued[stream]) std::memcpy(c.dst, c.src, c.n);
+  F().queued[stream].clear();
   ++F().syncs;
   return kSuccess;
 }
@@ -167,7 +207,9 @@ __attribute__((visibility("default"))) int cudaStreamSynchronize(void* stream) {
 __attribute__((visibility("default"))) int cudaMemcpy(void* dst, const void* src, std::size_t n,
                                                       int kind) {
   std::lock_guard<std::mutex> lock(F().mu);
-  if (kind != 2 || !Inside(F().device, src, n)) {  // device to host only
+  // Device to host only, and not from memory a queued copy still writes:
+  // the streams are non-blocking, so this copy does not wait for them.
+  if (kind != 2 || !Inside(F().device, src, n) || Queued(src, n)) {
     ++F().violations;
     return kErrorInvalidValue;
   }
@@ -184,6 +226,12 @@ __attribute__((visibility("default"))) void fake_cuda_set_count_error(int error)
 
 // Returns {live device blocks, live pinned blocks, live streams, H2D copies,
 // H2D bytes, stream syncs, contract violations}.
+// The most host-to-device copies that were in flight at once; resets it.
+__attribute__((visibility("default"))) long fake_cuda_max_in_flight() {
+  std::lock_guard<std::mutex> lock(F().mu);
+  return std::exchange(F().max_in_flight, 0);
+}
+
 __attribute__((visibility("default"))) void fake_cuda_counters(long out[7]) {
   std::lock_guard<std::mutex> lock(F().mu);
   out[0] = static_cast<long>(F().device.size());
