@@ -751,7 +751,7 @@ TEST_CASE(
     WriteThrough(*writer, a, data);
     WriteThrough(*writer, b, data);
   }
-  refuse(5027);  // what cuFile returned on the H100 VM of docs/gds.md
+  refuse(5027);  // what cuFile returned on an H100 VM (plugins/storage/gds/README.md)
   {
     // auto: the driver opens, so cufile is the path; the refused files are
     // staged through pinned memory, and the bytes still land.
