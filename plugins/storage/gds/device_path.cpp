@@ -213,7 +213,8 @@ class CudaMemory {
 
 // --- cuda-bounce ------------------------------------------------------------------
 
-class CudaBouncePath final : public DevicePath {
+// Also the base of cufile, which stages the files cuFile refuses this way.
+class CudaBouncePath : public DevicePath {
  public:
   explicit CudaBouncePath(CudaMemory memory) : memory_(memory) {}
 
@@ -238,16 +239,20 @@ class CudaBouncePath final : public DevicePath {
     return memory_.ToHost(host, device, bytes);
   }
 
- private:
+ protected:
   CudaMemory memory_;
 };
 
 // --- cufile -------------------------------------------------------------------------
 
-class CufilePath final : public DevicePath {
+// Reads straight into registered device memory. Its pinned staging serves
+// host-destination reads on O_DIRECT descriptors and, with mode=auto, the
+// files cuFile refused to register (gds_storage.cpp), copied as cuda-bounce
+// copies them.
+class CufilePath final : public CudaBouncePath {
  public:
   CufilePath(CudaMemory memory, std::shared_ptr<CufileDriver> driver, std::string log)
-      : memory_(memory), driver_(std::move(driver)), log_(std::move(log)) {}
+      : CudaBouncePath(memory), driver_(std::move(driver)), log_(std::move(log)) {}
 
   DataPathKind kind() const override { return DataPathKind::kCufile; }
   std::string Describe() const override {
@@ -273,24 +278,6 @@ class CufilePath final : public DevicePath {
   void FreeDevice(void* pointer, std::size_t) override {
     if (memory_.Select().ok()) (void)driver_->api().BufDeregister(pointer);
     memory_.Free(pointer);
-  }
-
-  // Host staging serves host-destination reads on O_DIRECT descriptors, and
-  // the files cuFile refused to register when mode=auto stages them
-  // (gds_storage.cpp), the way cuda-bounce does.
-  Result<StagingBuffer> NewStaging(std::size_t capacity) override {
-    return memory_.NewPinned(capacity, /*with_stream=*/true);
-  }
-  void DeleteStaging(StagingBuffer& buffer) override { memory_.DeletePinned(buffer); }
-
-  Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                           StagingBuffer& via) override {
-    return memory_.StartCopyIn(device, host, bytes, via.stream);
-  }
-  Status WaitHostToDevice(StagingBuffer& via) override { return memory_.WaitCopies(via.stream); }
-
-  Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
-    return memory_.ToHost(host, device, bytes);
   }
 
   bool reads_directly() const override { return true; }
@@ -329,7 +316,6 @@ class CufilePath final : public DevicePath {
   }
 
  private:
-  CudaMemory memory_;
   std::shared_ptr<CufileDriver> driver_;
   std::string log_;  // cuFile's log file
 };
@@ -366,12 +352,6 @@ const char* DataPathName(DataPathKind kind) {
       return "emulated";
   }
   return "unknown";
-}
-
-Status DevicePath::HostToDevice(void* device, const std::byte* host, std::size_t bytes,
-                                StagingBuffer& via) {
-  IOMIMIC_RETURN_IF_ERROR(StartHostToDevice(device, host, bytes, via));
-  return WaitHostToDevice(via);
 }
 
 Result<CufileHandle> DevicePath::RegisterFile(int) {

@@ -86,8 +86,6 @@ class DevicePath {
   // Returns when every copy started from `via` is complete (emulated: when
   // the modelled copy would be).
   virtual Status WaitHostToDevice(StagingBuffer& via) = 0;
-  // Start, then wait.
-  Status HostToDevice(void* device, const std::byte* host, std::size_t bytes, StagingBuffer& via);
 
   // Copies device memory back to the host (verification and tests).
   virtual Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) = 0;

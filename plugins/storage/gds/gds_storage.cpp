@@ -569,25 +569,22 @@ class GdsFile final : public File {
     struct stat st {};
     const bool known = ::fstat(read_fd_, &st) == 0;
     const bool stage = state_->options.path.mode == "auto";
-    if (stage && known && state_->Refused(st.st_dev)) {
-      staged_ = true;
-      state_->counters.refused_files.fetch_add(1, std::memory_order_relaxed);
-      return false;
+    if (!(stage && known && state_->Refused(st.st_dev))) {
+      Result<CufileHandle> handle = device.RegisterFile(read_fd_);
+      if (handle.ok()) {
+        handle_ = *handle;
+        return true;
+      }
+      if (handle.status().code() != StatusCode::kNotSupported) {
+        return handle.status().WithContext(path_);
+      }
+      if (!stage) {
+        return Status::NotSupported(path_ + ": " + handle.status().message() +
+                                    " (mode=cufile; mode=auto stages such files through pinned "
+                                    "memory, mode=cuda-bounce stages every file)");
+      }
+      if (known) state_->Refuse(st.st_dev, path_, handle.status());
     }
-    Result<CufileHandle> handle = device.RegisterFile(read_fd_);
-    if (handle.ok()) {
-      handle_ = *handle;
-      return true;
-    }
-    if (handle.status().code() != StatusCode::kNotSupported) {
-      return handle.status().WithContext(path_);
-    }
-    if (!stage) {
-      return Status::NotSupported(path_ + ": " + handle.status().message() +
-                                  " (mode=cufile; mode=auto stages such files through pinned "
-                                  "memory, mode=cuda-bounce stages every file)");
-    }
-    if (known) state_->Refuse(st.st_dev, path_, handle.status());
     staged_ = true;
     state_->counters.refused_files.fetch_add(1, std::memory_order_relaxed);
     return false;
