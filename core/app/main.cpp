@@ -359,6 +359,9 @@ int CmdPlugins(int argc, char** argv) {
   for (const plugin::RejectedPlugin& r : registry.rejected()) {
     std::printf("refused  %s: %s\n", r.path.c_str(), r.reason.c_str());
   }
+  for (const plugin::ShadowedPlugin& s : registry.shadowed()) {
+    std::printf("shadowed %s: %s comes first in the search path\n", s.path.c_str(), s.by.c_str());
+  }
   if (registry.plugins().empty()) {
     std::cerr << "iomimic: warning: no plugins found in:";
     for (const std::string& d : registry.search_path()) std::cerr << " " << d;

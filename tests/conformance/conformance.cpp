@@ -103,6 +103,9 @@ const std::vector<plugin::PluginInfo>& PluginsUnderTest(plugin::Kind kind) {
     for (const auto& r : TheRegistry().rejected()) {
       MESSAGE("refused library " << r.path << ": " << r.reason);
     }
+    for (const auto& s : TheRegistry().shadowed()) {
+      MESSAGE("not loaded: " << s.path << " (" << s.by << " comes first in the search path)");
+    }
     return true;
   }();
   (void)reported;

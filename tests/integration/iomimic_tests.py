@@ -756,6 +756,81 @@ def test_reader_work_sharing():
              (diff, a[1:], b[1:]))
 
 
+# Bytes a pass reads beyond its data files' payload, per format, as DLIO
+# reads them (docs/dlio-compat.md §2.2): csv parses its whole file for every
+# sample (pandas.read_csv per open, read_type on_demand), the others read each
+# file's data once plus metadata (HDF5 superblock and object headers per open,
+# the Parquet footer per file, the indexed-binary index files per file).
+READ_PER_EPOCH = {
+    # format: (pattern, why, record_length_bytes, samples per file)
+    "tfrecord": ("stream", "each file streamed once, whatever the reader threads", 4096, 64),
+    # The footer is read with one 64 KiB request from the end, as pyarrow does.
+    "parquet": ("stream", "each file's row groups once, its footer once", 4096, 64),
+    # Samples above libhdf5's 64 KiB sieve buffer: smaller ones are read as
+    # sieve-buffer fills (up to 64 KiB each), as h5py reads them too.
+    "hdf5": ("partial", "each sample's rows, plus HDF5 metadata per open", 131072, 16),
+    "indexed_binary": ("partial", "each sample's bytes, plus the index files", 4096, 64),
+    "csv": ("whole", "the whole file per sample (DLIO's pandas.read_csv per sample)", 4096, 64),
+}
+
+
+def test_bytes_read_per_epoch():
+    """One epoch reads what DLIO/tf.data reads, with 1, 2, 4 and 8 reader threads: each
+    streamed file (tfrecord, parquet) exactly once, each sample's bytes once for hdf5 and
+    indexed_binary (plus bounded metadata), and csv's whole file per sample (as DLIO does).
+    Files span many batches (64 samples per file, batch 8), so a batch's samples come from
+    files other threads read too: the case that read TFRecord files once per thread."""
+    files, batch = 6, 8
+    table = []
+    for fmt, (kind, why, record, spf) in READ_PER_EPOCH.items():
+        data = os.path.join(ARGS.work, "data-" + fmt)
+        for threads in (1, 2, 4, 8):
+            out = os.path.join(ARGS.work, "out-%s-%d" % (fmt, threads))
+            run([ARGS.iomimic, "run", "workload=quickstart", "-q"] + small_overrides(
+                data, out, files=files, epochs=1, compute=0) + [
+                "++workload.dataset.format=" + fmt,
+                "++workload.dataset.num_samples_per_file=%d" % spf,
+                "++workload.dataset.record_length_bytes=%d" % record,
+                "++workload.dataset.record_length_bytes_stdev=0",
+                "++workload.reader.batch_size=%d" % (batch if spf > batch else spf // 4),
+                "++workload.reader.read_threads=%d" % threads,
+                "++workload.reader.file_shuffle=seed",
+                "++workload.reader.sample_shuffle=seed",
+                "++workload.workflow.evaluation=False",
+                "++workload.framework=" + ("tensorflow" if fmt == "tfrecord" else "pytorch"),
+                "++workload.reader.data_loader=" + ("tensorflow" if fmt == "tfrecord" else "pytorch")])
+            s = load_strict_json(os.path.join(out, "summary.json"))
+            got = s["iomimic"]["train_bytes_read"]
+            train = os.path.join(data, "train")
+            dataset = sum(os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(train)
+                          for f in names if f.endswith("." + fmt))
+            samples = files * spf
+            ratio = got / dataset
+            table.append("%-15s %d threads: %10d bytes read, dataset %10d, ratio %.3f" %
+                         (fmt, threads, got, dataset, ratio))
+            print(table[-1], flush=True)
+            if kind == "stream":
+                # The whole file once, its footer read again at most once more.
+                if not dataset <= got <= dataset + files * 68 * 1024:
+                    fail("%s, %d threads: read %d bytes of a %d-byte dataset (%.2fx): %s" %
+                         (fmt, threads, got, dataset, ratio, why))
+            elif kind == "partial":
+                payload = samples * record
+                if not payload <= got <= payload + samples * 4096 + files * 64 * 1024:
+                    fail("%s, %d threads: read %d bytes for %d bytes of samples: %s" %
+                         (fmt, threads, got, payload, why))
+            else:
+                if got != spf * dataset:
+                    fail("%s, %d threads: read %d bytes, expected %d x %d: %s" %
+                         (fmt, threads, got, spf, dataset, why))
+            # The summary says when a pattern rereads on purpose, and by how much.
+            factor = s["iomimic"]["read_pattern_factor"]
+            if factor != (spf if kind == "whole" else 1) or not s["iomimic"]["read_pattern"]:
+                fail("%s: read_pattern_factor %s, read_pattern '%s'" %
+                     (fmt, factor, s["iomimic"]["read_pattern"]))
+    print("\n".join(table))
+
+
 def test_mpiio_modes():
     """dlrm (one shared indexed-binary file) read with MPI-IO by 2 ranks: independent,
     collective (one read_at_all per step) and aggregator modes read every sample once per

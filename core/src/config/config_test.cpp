@@ -866,6 +866,61 @@ reders: {}
   CHECK(m.warnings[0].column == 3);
 }
 
+TEST_CASE("OmegaConf interpolations are resolved as Hydra resolves them") {
+  ::setenv("IOMIMIC_TEST_BUCKET", "bucket-from-env", 1);
+  ::unsetenv("IOMIMIC_TEST_UNSET");
+  // An absolute key, with and without Hydra's `workload.` root.
+  LoadedManifest m = MustLoad(
+      "storage:\n  storage_type: local_fs\n  storage_root: /mnt/data\n"
+      "dataset:\n  data_folder: ${storage.storage_root}/unet3d\n"
+      "checkpoint:\n  checkpoint_folder: ${workload.storage.storage_root}/ckpt\n");
+  CHECK(m.config.dataset.data_folder == "/mnt/data/unet3d");
+  CHECK(m.config.checkpoint.checkpoint_folder == "/mnt/data/ckpt");
+  // The whole value: the referenced value keeps its type.
+  m = MustLoad("dataset:\n  num_files_train: 12\n  num_files_eval: ${.num_files_train}\n"
+               "reader:\n  batch_size: ${..dataset.num_files_train}\n");
+  CHECK(m.config.dataset.num_files_eval == 12);
+  CHECK(m.config.reader.batch_size == 12);
+  // The environment, with a default, and a nested reference in the default.
+  m = MustLoad("storage:\n  storage_root: ${oc.env:IOMIMIC_TEST_BUCKET}\n"
+               "dataset:\n  data_folder: ${oc.env:IOMIMIC_TEST_UNSET,/tmp/x}/${env:IOMIMIC_TEST_BUCKET}\n"
+               "  file_prefix: ${oc.env:IOMIMIC_TEST_UNSET,${storage.storage_root}}\n");
+  CHECK(m.config.storage.storage_root == "bucket-from-env");
+  CHECK(m.config.dataset.data_folder == "/tmp/x/bucket-from-env");
+  CHECK(m.config.dataset.file_prefix == "bucket-from-env");
+  // An override is seen by the interpolation (Hydra resolves after overrides).
+  m = MustLoad("storage:\n  storage_root: /a\ndataset:\n  data_folder: ${storage.storage_root}/d\n",
+               {"++workload.storage.storage_root=/b"});
+  CHECK(m.config.dataset.data_folder == "/b/d");
+  // A chain resolves in any order.
+  m = MustLoad("dataset:\n  data_folder: ${dataset.file_prefix}/x\n  file_prefix: ${storage.storage_root}\n"
+               "storage:\n  storage_root: /r\n");
+  CHECK(m.config.dataset.data_folder == "/r/x");
+  // Escaped: literal.
+  m = MustLoad("dataset:\n  file_prefix: a\\${b}\n");
+  CHECK(m.config.dataset.file_prefix == "a${b}");
+}
+
+TEST_CASE("an interpolation that cannot be resolved is an error naming file:line") {
+  CHECK(LoadError("dataset:\n  data_folder: ${storage.nowhere}/x\n") ==
+        "t.yaml:2:16: error: dataset.data_folder: '${storage.nowhere}' names no key of the "
+        "manifest (looked for 'storage.nowhere')");
+  ::setenv("IOMIMIC_TEST_REGION", "us-east-1", 1);
+  CHECK(Contains(LoadError("storage:\n  storage_root: ${IOMIMIC_TEST_REGION}\n"),
+                 "for the environment variable write ${oc.env:IOMIMIC_TEST_REGION}"));
+  ::unsetenv("IOMIMIC_TEST_UNSET");
+  CHECK(LoadError("storage:\n  storage_root: ${oc.env:IOMIMIC_TEST_UNSET}\n") ==
+        "t.yaml:2:17: error: storage.storage_root: environment variable IOMIMIC_TEST_UNSET is not "
+        "set (${oc.env:IOMIMIC_TEST_UNSET} has no default)");
+  CHECK(Contains(LoadError("dataset:\n  data_folder: ${now:%H}\n"), "unknown resolver 'now'"));
+  CHECK(Contains(LoadError("dataset:\n  data_folder: ${dataset.file_prefix}\n"
+                           "  file_prefix: ${dataset.data_folder}\n"),
+                 "refers back to itself"));
+  CHECK(Contains(LoadError("dataset:\n  data_folder: a${b\n"), "unterminated interpolation"));
+  CHECK(Contains(LoadError("reader:\n  batch_size: 4\ndataset:\n  data_folder: x/${reader}\n"),
+                 "cannot be part of a text"));
+}
+
 TEST_CASE("type and range errors name file:line:col and the key") {
   CHECK(LoadError("dataset:\n  num_files_train: abc\n") ==
         "t.yaml:2:20: error: dataset.num_files_train: expected a non-negative integer, got 'abc'");

@@ -105,4 +105,15 @@ YAML::Node UnwrapWorkloadRoot(const YAML::Node& root, const Locator& locator,
 Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
                           std::vector<Diagnostic>* warnings);
 
+// Resolves OmegaConf interpolations in every scalar below `root` (the
+// workload root, after overrides) in place, as Hydra does when DLIO loads a
+// workload (docs/manifest.md, "Interpolation"): ${a.b} names a key from the
+// workload root (a leading `workload.` is accepted), ${.b} one in the same
+// map and ${..b} one a level up; ${oc.env:VAR} and ${oc.env:VAR,default}
+// (and OmegaConf 2.0's ${env:...}) read the environment; \${ is a literal
+// "${". A value that is exactly one interpolation takes the referenced value
+// whole; one inside a text is replaced by the value's text. A missing key
+// or variable, an unknown resolver or a cycle is an error naming file:line.
+Status ResolveInterpolations(YAML::Node root, const Locator& locator);
+
 }  // namespace iomimic::config::internal

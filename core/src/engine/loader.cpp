@@ -227,6 +227,8 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   collective_readers_.clear();
   threads_ = collective_ ? 0 : plan.reader_threads();
   inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0), epoch);
+  sharing_ = false;
+  streaming_ = false;
   if (threads_ == 0) {
     depth_ = 1;
     return;
@@ -242,18 +244,19 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
   // Grown while every reader is idle (Finish above), before the pass is
   // published: a reader touches its window_cv_ only inside a pass.
   while (window_cv_.size() < threads_) window_cv_.emplace_back();
-  // A streamed file (or read_type memory) is read in order by the one
-  // reader that keeps it open, so its samples cannot be shared.
+  // A streamed file is read in order by the one reader that keeps it open,
+  // so its samples cannot be shared, nor those of read_type memory.
+  streaming_ = !from_memory_ && session_.format().traits().streamed;
+  if (streaming_) stream_.Rebuild(plan, threads_);
   sharing_ = threads_ > 1 && session_.config().iomimic.reader_work_sharing && !from_memory_ &&
-             session_.config().reader.read_type != config::ReadType::kMemory &&
-             !session_.format().traits().streamed;
-  if (sharing_ && work_slots_ < depth_) {
+             session_.config().reader.read_type != config::ReadType::kMemory && !streaming_;
+  if ((sharing_ || streaming_) && work_slots_ < depth_) {
     work_ = std::make_unique<Work[]>(depth_);
     work_slots_ = depth_;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (sharing_) {
+    if (sharing_ || streaming_) {
       for (std::uint64_t k = 0; k < depth_; ++k) ResetWork(k);
     }
     slots_.assign(depth_, Slot());
@@ -285,8 +288,12 @@ void Loader::Finish() {
 
 Status Loader::ReadSampleOf(Reader& reader, std::uint64_t step, std::uint64_t index,
                             std::uint64_t* bytes) {
+  return ReadRef(reader, plan_->Sample(step * plan_->batch_size() + index), index, bytes);
+}
+
+Status Loader::ReadRef(Reader& reader, const plan::SampleRef& ref, std::uint64_t index,
+                       std::uint64_t* bytes) {
   const std::uint64_t bs = plan_->batch_size();
-  const plan::SampleRef ref = plan_->Sample(step * bs + index);
   if (from_memory_) {
     // iomimic.read_once / startup_load: the sample is already in memory.
     reader.Preprocess();
@@ -519,7 +526,56 @@ void Loader::ReaderMain(std::uint64_t thread_index) {
   }
 }
 
+void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
+  const std::uint64_t bs = plan_->batch_size();
+  plan::StreamSchedule::Cursor cursor = stream_.Begin(thread_index);
+  plan::StreamSchedule::Item item;
+  while (cursor.Next(&item)) {
+    const std::uint64_t step = item.position / bs;
+    const std::uint64_t index = item.position % bs;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      window_cv_[thread_index].wait(lock,
+                                    [&] { return stopping_ || step < next_step_ + depth_; });
+      if (stopping_) return;
+    }
+    std::uint64_t bytes = 0;
+    Status status = ReadRef(reader, item.ref, index, &bytes);
+    Work& w = work_[step % depth_];
+    bool publish = false;
+    BatchInfo batch;
+    Status batch_status;
+    {
+      std::lock_guard<std::mutex> lock(w.mutex);
+      if (w.step != step) return;  // the batch failed and the pass moved on
+      if (!w.status.ok()) {
+        // The batch already failed and was published; nothing more to count.
+      } else if (!status.ok()) {
+        // Published at once: the other readers' samples of it no longer count.
+        w.status = status;
+        publish = true;
+      } else {
+        w.batch.samples += 1;
+        w.batch.sample_bytes += bytes;
+        if (log_samples_) w.batch.refs[index] = item.ref;
+        publish = --w.left == 0;
+      }
+      if (publish) {
+        batch = std::move(w.batch);
+        batch_status = w.status;
+        w.batch = BatchInfo();
+      }
+    }
+    if (publish) Publish(step, std::move(batch), std::move(batch_status));
+    if (!status.ok()) return;
+  }
+}
+
 void Loader::RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads) {
+  if (streaming_) {
+    RunStreamPass(reader, thread_index);
+    return;
+  }
   for (std::uint64_t step = thread_index; step < plan_->steps(); step += threads) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -593,11 +649,16 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     slot = Slot();
     ++next_step_;
     // The step that enters the window takes over the slot just emptied.
-    if (sharing_) ResetWork(next_step_ - 1 + depth_);
+    if (sharing_ || streaming_) ResetWork(next_step_ - 1 + depth_);
   }
   taken.batch.taken = std::chrono::steady_clock::now();
-  // The step that just entered the window belongs to one reader; wake it.
-  window_cv_[(next_step_ - 1 + depth_) % threads_].notify_one();
+  if (streaming_) {
+    // Its samples come from every slot's file.
+    for (std::uint64_t t = 0; t < threads_; ++t) window_cv_[t].notify_one();
+  } else {
+    // The step that just entered the window belongs to one reader; wake it.
+    window_cv_[(next_step_ - 1 + depth_) % threads_].notify_one();
+  }
   if (!taken.status.ok()) {
     Finish();
     return taken.status;

@@ -1,7 +1,10 @@
 // The data loader: reader threads that fill a bounded prefetch window.
 //
 // Batch `step` of an epoch is read by reader thread `step mod T` (PyTorch's
-// round robin over workers). At most `depth` batches are in flight or ready
+// round robin over workers). A streamed format (TFRecord, Parquet) is read
+// as tf.data reads it instead: each reader thread streams whole files, T
+// files at a time, and a batch takes records from the T files in turn
+// (plan::StreamSchedule), so every file is read once per pass whatever T is. At most `depth` batches are in flight or ready
 // at once, so memory stays bounded by the prefetch depth whatever the dataset
 // size; the consumer takes batches strictly in step order. With work sharing
 // (iomimic.reader_work_sharing, docs/performance.md) a reader that the window
@@ -118,7 +121,8 @@ class Loader {
   // A batch being read with work sharing (iomimic.reader_work_sharing): its
   // samples are claimed one at a time by the reader that owns the step and
   // by readers the window holds back; whoever finishes the last one
-  // publishes the batch. One per window slot, reset (under mutex_) when its
+  // publishes the batch. A streamed pass uses it too, without claims: the
+  // readers of the batch's files count its samples down. One per window slot, reset (under mutex_) when its
   // step enters the window; `step` tells a late claimer that the slot has
   // moved on.
   struct Work {
@@ -136,10 +140,17 @@ class Loader {
   void ReaderMain(std::uint64_t thread_index);
   // Runs this thread's steps of the current pass.
   void RunPass(Reader& reader, std::uint64_t thread_index, std::uint64_t threads);
+  // Streamed formats: reads the samples of cycle slot `thread_index` in
+  // position order, each when its step is inside the prefetch window, and
+  // publishes every batch whose last sample it reads.
+  void RunStreamPass(Reader& reader, std::uint64_t thread_index);
   Status ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out);
   // Reads sample `index` of `step` with `reader`; adds its payload bytes.
   Status ReadSampleOf(Reader& reader, std::uint64_t step, std::uint64_t index,
                       std::uint64_t* bytes);
+  // Reads `ref`, which lands at `index` of its batch; adds its payload bytes.
+  Status ReadRef(Reader& reader, const plan::SampleRef& ref, std::uint64_t index,
+                 std::uint64_t* bytes);
   // Work sharing: reads unclaimed samples of `step` until none is left,
   // publishing the batch if this thread finishes its last sample. An error
   // is that of a sample this thread read. `helping`: the step is another
@@ -173,7 +184,9 @@ class Loader {
   std::uint64_t depth_ = 1;
   std::uint64_t next_step_ = 0;   // consumer position
   bool sharing_ = false;          // iomimic.reader_work_sharing applies to this pass
-  std::unique_ptr<Work[]> work_;  // one per window slot when sharing_
+  bool streaming_ = false;        // a streamed format read by reader threads
+  plan::StreamSchedule stream_;   // who reads what, when streaming_
+  std::unique_ptr<Work[]> work_;  // one per window slot when sharing_ or streaming_
   std::uint64_t work_slots_ = 0;
   bool in_pass_ = false;
 

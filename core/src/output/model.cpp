@@ -431,6 +431,30 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
   r.io_counters = std::move(rows);
 }
 
+// results.read_pattern: what one epoch reads of the format's files, so that a
+// reader of the results can tell a deliberate reread from a fault.
+void DescribeReadPattern(const config::Config& c, engine::Session& session, RunResults* r) {
+  const FormatTraits& t = session.format().traits();
+  const std::uint64_t spf = std::max<std::uint64_t>(1, c.dataset.num_samples_per_file);
+  if (c.iomimic.random_read_bytes > 0) {
+    r->read_pattern = "random reads of iomimic.random_read_bytes per sample (not the format's)";
+  } else if (t.streamed) {
+    r->read_pattern =
+        "each file streamed once per epoch in reader.transfer_size requests, by one reader thread "
+        "(tf.data's interleave)";
+  } else if (!t.multi_sample_files || spf == 1) {
+    r->read_pattern = "each file read once per epoch";
+  } else if (t.partial_reads) {
+    r->read_pattern = "each sample's bytes read once per epoch, plus the format's metadata per open";
+  } else if (c.reader.read_type == config::ReadType::kMemory) {
+    r->read_pattern = "each file read whole once per reader that needs it (read_type memory)";
+  } else {
+    r->read_pattern = "the whole file read for each of its samples (DLIO's read_type on_demand): " +
+                      std::to_string(spf) + "x the dataset per epoch, on purpose";
+    r->read_pattern_factor = static_cast<double>(spf);
+  }
+}
+
 }  // namespace
 
 EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& c) {
@@ -609,6 +633,7 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);
   r.shared_samples = cluster.SumU64(session.shared_samples());
+  if (c.workflow.train && session.has_format()) DescribeReadPattern(c, session, &r);
   return r;
 }
 

@@ -226,6 +226,11 @@ struct RunResults {
   // Samples read by a reader thread that helped another's step, all ranks
   // (iomimic.reader_work_sharing).
   std::uint64_t shared_samples = 0;
+  // How training reads the format's files, in words, and how many times the
+  // dataset's bytes one epoch reads on purpose (1 unless the access pattern
+  // rereads, e.g. DLIO's whole-file read per sample); empty without training.
+  std::string read_pattern;
+  double read_pattern_factor = 1;
 
   // Every rank's timeline rows and events, by rank, then time.
   double timeline_interval = 0;  // seconds; 0 = no timeline

@@ -417,6 +417,10 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
     io["checksummed_samples"] = r.checksum->second;
   }
   io["shared_samples"] = r.shared_samples;
+  if (!r.read_pattern.empty()) {
+    io["read_pattern"] = r.read_pattern;
+    io["read_pattern_factor"] = Num(r.read_pattern_factor);
+  }
   io["sample_read_latency_ms"] = Percentiles(r.sample_latency);
   json latency = json::object();  // every histogram's percentiles (histograms.json)
   for (const auto& [name, h] : r.histograms) {
@@ -899,6 +903,7 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
   std::snprintf(line, sizeof(line), "  bytes read %.1f MiB, written %.1f MiB, peak RSS %.1f MiB\n",
                 r.io.bytes_read / kMiB, r.io.bytes_written / kMiB, r.peak_rss_mib);
   h << line;
+  if (r.read_pattern_factor > 1) h << "  reads: " << r.read_pattern << "\n";
   if (r.max_steps_per_entry > 1) {
     std::snprintf(line, sizeof(line),
                   "  per-step lists in <rank>_output.json hold means of up to %llu steps "

@@ -261,4 +261,78 @@ SampleRef EpochPlan::Sample(std::uint64_t position) const {
   return SampleRef{file_order_(global / samples_per_file_), global % samples_per_file_};
 }
 
+void StreamSchedule::Rebuild(const EpochPlan& plan, std::uint64_t slots) {
+  slots_ = std::max<std::uint64_t>(1, slots);
+  runs_.clear();
+  groups_.clear();
+  const std::uint64_t n = plan.samples();
+  std::uint64_t position = 0;
+  while (position < n) {
+    const SampleRef first = plan.Sample(position);
+    // A streamed plan reads a file's records in order, so a run ends at the
+    // file's end or at the rank's last position; its far end confirms it.
+    // Anything else (a plan that is not in record order) is walked sample by
+    // sample, which is slower but still right.
+    std::uint64_t length = std::min(n - position, plan.samples_per_file() - first.sample);
+    const SampleRef last = plan.Sample(position + length - 1);
+    if (length == 0 || last.file != first.file || last.sample != first.sample + length - 1) {
+      length = 1;
+      while (position + length < n &&
+             plan.Sample(position + length) == SampleRef{first.file, first.sample + length}) {
+        ++length;
+      }
+    }
+    runs_.push_back(Run{first, length});
+    position += length;
+  }
+  std::uint64_t start = 0;
+  for (std::size_t first_run = 0; first_run < runs_.size(); first_run += slots_) {
+    Group group;
+    group.start = start;
+    group.first_run = first_run;
+    group.runs = static_cast<std::size_t>(std::min<std::uint64_t>(slots_, runs_.size() - first_run));
+    for (std::size_t k = 0; k < group.runs; ++k) start += runs_[first_run + k].length;
+    groups_.push_back(group);
+  }
+}
+
+std::uint64_t StreamSchedule::PositionOf(const Group& group, std::size_t index,
+                                         std::uint64_t record) const {
+  // Rounds 0..record-1 took min(length, record) records from every run;
+  // round `record` takes one from each earlier run still holding one.
+  std::uint64_t position = group.start;
+  for (std::size_t k = 0; k < group.runs; ++k) {
+    const std::uint64_t length = runs_[group.first_run + k].length;
+    position += std::min(length, record);
+    if (k < index && length > record) ++position;
+  }
+  return position;
+}
+
+StreamSchedule::Cursor StreamSchedule::Begin(std::uint64_t slot) const {
+  Cursor cursor;
+  cursor.schedule_ = this;
+  cursor.slot_ = slot;
+  return cursor;
+}
+
+bool StreamSchedule::Cursor::Next(Item* item) {
+  const StreamSchedule& s = *schedule_;
+  while (group_ < s.groups_.size()) {
+    const Group& group = s.groups_[group_];
+    if (slot_ < group.runs) {
+      const Run& run = s.runs_[group.first_run + slot_];
+      if (record_ < run.length) {
+        item->position = s.PositionOf(group, static_cast<std::size_t>(slot_), record_);
+        item->ref = SampleRef{run.first.file, run.first.sample + record_};
+        ++record_;
+        return true;
+      }
+    }
+    ++group_;
+    record_ = 0;
+  }
+  return false;
+}
+
 }  // namespace iomimic::plan

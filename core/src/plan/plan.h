@@ -110,6 +110,7 @@ class EpochPlan {
   std::uint64_t samples() const { return steps_ * batch_size_; }
   // Reader threads (0 means the consumer reads itself, no overlap).
   std::uint64_t reader_threads() const { return threads_; }
+  std::uint64_t samples_per_file() const { return samples_per_file_; }
 
   // The sample at position `position` (< samples()) of this rank's stream.
   SampleRef Sample(std::uint64_t position) const;
@@ -131,6 +132,66 @@ class EpochPlan {
   std::uint64_t rank_ = 0;
   Permutation sample_order_;
   Permutation file_order_;
+};
+
+// How reader threads share a streamed pass (FormatTraits::streamed), as
+// tf.data.TFRecordDataset(files, num_parallel_reads=T) does
+// (docs/dlio-compat.md §4.6): the rank's stream is cut into runs (records of
+// one file, in order); runs are dealt to T cycle slots in groups of T, and
+// the records of a group are interleaved one from each run in turn (block
+// length 1, the slot order within a round). Every run is read front to back
+// by the one reader thread of its slot, so each file is streamed once per
+// pass however many threads read, while each batch mixes records of T files.
+// Rebuilding costs O(files of the rank), not O(samples).
+class StreamSchedule {
+ public:
+  // A sample and its position in the interleaved pass (its batch is
+  // position / batch_size).
+  struct Item {
+    std::uint64_t position = 0;
+    SampleRef ref;
+  };
+
+  // Walks the samples of one slot in increasing position order.
+  class Cursor {
+   public:
+    // The slot's next sample; false when the slot has none left.
+    bool Next(Item* item);
+
+   private:
+    friend class StreamSchedule;
+    const StreamSchedule* schedule_ = nullptr;
+    std::uint64_t slot_ = 0;
+    std::size_t group_ = 0;
+    std::uint64_t record_ = 0;
+  };
+
+  // Cuts `plan` (a streamed plan: its positions read records in file order)
+  // into runs and deals them to `slots` (>= 1) cycle slots. Reuses the
+  // memory of an earlier build.
+  void Rebuild(const EpochPlan& plan, std::uint64_t slots);
+
+  std::uint64_t slots() const { return slots_; }
+  std::uint64_t runs() const { return runs_.size(); }
+  // Samples of slot `slot`, in position order. Precondition: slot < slots().
+  Cursor Begin(std::uint64_t slot) const;
+
+ private:
+  struct Run {
+    SampleRef first;  // its first record
+    std::uint64_t length = 0;
+  };
+  struct Group {
+    std::uint64_t start = 0;  // position of its first sample
+    std::size_t first_run = 0;
+    std::size_t runs = 0;  // <= slots_
+  };
+  // Position of record `record` of run `index` of `group`.
+  std::uint64_t PositionOf(const Group& group, std::size_t index, std::uint64_t record) const;
+
+  std::uint64_t slots_ = 1;
+  std::vector<Run> runs_;
+  std::vector<Group> groups_;
 };
 
 // Training steps per epoch for the whole job (same on every rank):

@@ -56,6 +56,7 @@ struct Registry::Impl {
   std::vector<std::string> search_path;
   std::vector<PluginInfo> infos;
   std::vector<RejectedPlugin> rejected;
+  std::vector<ShadowedPlugin> shadowed;
   std::vector<Loaded> loaded;  // parallel to infos
 };
 
@@ -94,8 +95,10 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
   impl_->search_path = search_path;
   impl_->infos.clear();
   impl_->rejected.clear();
+  impl_->shadowed.clear();
   impl_->loaded.clear();
-  std::set<std::pair<Kind, std::string>> taken;
+  std::map<std::pair<Kind, std::string>, std::string> taken;  // -> the file that supplies it
+  std::map<std::string, std::string> file_names;              // file name -> its first path
   for (const std::string& dir : search_path) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
@@ -105,6 +108,11 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
     }
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {
+      const auto [first, added] = file_names.emplace(file.filename().string(), file.string());
+      if (!added) {
+        impl_->shadowed.push_back({file.string(), first->second});
+        continue;
+      }
       auto lib = std::make_shared<boost::dll::shared_library>();
       std::error_code load_ec;
       lib->load(file, load_ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
@@ -152,7 +160,12 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
                                       o.default_value ? o.default_value : "",
                                       o.help ? o.help : ""});
       }
-      if (!taken.insert({entry.info.kind, entry.info.name}).second) continue;  // shadowed
+      const auto [owner, fresh] = taken.emplace(std::pair{entry.info.kind, entry.info.name},
+                                                file.string());
+      if (!fresh) {
+        impl_->shadowed.push_back({file.string(), owner->second});
+        continue;
+      }
       entry.library = lib;
       entry.descriptor = &d;
       impl_->infos.push_back(entry.info);
@@ -163,6 +176,7 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
 
 const std::vector<PluginInfo>& Registry::plugins() const { return impl_->infos; }
 const std::vector<RejectedPlugin>& Registry::rejected() const { return impl_->rejected; }
+const std::vector<ShadowedPlugin>& Registry::shadowed() const { return impl_->shadowed; }
 const std::vector<std::string>& Registry::search_path() const { return impl_->search_path; }
 
 Result<PluginInfo> Registry::Find(Kind kind, const std::string& name) const {

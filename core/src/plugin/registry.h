@@ -52,6 +52,13 @@ struct RejectedPlugin {
   std::string reason;
 };
 
+// A shared object that was not loaded because a plugin of the same file name
+// or the same kind and name came earlier in the search path.
+struct ShadowedPlugin {
+  std::string path;  // not loaded (or loaded and dropped, when only the name matched)
+  std::string by;    // the plugin that is used instead
+};
+
 // Destroys a plugin object through its own library, then lets the library go.
 struct PluginDeleter {
   void (*destroy)(void*) = nullptr;
@@ -81,11 +88,16 @@ class Registry {
 
   // Scans every folder of `search_path` for *.so files and reads their
   // descriptors. Missing folders are skipped. Refused files are recorded, not
-  // fatal. Calling it again replaces what was found.
+  // fatal. A file whose name an earlier folder already supplied is not
+  // loaded at all (two copies of one plugin in one process may clash, e.g.
+  // in libprotobuf's global registry); it is recorded in shadowed(), as is a
+  // plugin whose kind and name an earlier file already supplied. Calling it
+  // again replaces what was found.
   void Discover(const std::vector<std::string>& search_path);
 
   const std::vector<PluginInfo>& plugins() const;
   const std::vector<RejectedPlugin>& rejected() const;
+  const std::vector<ShadowedPlugin>& shadowed() const;
   const std::vector<std::string>& search_path() const;
 
   // Looks up a plugin; kNotFound lists the plugins of that kind that exist
