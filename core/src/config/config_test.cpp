@@ -271,6 +271,64 @@ storage:
             .config.storage.options.empty());
 }
 
+TEST_CASE("MLPerf v3.0's object-storage spellings: s3dlio, object, URIs, endpoints, reader keys") {
+  // s3dlio over a file:// root: local files (test_local_datagen, resnet50_s3dlio_test).
+  LoadedManifest m = MustLoad(R"(
+storage: {storage_type: s3dlio, storage_root: "file:///tmp/mlp/resnet50"}
+dataset: {data_folder: "${storage.storage_root}/train"}
+)");
+  CHECK(m.config.storage.backend == "posix");
+  CHECK(m.config.storage.storage_root == "/tmp/mlp/resnet50");
+  CHECK(m.config.dataset.data_folder == "/tmp/mlp/resnet50/train");
+  // hybrid_storage: data on S3 over two endpoints, checkpoints on a file:// folder.
+  m = MustLoad(R"(
+dataset: {data_folder: /tmp/dlio-zerocopy-test}
+storage:
+  storage_type: s3dlio
+  storage_root: s3://training-bucket/imagenet-1k/
+  endpoint_uris: [http://127.0.0.1:9000, http://127.0.0.2:9000]
+  load_balance_strategy: least_connections
+  use_mpi_endpoint_distribution: true
+  storage_options: {region: us-east-1}
+checkpoint: {checkpoint_folder: "file:///nvme/checkpoints/resnet50/"}
+)");
+  CHECK(m.config.storage.backend == "s3");
+  CHECK(m.config.storage.storage_root == "training-bucket/imagenet-1k/");
+  CHECK(m.config.dataset.data_folder == "tmp/dlio-zerocopy-test");
+  CHECK(m.config.storage.options.at("endpoint_urls") == "http://127.0.0.1:9000,http://127.0.0.2:9000");
+  CHECK(m.config.storage.options.at("load_balance") == "least_connections");
+  CHECK(m.config.storage.options.at("endpoint_per_rank") == "true");
+  CHECK(m.config.checkpoint.backend == "posix");
+  CHECK(m.config.checkpoint.checkpoint_folder == "/nvme/checkpoints/resnet50");
+  // The "new architecture" under reader: (test_unet3d_train_s3), secure: false.
+  m = MustLoad(R"(
+reader:
+  storage_type: object
+  protocol: s3
+  storage_library: s3dlio
+  storage_root: pr1-test-bucket/unet3d
+  storage_options: {endpoint_url: "https://10.0.0.1:9000", secure: false}
+)");
+  CHECK(m.config.storage.backend == "s3");
+  CHECK(m.config.storage.storage_root == "pr1-test-bucket/unet3d");
+  CHECK(m.config.storage.options.at("endpoint_url") == "http://10.0.0.1:9000");
+  CHECK(m.config.storage.options.at("storage_library") == "s3dlio");
+  CHECK(m.warnings.empty());
+  // reader.data_loader_root names the training data (pytorch_s3dlio).
+  m = MustLoad(R"(
+dataset: {data_folder: /tmp/dlio_data_unused}
+reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-data"}
+)");
+  CHECK(m.config.storage.backend == "s3");
+  CHECK(m.config.dataset.data_folder == "s3://my-bucket/training-data");
+  // Protocols no back end speaks, and a key given twice.
+  CHECK(Contains(LoadError("storage: {storage_type: s3dlio, storage_root: \"az://c/x\"}\n"),
+                 "az://, which no iomimic storage back end speaks"));
+  CHECK(Contains(LoadError("storage: {storage_type: object, protocol: gcs}\n"), "gcs://"));
+  CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
+                 "reader.storage_root: conflicts with storage.storage_root"));
+}
+
 TEST_CASE("an empty manifest holds DLIO's defaults (docs/dlio-compat.md §1.3)") {
   const LoadedManifest m = MustLoad("");
   const Config& c = m.config;
@@ -893,9 +951,9 @@ TEST_CASE("OmegaConf interpolations are resolved as Hydra resolves them") {
                {"++workload.storage.storage_root=/b"});
   CHECK(m.config.dataset.data_folder == "/b/d");
   // A chain resolves in any order.
-  m = MustLoad("dataset:\n  data_folder: ${dataset.file_prefix}/x\n  file_prefix: ${storage.storage_root}\n"
-               "storage:\n  storage_root: /r\n");
-  CHECK(m.config.dataset.data_folder == "/r/x");
+  m = MustLoad("dataset:\n  data_folder: /d/${dataset.file_prefix}/x\n  file_prefix: ${model.name}\n"
+               "model:\n  name: r\n");
+  CHECK(m.config.dataset.data_folder == "/d/r/x");
   // Escaped: literal.
   m = MustLoad("dataset:\n  file_prefix: a\\${b}\n");
   CHECK(m.config.dataset.file_prefix == "a${b}");
@@ -905,10 +963,15 @@ TEST_CASE("an interpolation that cannot be resolved is an error naming file:line
   CHECK(LoadError("dataset:\n  data_folder: ${storage.nowhere}/x\n") ==
         "t.yaml:2:16: error: dataset.data_folder: '${storage.nowhere}' names no key of the "
         "manifest (looked for 'storage.nowhere')");
+  // MLPerf's ${AWS_REGION}: a set variable is used, with a warning; unset, an error.
   ::setenv("IOMIMIC_TEST_REGION", "us-east-1", 1);
-  CHECK(Contains(LoadError("storage:\n  storage_root: ${IOMIMIC_TEST_REGION}\n"),
-                 "for the environment variable write ${oc.env:IOMIMIC_TEST_REGION}"));
+  LoadedManifest m = MustLoad("storage:\n  storage_root: ${IOMIMIC_TEST_REGION}\n");
+  CHECK(m.config.storage.storage_root == "us-east-1");
+  CHECK(HasWarning(m, "write ${oc.env:IOMIMIC_TEST_REGION}"));
   ::unsetenv("IOMIMIC_TEST_UNSET");
+  CHECK(LoadError("storage:\n  storage_root: ${IOMIMIC_TEST_UNSET}\n") ==
+        "t.yaml:2:17: error: storage.storage_root: '${IOMIMIC_TEST_UNSET}' names no key of the "
+        "manifest and no environment variable IOMIMIC_TEST_UNSET is set");
   CHECK(LoadError("storage:\n  storage_root: ${oc.env:IOMIMIC_TEST_UNSET}\n") ==
         "t.yaml:2:17: error: storage.storage_root: environment variable IOMIMIC_TEST_UNSET is not "
         "set (${oc.env:IOMIMIC_TEST_UNSET} has no default)");

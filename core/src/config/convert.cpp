@@ -775,7 +775,30 @@ Status Converter::ApplyRules(Config* config) {
       config->storage.storage_options["storage_library"] = library->value.Scalar();
     }
   }
-  SelectDlioBackend(Get(storage, "backend").has_value(), config);
+  ObjectStorageKeys object;
+  if (const std::optional<Entry> protocol = Get(storage, "protocol");
+      protocol && protocol->value.IsScalar()) {
+    object.protocol = protocol->value.Scalar();
+  }
+  if (const std::optional<Entry> uris = Get(storage, "endpoint_uris");
+      uris && uris->value.IsSequence()) {
+    for (const YAML::Node& uri : uris->value) {
+      if (uri.IsScalar()) object.endpoint_uris.push_back(uri.Scalar());
+    }
+  }
+  if (const std::optional<Entry> strategy = Get(storage, "load_balance_strategy");
+      strategy && strategy->value.IsScalar()) {
+    object.load_balance_strategy = strategy->value.Scalar();
+  }
+  if (const std::optional<Entry> per_rank = Get(storage, "use_mpi_endpoint_distribution");
+      per_rank && per_rank->value.IsScalar()) {
+    const std::string& v = per_rank->value.Scalar();
+    object.use_mpi_endpoint_distribution = v == "true" || v == "True" || v == "TRUE";
+  }
+  const Status selected = SelectDlioBackend(Get(storage, "backend").has_value(), object, config);
+  if (!selected.ok()) {
+    return locator_.Error(storage.node.Mark(), "storage", selected.message());
+  }
   return Status::OK();
 }
 

@@ -11,7 +11,9 @@
 
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "iomimic/status.h"
@@ -23,16 +25,33 @@ namespace iomimic::config {
 // end lands in device memory.
 inline constexpr std::string_view kFileStorageBackend = "posix";
 
-// DLIO's keys that select a back end, applied when the manifest names no
-// storage.backend: storage.storage_type s3 -> the S3 back end, with DLIO's
-// storage_options (endpoint_url, region, access_key_id, secret_access_key,
-// s3_force_path_style, s3_max_attempts) and MLPerf v3's storage_library as
-// its options (storage.options given explicitly win; also applied when
-// storage.backend names the S3 back end itself); reader.odirect or
-// storage.storage_type direct_fs (MLPerf Storage v3.0's fork) -> the
-// O_DIRECT back end; reader.file_access shared/mpio/collective -> the MPI-IO
-// back end (independent, or collective reads of a whole step).
-void SelectDlioBackend(bool backend_given, Config* config);
+// MLPerf Storage v3.0's object-storage keys that the config keeps no member
+// for (docs/s3.md, "MLPerf Storage v3.0's spellings").
+struct ObjectStorageKeys {
+  std::string protocol;                    // storage.protocol: s3, file, az, gcs
+  std::vector<std::string> endpoint_uris;  // storage.endpoint_uris
+  std::string load_balance_strategy;       // storage.load_balance_strategy
+  bool use_mpi_endpoint_distribution = false;
+};
+
+// DLIO's keys that select a back end (docs/s3.md and docs/dlio-compat.md §1):
+// - Where the data lives: storage_root's URI scheme, else the data folder's
+//   (file:// local files, direct:// local files with O_DIRECT, s3:// objects;
+//   az://, gs:// are refused with the reason), else storage_type s3, s3dlio
+//   or object (with storage.protocol s3 or file) -> objects.
+// - Objects: the S3 back end when the manifest names no storage.backend,
+//   with DLIO's storage_options (endpoint_url, region, access_key_id,
+//   secret_access_key, s3_force_path_style, s3_max_attempts, the fork's
+//   secure: false = http), MLPerf v3's storage_library and endpoint keys as
+//   its options (storage.options given explicitly win); an absolute data
+//   folder is a key prefix under storage_root's bucket/prefix.
+// - A checkpoint folder in another place than the data (file:// folder, S3
+//   data) gets its own back end, unless checkpoint.backend is given.
+// - Files: reader.odirect or storage_type direct_fs (the fork) -> the
+//   O_DIRECT back end; reader.file_access shared/mpio/collective -> the
+//   MPI-IO back end (independent, or collective reads of a whole step).
+// file:// and direct:// prefixes are removed from the folders.
+Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config);
 
 // DLIO's data loaders that cannot read a format: "" when `loader` reads
 // `format`, else the reason (the pytorch loader cannot read TFRecord files).

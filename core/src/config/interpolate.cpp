@@ -1,6 +1,6 @@
 // ResolveInterpolations: OmegaConf's ${...} in manifest values, resolved as
 // Hydra resolves them when DLIO or MLPerf Storage's fork loads a workload
-// (docs/manifest.md, "Interpolation").
+// (docs/dlio-compat.md, "Interpolation").
 
 #include <cstdlib>
 #include <set>
@@ -57,7 +57,10 @@ std::string JoinPath(const std::vector<std::string>& keys) {
 
 class Resolver {
  public:
-  Resolver(YAML::Node root, const Locator& locator) : locator_(locator) { root_.reset(root); }
+  Resolver(YAML::Node root, const Locator& locator, std::vector<Diagnostic>* warnings)
+      : locator_(locator), warnings_(warnings) {
+    root_.reset(root);
+  }
 
   // Resolves every scalar below `node` (at `path`) in place.
   Status Walk(YAML::Node node, std::vector<std::string>* path) {
@@ -196,12 +199,28 @@ class Resolver {
     for (std::string& k : SplitPath(key)) target.push_back(std::move(k));
     std::optional<YAML::Node> found = FindPath(root_, JoinPath(target));
     if (!found) {
-      std::string message = "'${" + expr + "}' names no key of the manifest (looked for '" +
-                            JoinPath(target) + "')";
-      if (IsEnvName(expr) && std::getenv(expr.c_str()) != nullptr) {
-        message += "; for the environment variable write ${oc.env:" + expr + "}";
+      // MLPerf Storage's object-storage files write ${AWS_REGION} and the
+      // like for environment variables. Hydra would refuse them; the intent
+      // is plain, so a set variable is used, with a warning (its value,
+      // possibly a secret, is not printed).
+      if (IsEnvName(expr)) {
+        if (const char* set = std::getenv(expr.c_str()); set != nullptr) {
+          if (warnings_ != nullptr) {
+            warnings_->push_back(locator_.Warning(
+                node.Mark(), where,
+                "'${" + expr + "}' names no key; the environment variable " + expr +
+                    " is used (Hydra would refuse it: write ${oc.env:" + expr + "})"));
+          }
+          *value = YAML::Node(std::string(set));
+          return Status::OK();
+        }
+        return locator_.Error(node.Mark(), where,
+                              "'${" + expr + "}' names no key of the manifest and no environment "
+                              "variable " + expr + " is set");
       }
-      return locator_.Error(node.Mark(), where, message);
+      return locator_.Error(node.Mark(), where,
+                            "'${" + expr + "}' names no key of the manifest (looked for '" +
+                                JoinPath(target) + "')");
     }
     YAML::Node target_node;
     target_node.reset(*found);
@@ -260,13 +279,15 @@ class Resolver {
 
   YAML::Node root_;
   const Locator& locator_;
+  std::vector<Diagnostic>* warnings_;
   std::set<std::string> active_;  // paths being resolved (cycle check)
 };
 
 }  // namespace
 
-Status ResolveInterpolations(YAML::Node root, const Locator& locator) {
-  Resolver resolver(root, locator);
+Status ResolveInterpolations(YAML::Node root, const Locator& locator,
+                             std::vector<Diagnostic>* warnings) {
+  Resolver resolver(root, locator, warnings);
   std::vector<std::string> path;
   return resolver.Walk(root, &path);
 }

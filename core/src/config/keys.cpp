@@ -22,7 +22,11 @@ const Words kFrameworks = {"tensorflow", "pytorch"};
 const Words kDataLoaders = {"tensorflow", "pytorch", "dali", "native_dali",
                             "synthetic",  "custom",  "none"};
 // direct_fs: MLPerf Storage v3.0's fork, O_DIRECT on a local file system.
-const Words kStorageTypes = {"local_fs", "direct_fs", "parallel_fs", "s3", "aistore"};
+// s3dlio and object: MLPerf Storage v3.0's object-storage spellings
+// (docs/s3.md, "MLPerf Storage v3.0's spellings").
+const Words kStorageTypes = {"local_fs", "direct_fs", "parallel_fs", "s3",
+                             "aistore",  "s3dlio",    "object"};
+const Words kLoadBalanceStrategies = {"round_robin", "least_connections", "random"};
 const Words kDataGenMethods = {"dgen", "numpy"};
 // snappy, lz4 and zstd are Parquet codecs (MLPerf Storage's DLIO fork).
 const Words kCompressions = {"none", "gzip", "lzf", "bz2", "zip", "xz", "snappy", "lz4", "zstd"};

@@ -146,7 +146,8 @@ Status Load(const std::string& text, const std::string& file,
   IOMIMIC_RETURN_IF_ERROR(ApplyOverrides(overrides, root, &locator, &manifest->config.hydra));
   // Overrides may have set a legacy shape again (e.g. ++workload.model=name).
   IOMIMIC_RETURN_IF_ERROR(CanonicalizeLegacy(root, locator, nullptr));
-  IOMIMIC_RETURN_IF_ERROR(ResolveInterpolations(root, locator));
+  IOMIMIC_RETURN_IF_ERROR(ResolveInterpolations(root, locator, &warnings));
+  IOMIMIC_RETURN_IF_ERROR(MoveReaderStorageKeys(root, locator));
   WarnUnknownKeys(root, locator, &warnings);
   IOMIMIC_RETURN_IF_ERROR(ConvertTree(root, locator, &manifest->config, &warnings));
   IOMIMIC_RETURN_IF_ERROR(ValidateConfig(manifest->config, root, locator));

@@ -367,4 +367,56 @@ Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
   return Status::OK();
 }
 
+Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
+  std::optional<YAML::Node> reader = Child(root, "reader");
+  if (!reader || !reader->IsMap()) return Status::OK();
+  // reader.<key> -> <section>.<target>.
+  struct Move {
+    std::string_view key, section, target;
+    bool wins;  // replaces a value the section has (else both is an error)
+  };
+  static constexpr Move kMoves[] = {
+      {"storage_type", "storage", "storage_type", false},
+      {"protocol", "storage", "protocol", false},
+      {"storage_library", "storage", "storage_library", false},
+      {"storage_root", "storage", "storage_root", false},
+      {"storage_options", "storage", "storage_options", false},
+      {"endpoint_uris", "storage", "endpoint_uris", false},
+      {"load_balance_strategy", "storage", "load_balance_strategy", false},
+      {"use_mpi_endpoint_distribution", "storage", "use_mpi_endpoint_distribution", false},
+      // The fork's loaders read their data from data_loader_root; the
+      // dataset's data_folder is then unused (its files say so).
+      {"data_loader_root", "dataset", "data_folder", true},
+      {"checkpoint_folder", "checkpoint", "checkpoint_folder", false},
+  };
+  for (const Move& m : kMoves) {
+    const std::optional<Entry> entry = FindEntry(*reader, m.key);
+    if (!entry) continue;
+    std::optional<YAML::Node> section = Child(root, m.section);
+    if (!section || section->IsNull()) {
+      root.remove(std::string(m.section));
+      root[std::string(m.section)] = YAML::Node(YAML::NodeType::Map);
+      section = Child(root, m.section);
+    }
+    if (!section->IsMap()) continue;  // reported when typed
+    const std::string from = JoinPath("reader", m.key);
+    const std::string to = JoinPath(m.section, m.target);
+    if (const std::optional<Entry> current = FindEntry(*section, m.target); current && !m.wins) {
+      const bool same = current->value.IsScalar() && entry->value.IsScalar() &&
+                        current->value.Scalar() == entry->value.Scalar();
+      if (!same) {
+        return locator.Error(entry->key.Mark(), from,
+                             "conflicts with " + to + " (line " +
+                                 std::to_string(current->key.Mark().line + 1) +
+                                 "); give only one of them");
+      }
+      reader->remove(std::string(m.key));
+      continue;
+    }
+    if (m.wins) section->remove(std::string(m.target));
+    MoveEntry(*reader, m.key, *section, m.target);
+  }
+  return Status::OK();
+}
+
 }  // namespace iomimic::config::internal

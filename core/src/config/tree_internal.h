@@ -105,15 +105,27 @@ YAML::Node UnwrapWorkloadRoot(const YAML::Node& root, const Locator& locator,
 Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
                           std::vector<Diagnostic>* warnings);
 
+// MLPerf Storage v3.0's fork also reads its storage keys from `reader:`
+// (storage_type, protocol, storage_library, storage_root, storage_options,
+// endpoint_uris, load_balance_strategy, use_mpi_endpoint_distribution) and
+// its training data from reader.data_loader_root. Moves them to storage.*,
+// dataset.data_folder (replacing it) and checkpoint.checkpoint_folder, so
+// one set of rules reads them; the same key in both places with different
+// values is an error naming the reader's line.
+Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator);
+
 // Resolves OmegaConf interpolations in every scalar below `root` (the
 // workload root, after overrides) in place, as Hydra does when DLIO loads a
-// workload (docs/manifest.md, "Interpolation"): ${a.b} names a key from the
+// workload (docs/dlio-compat.md, "Interpolation"): ${a.b} names a key from the
 // workload root (a leading `workload.` is accepted), ${.b} one in the same
 // map and ${..b} one a level up; ${oc.env:VAR} and ${oc.env:VAR,default}
 // (and OmegaConf 2.0's ${env:...}) read the environment; \${ is a literal
 // "${". A value that is exactly one interpolation takes the referenced value
 // whole; one inside a text is replaced by the value's text. A missing key
 // or variable, an unknown resolver or a cycle is an error naming file:line.
-Status ResolveInterpolations(YAML::Node root, const Locator& locator);
+// ${NAME} that names no key but a set environment variable (MLPerf's
+// ${AWS_REGION}) takes the variable's value, with a warning.
+Status ResolveInterpolations(YAML::Node root, const Locator& locator,
+                             std::vector<Diagnostic>* warnings);
 
 }  // namespace iomimic::config::internal

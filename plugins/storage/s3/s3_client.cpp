@@ -134,7 +134,11 @@ void BodyBuffer::Reserve(std::size_t bytes, std::size_t keep) {
 }
 
 std::string BucketUrl(const ClientOptions& options, std::string_view bucket) {
-  const std::string& endpoint = options.endpoint;
+  return BucketUrl(options, options.endpoint, bucket);
+}
+
+std::string BucketUrl(const ClientOptions& options, const std::string& endpoint,
+                      std::string_view bucket) {
   if (bucket.empty()) return endpoint;
   const std::size_t scheme_end = endpoint.find("://");
   const std::size_t host_begin = scheme_end == std::string::npos ? 0 : scheme_end + 3;
@@ -296,9 +300,15 @@ Client::Client(const ClientOptions& options)
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
-  if (options.endpoint.find("://") == std::string::npos) {
+  if (options.endpoints.empty() && options.endpoint.find("://") == std::string::npos) {
     return Status::InvalidArgument("s3: endpoint_url '" + options.endpoint +
                                    "' is not a URL (http://host:port or https://host)");
+  }
+  for (const std::string& endpoint : options.endpoints) {
+    if (endpoint.find("://") == std::string::npos) {
+      return Status::InvalidArgument("s3: endpoint '" + endpoint +
+                                     "' of endpoint_urls is not a URL (http://host:port)");
+    }
   }
   if (options.access_key_id.empty() || options.secret_access_key.empty()) {
     return Status::InvalidArgument(
@@ -313,7 +323,63 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   }
   std::unique_ptr<Client> client(new Client(options));
   while (client->options_.endpoint.ends_with('/')) client->options_.endpoint.pop_back();
+  client->endpoints_ = options.endpoints.empty() ? std::vector<std::string>{client->options_.endpoint}
+                                                 : options.endpoints;
+  for (std::string& endpoint : client->endpoints_) {
+    while (endpoint.ends_with('/')) endpoint.pop_back();
+  }
+  const std::size_t n = client->endpoints_.size();
+  client->sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(n);
+  client->active_ = std::make_unique<std::atomic<std::uint64_t>[]>(n);
   return client;
+}
+
+std::size_t Client::PickEndpoint() {
+  const std::size_t n = endpoints_.size();
+  std::size_t pick = 0;
+  if (n > 1) {
+    switch (options_.balance) {
+      case Balance::kRoundRobin:
+        pick = static_cast<std::size_t>(turn_.fetch_add(1, std::memory_order_relaxed) % n);
+        break;
+      case Balance::kRandom: {
+        // SplitMix64 of a counter: independent draws without a shared generator.
+        std::uint64_t z = turn_.fetch_add(0x9E3779B97F4A7C15ULL, std::memory_order_relaxed);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        pick = static_cast<std::size_t>((z ^ (z >> 31)) % n);
+        break;
+      }
+      case Balance::kLeastConnections: {
+        // The fewest requests in flight; ties go round robin.
+        const std::size_t first =
+            static_cast<std::size_t>(turn_.fetch_add(1, std::memory_order_relaxed) % n);
+        std::uint64_t fewest = UINT64_MAX;
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::size_t i = (first + k) % n;
+          const std::uint64_t a = active_[i].load(std::memory_order_relaxed);
+          if (a < fewest) {
+            fewest = a;
+            pick = i;
+          }
+        }
+        break;
+      }
+    }
+  }
+  sent_[pick].fetch_add(1, std::memory_order_relaxed);
+  active_[pick].fetch_add(1, std::memory_order_relaxed);
+  return pick;
+}
+
+void Client::Release(std::size_t endpoint) {
+  active_[endpoint].fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::vector<std::uint64_t> Client::EndpointRequests() const {
+  std::vector<std::uint64_t> out(endpoints_.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = sent_[i].load(std::memory_order_relaxed);
+  return out;
 }
 
 std::unique_ptr<Client::Connection> Client::Checkout() {
@@ -394,6 +460,7 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
   }
   if (c.easy.empty()) return Status::ResourceExhausted("s3: curl_easy_init failed");
   std::vector<Request*> slot_request(c.easy.size(), nullptr);
+  std::vector<std::size_t> slot_endpoint(c.easy.size(), 0);
   std::size_t next = 0;
   std::size_t running_count = 0;
   std::uint64_t sent = 0;
@@ -414,7 +481,8 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     r->etag.clear();
     r->upload_position = 0;
     r->retryable = false;
-    std::string url = BucketUrl(options_, r->bucket);
+    slot_endpoint[slot] = PickEndpoint();
+    std::string url = BucketUrl(options_, endpoints_[slot_endpoint[slot]], r->bucket);
     if (!r->key.empty()) url += "/" + UriEncode(r->key, true);
     if (!r->query.empty()) url += "?" + CanonicalQuery(r->query);
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
@@ -476,6 +544,7 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     CURL* e = c.easy[slot];
     Request* r = slot_request[slot];
     slot_request[slot] = nullptr;
+    Release(slot_endpoint[slot]);
     curl_multi_remove_handle(c.multi, e);
     --running_count;
     long http = 0;
@@ -540,6 +609,7 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
         if (slot_request[slot] == nullptr) continue;
         slot_request[slot]->status = failure;
         slot_request[slot]->retryable = true;
+        Release(slot_endpoint[slot]);
         curl_multi_remove_handle(c.multi, c.easy[slot]);
         slot_request[slot] = nullptr;
         --running_count;

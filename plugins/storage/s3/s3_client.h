@@ -25,6 +25,7 @@
 
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -43,8 +44,16 @@ namespace iomimic::s3 {
 // as the AWS SDKs choose.
 enum class Addressing { kAuto, kPath, kVirtual };
 
+// How a request picks one of several endpoints (MLPerf Storage v3.0's
+// load_balance_strategy).
+enum class Balance { kRoundRobin, kLeastConnections, kRandom };
+
 struct ClientOptions {
   std::string endpoint;  // scheme://host[:port], without a trailing slash
+  // When not empty, requests are spread over these (each scheme://host[:port])
+  // by `balance`, and `endpoint` is ignored.
+  std::vector<std::string> endpoints;
+  Balance balance = Balance::kRoundRobin;
   std::string region = "us-east-1";
   std::string access_key_id;
   std::string secret_access_key;
@@ -65,6 +74,9 @@ struct ClientOptions {
 // Ceph, on-premises stores), as the AWS SDKs do. An empty bucket gives the
 // endpoint.
 std::string BucketUrl(const ClientOptions& options, std::string_view bucket);
+// The same for `endpoint` in place of options.endpoint.
+std::string BucketUrl(const ClientOptions& options, const std::string& endpoint,
+                      std::string_view bucket);
 
 // A bucket and key named by a path: "s3://bucket/key", "/bucket/key" or
 // "bucket/key" (the first component is the bucket, as DLIO joins
@@ -168,16 +180,27 @@ class Client {
   }
 
   ClientStats stats() const;
+  // Requests sent to each endpoint (one entry per endpoint, retries
+  // included), in the order of options().endpoints, or one entry.
+  std::vector<std::uint64_t> EndpointRequests() const;
   const ClientOptions& options() const { return options_; }
 
  private:
   struct Connection;
   explicit Client(const ClientOptions& options);
   std::unique_ptr<Connection> Checkout();
+  // The endpoint the next request goes to (index into endpoints_); counts
+  // it as sent and active. Release marks it finished.
+  std::size_t PickEndpoint();
+  void Release(std::size_t endpoint);
   void Return(std::unique_ptr<Connection> connection);
   Status PerformOnce(Connection& connection, std::span<Request*> requests, std::size_t in_flight);
 
   ClientOptions options_;
+  std::vector<std::string> endpoints_;  // at least one
+  std::unique_ptr<std::atomic<std::uint64_t>[]> sent_;    // per endpoint
+  std::unique_ptr<std::atomic<std::uint64_t>[]> active_;  // per endpoint, in flight
+  std::atomic<std::uint64_t> turn_{0};                    // round robin, random draws
   std::string sigv4_;  // "aws:amz:<region>:s3"
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;

@@ -435,6 +435,26 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
   IOMIMIC_ASSIGN_OR_RETURN(std::int64_t parts, opts.GetInt("parts_in_flight", 4));
   IOMIMIC_ASSIGN_OR_RETURN(out.fail_after_parts, opts.GetInt("fail_after_parts", -1));
   IOMIMIC_ASSIGN_OR_RETURN(out.storage_library, opts.GetString("storage_library", ""));
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string endpoint_urls, opts.GetString("endpoint_urls", ""));
+  for (std::size_t at = 0; at < endpoint_urls.size();) {
+    std::size_t comma = endpoint_urls.find(',', at);
+    if (comma == std::string::npos) comma = endpoint_urls.size();
+    std::string url = endpoint_urls.substr(at, comma - at);
+    url.erase(0, url.find_first_not_of(' '));
+    url.erase(url.find_last_not_of(' ') + 1);
+    if (!url.empty()) c.endpoints.push_back(std::move(url));
+    at = comma + 1;
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(c.balance,
+                           opts.GetChoice("load_balance", Balance::kRoundRobin,
+                                          {{"round_robin", Balance::kRoundRobin},
+                                           {"least_connections", Balance::kLeastConnections},
+                                           {"random", Balance::kRandom}}));
+  IOMIMIC_ASSIGN_OR_RETURN(out.endpoint_per_rank, opts.GetBool("endpoint_per_rank", false));
+  if (out.endpoint_per_rank && c.endpoints.empty()) {
+    return Status::InvalidArgument(opts.owner() +
+                                   ": option 'endpoint_per_rank' needs 'endpoint_urls'");
+  }
   if (out.range_size == 0) {
     return Status::InvalidArgument(opts.owner() + ": option 'range_size' must be > 0");
   }
@@ -675,7 +695,7 @@ Result<std::vector<ObjectEntry>> S3Storage::List(const std::string& bucket,
 
 std::vector<StorageStatistic> S3Storage::Statistics() const {
   const ClientStats s = client_->stats();
-  return {
+  std::vector<StorageStatistic> stats = {
       {"s3_requests", static_cast<double>(s.requests)},
       {"s3_retried_requests", static_cast<double>(s.retries)},
       {"s3_connections_opened", static_cast<double>(s.connections)},
@@ -687,6 +707,15 @@ std::vector<StorageStatistic> S3Storage::Statistics() const {
       {"s3_multipart_uploads", static_cast<double>(counters_.multipart_uploads.load())},
       {"s3_aborted_uploads", static_cast<double>(counters_.aborted_uploads.load())},
   };
+  // Several endpoints: the requests each received (retries included).
+  if (!options_.client.endpoints.empty()) {
+    const std::vector<std::uint64_t> per = client_->EndpointRequests();
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      stats.push_back({"s3_endpoint_" + std::to_string(i) + "_requests",
+                       static_cast<double>(per[i])});
+    }
+  }
+  return stats;
 }
 
 Result<std::unique_ptr<Storage>> CreateS3Storage(const PluginContext& context) {
@@ -694,6 +723,11 @@ Result<std::unique_ptr<Storage>> CreateS3Storage(const PluginContext& context) {
                            ParseOptions(context.options, [](const char* name) -> const char* {
                              return std::getenv(name);
                            }));
+  if (options.endpoint_per_rank) {
+    const std::size_t n = options.client.endpoints.size();
+    const std::size_t mine = static_cast<std::size_t>(std::max(0, context.rank)) % n;
+    options.client.endpoints = {options.client.endpoints[mine]};
+  }
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(options.client));
   return std::unique_ptr<Storage>(new S3Storage(options, std::move(client)));
 }
@@ -732,6 +766,15 @@ const IomimicOptionSpec kS3Options[] = {
     {"storage_library", "string", "",
      "MLPerf Storage v3's client library name (s3dlio, minio, s3torchconnector): accepted and "
      "recorded; this plugin is what runs"},
+    {"endpoint_urls", "string", "",
+     "comma-separated http(s)://host:port endpoints that requests are spread over (MLPerf v3's "
+     "endpoint_uris); replaces endpoint_url; statistics s3_endpoint_<i>_requests"},
+    {"load_balance", "string", "round_robin",
+     "how a request picks one of endpoint_urls: round_robin, least_connections (fewest in "
+     "flight), random"},
+    {"endpoint_per_rank", "bool", "false",
+     "rank r sends every request to endpoint_urls[r mod N] (MLPerf v3's "
+     "use_mpi_endpoint_distribution)"},
 };
 }  // namespace
 

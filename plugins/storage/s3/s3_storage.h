@@ -58,6 +58,9 @@ struct S3Options {
   std::uint64_t parts_in_flight = 4;
   std::int64_t fail_after_parts = -1;  // testing: a multipart upload fails after N parts
   std::string storage_library;         // MLPerf v3's client name, accepted and recorded
+  // endpoint_per_rank: rank r sends every request to client.endpoints[r mod N]
+  // (MLPerf v3's use_mpi_endpoint_distribution); applied at creation.
+  bool endpoint_per_rank = false;
 };
 
 // Options, with the environment's values where an option is empty.
