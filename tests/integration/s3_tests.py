@@ -435,6 +435,80 @@ def test_s3_two_ranks_under_mpirun():
         fail("the ranks read %d bytes, expected about %d" % (read, 2 * sum(data.values())))
 
 
+def endpoint_counts(summary):
+    stats = summary["iomimic"]["plugins"]["storage"].get("statistics", {})
+    counts = []
+    while "s3_endpoint_%d_requests" % len(counts) in stats:
+        counts.append(int(stats["s3_endpoint_%d_requests" % len(counts)]))
+    return counts, int(stats.get("s3_requests", 0))
+
+
+def test_s3_mlperf_object_spellings():
+    """MLPerf v3.0's object-storage files as written (hybrid_storage's shape): storage_type
+    s3dlio, storage_root s3://bucket/prefix, endpoint_uris with round robin, an absolute
+    data_folder under the prefix, checkpoints on a file:// folder. Then two ranks with
+    use_mpi_endpoint_distribution over three endpoints: each rank uses its own only."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    url = env["AWS_ENDPOINT_URL"]
+    # Two names of the one local server: two endpoints as the client sees them.
+    other = url.replace("127.0.0.1", "localhost")
+    if other == url:
+        fail("the local server's endpoint %s is not on 127.0.0.1" % url)
+    prefix = uniq("hybrid")
+    ckpt = work("ckpt")
+    manifest = work("hybrid.yaml")
+    with open(manifest, "w") as f:
+        f.write("""model: {name: resnet50_hybrid_storage, type: cnn}
+framework: pytorch
+workflow: {generate_data: True, train: True, checkpoint: True}
+dataset: {data_folder: /imagenet, format: npz, num_files_train: 12, num_samples_per_file: 2,
+          record_length_bytes: 65536, record_length_bytes_stdev: 0}
+storage:
+  storage_type: s3dlio
+  storage_root: s3://%s/%s/
+  endpoint_uris: [%s, %s]
+  load_balance_strategy: round_robin
+  storage_options: {region: us-east-1}
+reader: {data_loader: pytorch, batch_size: 4, read_threads: 2}
+train: {epochs: 2, computation_time: 0.001}
+checkpoint: {checkpoint_folder: "file://%s/", checkpoint_after_epoch: 1,
+             epochs_between_checkpoints: 1}
+""" % (bucket, prefix, url, other, ckpt))
+    out = work("out")
+    run([args().iomimic, "run", manifest, "-q",
+         "++workload.model.model_size_bytes=65536", "++workload.output.folder=" + out], env=env)
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))
+    keys = list_keys(client, bucket, prefix + "/imagenet/train/")
+    counts, total = endpoint_counts(s)
+    saved = [os.path.join(d, n) for d, _, names in os.walk(ckpt) for n in names]
+    print("hybrid: %d objects under s3://%s/%s/imagenet/train/, endpoint requests %s of %d, "
+          "%d checkpoint files under %s" % (len(keys), bucket, prefix, counts, total, len(saved),
+                                            ckpt))
+    if len(keys) != 12:
+        fail("expected 12 data objects under the prefix, boto3 lists %d" % len(keys))
+    if len(counts) != 2 or sum(counts) != total or max(counts) - min(counts) > 1:
+        fail("round robin over 2 endpoints: counts %s of %d requests" % (counts, total))
+    if not saved:
+        fail("no checkpoint file under the file:// folder %s" % ckpt)
+    # One endpoint per rank: 2 ranks, 3 endpoints; the third gets nothing.
+    out = work("out-ranks")
+    harness.mpirun(2, [args().iomimic, "run", manifest, "-q",
+                       "++workload.model.model_size_bytes=65536",
+                       "++workload.workflow.checkpoint=False",
+                       "++workload.storage.endpoint_uris=[%s,%s,%s]" % (url, other, url),
+                       "++workload.storage.use_mpi_endpoint_distribution=True",
+                       "++workload.output.folder=" + out], env=env)
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))
+    counts, total = endpoint_counts(s)
+    print("per rank: endpoint requests %s of %d" % (counts, total))
+    if len(counts) != 3 or counts[2] != 0 or counts[0] == 0 or counts[1] == 0 or \
+            sum(counts) != total:
+        fail("use_mpi_endpoint_distribution: counts %s of %d (rank r must use endpoint r only)" %
+             (counts, total))
+
+
 def test_s3_unet3d_h100_shrunk():
     """The shipped unet3d_h100_s3.yaml, unmodified, against the local server:
     overrides only shrink it and point it at the server; boto3 lists and

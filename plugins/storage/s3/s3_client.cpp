@@ -337,7 +337,9 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
 std::size_t Client::PickEndpoint() {
   const std::size_t n = endpoints_.size();
   std::size_t pick = 0;
-  if (n > 1) {
+  if (options_.fixed_endpoint >= 0) {
+    pick = static_cast<std::size_t>(options_.fixed_endpoint) % n;
+  } else if (n > 1) {
     switch (options_.balance) {
       case Balance::kRoundRobin:
         pick = static_cast<std::size_t>(turn_.fetch_add(1, std::memory_order_relaxed) % n);

@@ -54,6 +54,9 @@ struct ClientOptions {
   // by `balance`, and `endpoint` is ignored.
   std::vector<std::string> endpoints;
   Balance balance = Balance::kRoundRobin;
+  // When >= 0, every request goes to endpoints[fixed_endpoint mod N]
+  // (MLPerf v3's use_mpi_endpoint_distribution: the rank's own endpoint).
+  int fixed_endpoint = -1;
   std::string region = "us-east-1";
   std::string access_key_id;
   std::string secret_access_key;

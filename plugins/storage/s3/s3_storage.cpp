@@ -723,11 +723,7 @@ Result<std::unique_ptr<Storage>> CreateS3Storage(const PluginContext& context) {
                            ParseOptions(context.options, [](const char* name) -> const char* {
                              return std::getenv(name);
                            }));
-  if (options.endpoint_per_rank) {
-    const std::size_t n = options.client.endpoints.size();
-    const std::size_t mine = static_cast<std::size_t>(std::max(0, context.rank)) % n;
-    options.client.endpoints = {options.client.endpoints[mine]};
-  }
+  if (options.endpoint_per_rank) options.client.fixed_endpoint = std::max(0, context.rank);
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(options.client));
   return std::unique_ptr<Storage>(new S3Storage(options, std::move(client)));
 }
