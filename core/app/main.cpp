@@ -501,6 +501,7 @@ struct ExperimentArgs {
   std::string output;
   std::string launcher;
   std::string iomimic;
+  std::string config_dir;  // where the runs look up workload names
   double min_au = 90;
   std::string by = "accelerators";
   std::uint64_t max = 4096;
@@ -517,7 +518,9 @@ bool ParseExperiment(const std::string& command, int argc, char** argv, Experime
       "MPI launcher for more than one process, {processes} replaced (default: mpirun "
       "[--allow-run-as-root] --oversubscribe -np {processes})")(
       "iomimic", po::value<std::string>(&args->iomimic),
-      "the iomimic binary to run (default: this one)");
+      "the iomimic binary to run (default: this one)")(
+      "config-dir", po::value<std::string>(&args->config_dir),
+      "folder of workload files (<dir>/<name>.yaml or <dir>/workload/<name>.yaml), as for run");
   if (command == "search") {
     opts.add_options()("min-au", po::value<double>(&args->min_au)->default_value(90),
                        "AU threshold in percent")(
@@ -574,6 +577,10 @@ int CmdSweep(int argc, char** argv) {
   analysis::SweepOptions options;
   options.design = args.positional[0];
   options.overrides.assign(args.positional.begin() + 1, args.positional.end());
+  if (!args.config_dir.empty()) {
+    // The runs look up workload names where `run --config-dir` would.
+    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
+  }
   options.output = args.output;
   options.iomimic = args.iomimic;
   options.launcher =
@@ -604,6 +611,9 @@ int CmdSearch(int argc, char** argv) {
     } else {
       options.workload = p;
     }
+  }
+  if (!args.config_dir.empty()) {
+    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
   }
   options.iomimic = args.iomimic;
   options.min_au_percent = args.min_au;

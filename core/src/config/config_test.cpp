@@ -1384,7 +1384,10 @@ TEST_CASE("cross-key validation (docs/dlio-compat.md §1.8)") {
         "model.parallelism.pipeline (4)");
   CHECK(LoadError("model:\n  parallelism: {data: 4}\n") ==
         "t.yaml:2:23: error: model.parallelism.data: may be set only with checkpoint.mode: "
-        "subset (the default mode derives it from the world size)");
+        "subset (the default mode derives it from the world size); MLPerf Storage's "
+        "mlpstorage runs these files with ++workload.checkpoint.mode=subset when fewer "
+        "processes than model.parallelism.data x tensor x pipeline write the checkpoint, and "
+        "the DLIO fork refuses them in default mode too");
   CHECK(MustLoad("model:\n  parallelism: {data: 4}\ncheckpoint: {mode: subset}\n")
             .config.model.data_parallelism == 4);
   CHECK(LoadError("checkpoint: {mode: subset}\n") ==

@@ -97,7 +97,7 @@
   X("parquet.read_mode", parquet_read_mode, std::string, "", Text().Nullable().NullWhenEmpty().FormatParam().Mlperf().Doc("Parsed by the fork, never used (nor by iomimic).")) \
   X("parquet.partition_by", parquet_partition_by, std::string, "", Text().Nullable().NullWhenEmpty().FormatParam().Mlperf().Doc("Hive partitioning column; refused by the parquet format when set.")) \
   X("parquet.generation_batch_size", parquet_generation_batch_size, std::uint64_t, 0, UInt(0, kNoMax).FormatParam().Mlperf().Doc("Rows per write call in the fork; the bytes are the same.")) \
-  X("parquet.use_s3dlio_gen", parquet_use_s3dlio_gen, bool, false, Bool().FormatParam().Mlperf().Doc("Object-storage generation in the fork; refused by the parquet format when true.")) \
+  X("parquet.use_s3dlio_gen", parquet_use_s3dlio_gen, bool, false, Bool().FormatParam().Mlperf().Doc("Object-storage generation in the fork; ignored: the parquet format writes through the storage back end in use (file system or S3).")) \
   X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the format plugin (iomimic plugins shows each plugin's).")) \
   X("read_pattern", read_pattern, std::string, "dlio", Choice(kReadPatterns).FormatParam().Iomimic().Doc("Storage requests per sample of the npz format: dlio (DLIO's np.load through Python's 4 KiB buffered file and zipfile: 41 reads per 4 MiB file, docs/dlio-compat.md), direct (numpy's 256 KiB requests without Python's buffering: fewer, larger reads) or whole (one request per file). Image and HDF5 formats always make their DLIO reader's requests."))
 

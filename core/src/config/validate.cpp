@@ -110,7 +110,10 @@ Status ValidateConfig(const Config& config, const YAML::Node& root, const Locato
   if (model.data_parallelism > 0 && checkpoint.mode == "default") {
     return check.Fail({"model.parallelism.data", "checkpoint.mode"},
                       "may be set only with checkpoint.mode: subset (the default mode derives "
-                      "it from the world size)");
+                      "it from the world size); MLPerf Storage's mlpstorage runs these files "
+                      "with ++workload.checkpoint.mode=subset when fewer processes than "
+                      "model.parallelism.data x tensor x pipeline write the checkpoint, and the "
+                      "DLIO fork refuses them in default mode too");
   }
   if (checkpoint.mode == "subset" && model.data_parallelism <= 0) {
     return check.Fail({"checkpoint.mode"},

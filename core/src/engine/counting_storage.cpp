@@ -243,13 +243,14 @@ void FileCounters::AddAccessSize(std::uint64_t bytes, std::uint64_t count) {
       return;
     }
   }
-  for (auto& [size, n] : access_sizes) {
-    if (n == 0) {
-      size = bytes;
-      n = count;
-      return;
-    }
+  // A free slot, else the slot of the rarest size when this one is more
+  // common: merging many files' tables (whose first sizes are often the
+  // generator's large writes) keeps the sizes with the most requests.
+  auto* rarest = &access_sizes[0];
+  for (auto& slot : access_sizes) {
+    if (slot.second < rarest->second) rarest = &slot;
   }
+  if (rarest->second < count) *rarest = {bytes, count};
 }
 
 namespace {

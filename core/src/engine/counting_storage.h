@@ -65,8 +65,11 @@ struct FileCounters {
   // 1M-4M, 4M-10M, 10M-100M, 100M-1G, 1G+ (bytes; each bin's upper bound is
   // exclusive).
   static constexpr int kSizeBins = 10;
-  // Distinct access sizes tracked per record for the four most common ones;
-  // sizes beyond the first kSizeSlots distinct ones are not tracked.
+  // Distinct access sizes tracked per record for the four most common ones.
+  // A size that finds the table full takes the slot of the rarest size when
+  // it comes with more requests (a merge of other records' tables); one
+  // request at a time never displaces a size, so a record's counts are exact
+  // for its first kSizeSlots distinct sizes.
   static constexpr int kSizeSlots = 16;
   static int SizeBin(std::uint64_t bytes);
 

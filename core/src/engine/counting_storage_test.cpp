@@ -61,6 +61,26 @@ TEST_CASE("file counters merge: sums, extremes, first and last timestamps, commo
   CHECK(none.open_start_ns == 10);
 }
 
+TEST_CASE("common sizes of a merge are the sizes with the most requests, not the first seen") {
+  // The generator's files: 16 distinct large write sizes, one request each,
+  // merged first; then the reads: two small sizes with thousands of requests.
+  FileCounters total;
+  for (std::uint64_t k = 0; k < FileCounters::kSizeSlots; ++k) {
+    FileCounters written;
+    written.AddAccessSize((1u << 20) + k, 1);
+    total.Merge(written);
+  }
+  FileCounters read;
+  for (int i = 0; i < 9000; ++i) read.AddAccessSize(4096, 1);
+  for (int i = 0; i < 4000; ++i) read.AddAccessSize(1024, 1);
+  total.Merge(read);
+  const auto common = total.CommonSizes(4);
+  REQUIRE(common.size() == 4);
+  CHECK(common[0] == std::make_pair<std::uint64_t, std::uint64_t>(4096, 9000));
+  CHECK(common[1] == std::make_pair<std::uint64_t, std::uint64_t>(1024, 4000));
+  CHECK(common[2].second == 1);
+}
+
 TEST_CASE("the tracer keeps at most its bound, per-thread, and counts the rest") {
   metrics::Tracer off;
   off.Complete("c", "n", metrics::Tracer::Clock::now(), metrics::Tracer::Clock::now());

@@ -136,7 +136,7 @@ class EpochPlan {
 
 // How reader threads share a streamed pass (FormatTraits::streamed), as
 // tf.data.TFRecordDataset(files, num_parallel_reads=T) does
-// (docs/dlio-compat.md §4.6): the rank's stream is cut into runs (records of
+// (docs/dlio-compat.md §3.4): the rank's stream is cut into runs (records of
 // one file, in order); runs are dealt to T cycle slots in groups of T, and
 // the records of a group are interleaved one from each run in turn (block
 // length 1, the slot order within a round). Every run is read front to back

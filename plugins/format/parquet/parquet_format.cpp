@@ -82,11 +82,6 @@ Status ParquetFormat::Validate(const FileSpec& spec) const {
         "parquet: dataset.parquet.partition_by ('" + settings_.partition_by +
         "') writes a Hive-partitioned folder per file in the fork; iomimic does not support it");
   }
-  if (settings_.use_s3dlio_gen) {
-    return Status::NotSupported(
-        "parquet: dataset.parquet.use_s3dlio_gen is for object storage, which iomimic's parquet "
-        "plugin does not write yet");
-  }
   auto it = spec.parameters.find("parquet.row_group_size");
   if (it != spec.parameters.end() && it->second == "0") {
     return Status::InvalidArgument("parquet: dataset.parquet.row_group_size must be positive");
@@ -303,7 +298,9 @@ const IomimicOptionSpec kOptions[] = {
     {"parquet.partition_by", "string", "", "dataset.parquet.partition_by (refused when set)"},
     {"parquet.generation_batch_size", "int", "0",
      "rows per write call in the fork; iomimic writes in 4 MiB requests, the bytes are the same"},
-    {"parquet.use_s3dlio_gen", "bool", "false", "object storage generation (refused when true)"},
+    {"parquet.use_s3dlio_gen", "bool", "false",
+     "the fork's object-storage generator switch; ignored: files go through the storage back end "
+     "in use, on a file system as on S3, as the fork does on a file system"},
     {"storage_options.columns", "string", "",
      "columns to read (names separated by ','); default: the read: true columns, else all"},
     {"storage_options.prefetch_window", "int", "64",

@@ -33,7 +33,7 @@ struct Settings {
   std::string columns;                  // parquet.columns, the ParseColumns text
   std::uint64_t row_group_size = 1024;  // parquet.row_group_size
   std::string partition_by;             // parquet.partition_by (refused when set)
-  bool use_s3dlio_gen = false;          // parquet.use_s3dlio_gen (refused when true)
+  bool use_s3dlio_gen = false;          // parquet.use_s3dlio_gen (accepted, ignored)
   std::string read_columns;             // storage_options.columns ("a,b"; empty = from flags)
   std::uint64_t prefetch_window = 8;    // row groups per request batch
   bool decode = false;                  // decompress and walk the selected pages
@@ -83,7 +83,7 @@ class ParquetFormat final : public Format {
 
   // kInvalidArgument for a bad column list, zero rows or a zero row group
   // size; kNotSupported for a codec Parquet has no library for here,
-  // partition_by or use_s3dlio_gen.
+  // partition_by.
   Status Validate(const FileSpec& spec) const override;
 
   // The exact size for codec none; kNotSupported with compression.
