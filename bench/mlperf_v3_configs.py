@@ -33,13 +33,19 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-OBJECT_HINTS = ("s3://", "az://", "storage_type: s3", "storage_type: object", "s3dlio",
-                "storage_library", "endpoint_uris", "data_loader_root: s3")
+OBJECT_HINTS = ("storage_type: s3", "storage_type: object", "storage_library:",
+                "endpoint_uris")
 
 
 def is_object(text):
+    """Data on object storage: an s3:// or az:// root or loader root, or an object
+    storage type (or library) without a file:// root."""
     body = "\n".join(l.split("#", 1)[0] for l in text.splitlines())
-    return any(h in body for h in OBJECT_HINTS) and "file://" not in body
+    if re.search(r"(storage_root|data_loader_root|data_folder):\s*(s3|az)://", body):
+        return True
+    if re.search(r"(storage_root|data_loader_root):\s*file://", body):
+        return False
+    return any(h in body for h in OBJECT_HINTS)
 
 
 def s3_env():
@@ -58,7 +64,6 @@ def shrink(name, text, work, env):
     ov = [
         "++workload.dataset.num_files_train=8",
         "++workload.dataset.num_files_eval=0",
-        "++workload.dataset.num_samples_per_file=4",
         "++workload.dataset.num_subfolders_train=0",
         "++workload.train.epochs=1",
         "++workload.train.computation_time=0.001",
@@ -68,6 +73,14 @@ def shrink(name, text, work, env):
         "++workload.model.model_size_bytes=1048576",
         "++workload.output.folder=" + os.path.join(work, "out", name),
     ]
+    m = re.search(r"num_samples_per_file:\s*([0-9]+)", text)
+    if m and int(m.group(1)) > 4:
+        ov.append("++workload.dataset.num_samples_per_file=4")
+    if "llama3" in name:
+        # A small transformer with the file's parallelism and layout.
+        ov += ["++workload.model.num_layers=128", "++workload.model.transformer.vocab_size=1024",
+               "++workload.model.transformer.hidden_size=256",
+               "++workload.model.transformer.ffn_hidden_size=512"]
     m = re.search(r"record_length(?:_bytes)?:\s*([0-9.]+)", text)
     if m and float(m.group(1)) > 262144:
         ov += ["++workload.dataset.record_length_bytes=262144",

@@ -326,7 +326,12 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
                  "az://, which no iomimic storage back end speaks"));
   CHECK(Contains(LoadError("storage: {storage_type: object, protocol: gcs}\n"), "gcs://"));
   CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
-                 "reader.storage_root: conflicts with storage.storage_root"));
+                 "reader.storage_root: conflicts with storage.storage_root (line 1)"));
+  // An override of the target wins over the file's reader key.
+  m = MustLoad("reader: {storage_root: b, checkpoint_folder: /c}\n",
+               {"++workload.storage.storage_root=o", "++workload.checkpoint.checkpoint_folder=/o"});
+  CHECK(m.config.storage.storage_root == "o");
+  CHECK(m.config.checkpoint.checkpoint_folder == "/o");
 }
 
 TEST_CASE("an empty manifest holds DLIO's defaults (docs/dlio-compat.md §1.3)") {

@@ -401,14 +401,22 @@ Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
     if (!section->IsMap()) continue;  // reported when typed
     const std::string from = JoinPath("reader", m.key);
     const std::string to = JoinPath(m.section, m.target);
-    if (const std::optional<Entry> current = FindEntry(*section, m.target); current && !m.wins) {
+    const std::optional<Entry> current = FindEntry(*section, m.target);
+    // A command-line override of the target wins over the file's reader key.
+    if (current && locator.OverrideFor(to) != nullptr) {
+      reader->remove(std::string(m.key));
+      continue;
+    }
+    if (current && !m.wins) {
       const bool same = current->value.IsScalar() && entry->value.IsScalar() &&
                         current->value.Scalar() == entry->value.Scalar();
       if (!same) {
+        std::string where;
+        if (current->key.Mark().line >= 0) {
+          where = " (line " + std::to_string(current->key.Mark().line + 1) + ")";
+        }
         return locator.Error(entry->key.Mark(), from,
-                             "conflicts with " + to + " (line " +
-                                 std::to_string(current->key.Mark().line + 1) +
-                                 "); give only one of them");
+                             "conflicts with " + to + where + "; give only one of them");
       }
       reader->remove(std::string(m.key));
       continue;
