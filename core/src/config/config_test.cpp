@@ -295,7 +295,8 @@ checkpoint: {checkpoint_folder: "file:///nvme/checkpoints/resnet50/"}
   CHECK(m.config.storage.backend == "s3");
   CHECK(m.config.storage.storage_root == "training-bucket/imagenet-1k/");
   CHECK(m.config.dataset.data_folder == "tmp/dlio-zerocopy-test");
-  CHECK(m.config.storage.options.at("endpoint_urls") == "http://127.0.0.1:9000,http://127.0.0.2:9000");
+  CHECK(m.config.storage.options.at("endpoint_urls") ==
+        "http://127.0.0.1:9000,http://127.0.0.2:9000");
   CHECK(m.config.storage.options.at("load_balance") == "least_connections");
   CHECK(m.config.storage.options.at("endpoint_per_rank") == "true");
   CHECK(m.config.checkpoint.backend == "posix");
@@ -940,14 +941,16 @@ TEST_CASE("OmegaConf interpolations are resolved as Hydra resolves them") {
   CHECK(m.config.dataset.data_folder == "/mnt/data/unet3d");
   CHECK(m.config.checkpoint.checkpoint_folder == "/mnt/data/ckpt");
   // The whole value: the referenced value keeps its type.
-  m = MustLoad("dataset:\n  num_files_train: 12\n  num_files_eval: ${.num_files_train}\n"
-               "reader:\n  batch_size: ${..dataset.num_files_train}\n");
+  m = MustLoad(
+      "dataset:\n  num_files_train: 12\n  num_files_eval: ${.num_files_train}\n"
+      "reader:\n  batch_size: ${..dataset.num_files_train}\n");
   CHECK(m.config.dataset.num_files_eval == 12);
   CHECK(m.config.reader.batch_size == 12);
   // The environment, with a default, and a nested reference in the default.
-  m = MustLoad("storage:\n  storage_root: ${oc.env:IOMIMIC_TEST_BUCKET}\n"
-               "dataset:\n  data_folder: ${oc.env:IOMIMIC_TEST_UNSET,/tmp/x}/${env:IOMIMIC_TEST_BUCKET}\n"
-               "  file_prefix: ${oc.env:IOMIMIC_TEST_UNSET,${storage.storage_root}}\n");
+  m = MustLoad(
+      "storage:\n  storage_root: ${oc.env:IOMIMIC_TEST_BUCKET}\n"
+      "dataset:\n  data_folder: ${oc.env:IOMIMIC_TEST_UNSET,/tmp/x}/${env:IOMIMIC_TEST_BUCKET}\n"
+      "  file_prefix: ${oc.env:IOMIMIC_TEST_UNSET,${storage.storage_root}}\n");
   CHECK(m.config.storage.storage_root == "bucket-from-env");
   CHECK(m.config.dataset.data_folder == "/tmp/x/bucket-from-env");
   CHECK(m.config.dataset.file_prefix == "bucket-from-env");
@@ -956,8 +959,9 @@ TEST_CASE("OmegaConf interpolations are resolved as Hydra resolves them") {
                {"++workload.storage.storage_root=/b"});
   CHECK(m.config.dataset.data_folder == "/b/d");
   // A chain resolves in any order.
-  m = MustLoad("dataset:\n  data_folder: /d/${dataset.file_prefix}/x\n  file_prefix: ${model.name}\n"
-               "model:\n  name: r\n");
+  m = MustLoad(
+      "dataset:\n  data_folder: /d/${dataset.file_prefix}/x\n  file_prefix: ${model.name}\n"
+      "model:\n  name: r\n");
   CHECK(m.config.dataset.data_folder == "/d/r/x");
   // Escaped: literal.
   m = MustLoad("dataset:\n  file_prefix: a\\${b}\n");

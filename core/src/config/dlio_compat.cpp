@@ -124,17 +124,16 @@ Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Conf
   const std::string root_scheme(SchemeOf(storage.storage_root));
   const std::string data_scheme(SchemeOf(config->dataset.data_folder));
   if (!root_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(place, PlaceOf("storage.storage_root '" + storage.storage_root + "'",
-                                            root_scheme));
+    IOMIMIC_ASSIGN_OR_RETURN(
+        place, PlaceOf("storage.storage_root '" + storage.storage_root + "'", root_scheme));
   } else if (!data_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(place, PlaceOf("dataset.data_folder '" +
-                                                config->dataset.data_folder + "'",
-                                            data_scheme));
+    IOMIMIC_ASSIGN_OR_RETURN(
+        place, PlaceOf("dataset.data_folder '" + config->dataset.data_folder + "'", data_scheme));
   } else if (IsObjectStorageType(storage.storage_type)) {
     place = Place::kObjects;
     if (!keys.protocol.empty() && keys.protocol != kObjectScheme) {
-      IOMIMIC_ASSIGN_OR_RETURN(place, PlaceOf("storage.protocol '" + keys.protocol + "'",
-                                              keys.protocol));
+      IOMIMIC_ASSIGN_OR_RETURN(place,
+                               PlaceOf("storage.protocol '" + keys.protocol + "'", keys.protocol));
     }
   }
   // Paths inside the place: file:// and direct:// name local paths;

@@ -147,9 +147,9 @@ class Resolver {
       }
       const std::size_t close = ClosingBrace(text, open);
       if (close == std::string_view::npos) {
-        return locator_.Error(node.Mark(), JoinPath(path),
-                              "unterminated interpolation '" + std::string(text.substr(open)) +
-                                  "' (no closing '}')");
+        return locator_.Error(
+            node.Mark(), JoinPath(path),
+            "unterminated interpolation '" + std::string(text.substr(open)) + "' (no closing '}')");
       }
       out->append(text.substr(at, open - at));
       YAML::Node value;
@@ -215,12 +215,14 @@ class Resolver {
           return Status::OK();
         }
         return locator_.Error(node.Mark(), where,
-                              "'${" + expr + "}' names no key of the manifest and no environment "
-                              "variable " + expr + " is set");
+                              "'${" + expr +
+                                  "}' names no key of the manifest and no environment "
+                                  "variable " +
+                                  expr + " is set");
       }
-      return locator_.Error(node.Mark(), where,
-                            "'${" + expr + "}' names no key of the manifest (looked for '" +
-                                JoinPath(target) + "')");
+      return locator_.Error(
+          node.Mark(), where,
+          "'${" + expr + "}' names no key of the manifest (looked for '" + JoinPath(target) + "')");
     }
     YAML::Node target_node;
     target_node.reset(*found);
@@ -245,8 +247,10 @@ class Resolver {
     // The variable, then an optional default after the first top-level comma.
     std::size_t comma = std::string::npos;
     for (std::size_t i = 0, level = 0; i < args.size(); ++i) {
-      if (args.compare(i, 2, "${") == 0) ++level, ++i;
-      else if (args[i] == '}' && level > 0) --level;
+      if (args.compare(i, 2, "${") == 0)
+        ++level, ++i;
+      else if (args[i] == '}' && level > 0)
+        --level;
       else if (args[i] == ',' && level == 0) {
         comma = i;
         break;
@@ -254,17 +258,18 @@ class Resolver {
     }
     const std::string variable = Trim(std::string_view(args).substr(0, comma));
     if (!IsEnvName(variable)) {
-      return locator_.Error(node.Mark(), where,
-                            "'${" + expr + "}': '" + variable + "' is not an environment variable name");
+      return locator_.Error(
+          node.Mark(), where,
+          "'${" + expr + "}': '" + variable + "' is not an environment variable name");
     }
     if (const char* set = std::getenv(variable.c_str()); set != nullptr) {
       *value = YAML::Node(std::string(set));
       return Status::OK();
     }
     if (comma == std::string::npos) {
-      return locator_.Error(node.Mark(), where,
-                            "environment variable " + variable + " is not set (" + "${" + expr +
-                                "} has no default)");
+      return locator_.Error(
+          node.Mark(), where,
+          "environment variable " + variable + " is not set (" + "${" + expr + "} has no default)");
     }
     const std::string fallback = Trim(std::string_view(args).substr(comma + 1));
     if (fallback == "null") {

@@ -535,8 +535,7 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
     const std::uint64_t index = item.position % bs;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      window_cv_[thread_index].wait(lock,
-                                    [&] { return stopping_ || step < next_step_ + depth_; });
+      window_cv_[thread_index].wait(lock, [&] { return stopping_ || step < next_step_ + depth_; });
       if (stopping_) return;
     }
     std::uint64_t bytes = 0;

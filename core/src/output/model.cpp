@@ -445,7 +445,8 @@ void DescribeReadPattern(const config::Config& c, engine::Session& session, RunR
   } else if (!t.multi_sample_files || spf == 1) {
     r->read_pattern = "each file read once per epoch";
   } else if (t.partial_reads) {
-    r->read_pattern = "each sample's bytes read once per epoch, plus the format's metadata per open";
+    r->read_pattern =
+        "each sample's bytes read once per epoch, plus the format's metadata per open";
   } else if (c.reader.read_type == config::ReadType::kMemory) {
     r->read_pattern = "each file read whole once per reader that needs it (read_type memory)";
   } else {

@@ -875,13 +875,14 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
     // exclude_end_steps of each epoch: with no step left, AU is 0 by design.
     const std::uint64_t excluded = c.output.exclude_start_steps + c.output.exclude_end_steps;
     if (t.steps_per_epoch <= excluded) {
-      std::snprintf(line, sizeof(line),
-                    "  AU: %llu step(s) per epoch, all excluded from AU (output.metric.exclude_start_steps "
-                    "%llu, exclude_end_steps %llu, as DLIO), so AU is 0 by design: give more "
-                    "steps per epoch or fewer excluded ones to measure it\n",
-                    static_cast<unsigned long long>(t.steps_per_epoch),
-                    static_cast<unsigned long long>(c.output.exclude_start_steps),
-                    static_cast<unsigned long long>(c.output.exclude_end_steps));
+      std::snprintf(
+          line, sizeof(line),
+          "  AU: %llu step(s) per epoch, all excluded from AU (output.metric.exclude_start_steps "
+          "%llu, exclude_end_steps %llu, as DLIO), so AU is 0 by design: give more "
+          "steps per epoch or fewer excluded ones to measure it\n",
+          static_cast<unsigned long long>(t.steps_per_epoch),
+          static_cast<unsigned long long>(c.output.exclude_start_steps),
+          static_cast<unsigned long long>(c.output.exclude_end_steps));
       h << line;
     }
   }

@@ -290,7 +290,8 @@ void StreamSchedule::Rebuild(const EpochPlan& plan, std::uint64_t slots) {
     Group group;
     group.start = start;
     group.first_run = first_run;
-    group.runs = static_cast<std::size_t>(std::min<std::uint64_t>(slots_, runs_.size() - first_run));
+    group.runs =
+        static_cast<std::size_t>(std::min<std::uint64_t>(slots_, runs_.size() - first_run));
     for (std::size_t k = 0; k < group.runs; ++k) start += runs_[first_run + k].length;
     groups_.push_back(group);
   }

@@ -160,8 +160,8 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
                                       o.default_value ? o.default_value : "",
                                       o.help ? o.help : ""});
       }
-      const auto [owner, fresh] = taken.emplace(std::pair{entry.info.kind, entry.info.name},
-                                                file.string());
+      const auto [owner, fresh] =
+          taken.emplace(std::pair{entry.info.kind, entry.info.name}, file.string());
       if (!fresh) {
         impl_->shadowed.push_back({file.string(), owner->second});
         continue;

@@ -323,8 +323,9 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   }
   std::unique_ptr<Client> client(new Client(options));
   while (client->options_.endpoint.ends_with('/')) client->options_.endpoint.pop_back();
-  client->endpoints_ = options.endpoints.empty() ? std::vector<std::string>{client->options_.endpoint}
-                                                 : options.endpoints;
+  client->endpoints_ = options.endpoints.empty()
+                           ? std::vector<std::string>{client->options_.endpoint}
+                           : options.endpoints;
   for (std::string& endpoint : client->endpoints_) {
     while (endpoint.ends_with('/')) endpoint.pop_back();
   }

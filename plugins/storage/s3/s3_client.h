@@ -200,7 +200,7 @@ class Client {
   Status PerformOnce(Connection& connection, std::span<Request*> requests, std::size_t in_flight);
 
   ClientOptions options_;
-  std::vector<std::string> endpoints_;  // at least one
+  std::vector<std::string> endpoints_;                    // at least one
   std::unique_ptr<std::atomic<std::uint64_t>[]> sent_;    // per endpoint
   std::unique_ptr<std::atomic<std::uint64_t>[]> active_;  // per endpoint, in flight
   std::atomic<std::uint64_t> turn_{0};                    // round robin, random draws

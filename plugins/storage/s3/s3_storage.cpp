@@ -711,8 +711,8 @@ std::vector<StorageStatistic> S3Storage::Statistics() const {
   if (!options_.client.endpoints.empty()) {
     const std::vector<std::uint64_t> per = client_->EndpointRequests();
     for (std::size_t i = 0; i < per.size(); ++i) {
-      stats.push_back({"s3_endpoint_" + std::to_string(i) + "_requests",
-                       static_cast<double>(per[i])});
+      stats.push_back(
+          {"s3_endpoint_" + std::to_string(i) + "_requests", static_cast<double>(per[i])});
     }
   }
   return stats;
