@@ -91,8 +91,14 @@ def shrink(name, text, work, env):
     if env:
         bucket = env["IOMIMIC_S3_BUCKET"]
         url = env["AWS_ENDPOINT_URL"]
-        if re.search(r"storage_root:\s*s3://", text):
+        if re.search(r"(storage_root|data_loader_root|data_folder):\s*az://", text):
+            pass  # left as written: refused (no back end speaks Azure Blob)
+        elif re.search(r"storage_root:\s*s3://", text):
             ov.append("++workload.storage.storage_root=s3://%s/%s" % (bucket, name))
+            if re.search(r"data_folder:\s*s3://", text):
+                ov.append("++workload.dataset.data_folder=s3://%s/%s/data" % (bucket, name))
+        elif re.search(r"data_loader_root:\s*s3://", text):
+            ov.append("++workload.reader.data_loader_root=s3://%s/%s" % (bucket, name))
         elif "file://" not in text:
             ov.append("++workload.storage.storage_root=" + bucket)
             ov.append("++workload.dataset.data_folder=s3://%s/%s" % (bucket, name))

@@ -328,6 +328,18 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
   CHECK(Contains(LoadError("storage: {storage_type: object, protocol: gcs}\n"), "gcs://"));
   CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
                  "reader.storage_root: conflicts with storage.storage_root (line 1)"));
+  // storage_options under reader: and storage: merge; an override of an entry wins.
+  m = MustLoad("storage: {storage_options: {region: r}}\n"
+               "reader: {storage_options: {endpoint_url: \"http://h:1\", access_key_id: k}}\n",
+               {"++workload.storage.storage_options.access_key_id=o"});
+  CHECK(m.config.storage.storage_options.at("region") == "r");
+  CHECK(m.config.storage.storage_options.at("endpoint_url") == "http://h:1");
+  CHECK(m.config.storage.storage_options.at("access_key_id") == "o");
+  CHECK(Contains(LoadError("storage: {storage_options: {region: a}}\n"
+                           "reader: {storage_options: {region: b}}\n"),
+                 "reader.storage_options.region: conflicts with storage.storage_options.region"));
+  m = MustLoad("storage: {storage_options: null}\nreader: {storage_options: {region: r}}\n");
+  CHECK(m.config.storage.storage_options.at("region") == "r");
   // An override of the target wins over the file's reader key.
   m = MustLoad("reader: {storage_root: b, checkpoint_folder: /c}\n",
                {"++workload.storage.storage_root=o", "++workload.checkpoint.checkpoint_folder=/o"});

@@ -401,7 +401,37 @@ Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
     if (!section->IsMap()) continue;  // reported when typed
     const std::string from = JoinPath("reader", m.key);
     const std::string to = JoinPath(m.section, m.target);
-    const std::optional<Entry> current = FindEntry(*section, m.target);
+    std::optional<Entry> current = FindEntry(*section, m.target);
+    if (current && entry->value.IsNull()) {  // nothing to add
+      reader->remove(std::string(m.key));
+      continue;
+    }
+    if (current && current->value.IsNull()) {  // `storage_options:` with nothing under it
+      section->remove(std::string(m.target));
+      current.reset();
+    }
+    // Maps (storage_options) merge: the reader's entries fill in what the
+    // section lacks; the same entry with two values is the conflict below.
+    if (current && current->value.IsMap() && entry->value.IsMap()) {
+      YAML::Node into = current->value;
+      for (auto it = entry->value.begin(); it != entry->value.end(); ++it) {
+        const std::string key = KeyText(it->first);
+        const std::optional<Entry> have = FindEntry(into, key);
+        if (!have) {
+          into[key] = it->second;
+          continue;
+        }
+        const std::string child = JoinPath(to, key);
+        const bool same = have->value.IsScalar() && it->second.IsScalar() &&
+                          have->value.Scalar() == it->second.Scalar();
+        if (!same && locator.OverrideFor(child) == nullptr) {
+          return locator.Error(it->first.Mark(), JoinPath(from, key),
+                               "conflicts with " + child + "; give only one of them");
+        }
+      }
+      reader->remove(std::string(m.key));
+      continue;
+    }
     // A command-line override of the target wins over the file's reader key.
     if (current && locator.OverrideFor(to) != nullptr) {
       reader->remove(std::string(m.key));
