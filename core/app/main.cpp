@@ -496,6 +496,12 @@ int CmdReport(int argc, char** argv) {
 
 // Options shared by sweep and search: --iomimic, --launcher, --output and
 // overrides added to every run.
+// The runs an experiment starts look up workload names where this command
+// would: `--config-dir=DIR` first among their arguments, when given.
+void PassConfigDir(const std::string& config_dir, std::vector<std::string>* run_args) {
+  if (!config_dir.empty()) run_args->insert(run_args->begin(), "--config-dir=" + config_dir);
+}
+
 struct ExperimentArgs {
   std::vector<std::string> positional;
   std::string output;
@@ -577,10 +583,7 @@ int CmdSweep(int argc, char** argv) {
   analysis::SweepOptions options;
   options.design = args.positional[0];
   options.overrides.assign(args.positional.begin() + 1, args.positional.end());
-  if (!args.config_dir.empty()) {
-    // The runs look up workload names where `run --config-dir` would.
-    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
-  }
+  PassConfigDir(args.config_dir, &options.overrides);
   options.output = args.output;
   options.iomimic = args.iomimic;
   options.launcher =
@@ -612,9 +615,7 @@ int CmdSearch(int argc, char** argv) {
       options.workload = p;
     }
   }
-  if (!args.config_dir.empty()) {
-    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
-  }
+  PassConfigDir(args.config_dir, &options.overrides);
   options.iomimic = args.iomimic;
   options.min_au_percent = args.min_au;
   options.by = args.by;
@@ -1025,10 +1026,7 @@ int CmdMultirun(const CommonArgs& args) {
   options.iomimic = analysis::SelfPath();
   options.launcher = analysis::DefaultLauncher();
   options.overrides = common;
-  if (!args.config_dir.empty()) {
-    // The children look up workload names where this command would.
-    options.overrides.insert(options.overrides.begin(), "--config-dir=" + args.config_dir);
-  }
+  PassConfigDir(args.config_dir, &options.overrides);
   Result<analysis::SweepReport> report = analysis::RunSweep(
       options, [](const std::string& line) { std::cout << "multirun: " << line << std::endl; });
   if (!report.ok()) return Fail(report.status());

@@ -329,9 +329,10 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
   CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
                  "reader.storage_root: conflicts with storage.storage_root (line 1)"));
   // storage_options under reader: and storage: merge; an override of an entry wins.
-  m = MustLoad("storage: {storage_options: {region: r}}\n"
-               "reader: {storage_options: {endpoint_url: \"http://h:1\", access_key_id: k}}\n",
-               {"++workload.storage.storage_options.access_key_id=o"});
+  m = MustLoad(
+      "storage: {storage_options: {region: r}}\n"
+      "reader: {storage_options: {endpoint_url: \"http://h:1\", access_key_id: k}}\n",
+      {"++workload.storage.storage_options.access_key_id=o"});
   CHECK(m.config.storage.storage_options.at("region") == "r");
   CHECK(m.config.storage.storage_options.at("endpoint_url") == "http://h:1");
   CHECK(m.config.storage.storage_options.at("access_key_id") == "o");

@@ -792,8 +792,7 @@ Status Converter::ApplyRules(Config* config) {
   }
   if (const std::optional<Entry> per_rank = Get(storage, "use_mpi_endpoint_distribution");
       per_rank && per_rank->value.IsScalar()) {
-    const std::string& v = per_rank->value.Scalar();
-    object.use_mpi_endpoint_distribution = v == "true" || v == "True" || v == "TRUE";
+    object.use_mpi_endpoint_distribution = ParseBool(per_rank->value.Scalar()).value_or(false);
   }
   const Status selected = SelectDlioBackend(Get(storage, "backend").has_value(), object, config);
   if (!selected.ok()) {

@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "config/scalar_internal.h"
+
 namespace iomimic::config {
 namespace {
 
@@ -35,10 +37,6 @@ constexpr LoaderRefusal kLoaderRefusals[] = {
     {"pytorch", "tfrecord",
      "the pytorch loader cannot read tfrecord files (use tensorflow or dali)"},
 };
-
-}  // namespace
-
-namespace {
 
 // MLPerf Storage v3.0's object-storage storage types.
 constexpr std::string_view kObjectStorageTypes[] = {"s3", "s3dlio", "object"};
@@ -99,7 +97,7 @@ void ObjectOptions(const ObjectStorageKeys& keys, const StorageConfig& storage,
   auto secure = storage.storage_options.find("secure");
   auto endpoint = options->find("endpoint_url");
   if (secure != storage.storage_options.end() && endpoint != options->end()) {
-    const bool on = secure->second == "True" || secure->second == "true" || secure->second == "1";
+    const bool on = internal::ParseBool(secure->second).value_or(true);
     const std::string rest = AfterScheme(endpoint->second);
     endpoint->second = (on ? "https://" : "http://") + rest;
   }

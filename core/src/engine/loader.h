@@ -4,9 +4,10 @@
 // round robin over workers). A streamed format (TFRecord, Parquet) is read
 // as tf.data reads it instead: each reader thread streams whole files, T
 // files at a time, and a batch takes records from the T files in turn
-// (plan::StreamSchedule), so every file is read once per pass whatever T is. At most `depth`
-// batches are in flight or ready at once, so memory stays bounded by the prefetch depth whatever
-// the dataset size; the consumer takes batches strictly in step order. With work sharing
+// (plan::StreamSchedule), so every file is read once per pass whatever T is.
+// At most `depth` batches are in flight or ready at once, so memory stays
+// bounded by the prefetch depth whatever the dataset size; the consumer
+// takes batches strictly in step order. With work sharing
 // (iomimic.reader_work_sharing, docs/performance.md) a reader that the window
 // holds back, or that has no step left, reads unclaimed samples of the oldest
 // unfinished batch instead of sleeping; the batches stay the same. With 0 reader
@@ -122,8 +123,9 @@ class Loader {
   // samples are claimed one at a time by the reader that owns the step and
   // by readers the window holds back; whoever finishes the last one
   // publishes the batch. A streamed pass uses it too, without claims: the
-  // readers of the batch's files count its samples down. One per window slot, reset (under mutex_)
-  // when its step enters the window; `step` tells a late claimer that the slot has moved on.
+  // readers of the batch's files count its samples down. One per window
+  // slot, reset (under mutex_) when its step enters the window; `step` tells
+  // a late claimer that the slot has moved on.
   struct Work {
     std::mutex mutex;
     std::uint64_t step = UINT64_MAX;

@@ -204,7 +204,7 @@ class Client {
   std::unique_ptr<std::atomic<std::uint64_t>[]> sent_;    // per endpoint
   std::unique_ptr<std::atomic<std::uint64_t>[]> active_;  // per endpoint, in flight
   std::atomic<std::uint64_t> turn_{0};                    // round robin, random draws
-  std::string sigv4_;  // "aws:amz:<region>:s3"
+  std::string sigv4_;                                     // "aws:amz:<region>:s3"
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
   ClientStats stats_;
