@@ -324,6 +324,15 @@ def test_study_design_example():
     if p.returncode != 0:
         fail("compare: " + p.stderr)
     check_page(os.path.join(study, "compare.html"), None, screenshot=False)
+    # results/ keeps only the data of the recorded sweep (results.csv); its
+    # page is drawn from it, never committed (the template would be twice).
+    recorded = os.path.join(example, "results")
+    if os.path.exists(os.path.join(recorded, "report.html")):
+        fail("examples/study_design/results/report.html is committed: keep only results.csv")
+    page = os.path.join(work, "recorded.html")
+    run([args().iomimic, "report", recorded, "-o", page])
+    check_page(page, ["AU and MiB/s per experiment", "AU % against model",
+                      "AU % against processes"], screenshot=False)
 
 
 if __name__ == "__main__":
