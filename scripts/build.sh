@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Configures and builds iomimic into ./build (Release). Uses ccache when present.
+#
+#   scripts/build.sh          the tool and its plugins only (scripts/quickstart.sh)
+#   scripts/build.sh --test   that, plus every test binary and the conformance
+#                             suites (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+tests=OFF
+case "${1:-}" in
+  --test) tests=ON ;;
+  "") ;;
+  *) echo "usage: scripts/build.sh [--test]" >&2; exit 2 ;;
+esac
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DIOMIMIC_BUILD_TESTS=$tests >/dev/null
 cmake --build build -j "$jobs"

@@ -12,7 +12,7 @@
 # IOMIMIC_S3_BUCKET (default iomimic) for the bucket it creates,
 # IOMIMIC_S3_MEMORY (default 4G) for the OSD's memory store.
 # The user's keys are fixed test keys (not secrets): see `env`.
-# Needs the Debian packages ceph-mon, ceph-osd, radosgw (scripts/deps.sh).
+# Needs the Debian packages ceph-mon, ceph-osd, radosgw (scripts/deps.sh --test).
 set -euo pipefail
 
 ACTION="${1:-}"
@@ -65,7 +65,7 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...
 
 start() {
   for tool in ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (install ceph-mon ceph-osd radosgw: scripts/deps.sh)"
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (install ceph-mon ceph-osd radosgw: scripts/deps.sh --test)"
   done
   if [ -f "$DIR/radosgw.pid" ] && kill -0 "$(cat "$DIR/radosgw.pid")" 2>/dev/null; then
     die "already running in $DIR (stop it first)"

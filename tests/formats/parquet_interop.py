@@ -88,7 +88,7 @@ def ensure_duckdb():
     NODE_DIR = os.environ.get("IOMIMIC_NODE_DIR") or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(ARGS.iomimic))), "node")
     if shutil.which("node") is None:
-        print("SKIP: node is not installed (scripts/deps.sh installs it)")
+        print("SKIP: node is not installed (scripts/deps.sh --test installs it)")
         sys.exit(77)
     p = subprocess.run([os.path.join(ARGS.source, "scripts", "duckdb_node.sh"), NODE_DIR],
                        capture_output=True, text=True, timeout=600)

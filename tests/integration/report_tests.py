@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The HTML pages of `iomimic report`, `compare --html` and the sweep, opened
-in headless Chromium (Debian's chromium; scripts/deps.sh installs it): no
+in headless Chromium (Debian's chromium; scripts/deps.sh --test installs it): no
 script or console error, every chart drawn (canvases with pixels = charts
 the page expected, each with data), and a screenshot kept in the test's work
 folder. Each page writes its own self-check into #iomimic-selfcheck
@@ -34,7 +34,7 @@ def chromium():
         path = shutil.which(name)
         if path:
             return path
-    print("SKIP: no Chromium installed (Debian's chromium; scripts/deps.sh installs it)")
+    print("SKIP: no Chromium installed (Debian's chromium; scripts/deps.sh --test installs it)")
     sys.exit(77)
 
 

@@ -54,7 +54,7 @@ def skip_without_server():
     missing = [t for t in ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin")
                if shutil.which(t) is None]
     if missing:
-        print("SKIP: the S3 server cannot run here: %s not installed (scripts/deps.sh installs "
+        print("SKIP: the S3 server cannot run here: %s not installed (scripts/deps.sh --test installs "
               "ceph-mon ceph-osd radosgw)" % ", ".join(missing))
         sys.exit(SKIP)
 

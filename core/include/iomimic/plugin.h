@@ -39,7 +39,9 @@
 // "IOMI" in ASCII.
 #define IOMIMIC_PLUGIN_MAGIC 0x494F4D49u
 // Bump whenever any SDK header changes a class layout, a virtual function or
-// the descriptor. The loader refuses plugins built with another value.
+// the descriptor. The loader refuses plugins built with another value. The
+// test repo.abi_layout (tests/repo/check_abi_layout.py) fails when the layout
+// changes without a bump (docs/plugins.md, "The descriptor").
 #define IOMIMIC_PLUGIN_ABI_VERSION 7u
 
 #define IOMIMIC_PLUGIN_KIND_STORAGE 1u
