@@ -78,8 +78,10 @@ std::string ReadTypeName(ReadType type) {
 
 std::string Diagnostic::ToString() const {
   std::string text = file;
-  if (line > 0) text += ":" + std::to_string(line) + ":" + std::to_string(column);
-  return text + ": warning: " + message;
+  if (line > 0) {
+    text.append(":").append(std::to_string(line)).append(":").append(std::to_string(column));
+  }
+  return text.append(": warning: ").append(message);
 }
 
 }  // namespace iomimic::config

@@ -106,7 +106,7 @@ struct Section {
   // answers), built when the section is first resolved: every key of the
   // table is looked up in its section, and a scan per lookup would make a
   // manifest with thousands of keys cost keys x table size.
-  std::shared_ptr<const std::unordered_map<std::string_view, Entry>> entries;
+  std::shared_ptr<const std::unordered_map<std::string_view, Entry>> entries = nullptr;
 };
 
 // Indexes `section`'s map (see Section::entries).
