@@ -18,7 +18,6 @@ bz2, xz, zip) and several element types it
 Prints PASS and exits 0, or prints what is wrong and exits 1.
 """
 
-import argparse
 import bz2
 import csv
 import gzip
@@ -26,12 +25,13 @@ import io
 import json
 import lzma
 import os
-import shutil
-import subprocess
 import sys
 import zipfile
 
 import numpy as np
+
+import interop_common as interop
+from interop_common import fail, run
 
 ARGS = None
 SAMPLES = 8
@@ -53,21 +53,6 @@ CASES = [
     ("gzip_pandas_layout", "gzip", "uint8", ["++workload.dataset.options.pandas_header=true"]),
     ("none_varying_sizes", "none", "uint8", ["++workload.dataset.record_length_bytes_stdev=200"]),
 ]
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
 
 
 def read_text(path, compression):
@@ -163,13 +148,7 @@ def check_file(path, compression, dtype, pandas_layout, side):
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
     manifest = os.path.join(ARGS.source, "workloads", "quickstart.yaml")
 
     for name, compression, dtype, extra in CASES:

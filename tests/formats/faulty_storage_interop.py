@@ -20,31 +20,16 @@ Usage: faulty_storage_interop.py --iomimic BIN --source REPO --work DIR
 Prints PASS and exits 0 on success; exits non-zero with a message otherwise.
 """
 
-import argparse
 import glob
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
 
+import interop_common as interop
+from interop_common import fail, run
+
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, expect_ok=True):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=600)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if expect_ok and p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
 
 
 def workload():
@@ -124,17 +109,7 @@ def have_plugins():
 
 def main():
     global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iomimic", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.source = os.path.abspath(ARGS.source)
-    ARGS.work = os.path.abspath(ARGS.work)
-    if os.path.exists(ARGS.work):
-        shutil.rmtree(ARGS.work)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
     if not have_plugins():
         print("SKIP: this build lacks the faulty, posix or npz plugin (IOMIMIC_PLUGINS filter)")
         return 0

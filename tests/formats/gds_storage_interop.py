@@ -21,33 +21,19 @@ Usage: gds_storage_interop.py --iomimic BIN --source REPO --work DIR
 Exit status 0 and "PASS" on success; "FAIL: ..." and 1 otherwise.
 """
 
-import argparse
 import ctypes
 import filecmp
 import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
+import interop_common as interop
+from interop_common import fail, run
+
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, expect_ok=True):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=600)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if expect_ok and p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
 
 
 def gpu_present():
@@ -151,16 +137,9 @@ def check_gds_run(out, stderr, gpu, direct):
 
 def main():
     global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iomimic", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    os.makedirs(ARGS.work, exist_ok=True)
     # Only this script's own folders are cleared, so a rerun starts afresh.
-    for sub in ("data", "gen", "data-gds", "gen-gds", "out", "out-direct", "refused-decode",
-                "refused-cufile", "refused-bounce"):
-        shutil.rmtree(os.path.join(ARGS.work, sub), ignore_errors=True)
+    ARGS = interop.setup(__doc__, clean=False, subfolders=("data", "gen", "data-gds", "gen-gds", "out", "out-direct", "refused-decode",
+                "refused-cufile", "refused-bounce"))
     manifest = os.path.join(ARGS.source, "workloads", "unet3d_a100.yaml")
     data = os.path.join(ARGS.work, "data")
     shrink = [

@@ -31,16 +31,16 @@ refused with a clear message when the HDF5 library has no LZF filter (Debian).
 Prints "PASS" and exits 0, or prints what is wrong and exits 1.
 """
 
-import argparse
 import glob
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
+
+import interop_common as interop
+from interop_common import fail, run
 
 try:
     import h5py
@@ -50,21 +50,6 @@ except ImportError as e:  # pragma: no cover - Debian's python3-h5py is a build 
     sys.exit(1)
 
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, expect_ok=True):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=600)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if expect_ok and p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
 
 
 def default_workload():
@@ -276,16 +261,7 @@ def check_lzf():
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.work = os.path.abspath(ARGS.work)
-    if os.path.exists(ARGS.work):
-        shutil.rmtree(ARGS.work)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
 
     cases = [
         # default.yaml's geometry (64 x 64 uint8 from record_length_bytes),

@@ -24,37 +24,16 @@ it
 Prints PASS and exits 0, or prints what is wrong and exits 1.
 """
 
-import argparse
 import glob
-import json
 import math
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 
+import interop_common as interop
+from interop_common import fail, run, workload, summary
+
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
-def workload(name):
-    return os.path.join(ARGS.source, "workloads", name + ".yaml")
 
 
 def check_dataset(data, fmt, files_train, files_eval, samples, sample_size):
@@ -102,14 +81,6 @@ def check_dataset(data, fmt, files_train, files_eval, samples, sample_size):
             del m
             checked += 1
     print("numpy checked %d %s files and their index files" % (checked, fmt))
-
-
-def summary(out):
-    path = os.path.join(out, "summary.json")
-    if not os.path.exists(path):
-        fail("summary.json missing from " + out)
-    with open(path) as f:
-        return json.load(f)
 
 
 def check_run_io(out, batch, epochs, files_read, samples_per_file, sample_size):
@@ -177,15 +148,7 @@ def test_megatron():
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.work = os.path.abspath(ARGS.work)
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
     test_dlrm()
     test_megatron()
     print("PASS")

@@ -20,37 +20,16 @@ file byte for byte. Prints PASS and exits 0, or prints what is wrong and
 exits 1.
 """
 
-import argparse
 import glob
 import io
-import json
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 
+import interop_common as interop
+from interop_common import fail, run, workload, summary
+
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
-def workload(name):
-    return os.path.join(ARGS.source, "workloads", name + ".yaml")
 
 
 def check_npy_file(path, dtype, samples, dims=None):
@@ -86,14 +65,6 @@ def check_npy_file(path, dtype, samples, dims=None):
     if samples > 1 and x[..., 0].tobytes() == x[..., 1].tobytes():
         fail("%s: samples 0 and 1 are identical; expected random content" % path)
     return x.shape, len(raw)
-
-
-def summary(out):
-    path = os.path.join(out, "summary.json")
-    if not os.path.exists(path):
-        fail("summary.json missing from " + out)
-    with open(path) as f:
-        return json.load(f)
 
 
 def test_unet3d_v100_s3():
@@ -177,15 +148,7 @@ def test_quickstart_multi_sample():
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.work = os.path.abspath(ARGS.work)
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
     test_unet3d_v100_s3()
     test_quickstart_multi_sample()
     print("PASS")

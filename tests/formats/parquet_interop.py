@@ -28,7 +28,6 @@ Prints PASS and exits 0, prints what is wrong and exits 1, or exits 77
 (skipped) when DuckDB cannot be installed.
 """
 
-import argparse
 import collections
 import glob
 import json
@@ -37,6 +36,9 @@ import re
 import shutil
 import subprocess
 import sys
+
+import interop_common as interop
+from interop_common import fail, run, summary
 
 ARGS = None
 NODE_DIR = None
@@ -60,21 +62,6 @@ COLUMNS = [
 FILES, ROWS, GROUP = 3, 1000, 300
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd=None, timeout=240):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    sys.stdout.write(p.stdout[-4000:])
-    sys.stdout.write(p.stderr[-4000:])
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
 def duck(*statements):
     p = subprocess.run(["node", os.path.join(ARGS.source, "tests", "formats", "parquet_duckdb.mjs"),
                         NODE_DIR] + list(statements), capture_output=True, text=True, timeout=240)
@@ -96,11 +83,6 @@ def ensure_duckdb():
         print("SKIP: cannot install @duckdb/node-api: " + p.stderr.strip())
         sys.exit(77)
     print("DuckDB %s" % duck("SELECT version() AS v")[0][0]["v"])
-
-
-def summary(out):
-    with open(os.path.join(out, "summary.json")) as f:
-        return json.load(f)
 
 
 def check_trained(s, what, steps=None):
@@ -347,12 +329,7 @@ def test_workloads_on_backends():
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    os.makedirs(ARGS.work, exist_ok=True)
+    ARGS = interop.setup(__doc__, clean=False)
     ensure_duckdb()
     for codec, duck_name, duck_codec in CODECS:
         test_codec(codec, duck_name, duck_codec)

@@ -15,44 +15,20 @@ short compute and eval time). It
 Prints PASS and exits 0, or prints what is wrong and exits 1.
 """
 
-import argparse
 import glob
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
+
+import interop_common as interop
+from interop_common import fail, run
 
 ARGS = None
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.work = os.path.abspath(ARGS.work)
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
 
     data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
     train, evals, epochs = 64, 8, 2

@@ -20,17 +20,17 @@ bert_v100), shrunk with overrides only, it
 Prints PASS and exits 0, or prints what is wrong and exits 1.
 """
 
-import argparse
 import json
 import os
-import shutil
 import struct
-import subprocess
 import sys
 
 from google.protobuf import descriptor_pb2
 from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
+
+import interop_common as interop
+from interop_common import fail, run
 
 try:
     import crc32c as _crc32c_module
@@ -71,21 +71,6 @@ WORKLOADS = [
         "++workload.model.model_size_bytes=4096",
     ], 2, 100),
 ]
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, cwd):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
 
 
 def masked(crc):
@@ -242,13 +227,7 @@ def check_dataset(data_folder, files, samples, example_cls):
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
+    ARGS = interop.setup(__doc__)
     example_cls = example_class()
 
     for name, overrides, files, samples in WORKLOADS:
