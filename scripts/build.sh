@@ -14,5 +14,7 @@ case "${1:-}" in
   *) echo "usage: scripts/build.sh [--test]" >&2; exit 2 ;;
 esac
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DIOMIMIC_BUILD_TESTS=$tests >/dev/null
+# Unity sources for the core and plugins halve a fresh build's compile time.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DIOMIMIC_BUILD_TESTS=$tests \
+  -DIOMIMIC_UNITY_BUILD=ON >/dev/null
 cmake --build build -j "$jobs"

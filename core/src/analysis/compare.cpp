@@ -9,14 +9,6 @@
 namespace iomimic::analysis {
 namespace {
 
-std::string Label(std::size_t i) {
-  std::string s;
-  for (std::size_t n = i + 1; n > 0; n = (n - 1) / 26) {
-    s.insert(s.begin(), static_cast<char>('A' + (n - 1) % 26));
-  }
-  return s;
-}
-
 std::string Number(double v) {
   char buf[64];
   const double a = std::fabs(v);
@@ -43,7 +35,7 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
   if (runs.empty()) return "";
   out << "runs:\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    out << "  " << Label(i) << "  " << runs[i].path;
+    out << "  " << RunLabel(i) << "  " << runs[i].path;
     if (!runs[i].status.empty()) out << "  (" << runs[i].status << ")";
     out << "\n";
   }
@@ -51,9 +43,9 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
   // Figures: one row each, a column per run, then ratios to A.
   constexpr std::size_t kName = 24, kValue = 12;
   out << "\n" << Pad("figure", kName, false);
-  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(Label(i), kValue, true);
+  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(RunLabel(i), kValue, true);
   for (std::size_t i = 1; i < runs.size(); ++i) {
-    out << Pad(Label(i) + "/A", kValue, true);
+    out << Pad(RunLabel(i) + "/A", kValue, true);
   }
   out << "\n";
   for (const std::string& name : FigureNames()) {
@@ -107,7 +99,7 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
     }
   }
   out << "configuration that differs:\n" << Pad("key", key_width, false);
-  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(Label(i), value_width, false);
+  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(RunLabel(i), value_width, false);
   out << "\n";
   for (const std::string& k : differing) {
     out << Pad(k, key_width, false);
@@ -120,6 +112,14 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
     out << "\n";
   }
   return out.str();
+}
+
+std::string RunLabel(std::size_t i) {
+  std::string s;
+  for (std::size_t n = i + 1; n > 0; n = (n - 1) / 26) {
+    s.insert(s.begin(), static_cast<char>('A' + (n - 1) % 26));
+  }
+  return s;
 }
 
 }  // namespace iomimic::analysis

@@ -18,4 +18,7 @@ namespace iomimic::analysis {
 // (output.folder) are not compared.
 std::string CompareText(const std::vector<RunFolder>& runs);
 
+// The label of the i-th run of a comparison or report: A, B, ... Z, AA, AB...
+std::string RunLabel(std::size_t i);
+
 }  // namespace iomimic::analysis

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "analysis/compare.h"
 #include "analysis/csv.h"
 #include "analysis/report_resources.h"
 #include "analysis/run_folder.h"
@@ -303,14 +304,6 @@ Result<json> RunData(const std::string& dir, const std::string& label) {
   return run;
 }
 
-std::string Label(std::size_t i) {
-  std::string s;
-  for (std::size_t n = i + 1; n > 0; n = (n - 1) / 26) {
-    s.insert(s.begin(), static_cast<char>('A' + (n - 1) % 26));
-  }
-  return s;
-}
-
 std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -404,7 +397,7 @@ Result<std::string> RunReportHtml(const std::vector<std::string>& run_dirs,
   data["kind"] = "report";
   json runs = json::array();
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    Result<json> run = RunData(run_dirs[i], run_dirs.size() > 1 ? Label(i) : "");
+    Result<json> run = RunData(run_dirs[i], run_dirs.size() > 1 ? RunLabel(i) : "");
     if (!run.ok()) return run.status().WithContext("report");
     runs.push_back(std::move(run).value());
   }
@@ -420,7 +413,7 @@ Result<std::string> CompareHtml(const std::vector<std::string>& run_dirs,
   data["kind"] = "compare";
   json runs = json::array();
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    Result<json> run = RunData(run_dirs[i], Label(i));
+    Result<json> run = RunData(run_dirs[i], RunLabel(i));
     if (!run.ok()) return run.status().WithContext("compare");
     runs.push_back(std::move(run).value());
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/scalar_internal.h"
 #include "config/tree_internal.h"
 
 namespace iomimic::config::internal {
@@ -17,7 +18,7 @@ namespace {
 // path check cannot see (a reference through an environment default).
 constexpr int kMaxDepth = 32;
 
-constexpr std::string_view kWorkloadPrefix = "workload.";
+constexpr std::string_view kWorkloadRoot = "workload.";
 
 bool IsEnvName(std::string_view name) {
   if (name.empty()) return false;
@@ -29,9 +30,9 @@ bool IsEnvName(std::string_view name) {
   return !(name[0] >= '0' && name[0] <= '9');
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+// A resolver argument without surrounding blanks and quotes.
+std::string Unquote(std::string_view s) {
+  s = Trim(s);
   if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front()) {
     s = s.substr(1, s.size() - 2);
   }
@@ -39,7 +40,7 @@ std::string Trim(std::string_view s) {
 }
 
 // Splits a dotted path into keys ("a.b" -> {a, b}).
-std::vector<std::string> SplitPath(std::string_view path) {
+std::vector<std::string> SplitKeys(std::string_view path) {
   std::vector<std::string> keys;
   while (!path.empty()) {
     const std::size_t dot = path.find('.');
@@ -174,7 +175,7 @@ class Resolver {
     if (depth > kMaxDepth) {
       return locator_.Error(node.Mark(), where, "interpolations nest too deep (a cycle?)");
     }
-    const std::string expr = Trim(body);
+    const std::string expr = Unquote(body);
     const std::size_t colon = expr.find(':');
     if (colon != std::string::npos) return Resolve(expr, colon, node, path, depth, value);
     // A key: absolute from the workload root (a Hydra config has it under
@@ -193,10 +194,10 @@ class Resolver {
         target.pop_back();
       }
       key.remove_prefix(dots);
-    } else if (key.starts_with(kWorkloadPrefix) && !FindPath(root_, key)) {
-      key.remove_prefix(kWorkloadPrefix.size());
+    } else if (key.starts_with(kWorkloadRoot) && !FindPath(root_, key)) {
+      key.remove_prefix(kWorkloadRoot.size());
     }
-    for (std::string& k : SplitPath(key)) target.push_back(std::move(k));
+    for (std::string& k : SplitKeys(key)) target.push_back(std::move(k));
     std::optional<YAML::Node> found = FindPath(root_, JoinPath(target));
     if (!found) {
       // MLPerf Storage's object-storage files write ${AWS_REGION} and the
@@ -237,7 +238,7 @@ class Resolver {
   Status Resolve(const std::string& expr, std::size_t colon, const YAML::Node& node,
                  const std::vector<std::string>& path, int depth, YAML::Node* value) {
     const std::string where = JoinPath(path);
-    const std::string name = Trim(std::string_view(expr).substr(0, colon));
+    const std::string name = Unquote(std::string_view(expr).substr(0, colon));
     const std::string args = expr.substr(colon + 1);
     if (name != "oc.env" && name != "env") {
       return locator_.Error(node.Mark(), where,
@@ -256,7 +257,7 @@ class Resolver {
         break;
       }
     }
-    const std::string variable = Trim(std::string_view(args).substr(0, comma));
+    const std::string variable = Unquote(std::string_view(args).substr(0, comma));
     if (!IsEnvName(variable)) {
       return locator_.Error(
           node.Mark(), where,
@@ -271,7 +272,7 @@ class Resolver {
           node.Mark(), where,
           "environment variable " + variable + " is not set (" + "${" + expr + "} has no default)");
     }
-    const std::string fallback = Trim(std::string_view(args).substr(comma + 1));
+    const std::string fallback = Unquote(std::string_view(args).substr(comma + 1));
     if (fallback == "null") {
       *value = YAML::Node(YAML::NodeType::Null);
       return Status::OK();
