@@ -19,6 +19,11 @@
 #include "plugin/registry.h"
 #include "run/run.h"
 
+namespace boost::program_options {
+class options_description;
+class variables_map;
+}  // namespace boost::program_options
+
 namespace iomimic::app {
 
 // The workload `iomimic run` (and search, run -m) takes when given none.
@@ -97,6 +102,15 @@ bool ParseExperiment(const std::string& command, int argc, char** argv, Experime
 
 // The launcher words of --launcher, or analysis::DefaultLauncher().
 std::vector<std::string> LauncherOf(const ExperimentArgs& args);
+
+// --- Parsing (common.cpp) -------------------------------------------------
+
+// Parses argv (without the command word) against `opts`, in Boost's
+// command-line `style`; the other arguments go to *positional, in order.
+// Returns false and sets `exit_code` on a usage error.
+bool ParseArgs(int argc, char** argv, const boost::program_options::options_description& opts,
+               int style, std::vector<std::string>* positional,
+               boost::program_options::variables_map* vm, int* exit_code);
 
 // --- Options of report and compare (common.cpp) ---------------------------
 

@@ -1,18 +1,18 @@
 // Messages, files and the folder-taking option parser shared by the
 // commands of the iomimic command line (core/app/cli.h).
 
+#include <boost/program_options.hpp>
 #include <cstdarg>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "analysis/sweep.h"
 #include "cli.h"
 #include "cluster/cluster.h"
 
 namespace iomimic::app {
 
-namespace fs = std::filesystem;
+namespace po = boost::program_options;
 
 std::string Format(const char* fmt, ...) {
   char buf[1024];
@@ -53,16 +53,26 @@ int Usage(const std::string& message) {
 }
 
 Status WriteHtml(const std::string& path, const std::string& html) {
-  const std::string temp = path + ".iomimic-tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << html;
-    if (!out) return Status::IOError("cannot write " + temp);
+  return analysis::ReplaceFile(path, path + ".iomimic-tmp", html);
+}
+
+bool ParseArgs(int argc, char** argv, const po::options_description& opts, int style,
+               std::vector<std::string>* positional, po::variables_map* vm, int* exit_code) {
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(positional));
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).style(style).run(),
+              *vm);
+    po::notify(*vm);
+  } catch (const po::error& e) {
+    *exit_code = Usage(e.what());
+    return false;
   }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "cannot write " + path);
-  return Status::OK();
+  return true;
 }
 
 namespace {

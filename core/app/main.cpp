@@ -124,25 +124,16 @@ void PassConfigDir(const std::string& config_dir, std::vector<std::string>* run_
 bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* args,
                  int* exit_code) {
   const po::options_description opts = CommonOptions(command, args);
-  po::options_description hidden;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::options_description all;
-  all.add(opts).add(hidden);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << "usage: iomimic " << command
-                << " [options] [MANIFEST.yaml | workload=NAME] [OVERRIDES...]\n\n"
-                << opts << std::endl;
-      *exit_code = 0;
-      return false;
-    }
-  } catch (const po::error& e) {
-    *exit_code = Usage(e.what());
+  po::variables_map vm;
+  if (!ParseArgs(argc, argv, opts, po::command_line_style::default_style, &args->positional, &vm,
+                 exit_code)) {
+    return false;
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: iomimic " << command
+              << " [options] [MANIFEST.yaml | workload=NAME] [OVERRIDES...]\n\n"
+              << opts << std::endl;
+    *exit_code = 0;
     return false;
   }
   if (args->accelerators > 0) {
@@ -155,33 +146,29 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
 
 namespace {
 
-// One command of the table: its word, its lines in 'iomimic --help' (a '\n'
-// starts a continuation line) and its handler (core/app/cli.h).
+// One command of the table: its word, its line in 'iomimic --help' (and a
+// second, indented line when it says more) and its handler (core/app/cli.h).
 struct Command {
   const char* name;
   const char* help;
+  const char* more;  // or null
   int (*handler)(int argc, char** argv);
 };
 
 constexpr Command kCommands[] = {
-    {"run",
-     "generate the dataset if the manifest asks, then replay training\n"
-     "(no arguments: the shipped 'quickstart' workload)",
-     CmdRun},
-    {"generate", "only generate the dataset", CmdGenerate},
-    {"config", "print the resolved manifest (--plan: steps, files and sizes)", CmdConfig},
-    {"plugins", "list the storage and format plugins found", CmdPlugins},
-    {"conformance",
-     "run the storage and format conformance suites against plugins\n"
-     "(--plugin-dir DIR, --plugin NAME; see docs/plugins.md)",
-     CmdConformance},
-    {"report", "RUN_DIR... | SWEEP_DIR [-o out.html]: one self-contained HTML page", CmdReport},
-    {"compare",
-     "RUN_A RUN_B... [--html out.html]: figures side by side, ratios to A,\n"
-     "differing config",
-     CmdCompare},
-    {"sweep", "DESIGN.csv: run a factorial design (resumable), results.csv", CmdSweep},
-    {"search", "WORKLOAD --min-au 90: the most accelerators that keep AU", CmdSearch},
+    {"run", "generate the dataset if the manifest asks, then replay training",
+     "(no arguments: the shipped 'quickstart' workload)", CmdRun},
+    {"generate", "only generate the dataset", nullptr, CmdGenerate},
+    {"config", "print the resolved manifest (--plan: steps, files and sizes)", nullptr, CmdConfig},
+    {"plugins", "list the storage and format plugins found", nullptr, CmdPlugins},
+    {"conformance", "run the storage and format conformance suites against plugins",
+     "(--plugin-dir DIR, --plugin NAME; see docs/plugins.md)", CmdConformance},
+    {"report", "RUN_DIR... | SWEEP_DIR [-o out.html]: one self-contained HTML page", nullptr,
+     CmdReport},
+    {"compare", "RUN_A RUN_B... [--html out.html]: figures side by side, ratios to A,",
+     "differing config", CmdCompare},
+    {"sweep", "DESIGN.csv: run a factorial design (resumable), results.csv", nullptr, CmdSweep},
+    {"search", "WORKLOAD --min-au 90: the most accelerators that keep AU", nullptr, CmdSearch},
 };
 
 // The command named `name`, or null.
@@ -200,12 +187,9 @@ void PrintCommandHelp() {
                "[OVERRIDES...]\n\ncommands:\n";
   for (const Command& c : kCommands) {
     const std::size_t length = std::char_traits<char>::length(c.name);
-    std::string help = c.help;
-    for (std::size_t at = help.find('\n'); at != std::string::npos; at = help.find('\n', at + 1)) {
-      help.insert(at + 1, 2 + kColumn, ' ');
-    }
     std::cout << "  " << c.name << std::string(std::max<std::size_t>(2, kColumn - length), ' ')
-              << help << "\n";
+              << c.help << "\n";
+    if (c.more != nullptr) std::cout << std::string(2 + kColumn, ' ') << c.more << "\n";
   }
   std::cout << "\n"
                "overrides (Hydra syntax, as DLIO): ++workload.a.b=v (set), workload.a.b=v "

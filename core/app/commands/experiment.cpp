@@ -59,24 +59,10 @@ void PrintExperimentHelp(const std::string& command, const po::options_descripti
 bool ParseExperiment(const std::string& command, int argc, char** argv, ExperimentArgs* args,
                      int* exit_code) {
   const po::options_description opts = ExperimentOptions(command, args);
-  po::options_description hidden;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(&args->positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(
-        po::command_line_parser(argc, argv)
-            .options(all)
-            .positional(pos)
-            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-            .run(),
-        vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    *exit_code = Usage(e.what());
+  if (!ParseArgs(argc, argv, opts,
+                 po::command_line_style::default_style & ~po::command_line_style::allow_guessing,
+                 &args->positional, &vm, exit_code)) {
     return false;
   }
   if (vm.count("help")) {

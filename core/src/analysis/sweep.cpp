@@ -100,16 +100,12 @@ Status WriteDesign(const std::string& path, Design& d) {
   }
   d.lines[d.header_line] = CsvLine(d.header);
   for (const Design::Row& r : d.rows) d.lines[r.line] = CsvLine(r.cells);
-  const std::string temp = path + ".iomimic-tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    for (const std::string& l : d.lines) out << l << "\n";
-    if (!out) return Status::IOError("cannot write " + temp);
+  std::string text;
+  for (const std::string& l : d.lines) {
+    text += l;
+    text += '\n';
   }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "cannot replace " + path);
-  return Status::OK();
+  return ReplaceFile(path, path + ".iomimic-tmp", text, "cannot replace ");
 }
 
 std::string Sanitize(const std::string& s) {
@@ -169,16 +165,7 @@ Status WriteResults(const Design& design, const std::string& output, const std::
     }
     text += CsvLine(cells) + "\n";
   }
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << text;
-    if (!out) return Status::IOError("cannot write " + temp);
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) return Status::FromErrno(ec.value(), "cannot write " + path);
-  return Status::OK();
+  return ReplaceFile(path, path + ".tmp", text);
 }
 
 // Marks `row` done (run = Y) in the design file, adding the run column first
@@ -314,6 +301,19 @@ Status RunExperiment(Sweep& s, std::size_t i, bool* stop) {
 }
 
 }  // namespace
+
+Status ReplaceFile(const std::string& path, const std::string& temp, const std::string& text,
+                   const std::string& rename_error) {
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return Status::IOError("cannot write " + temp);
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) return Status::FromErrno(ec.value(), rename_error + path);
+  return Status::OK();
+}
 
 Result<SweepReport> RunSweep(const SweepOptions& options,
                              const std::function<void(const std::string&)>& log) {
