@@ -389,6 +389,7 @@ void AddTrainFigures(const TrainResults& t, double record, json* io) {
   o["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
 }
 
+// The checkpoints' storage, plan and every save and load.
 json CheckpointJson(const CheckpointResults& ck) {
   json o;
   o["storage"] = ck.storage;
@@ -455,6 +456,7 @@ void AddReadFigures(const RunResults& r, json* io) {
   o["read_request_latency_ms"] = Percentiles(r.read_latency);
 }
 
+// Generation's figures (files written, skipped, shared; bytes; rate).
 json GenerateJson(const RunResults& r) {
   const GenerateResults& g = *r.generate;
   json o;
