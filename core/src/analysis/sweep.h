@@ -44,6 +44,12 @@ struct SweepReport {
   std::string report_html;  // the sweep's page (AU and MiB/s per factor); "" when not written
 };
 
+// Writes `text` to `path` through the file `temp` and a rename, so that a
+// reader never sees half a file. Errors: "cannot write <temp>", or
+// `rename_error` followed by `path` when the rename fails.
+Status ReplaceFile(const std::string& path, const std::string& temp, const std::string& text,
+                   const std::string& rename_error = "cannot write ");
+
 // Runs the design's pending rows in order. `log` receives one line per
 // experiment (started, finished with status). Errors: an unreadable or
 // malformed design (naming file and line), an output folder that cannot be

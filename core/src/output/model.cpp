@@ -456,6 +456,173 @@ void DescribeReadPattern(const config::Config& c, engine::Session& session, RunR
   }
 }
 
+// Host facts: DLIO reads them on every rank; the per-host lists take one
+// share from each rank of a host. Needs r->ranks.
+void CollectHosts(cluster::Cluster& cluster, const config::Config& c, RunResults* r) {
+  r->host = ReadHostFacts();
+  const std::size_t hosts = static_cast<std::size_t>(cluster.num_hosts());
+  std::vector<double> mem(hosts, 0.0), cpus(hosts, 0.0);
+  mem[cluster.host_index()] = r->host.memory_gib / cluster.ranks_on_host();
+  cpus[cluster.host_index()] = static_cast<double>(r->host.cpus) / cluster.ranks_on_host();
+  r->host_memory_gib = cluster.SumDoubles(mem);
+  r->host_cpus = cluster.SumDoubles(cpus);
+  r->data_size_per_host_gib =
+      static_cast<double>(cluster.ranks_on_host()) *
+      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train /
+                          static_cast<std::uint64_t>(r->ranks)) *
+      static_cast<double>(c.dataset.record_length_bytes) / kGiB;
+}
+
+// The storage's totals over ranks, its per-path counters and the trace's.
+void CollectIo(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
+  cluster::Cluster& cluster = session.cluster();
+  const engine::IoSnapshot io = session.storage().Snapshot();
+  const std::vector<std::uint64_t> io_total = cluster.SumU64s(
+      {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
+  r->io = {io_total[0], io_total[1], io_total[2], io_total[3],
+           io_total[4], io_total[5], io_total[6]};
+  CollectIoCounters(session, outcome, *r);
+  if (session.config().iomimic.trace) {
+    const std::vector<std::uint64_t> trace =
+        cluster.SumU64s({session.tracer().recorded(), session.tracer().dropped()});
+    r->trace = TraceTotals{trace[0], trace[1]};
+  }
+}
+
+// This rank's histograms of what the outcome recorded: the steps' waits for
+// data (training, evaluation) and the checkpoints' saves and loads.
+struct OutcomeHistograms {
+  metrics::LatencyHistogram data_wait, eval_data_wait, saves, loads;
+};
+
+OutcomeHistograms RecordOutcome(const RunOutcome& outcome) {
+  OutcomeHistograms h;
+  auto seconds = [](double s) { return static_cast<std::uint64_t>(std::max(0.0, s) * 1e9); };
+  if (outcome.train) {
+    for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+      for (const metrics::EpochRecord& e : a.epochs) {
+        for (const metrics::PhaseRecord& b : e.blocks) {
+          for (double v : b.load) h.data_wait.Record(seconds(v));
+        }
+        if (e.eval) {
+          for (double v : e.eval->load) h.eval_data_wait.Record(seconds(v));
+        }
+      }
+    }
+    for (const metrics::EpochRecord& e : outcome.train->epochs) {
+      for (const metrics::CheckpointRecord& s : e.saves) h.saves.Record(seconds(s.duration()));
+    }
+  }
+  if (outcome.checkpoint_only) {
+    for (const auto& s : outcome.checkpoint_only->saves) h.saves.Record(seconds(s.duration()));
+    for (const auto& l : outcome.checkpoint_only->loads) h.loads.Record(seconds(l.duration()));
+  }
+  return h;
+}
+
+// Every histogram (histograms.json) merged over ranks, sample and storage
+// read latency among them.
+void CollectHistograms(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
+  cluster::Cluster& cluster = session.cluster();
+  r->sample_latency = MergeHistogram(session.sample_latency(), cluster);
+  r->read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
+  const engine::IoCounters& io_counters = session.storage().counters();
+  const OutcomeHistograms mine = RecordOutcome(outcome);
+  const std::pair<const char*, const metrics::LatencyHistogram*> all[] = {
+      {"sample_read", &session.sample_latency()},
+      {"storage_open", &io_counters.open_latency},
+      {"storage_read", &io_counters.read_latency},
+      {"storage_write", &io_counters.write_latency},
+      {"storage_fsync", &io_counters.fsync_latency},
+      {"storage_close", &io_counters.close_latency},
+      {"storage_stat", &io_counters.stat_latency},
+      {"step_data_wait", &mine.data_wait},
+      {"eval_step_data_wait", &mine.eval_data_wait},
+      {"checkpoint_save", &mine.saves},
+      {"checkpoint_load", &mine.loads}};
+  for (const auto& [name, h] : all) r->histograms.emplace_back(name, MergeHistogram(*h, cluster));
+}
+
+// Generation's figures over ranks (every rank takes part, generating or not).
+GenerateResults CollectGenerate(const RunOutcome& outcome, cluster::Cluster& cluster, int ranks) {
+  const engine::GenerateReport none;
+  const engine::GenerateReport& g = outcome.generate ? *outcome.generate : none;
+  GenerateResults gen;
+  gen.files_written = cluster.SumU64(g.files_written);
+  gen.files_written_by_all_ranks = cluster.SumU64(g.files_written_by_all_ranks);
+  gen.files_skipped = cluster.SumU64(g.files_skipped);
+  gen.bytes_written = cluster.SumU64(g.bytes_written);
+  gen.bytes_written_per_rank.assign(static_cast<std::size_t>(ranks), 0);
+  gen.bytes_written_per_rank[static_cast<std::size_t>(cluster.rank())] = g.bytes_written;
+  gen.bytes_written_per_rank = cluster.SumU64s(gen.bytes_written_per_rank);
+  gen.seconds = cluster.MaxDouble(g.seconds);
+  return gen;
+}
+
+// The checkpoints' storage, plan and every save and load over ranks (the
+// checkpoint-only workflow's saves count as epoch 1's).
+CheckpointResults CollectCheckpoint(const RunOutcome& outcome, const config::Config& c,
+                                    cluster::Cluster& cluster) {
+  CheckpointResults ck;
+  ck.storage = outcome.checkpointer->storage_name();
+  ck.fsync = c.checkpoint.fsync;
+  ck.fsync_calls = cluster.SumU64(outcome.checkpointer->fsync_calls());
+  ck.size_bytes = outcome.checkpointer->plan().total_bytes();
+  ck.parameters = outcome.checkpointer->plan().parameters;
+  std::vector<metrics::CheckpointRecord> saves, loads;
+  std::vector<std::uint64_t> save_epochs;
+  if (outcome.train) {
+    for (const metrics::EpochRecord& e : outcome.train->epochs) {
+      for (const metrics::CheckpointRecord& s : e.saves) {
+        saves.push_back(s);
+        save_epochs.push_back(e.epoch);
+      }
+    }
+  }
+  if (outcome.checkpoint_only) {
+    saves = outcome.checkpoint_only->saves;
+    loads = outcome.checkpoint_only->loads;
+    save_epochs.assign(saves.size(), 1);
+  }
+  ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
+  ck.loads = CollectCheckpoints(loads, {}, cluster);
+  return ck;
+}
+
+// The plugins (options redacted), the storage's chain, place and alignment,
+// and the shuffle's seed.
+void CollectPlugins(engine::Session& session, const config::Config& c, RunResults* r) {
+  r->storage = {session.storage_info(), config::Redacted(c.storage.options)};
+  if (session.has_format()) {
+    r->format = PluginResults{session.format_info(), config::Redacted(c.dataset.options)};
+  }
+  const StorageCapabilities caps = session.storage().capabilities();
+  r->storage_chain = session.storage_chain();
+  r->data_path = caps.data_path;
+  r->alignment = caps.alignment;
+  r->shuffle_random_seed = session.shuffle_seeds().random_seed;
+}
+
+// Timeline rows and events of every rank, the events in time order.
+void CollectTimeline(const RunOutcome& outcome, cluster::Cluster& cluster, RunResults* r) {
+  const std::vector<std::string> rows = cluster.AllGatherStrings(EncodeTimeline(outcome.timeline));
+  for (std::size_t rank = 0; rank < rows.size(); ++rank) {
+    for (const metrics::TimelineRow& row : DecodeTimeline(rows[rank])) {
+      r->timeline.push_back({static_cast<int>(rank), row});
+    }
+  }
+  const std::vector<std::string> events =
+      cluster.AllGatherStrings(EncodeEvents(RankEvents(outcome, cluster.rank())));
+  for (std::size_t rank = 0; rank < events.size(); ++rank) {
+    for (EventEntry& e : DecodeEvents(events[rank], static_cast<int>(rank))) {
+      r->events.push_back(std::move(e));
+    }
+  }
+  std::stable_sort(
+      r->events.begin(), r->events.end(),
+      [](const EventEntry& a, const EventEntry& b) { return a.start_seconds < b.start_seconds; });
+}
+
 }  // namespace
 
 EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config::Config& c) {
@@ -486,150 +653,17 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
                      : outcome.checkpoint_only ? outcome.checkpoint_only->interrupted_by
                                                : 0;
   r.hostname = cluster.hostname();
-
-  // Host facts: DLIO reads them on every rank; the per-host lists take one
-  // share from each rank of a host.
-  r.host = ReadHostFacts();
-  {
-    const std::size_t hosts = static_cast<std::size_t>(cluster.num_hosts());
-    std::vector<double> mem(hosts, 0.0), cpus(hosts, 0.0);
-    mem[cluster.host_index()] = r.host.memory_gib / cluster.ranks_on_host();
-    cpus[cluster.host_index()] = static_cast<double>(r.host.cpus) / cluster.ranks_on_host();
-    r.host_memory_gib = cluster.SumDoubles(mem);
-    r.host_cpus = cluster.SumDoubles(cpus);
-  }
-  r.data_size_per_host_gib =
-      static_cast<double>(cluster.ranks_on_host()) *
-      static_cast<double>(c.dataset.num_samples_per_file * c.dataset.num_files_train /
-                          static_cast<std::uint64_t>(r.ranks)) *
-      static_cast<double>(c.dataset.record_length_bytes) / kGiB;
-
+  CollectHosts(cluster, c, &r);
   if (outcome.train) r.train = CollectTrain(*outcome.train, c, r.accelerators, cluster);
-
-  const engine::IoSnapshot io = session.storage().Snapshot();
-  const std::vector<std::uint64_t> io_total = cluster.SumU64s(
-      {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
-  r.io = {io_total[0], io_total[1], io_total[2], io_total[3],
-          io_total[4], io_total[5], io_total[6]};
-  CollectIoCounters(session, outcome, r);
-  if (c.iomimic.trace) {
-    const std::vector<std::uint64_t> trace =
-        cluster.SumU64s({session.tracer().recorded(), session.tracer().dropped()});
-    r.trace = TraceTotals{trace[0], trace[1]};
-  }
-  r.sample_latency = MergeHistogram(session.sample_latency(), cluster);
-  r.read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
-  {
-    const engine::IoCounters& io_counters = session.storage().counters();
-    metrics::LatencyHistogram data_wait, eval_data_wait, saves, loads;
-    auto seconds = [](double s) { return static_cast<std::uint64_t>(std::max(0.0, s) * 1e9); };
-    if (outcome.train) {
-      for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
-        for (const metrics::EpochRecord& e : a.epochs) {
-          for (const metrics::PhaseRecord& b : e.blocks) {
-            for (double v : b.load) data_wait.Record(seconds(v));
-          }
-          if (e.eval) {
-            for (double v : e.eval->load) eval_data_wait.Record(seconds(v));
-          }
-        }
-      }
-      for (const metrics::EpochRecord& e : outcome.train->epochs) {
-        for (const metrics::CheckpointRecord& s : e.saves) saves.Record(seconds(s.duration()));
-      }
-    }
-    if (outcome.checkpoint_only) {
-      for (const auto& s : outcome.checkpoint_only->saves) saves.Record(seconds(s.duration()));
-      for (const auto& l : outcome.checkpoint_only->loads) loads.Record(seconds(l.duration()));
-    }
-    const std::pair<const char*, const metrics::LatencyHistogram*> all[] = {
-        {"sample_read", &session.sample_latency()},
-        {"storage_open", &io_counters.open_latency},
-        {"storage_read", &io_counters.read_latency},
-        {"storage_write", &io_counters.write_latency},
-        {"storage_fsync", &io_counters.fsync_latency},
-        {"storage_close", &io_counters.close_latency},
-        {"storage_stat", &io_counters.stat_latency},
-        {"step_data_wait", &data_wait},
-        {"eval_step_data_wait", &eval_data_wait},
-        {"checkpoint_save", &saves},
-        {"checkpoint_load", &loads}};
-    for (const auto& [name, h] : all) r.histograms.emplace_back(name, MergeHistogram(*h, cluster));
-  }
+  CollectIo(session, outcome, &r);
+  CollectHistograms(session, outcome, &r);
   r.storage_statistics = SumStatistics(session.storage().Statistics(), cluster);
-
-  {
-    const engine::GenerateReport none;
-    const engine::GenerateReport& g = outcome.generate ? *outcome.generate : none;
-    GenerateResults gen;
-    gen.files_written = cluster.SumU64(g.files_written);
-    gen.files_written_by_all_ranks = cluster.SumU64(g.files_written_by_all_ranks);
-    gen.files_skipped = cluster.SumU64(g.files_skipped);
-    gen.bytes_written = cluster.SumU64(g.bytes_written);
-    gen.bytes_written_per_rank.assign(static_cast<std::size_t>(r.ranks), 0);
-    gen.bytes_written_per_rank[static_cast<std::size_t>(cluster.rank())] = g.bytes_written;
-    gen.bytes_written_per_rank = cluster.SumU64s(gen.bytes_written_per_rank);
-    gen.seconds = cluster.MaxDouble(g.seconds);
-    if (outcome.generate) r.generate = std::move(gen);
-  }
-
-  if (outcome.checkpointer != nullptr) {
-    CheckpointResults ck;
-    ck.storage = outcome.checkpointer->storage_name();
-    ck.fsync = c.checkpoint.fsync;
-    ck.fsync_calls = cluster.SumU64(outcome.checkpointer->fsync_calls());
-    ck.size_bytes = outcome.checkpointer->plan().total_bytes();
-    ck.parameters = outcome.checkpointer->plan().parameters;
-    std::vector<metrics::CheckpointRecord> saves, loads;
-    std::vector<std::uint64_t> save_epochs;
-    if (outcome.train) {
-      for (const metrics::EpochRecord& e : outcome.train->epochs) {
-        for (const metrics::CheckpointRecord& s : e.saves) {
-          saves.push_back(s);
-          save_epochs.push_back(e.epoch);
-        }
-      }
-    }
-    if (outcome.checkpoint_only) {
-      saves = outcome.checkpoint_only->saves;
-      loads = outcome.checkpoint_only->loads;
-      save_epochs.assign(saves.size(), 1);
-    }
-    ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
-    ck.loads = CollectCheckpoints(loads, {}, cluster);
-    r.checkpoint = std::move(ck);
-  }
-
-  r.storage = {session.storage_info(), config::Redacted(c.storage.options)};
-  if (session.has_format()) {
-    r.format = PluginResults{session.format_info(), config::Redacted(c.dataset.options)};
-  }
-  const StorageCapabilities caps = session.storage().capabilities();
-  r.storage_chain = session.storage_chain();
-  r.data_path = caps.data_path;
-  r.alignment = caps.alignment;
-  r.shuffle_random_seed = session.shuffle_seeds().random_seed;
-  // Timeline rows and events of every rank.
+  GenerateResults gen = CollectGenerate(outcome, cluster, r.ranks);
+  if (outcome.generate) r.generate = std::move(gen);
+  if (outcome.checkpointer != nullptr) r.checkpoint = CollectCheckpoint(outcome, c, cluster);
+  CollectPlugins(session, c, &r);
   r.timeline_interval = c.iomimic.timeline_interval;
-  {
-    const std::vector<std::string> rows =
-        cluster.AllGatherStrings(EncodeTimeline(outcome.timeline));
-    for (std::size_t rank = 0; rank < rows.size(); ++rank) {
-      for (const metrics::TimelineRow& row : DecodeTimeline(rows[rank])) {
-        r.timeline.push_back({static_cast<int>(rank), row});
-      }
-    }
-    const std::vector<std::string> events =
-        cluster.AllGatherStrings(EncodeEvents(RankEvents(outcome, cluster.rank())));
-    for (std::size_t rank = 0; rank < events.size(); ++rank) {
-      for (EventEntry& e : DecodeEvents(events[rank], static_cast<int>(rank))) {
-        r.events.push_back(std::move(e));
-      }
-    }
-    std::stable_sort(
-        r.events.begin(), r.events.end(),
-        [](const EventEntry& a, const EventEntry& b) { return a.start_seconds < b.start_seconds; });
-  }
+  CollectTimeline(outcome, cluster, &r);
   const std::uint64_t checksum = cluster.SumU64(session.checksum());
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);

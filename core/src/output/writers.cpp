@@ -296,192 +296,188 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
   return Status::OK();
 }
 
-std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given) {
-  const config::LoadedManifest manifest = config::Redacted(given);  // no credentials
-  const config::Config& c = manifest.config;
+namespace {
+
+// DLIO's nine keys of a phase ("train" or "eval"), in DLIO's order.
+void AddPhaseMetric(const std::string& p, const PhaseSeries& s, const config::Config& c,
+                    json* metric) {
   const double record = static_cast<double>(c.dataset.record_length_bytes);
-  json summary;
-  summary["start"] = Timestamp(r.start.wall);
-  summary["num_accelerators"] = r.accelerators;
-  summary["num_hosts"] = r.num_hosts;
-  summary["hostname"] = r.hostname;
-  json metric = json::object();
-  // DLIO's nine keys of a phase ("train" or "eval"), in DLIO's order.
-  auto add_phase = [&](const std::string& p, const PhaseSeries& s) {
-    metric[p + "_au_percentage"] = NumList(s.au_percent);
-    metric[p + "_au_mean_percentage"] = Num(s.au.mean);
-    metric[p + "_au_meet_expectation"] = MeetsAu(c, s.au.mean) ? "success" : "fail";
-    metric[p + "_au_stdev_percentage"] = Num(s.au.stdev);
-    metric[p + "_throughput_samples_per_second"] = NumList(s.samples_per_second);
-    metric[p + "_throughput_mean_samples_per_second"] = Num(s.throughput.mean);
-    metric[p + "_throughput_stdev_samples_per_second"] = Num(s.throughput.stdev);
-    metric[p + "_io_mean_MB_per_second"] = Num(s.throughput.mean * record / kMiB);
-    metric[p + "_io_stdev_MB_per_second"] = Num(s.throughput.stdev * record / kMiB);
-  };
-  if (r.train && r.train->epochs > 0) add_phase("train", r.train->train);
-  if (r.train && r.train->eval) add_phase("eval", *r.train->eval);
-  if (c.workflow.checkpoint && r.checkpoint) {
-    const double gib = r.checkpoint->size_gib();
-    const std::vector<double> saves = Rank0Durations(r.checkpoint->saves);
-    const std::vector<double> loads = Rank0Durations(r.checkpoint->loads);
-    const metrics::MeanStdev st = metrics::Summarize(Rates(gib, saves));
-    const metrics::MeanStdev sd = metrics::Summarize(saves);
-    // DLIO writes NaN for an empty list; strict JSON gets null.
-    const bool any_save = !saves.empty();
-    metric["save_checkpoint_io_mean_GB_per_second"] = any_save ? Num(st.mean) : json(nullptr);
-    metric["save_checkpoint_io_stdev_GB_per_second"] = any_save ? Num(st.stdev) : json(nullptr);
-    metric["save_checkpoint_duration_mean_seconds"] = any_save ? Num(sd.mean) : json(nullptr);
-    metric["save_checkpoint_duration_stdev_seconds"] = any_save ? Num(sd.stdev) : json(nullptr);
-    if (!loads.empty()) {
-      const metrics::MeanStdev lt = metrics::Summarize(Rates(gib, loads));
-      const metrics::MeanStdev ld = metrics::Summarize(loads);
-      metric["load_checkpoint_io_mean_GB_per_second"] = Num(lt.mean);
-      metric["load_checkpoint_io_stdev_GB_per_second"] = Num(lt.stdev);
-      metric["load_checkpoint_duration_mean_seconds"] = Num(ld.mean);
-      metric["load_checkpoint_duration_stdev_seconds"] = Num(ld.stdev);
-    }
-    metric["checkpoint_size_GB"] = Num(gib);
+  json& m = *metric;
+  m[p + "_au_percentage"] = NumList(s.au_percent);
+  m[p + "_au_mean_percentage"] = Num(s.au.mean);
+  m[p + "_au_meet_expectation"] = MeetsAu(c, s.au.mean) ? "success" : "fail";
+  m[p + "_au_stdev_percentage"] = Num(s.au.stdev);
+  m[p + "_throughput_samples_per_second"] = NumList(s.samples_per_second);
+  m[p + "_throughput_mean_samples_per_second"] = Num(s.throughput.mean);
+  m[p + "_throughput_stdev_samples_per_second"] = Num(s.throughput.stdev);
+  m[p + "_io_mean_MB_per_second"] = Num(s.throughput.mean * record / kMiB);
+  m[p + "_io_stdev_MB_per_second"] = Num(s.throughput.stdev * record / kMiB);
+}
+
+// DLIO's checkpoint keys: rank 0's save (and load) rates and durations.
+void AddCheckpointMetric(const CheckpointResults& ck, json* metric) {
+  json& m = *metric;
+  const double gib = ck.size_gib();
+  const std::vector<double> saves = Rank0Durations(ck.saves);
+  const std::vector<double> loads = Rank0Durations(ck.loads);
+  const metrics::MeanStdev st = metrics::Summarize(Rates(gib, saves));
+  const metrics::MeanStdev sd = metrics::Summarize(saves);
+  // DLIO writes NaN for an empty list; strict JSON gets null.
+  const bool any_save = !saves.empty();
+  m["save_checkpoint_io_mean_GB_per_second"] = any_save ? Num(st.mean) : json(nullptr);
+  m["save_checkpoint_io_stdev_GB_per_second"] = any_save ? Num(st.stdev) : json(nullptr);
+  m["save_checkpoint_duration_mean_seconds"] = any_save ? Num(sd.mean) : json(nullptr);
+  m["save_checkpoint_duration_stdev_seconds"] = any_save ? Num(sd.stdev) : json(nullptr);
+  if (!loads.empty()) {
+    const metrics::MeanStdev lt = metrics::Summarize(Rates(gib, loads));
+    const metrics::MeanStdev ld = metrics::Summarize(loads);
+    m["load_checkpoint_io_mean_GB_per_second"] = Num(lt.mean);
+    m["load_checkpoint_io_stdev_GB_per_second"] = Num(lt.stdev);
+    m["load_checkpoint_duration_mean_seconds"] = Num(ld.mean);
+    m["load_checkpoint_duration_stdev_seconds"] = Num(ld.stdev);
   }
-  summary["metric"] = metric;
-  summary["num_files_train"] = c.dataset.num_files_train;
-  summary["num_files_eval"] = c.dataset.num_files_eval;
-  summary["num_samples_per_file"] = c.dataset.num_samples_per_file;
+  m["checkpoint_size_GB"] = Num(gib);
+}
+
+// summary.json's "metric": DLIO's figures of training, evaluation and
+// checkpoints.
+json DlioMetric(const RunResults& r, const config::Config& c) {
+  json metric = json::object();
+  if (r.train && r.train->epochs > 0) AddPhaseMetric("train", r.train->train, c, &metric);
+  if (r.train && r.train->eval) AddPhaseMetric("eval", *r.train->eval, c, &metric);
+  if (c.workflow.checkpoint && r.checkpoint) AddCheckpointMetric(*r.checkpoint, &metric);
+  return metric;
+}
+
+// DLIO's host keys of summary.json: per-host lists, then rank 0's host.
+void AddHostLists(const RunResults& r, json* summary) {
   json cpu_list = json::array(), caching = json::array(), mem_list = json::array();
   for (int h = 0; h < r.num_hosts; ++h) {
     cpu_list.push_back(static_cast<long>(std::lround(r.host_cpus[h])));
     caching.push_back(r.host_memory_gib[h] > r.data_size_per_host_gib ? 1 : 0);
     mem_list.push_back(Num(r.host_memory_gib[h]));
   }
-  summary["host_cpu_count"] = cpu_list;
-  summary["host_processor_name"] = r.host.processor;
-  summary["potential_caching"] = caching;
-  summary["host_cpuinfo"] = ToJson(r.host.cpuinfo);
-  summary["host_meminfo"] = ToJson(r.host.meminfo);
-  summary["host_memory_GB"] = mem_list;
-  summary["data_size_per_host_GB"] = Num(r.data_size_per_host_gib);
-  summary["epochs"] = r.train ? r.train->epochs : 0;
-  summary["end"] = Timestamp(r.end.wall);
+  json& s = *summary;
+  s["host_cpu_count"] = cpu_list;
+  s["host_processor_name"] = r.host.processor;
+  s["potential_caching"] = caching;
+  s["host_cpuinfo"] = ToJson(r.host.cpuinfo);
+  s["host_meminfo"] = ToJson(r.host.meminfo);
+  s["host_memory_GB"] = mem_list;
+}
 
-  json io;
-  io["units"] = {{"MB", "MiB (2^20 bytes); DLIO's key names are kept"},
-                 {"GB", "GiB (2^30 bytes); DLIO's key names are kept"},
-                 {"latency", "milliseconds"}};
-  io["version"] = IOMIMIC_VERSION_STRING;
-  io["status"] = r.interrupted_by != 0 ? "interrupted" : "completed";
-  io["wall_seconds"] = Num(Seconds(r.start, r.end));
-  io["bytes_read"] = r.io.bytes_read;
-  io["bytes_written"] = r.io.bytes_written;
-  io["read_requests"] = r.io.read_requests;
-  io["write_requests"] = r.io.write_requests;
-  io["files_opened"] = r.io.files_opened;
-  io["fsync_calls"] = r.io.fsync_calls;
-  io["io_errors"] = r.io.errors;
-  if (r.train) {
-    const TrainResults& t = *r.train;
-    io["train_steps_per_epoch"] = t.steps_per_epoch;
-    io["eval_steps_per_epoch"] = t.eval_steps_per_epoch;
-    io["train_io_actual_MiB_per_second"] = NumList(t.actual_MiB_per_second);
-    io["train_io_actual_mean_MiB_per_second"] =
-        Num(metrics::Summarize(t.actual_MiB_per_second).mean);
-    io["train_io_nominal_mean_MiB_per_second"] = Num(t.train.throughput.mean * record / kMiB);
-    io["train_bytes_read"] = t.bytes_read;
-    io["barrier_mean_ms"] = Num(t.barrier_mean_ms);
-    io["compute_requested_seconds"] = Num(t.compute_requested_seconds);
-    io["compute_measured_seconds"] = Num(t.compute_measured_seconds);
-    io["compute_error_percent"] =
-        Num(t.compute_requested_seconds > 0
-                ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
-                      t.compute_requested_seconds
-                : 0.0);
-    // Time the emulated compute took beyond what was asked: not counted in AU.
-    io["compute_overshoot_seconds"] = Num(t.compute_measured_seconds - t.compute_requested_seconds);
-    io["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
+// iomimic's training figures: steps, measured throughput, barriers, the
+// emulated compute's accuracy and page faults.
+void AddTrainFigures(const TrainResults& t, double record, json* io) {
+  json& o = *io;
+  o["train_steps_per_epoch"] = t.steps_per_epoch;
+  o["eval_steps_per_epoch"] = t.eval_steps_per_epoch;
+  o["train_io_actual_MiB_per_second"] = NumList(t.actual_MiB_per_second);
+  o["train_io_actual_mean_MiB_per_second"] = Num(metrics::Summarize(t.actual_MiB_per_second).mean);
+  o["train_io_nominal_mean_MiB_per_second"] = Num(t.train.throughput.mean * record / kMiB);
+  o["train_bytes_read"] = t.bytes_read;
+  o["barrier_mean_ms"] = Num(t.barrier_mean_ms);
+  o["compute_requested_seconds"] = Num(t.compute_requested_seconds);
+  o["compute_measured_seconds"] = Num(t.compute_measured_seconds);
+  o["compute_error_percent"] =
+      Num(t.compute_requested_seconds > 0
+              ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
+                    t.compute_requested_seconds
+              : 0.0);
+  // Time the emulated compute took beyond what was asked: not counted in AU.
+  o["compute_overshoot_seconds"] = Num(t.compute_measured_seconds - t.compute_requested_seconds);
+  o["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
+}
+
+// The checkpoints' storage, plan and every save and load.
+json CheckpointJson(const CheckpointResults& ck) {
+  json o;
+  o["storage"] = ck.storage;
+  o["fsync"] = ck.fsync;
+  o["fsync_calls"] = ck.fsync_calls;
+  o["size_bytes"] = ck.size_bytes;
+  o["parameters"] = ck.parameters;
+  o["saves"] = CheckpointDetails(ck.saves);
+  o["loads"] = CheckpointDetails(ck.loads);
+  return o;
+}
+
+// Darshan's POSIX counters over every path and rank (io_counters.csv).
+json IoCountersJson(const RunResults& r) {
+  const engine::FileCounters& c = r.io_counters_total;
+  json o;
+  o["paths"] = r.io_counters_paths;
+  o["opens"] = c.opens;
+  o["stats"] = c.stats;
+  o["reads"] = c.reads;
+  o["writes"] = c.writes;
+  o["bytes_read"] = c.bytes_read;
+  o["bytes_written"] = c.bytes_written;
+  o["seq_reads"] = c.seq_reads;
+  o["consec_reads"] = c.consec_reads;
+  json bins_read = json::object(), bins_write = json::object();
+  for (int i = 0; i < engine::FileCounters::kSizeBins; ++i) {
+    bins_read[kSizeBinNames[i]] = c.read_size_bins[i];
+    bins_write[kSizeBinNames[i]] = c.write_size_bins[i];
   }
-  if (r.checkpoint) {
-    const CheckpointResults& ck = *r.checkpoint;
-    json o;
-    o["storage"] = ck.storage;
-    o["fsync"] = ck.fsync;
-    o["fsync_calls"] = ck.fsync_calls;
-    o["size_bytes"] = ck.size_bytes;
-    o["parameters"] = ck.parameters;
-    o["saves"] = CheckpointDetails(ck.saves);
-    o["loads"] = CheckpointDetails(ck.loads);
-    io["checkpoint"] = o;
-  }
+  o["size_read"] = bins_read;
+  o["size_write"] = bins_write;
+  json common = json::array();
+  for (const auto& [size, n] : c.CommonSizes(4)) common.push_back({{"size", size}, {"count", n}});
+  o["common_access_sizes"] = common;
+  o["read_time_s"] = Num(c.read_ns / 1e9);
+  o["write_time_s"] = Num(c.write_ns / 1e9);
+  o["meta_time_s"] = Num(c.meta_ns / 1e9);
+  return o;
+}
+
+// The read checksum, the read pattern and the latency percentiles: sample
+// reads, every histogram (histograms.json), storage read requests.
+void AddReadFigures(const RunResults& r, json* io) {
+  json& o = *io;
   if (r.checksum) {
     // A string: JSON numbers lose precision above 2^53.
     char hex[32];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(r.checksum->first));
-    io["read_checksum"] = hex;
-    io["checksummed_samples"] = r.checksum->second;
+    o["read_checksum"] = hex;
+    o["checksummed_samples"] = r.checksum->second;
   }
-  io["shared_samples"] = r.shared_samples;
+  o["shared_samples"] = r.shared_samples;
   if (!r.read_pattern.empty()) {
-    io["read_pattern"] = r.read_pattern;
-    io["read_pattern_factor"] = Num(r.read_pattern_factor);
+    o["read_pattern"] = r.read_pattern;
+    o["read_pattern_factor"] = Num(r.read_pattern_factor);
   }
-  io["sample_read_latency_ms"] = Percentiles(r.sample_latency);
-  json latency = json::object();  // every histogram's percentiles (histograms.json)
+  o["sample_read_latency_ms"] = Percentiles(r.sample_latency);
+  json latency = json::object();
   for (const auto& [name, h] : r.histograms) {
     if (h.count() > 0) latency[name] = Percentiles(h);
   }
-  io["latency_ms"] = latency;
-  io["read_request_latency_ms"] = Percentiles(r.read_latency);
-  {
-    // Darshan's POSIX counters over every path and rank (io_counters.csv).
-    const engine::FileCounters& c = r.io_counters_total;
-    json o;
-    o["paths"] = r.io_counters_paths;
-    o["opens"] = c.opens;
-    o["stats"] = c.stats;
-    o["reads"] = c.reads;
-    o["writes"] = c.writes;
-    o["bytes_read"] = c.bytes_read;
-    o["bytes_written"] = c.bytes_written;
-    o["seq_reads"] = c.seq_reads;
-    o["consec_reads"] = c.consec_reads;
-    json bins_read = json::object(), bins_write = json::object();
-    for (int i = 0; i < engine::FileCounters::kSizeBins; ++i) {
-      bins_read[kSizeBinNames[i]] = c.read_size_bins[i];
-      bins_write[kSizeBinNames[i]] = c.write_size_bins[i];
-    }
-    o["size_read"] = bins_read;
-    o["size_write"] = bins_write;
-    json common = json::array();
-    for (const auto& [size, n] : c.CommonSizes(4)) common.push_back({{"size", size}, {"count", n}});
-    o["common_access_sizes"] = common;
-    o["read_time_s"] = Num(c.read_ns / 1e9);
-    o["write_time_s"] = Num(c.write_ns / 1e9);
-    o["meta_time_s"] = Num(c.meta_ns / 1e9);
-    io["io_counters"] = o;
+  o["latency_ms"] = latency;
+  o["read_request_latency_ms"] = Percentiles(r.read_latency);
+}
+
+// Generation's figures (files written, skipped, shared; bytes; rate).
+json GenerateJson(const RunResults& r) {
+  const GenerateResults& g = *r.generate;
+  json o;
+  o["files_written"] = g.files_written;
+  o["files_skipped"] = g.files_skipped;
+  // Files every rank wrote its part of (shared-file generation), and how.
+  o["files_written_by_all_ranks"] = g.files_written_by_all_ranks;
+  if (g.files_written_by_all_ranks > 0) {
+    o["shared_write_path"] = r.data_path + " (File::WriteAtAll)";
   }
-  if (r.trace) {
-    json o;
-    o["events"] = r.trace->events;
-    o["dropped_events"] = r.trace->dropped;
-    io["trace"] = o;
-  }
-  io["peak_rss_MiB_max_rank"] = Num(r.peak_rss_mib);
-  io["output_seconds"] = Num(r.output_seconds);
-  if (r.generate) {
-    const GenerateResults& g = *r.generate;
-    json o;
-    o["files_written"] = g.files_written;
-    o["files_skipped"] = g.files_skipped;
-    // Files every rank wrote its part of (shared-file generation), and how.
-    o["files_written_by_all_ranks"] = g.files_written_by_all_ranks;
-    if (g.files_written_by_all_ranks > 0) {
-      o["shared_write_path"] = r.data_path + " (File::WriteAtAll)";
-    }
-    o["bytes_written"] = g.bytes_written;
-    o["bytes_written_per_rank"] = g.bytes_written_per_rank;
-    o["seconds"] = Num(g.seconds);
-    o["MiB_per_second"] =
-        Num(g.seconds > 0 ? static_cast<double>(g.bytes_written) / kMiB / g.seconds : 0);
-    io["generate"] = o;
-  }
-  json plugins;
+  o["bytes_written"] = g.bytes_written;
+  o["bytes_written_per_rank"] = g.bytes_written_per_rank;
+  o["seconds"] = Num(g.seconds);
+  o["MiB_per_second"] =
+      Num(g.seconds > 0 ? static_cast<double>(g.bytes_written) / kMiB / g.seconds : 0);
+  return o;
+}
+
+// The storage plugin, its place and chain, and the back end's own figures
+// (summed over ranks); the format plugin.
+json PluginsJson(const RunResults& r, const config::Config& c) {
   json storage = PluginJson(r.storage);
   storage["data_path"] = r.data_path;
   storage["chain"] = r.storage_chain;
@@ -497,11 +493,18 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
         stats[name] = Num(value);
       }
     }
-    storage["statistics"] = stats;  // the back end's own figures, summed over ranks
+    storage["statistics"] = stats;
   }
+  json plugins;
   plugins["storage"] = storage;
   plugins["format"] = r.format ? PluginJson(*r.format) : PluginJson({{}, c.dataset.options});
-  io["plugins"] = plugins;
+  return plugins;
+}
+
+// The shuffle (DLIO's keys and seeds), then the manifest: its path,
+// workload, overrides and resolved YAML.
+void AddShuffleAndManifest(const RunResults& r, const config::LoadedManifest& manifest, json* io) {
+  const config::Config& c = manifest.config;
   json shuffle;
   shuffle["file_shuffle"] = config::ShuffleModeName(c.reader.file_shuffle);
   shuffle["sample_shuffle"] = config::ShuffleModeName(c.reader.sample_shuffle);
@@ -509,14 +512,69 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
   shuffle["seed_change_epoch"] = c.train.seed_change_epoch;
   shuffle["random_seed"] = r.shuffle_random_seed;
   shuffle["dlio_order"] = c.iomimic.dlio_order;
-  io["shuffle"] = shuffle;
+  (*io)["shuffle"] = shuffle;
   json m;
   m["path"] = manifest.manifest_path;
   m["workload"] = manifest.workload_name;
   m["overrides"] = manifest.raw_overrides;
   m["resolved"] = config::ToYaml(c, false);
-  io["manifest"] = m;
-  summary["iomimic"] = io;
+  (*io)["manifest"] = m;
+}
+
+// summary.json's "iomimic": what DLIO's keys do not say.
+json IomimicJson(const RunResults& r, const config::LoadedManifest& manifest) {
+  const config::Config& c = manifest.config;
+  json io;
+  io["units"] = {{"MB", "MiB (2^20 bytes); DLIO's key names are kept"},
+                 {"GB", "GiB (2^30 bytes); DLIO's key names are kept"},
+                 {"latency", "milliseconds"}};
+  io["version"] = IOMIMIC_VERSION_STRING;
+  io["status"] = r.interrupted_by != 0 ? "interrupted" : "completed";
+  io["wall_seconds"] = Num(Seconds(r.start, r.end));
+  io["bytes_read"] = r.io.bytes_read;
+  io["bytes_written"] = r.io.bytes_written;
+  io["read_requests"] = r.io.read_requests;
+  io["write_requests"] = r.io.write_requests;
+  io["files_opened"] = r.io.files_opened;
+  io["fsync_calls"] = r.io.fsync_calls;
+  io["io_errors"] = r.io.errors;
+  if (r.train) AddTrainFigures(*r.train, static_cast<double>(c.dataset.record_length_bytes), &io);
+  if (r.checkpoint) io["checkpoint"] = CheckpointJson(*r.checkpoint);
+  AddReadFigures(r, &io);
+  io["io_counters"] = IoCountersJson(r);
+  if (r.trace) {
+    json o;
+    o["events"] = r.trace->events;
+    o["dropped_events"] = r.trace->dropped;
+    io["trace"] = o;
+  }
+  io["peak_rss_MiB_max_rank"] = Num(r.peak_rss_mib);
+  io["output_seconds"] = Num(r.output_seconds);
+  if (r.generate) io["generate"] = GenerateJson(r);
+  io["plugins"] = PluginsJson(r, c);
+  AddShuffleAndManifest(r, manifest, &io);
+  return io;
+}
+
+}  // namespace
+
+std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given) {
+  const config::LoadedManifest manifest = config::Redacted(given);  // no credentials
+  const config::Config& c = manifest.config;
+  json summary;
+  summary["start"] = Timestamp(r.start.wall);
+  summary["num_accelerators"] = r.accelerators;
+  summary["num_hosts"] = r.num_hosts;
+  summary["hostname"] = r.hostname;
+  summary["metric"] = DlioMetric(r, c);
+  summary["num_files_train"] = c.dataset.num_files_train;
+  summary["num_files_eval"] = c.dataset.num_files_eval;
+  summary["num_samples_per_file"] = c.dataset.num_samples_per_file;
+  AddHostLists(r, &summary);
+  summary["data_size_per_host_GB"] = Num(r.data_size_per_host_gib);
+  summary["epochs"] = r.train ? r.train->epochs : 0;
+  summary["end"] = Timestamp(r.end.wall);
+  summary["iomimic"] = IomimicJson(r, manifest);
   return Dump(summary) + "\n";
 }
 

@@ -142,226 +142,301 @@ class ProgressTimer {
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
 
+// The run-wide origin of timeline.csv and events.csv: rank 0's clock.
+std::chrono::system_clock::time_point SharedOrigin(cluster::Cluster& cluster,
+                                                   const metrics::Stamp& start) {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start.wall.time_since_epoch()).count();
+  const std::string shared = cluster.Broadcast(std::to_string(ns));
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(std::stoll(shared))));
+}
+
+// One row of timeline.csv: the session's counters now.
+metrics::ActivitySample SampleActivity(engine::Session& session) {
+  metrics::ActivitySample a;
+  const engine::IoSnapshot io = session.storage().Snapshot();
+  a.bytes_read = io.read_bytes;
+  a.bytes_written = io.write_bytes;
+  a.read_requests = io.read_ops;
+  a.write_requests = io.write_ops;
+  a.samples = session.sample_latency().count();
+  a.steps = session.steps();
+  a.compute_seconds = session.compute_busy().BusyUntil(std::chrono::steady_clock::now());
+  const engine::IoCounters& counters = session.storage().counters();
+  a.io_seconds =
+      static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
+  a.barrier_seconds = session.barrier_seconds();
+  return a;
+}
+
+// storage.post_generation_settle_seconds (MLPerf's fork): storage that makes
+// new files visible late gets time before training reads them. In slices, so
+// that a signal is seen at once (training then stops at its first step
+// boundary, engine/interrupt.h).
+void SettleAfterGeneration(double seconds) {
+  using SteadyClock = std::chrono::steady_clock;
+  const SteadyClock::time_point until =
+      SteadyClock::now() +
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  while (SteadyClock::now() < until && engine::InterruptSignal() == 0) {
+    std::this_thread::sleep_until(
+        std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
+  }
+}
+
+// One RunWorkload, step by step: open the session, prepare the run folder,
+// generate, train (or the checkpoint-only workflow), write the results. The
+// members are destroyed in reverse order: the timeline sampler and the
+// progress timer stop before the session they read closes.
+class WorkloadRun {
+ public:
+  WorkloadRun(const config::LoadedManifest& loaded, const plugin::Registry& registry,
+              cluster::Cluster& cluster, const RunOptions& options, RunObserver* observer)
+      : manifest_(loaded),
+        c_(manifest_.config),
+        registry_(registry),
+        cluster_(cluster),
+        options_(options),
+        observer_(observer),
+        notify_(observer) {
+    if (options.generate_only) {
+      manifest_.config.workflow.generate_data = true;
+      manifest_.config.workflow.train = false;
+      manifest_.config.workflow.evaluation = false;
+      manifest_.config.workflow.checkpoint = false;
+    }
+  }
+
+  Result<output::RunResults> Run() {
+    IOMIMIC_RETURN_IF_ERROR(Open());
+    StartRecording();
+    IOMIMIC_RETURN_IF_ERROR(PrepareFolder());
+    // From here on a failure is also recorded in the run folder.
+    if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
+    if (training()) {
+      IOMIMIC_RETURN_IF_ERROR(TrainModel());
+    } else if (checkpoint_only()) {
+      IOMIMIC_RETURN_IF_ERROR(CheckpointOnly());
+    }
+    return Finish();
+  }
+
+ private:
+  bool training() const { return c_.workflow.train; }
+  bool checkpoint_only() const { return !training() && checkpointer_ != nullptr; }
+
+  Status Fail(const Status& status) {
+    notify_->OnError(status);
+    return status;
+  }
+
+  // `agreed_signal`: the signal the ranks agreed on, when they did (-1: rank
+  // 0's own).
+  Status FinishFailed(const Status& st, int agreed_signal = -1) {
+    // A failure while a signal stops the run says so (engine/interrupt.h).
+    const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
+    if (cluster_.rank() == 0 && !folder_.empty()) {
+      (void)output::WriteStatus(folder_, st, signal != 0 ? engine::SignalName(signal) : nullptr);
+    }
+    return Fail(st);
+  }
+
+  // The session, its warnings, the progress timer and the checkpointer.
+  Status Open() {
+    Result<std::unique_ptr<engine::Session>> opened =
+        engine::Session::Open(manifest_, registry_, cluster_);
+    Status status = cluster_.AgreeOnStatus(opened.status());
+    if (!status.ok()) return Fail(status);
+    session_ = std::move(opened).value();
+    for (const std::string& warning : session_->warnings()) notify_->OnWarning(warning);
+    // Made after the session and stopped before any return (its destructor),
+    // so OnProgress never outlives RunWorkload.
+    progress_ = std::make_unique<ProgressTimer>(*session_, observer_, options_.progress_interval);
+    if (c_.workflow.checkpoint) {
+      Result<std::unique_ptr<engine::Checkpointer>> made =
+          engine::Checkpointer::Create(*session_, registry_);
+      if (!made.ok()) return Fail(made.status());
+      checkpointer_ = std::move(made).value();
+    }
+    return Status::OK();
+  }
+
+  // The run's start and origin, the trace and the timeline sampler.
+  void StartRecording() {
+    outcome_.start = metrics::Stamp::Now();
+    outcome_.origin = SharedOrigin(cluster_, outcome_.start);
+    if (c_.iomimic.trace) session_->tracer().Enable(c_.iomimic.trace_max_events);
+    if (c_.iomimic.timeline_interval > 0) {
+      engine::Session* session = session_.get();
+      sampler_.Start(outcome_.origin, c_.iomimic.timeline_interval,
+                     [session] { return SampleActivity(*session); });
+    }
+    outcome_.checkpointer = checkpointer_.get();
+  }
+
+  // A run that only generates (`iomimic generate`, or a workflow that
+  // neither trains nor checkpoints) leaves a result folder too, as DLIO's
+  // does; in a folder the user named it takes the subfolder generate[-N], so
+  // that the training run that usually follows with the same folder finds it
+  // free (output/results.h).
+  Status PrepareFolder() {
+    const bool generates_only = !training() && !checkpoint_only();
+    Result<std::string> prepared =
+        output::PrepareOutputFolder(c_, cluster_, generates_only ? "generate" : "");
+    if (!prepared.ok()) return Fail(prepared.status());
+    folder_ = *prepared;
+    Status status = cluster_.AgreeOnStatus(output::WriteConfigFiles(folder_, manifest_, cluster_));
+    if (!status.ok()) return Fail(status);
+    notify_->OnRunFolder(folder_);
+    return Status::OK();
+  }
+
+  Status GenerateData() {
+    // The command line's thread count, else reader.write_threads (MLPerf's
+    // fork), where 1 means sized to the machine, as the fork auto-sizes it.
+    const unsigned threads = options_.generate_threads > 0 ? options_.generate_threads
+                             : c_.reader.write_threads > 1
+                                 ? static_cast<unsigned>(c_.reader.write_threads)
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    GenerateStart start;
+    start.files = session_->layout().num_generated_files();
+    start.train_folder = session_->layout().SplitDirectory(plan::Split::kTrain);
+    start.threads = threads;
+    notify_->OnGenerateStart(start);
+    progress_->MarkPhaseStart(0, 0);
+    std::optional<engine::GenerateReport> so_far;
+    Result<engine::GenerateReport> report = engine::Generate(*session_, threads, &so_far);
+    if (!report.ok()) return GenerateFailed(report.status(), so_far);
+    outcome_.generate = *report;
+    GenerateTotals totals;
+    totals.files_written = cluster_.SumU64(report->files_written);
+    totals.files_skipped = cluster_.SumU64(report->files_skipped);
+    totals.bytes_written = cluster_.SumU64(report->bytes_written);
+    totals.seconds = cluster_.MaxDouble(report->seconds);
+    notify_->OnGenerateEnd(totals);
+    if (c_.storage.post_generation_settle_seconds > 0 && training()) {
+      SettleAfterGeneration(c_.storage.post_generation_settle_seconds);
+    }
+    return Status::OK();
+  }
+
+  // Stopped by a signal (engine/interrupt.h): summary.json gets the figures
+  // of the files done, as an interrupted training run gets its epochs. Every
+  // rank agreed on the failure and holds `so_far` alike; the signal may have
+  // reached some ranks only, so they agree on it.
+  Status GenerateFailed(const Status& status, const std::optional<engine::GenerateReport>& so_far) {
+    const int signal =
+        so_far.has_value()
+            ? static_cast<int>(cluster_.MaxDouble(static_cast<double>(engine::InterruptSignal())))
+            : -1;
+    if (signal > 0) {
+      // Every rank exits as the signalled one does (128 + the signal).
+      engine::NoteAgreedInterrupt(signal);
+      outcome_.generate = *so_far;
+      StopRecording();
+      (void)output::WriteResults(folder_, *session_, outcome_);
+    }
+    return FinishFailed(status, signal);
+  }
+
+  Status TrainModel() {
+    Status status = engine::CheckDataset(*session_);
+    if (!status.ok()) return FinishFailed(status);
+    engine::TrainOptions train;
+    train.accelerators_per_process = c_.iomimic.accelerators_per_process;
+    if (c_.iomimic.sample_log) {
+      train.sample_log_path = [this](int id) {
+        return folder_ + "/" + std::to_string(id) + "_samples.csv";
+      };
+    }
+    TrainStart start;
+    start.ranks = cluster_.size();
+    start.accelerators_per_process = static_cast<int>(c_.iomimic.accelerators_per_process);
+    start.epochs = c_.train.epochs;
+    start.steps_per_epoch =
+        plan::TrainStepsPerEpoch(c_, start.ranks * start.accelerators_per_process);
+    start.batch_size = c_.reader.batch_size;
+    start.read_threads = c_.reader.read_threads;
+    notify_->OnTrainStart(start);
+    progress_->MarkPhaseStart(start.epochs, start.steps_per_epoch);
+    train.on_epoch = [this](const metrics::EpochRecord& e) {
+      notify_->OnEpochEnd(e, output::ComputeEpochMetrics(e, c_));
+    };
+    train.checkpointer = checkpointer_.get();
+    Result<engine::TrainResult> trained = engine::Train(*session_, train);
+    if (!trained.ok()) return FinishFailed(trained.status());
+    outcome_.train = std::move(trained).value();
+    return Status::OK();
+  }
+
+  Status CheckpointOnly() {
+    const plan::CheckpointPlan& plan = checkpointer_->plan();
+    CheckpointStart start;
+    start.writes = std::max<std::int64_t>(0, c_.checkpoint.num_checkpoints_write);
+    start.reads = std::max<std::int64_t>(0, c_.checkpoint.num_checkpoints_read);
+    start.size_gib = static_cast<double>(plan.total_bytes()) / (1024.0 * 1024.0 * 1024.0);
+    start.ranks = cluster_.size();
+    start.tensor = plan.tensor;
+    start.pipeline = plan.pipeline;
+    start.data = plan.data;
+    start.zero_stage = plan.zero_stage;
+    start.storage = checkpointer_->storage_name();
+    start.fsync = c_.checkpoint.fsync;
+    notify_->OnCheckpointOnlyStart(start);
+    progress_->MarkPhaseStart(0, 0);
+    Result<engine::CheckpointOnlyResult> done =
+        engine::RunCheckpointOnly(*session_, *checkpointer_);
+    if (!done.ok()) return FinishFailed(done.status());
+    outcome_.checkpoint_only = std::move(done).value();
+    return Status::OK();
+  }
+
+  // The run's end: the timeline and the progress timer stop.
+  void StopRecording() {
+    outcome_.end = metrics::Stamp::Now();
+    outcome_.timeline = sampler_.Stop();
+    progress_->Stop();
+  }
+
+  // The results files and, on rank 0, status.json.
+  Result<output::RunResults> Finish() {
+    StopRecording();
+    Result<output::RunResults> results = output::WriteResults(folder_, *session_, outcome_);
+    Status status = cluster_.AgreeOnStatus(results.status());
+    if (!status.ok()) return FinishFailed(status);
+    if (cluster_.rank() == 0) {
+      const int signal = results->interrupted_by;
+      status = output::WriteStatus(folder_, Status::OK(),
+                                   signal != 0 ? engine::SignalName(signal) : nullptr);
+      if (!status.ok()) return Fail(status);
+    }
+    return results;
+  }
+
+  config::LoadedManifest manifest_;  // with generate_only's workflow
+  const config::Config& c_;
+  const plugin::Registry& registry_;
+  cluster::Cluster& cluster_;
+  const RunOptions& options_;
+  RunObserver* observer_;
+  Notify notify_;
+  std::unique_ptr<engine::Session> session_;
+  std::unique_ptr<ProgressTimer> progress_;
+  std::unique_ptr<engine::Checkpointer> checkpointer_;
+  output::RunOutcome outcome_;
+  metrics::TimelineSampler sampler_;
+  std::string folder_;
+};
+
 }  // namespace
 
 Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
                                        const plugin::Registry& registry, cluster::Cluster& cluster,
                                        const RunOptions& options, RunObserver* observer) {
-  Notify notify(observer);
-  config::LoadedManifest manifest = loaded;
-  if (options.generate_only) {
-    manifest.config.workflow.generate_data = true;
-    manifest.config.workflow.train = false;
-    manifest.config.workflow.evaluation = false;
-    manifest.config.workflow.checkpoint = false;
-  }
-  const config::Config& c = manifest.config;
-  auto fail = [&](const Status& status) -> Status {
-    notify->OnError(status);
-    return status;
-  };
-
-  Result<std::unique_ptr<engine::Session>> opened =
-      engine::Session::Open(manifest, registry, cluster);
-  Status status = cluster.AgreeOnStatus(opened.status());
-  if (!status.ok()) return fail(status);
-  engine::Session& session = **opened;
-  for (const std::string& warning : session.warnings()) notify->OnWarning(warning);
-  // Declared after the session and stopped before any return (its
-  // destructor), so OnProgress never outlives RunWorkload.
-  ProgressTimer progress(session, observer, options.progress_interval);
-
-  std::unique_ptr<engine::Checkpointer> checkpointer;
-  if (c.workflow.checkpoint) {
-    Result<std::unique_ptr<engine::Checkpointer>> made =
-        engine::Checkpointer::Create(session, registry);
-    if (!made.ok()) return fail(made.status());
-    checkpointer = std::move(made).value();
-  }
-
-  output::RunOutcome outcome;
-  outcome.start = metrics::Stamp::Now();
-  // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
-  {
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall.time_since_epoch())
-            .count();
-    const std::string shared = cluster.Broadcast(std::to_string(ns));
-    outcome.origin = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::nanoseconds(std::stoll(shared))));
-  }
-  if (c.iomimic.trace) session.tracer().Enable(c.iomimic.trace_max_events);
-  metrics::TimelineSampler sampler;
-  if (c.iomimic.timeline_interval > 0) {
-    sampler.Start(outcome.origin, c.iomimic.timeline_interval, [&session] {
-      metrics::ActivitySample a;
-      const engine::IoSnapshot io = session.storage().Snapshot();
-      a.bytes_read = io.read_bytes;
-      a.bytes_written = io.write_bytes;
-      a.read_requests = io.read_ops;
-      a.write_requests = io.write_ops;
-      a.samples = session.sample_latency().count();
-      a.steps = session.steps();
-      a.compute_seconds = session.compute_busy().BusyUntil(std::chrono::steady_clock::now());
-      const engine::IoCounters& counters = session.storage().counters();
-      a.io_seconds =
-          static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) /
-          1e9;
-      a.barrier_seconds = session.barrier_seconds();
-      return a;
-    });
-  }
-  outcome.checkpointer = checkpointer.get();
-  const bool training = c.workflow.train;
-  const bool checkpoint_only = !training && checkpointer != nullptr;
-  std::string folder;
-  {
-    // A run that only generates (`iomimic generate`, or a workflow that
-    // neither trains nor checkpoints) leaves a result folder too, as DLIO's
-    // does; in a folder the user named it takes the subfolder
-    // generate[-N], so that the training run that usually follows with the
-    // same folder finds it free (output/results.h).
-    const bool generates_only = !training && !checkpoint_only;
-    Result<std::string> prepared =
-        output::PrepareOutputFolder(c, cluster, generates_only ? "generate" : "");
-    if (!prepared.ok()) return fail(prepared.status());
-    folder = *prepared;
-    status = cluster.AgreeOnStatus(output::WriteConfigFiles(folder, manifest, cluster));
-    if (!status.ok()) return fail(status);
-    notify->OnRunFolder(folder);
-  }
-  // From here on a failure is also recorded in the run folder.
-  // `agreed_signal`: the signal the ranks agreed on, when they did (-1:
-  // rank 0's own).
-  auto finish_failed = [&](const Status& st, int agreed_signal = -1) -> Status {
-    // A failure while a signal stops the run says so (engine/interrupt.h).
-    const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
-    if (cluster.rank() == 0 && !folder.empty()) {
-      (void)output::WriteStatus(folder, st, signal != 0 ? engine::SignalName(signal) : nullptr);
-    }
-    return fail(st);
-  };
-
-  if (c.workflow.generate_data) {
-    // The command line's thread count, else reader.write_threads (MLPerf's
-    // fork), where 1 means sized to the machine, as the fork auto-sizes it.
-    const unsigned threads = options.generate_threads > 0 ? options.generate_threads
-                             : c.reader.write_threads > 1
-                                 ? static_cast<unsigned>(c.reader.write_threads)
-                                 : std::max(1u, std::thread::hardware_concurrency());
-    GenerateStart start;
-    start.files = session.layout().num_generated_files();
-    start.train_folder = session.layout().SplitDirectory(plan::Split::kTrain);
-    start.threads = threads;
-    notify->OnGenerateStart(start);
-    progress.MarkPhaseStart(0, 0);
-    std::optional<engine::GenerateReport> so_far;
-    Result<engine::GenerateReport> report = engine::Generate(session, threads, &so_far);
-    if (!report.ok()) {
-      // Stopped by a signal (engine/interrupt.h): summary.json gets the
-      // figures of the files done, as an interrupted training run gets its
-      // epochs. Every rank agreed on the failure and holds `so_far` alike;
-      // the signal may have reached some ranks only, so they agree on it.
-      const int signal =
-          so_far.has_value()
-              ? static_cast<int>(cluster.MaxDouble(static_cast<double>(engine::InterruptSignal())))
-              : -1;
-      if (signal > 0) {
-        // Every rank exits as the signalled one does (128 + the signal).
-        engine::NoteAgreedInterrupt(signal);
-        outcome.generate = *so_far;
-        outcome.end = metrics::Stamp::Now();
-        outcome.timeline = sampler.Stop();
-        progress.Stop();
-        (void)output::WriteResults(folder, session, outcome);
-      }
-      return finish_failed(report.status(), signal);
-    }
-    outcome.generate = *report;
-    GenerateTotals totals;
-    totals.files_written = cluster.SumU64(report->files_written);
-    totals.files_skipped = cluster.SumU64(report->files_skipped);
-    totals.bytes_written = cluster.SumU64(report->bytes_written);
-    totals.seconds = cluster.MaxDouble(report->seconds);
-    notify->OnGenerateEnd(totals);
-    // storage.post_generation_settle_seconds (MLPerf's fork): storage that
-    // makes new files visible late gets time before training reads them.
-    if (c.storage.post_generation_settle_seconds > 0 && training) {
-      // In slices, so that a signal is seen at once (training then stops
-      // at its first step boundary, engine/interrupt.h).
-      using SteadyClock = std::chrono::steady_clock;
-      const SteadyClock::time_point until =
-          SteadyClock::now() +
-          std::chrono::duration_cast<SteadyClock::duration>(
-              std::chrono::duration<double>(c.storage.post_generation_settle_seconds));
-      while (SteadyClock::now() < until && engine::InterruptSignal() == 0) {
-        std::this_thread::sleep_until(
-            std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
-      }
-    }
-  }
-
-  if (training) {
-    status = engine::CheckDataset(session);
-    if (!status.ok()) return finish_failed(status);
-    engine::TrainOptions train;
-    train.accelerators_per_process = c.iomimic.accelerators_per_process;
-    if (c.iomimic.sample_log) {
-      train.sample_log_path = [&folder](int id) {
-        return folder + "/" + std::to_string(id) + "_samples.csv";
-      };
-    }
-    TrainStart start;
-    start.ranks = cluster.size();
-    start.accelerators_per_process = static_cast<int>(c.iomimic.accelerators_per_process);
-    start.epochs = c.train.epochs;
-    start.steps_per_epoch =
-        plan::TrainStepsPerEpoch(c, start.ranks * start.accelerators_per_process);
-    start.batch_size = c.reader.batch_size;
-    start.read_threads = c.reader.read_threads;
-    notify->OnTrainStart(start);
-    progress.MarkPhaseStart(start.epochs, start.steps_per_epoch);
-    train.on_epoch = [&](const metrics::EpochRecord& e) {
-      notify->OnEpochEnd(e, output::ComputeEpochMetrics(e, c));
-    };
-    train.checkpointer = checkpointer.get();
-    Result<engine::TrainResult> trained = engine::Train(session, train);
-    if (!trained.ok()) return finish_failed(trained.status());
-    outcome.train = std::move(trained).value();
-  } else if (checkpoint_only) {
-    const plan::CheckpointPlan& plan = checkpointer->plan();
-    CheckpointStart start;
-    start.writes = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_write);
-    start.reads = std::max<std::int64_t>(0, c.checkpoint.num_checkpoints_read);
-    start.size_gib = static_cast<double>(plan.total_bytes()) / (1024.0 * 1024.0 * 1024.0);
-    start.ranks = cluster.size();
-    start.tensor = plan.tensor;
-    start.pipeline = plan.pipeline;
-    start.data = plan.data;
-    start.zero_stage = plan.zero_stage;
-    start.storage = checkpointer->storage_name();
-    start.fsync = c.checkpoint.fsync;
-    notify->OnCheckpointOnlyStart(start);
-    progress.MarkPhaseStart(0, 0);
-    Result<engine::CheckpointOnlyResult> done = engine::RunCheckpointOnly(session, *checkpointer);
-    if (!done.ok()) return finish_failed(done.status());
-    outcome.checkpoint_only = std::move(done).value();
-  }
-  outcome.end = metrics::Stamp::Now();
-  outcome.timeline = sampler.Stop();
-  progress.Stop();
-
-  Result<output::RunResults> results = output::WriteResults(folder, session, outcome);
-  status = cluster.AgreeOnStatus(results.status());
-  if (!status.ok()) return finish_failed(status);
-  if (cluster.rank() == 0) {
-    const int signal = results->interrupted_by;
-    status = output::WriteStatus(folder, Status::OK(),
-                                 signal != 0 ? engine::SignalName(signal) : nullptr);
-    if (!status.ok()) return fail(status);
-  }
-  return results;
+  WorkloadRun run(loaded, registry, cluster, options, observer);
+  return run.Run();
 }
 
 }  // namespace iomimic::run
