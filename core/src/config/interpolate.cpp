@@ -50,7 +50,7 @@ std::vector<std::string> SplitKeys(std::string_view path) {
   return keys;
 }
 
-std::string JoinPath(const std::vector<std::string>& keys) {
+std::string JoinKeys(const std::vector<std::string>& keys) {
   std::string path;
   for (const std::string& k : keys) path += (path.empty() ? "" : ".") + k;
   return path;
@@ -90,7 +90,7 @@ class Resolver {
  private:
   // Replaces the scalar `node` at `path` by its resolved value.
   Status ResolveNode(YAML::Node node, const std::vector<std::string>& path, int depth) {
-    const std::string where = JoinPath(path);
+    const std::string where = JoinKeys(path);
     if (!active_.insert(where).second) {
       return locator_.Error(node.Mark(), where, "interpolation refers back to itself (a cycle)");
     }
@@ -149,7 +149,7 @@ class Resolver {
       const std::size_t close = ClosingBrace(text, open);
       if (close == std::string_view::npos) {
         return locator_.Error(
-            node.Mark(), JoinPath(path),
+            node.Mark(), JoinKeys(path),
             "unterminated interpolation '" + std::string(text.substr(open)) + "' (no closing '}')");
       }
       out->append(text.substr(at, open - at));
@@ -157,7 +157,7 @@ class Resolver {
       IOMIMIC_RETURN_IF_ERROR(
           Evaluate(text.substr(open + 2, close - open - 2), node, path, depth, &value));
       if (!value.IsScalar() && !value.IsNull()) {
-        return locator_.Error(node.Mark(), JoinPath(path),
+        return locator_.Error(node.Mark(), JoinKeys(path),
                               "'${" + std::string(text.substr(open + 2, close - open - 2)) +
                                   "}' is " + Describe(value) + ", which cannot be part of a text");
       }
@@ -171,7 +171,7 @@ class Resolver {
   // The value of one interpolation body (without ${ and }).
   Status Evaluate(std::string_view body, const YAML::Node& node,
                   const std::vector<std::string>& path, int depth, YAML::Node* value) {
-    const std::string where = JoinPath(path);
+    const std::string where = JoinKeys(path);
     if (depth > kMaxDepth) {
       return locator_.Error(node.Mark(), where, "interpolations nest too deep (a cycle?)");
     }
@@ -198,7 +198,7 @@ class Resolver {
       key.remove_prefix(kWorkloadRoot.size());
     }
     for (std::string& k : SplitKeys(key)) target.push_back(std::move(k));
-    std::optional<YAML::Node> found = FindPath(root_, JoinPath(target));
+    std::optional<YAML::Node> found = FindPath(root_, JoinKeys(target));
     if (!found) {
       // MLPerf Storage's object-storage files write ${AWS_REGION} and the
       // like for environment variables. Hydra would refuse them; the intent
@@ -223,7 +223,7 @@ class Resolver {
       }
       return locator_.Error(
           node.Mark(), where,
-          "'${" + expr + "}' names no key of the manifest (looked for '" + JoinPath(target) + "')");
+          "'${" + expr + "}' names no key of the manifest (looked for '" + JoinKeys(target) + "')");
     }
     YAML::Node target_node;
     target_node.reset(*found);
@@ -237,7 +237,7 @@ class Resolver {
   // `name:args` resolvers: oc.env (OmegaConf 2.1+) and env (OmegaConf 2.0).
   Status Resolve(const std::string& expr, std::size_t colon, const YAML::Node& node,
                  const std::vector<std::string>& path, int depth, YAML::Node* value) {
-    const std::string where = JoinPath(path);
+    const std::string where = JoinKeys(path);
     const std::string name = Unquote(std::string_view(expr).substr(0, colon));
     const std::string args = expr.substr(colon + 1);
     if (name != "oc.env" && name != "env") {

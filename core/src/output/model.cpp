@@ -16,9 +16,6 @@ namespace {
 using metrics::PhaseMetrics;
 using metrics::Seconds;
 
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 using metrics::ReadKeyValues;
 
 HostFacts ReadHostFacts() {

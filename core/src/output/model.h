@@ -30,6 +30,10 @@
 
 namespace iomimic::output {
 
+// Binary units, as DLIO's MB/s figures use them.
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * kMiB;
+
 // What the engine produced on this rank; the input of CollectResults.
 struct RunOutcome {
   metrics::Stamp start;

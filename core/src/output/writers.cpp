@@ -18,8 +18,6 @@ using json = nlohmann::ordered_json;
 using metrics::PhaseMetrics;
 using metrics::Seconds;
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 // Darshan's access-size bin names (engine::FileCounters::SizeBin).
 constexpr const char* kSizeBinNames[engine::FileCounters::kSizeBins] = {
     "0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",

@@ -39,12 +39,6 @@ std::string CapabilityNames(std::uint64_t flags) {
 
 namespace {
 
-struct Loaded {
-  PluginInfo info;
-  std::shared_ptr<boost::dll::shared_library> library;
-  const IomimicPluginDescriptor* descriptor = nullptr;
-};
-
 bool IsSharedObject(const fs::path& p) {
   std::string name = p.filename().string();
   return name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos);
@@ -53,6 +47,12 @@ bool IsSharedObject(const fs::path& p) {
 }  // namespace
 
 struct Registry::Impl {
+  struct Loaded {
+    PluginInfo info;
+    std::shared_ptr<boost::dll::shared_library> library;
+    const IomimicPluginDescriptor* descriptor = nullptr;
+  };
+
   std::vector<std::string> search_path;
   std::vector<PluginInfo> infos;
   std::vector<RejectedPlugin> rejected;
@@ -146,7 +146,7 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
         impl_->rejected.push_back({file.string(), "malformed descriptor (kind, name or factory)"});
         continue;
       }
-      Loaded entry;
+      Impl::Loaded entry;
       entry.info.kind = d.kind == IOMIMIC_PLUGIN_KIND_STORAGE ? Kind::kStorage : Kind::kFormat;
       entry.info.name = d.name;
       entry.info.version = d.version != nullptr ? d.version : "";
@@ -208,8 +208,8 @@ Result<PluginInfo> Registry::Find(Kind kind, const std::string& name) const {
 Result<void*> Registry::Create(Kind kind, const std::string& name, const PluginContext& context,
                                PluginDeleter* deleter) const {
   IOMIMIC_ASSIGN_OR_RETURN(PluginInfo info, Find(kind, name));
-  const Loaded* entry = nullptr;
-  for (const Loaded& l : impl_->loaded) {
+  const Impl::Loaded* entry = nullptr;
+  for (const Impl::Loaded& l : impl_->loaded) {
     if (l.info.kind == kind && l.info.name == name) entry = &l;
   }
   if (entry == nullptr) return Status::Internal("plugin '" + name + "' lost after discovery");
