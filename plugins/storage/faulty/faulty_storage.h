@@ -74,10 +74,9 @@ struct Fault {
 
 class FaultyStorage;
 
-class FaultyFile final : public ForwardingFile {
+class FaultyFile final : public DecoratorFile<FaultyStorage> {
  public:
-  FaultyFile(std::unique_ptr<File> inner, FaultyStorage* storage)
-      : ForwardingFile(std::move(inner)), storage_(storage) {}
+  using DecoratorFile::DecoratorFile;
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
@@ -88,8 +87,6 @@ class FaultyFile final : public ForwardingFile {
  private:
   // The bytes a short read returns instead of `n`.
   std::size_t Shortened(const Fault& fault, std::uint64_t offset, std::size_t n) const;
-
-  FaultyStorage* storage_;
 };
 
 class FaultyStorage final : public ForwardingStorage {

@@ -160,26 +160,24 @@ void LatencyStorage::Pace(std::uint64_t bytes) {
 
 Result<std::unique_ptr<File>> LatencyStorage::WrapFile(std::unique_ptr<File> file,
                                                        const OpenOptions&) {
-  return Guard("latency", "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
-    return std::unique_ptr<File>(new LatencyFile(std::move(file), this));
-  });
+  return WrapIn<LatencyFile>("latency", std::move(file), this);
 }
 
 Result<std::size_t> LatencyFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
   Result<std::size_t> n = inner().ReadAt(offset, destination);
-  storage_->Pace(n.ok() ? *n : 0);
+  storage().Pace(n.ok() ? *n : 0);
   return n;
 }
 
 Status LatencyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
   Status s = inner().WriteAt(offset, source);
-  if (storage_->options().apply_to_writes) storage_->Pace(s.ok() ? source.size() : 0);
+  if (storage().options().apply_to_writes) storage().Pace(s.ok() ? source.size() : 0);
   return s;
 }
 
 Status LatencyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
   Status s = inner().WriteAtAll(offset, source);
-  if (storage_->options().apply_to_writes) storage_->Pace(s.ok() ? source.size() : 0);
+  if (storage().options().apply_to_writes) storage().Pace(s.ok() ? source.size() : 0);
   return s;
 }
 
@@ -187,18 +185,12 @@ Status LatencyFile::ReadBatch(std::span<ReadRequest> requests) {
   Status s = inner().ReadBatch(requests);
   std::uint64_t bytes = 0;
   for (const ReadRequest& r : requests) bytes += r.bytes_read;
-  storage_->Pace(bytes);
+  storage().Pace(bytes);
   return s;
 }
 
 Result<std::unique_ptr<Storage>> CreateLatencyStorage(const PluginContext& context) {
-  if (context.inner == nullptr) {
-    return Status::InvalidArgument(
-        "storage plugin 'latency' is a decorator and needs a back end to wrap (storage.options "
-        "inner: <backend>)");
-  }
-  IOMIMIC_ASSIGN_OR_RETURN(LatencyOptions options, ParseOptions(context.options));
-  return std::unique_ptr<Storage>(new LatencyStorage(context.inner, options));
+  return CreateDecorator<LatencyStorage>("latency", context, &ParseOptions);
 }
 
 }  // namespace iomimic::latency

@@ -106,18 +106,14 @@ class TokenBucket {
 
 class LatencyStorage;
 
-class LatencyFile final : public ForwardingFile {
+class LatencyFile final : public DecoratorFile<LatencyStorage> {
  public:
-  LatencyFile(std::unique_ptr<File> inner, LatencyStorage* storage)
-      : ForwardingFile(std::move(inner)), storage_(storage) {}
+  using DecoratorFile::DecoratorFile;
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
   Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
   Status ReadBatch(std::span<ReadRequest> requests) override;
-
- private:
-  LatencyStorage* storage_;
 };
 
 class LatencyStorage final : public ForwardingStorage {

@@ -15,15 +15,12 @@
 #include <utility>
 
 #include "iomimic/guard.h"
+#include "iomimic/posix_io.h"
 
 namespace iomimic::mmap {
 namespace {
 
 constexpr int kNoAdvice = -1;
-
-std::string At(const std::string& path, std::uint64_t offset) {
-  return path + " at offset " + std::to_string(offset);
-}
 
 template <typename F>
 auto Guarded(const char* what, const std::string& path, F&& body) -> decltype(body()) {
@@ -193,21 +190,6 @@ MmapFile::MmapFile(MappingLimiter* limiter, const MmapOptions* options, int fd, 
 
 MmapFile::~MmapFile() { (void)Close(); }
 
-Result<std::size_t> MmapFile::Pread(std::uint64_t offset, std::span<std::byte> destination) {
-  std::size_t done = 0;
-  while (done < destination.size()) {
-    ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
-                        static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pread " + At(path_, offset + done));
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return done;
-}
-
 Result<std::size_t> MmapFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
   return Guarded("reading", path_, [&]() -> Result<std::size_t> {
     if (fd_ < 0) return Status::InvalidArgument(path_ + ": read on a closed file");
@@ -223,7 +205,7 @@ Result<std::size_t> MmapFile::ReadAt(std::uint64_t offset, std::span<std::byte> 
         static_cast<std::size_t>(std::min<std::uint64_t>(destination.size(), size_ - offset));
     Result<const std::byte*> base = limiter_->Pin(this, size_);
     if (!base.ok()) return base.status();
-    if (*base == nullptr) return Pread(offset, destination.first(n));
+    if (*base == nullptr) return PreadFull(fd_, destination.first(n), offset, path_);
     if (advice_ == MADV_WILLNEED && options_->willneed_window > 0) {
       PrefetchAhead(*base, offset + n);
     }
@@ -250,17 +232,7 @@ void MmapFile::PrefetchAhead(const std::byte* base, std::uint64_t end) {
 
 Status MmapFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
   if (fd_ < 0) return Status::InvalidArgument(path_ + ": write on a closed file");
-  std::size_t done = 0;
-  while (done < source.size()) {
-    ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
-                         static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pwrite " + At(path_, offset + done));
-    }
-    if (n == 0) return Status::IOError("pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
-    done += static_cast<std::size_t>(n);
-  }
+  IOMIMIC_RETURN_IF_ERROR(PwriteFull(fd_, source, offset, path_));
   size_ = std::max<std::uint64_t>(size_, offset + source.size());
   return Status::OK();
 }

@@ -1,0 +1,122 @@
+// iomimic plugin SDK: whole transfers with pread(2) and pwrite(2), for back
+// ends whose files are file descriptors (posix, mmap's fallback, gds's host
+// path, odirect's single aligned pieces). Header-only.
+//
+// Each call issues exactly the system calls the plain loop would: one
+// pread/pwrite at `offset + done` for the rest of the range, again after a
+// short transfer or EINTR, so the access pattern strace shows is that of the
+// loop every back end used to write out itself (docs/dlio-compat.md §2.4).
+
+#pragma once
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "iomimic/status.h"
+
+namespace iomimic {
+
+// "<path> at offset <offset>", the way storage errors name their place.
+inline std::string PathAt(const std::string& path, std::uint64_t offset) {
+  return path + " at offset " + std::to_string(offset);
+}
+
+// Where a transfer loop stopped. `done` bytes were transferred before it
+// stopped; `error` is the errno of the call that failed, 0 when none did.
+struct PosixTransfer {
+  std::size_t done = 0;
+  int error = 0;
+};
+
+// When a read loop may stop before the range is full without a further
+// pread that would return 0 (end of file is always a pread returning 0).
+struct PreadEnd {
+  // Stop once `offset + done` reaches this: the end of a file known not to
+  // grow (posix's read-only files, their size at open), so a reader's calls
+  // stay what read(2) would make. The default never stops early.
+  std::uint64_t known_size = std::numeric_limits<std::uint64_t>::max();
+  // Stop after a pread whose count is not a multiple of this (O_DIRECT: a
+  // count off the block grid ends at end of file, and the next offset would
+  // be unaligned). 0: never.
+  std::size_t block = 0;
+};
+
+// pread(2) of `destination` at `offset` from `fd` until it is full, until a
+// pread returns 0 (end of file), or until `end` says the file ends. EINTR is
+// retried with the same arguments; a short read continues at the next byte.
+// Returns how far it got and the errno of a failed pread (then `done` is
+// what the earlier preads read). Never throws.
+inline PosixTransfer PreadLoop(int fd, std::span<std::byte> destination, std::uint64_t offset,
+                               const PreadEnd& end = {}) {
+  PosixTransfer t;
+  while (t.done < destination.size()) {
+    const ssize_t n = ::pread(fd, destination.data() + t.done, destination.size() - t.done,
+                              static_cast<off_t>(offset + t.done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      t.error = errno;
+      return t;
+    }
+    if (n == 0) break;  // end of file
+    t.done += static_cast<std::size_t>(n);
+    if (offset + t.done >= end.known_size) break;
+    if (end.block != 0 && static_cast<std::size_t>(n) % end.block != 0) break;
+  }
+  return t;
+}
+
+// pwrite(2) of all of `source` at `offset` to `fd`. EINTR is retried with the
+// same arguments; a short write continues with the rest. Stops at a failed
+// pwrite (`error` its errno) or at one that writes 0 bytes (`error` 0 and
+// `done` < source.size()). Never throws.
+inline PosixTransfer PwriteLoop(int fd, std::span<const std::byte> source, std::uint64_t offset) {
+  PosixTransfer t;
+  while (t.done < source.size()) {
+    const ssize_t n = ::pwrite(fd, source.data() + t.done, source.size() - t.done,
+                               static_cast<off_t>(offset + t.done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      t.error = errno;
+      return t;
+    }
+    if (n == 0) return t;
+    t.done += static_cast<std::size_t>(n);
+  }
+  return t;
+}
+
+// PreadLoop with the usual error: returns the bytes read, fewer than
+// destination.size() only at end of file (0 at or past it); a failed pread
+// becomes Status::FromErrno(errno, "pread <path> at offset <where>" + note),
+// `where` the offset of the failed call (e.g. ENOENT kNotFound, EIO kIOError).
+inline Result<std::size_t> PreadFull(int fd, std::span<std::byte> destination, std::uint64_t offset,
+                                     const std::string& path, const PreadEnd& end = {},
+                                     const char* note = "") {
+  const PosixTransfer t = PreadLoop(fd, destination, offset, end);
+  if (t.error != 0)
+    return Status::FromErrno(t.error, "pread " + PathAt(path, offset + t.done) + note);
+  return t.done;
+}
+
+// PwriteLoop with the usual errors: OK when all of `source` was written; a
+// failed pwrite becomes Status::FromErrno(errno, "pwrite <path> at offset
+// <where>") (ENOSPC kResourceExhausted), a pwrite that wrote nothing
+// kIOError "pwrite <path> at offset <where>: wrote 0 bytes"; `where` is the
+// offset of the call that stopped. What was written before stays written.
+inline Status PwriteFull(int fd, std::span<const std::byte> source, std::uint64_t offset,
+                         const std::string& path) {
+  const PosixTransfer t = PwriteLoop(fd, source, offset);
+  if (t.error != 0) return Status::FromErrno(t.error, "pwrite " + PathAt(path, offset + t.done));
+  if (t.done < source.size()) {
+    return Status::IOError("pwrite " + PathAt(path, offset + t.done) + ": wrote 0 bytes");
+  }
+  return Status::OK();
+}
+
+}  // namespace iomimic
