@@ -9,6 +9,8 @@
 
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "iomimic/status.h"
+#include "iomimic/storage.h"
 
 namespace iomimic {
 
@@ -117,6 +120,28 @@ inline Status PwriteFull(int fd, std::span<const std::byte> source, std::uint64_
     return Status::IOError("pwrite " + PathAt(path, offset + t.done) + ": wrote 0 bytes");
   }
   return Status::OK();
+}
+
+// The size fstat(2) gives for `fd` (opened on `path`). On failure closes
+// `fd` and returns Status::FromErrno(errno, "fstat <path>"): for an Open that
+// then gives up on the descriptor.
+inline Result<std::uint64_t> FstatSizeOrClose(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    Status error = Status::FromErrno(errno, "fstat " + path);
+    ::close(fd);
+    return error;
+  }
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+// For a file opened kWrite with an expected size: reserves its blocks with
+// fallocate(FALLOC_FL_KEEP_SIZE) without changing its length. Best effort:
+// a file system without fallocate simply skips it. Otherwise does nothing.
+inline void ReserveExpectedSize(int fd, const OpenOptions& options) {
+  if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
+    (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
+  }
 }
 
 }  // namespace iomimic

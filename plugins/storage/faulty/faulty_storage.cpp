@@ -7,6 +7,10 @@
 #include <vector>
 
 namespace iomimic::faulty {
+
+// The descriptor's flags, and what capabilities() may claim (a decorator: capabilities() are its
+// inner back end's).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DECORATOR;
 namespace {
 
 double Uniform(std::uint64_t seed, std::uint64_t index) {
@@ -242,5 +246,5 @@ const IomimicOptionSpec kFaultyOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("faulty", "1.0.0",
                               "decorator: injects I/O errors, short reads and ENOSPC",
-                              IOMIMIC_CAP_DECORATOR, kFaultyOptions,
-                              &iomimic::faulty::CreateFaultyStorage);
+                              iomimic::faulty::kCapabilities, kFaultyOptions,
+                              &iomimic::faulty::CreateFaultyStorage, "inner=posix,error_rate=0");

@@ -78,10 +78,16 @@ class FaultyFile final : public DecoratorFile<FaultyStorage> {
  public:
   using DecoratorFile::DecoratorFile;
 
+  // An eligible read that is chosen fails (eio: the inner file is not
+  // called) or comes back short (short_read); others are the inner ReadAt.
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
+  // An eligible write that is chosen fails (enospc: nothing written;
+  // short_write: its first part written); others are the inner WriteAt.
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
   // Faults apply as to WriteAt; a failed rank still joins the collective call.
   Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
+  // Each request is one operation: chosen ones fail (or come back short)
+  // alone, the others are read in one inner ReadBatch.
   Status ReadBatch(std::span<ReadRequest> requests) override;
 
  private:

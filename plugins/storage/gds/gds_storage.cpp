@@ -27,6 +27,9 @@
 #include "iomimic/posix_io.h"
 
 namespace iomimic::gds {
+
+// The descriptor's flags, and what capabilities() may claim (device memory on every data path).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DEVICE_MEMORY;
 namespace {
 
 constexpr std::uint64_t kMaxFileOffset =
@@ -653,13 +656,8 @@ GdsStorage::~GdsStorage() {
 }
 
 StorageCapabilities GdsStorage::capabilities() const {
-  StorageCapabilities caps;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);  // device memory
   caps.alignment = state_->direct_reads ? kBlockAlignment : 1;
-  caps.async = false;
-  caps.collective = false;
-  caps.device_memory = true;
-  caps.thread_safe = true;
-  caps.queue_depth = 1;
   caps.data_path = state_->data_path;
   return caps;
 }
@@ -847,5 +845,5 @@ const IomimicOptionSpec kGdsOptions[] = {
 IOMIMIC_DEFINE_STORAGE_PLUGIN("gds", "1.0.0",
                               "GPUDirect-style staging into device memory: cufile, cuda-bounce, "
                               "or emulated without a GPU",
-                              IOMIMIC_CAP_DEVICE_MEMORY, kGdsOptions,
+                              iomimic::gds::kCapabilities, kGdsOptions,
                               &iomimic::gds::CreateGdsStorage);

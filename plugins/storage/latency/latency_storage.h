@@ -104,18 +104,6 @@ class TokenBucket {
   std::atomic<std::int64_t> next_free_ns_;
 };
 
-class LatencyStorage;
-
-class LatencyFile final : public DecoratorFile<LatencyStorage> {
- public:
-  using DecoratorFile::DecoratorFile;
-
-  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
-  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status ReadBatch(std::span<ReadRequest> requests) override;
-};
-
 class LatencyStorage final : public ForwardingStorage {
  public:
   LatencyStorage(Storage* inner, const LatencyOptions& options);

@@ -18,6 +18,10 @@
 #include "iomimic/posix_io.h"
 
 namespace iomimic::mmap {
+
+// The descriptor's flags, and what capabilities() may claim (copies from mappings: nothing beyond
+// the defaults).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_NONE;
 namespace {
 
 constexpr int kNoAdvice = -1;
@@ -269,8 +273,7 @@ MmapStorage::MmapStorage(const MmapOptions& options)
     : options_(options), limiter_(options.max_mappings, options.max_mapped_bytes) {}
 
 StorageCapabilities MmapStorage::capabilities() const {
-  StorageCapabilities caps;
-  caps.alignment = 1;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.data_path = "mmap";
   return caps;
 }
@@ -282,15 +285,8 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     const int fd = OpenRetrying(path, OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
     IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      Status error = Status::FromErrno(errno, "fstat " + path);
-      ::close(fd);
-      return error;
-    }
-    if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
-      (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
-    }
+    IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, FstatSizeOrClose(fd, path));
+    ReserveExpectedSize(fd, options);
     const int advice = AdviceFor(options_.advice, options.hint);
     // The readahead window of a fault on a file mapping is the descriptor's
     // (its struct file's): MADV_SEQUENTIAL alone keeps the default window,
@@ -298,8 +294,8 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     // sequential job; so does this back end, and the random pair likewise.
     if (advice == MADV_SEQUENTIAL) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     if (advice == MADV_RANDOM) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    return std::unique_ptr<File>(new MmapFile(&limiter_, &options_, fd, path, options.mode, advice,
-                                              static_cast<std::uint64_t>(st.st_size)));
+    return std::unique_ptr<File>(
+        new MmapFile(&limiter_, &options_, fd, path, options.mode, advice, size));
   });
 }
 
@@ -325,4 +321,5 @@ const IomimicOptionSpec kMmapOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("mmap", "1.0.0",
                               "reads copied from shared read-only mappings (np.memmap-like)",
-                              IOMIMIC_CAP_NONE, kMmapOptions, &iomimic::mmap::CreateMmapStorage);
+                              iomimic::mmap::kCapabilities, kMmapOptions,
+                              &iomimic::mmap::CreateMmapStorage);

@@ -19,6 +19,9 @@
 #include "iomimic/posix_io.h"
 
 namespace iomimic::odirect {
+
+// The descriptor's flags, and what capabilities() may claim (async unless the engine is sync).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO;
 namespace {
 
 // glibc 2.36 takes struct statx from <linux/stat.h> when the kernel headers
@@ -558,12 +561,11 @@ OdirectStorage::OdirectStorage(const OdirectOptions& options, EngineKind engine,
 OdirectStorage::~OdirectStorage() { buffers_->Unref(); }
 
 StorageCapabilities OdirectStorage::capabilities() const {
-  StorageCapabilities caps;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.alignment = alignment_;
-  caps.async = engine_ != EngineKind::kSync;
-  caps.queue_depth = engine_ != EngineKind::kSync ? options_.queue_depth : 1;
+  caps.async = caps.async && engine_ != EngineKind::kSync;
+  caps.queue_depth = caps.async ? options_.queue_depth : 1;
   caps.data_path = EngineName(engine_);
-  caps.thread_safe = true;
   return caps;
 }
 
@@ -615,19 +617,10 @@ Result<std::unique_ptr<File>> OdirectStorage::Open(const std::string& path,
       return Status::FromErrno(errno, "open " + path);
     }
     IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      Status error = Status::FromErrno(errno, "fstat " + path);
-      ::close(fd);
-      return error;
-    }
-    if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
-      // Best effort: reserve the blocks without changing the length.
-      (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
-    }
-    return std::unique_ptr<File>(new OdirectFile(this, fd, path, options.mode,
-                                                 QueryDioAlignment(fd),
-                                                 static_cast<std::uint64_t>(st.st_size)));
+    IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, FstatSizeOrClose(fd, path));
+    ReserveExpectedSize(fd, options);
+    return std::unique_ptr<File>(
+        new OdirectFile(this, fd, path, options.mode, QueryDioAlignment(fd), size));
   });
 }
 
@@ -678,5 +671,5 @@ const IomimicOptionSpec kOdirectOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("odirect", "1.0.0",
                               "O_DIRECT I/O through io_uring or libaio, bypassing the page cache",
-                              IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO, kOdirectOptions,
+                              iomimic::odirect::kCapabilities, kOdirectOptions,
                               &iomimic::odirect::CreateOdirectStorage);

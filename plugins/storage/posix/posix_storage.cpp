@@ -24,6 +24,10 @@
 #include "iomimic/posix_io.h"
 
 namespace iomimic::posix {
+
+// The descriptor's flags, and what capabilities() may claim (buffered file I/O: nothing beyond the
+// defaults).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_NONE;
 namespace {
 
 constexpr int kNoAdvice = -1;
@@ -104,8 +108,7 @@ class PosixStorage final : public FileSystemStorage {
   std::string name() const override { return "posix"; }
 
   StorageCapabilities capabilities() const override {
-    StorageCapabilities caps;
-    caps.alignment = 1;
+    StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
     caps.data_path = "pread";
     return caps;
   }
@@ -185,4 +188,5 @@ const IomimicOptionSpec kPosixOptions[] = {
 }  // namespace
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("posix", "1.0.0", "buffered POSIX I/O with pread/pwrite",
-                              IOMIMIC_CAP_NONE, kPosixOptions, &iomimic::posix::CreatePosixStorage);
+                              iomimic::posix::kCapabilities, kPosixOptions,
+                              &iomimic::posix::CreatePosixStorage);

@@ -6,6 +6,9 @@
 #include <memory>
 
 namespace iomimic::s3 {
+
+// The descriptor's flags, and what capabilities() may claim (async with read_mode ranged).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC;
 namespace {
 
 std::string Lower(std::string text) {
@@ -483,13 +486,10 @@ S3Storage::S3Storage(const S3Options& options, std::unique_ptr<Client> client)
     : options_(options), client_(std::move(client)) {}
 
 StorageCapabilities S3Storage::capabilities() const {
-  StorageCapabilities caps;
-  caps.alignment = 1;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.objects = true;
-  caps.async = options_.read_mode == ReadMode::kRanged;
-  caps.queue_depth = options_.read_mode == ReadMode::kRanged
-                         ? static_cast<std::uint32_t>(options_.ranges_in_flight)
-                         : 1;
+  caps.async = caps.async && options_.read_mode == ReadMode::kRanged;
+  caps.queue_depth = caps.async ? static_cast<std::uint32_t>(options_.ranges_in_flight) : 1;
   caps.data_path = options_.read_mode == ReadMode::kRanged ? "s3-ranged-get" : "s3-whole-get";
   return caps;
 }
@@ -535,17 +535,22 @@ Result<std::unique_ptr<File>> S3Storage::Open(const std::string& path, const Ope
     return std::unique_ptr<File>(
         new S3ReadFile(this, &options_, &counters_, path, name, get.received, std::move(body)));
   }
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   if (head.http_code == 404) {
     return Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
   }
   return std::unique_ptr<File>(
       new S3ReadFile(this, &options_, &counters_, path, name, head.content_length, nullptr));
+}
+
+Result<Request> S3Storage::Head(const std::string& bucket, const std::string& key) {
+  Request head;
+  head.method = "HEAD";
+  head.bucket = bucket;
+  head.key = key;
+  head.not_found_ok = true;
+  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  return head;
 }
 
 std::unique_ptr<BodyBuffer> S3Storage::TakeBuffer() {
@@ -581,11 +586,7 @@ Status S3Storage::CreateDirectories(const std::string& path) {
       return Status::OK();
     }
   }
-  Request r;
-  r.method = "HEAD";
-  r.bucket = name.bucket;
-  r.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(r));
+  IOMIMIC_ASSIGN_OR_RETURN(Request r, Head(name.bucket, ""));
   if (r.http_code == 404) {
     return Status::NotFound("s3: bucket '" + name.bucket + "' does not exist (at " +
                             options_.client.endpoint + "); create it, or set storage_root / the " +
@@ -598,12 +599,7 @@ Status S3Storage::CreateDirectories(const std::string& path) {
 
 Status S3Storage::Remove(const std::string& path) {
   IOMIMIC_ASSIGN_OR_RETURN(ObjectName name, ParsePath(path));
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   if (head.http_code == 404) {
     return Status::NotFound("s3: remove " + Describe(name.bucket, name.key) + ": no such object");
   }
@@ -634,12 +630,7 @@ Status S3Storage::Rename(const std::string& from, const std::string& to) {
 
 Result<FileInfo> S3Storage::Stat(const std::string& path) {
   IOMIMIC_ASSIGN_OR_RETURN(ObjectName name, ParsePath(path));
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   FileInfo info;
   if (head.http_code != 404) {
     info.is_directory = name.key.empty();
@@ -777,4 +768,5 @@ const IomimicOptionSpec kS3Options[] = {
 IOMIMIC_DEFINE_STORAGE_PLUGIN("s3", "1.0.0",
                               "S3 objects over HTTP (libcurl, SigV4): whole or ranged GETs, "
                               "single or multipart PUTs",
-                              IOMIMIC_CAP_ASYNC, kS3Options, &iomimic::s3::CreateS3Storage);
+                              iomimic::s3::kCapabilities, kS3Options,
+                              &iomimic::s3::CreateS3Storage);
