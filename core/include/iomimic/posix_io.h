@@ -50,6 +50,31 @@ struct PreadEnd {
   std::size_t block = 0;
 };
 
+namespace posix_io_internal {
+
+// The loop both directions share: `call(done)` transfers from byte `done` of
+// `size` on and returns what the system call returned; EINTR calls it again
+// with the same `done`, another failure stops with its errno, 0 stops, and
+// `stop(n, done)` may stop after a transfer of `n` bytes.
+template <typename Call, typename Stop>
+PosixTransfer Loop(std::size_t size, Call&& call, Stop&& stop) {
+  PosixTransfer t;
+  while (t.done < size) {
+    const ssize_t n = call(t.done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      t.error = errno;
+      return t;
+    }
+    if (n == 0) break;
+    t.done += static_cast<std::size_t>(n);
+    if (stop(static_cast<std::size_t>(n), t.done)) break;
+  }
+  return t;
+}
+
+}  // namespace posix_io_internal
+
 // pread(2) of `destination` at `offset` from `fd` until it is full, until a
 // pread returns 0 (end of file), or until `end` says the file ends. EINTR is
 // retried with the same arguments; a short read continues at the next byte.
@@ -57,21 +82,15 @@ struct PreadEnd {
 // what the earlier preads read). Never throws.
 inline PosixTransfer PreadLoop(int fd, std::span<std::byte> destination, std::uint64_t offset,
                                const PreadEnd& end = {}) {
-  PosixTransfer t;
-  while (t.done < destination.size()) {
-    const ssize_t n = ::pread(fd, destination.data() + t.done, destination.size() - t.done,
-                              static_cast<off_t>(offset + t.done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      t.error = errno;
-      return t;
-    }
-    if (n == 0) break;  // end of file
-    t.done += static_cast<std::size_t>(n);
-    if (offset + t.done >= end.known_size) break;
-    if (end.block != 0 && static_cast<std::size_t>(n) % end.block != 0) break;
-  }
-  return t;
+  return posix_io_internal::Loop(
+      destination.size(),
+      [&](std::size_t done) {
+        return ::pread(fd, destination.data() + done, destination.size() - done,
+                       static_cast<off_t>(offset + done));
+      },
+      [&](std::size_t n, std::size_t done) {
+        return offset + done >= end.known_size || (end.block != 0 && n % end.block != 0);
+      });
 }
 
 // pwrite(2) of all of `source` at `offset` to `fd`. EINTR is retried with the
@@ -79,19 +98,13 @@ inline PosixTransfer PreadLoop(int fd, std::span<std::byte> destination, std::ui
 // pwrite (`error` its errno) or at one that writes 0 bytes (`error` 0 and
 // `done` < source.size()). Never throws.
 inline PosixTransfer PwriteLoop(int fd, std::span<const std::byte> source, std::uint64_t offset) {
-  PosixTransfer t;
-  while (t.done < source.size()) {
-    const ssize_t n = ::pwrite(fd, source.data() + t.done, source.size() - t.done,
-                               static_cast<off_t>(offset + t.done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      t.error = errno;
-      return t;
-    }
-    if (n == 0) return t;
-    t.done += static_cast<std::size_t>(n);
-  }
-  return t;
+  return posix_io_internal::Loop(
+      source.size(),
+      [&](std::size_t done) {
+        return ::pwrite(fd, source.data() + done, source.size() - done,
+                        static_cast<off_t>(offset + done));
+      },
+      [](std::size_t, std::size_t) { return false; });
 }
 
 // PreadLoop with the usual error: returns the bytes read, fewer than

@@ -380,13 +380,18 @@ class S3ReadFile final : public File {
 
 }  // namespace
 
-Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environment)(const char*)) {
+namespace {
+
+// The options that say where and how the client connects (endpoint, region,
+// keys, tries, addressing, TLS), with their environment fallbacks, into
+// `*client`.
+Status ParseConnection(const PluginOptions& opts, const char* (*environment)(const char*),
+                       ClientOptions* client) {
+  ClientOptions& c = *client;
   auto env = [&](const char* name) -> std::string {
     const char* v = environment == nullptr ? nullptr : environment(name);
     return v == nullptr ? std::string() : std::string(v);
   };
-  S3Options out;
-  ClientOptions& c = out.client;
   IOMIMIC_ASSIGN_OR_RETURN(c.endpoint, opts.GetString("endpoint_url", ""));
   if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL_S3");
   if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL");
@@ -425,6 +430,31 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
     c.addressing = Addressing::kPath;
   }
   IOMIMIC_ASSIGN_OR_RETURN(c.verify_tls, opts.GetBool("verify_tls", true));
+  return Status::OK();
+}
+
+// The endpoints of a comma-separated list, spaces around each trimmed, empty
+// ones left out.
+std::vector<std::string> SplitEndpoints(const std::string& endpoint_urls) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < endpoint_urls.size();) {
+    std::size_t comma = endpoint_urls.find(',', at);
+    if (comma == std::string::npos) comma = endpoint_urls.size();
+    std::string url = endpoint_urls.substr(at, comma - at);
+    url.erase(0, url.find_first_not_of(' '));
+    url.erase(url.find_last_not_of(' ') + 1);
+    if (!url.empty()) out.push_back(std::move(url));
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environment)(const char*)) {
+  S3Options out;
+  ClientOptions& c = out.client;
+  IOMIMIC_RETURN_IF_ERROR(ParseConnection(opts, environment, &c));
   IOMIMIC_ASSIGN_OR_RETURN(
       out.read_mode, opts.GetChoice("read_mode", ReadMode::kWhole,
                                     {{"whole", ReadMode::kWhole}, {"ranged", ReadMode::kRanged}}));
@@ -439,15 +469,7 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
   IOMIMIC_ASSIGN_OR_RETURN(out.fail_after_parts, opts.GetInt("fail_after_parts", -1));
   IOMIMIC_ASSIGN_OR_RETURN(out.storage_library, opts.GetString("storage_library", ""));
   IOMIMIC_ASSIGN_OR_RETURN(const std::string endpoint_urls, opts.GetString("endpoint_urls", ""));
-  for (std::size_t at = 0; at < endpoint_urls.size();) {
-    std::size_t comma = endpoint_urls.find(',', at);
-    if (comma == std::string::npos) comma = endpoint_urls.size();
-    std::string url = endpoint_urls.substr(at, comma - at);
-    url.erase(0, url.find_first_not_of(' '));
-    url.erase(url.find_last_not_of(' ') + 1);
-    if (!url.empty()) c.endpoints.push_back(std::move(url));
-    at = comma + 1;
-  }
+  c.endpoints = SplitEndpoints(endpoint_urls);
   IOMIMIC_ASSIGN_OR_RETURN(c.balance,
                            opts.GetChoice("load_balance", Balance::kRoundRobin,
                                           {{"round_robin", Balance::kRoundRobin},
