@@ -95,8 +95,8 @@ struct PluginContext {
 // report: async, collective and device_memory are true when IOMIMIC_CAP_ASYNC,
 // IOMIMIC_CAP_COLLECTIVE and IOMIMIC_CAP_DEVICE_MEMORY are set, everything else
 // has its default. A back end's capabilities() starts from this with its own
-// plugin's flags and narrows it to what the open instance does (odirect's sync
-// engine is not async); it never claims more. The storage conformance suite
+// plugin's flags and narrows it to what the open instance does (a back end
+// on a synchronous engine is not async); it never claims more. The storage conformance suite
 // checks that.
 inline StorageCapabilities CapabilitiesAllowedBy(std::uint64_t flags) {
   StorageCapabilities caps;

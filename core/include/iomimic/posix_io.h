@@ -1,11 +1,12 @@
 // iomimic plugin SDK: whole transfers with pread(2) and pwrite(2), for back
-// ends whose files are file descriptors (posix, mmap's fallback, gds's host
-// path, odirect's single aligned pieces). Header-only.
+// ends whose files are file descriptors (buffered and O_DIRECT reads and
+// writes, a mapping's fallback, a staging path's host reads), and the
+// descriptor chores of their Open. Header-only.
 //
 // Each call issues exactly the system calls the plain loop would: one
 // pread/pwrite at `offset + done` for the rest of the range, again after a
 // short transfer or EINTR, so the access pattern strace shows is that of the
-// loop every back end used to write out itself (docs/dlio-compat.md §2.4).
+// loop each back end used to write out itself (docs/dlio-compat.md §2.4).
 
 #pragma once
 
