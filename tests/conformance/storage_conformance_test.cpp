@@ -5,8 +5,10 @@
 // says it is (capabilities(): alignment, device memory, queue depth).
 //
 // Which plugins: conformance.h (--plugin-dir, --plugin,
-// IOMIMIC_CONFORMANCE_SKIP). Decorators (IOMIMIC_CAP_DECORATOR) wrap a posix instance and are
-// configured to behave (faulty: error_rate 0; latency: 10us). Plugins built
+// IOMIMIC_CONFORMANCE_SKIP). Each plugin is opened with the options its
+// descriptor declares for the suite (conformance_options: decorators wrap a
+// posix instance and behave, faulty with error_rate 0, latency with 10us).
+// Plugins built
 // on MPI run in a singleton MPI process (one rank). Files go to a fresh
 // folder under the temporary directory ($TMPDIR or /tmp; keep it on a real
 // file system such as ext4 so O_DIRECT alignment is enforced).
@@ -43,8 +45,6 @@ using iomimic::Status;
 using iomimic::Storage;
 using iomimic::plugin::Kind;
 using iomimic::plugin::PluginInfo;
-using iomimic::plugin::Registry;
-using iomimic::plugin::StoragePtr;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
@@ -54,32 +54,49 @@ const std::vector<PluginInfo>& Plugins() {
   return iomimic::conformance::PluginsUnderTest(Kind::kStorage);
 }
 
-// A back end ready for the cases; a decorator owns the posix it wraps.
+// A back end ready for the cases, opened as the core opens one
+// (plugin::StorageStack): a decorator over the back end it wraps.
 struct Instance {
-  StoragePtr inner;
-  StoragePtr storage;
+  iomimic::plugin::StorageStack stack;
+  Storage* storage = nullptr;
 };
 
-// Options that make a plugin behave for the suite.
-std::map<std::string, std::string> OptionsFor(const std::string& name) {
-  if (name == "faulty") return {{"error_rate", "0"}};
-  if (name == "latency") return {{"delay", "10us"}};
-  return {};
+// The options a plugin declares for the suite (its descriptor's
+// conformance_options, "key=value,..."): a decorator's "inner" (default
+// posix) and whatever makes it behave (faulty: error_rate 0; latency: 10us).
+std::map<std::string, std::string> OptionsFor(const PluginInfo& info) {
+  std::map<std::string, std::string> out;
+  std::stringstream items(info.conformance_options);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    REQUIRE_MESSAGE(eq != std::string::npos,
+                    "conformance_options item '" << item << "' is not key=value");
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+// The descriptor flags of the plugin whose capabilities() `info`'s plugin
+// reports: its own, or for a decorator those of the back end it wraps.
+std::uint64_t FlagsOfWhatRuns(const PluginInfo& info) {
+  if ((info.capabilities & IOMIMIC_CAP_DECORATOR) == 0) return info.capabilities;
+  const std::map<std::string, std::string> options = OptionsFor(info);
+  const auto inner = options.find("inner");
+  Result<PluginInfo> wrapped =
+      TheRegistry().Find(Kind::kStorage, inner == options.end() ? "posix" : inner->second);
+  REQUIRE_MESSAGE(wrapped.ok(), wrapped.status().ToString());
+  return FlagsOfWhatRuns(*wrapped);
 }
 
 Instance Create(const PluginInfo& info) {
-  Instance out;
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("", OptionsFor(info.name));
-  if ((info.capabilities & IOMIMIC_CAP_DECORATOR) != 0) {
-    Result<StoragePtr> inner = TheRegistry().CreateStorage("posix", iomimic::PluginContext{});
-    REQUIRE_MESSAGE(inner.ok(), "posix (to wrap): " << inner.status().ToString());
-    out.inner = std::move(inner).value();
-    ctx.inner = out.inner.get();
-  }
-  Result<StoragePtr> made = TheRegistry().CreateStorage(info.name, ctx);
+  Result<iomimic::plugin::StorageStack> made = iomimic::plugin::StorageStack::Open(
+      TheRegistry(), info.name, OptionsFor(info), /*rank=*/0, /*world_size=*/1);
   REQUIRE_MESSAGE(made.ok(), made.status().ToString());
-  out.storage = std::move(made).value();
+  Instance out;
+  out.stack = std::move(made).value();
+  out.storage = out.stack.top();
   return out;
 }
 
@@ -153,7 +170,14 @@ TEST_CASE("storage conformance: name and capabilities are coherent") {
     CHECK((caps.alignment & (caps.alignment - 1)) == 0);
     CHECK_FALSE(caps.data_path.empty());
     CHECK(caps.queue_depth >= 1);
-    if ((info.capabilities & IOMIMIC_CAP_DEVICE_MEMORY) == 0) CHECK_FALSE(caps.device_memory);
+    // capabilities() claims nothing the descriptor's flags do not allow
+    // (iomimic::CapabilitiesAllowedBy); a decorator's are those of the back
+    // end it wraps.
+    const iomimic::StorageCapabilities allowed =
+        iomimic::CapabilitiesAllowedBy(FlagsOfWhatRuns(info));
+    if (!allowed.async) CHECK_FALSE(caps.async);
+    if (!allowed.collective) CHECK_FALSE(caps.collective);
+    if (!allowed.device_memory) CHECK_FALSE(caps.device_memory);
   });
 }
 

@@ -84,6 +84,9 @@ HEADER_ONLY = {
     "FileSystemStorage",  # a base for POSIX-like back ends, inside the plugin
     "ForwardingFile",  # decorator bases, inside the plugin
     "ForwardingStorage",
+    "DecoratorFile",
+    "PosixTransfer",  # iomimic/posix_io.h: the pread/pwrite loops of POSIX back ends
+    "PreadEnd",
     "Xoshiro256",  # random streams, used inside one side
     "ContentStream",
     "Key",  # ContentStream::Key

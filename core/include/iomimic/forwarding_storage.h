@@ -22,10 +22,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "iomimic/buffer.h"
+#include "iomimic/guard.h"
+#include "iomimic/plugin.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -84,6 +87,26 @@ class ForwardingFile : public File {
   std::unique_ptr<File> inner_;
 };
 
+// A ForwardingFile opened by the decorator storage `StorageT`, which it asks
+// for its options, decisions and counters (storage()). The decorator's
+// WrapFile makes one with ForwardingStorage::WrapIn.
+template <typename StorageT>
+class DecoratorFile : public ForwardingFile {
+ public:
+  // Takes ownership of `inner` (not null); `storage` (not null) opened it
+  // and outlives this file (storage.h: a File is destroyed before its
+  // Storage).
+  DecoratorFile(std::unique_ptr<File> inner, StorageT* storage)
+      : ForwardingFile(std::move(inner)), storage_(storage) {}
+
+ protected:
+  // The decorator storage that opened this file.
+  StorageT& storage() const { return *storage_; }
+
+ private:
+  StorageT* storage_;
+};
+
 // A Storage that forwards every call to the Storage it wraps. Open() asks
 // WrapFile() to decorate each File the inner back end returns. name() is
 // left to the decorator: it names itself, not the back end it wraps.
@@ -139,6 +162,20 @@ class ForwardingStorage : public Storage {
     return file;
   }
 
+  // The usual WrapFile body: a new FileT(std::move(file), self) (FileT a
+  // DecoratorFile<Self> or another ForwardingFile taking those arguments).
+  // Allocation failing (or FileT's constructor throwing) becomes the error
+  // Guard words (iomimic/guard.h), e.g. kResourceExhausted "<plugin>: out of
+  // memory opening <path>"; `file` is then closed by its destructor.
+  template <typename FileT, typename Self>
+  static Result<std::unique_ptr<File>> WrapIn(std::string_view plugin, std::unique_ptr<File> file,
+                                              Self* self) {
+    // The path stays where it is while `file` moves: the File object does not.
+    return Guard(plugin, "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
+      return std::unique_ptr<File>(new FileT(std::move(file), self));
+    });
+  }
+
   // The wrapped back end, for overrides that add to the inner behaviour.
   Storage& inner() { return *inner_; }
   // As above, read-only.
@@ -147,5 +184,24 @@ class ForwardingStorage : public Storage {
  private:
   Storage* inner_;
 };
+
+// The factory of a decorator plugin `name`: refuses a context without a back
+// end to wrap (kInvalidArgument "storage plugin '<name>' is a decorator and
+// needs a back end to wrap (storage.options inner: <backend>)"), then parses
+// the options with `parse` (a callable (const PluginOptions&) ->
+// Result<Options>, its error returned unchanged) and returns
+// DecoratorT(context.inner, options).
+template <typename DecoratorT, typename Parse>
+Result<std::unique_ptr<Storage>> CreateDecorator(std::string_view name,
+                                                 const PluginContext& context, Parse&& parse) {
+  if (context.inner == nullptr) {
+    return Status::InvalidArgument("storage plugin '" + std::string(name) +
+                                   "' is a decorator and needs a back end to wrap "
+                                   "(storage.options inner: <backend>)");
+  }
+  auto options = parse(context.options);
+  if (!options.ok()) return options.status();
+  return std::unique_ptr<Storage>(new DecoratorT(context.inner, *options));
+}
 
 }  // namespace iomimic

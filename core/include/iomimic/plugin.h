@@ -19,6 +19,10 @@
 //                                   return std::make_unique<MyStorage>(ctx);
 //                                 });
 //
+// An optional last argument gives the options the conformance suite
+// (tests/conformance, `iomimic conformance`) opens the plugin with, e.g.
+// "inner=posix,error_rate=0" (docs/plugins.md, "The descriptor").
+//
 // The factory runs inside a try/catch, so an exception becomes an error value
 // rather than crossing into the core. Objects a plugin creates are destroyed
 // through the plugin's own `destroy` function, before the library is unloaded.
@@ -42,12 +46,16 @@
 // the descriptor. The loader refuses plugins built with another value. The
 // test repo.abi_layout (tests/repo/check_abi_layout.py) fails when the layout
 // changes without a bump (docs/plugins.md, "The descriptor").
-#define IOMIMIC_PLUGIN_ABI_VERSION 7u
+#define IOMIMIC_PLUGIN_ABI_VERSION 8u
 
 #define IOMIMIC_PLUGIN_KIND_STORAGE 1u
 #define IOMIMIC_PLUGIN_KIND_FORMAT 2u
 
-// Capability flags advertised in the descriptor (listed by `iomimic plugins`).
+// Capability flags advertised in the descriptor (listed by `iomimic plugins`):
+// what a plugin can be, known before it is opened. A storage plugin keeps its
+// flags in one constant, gives it to IOMIMIC_DEFINE_STORAGE_PLUGIN and builds
+// capabilities() from it with iomimic::CapabilitiesAllowedBy, so the two
+// never disagree.
 #define IOMIMIC_CAP_NONE 0ull
 #define IOMIMIC_CAP_ASYNC (1ull << 0)          // storage: overlapping batched reads
 #define IOMIMIC_CAP_DIRECT_IO (1ull << 1)      // storage: bypasses the page cache
@@ -85,6 +93,21 @@ struct PluginContext {
   Storage* inner = nullptr;
 };
 
+// The StorageCapabilities a storage plugin with descriptor flags `flags` may
+// report: async, collective and device_memory are true when IOMIMIC_CAP_ASYNC,
+// IOMIMIC_CAP_COLLECTIVE and IOMIMIC_CAP_DEVICE_MEMORY are set, everything else
+// has its default. A back end's capabilities() starts from this with its own
+// plugin's flags and narrows it to what the open instance does (a back end
+// on a synchronous engine is not async); it never claims more. The storage conformance suite
+// checks that.
+inline StorageCapabilities CapabilitiesAllowedBy(std::uint64_t flags) {
+  StorageCapabilities caps;
+  caps.async = (flags & IOMIMIC_CAP_ASYNC) != 0;
+  caps.collective = (flags & IOMIMIC_CAP_COLLECTIVE) != 0;
+  caps.device_memory = (flags & IOMIMIC_CAP_DEVICE_MEMORY) != 0;
+  return caps;
+}
+
 }  // namespace iomimic
 
 extern "C" {
@@ -107,6 +130,11 @@ struct IomimicPluginDescriptor {
   void* (*create)(const iomimic::PluginContext* context, iomimic::Status* error);
   // Destroys an object returned by `create`.
   void (*destroy)(void* object);
+  // Options the conformance suite opens the plugin with, so that it behaves
+  // (a decorator that injects no faults, a short delay): comma-separated
+  // key=value pairs of its own options; a decorator's "inner=<name>" names
+  // the back end it wraps (default: posix). Never null; "" for none.
+  const char* conformance_options;
 };
 
 }  // extern "C"
@@ -136,6 +164,12 @@ constexpr std::size_t CountOptions(const IomimicOptionSpec (&table)[N]) {
 
 inline constexpr IomimicOptionSpec kNoOptions[1] = {{nullptr, nullptr, nullptr, nullptr}};
 
+// The descriptor's conformance_options: the optional last macro argument, or
+// "" when it is left out.
+constexpr const char* ConformanceOptions(const char* options = "") {
+  return options != nullptr ? options : "";
+}
+
 template <typename Base, typename Factory>
 void* CreateGuarded(Factory factory, const PluginContext* context, Status* error) {
   try {
@@ -155,7 +189,8 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
 
 }  // namespace iomimic::plugin_detail
 
-#define IOMIMIC_DEFINE_PLUGIN_(KIND, BASE, NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
+#define IOMIMIC_DEFINE_PLUGIN_(KIND, BASE, NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, \
+                               CONFORMANCE)                                                    \
   namespace {                                                                                  \
   void* IomimicPluginCreate(const ::iomimic::PluginContext* ctx, ::iomimic::Status* err) {     \
     return ::iomimic::plugin_detail::CreateGuarded<BASE>(FACTORY, ctx, err);                   \
@@ -174,16 +209,23 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
       OPTIONS,                                                                                 \
       ::iomimic::plugin_detail::CountOptions(OPTIONS),                                         \
       &IomimicPluginCreate,                                                                    \
-      &IomimicPluginDestroy}
+      &IomimicPluginDestroy,                                                                   \
+      CONFORMANCE}
 
 // Defines the descriptor of a storage plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Storage>>.
-#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,  \
-                         DESCRIPTION, CAPS, OPTIONS, FACTORY)
+// An optional last argument is the descriptor's conformance_options (a string
+// literal such as "inner=posix,delay=10us"); without it, "".
+#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, ...) \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,       \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                  \
+                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__))
 
 // Defines the descriptor of a format plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Format>>.
-#define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY) \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,   \
-                         DESCRIPTION, CAPS, OPTIONS, FACTORY)
+// An optional last argument is the descriptor's conformance_options, as for
+// storage plugins.
+#define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, ...) \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,        \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                 \
+                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__))

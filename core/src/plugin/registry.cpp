@@ -153,6 +153,7 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
       entry.info.description = d.description != nullptr ? d.description : "";
       entry.info.path = file.string();
       entry.info.capabilities = d.capabilities;
+      entry.info.conformance_options = d.conformance_options ? d.conformance_options : "";
       for (std::size_t i = 0; i < d.num_options && d.options != nullptr; ++i) {
         const IomimicOptionSpec& o = d.options[i];
         if (o.name == nullptr) break;

@@ -44,6 +44,9 @@ struct PluginInfo {
   std::string path;  // the shared object
   std::uint64_t capabilities = 0;
   std::vector<OptionInfo> options;
+  // The descriptor's conformance_options: "key=value,..." the conformance
+  // suite opens the plugin with ("" for none).
+  std::string conformance_options;
 };
 
 // A shared object that was found but refused, and why.

@@ -7,6 +7,10 @@
 #include <vector>
 
 namespace iomimic::faulty {
+
+// The descriptor's flags, and what capabilities() may claim (a decorator: capabilities() are its
+// inner back end's).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DECORATOR;
 namespace {
 
 double Uniform(std::uint64_t seed, std::uint64_t index) {
@@ -125,23 +129,21 @@ Status FaultyStorage::InjectedError(OpKind kind, const std::string& path, std::u
 
 Result<std::unique_ptr<File>> FaultyStorage::WrapFile(std::unique_ptr<File> file,
                                                       const OpenOptions&) {
-  return Guard("faulty", "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
-    return std::unique_ptr<File>(new FaultyFile(std::move(file), this));
-  });
+  return WrapIn<FaultyFile>("faulty", std::move(file), this);
 }
 
 std::size_t FaultyFile::Shortened(const Fault& fault, std::uint64_t offset, std::size_t n) const {
-  const std::optional<std::uint64_t>& at = storage_->options().fail_at_offset;
+  const std::optional<std::uint64_t>& at = storage().options().fail_at_offset;
   if (fault.at_offset && *at - offset < n) return static_cast<std::size_t>(*at - offset);
   return n / 2;
 }
 
 Result<std::size_t> FaultyFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
   return Guard("faulty", "reading", path(), [&]() -> Result<std::size_t> {
-    const Fault fault = storage_->Decide(OpKind::kRead, path(), offset, destination.size());
+    const Fault fault = storage().Decide(OpKind::kRead, path(), offset, destination.size());
     if (!fault.fail) return inner().ReadAt(offset, destination);
-    if (storage_->options().mode != Mode::kShortRead) {
-      return storage_->InjectedError(OpKind::kRead, path(), offset, destination.size(), fault);
+    if (storage().options().mode != Mode::kShortRead) {
+      return storage().InjectedError(OpKind::kRead, path(), offset, destination.size(), fault);
     }
     Result<std::size_t> n = inner().ReadAt(offset, destination);
     if (!n.ok()) return n;
@@ -151,16 +153,16 @@ Result<std::size_t> FaultyFile::ReadAt(std::uint64_t offset, std::span<std::byte
 
 Status FaultyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
   return Guard("faulty", "writing", path(), [&]() -> Status {
-    const Fault fault = storage_->Decide(OpKind::kWrite, path(), offset, source.size());
+    const Fault fault = storage().Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAt(offset, source);
     std::size_t written = 0;
-    if (storage_->options().mode == Mode::kShortWrite) {
+    if (storage().options().mode == Mode::kShortWrite) {
       // The first part reaches the file, as a write cut short by a full
       // device or a lost connection leaves it; then the error.
       written = Shortened(fault, offset, source.size());
       IOMIMIC_RETURN_IF_ERROR(inner().WriteAt(offset, source.first(written)));
     }
-    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
+    return storage().InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
   });
 }
 
@@ -174,29 +176,29 @@ std::vector<StorageStatistic> FaultyStorage::Statistics() const {
 Status FaultyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
   return Guard("faulty", "writing", path(), [&]() -> Status {
     const Fault fault =
-        source.empty() ? Fault{} : storage_->Decide(OpKind::kWrite, path(), offset, source.size());
+        source.empty() ? Fault{} : storage().Decide(OpKind::kWrite, path(), offset, source.size());
     if (!fault.fail) return inner().WriteAtAll(offset, source);
     // Take part in the collective call with nothing (short_write: with the
     // first part), then fail.
     const std::size_t written =
-        storage_->options().mode == Mode::kShortWrite ? Shortened(fault, offset, source.size()) : 0;
+        storage().options().mode == Mode::kShortWrite ? Shortened(fault, offset, source.size()) : 0;
     (void)inner().WriteAtAll(offset, source.first(written));
-    return storage_->InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
+    return storage().InjectedError(OpKind::kWrite, path(), offset, source.size(), fault, written);
   });
 }
 
 Status FaultyFile::ReadBatch(std::span<ReadRequest> requests) {
   return Guard("faulty", "reading", path(), [&]() -> Status {
-    const bool short_reads = storage_->options().mode == Mode::kShortRead;
+    const bool short_reads = storage().options().mode == Mode::kShortRead;
     std::vector<Fault> faults(requests.size());
     std::vector<std::size_t> forwarded;
     std::vector<ReadRequest> sub;
     for (std::size_t i = 0; i < requests.size(); ++i) {
       ReadRequest& r = requests[i];
-      faults[i] = storage_->Decide(OpKind::kRead, path(), r.offset, r.destination.size());
+      faults[i] = storage().Decide(OpKind::kRead, path(), r.offset, r.destination.size());
       if (faults[i].fail && !short_reads) {
         r.bytes_read = 0;
-        r.status = storage_->InjectedError(OpKind::kRead, path(), r.offset, r.destination.size(),
+        r.status = storage().InjectedError(OpKind::kRead, path(), r.offset, r.destination.size(),
                                            faults[i]);
         continue;
       }
@@ -223,13 +225,7 @@ Status FaultyFile::ReadBatch(std::span<ReadRequest> requests) {
 }
 
 Result<std::unique_ptr<Storage>> CreateFaultyStorage(const PluginContext& context) {
-  if (context.inner == nullptr) {
-    return Status::InvalidArgument(
-        "storage plugin 'faulty' is a decorator and needs a back end to wrap (storage.options "
-        "inner: <backend>)");
-  }
-  IOMIMIC_ASSIGN_OR_RETURN(FaultyOptions options, ParseOptions(context.options));
-  return std::unique_ptr<Storage>(new FaultyStorage(context.inner, options));
+  return CreateDecorator<FaultyStorage>("faulty", context, &ParseOptions);
 }
 
 }  // namespace iomimic::faulty
@@ -250,5 +246,5 @@ const IomimicOptionSpec kFaultyOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("faulty", "1.0.0",
                               "decorator: injects I/O errors, short reads and ENOSPC",
-                              IOMIMIC_CAP_DECORATOR, kFaultyOptions,
-                              &iomimic::faulty::CreateFaultyStorage);
+                              iomimic::faulty::kCapabilities, kFaultyOptions,
+                              &iomimic::faulty::CreateFaultyStorage, "inner=posix,error_rate=0");

@@ -74,22 +74,25 @@ struct Fault {
 
 class FaultyStorage;
 
-class FaultyFile final : public ForwardingFile {
+class FaultyFile final : public DecoratorFile<FaultyStorage> {
  public:
-  FaultyFile(std::unique_ptr<File> inner, FaultyStorage* storage)
-      : ForwardingFile(std::move(inner)), storage_(storage) {}
+  using DecoratorFile::DecoratorFile;
 
+  // An eligible read that is chosen fails (eio: the inner file is not
+  // called) or comes back short (short_read); others are the inner ReadAt.
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
+  // An eligible write that is chosen fails (enospc: nothing written;
+  // short_write: its first part written); others are the inner WriteAt.
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
   // Faults apply as to WriteAt; a failed rank still joins the collective call.
   Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
+  // Each request is one operation: chosen ones fail (or come back short)
+  // alone, the others are read in one inner ReadBatch.
   Status ReadBatch(std::span<ReadRequest> requests) override;
 
  private:
   // The bytes a short read returns instead of `n`.
   std::size_t Shortened(const Fault& fault, std::uint64_t offset, std::size_t n) const;
-
-  FaultyStorage* storage_;
 };
 
 class FaultyStorage final : public ForwardingStorage {

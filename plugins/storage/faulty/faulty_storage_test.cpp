@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "iomimic/testing/memory_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace {
 
@@ -18,10 +19,8 @@ using iomimic::Storage;
 using iomimic::testing::MemoryStorage;
 
 std::unique_ptr<Storage> Make(Storage* inner, std::map<std::string, std::string> options) {
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("storage plugin 'faulty'", std::move(options));
-  ctx.inner = inner;
-  auto s = iomimic::faulty::CreateFaultyStorage(ctx);
+  auto s = iomimic::testing::MakeStorage(&iomimic::faulty::CreateFaultyStorage, "faulty",
+                                         std::move(options), inner);
   REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   return std::move(s).value();
 }

@@ -24,16 +24,16 @@
 
 #include "device_path.h"
 #include "h2d_model.h"
+#include "iomimic/posix_io.h"
 
 namespace iomimic::gds {
+
+// The descriptor's flags, and what capabilities() may claim (device memory on every data path).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DEVICE_MEMORY;
 namespace {
 
 constexpr std::uint64_t kMaxFileOffset =
     static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
-
-std::string At(const std::string& path, std::uint64_t offset) {
-  return path + " at offset " + std::to_string(offset);
-}
 
 std::size_t RoundUp(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -285,19 +285,10 @@ void ReleaseDeviceBuffer(void* context, void* data, std::size_t size) {
 // ends off the block grid, which also means end of file.
 Result<std::size_t> PreadFully(int fd, std::byte* data, std::size_t size, std::uint64_t offset,
                                bool direct, const std::string& path) {
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, data + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno,
-                               "pread " + At(path, offset + done) + (direct ? " (O_DIRECT)" : ""));
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-    if (direct && static_cast<std::size_t>(n) % kBlockAlignment != 0) break;
-  }
-  return done;
+  PreadEnd end;
+  if (direct) end.block = kBlockAlignment;
+  return PreadFull(fd, std::span<std::byte>(data, size), offset, path, end,
+                   direct ? " (O_DIRECT)" : "");
 }
 
 // One chunk read into staging memory: `data` points at the bytes of the
@@ -340,11 +331,11 @@ class GdsFile final : public File {
     try {
       return ReadAtImpl(offset, destination);
     } catch (const std::bad_alloc&) {
-      return Status::ResourceExhausted("out of memory reading " + At(path_, offset));
+      return Status::ResourceExhausted("out of memory reading " + PathAt(path_, offset));
     } catch (const std::exception& e) {
-      return Status::Internal("reading " + At(path_, offset) + ": " + e.what());
+      return Status::Internal("reading " + PathAt(path_, offset) + ": " + e.what());
     } catch (...) {
-      return Status::Internal("reading " + At(path_, offset) + ": unknown exception");
+      return Status::Internal("reading " + PathAt(path_, offset) + ": unknown exception");
     }
   }
 
@@ -357,22 +348,11 @@ class GdsFile final : public File {
     if (source.empty()) return Status::OK();
     if (state_->registry.Find(source.data(), source.size()).where != Where::kHost) {
       return Status::NotSupported(
-          "pwrite " + At(path_, offset) +
+          "pwrite " + PathAt(path_, offset) +
           ": the source is device memory; the gds back end writes from host memory only "
           "(GDS writes are out of scope)");
     }
-    std::size_t done = 0;
-    while (done < source.size()) {
-      ssize_t n = ::pwrite(write_fd_, source.data() + done, source.size() - done,
-                           static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pwrite " + At(path_, offset + done));
-      }
-      if (n == 0) return Status::IOError("pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
-      done += static_cast<std::size_t>(n);
-    }
-    return Status::OK();
+    return PwriteFull(write_fd_, source, offset, path_);
   }
 
   Status Sync() override {
@@ -420,7 +400,7 @@ class GdsFile final : public File {
     if (destination.empty()) return std::size_t{0};
     if (offset > kMaxFileOffset || destination.size() > kMaxFileOffset - offset) {
       return Status::InvalidArgument("read of " + std::to_string(destination.size()) +
-                                     " bytes at " + At(path_, offset) +
+                                     " bytes at " + PathAt(path_, offset) +
                                      " goes beyond the largest file offset");
     }
     Lookup where = state_->registry.Find(destination.data(), destination.size());
@@ -433,7 +413,7 @@ class GdsFile final : public File {
         break;
     }
     return Status::InvalidArgument("read of " + std::to_string(destination.size()) + " bytes at " +
-                                   At(path_, offset) +
+                                   PathAt(path_, offset) +
                                    ": the destination crosses the edge of a device buffer "
                                    "allocated by this storage");
   }
@@ -478,7 +458,7 @@ class GdsFile final : public File {
       while (done < destination.size()) {
         Result<std::size_t> n = device.ReadDirect(handle_, block, device_offset + done,
                                                   destination.size() - done, offset + done);
-        if (!n.ok()) return n.status().WithContext(At(path_, offset + done));
+        if (!n.ok()) return n.status().WithContext(PathAt(path_, offset + done));
         if (*n == 0) break;
         done += *n;
       }
@@ -526,7 +506,7 @@ class GdsFile final : public File {
     auto finish = [&](Status status) -> Status {
       for (int k = 0; k < 2; ++k) {
         Status s = wait(k);
-        if (status.ok() && !s.ok()) status = s.WithContext("staging " + At(path_, offset));
+        if (status.ok() && !s.ok()) status = s.WithContext("staging " + PathAt(path_, offset));
       }
       counters.storage_nanos.fetch_add(Nanos(storage), std::memory_order_relaxed);
       counters.h2d_nanos.fetch_add(Nanos(h2d), std::memory_order_relaxed);
@@ -535,7 +515,8 @@ class GdsFile final : public File {
     std::size_t done = 0;
     for (int k = 0; done < destination.size(); k = second ? 1 - k : 0) {
       Status waited = wait(k);
-      if (!waited.ok()) return finish(waited.WithContext("staging " + At(path_, offset + done)));
+      if (!waited.ok())
+        return finish(waited.WithContext("staging " + PathAt(path_, offset + done)));
       StagingBuffer& buffer = *buffers[k];
       const std::size_t want = std::min(destination.size() - done, buffer.capacity);
       const Clock::time_point t0 = Clock::now();
@@ -550,7 +531,7 @@ class GdsFile final : public File {
         h2d += Clock::now() - t1;
         if (!started.ok()) {
           return finish(started.WithContext("staging " + std::to_string(chunk->size) +
-                                            " bytes read from " + At(path_, offset + done)));
+                                            " bytes read from " + PathAt(path_, offset + done)));
         }
         pending[k] = true;
       }
@@ -675,13 +656,8 @@ GdsStorage::~GdsStorage() {
 }
 
 StorageCapabilities GdsStorage::capabilities() const {
-  StorageCapabilities caps;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);  // device memory
   caps.alignment = state_->direct_reads ? kBlockAlignment : 1;
-  caps.async = false;
-  caps.collective = false;
-  caps.device_memory = true;
-  caps.thread_safe = true;
-  caps.queue_depth = 1;
   caps.data_path = state_->data_path;
   return caps;
 }
@@ -869,5 +845,5 @@ const IomimicOptionSpec kGdsOptions[] = {
 IOMIMIC_DEFINE_STORAGE_PLUGIN("gds", "1.0.0",
                               "GPUDirect-style staging into device memory: cufile, cuda-bounce, "
                               "or emulated without a GPU",
-                              IOMIMIC_CAP_DEVICE_MEMORY, kGdsOptions,
+                              iomimic::gds::kCapabilities, kGdsOptions,
                               &iomimic::gds::CreateGdsStorage);

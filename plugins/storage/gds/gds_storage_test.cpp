@@ -28,6 +28,7 @@
 #include "cuda_api.h"
 #include "h2d_model.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace {
 
@@ -38,6 +39,7 @@ using iomimic::OpenMode;
 using iomimic::StatusCode;
 using iomimic::gds::GdsStorage;
 
+using iomimic::testing::Pattern;
 using iomimic::testing::TempDir;
 
 iomimic::Result<std::unique_ptr<GdsStorage>> TryMake(std::map<std::string, std::string> options) {
@@ -68,25 +70,10 @@ std::unique_ptr<GdsStorage> MakeForTest(std::map<std::string, std::string> optio
   return Make(options);
 }
 
-std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  std::uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v[i] = std::byte(x & 0xff);
-  }
-  return v;
-}
-
 // Writes `data` to `path` through the storage.
 void WriteThrough(iomimic::Storage& storage, const std::string& path,
                   const std::vector<std::byte>& data) {
-  auto f = storage.Open(path, {OpenMode::kWrite});
-  REQUIRE(f.ok());
-  REQUIRE((*f)->WriteAt(0, data).ok());
-  REQUIRE((*f)->Close().ok());
+  REQUIRE(iomimic::testing::WriteThrough(storage, path, data).ok());
 }
 
 std::vector<std::byte> DeviceBytes(const GdsStorage& storage, const std::byte* device,

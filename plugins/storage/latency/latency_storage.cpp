@@ -11,6 +11,10 @@
 #include <utility>
 
 namespace iomimic::latency {
+
+// The descriptor's flags, and what capabilities() may claim (a decorator: capabilities() are its
+// inner back end's).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DECORATOR;
 namespace {
 
 // A uniform double in [0, 1) from (seed, index, stream).
@@ -158,47 +162,55 @@ void LatencyStorage::Pace(std::uint64_t bytes) {
   if (until > now) std::this_thread::sleep_until(until);
 }
 
+namespace {
+
+// Every data call is the inner file's, then the wait its bytes cost
+// (LatencyStorage::Pace; the file comment of latency_storage.h).
+class LatencyFile final : public DecoratorFile<LatencyStorage> {
+ public:
+  using DecoratorFile::DecoratorFile;
+
+  // The inner ReadAt, then the wait for the bytes it read (0 on failure).
+  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
+    Result<std::size_t> n = inner().ReadAt(offset, destination);
+    storage().Pace(n.ok() ? *n : 0);
+    return n;
+  }
+
+  // The inner WriteAt, then (apply_to_writes) the wait for its bytes.
+  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+    Status s = inner().WriteAt(offset, source);
+    if (storage().options().apply_to_writes) storage().Pace(s.ok() ? source.size() : 0);
+    return s;
+  }
+
+  // The inner WriteAtAll, then (apply_to_writes) the wait for this rank's
+  // bytes.
+  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override {
+    Status s = inner().WriteAtAll(offset, source);
+    if (storage().options().apply_to_writes) storage().Pace(s.ok() ? source.size() : 0);
+    return s;
+  }
+
+  // The inner ReadBatch as one operation: one delay, the sum of its bytes.
+  Status ReadBatch(std::span<ReadRequest> requests) override {
+    Status s = inner().ReadBatch(requests);
+    std::uint64_t bytes = 0;
+    for (const ReadRequest& r : requests) bytes += r.bytes_read;
+    storage().Pace(bytes);
+    return s;
+  }
+};
+
+}  // namespace
+
 Result<std::unique_ptr<File>> LatencyStorage::WrapFile(std::unique_ptr<File> file,
                                                        const OpenOptions&) {
-  return Guard("latency", "opening", file->path(), [&]() -> Result<std::unique_ptr<File>> {
-    return std::unique_ptr<File>(new LatencyFile(std::move(file), this));
-  });
-}
-
-Result<std::size_t> LatencyFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
-  Result<std::size_t> n = inner().ReadAt(offset, destination);
-  storage_->Pace(n.ok() ? *n : 0);
-  return n;
-}
-
-Status LatencyFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
-  Status s = inner().WriteAt(offset, source);
-  if (storage_->options().apply_to_writes) storage_->Pace(s.ok() ? source.size() : 0);
-  return s;
-}
-
-Status LatencyFile::WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) {
-  Status s = inner().WriteAtAll(offset, source);
-  if (storage_->options().apply_to_writes) storage_->Pace(s.ok() ? source.size() : 0);
-  return s;
-}
-
-Status LatencyFile::ReadBatch(std::span<ReadRequest> requests) {
-  Status s = inner().ReadBatch(requests);
-  std::uint64_t bytes = 0;
-  for (const ReadRequest& r : requests) bytes += r.bytes_read;
-  storage_->Pace(bytes);
-  return s;
+  return WrapIn<LatencyFile>("latency", std::move(file), this);
 }
 
 Result<std::unique_ptr<Storage>> CreateLatencyStorage(const PluginContext& context) {
-  if (context.inner == nullptr) {
-    return Status::InvalidArgument(
-        "storage plugin 'latency' is a decorator and needs a back end to wrap (storage.options "
-        "inner: <backend>)");
-  }
-  IOMIMIC_ASSIGN_OR_RETURN(LatencyOptions options, ParseOptions(context.options));
-  return std::unique_ptr<Storage>(new LatencyStorage(context.inner, options));
+  return CreateDecorator<LatencyStorage>("latency", context, &ParseOptions);
 }
 
 }  // namespace iomimic::latency
@@ -218,5 +230,5 @@ const IomimicOptionSpec kLatencyOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("latency", "1.0.0",
                               "decorator: adds per-operation delay and a shared bandwidth cap",
-                              IOMIMIC_CAP_DECORATOR, kLatencyOptions,
-                              &iomimic::latency::CreateLatencyStorage);
+                              iomimic::latency::kCapabilities, kLatencyOptions,
+                              &iomimic::latency::CreateLatencyStorage, "inner=posix,delay=10us");

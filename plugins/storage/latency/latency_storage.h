@@ -104,22 +104,6 @@ class TokenBucket {
   std::atomic<std::int64_t> next_free_ns_;
 };
 
-class LatencyStorage;
-
-class LatencyFile final : public ForwardingFile {
- public:
-  LatencyFile(std::unique_ptr<File> inner, LatencyStorage* storage)
-      : ForwardingFile(std::move(inner)), storage_(storage) {}
-
-  Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override;
-  Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status WriteAtAll(std::uint64_t offset, std::span<const std::byte> source) override;
-  Status ReadBatch(std::span<ReadRequest> requests) override;
-
- private:
-  LatencyStorage* storage_;
-};
-
 class LatencyStorage final : public ForwardingStorage {
  public:
   LatencyStorage(Storage* inner, const LatencyOptions& options);

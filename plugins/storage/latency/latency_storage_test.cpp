@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "iomimic/testing/memory_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace {
 
@@ -23,10 +24,8 @@ using iomimic::testing::MemoryStorage;
 using namespace std::chrono_literals;
 
 std::unique_ptr<Storage> Make(Storage* inner, std::map<std::string, std::string> options) {
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("storage plugin 'latency'", std::move(options));
-  ctx.inner = inner;
-  auto s = iomimic::latency::CreateLatencyStorage(ctx);
+  auto s = iomimic::testing::MakeStorage(&iomimic::latency::CreateLatencyStorage, "latency",
+                                         std::move(options), inner);
   REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   return std::move(s).value();
 }

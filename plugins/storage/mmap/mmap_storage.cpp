@@ -15,15 +15,16 @@
 #include <utility>
 
 #include "iomimic/guard.h"
+#include "iomimic/posix_io.h"
 
 namespace iomimic::mmap {
+
+// The descriptor's flags, and what capabilities() may claim (copies from mappings: nothing beyond
+// the defaults).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_NONE;
 namespace {
 
 constexpr int kNoAdvice = -1;
-
-std::string At(const std::string& path, std::uint64_t offset) {
-  return path + " at offset " + std::to_string(offset);
-}
 
 template <typename F>
 auto Guarded(const char* what, const std::string& path, F&& body) -> decltype(body()) {
@@ -193,21 +194,6 @@ MmapFile::MmapFile(MappingLimiter* limiter, const MmapOptions* options, int fd, 
 
 MmapFile::~MmapFile() { (void)Close(); }
 
-Result<std::size_t> MmapFile::Pread(std::uint64_t offset, std::span<std::byte> destination) {
-  std::size_t done = 0;
-  while (done < destination.size()) {
-    ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
-                        static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pread " + At(path_, offset + done));
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return done;
-}
-
 Result<std::size_t> MmapFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
   return Guarded("reading", path_, [&]() -> Result<std::size_t> {
     if (fd_ < 0) return Status::InvalidArgument(path_ + ": read on a closed file");
@@ -223,7 +209,7 @@ Result<std::size_t> MmapFile::ReadAt(std::uint64_t offset, std::span<std::byte> 
         static_cast<std::size_t>(std::min<std::uint64_t>(destination.size(), size_ - offset));
     Result<const std::byte*> base = limiter_->Pin(this, size_);
     if (!base.ok()) return base.status();
-    if (*base == nullptr) return Pread(offset, destination.first(n));
+    if (*base == nullptr) return PreadFull(fd_, destination.first(n), offset, path_);
     if (advice_ == MADV_WILLNEED && options_->willneed_window > 0) {
       PrefetchAhead(*base, offset + n);
     }
@@ -250,17 +236,7 @@ void MmapFile::PrefetchAhead(const std::byte* base, std::uint64_t end) {
 
 Status MmapFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
   if (fd_ < 0) return Status::InvalidArgument(path_ + ": write on a closed file");
-  std::size_t done = 0;
-  while (done < source.size()) {
-    ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
-                         static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pwrite " + At(path_, offset + done));
-    }
-    if (n == 0) return Status::IOError("pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
-    done += static_cast<std::size_t>(n);
-  }
+  IOMIMIC_RETURN_IF_ERROR(PwriteFull(fd_, source, offset, path_));
   size_ = std::max<std::uint64_t>(size_, offset + source.size());
   return Status::OK();
 }
@@ -297,8 +273,7 @@ MmapStorage::MmapStorage(const MmapOptions& options)
     : options_(options), limiter_(options.max_mappings, options.max_mapped_bytes) {}
 
 StorageCapabilities MmapStorage::capabilities() const {
-  StorageCapabilities caps;
-  caps.alignment = 1;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.data_path = "mmap";
   return caps;
 }
@@ -310,15 +285,8 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     const int fd = OpenRetrying(path, OpenFlags(options.mode, /*readable_writes=*/true));
     if (fd < 0) return Status::FromErrno(errno, "open " + path);
     IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      Status error = Status::FromErrno(errno, "fstat " + path);
-      ::close(fd);
-      return error;
-    }
-    if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
-      (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
-    }
+    IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, FstatSizeOrClose(fd, path));
+    ReserveExpectedSize(fd, options);
     const int advice = AdviceFor(options_.advice, options.hint);
     // The readahead window of a fault on a file mapping is the descriptor's
     // (its struct file's): MADV_SEQUENTIAL alone keeps the default window,
@@ -326,8 +294,8 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     // sequential job; so does this back end, and the random pair likewise.
     if (advice == MADV_SEQUENTIAL) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     if (advice == MADV_RANDOM) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    return std::unique_ptr<File>(new MmapFile(&limiter_, &options_, fd, path, options.mode, advice,
-                                              static_cast<std::uint64_t>(st.st_size)));
+    return std::unique_ptr<File>(
+        new MmapFile(&limiter_, &options_, fd, path, options.mode, advice, size));
   });
 }
 
@@ -353,4 +321,5 @@ const IomimicOptionSpec kMmapOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("mmap", "1.0.0",
                               "reads copied from shared read-only mappings (np.memmap-like)",
-                              IOMIMIC_CAP_NONE, kMmapOptions, &iomimic::mmap::CreateMmapStorage);
+                              iomimic::mmap::kCapabilities, kMmapOptions,
+                              &iomimic::mmap::CreateMmapStorage);

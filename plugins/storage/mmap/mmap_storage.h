@@ -117,7 +117,6 @@ class MmapFile final : public File {
  private:
   friend class MappingLimiter;
 
-  Result<std::size_t> Pread(std::uint64_t offset, std::span<std::byte> destination);
   // Windowed MADV_WILLNEED ahead of a read that ends at `end`.
   void PrefetchAhead(const std::byte* base, std::uint64_t end);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace {
 
@@ -24,39 +25,25 @@ using iomimic::OpenMode;
 using iomimic::Storage;
 using iomimic::mmap::MmapStorage;
 
+using iomimic::testing::Pattern;
 using iomimic::testing::TempDir;
 
 std::unique_ptr<Storage> Make(std::map<std::string, std::string> options = {}) {
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("storage plugin 'mmap'", std::move(options));
-  auto s = iomimic::mmap::CreateMmapStorage(ctx);
+  auto s = iomimic::testing::MakeStorage(&iomimic::mmap::CreateMmapStorage, "mmap", options);
   REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   return std::move(s).value();
 }
 
 MmapStorage& AsMmap(Storage& s) { return dynamic_cast<MmapStorage&>(s); }
 
-std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte((i * 131 + seed * 7 + (i >> 9)) & 0xff);
-  return v;
-}
-
 void WritePlain(const std::string& path, const std::vector<std::byte>& data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  REQUIRE(fd >= 0);
-  REQUIRE(::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
-  ::close(fd);
+  REQUIRE(iomimic::testing::WritePlain(path, data).ok());
 }
 
 std::vector<std::byte> ReadAll(Storage& storage, const std::string& path) {
-  auto f = storage.Open(path, {OpenMode::kRead});
-  REQUIRE(f.ok());
-  std::vector<std::byte> out(*(*f)->Size());
-  auto n = (*f)->ReadAt(0, out);
-  REQUIRE(n.ok());
-  REQUIRE(*n == out.size());
-  return out;
+  auto data = iomimic::testing::ReadThrough(storage, path);
+  REQUIRE_MESSAGE(data.ok(), data.status().ToString());
+  return std::move(data).value();
 }
 
 }  // namespace

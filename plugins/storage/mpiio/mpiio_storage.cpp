@@ -42,6 +42,10 @@
 #include "iomimic/iomimic.h"
 
 namespace iomimic::mpiio {
+
+// The descriptor's flags, and what capabilities() may claim (collective unless mode is
+// independent).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_COLLECTIVE;
 namespace {
 
 enum class Mode { kIndependent, kCollective, kAggregator };
@@ -179,8 +183,8 @@ class MpiioStorage final : public FileSystemStorage {
   std::string name() const override { return "mpiio"; }
 
   StorageCapabilities capabilities() const override {
-    StorageCapabilities caps;
-    caps.collective = options_.mode != Mode::kIndependent;
+    StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
+    caps.collective = caps.collective && options_.mode != Mode::kIndependent;
     caps.shared_files = true;
     switch (options_.mode) {
       case Mode::kIndependent:
@@ -485,5 +489,5 @@ const IomimicOptionSpec kMpiioOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("mpiio", "1.0.0",
                               "MPI-IO on shared files: independent, collective or aggregated reads",
-                              IOMIMIC_CAP_COLLECTIVE, kMpiioOptions,
+                              iomimic::mpiio::kCapabilities, kMpiioOptions,
                               &iomimic::mpiio::CreateMpiioStorage);

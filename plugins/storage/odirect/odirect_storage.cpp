@@ -16,8 +16,12 @@
 #include <utility>
 
 #include "iomimic/guard.h"
+#include "iomimic/posix_io.h"
 
 namespace iomimic::odirect {
+
+// The descriptor's flags, and what capabilities() may claim (async unless the engine is sync).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO;
 namespace {
 
 // glibc 2.36 takes struct statx from <linux/stat.h> when the kernel headers
@@ -34,10 +38,6 @@ constexpr std::size_t kStatxDioOffsetAlignOffset = 0x9c;
 static_assert(offsetof(struct statx, stx_dio_mem_align) == 0x98);
 static_assert(offsetof(struct statx, stx_dio_offset_align) == 0x9c);
 #endif
-
-std::string At(const std::string& path, std::uint64_t offset) {
-  return path + " at offset " + std::to_string(offset);
-}
 
 std::uint64_t RoundDown(std::uint64_t x, std::uint64_t a) { return x / a * a; }
 std::uint64_t RoundUp(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / a * a; }
@@ -154,27 +154,22 @@ OdirectFile::~OdirectFile() { (void)Close(); }
 
 Status OdirectFile::ReadError(int err, std::uint64_t offset, std::size_t length) const {
   return Status::FromErrno(err, "O_DIRECT read of " + std::to_string(length) + " bytes from " +
-                                    At(path_, offset) + " (" + EngineName(storage_->engine()) +
+                                    PathAt(path_, offset) + " (" + EngineName(storage_->engine()) +
                                     ")");
 }
 
 Result<std::size_t> OdirectFile::PreadDirect(std::uint64_t offset, std::byte* buffer,
                                              std::size_t length) {
-  std::size_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pread(fd_, buffer + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "O_DIRECT pread of " + std::to_string(length - done) +
-                                          " bytes from " + At(path_, offset + done));
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-    // A count that is not a multiple of the alignment ends at end of file
-    // (and the next offset would be unaligned).
-    if (static_cast<std::size_t>(n) % alignment_.offset != 0) break;
+  // A count that is not a multiple of the alignment ends at end of file
+  // (and the next offset would be unaligned).
+  PreadEnd end;
+  end.block = alignment_.offset;
+  const PosixTransfer t = PreadLoop(fd_, std::span<std::byte>(buffer, length), offset, end);
+  if (t.error != 0) {
+    return Status::FromErrno(t.error, "O_DIRECT pread of " + std::to_string(length - t.done) +
+                                          " bytes from " + PathAt(path_, offset + t.done));
   }
-  return done;
+  return t.done;
 }
 
 Result<std::size_t> OdirectFile::ReadAt(std::uint64_t offset, std::span<std::byte> destination) {
@@ -396,19 +391,14 @@ Status OdirectFile::ExecuteReads(IoContext& context, std::span<ReadRequest> requ
 }
 
 Status OdirectFile::PwriteAll(const std::byte* data, std::size_t length, std::uint64_t offset) {
-  std::size_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pwrite(fd_, data + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "O_DIRECT pwrite of " + std::to_string(length - done) +
-                                          " bytes to " + At(path_, offset + done));
-    }
-    if (n == 0) {
-      return Status::IOError("O_DIRECT pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
-    }
-    done += static_cast<std::size_t>(n);
-    physical_end_ = std::max<std::uint64_t>(physical_end_, offset + done);
+  const PosixTransfer t = PwriteLoop(fd_, std::span<const std::byte>(data, length), offset);
+  if (t.done > 0) physical_end_ = std::max<std::uint64_t>(physical_end_, offset + t.done);
+  if (t.error != 0) {
+    return Status::FromErrno(t.error, "O_DIRECT pwrite of " + std::to_string(length - t.done) +
+                                          " bytes to " + PathAt(path_, offset + t.done));
+  }
+  if (t.done < length) {
+    return Status::IOError("O_DIRECT pwrite " + PathAt(path_, offset + t.done) + ": wrote 0 bytes");
   }
   return Status::OK();
 }
@@ -478,7 +468,8 @@ Status OdirectFile::WriteThroughBounce(IoContext& context, std::uint64_t offset,
 Status OdirectFile::WriteAt(std::uint64_t offset, std::span<const std::byte> source) {
   return Guarded("writing", path_, [&]() -> Status {
     if (fd_ < 0) return Status::InvalidArgument(path_ + ": write on a closed file");
-    if (mode_ == OpenMode::kRead) return Status::FromErrno(EBADF, "pwrite " + At(path_, offset));
+    if (mode_ == OpenMode::kRead)
+      return Status::FromErrno(EBADF, "pwrite " + PathAt(path_, offset));
     if (source.empty()) return Status::OK();
     const std::size_t a = alignment_.offset;
     const std::uint64_t end = offset + source.size();
@@ -570,12 +561,11 @@ OdirectStorage::OdirectStorage(const OdirectOptions& options, EngineKind engine,
 OdirectStorage::~OdirectStorage() { buffers_->Unref(); }
 
 StorageCapabilities OdirectStorage::capabilities() const {
-  StorageCapabilities caps;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.alignment = alignment_;
-  caps.async = engine_ != EngineKind::kSync;
-  caps.queue_depth = engine_ != EngineKind::kSync ? options_.queue_depth : 1;
+  caps.async = caps.async && engine_ != EngineKind::kSync;
+  caps.queue_depth = caps.async ? options_.queue_depth : 1;
   caps.data_path = EngineName(engine_);
-  caps.thread_safe = true;
   return caps;
 }
 
@@ -627,19 +617,10 @@ Result<std::unique_ptr<File>> OdirectStorage::Open(const std::string& path,
       return Status::FromErrno(errno, "open " + path);
     }
     IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      Status error = Status::FromErrno(errno, "fstat " + path);
-      ::close(fd);
-      return error;
-    }
-    if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
-      // Best effort: reserve the blocks without changing the length.
-      (void)::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.expected_size));
-    }
-    return std::unique_ptr<File>(new OdirectFile(this, fd, path, options.mode,
-                                                 QueryDioAlignment(fd),
-                                                 static_cast<std::uint64_t>(st.st_size)));
+    IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, FstatSizeOrClose(fd, path));
+    ReserveExpectedSize(fd, options);
+    return std::unique_ptr<File>(
+        new OdirectFile(this, fd, path, options.mode, QueryDioAlignment(fd), size));
   });
 }
 
@@ -690,5 +671,5 @@ const IomimicOptionSpec kOdirectOptions[] = {
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("odirect", "1.0.0",
                               "O_DIRECT I/O through io_uring or libaio, bypassing the page cache",
-                              IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO, kOdirectOptions,
+                              iomimic::odirect::kCapabilities, kOdirectOptions,
                               &iomimic::odirect::CreateOdirectStorage);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace {
 
@@ -31,45 +32,26 @@ using iomimic::Storage;
 using iomimic::odirect::EngineKind;
 using iomimic::odirect::MakeIoQueue;
 
+using iomimic::testing::Pattern;
 using iomimic::testing::TempDir;
 
 std::unique_ptr<Storage> Make(std::map<std::string, std::string> options = {}) {
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("storage plugin 'odirect'", std::move(options));
-  auto s = iomimic::odirect::CreateOdirectStorage(ctx);
+  auto s =
+      iomimic::testing::MakeStorage(&iomimic::odirect::CreateOdirectStorage, "odirect", options);
   REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   return std::move(s).value();
 }
 
-std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v[i] = std::byte(x & 0xff);
-  }
-  return v;
-}
-
 // Writes `data` with ordinary buffered I/O (the reference the back end is
-// compared with).
+// compared with), fsync'd.
 void WritePlain(const std::string& path, const std::vector<std::byte>& data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  REQUIRE(fd >= 0);
-  REQUIRE(::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
-  REQUIRE(::fsync(fd) == 0);
-  ::close(fd);
+  REQUIRE(iomimic::testing::WritePlain(path, data).ok());
 }
 
 std::vector<std::byte> ReadPlain(const std::string& path) {
-  std::vector<std::byte> out(fs::file_size(path));
-  int fd = ::open(path.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  REQUIRE(::pread(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size()));
-  ::close(fd);
-  return out;
+  auto data = iomimic::testing::ReadPlain(path);
+  REQUIRE_MESSAGE(data.ok(), data.status().ToString());
+  return std::move(data).value();
 }
 
 // The engines this build and kernel can run.

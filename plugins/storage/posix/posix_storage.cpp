@@ -21,15 +21,16 @@
 
 #include "iomimic/file_system.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/posix_io.h"
 
 namespace iomimic::posix {
+
+// The descriptor's flags, and what capabilities() may claim (buffered file I/O: nothing beyond the
+// defaults).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_NONE;
 namespace {
 
 constexpr int kNoAdvice = -1;
-
-std::string At(const std::string& path, std::uint64_t offset) {
-  return path + " at offset " + std::to_string(offset);
-}
 
 struct PosixOptions {
   int fadvise = kNoAdvice;  // explicit advice, or kNoAdvice to follow the hint
@@ -51,38 +52,17 @@ class PosixFile final : public File {
 
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
     if (fd_ < 0) return Status::InvalidArgument(path_ + ": read on a closed file");
-    std::size_t done = 0;
-    while (done < destination.size()) {
-      ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
-                          static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pread " + At(path_, offset + done));
-      }
-      if (n == 0) break;  // end of file
-      done += static_cast<std::size_t>(n);
-      // A short read that reaches the size a read-only file had at open is
-      // its end: no second pread to see 0 (a reader's calls stay its own,
-      // as with read(2): docs/dlio-compat.md §2.4).
-      if (!writable_ && offset + done >= size_at_open_) break;
-    }
-    return done;
+    // A short read that reaches the size a read-only file had at open is its
+    // end: no second pread to see 0 (a reader's calls stay its own, as with
+    // read(2): docs/dlio-compat.md §2.4).
+    PreadEnd end;
+    if (!writable_) end.known_size = size_at_open_;
+    return PreadFull(fd_, destination, offset, path_, end);
   }
 
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
     if (fd_ < 0) return Status::InvalidArgument(path_ + ": write on a closed file");
-    std::size_t done = 0;
-    while (done < source.size()) {
-      ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
-                           static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pwrite " + At(path_, offset + done));
-      }
-      if (n == 0) return Status::IOError("pwrite " + At(path_, offset + done) + ": wrote 0 bytes");
-      done += static_cast<std::size_t>(n);
-    }
-    return Status::OK();
+    return PwriteFull(fd_, source, offset, path_);
   }
 
   Status Sync() override {
@@ -128,8 +108,7 @@ class PosixStorage final : public FileSystemStorage {
   std::string name() const override { return "posix"; }
 
   StorageCapabilities capabilities() const override {
-    StorageCapabilities caps;
-    caps.alignment = 1;
+    StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
     caps.data_path = "pread";
     return caps;
   }
@@ -209,4 +188,5 @@ const IomimicOptionSpec kPosixOptions[] = {
 }  // namespace
 
 IOMIMIC_DEFINE_STORAGE_PLUGIN("posix", "1.0.0", "buffered POSIX I/O with pread/pwrite",
-                              IOMIMIC_CAP_NONE, kPosixOptions, &iomimic::posix::CreatePosixStorage);
+                              iomimic::posix::kCapabilities, kPosixOptions,
+                              &iomimic::posix::CreatePosixStorage);

@@ -7,6 +7,7 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "iomimic/testing/storage_cases.h"
 
 namespace iomimic::posix {
 Result<std::unique_ptr<Storage>> CreatePosixStorage(const PluginContext& context);
@@ -16,20 +17,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using iomimic::testing::Pattern;
 using iomimic::testing::TempDir;
 
 std::unique_ptr<iomimic::Storage> Make(std::map<std::string, std::string> options = {}) {
-  iomimic::PluginContext ctx;
-  ctx.options = iomimic::PluginOptions("storage plugin 'posix'", options);
-  auto s = iomimic::posix::CreatePosixStorage(ctx);
-  REQUIRE(s.ok());
+  auto s = iomimic::testing::MakeStorage(&iomimic::posix::CreatePosixStorage, "posix", options);
+  REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   return std::move(s).value();
-}
-
-std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte((i * 31 + seed) & 0xff);
-  return v;
 }
 
 }  // namespace

@@ -451,6 +451,197 @@ Status Client::Perform(std::span<Request*> requests, std::size_t in_flight) {
   return first;
 }
 
+namespace {
+
+// The request headers of `r`, in the order they are sent (the signature
+// covers them). The caller owns the list.
+curl_slist* RequestHeaders(const Request& r, const ClientOptions& options) {
+  curl_slist* h = nullptr;
+  h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  // No "Expect:" line to suppress 100-continue: 7.88 signs the empty
+  // header too, and the server then computes another signature.
+  if (!options.session_token.empty()) {
+    h = curl_slist_append(h, ("x-amz-security-token: " + options.session_token).c_str());
+  }
+  if (r.range_length > 0) {
+    h = curl_slist_append(h, ("Range: bytes=" + std::to_string(r.range_offset) + "-" +
+                              std::to_string(r.range_offset + r.range_length - 1))
+                                 .c_str());
+  }
+  for (const std::string& line : r.headers) h = curl_slist_append(h, line.c_str());
+  return h;
+}
+
+// Sets what the method of `r` needs on `e` (a PUT also adds its Content-Type
+// to `*headers`).
+void SetMethod(CURL* e, Request* r, curl_slist** headers) {
+  if (r->method == "HEAD") {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (r->method == "PUT") {
+    *headers = curl_slist_append(*headers, "Content-Type: application/octet-stream");
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, &OnUpload);
+    curl_easy_setopt(e, CURLOPT_READDATA, r);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, &OnSeek);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r->upload.size()));
+  } else if (r->method == "POST") {
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, reinterpret_cast<const char*>(r->upload.data()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r->upload.size()));
+  } else if (r->method != "GET") {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method.c_str());
+  }
+}
+
+// Sets the options every request has on the freshly reset handle `e`: URL,
+// SigV4 signing, timeouts, TLS checks, buffers and the callbacks into `r`.
+void SetCommonOptions(CURL* e, Request* r, const ClientOptions& options, const std::string& url,
+                      const std::string& sigv4) {
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  curl_easy_setopt(e, CURLOPT_USERNAME, options.access_key_id.c_str());
+  curl_easy_setopt(e, CURLOPT_PASSWORD, options.secret_access_key.c_str());
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, options.stall_timeout_seconds);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+  // Large transfer buffers: fewer callbacks and system calls per MiB.
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
+  curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+}
+
+// Sets the outcome of `r` from its finished transfer on `e` (`code`, and
+// r->http_code already read): OK for a 2xx (with its length and ETag), a
+// too-large answer or an accepted 404; otherwise the error, and whether it
+// may pass when tried again.
+void SettleRequest(CURL* e, Request* r, CURLcode code) {
+  if (code == CURLE_WRITE_ERROR && r->too_large) {
+    r->status = Status::OK();  // an answer: the size, in content_length
+    return;
+  }
+  if (code != CURLE_OK) {
+    const std::string text =
+        "s3: " + r->method + " " + Describe(r->bucket, r->key) + ": " + curl_easy_strerror(code);
+    if (code == CURLE_WRITE_ERROR && !r->download.empty()) {
+      r->status = Status::Corruption(text + " (the object is larger than the " +
+                                     std::to_string(r->download.size()) +
+                                     " bytes expected; did it change?)");
+    } else {
+      r->status = Status::IOError(text);
+      r->retryable = Retryable(*r, code);
+    }
+    return;
+  }
+  if (r->http_code / 100 == 2) {
+    curl_off_t length = -1;
+    curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    r->content_length = length < 0 ? r->received : static_cast<std::uint64_t>(length);
+    curl_header* etag = nullptr;
+    if (curl_easy_header(e, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK) {
+      r->etag = etag->value;
+    }
+    r->status = Status::OK();
+    return;
+  }
+  if (r->http_code == 404 && r->not_found_ok) {
+    r->status = Status::OK();
+    return;
+  }
+  r->status = StatusForHttp(*r);
+  r->retryable = Retryable(*r, CURLE_OK);
+}
+
+}  // namespace
+
+// The state of one PerformOnce: which request each easy handle (slot) runs
+// and on which endpoint, the next request to start, and the transfer counts.
+struct Client::Pass {
+  explicit Pass(std::size_t slots) : request(slots, nullptr), endpoint(slots, 0) {}
+  std::vector<Request*> request;
+  std::vector<std::size_t> endpoint;
+  std::size_t next = 0;
+  std::size_t running = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t connects = 0;
+};
+
+void Client::StartRequest(Connection& c, Pass& pass, std::size_t slot, Request* r) {
+  CURL* e = c.easy[slot];
+  curl_easy_reset(e);
+  if (c.headers[slot] != nullptr) {
+    curl_slist_free_all(c.headers[slot]);
+    c.headers[slot] = nullptr;
+  }
+  ++r->attempts;
+  r->http_code = 0;
+  r->received = 0;
+  r->body.clear();
+  r->etag.clear();
+  r->upload_position = 0;
+  r->retryable = false;
+  pass.endpoint[slot] = PickEndpoint();
+  std::string url = BucketUrl(options_, endpoints_[pass.endpoint[slot]], r->bucket);
+  if (!r->key.empty()) url += "/" + UriEncode(r->key, true);
+  if (!r->query.empty()) url += "?" + CanonicalQuery(r->query);
+  SetCommonOptions(e, r, options_, url, sigv4_);
+  curl_slist* h = RequestHeaders(*r, options_);
+  SetMethod(e, r, &h);
+  c.headers[slot] = h;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(slot));
+  pass.request[slot] = r;
+  curl_multi_add_handle(c.multi, e);
+  ++pass.running;
+}
+
+void Client::FinishRequest(Connection& c, Pass& pass, std::size_t slot, int code) {
+  CURL* e = c.easy[slot];
+  Request* r = pass.request[slot];
+  pass.request[slot] = nullptr;
+  Release(pass.endpoint[slot]);
+  curl_multi_remove_handle(c.multi, e);
+  --pass.running;
+  long http = 0;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &http);
+  r->http_code = http;
+  curl_off_t up = 0;
+  curl_off_t down = 0;
+  curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
+  curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
+  long new_connections = 0;
+  curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
+  pass.sent += static_cast<std::uint64_t>(up);
+  pass.received += static_cast<std::uint64_t>(down);
+  pass.connects += static_cast<std::uint64_t>(new_connections);
+  SettleRequest(e, r, static_cast<CURLcode>(code));
+}
+
+void Client::AbandonPass(Connection& c, Pass& pass, std::span<Request*> requests, int code) {
+  const Status failure = Status::IOError(std::string("s3: curl multi: ") +
+                                         curl_multi_strerror(static_cast<CURLMcode>(code)));
+  for (std::size_t slot = 0; slot < c.easy.size(); ++slot) {
+    if (pass.request[slot] == nullptr) continue;
+    pass.request[slot]->status = failure;
+    pass.request[slot]->retryable = true;
+    Release(pass.endpoint[slot]);
+    curl_multi_remove_handle(c.multi, c.easy[slot]);
+    pass.request[slot] = nullptr;
+    --pass.running;
+  }
+  while (pass.next < requests.size()) {
+    requests[pass.next]->status = failure;
+    requests[pass.next++]->retryable = true;
+  }
+}
+
 // One pass over `requests`: failures that may succeed when tried again get
 // kUnavailable (Perform retries those).
 Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::size_t in_flight) {
@@ -462,165 +653,16 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
     c.headers.push_back(nullptr);
   }
   if (c.easy.empty()) return Status::ResourceExhausted("s3: curl_easy_init failed");
-  std::vector<Request*> slot_request(c.easy.size(), nullptr);
-  std::vector<std::size_t> slot_endpoint(c.easy.size(), 0);
-  std::size_t next = 0;
-  std::size_t running_count = 0;
-  std::uint64_t sent = 0;
-  std::uint64_t received = 0;
-  std::uint64_t connects = 0;
-
-  auto start = [&](std::size_t slot, Request* r) {
-    CURL* e = c.easy[slot];
-    curl_easy_reset(e);
-    if (c.headers[slot] != nullptr) {
-      curl_slist_free_all(c.headers[slot]);
-      c.headers[slot] = nullptr;
-    }
-    ++r->attempts;
-    r->http_code = 0;
-    r->received = 0;
-    r->body.clear();
-    r->etag.clear();
-    r->upload_position = 0;
-    r->retryable = false;
-    slot_endpoint[slot] = PickEndpoint();
-    std::string url = BucketUrl(options_, endpoints_[slot_endpoint[slot]], r->bucket);
-    if (!r->key.empty()) url += "/" + UriEncode(r->key, true);
-    if (!r->query.empty()) url += "?" + CanonicalQuery(r->query);
-    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4_.c_str());
-    curl_easy_setopt(e, CURLOPT_USERNAME, options_.access_key_id.c_str());
-    curl_easy_setopt(e, CURLOPT_PASSWORD, options_.secret_access_key.c_str());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_seconds);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, options_.stall_timeout_seconds);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    // Large transfer buffers: fewer callbacks and system calls per MiB.
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl_slist* h = nullptr;
-    h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    // No "Expect:" line to suppress 100-continue: 7.88 signs the empty
-    // header too, and the server then computes another signature.
-    if (!options_.session_token.empty()) {
-      h = curl_slist_append(h, ("x-amz-security-token: " + options_.session_token).c_str());
-    }
-    if (r->range_length > 0) {
-      h = curl_slist_append(h, ("Range: bytes=" + std::to_string(r->range_offset) + "-" +
-                                std::to_string(r->range_offset + r->range_length - 1))
-                                   .c_str());
-    }
-    for (const std::string& line : r->headers) h = curl_slist_append(h, line.c_str());
-    if (r->method == "HEAD") {
-      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else if (r->method == "PUT") {
-      h = curl_slist_append(h, "Content-Type: application/octet-stream");
-      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(e, CURLOPT_READFUNCTION, &OnUpload);
-      curl_easy_setopt(e, CURLOPT_READDATA, r);
-      curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, &OnSeek);
-      curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
-      curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r->upload.size()));
-    } else if (r->method == "POST") {
-      curl_easy_setopt(e, CURLOPT_POST, 1L);
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, reinterpret_cast<const char*>(r->upload.data()));
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r->upload.size()));
-    } else if (r->method != "GET") {
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method.c_str());
-    }
-    c.headers[slot] = h;
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(slot));
-    slot_request[slot] = r;
-    curl_multi_add_handle(c.multi, e);
-    ++running_count;
-  };
-
-  auto finish = [&](std::size_t slot, CURLcode code) {
-    CURL* e = c.easy[slot];
-    Request* r = slot_request[slot];
-    slot_request[slot] = nullptr;
-    Release(slot_endpoint[slot]);
-    curl_multi_remove_handle(c.multi, e);
-    --running_count;
-    long http = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &http);
-    r->http_code = http;
-    curl_off_t up = 0;
-    curl_off_t down = 0;
-    curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
-    curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
-    long new_connections = 0;
-    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
-    sent += static_cast<std::uint64_t>(up);
-    received += static_cast<std::uint64_t>(down);
-    connects += static_cast<std::uint64_t>(new_connections);
-    if (code == CURLE_WRITE_ERROR && r->too_large) {
-      r->status = Status::OK();  // an answer: the size, in content_length
-      return;
-    }
-    if (code != CURLE_OK) {
-      const std::string text =
-          "s3: " + r->method + " " + Describe(r->bucket, r->key) + ": " + curl_easy_strerror(code);
-      if (code == CURLE_WRITE_ERROR && !r->download.empty()) {
-        r->status = Status::Corruption(text + " (the object is larger than the " +
-                                       std::to_string(r->download.size()) +
-                                       " bytes expected; did it change?)");
-      } else {
-        r->status = Status::IOError(text);
-        r->retryable = Retryable(*r, code);
-      }
-      return;
-    }
-    if (http / 100 == 2) {
-      curl_off_t length = -1;
-      curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-      r->content_length = length < 0 ? r->received : static_cast<std::uint64_t>(length);
-      curl_header* etag = nullptr;
-      if (curl_easy_header(e, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK) {
-        r->etag = etag->value;
-      }
-      r->status = Status::OK();
-      return;
-    }
-    if (http == 404 && r->not_found_ok) {
-      r->status = Status::OK();
-      return;
-    }
-    r->status = StatusForHttp(*r);
-    r->retryable = Retryable(*r, CURLE_OK);
-  };
-
-  while (next < requests.size() || running_count > 0) {
-    for (std::size_t slot = 0; slot < c.easy.size() && next < requests.size(); ++slot) {
-      if (slot_request[slot] == nullptr) start(slot, requests[next++]);
+  Pass pass(c.easy.size());
+  while (pass.next < requests.size() || pass.running > 0) {
+    for (std::size_t slot = 0; slot < c.easy.size() && pass.next < requests.size(); ++slot) {
+      if (pass.request[slot] == nullptr) StartRequest(c, pass, slot, requests[pass.next++]);
     }
     int still = 0;
     CURLMcode mc = curl_multi_perform(c.multi, &still);
     if (mc == CURLM_OK && still > 0) mc = curl_multi_poll(c.multi, nullptr, 0, 1000, nullptr);
     if (mc != CURLM_OK) {
-      const Status failure =
-          Status::IOError(std::string("s3: curl multi: ") + curl_multi_strerror(mc));
-      for (std::size_t slot = 0; slot < c.easy.size(); ++slot) {
-        if (slot_request[slot] == nullptr) continue;
-        slot_request[slot]->status = failure;
-        slot_request[slot]->retryable = true;
-        Release(slot_endpoint[slot]);
-        curl_multi_remove_handle(c.multi, c.easy[slot]);
-        slot_request[slot] = nullptr;
-        --running_count;
-      }
-      while (next < requests.size()) {
-        requests[next]->status = failure;
-        requests[next++]->retryable = true;
-      }
+      AbandonPass(c, pass, requests, mc);
       break;
     }
     int left = 0;
@@ -628,14 +670,14 @@ Status Client::PerformOnce(Connection& c, std::span<Request*> requests, std::siz
       if (m->msg != CURLMSG_DONE) continue;
       void* slot_pointer = nullptr;
       curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &slot_pointer);
-      finish(reinterpret_cast<std::size_t>(slot_pointer), m->data.result);
+      FinishRequest(c, pass, reinterpret_cast<std::size_t>(slot_pointer), m->data.result);
     }
   }
   std::lock_guard lock(mutex_);
   stats_.requests += requests.size();
-  stats_.bytes_sent += sent;
-  stats_.bytes_received += received;
-  stats_.connections += connects;
+  stats_.bytes_sent += pass.sent;
+  stats_.bytes_received += pass.received;
+  stats_.connections += pass.connects;
   return Status::OK();
 }
 

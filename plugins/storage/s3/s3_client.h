@@ -198,6 +198,19 @@ class Client {
   void Release(std::size_t endpoint);
   void Return(std::unique_ptr<Connection> connection);
   Status PerformOnce(Connection& connection, std::span<Request*> requests, std::size_t in_flight);
+  // The steps of PerformOnce. A Pass is the state of one (s3_client.cpp).
+  struct Pass;
+  // Resets slot `slot`'s handle, sets it up for `r` on the next endpoint and
+  // adds it to the transfers in flight.
+  void StartRequest(Connection& connection, Pass& pass, std::size_t slot, Request* r);
+  // Takes slot `slot`'s finished transfer (`code`) out of the multi handle,
+  // counts its bytes and connections and sets its request's outcome. `code`
+  // is the transfer's CURLcode (an int here: this header does not include
+  // curl.h).
+  void FinishRequest(Connection& connection, Pass& pass, std::size_t slot, int code);
+  // After the multi handle failed with `code` (a CURLMcode): every request in
+  // flight or not yet started fails with a retryable kIOError naming it.
+  void AbandonPass(Connection& connection, Pass& pass, std::span<Request*> requests, int code);
 
   ClientOptions options_;
   std::vector<std::string> endpoints_;                    // at least one

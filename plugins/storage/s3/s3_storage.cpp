@@ -6,6 +6,9 @@
 #include <memory>
 
 namespace iomimic::s3 {
+
+// The descriptor's flags, and what capabilities() may claim (async with read_mode ranged).
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC;
 namespace {
 
 std::string Lower(std::string text) {
@@ -377,13 +380,18 @@ class S3ReadFile final : public File {
 
 }  // namespace
 
-Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environment)(const char*)) {
+namespace {
+
+// The options that say where and how the client connects (endpoint, region,
+// keys, tries, addressing, TLS), with their environment fallbacks, into
+// `*client`.
+Status ParseConnection(const PluginOptions& opts, const char* (*environment)(const char*),
+                       ClientOptions* client) {
+  ClientOptions& c = *client;
   auto env = [&](const char* name) -> std::string {
     const char* v = environment == nullptr ? nullptr : environment(name);
     return v == nullptr ? std::string() : std::string(v);
   };
-  S3Options out;
-  ClientOptions& c = out.client;
   IOMIMIC_ASSIGN_OR_RETURN(c.endpoint, opts.GetString("endpoint_url", ""));
   if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL_S3");
   if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL");
@@ -422,6 +430,31 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
     c.addressing = Addressing::kPath;
   }
   IOMIMIC_ASSIGN_OR_RETURN(c.verify_tls, opts.GetBool("verify_tls", true));
+  return Status::OK();
+}
+
+// The endpoints of a comma-separated list, spaces around each trimmed, empty
+// ones left out.
+std::vector<std::string> SplitEndpoints(const std::string& endpoint_urls) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < endpoint_urls.size();) {
+    std::size_t comma = endpoint_urls.find(',', at);
+    if (comma == std::string::npos) comma = endpoint_urls.size();
+    std::string url = endpoint_urls.substr(at, comma - at);
+    url.erase(0, url.find_first_not_of(' '));
+    url.erase(url.find_last_not_of(' ') + 1);
+    if (!url.empty()) out.push_back(std::move(url));
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environment)(const char*)) {
+  S3Options out;
+  ClientOptions& c = out.client;
+  IOMIMIC_RETURN_IF_ERROR(ParseConnection(opts, environment, &c));
   IOMIMIC_ASSIGN_OR_RETURN(
       out.read_mode, opts.GetChoice("read_mode", ReadMode::kWhole,
                                     {{"whole", ReadMode::kWhole}, {"ranged", ReadMode::kRanged}}));
@@ -436,15 +469,7 @@ Result<S3Options> ParseOptions(const PluginOptions& opts, const char* (*environm
   IOMIMIC_ASSIGN_OR_RETURN(out.fail_after_parts, opts.GetInt("fail_after_parts", -1));
   IOMIMIC_ASSIGN_OR_RETURN(out.storage_library, opts.GetString("storage_library", ""));
   IOMIMIC_ASSIGN_OR_RETURN(const std::string endpoint_urls, opts.GetString("endpoint_urls", ""));
-  for (std::size_t at = 0; at < endpoint_urls.size();) {
-    std::size_t comma = endpoint_urls.find(',', at);
-    if (comma == std::string::npos) comma = endpoint_urls.size();
-    std::string url = endpoint_urls.substr(at, comma - at);
-    url.erase(0, url.find_first_not_of(' '));
-    url.erase(url.find_last_not_of(' ') + 1);
-    if (!url.empty()) c.endpoints.push_back(std::move(url));
-    at = comma + 1;
-  }
+  c.endpoints = SplitEndpoints(endpoint_urls);
   IOMIMIC_ASSIGN_OR_RETURN(c.balance,
                            opts.GetChoice("load_balance", Balance::kRoundRobin,
                                           {{"round_robin", Balance::kRoundRobin},
@@ -483,13 +508,10 @@ S3Storage::S3Storage(const S3Options& options, std::unique_ptr<Client> client)
     : options_(options), client_(std::move(client)) {}
 
 StorageCapabilities S3Storage::capabilities() const {
-  StorageCapabilities caps;
-  caps.alignment = 1;
+  StorageCapabilities caps = CapabilitiesAllowedBy(kCapabilities);
   caps.objects = true;
-  caps.async = options_.read_mode == ReadMode::kRanged;
-  caps.queue_depth = options_.read_mode == ReadMode::kRanged
-                         ? static_cast<std::uint32_t>(options_.ranges_in_flight)
-                         : 1;
+  caps.async = caps.async && options_.read_mode == ReadMode::kRanged;
+  caps.queue_depth = caps.async ? static_cast<std::uint32_t>(options_.ranges_in_flight) : 1;
   caps.data_path = options_.read_mode == ReadMode::kRanged ? "s3-ranged-get" : "s3-whole-get";
   return caps;
 }
@@ -535,17 +557,22 @@ Result<std::unique_ptr<File>> S3Storage::Open(const std::string& path, const Ope
     return std::unique_ptr<File>(
         new S3ReadFile(this, &options_, &counters_, path, name, get.received, std::move(body)));
   }
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   if (head.http_code == 404) {
     return Status::NotFound("s3: " + Describe(name.bucket, name.key) + ": no such object");
   }
   return std::unique_ptr<File>(
       new S3ReadFile(this, &options_, &counters_, path, name, head.content_length, nullptr));
+}
+
+Result<Request> S3Storage::Head(const std::string& bucket, const std::string& key) {
+  Request head;
+  head.method = "HEAD";
+  head.bucket = bucket;
+  head.key = key;
+  head.not_found_ok = true;
+  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  return head;
 }
 
 std::unique_ptr<BodyBuffer> S3Storage::TakeBuffer() {
@@ -581,11 +608,7 @@ Status S3Storage::CreateDirectories(const std::string& path) {
       return Status::OK();
     }
   }
-  Request r;
-  r.method = "HEAD";
-  r.bucket = name.bucket;
-  r.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(r));
+  IOMIMIC_ASSIGN_OR_RETURN(Request r, Head(name.bucket, ""));
   if (r.http_code == 404) {
     return Status::NotFound("s3: bucket '" + name.bucket + "' does not exist (at " +
                             options_.client.endpoint + "); create it, or set storage_root / the " +
@@ -598,12 +621,7 @@ Status S3Storage::CreateDirectories(const std::string& path) {
 
 Status S3Storage::Remove(const std::string& path) {
   IOMIMIC_ASSIGN_OR_RETURN(ObjectName name, ParsePath(path));
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   if (head.http_code == 404) {
     return Status::NotFound("s3: remove " + Describe(name.bucket, name.key) + ": no such object");
   }
@@ -634,12 +652,7 @@ Status S3Storage::Rename(const std::string& from, const std::string& to) {
 
 Result<FileInfo> S3Storage::Stat(const std::string& path) {
   IOMIMIC_ASSIGN_OR_RETURN(ObjectName name, ParsePath(path));
-  Request head;
-  head.method = "HEAD";
-  head.bucket = name.bucket;
-  head.key = name.key;
-  head.not_found_ok = true;
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(head));
+  IOMIMIC_ASSIGN_OR_RETURN(Request head, Head(name.bucket, name.key));
   FileInfo info;
   if (head.http_code != 404) {
     info.is_directory = name.key.empty();
@@ -777,4 +790,5 @@ const IomimicOptionSpec kS3Options[] = {
 IOMIMIC_DEFINE_STORAGE_PLUGIN("s3", "1.0.0",
                               "S3 objects over HTTP (libcurl, SigV4): whole or ranged GETs, "
                               "single or multipart PUTs",
-                              IOMIMIC_CAP_ASYNC, kS3Options, &iomimic::s3::CreateS3Storage);
+                              iomimic::s3::kCapabilities, kS3Options,
+                              &iomimic::s3::CreateS3Storage);

@@ -114,6 +114,11 @@ class S3Storage final : public Storage {
   void GiveBuffer(std::unique_ptr<BodyBuffer> buffer);
 
  private:
+  // A HEAD of `key` in `bucket` (of the bucket itself when `key` is empty):
+  // the finished request, a 404 included (http_code 404, status OK); other
+  // failures as Client::Perform returns them.
+  Result<Request> Head(const std::string& bucket, const std::string& key);
+
   S3Options options_;
   std::unique_ptr<Client> client_;
   S3Counters counters_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/storage_cases.h"
 #include "s3_client.h"
 
 namespace {
@@ -33,11 +34,7 @@ iomimic::Result<iomimic::s3::S3Options> Parse(std::map<std::string, std::string>
                                    &FakeEnv);
 }
 
-std::vector<std::byte> Pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte((i * 131 + seed + i / 4099) & 0xff);
-  return v;
-}
+using iomimic::testing::Pattern;
 
 }  // namespace
 
