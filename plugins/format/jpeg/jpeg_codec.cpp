@@ -16,8 +16,7 @@
 #include <exception>
 #include <new>
 
-#include "image_common/image_sink.h"
-#include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::jpeg {
 namespace {
@@ -394,10 +393,23 @@ Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
   return g;
 }
 
-Status WriteJpegFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
-  return Guard("jpeg", "writing", spec.path,
-               [&]() -> Status { return WriteJpegImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  WriterOptions out;
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t quality, options.GetInt("quality", 75));
+  if (quality < 1 || quality > 100) {
+    return Status::InvalidArgument(options.owner() + ": option 'quality' = " +
+                                   std::to_string(quality) + " is not a JPEG quality (1-100)");
+  }
+  out.quality = static_cast<int>(quality);
+  return out;
+}
+
+Result<std::uint64_t> JpegCodec::ExpectedFileSize(const FileSpec&) const {
+  return Status::NotSupported("jpeg: the size of a JPEG file depends on its pixels");
+}
+
+Status JpegCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  return WriteJpegImpl(storage, file, spec, options_);
 }
 
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -419,34 +431,46 @@ Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::str
 
 Status JpegCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  return Guard("jpeg", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    auto ctx = std::make_unique<ReadContext>();
-    DecompressGuard guard(ctx.get());
-    return OpenAndReadInfo(file, path, ctx.get(), info);
-  });
+  auto ctx = std::make_unique<ReadContext>();
+  DecompressGuard guard(ctx.get());
+  return OpenAndReadInfo(file, path, ctx.get(), info);
 }
 
 Status JpegCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  return Guard("jpeg", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    auto ctx = std::make_unique<ReadContext>();
-    DecompressGuard guard(ctx.get());
-    IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, ctx.get(), info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "jpeg"));
-    const std::size_t row_bytes = static_cast<std::size_t>(info->width * info->channels);
-    if (!ReadPixels(ctx.get(), reinterpret_cast<unsigned char*>(pixels->data()), row_bytes)) {
-      return ReadFailure(*ctx, path);
-    }
-    if (info->channels == 4) {
-      // PIL reads CMYK with Adobe's inverted convention (raw mode "CMYK;I").
-      for (std::byte& b : pixels->span().first(bytes)) b = ~b;
-    }
-    return Status::OK();
-  });
+  auto ctx = std::make_unique<ReadContext>();
+  DecompressGuard guard(ctx.get());
+  IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, ctx.get(), info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "jpeg"));
+  const std::size_t row_bytes = static_cast<std::size_t>(info->width * info->channels);
+  if (!ReadPixels(ctx.get(), reinterpret_cast<unsigned char*>(out), row_bytes)) {
+    return ReadFailure(*ctx, path);
+  }
+  if (info->channels == 4) {
+    // PIL reads CMYK with Adobe's inverted convention (raw mode "CMYK;I").
+    for (std::byte& b : pixels->span().first(info->decoded_bytes())) b = ~b;
+  }
+  return Status::OK();
 }
 
 }  // namespace iomimic::jpeg
+
+namespace {
+
+const IomimicOptionSpec kJpegOptions[] = {
+    {"quality", "int", "75", "JPEG quality, 1-100 (PIL's quality; 75 is PIL's default)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "jpeg", "1.0.0",
+    "JPEG images as PIL's Image.save writes them (baseline JFIF, quality 75, greyscale or RGB, "
+    "one image per file), read whole and decoded like np.asarray(PIL.Image.open(f))",
+    kJpegOptions,
+    [](const iomimic::PluginOptions& options)
+        -> iomimic::Result<std::unique_ptr<iomimic::jpeg::JpegCodec>> {
+      IOMIMIC_ASSIGN_OR_RETURN(iomimic::jpeg::WriterOptions parsed,
+                               iomimic::jpeg::ParseOptions(options));
+      return std::make_unique<iomimic::jpeg::JpegCodec>(parsed);
+    });

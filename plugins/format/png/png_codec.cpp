@@ -9,8 +9,7 @@
 #include <exception>
 #include <new>
 
-#include "image_common/image_sink.h"
-#include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::png {
 namespace {
@@ -318,10 +317,23 @@ Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
   return g;
 }
 
-Status WritePngFile(Storage& storage, File& file, const FileSpec& spec,
-                    const WriterOptions& options) {
-  return Guard("png", "writing", spec.path,
-               [&]() -> Status { return WritePngImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  WriterOptions out;
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, options.GetInt("compress_level", 6));
+  if (level < 0 || level > 9) {
+    return Status::InvalidArgument(options.owner() + ": option 'compress_level' = " +
+                                   std::to_string(level) + " is not a zlib level (0-9)");
+  }
+  out.compress_level = static_cast<int>(level);
+  return out;
+}
+
+Result<std::uint64_t> PngCodec::ExpectedFileSize(const FileSpec&) const {
+  return Status::NotSupported("png: the size of a PNG file depends on how its pixels compress");
+}
+
+Status PngCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  return WritePngImpl(storage, file, spec, options_);
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -342,29 +354,40 @@ Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::stri
 
 Status PngCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                             ImageInfo* info) const {
-  return Guard("png", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    ReadContext ctx;
-    ReadStructs structs(&ctx);
-    return OpenAndReadInfo(file, path, &ctx, info);
-  });
+  ReadContext ctx;
+  ReadStructs structs(&ctx);
+  return OpenAndReadInfo(file, path, &ctx, info);
 }
 
 Status PngCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                         Buffer* pixels, ImageInfo* info) const {
-  return Guard("png", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    ReadContext ctx;
-    ReadStructs structs(&ctx);
-    IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, &ctx, info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "png"));
-    if (!ReadPixels(&ctx, reinterpret_cast<unsigned char*>(pixels->data()))) {
-      return ReadFailure(ctx, path);
-    }
-    return Status::OK();
-  });
+  ReadContext ctx;
+  ReadStructs structs(&ctx);
+  IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, &ctx, info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "png"));
+  if (!ReadPixels(&ctx, reinterpret_cast<unsigned char*>(out))) return ReadFailure(ctx, path);
+  return Status::OK();
 }
 
 }  // namespace iomimic::png
+
+namespace {
+
+const IomimicOptionSpec kPngOptions[] = {
+    {"compress_level", "int", "6",
+     "zlib compression level of the image data, 0-9 (PIL's compress_level; 6 is PIL's default)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "png", "1.0.0",
+    "PNG images as PIL's Image.save writes them (8-bit greyscale or RGB, one image per file), "
+    "read whole and decoded like np.asarray(PIL.Image.open(f))",
+    kPngOptions,
+    [](const iomimic::PluginOptions& options)
+        -> iomimic::Result<std::unique_ptr<iomimic::png::PngCodec>> {
+      IOMIMIC_ASSIGN_OR_RETURN(iomimic::png::WriterOptions parsed,
+                               iomimic::png::ParseOptions(options));
+      return std::make_unique<iomimic::png::PngCodec>(parsed);
+    });

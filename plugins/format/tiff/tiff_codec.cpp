@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "image_common/image_sink.h"
+#include "iomimic/image_format.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::tiff {
@@ -635,10 +635,36 @@ Result<TiffPlan> PlanTiff(const FileSpec& spec, const WriterOptions& options) {
   return plan;
 }
 
-Status WriteTiffFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
-  return Guard("tiff", "writing", spec.path,
-               [&]() -> Status { return WriteTiffImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  WriterOptions out;
+  IOMIMIC_ASSIGN_OR_RETURN(std::string compression, options.GetString("compression", "none"));
+  Result<Compression> parsed = ParseCompression(compression);
+  if (!parsed.ok()) {
+    return Status::InvalidArgument(options.owner() + ": option 'compression' = '" + compression +
+                                   "' is not one of none, deflate, lzw, packbits");
+  }
+  out.compression = *parsed;
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, options.GetInt("compress_level", 6));
+  if (level < 1 || level > 9) {
+    return Status::InvalidArgument(options.owner() + ": option 'compress_level' = " +
+                                   std::to_string(level) + " is not a deflate level (1-9)");
+  }
+  out.compress_level = static_cast<int>(level);
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t rows, options.GetInt("rows_per_strip", 0));
+  if (rows < 0 || rows > 0xFFFFFFFFll) {
+    return Status::InvalidArgument(options.owner() + ": option 'rows_per_strip' = " +
+                                   std::to_string(rows) + " is out of range (0 = automatic)");
+  }
+  out.rows_per_strip = static_cast<std::uint32_t>(rows);
+  return out;
+}
+
+Result<std::uint64_t> TiffCodec::ExpectedFileSize(const FileSpec&) const {
+  return Status::NotSupported("tiff: file sizes depend on libtiff's layout and compression");
+}
+
+Status TiffCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  return WriteTiffImpl(storage, file, spec, options_);
 }
 
 Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -666,29 +692,45 @@ Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::str
 
 Status TiffCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  return Guard("tiff", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    OpenTiff open;
-    IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
-    CurrentMessages current(&open.messages);
-    return ReadLayout(path, file.size(), &open, info);
-  });
+  OpenTiff open;
+  IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
+  CurrentMessages current(&open.messages);
+  return ReadLayout(path, file.size(), &open, info);
 }
 
 Status TiffCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  return Guard("tiff", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    OpenTiff open;
-    IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
-    CurrentMessages current(&open.messages);
-    IOMIMIC_RETURN_IF_ERROR(ReadLayout(path, file.size(), &open, info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "tiff"));
-    if (TIFFIsTiled(open.tif.get())) return ReadTiles(path, &open, *info, pixels->data());
-    return ReadStrips(path, &open, *info, pixels->data());
-  });
+  OpenTiff open;
+  IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
+  CurrentMessages current(&open.messages);
+  IOMIMIC_RETURN_IF_ERROR(ReadLayout(path, file.size(), &open, info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "tiff"));
+  if (TIFFIsTiled(open.tif.get())) return ReadTiles(path, &open, *info, out);
+  return ReadStrips(path, &open, *info, out);
 }
 
 }  // namespace iomimic::tiff
+
+namespace {
+
+const IomimicOptionSpec kTiffOptions[] = {
+    {"compression", "string", "none",
+     "compression of the strips: none, deflate, lzw or packbits (dataset.compression gzip or zip "
+     "also means deflate)"},
+    {"compress_level", "int", "6", "deflate level, 1-9"},
+    {"rows_per_strip", "int", "0", "rows per strip; 0 = as many as fit in 64 KiB (like PIL)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "tiff", "1.0.0",
+    "TIFF images written with libtiff (greyscale or RGB, any numeric type, one image per file, "
+    "uncompressed or deflate/lzw/packbits), read whole and decoded like tifffile.imread",
+    kTiffOptions,
+    [](const iomimic::PluginOptions& options)
+        -> iomimic::Result<std::unique_ptr<iomimic::tiff::TiffCodec>> {
+      IOMIMIC_ASSIGN_OR_RETURN(iomimic::tiff::WriterOptions parsed,
+                               iomimic::tiff::ParseOptions(options));
+      return std::make_unique<iomimic::tiff::TiffCodec>(parsed);
+    });

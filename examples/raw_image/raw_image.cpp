@@ -1,0 +1,142 @@
+// `rawimage`: an image format written as a codec behind the SDK's image
+// format shell (iomimic/image_format.h, docs/plugins.md "Image formats").
+// The shell is the Format, the whole-file reader with PIL's access pattern
+// and the plugin descriptor; this file holds only the bytes:
+//
+//   offset 0   8 bytes  magic "IOMIRIMG"
+//   offset 8   uint32   rows (little-endian)
+//   offset 12  uint32   columns
+//   offset 16  uint16   channels (1 or 3)
+//   offset 18  uint16   bytes per element (1-8)
+//   offset 20  the pixels, row-major, channels interleaved, as generated
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "iomimic/image_format.h"
+
+namespace {
+
+using iomimic::Result;
+using iomimic::Status;
+using iomimic::image::CorruptAt;
+using iomimic::image::ImageGeometry;
+using iomimic::image::ImageInfo;
+
+constexpr char kMagic[8] = {'I', 'O', 'M', 'I', 'R', 'I', 'M', 'G'};
+constexpr std::size_t kHeaderBytes = 20;
+
+std::uint64_t Get(const std::byte* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+void Put(std::byte* p, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+
+class RawImageCodec final : public iomimic::image::ImageCodec {
+ public:
+  const char* name() const override { return "rawimage"; }
+
+  Status CheckSpec(const iomimic::FileSpec& spec) const override { return Geometry(spec).status(); }
+
+  bool predictable_size() const override { return true; }
+  Result<std::uint64_t> ExpectedFileSize(const iomimic::FileSpec& spec) const override {
+    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, Geometry(spec));
+    return kHeaderBytes + g.bytes();
+  }
+
+  // The header, then the pixels through a ChunkedWriter (bounded memory).
+  Status Encode(iomimic::Storage& storage, iomimic::File& file,
+                const iomimic::FileSpec& spec) const override {
+    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, Geometry(spec));
+    const std::size_t chunk = iomimic::image::WriteChunkSize(storage, kHeaderBytes + g.bytes());
+    IOMIMIC_ASSIGN_OR_RETURN(iomimic::Buffer window,
+                             iomimic::AllocateHostBuffer(storage, chunk, "rawimage"));
+    iomimic::image::ChunkedWriter sink(file, spec.path, "rawimage", window.span().first(chunk));
+    std::byte header[kHeaderBytes];
+    std::memcpy(header, kMagic, sizeof(kMagic));
+    Put(header + 8, g.rows, 4);
+    Put(header + 12, g.cols, 4);
+    Put(header + 16, g.channels, 2);
+    Put(header + 18, g.element_size, 2);
+    IOMIMIC_RETURN_IF_ERROR(sink.Append(header));
+    iomimic::ContentStream content(spec.seed, spec.content);
+    std::byte row[4096];
+    for (std::uint64_t left = g.bytes(); left > 0;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, sizeof(row)));
+      content.Fill(std::span<std::byte>(row, n));
+      IOMIMIC_RETURN_IF_ERROR(sink.Append(std::span<const std::byte>(row, n)));
+      left -= n;
+    }
+    return sink.Finish();
+  }
+
+  Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override {
+    for (std::size_t i = 0; i < sizeof(kMagic); ++i) {
+      if (i == head.size()) return CorruptAt(path, "truncated rawimage file: the file ends", i);
+      if (head[i] != static_cast<std::byte>(kMagic[i])) {
+        return CorruptAt(path, "not a rawimage file (bad magic)", i);
+      }
+    }
+    return Status::OK();
+  }
+
+  // The header, checked against the file's size.
+  Status ReadHeader(std::span<const std::byte> file, const std::string& path,
+                    ImageInfo* info) const override {
+    if (file.size() < kHeaderBytes) {
+      return CorruptAt(path, "truncated rawimage header: the file ends", file.size());
+    }
+    info->height = Get(file.data() + 8, 4);
+    info->width = Get(file.data() + 12, 4);
+    info->channels = Get(file.data() + 16, 2);
+    info->bytes_per_sample = static_cast<std::size_t>(Get(file.data() + 18, 2));
+    IOMIMIC_RETURN_IF_ERROR(
+        iomimic::image::CheckDecodedSize(path, "rawimage", *info, file.size(), 1, 8));
+    if (kHeaderBytes + info->decoded_bytes() != file.size()) {
+      return CorruptAt(path,
+                       "the header says " + std::to_string(info->decoded_bytes()) +
+                           " bytes of pixels, but the file ends",
+                       file.size());
+    }
+    return Status::OK();
+  }
+
+  Status Decode(std::span<const std::byte> file, const std::string& path,
+                iomimic::Storage& storage, iomimic::Buffer* pixels,
+                ImageInfo* info) const override {
+    IOMIMIC_RETURN_IF_ERROR(ReadHeader(file, path, info));
+    IOMIMIC_ASSIGN_OR_RETURN(std::byte * out,
+                             iomimic::image::PixelsFor(storage, pixels, *info, "rawimage"));
+    if (info->decoded_bytes() > 0) {
+      std::memcpy(out, file.data() + kHeaderBytes, info->decoded_bytes());
+    }
+    return Status::OK();
+  }
+
+ private:
+  static Result<ImageGeometry> Geometry(const iomimic::FileSpec& spec) {
+    iomimic::image::SpecRules rules;
+    rules.format = "rawimage";
+    rules.max_side = 0xFFFFFFFFu;
+    rules.max_bytes = std::uint64_t{1} << 40;
+    rules.any_element_type = true;
+    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, iomimic::image::GeometryFromSpec(spec, rules));
+    if (spec.compression != "none") {
+      return Status::NotSupported("rawimage: compression '" + spec.compression +
+                                  "' is not supported");
+    }
+    return g;
+  }
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "rawimage", "1.0.0", "uncompressed images after a 20-byte header (example image plugin)",
+    IOMIMIC_NO_OPTIONS, [](const iomimic::PluginOptions&) {
+      return Result<std::unique_ptr<RawImageCodec>>(std::make_unique<RawImageCodec>());
+    });
