@@ -1,14 +1,9 @@
 // `rawimage`: an image format written as a codec behind the SDK's image
-// format shell (iomimic/image_format.h, docs/plugins.md "Image formats").
-// The shell is the Format, the whole-file reader with PIL's access pattern
-// and the plugin descriptor; this file holds only the bytes:
-//
-//   offset 0   8 bytes  magic "IOMIRIMG"
-//   offset 8   uint32   rows (little-endian)
-//   offset 12  uint32   columns
-//   offset 16  uint16   channels (1 or 3)
-//   offset 18  uint16   bytes per element (1-8)
-//   offset 20  the pixels, row-major, channels interleaved, as generated
+// format shell (iomimic/image_format.h, docs/plugins.md "Image formats"),
+// which supplies the Format, PIL's whole-file read and the descriptor. The
+// bytes: magic "IOMIRIMG", uint32 rows, uint32 columns, uint16 channels,
+// uint16 bytes per element (little-endian; 20 bytes in all), then the
+// generated pixels, row-major, channels interleaved.
 
 #include <cstring>
 #include <memory>
@@ -105,9 +100,8 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
     return Status::OK();
   }
 
-  Status Decode(std::span<const std::byte> file, const std::string& path,
-                iomimic::Storage& storage, iomimic::Buffer* pixels,
-                ImageInfo* info) const override {
+  Status Decode(std::span<const std::byte> file, const std::string& path, iomimic::Storage& storage,
+                iomimic::Buffer* pixels, ImageInfo* info) const override {
     IOMIMIC_RETURN_IF_ERROR(ReadHeader(file, path, info));
     IOMIMIC_ASSIGN_OR_RETURN(std::byte * out,
                              iomimic::image::PixelsFor(storage, pixels, *info, "rawimage"));

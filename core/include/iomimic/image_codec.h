@@ -390,8 +390,8 @@ class ImageCodec {
 inline Result<std::byte*> PixelsFor(Storage& storage, Buffer* pixels, const ImageInfo& info,
                                     const char* format) {
   const std::size_t bytes = static_cast<std::size_t>(info.decoded_bytes());
-  IOMIMIC_RETURN_IF_ERROR(EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1),
-                                           format));
+  IOMIMIC_RETURN_IF_ERROR(
+      EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), format));
   return pixels->data();
 }
 

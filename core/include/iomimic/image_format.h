@@ -213,11 +213,12 @@ class ImageReader final : public FileReader {
     short_read_ = false;
     ImageInfo info;
     const char* what = decode_ ? "decoding" : "reading";
-    IOMIMIC_RETURN_IF_ERROR(Guard(codec_.name(), what, path_, [&]() -> Status {
+    const Status parsed = Guard(codec_.name(), what, path_, [&]() -> Status {
       IOMIMIC_RETURN_IF_ERROR(codec_.CheckSignature(file, path_));
       if (decode_) return codec_.Decode(file, path_, *storage_, &pixels_, &info);
       return codec_.ReadHeader(file, path_, &info);
-    }));
+    });
+    if (!parsed.ok()) return parsed;
     info_ = info;
     loaded_ = true;
     ++loads_;
@@ -335,8 +336,8 @@ Result<std::unique_ptr<Format>> MakeImageFormat(Result<CodecPtr> codec) {
 // (kInvalidArgument naming options.owner() for bad values) and makes the
 // codec.
 #define IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, OPTIONS, CODEC_FACTORY) \
-  IOMIMIC_DEFINE_FORMAT_PLUGIN(                                                              \
-      NAME, VERSION, DESCRIPTION, IOMIMIC_CAP_HOST_DECODE, OPTIONS,                          \
-      [](const ::iomimic::PluginContext& ctx) {                                              \
-        return ::iomimic::image::MakeImageFormat((CODEC_FACTORY)(ctx.options));              \
+  IOMIMIC_DEFINE_FORMAT_PLUGIN(                                                                \
+      NAME, VERSION, DESCRIPTION, IOMIMIC_CAP_HOST_DECODE, OPTIONS,                            \
+      [](const ::iomimic::PluginContext& ctx) {                                                \
+        return ::iomimic::image::MakeImageFormat((CODEC_FACTORY)(ctx.options));                \
       })

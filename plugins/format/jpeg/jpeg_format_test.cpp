@@ -3,8 +3,6 @@
 // shell's cases (traits, options, validation, access pattern, read types,
 // storage errors) run for jpeg from image_common/image_format_cases.h.
 
-#include "jpeg_codec.h"
-
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -13,6 +11,7 @@
 
 #include "image_common/image_test_util.h"
 #include "iomimic/image_format.h"
+#include "jpeg_codec.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -63,7 +62,6 @@ double MeanError(std::span<const std::byte> a, std::span<const std::byte> b) {
   }
   return a.empty() ? 0 : sum / static_cast<double>(a.size());
 }
-
 
 // JPEG is lossy: the decoded image stays close to the generated pixels.
 // Noise at quality 75 comes back with a mean error near 47 (unrelated

@@ -4,8 +4,6 @@
 // validation, access pattern, read types, storage errors) run for png from
 // image_common/image_format_cases.h.
 
-#include "png_codec.h"
-
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -16,6 +14,7 @@
 
 #include "image_common/image_test_util.h"
 #include "iomimic/image_format.h"
+#include "png_codec.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 

@@ -12,8 +12,8 @@
 #include <new>
 #include <vector>
 
-#include "iomimic/image_format.h"
 #include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::tiff {
 namespace {

@@ -5,8 +5,6 @@
 // access pattern, read types, storage errors) run for tiff from
 // image_common/image_format_cases.h.
 
-#include "tiff_codec.h"
-
 #include <doctest/doctest.h>
 #include <tiffio.h>
 
@@ -16,6 +14,7 @@
 
 #include "image_common/image_test_util.h"
 #include "iomimic/image_format.h"
+#include "tiff_codec.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 

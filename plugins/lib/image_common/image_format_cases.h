@@ -125,15 +125,15 @@ TEST_CASE("shell: validation of shapes and sample counts") {
     CHECK(format->Validate(MakeSpec("uint8", shape, 1, path)).ok());
   }
   auto code = [&](const FileSpec& spec) { return format->Validate(spec).code(); };
-  for (const std::vector<std::uint64_t>& shape : std::vector<std::vector<std::uint64_t>>{
-           {64},
-           {4, 4, 4},
-           {4, 4, 2},
-           {4, 4, 4, 1},
-           {0, 4},
-           {4, 0},
-           {ShellFixture::kMaxSide + 1, 1},
-           {1, ShellFixture::kMaxSide + 1}}) {
+  for (const std::vector<std::uint64_t>& shape :
+       std::vector<std::vector<std::uint64_t>>{{64},
+                                               {4, 4, 4},
+                                               {4, 4, 2},
+                                               {4, 4, 4, 1},
+                                               {0, 4},
+                                               {4, 0},
+                                               {ShellFixture::kMaxSide + 1, 1},
+                                               {1, ShellFixture::kMaxSide + 1}}) {
     CAPTURE(shape.size());
     CAPTURE(shape[0]);
     CHECK(code(MakeSpec("uint8", shape, 1, path)) == StatusCode::kInvalidArgument);
@@ -278,7 +278,8 @@ TEST_CASE("shell: on_demand reloads every time, keep_in_memory reads once") {
   using namespace iomimic::image_test;  // NOLINT: test helpers
   std::unique_ptr<Format> format = ShellFixture::Make();
   MemStorage storage;
-  FileSpec spec = MakeSpec(ShellFixture::kOnDemandType, {40, 40}, 5, Path("mem", ShellFixture::kName));
+  FileSpec spec =
+      MakeSpec(ShellFixture::kOnDemandType, {40, 40}, 5, Path("mem", ShellFixture::kName));
   REQUIRE(WriteSpec(*format, storage, spec).ok());
   for (bool decode : {true, false}) {
     for (bool keep : {false, true}) {
@@ -327,15 +328,13 @@ TEST_CASE("shell: storage errors are reported, not hidden") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {100, 100}, 5, Path("io", ShellFixture::kName));
   REQUIRE(WriteSpec(*format, storage, spec).ok());
-  CHECK(format->OpenReader(Path("missing", ShellFixture::kName), Options(&storage))
-            .status()
-            .code() == StatusCode::kNotFound);
+  CHECK(
+      format->OpenReader(Path("missing", ShellFixture::kName), Options(&storage)).status().code() ==
+      StatusCode::kNotFound);
   ReaderOptions no_storage;
-  CHECK(format->OpenReader(spec.path, no_storage).status().code() ==
-        StatusCode::kInvalidArgument);
+  CHECK(format->OpenReader(spec.path, no_storage).status().code() == StatusCode::kInvalidArgument);
   storage.FailReads(1);
-  CHECK(format->OpenReader(spec.path, Options(&storage)).status().code() ==
-        StatusCode::kIOError);
+  CHECK(format->OpenReader(spec.path, Options(&storage)).status().code() == StatusCode::kIOError);
   Result<std::unique_ptr<FileReader>> reader = format->OpenReader(spec.path, Options(&storage));
   REQUIRE(reader.ok());
   storage.FailReads(1);
