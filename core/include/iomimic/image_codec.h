@@ -1,6 +1,6 @@
 // iomimic plugin SDK: what an image codec is made of (header-only).
 //
-// An image format (png, jpeg, tiff, or a third party's) is a codec behind
+// An image format (a bundled one or a third party's) is a codec behind
 // the image format shell of iomimic/image_format.h: the shell is the
 // Format (one image per file, DLIO's whole-file read, the options and the
 // plugin descriptor), the codec only knows its bytes. This header holds the
@@ -10,7 +10,7 @@
 // writing sink (ChunkedWriter). docs/plugins.md ("Image formats") walks
 // through writing one.
 //
-// DLIO's png/jpeg generators write one image per file:
+// DLIO's image generators write one image per file:
 //   Image.fromarray(np.random.randint(255, size=(d1, d2), dtype=np.uint8))
 // so an image has d1 rows (its height) and d2 columns (its width); PIL's
 // Image.size is (d2, d1) and np.asarray(Image.open(f)).shape is (d1, d2).
@@ -83,7 +83,7 @@ struct SpecRules {
   const char* format = "";        // plugin name, for messages
   std::uint64_t max_side = 0;     // largest rows or cols
   std::uint64_t max_bytes = 0;    // largest image in bytes
-  bool any_element_type = false;  // false: uint8 only (png, jpeg)
+  bool any_element_type = false;  // false: uint8 only (formats PIL encodes)
   // Extra words for the message that refuses another element type.
   const char* element_type_note = "";
 };
@@ -332,7 +332,7 @@ class ImageCodec {
   virtual ~ImageCodec() = default;
 
   // The format name: the plugin's name, the file extension, the prefix of
-  // messages ("png").
+  // messages ("myimage").
   virtual const char* name() const = 0;
 
   // The one NumPy element type the format writes (FormatTraits::

@@ -3,12 +3,12 @@
 // the plugin with IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN; this header supplies
 // the rest: the Format (ImageFormat: one image per file, traits, Validate,
 // ExpectedFileSize, WriteFile, OpenReader) and the reader (ImageReader).
-// The png, jpeg and tiff plugins are built exactly this way; so is
+// The bundled image plugins are built exactly this way; so is
 // examples/raw_image. docs/plugins.md ("Image formats") has the walk-through.
 //
 // ImageReader reads an image file the way DLIO's image reader does,
 // np.asarray(PIL.Image.open(path)). DLIO's reader, traced at the system-call
-// level (docs/dlio-compat.md §2.4; resnet50_small, jpeg): open, fstat, then
+// level (docs/dlio-compat.md §2.4; resnet50_small): open, fstat, then
 // one strictly sequential pass over the whole file, and close:
 //   read 4 KiB at 0 (Image.open's buffered header read),
 //   reads that end on multiples of 64 KiB (ImageFile.load's 64 KiB blocks;
