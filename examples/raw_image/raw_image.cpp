@@ -19,7 +19,7 @@ using iomimic::image::CorruptAt;
 using iomimic::image::ImageGeometry;
 using iomimic::image::ImageInfo;
 
-constexpr char kMagic[8] = {'I', 'O', 'M', 'I', 'R', 'I', 'M', 'G'};
+constexpr unsigned char kMagic[8] = {'I', 'O', 'M', 'I', 'R', 'I', 'M', 'G'};
 constexpr std::size_t kHeaderBytes = 20;
 
 std::uint64_t Get(const std::byte* p, int bytes) {
@@ -70,13 +70,7 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
   }
 
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override {
-    for (std::size_t i = 0; i < sizeof(kMagic); ++i) {
-      if (i == head.size()) return CorruptAt(path, "truncated rawimage file: the file ends", i);
-      if (head[i] != static_cast<std::byte>(kMagic[i])) {
-        return CorruptAt(path, "not a rawimage file (bad magic)", i);
-      }
-    }
-    return Status::OK();
+    return iomimic::image::CheckMagic(head, path, kMagic, "rawimage", "bad magic");
   }
 
   // The header, checked against the file's size.
@@ -118,12 +112,8 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
     rules.max_side = 0xFFFFFFFFu;
     rules.max_bytes = std::uint64_t{1} << 40;
     rules.any_element_type = true;
-    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, iomimic::image::GeometryFromSpec(spec, rules));
-    if (spec.compression != "none") {
-      return Status::NotSupported("rawimage: compression '" + spec.compression +
-                                  "' is not supported");
-    }
-    return g;
+    rules.compression_note = "the pixels are stored as they are";
+    return iomimic::image::GeometryFromSpec(spec, rules);
   }
 };
 

@@ -35,6 +35,7 @@
 
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
+#include "iomimic/options.h"
 #include "iomimic/random.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
@@ -86,6 +87,10 @@ struct SpecRules {
   bool any_element_type = false;  // false: uint8 only (formats PIL encodes)
   // Extra words for the message that refuses another element type.
   const char* element_type_note = "";
+  // Set for formats that take no dataset.compression: another value than
+  // "none" is kNotSupported "<format>: compression '<c>' is not supported
+  // (<compression_note>)".
+  const char* compression_note = nullptr;
 };
 
 // Returns kCorruption "<path>: <what> at offset <offset>", the error of
@@ -189,7 +194,48 @@ inline Result<ImageGeometry> GeometryFromSpec(const FileSpec& spec, const SpecRu
                                    spec.element_type.name + " is larger than " +
                                    std::to_string(limit) + " bytes");
   }
+  if (rules.compression_note != nullptr && spec.compression != "none") {
+    return Status::NotSupported(fmt + ": compression '" + spec.compression +
+                                "' is not supported (" + rules.compression_note + ")");
+  }
   return g;
+}
+
+// Reads the integer plugin option `key` (`fallback` when absent) and checks
+// that it lies in [lo, hi]: kInvalidArgument "<owner>: option '<key>' =
+// <value> <refusal>" otherwise (refusal: "is not a zlib level (0-9)"), or
+// PluginOptions' error for a value that is not an integer.
+inline Result<std::int64_t> IntOptionIn(const PluginOptions& options, const std::string& key,
+                                        std::int64_t fallback, std::int64_t lo, std::int64_t hi,
+                                        const char* refusal) {
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t value, options.GetInt(key, fallback));
+  if (value < lo || value > hi) {
+    return Status::InvalidArgument(options.owner() + ": option '" + key +
+                                   "' = " + std::to_string(value) + " " + refusal);
+  }
+  return value;
+}
+
+// Checks that `head` (the first bytes of a file) starts with `magic`:
+// kCorruption "not a <format> file (<mismatch>)" at the first byte that
+// differs, or "truncated <format> file: <n> bytes<short_detail>; the file
+// ends" at offset n when the file is shorter than `magic`.
+inline Status CheckMagic(std::span<const std::byte> head, const std::string& path,
+                         std::span<const unsigned char> magic, const std::string& format,
+                         const std::string& mismatch, const std::string& short_detail = "") {
+  const std::size_t n = std::min(head.size(), magic.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (static_cast<unsigned char>(head[i]) != magic[i]) {
+      return CorruptAt(path, "not a " + format + " file (" + mismatch + ")", i);
+    }
+  }
+  if (n < magic.size()) {
+    return CorruptAt(path,
+                     "truncated " + format + " file: " + std::to_string(head.size()) + " bytes" +
+                         short_detail + "; the file ends",
+                     head.size());
+  }
+  return Status::OK();
 }
 
 // Makes `buffer` hold at least `size` host bytes, reusing it when it is

@@ -383,23 +383,17 @@ Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
   rules.max_bytes = std::uint64_t{1} << 40;
   rules.any_element_type = false;
   rules.element_type_note = " (DLIO forces record_element_type uint8 for jpeg)";
-  IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, image::GeometryFromSpec(spec, rules));
-  if (spec.compression != "none") {
-    return Status::NotSupported(
-        "jpeg: compression '" + spec.compression +
-        "' is not supported (JPEG is always compressed; set dataset.compression to none and use "
-        "the plugin option quality)");
-  }
-  return g;
+  rules.compression_note =
+      "JPEG is always compressed; set dataset.compression to none and use the plugin option "
+      "quality";
+  return image::GeometryFromSpec(spec, rules);
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
   WriterOptions out;
-  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t quality, options.GetInt("quality", 75));
-  if (quality < 1 || quality > 100) {
-    return Status::InvalidArgument(options.owner() + ": option 'quality' = " +
-                                   std::to_string(quality) + " is not a JPEG quality (1-100)");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(
+      std::int64_t quality,
+      image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)"));
   out.quality = static_cast<int>(quality);
   return out;
 }
@@ -415,18 +409,7 @@ Status JpegCodec::Encode(Storage& storage, File& file, const FileSpec& spec) con
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
   // SOI, then the 0xFF of the next marker.
   static constexpr unsigned char kStart[3] = {0xFF, 0xD8, 0xFF};
-  const std::size_t n = std::min(head.size(), sizeof(kStart));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned char>(head[i]) != kStart[i]) {
-      return image::CorruptAt(path, "not a jpeg file (no SOI marker)", i);
-    }
-  }
-  if (n < sizeof(kStart)) {
-    return image::CorruptAt(
-        path, "truncated jpeg file: " + std::to_string(head.size()) + " bytes; the file ends",
-        head.size());
-  }
-  return Status::OK();
+  return image::CheckMagic(head, path, kStart, "jpeg", "no SOI marker");
 }
 
 Status JpegCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,

@@ -84,18 +84,15 @@ struct JpegShell {
   static std::vector<std::pair<std::string, std::string>> BadOptions() {
     return {{"quality", "0"}, {"quality", "101"}, {"quality", "high"}};
   }
+  static std::vector<const char*> RejectedTypes() { return {"bool", "int16"}; }
+  static constexpr const char* kUnsupportedCompression = "zip";
   static std::unique_ptr<Format> Make() { return MakeFormat(); }
   static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
     CheckNear(decoded, spec);
   }
   // The encoder appends: requests follow one another.
   static void CheckWrites(const std::vector<Request>& writes, std::uint64_t size) {
-    std::uint64_t next = 0;
-    for (const Request& w : writes) {
-      CHECK(w.offset == next);
-      next += w.length;
-    }
-    CHECK(next == size);
+    CheckSequentialWrites(writes, size);
   }
   static const char* Damage(std::vector<std::byte>& file) {
     file.resize(file.size() - 10);
@@ -112,17 +109,8 @@ using ShellFixture = iomimic::jpeg::JpegShell;
 namespace iomimic::jpeg {
 namespace {
 
-TEST_CASE("jpeg options and validation beyond the shell's") {
-  JpegCodec codec;
-  CHECK(codec.CheckSpec(MakeSpec("uint8", {64, 48}, 1, "/a.jpeg")).ok());
-  CHECK(codec.CheckSpec(MakeSpec("int16", {4, 4}, 1, "/a.jpeg")).code() ==
-        StatusCode::kInvalidArgument);
-  FileSpec zip = MakeSpec("uint8", {4, 4}, 1, "/a.jpeg");
-  zip.compression = "zip";
-  CHECK(codec.CheckSpec(zip).code() == StatusCode::kNotSupported);
-  Result<WriterOptions> parsed = ParseOptions(PluginOptions("", {{"quality", "90"}}));
-  REQUIRE(parsed.ok());
-  CHECK(parsed->quality == 90);
+TEST_CASE("jpeg option quality, 75 by default") {
+  CHECK(ParseOptions(PluginOptions("", {{"quality", "90"}})).value().quality == 90);
   CHECK(ParseOptions(PluginOptions()).value().quality == 75);
 }
 

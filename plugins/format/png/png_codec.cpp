@@ -307,23 +307,16 @@ Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
   rules.max_bytes = std::uint64_t{1} << 40;
   rules.any_element_type = false;
   rules.element_type_note = " (DLIO forces record_element_type uint8 for png)";
-  IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, image::GeometryFromSpec(spec, rules));
-  if (spec.compression != "none") {
-    return Status::NotSupported(
-        "png: compression '" + spec.compression +
-        "' is not supported (PNG is always zlib-compressed; set dataset.compression to none and "
-        "use the plugin option compress_level)");
-  }
-  return g;
+  rules.compression_note =
+      "PNG is always zlib-compressed; set dataset.compression to none and use the plugin option "
+      "compress_level";
+  return image::GeometryFromSpec(spec, rules);
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
   WriterOptions out;
-  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, options.GetInt("compress_level", 6));
-  if (level < 0 || level > 9) {
-    return Status::InvalidArgument(options.owner() + ": option 'compress_level' = " +
-                                   std::to_string(level) + " is not a zlib level (0-9)");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, image::IntOptionIn(options, "compress_level", 6, 0,
+                                                                  9, "is not a zlib level (0-9)"));
   out.compress_level = static_cast<int>(level);
   return out;
 }
@@ -337,19 +330,8 @@ Status PngCodec::Encode(Storage& storage, File& file, const FileSpec& spec) cons
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
-  const std::size_t n = std::min(head.size(), sizeof(kSignature));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned char>(head[i]) != kSignature[i]) {
-      return image::CorruptAt(path, "not a png file (bad signature byte)", i);
-    }
-  }
-  if (n < sizeof(kSignature)) {
-    return image::CorruptAt(path,
-                            "truncated png file: " + std::to_string(head.size()) +
-                                " bytes, shorter than the signature; the file ends",
-                            head.size());
-  }
-  return Status::OK();
+  return image::CheckMagic(head, path, kSignature, "png", "bad signature byte",
+                           ", shorter than the signature");
 }
 
 Status PngCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,

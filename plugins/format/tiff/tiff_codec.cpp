@@ -644,17 +644,13 @@ Result<WriterOptions> ParseOptions(const PluginOptions& options) {
                                    "' is not one of none, deflate, lzw, packbits");
   }
   out.compression = *parsed;
-  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, options.GetInt("compress_level", 6));
-  if (level < 1 || level > 9) {
-    return Status::InvalidArgument(options.owner() + ": option 'compress_level' = " +
-                                   std::to_string(level) + " is not a deflate level (1-9)");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(
+      std::int64_t level,
+      image::IntOptionIn(options, "compress_level", 6, 1, 9, "is not a deflate level (1-9)"));
   out.compress_level = static_cast<int>(level);
-  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t rows, options.GetInt("rows_per_strip", 0));
-  if (rows < 0 || rows > 0xFFFFFFFFll) {
-    return Status::InvalidArgument(options.owner() + ": option 'rows_per_strip' = " +
-                                   std::to_string(rows) + " is out of range (0 = automatic)");
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t rows,
+                           image::IntOptionIn(options, "rows_per_strip", 0, 0, 0xFFFFFFFFll,
+                                              "is out of range (0 = automatic)"));
   out.rows_per_strip = static_cast<std::uint32_t>(rows);
   return out;
 }

@@ -126,6 +126,8 @@ struct TiffShell {
   static std::vector<std::pair<std::string, std::string>> BadOptions() {
     return {{"compression", "jpeg2000"}, {"compress_level", "0"}, {"rows_per_strip", "-1"}};
   }
+  static std::vector<const char*> RejectedTypes() { return {"bool"}; }
+  static constexpr const char* kUnsupportedCompression = "bz2";
   static std::unique_ptr<Format> Make() { return MakeFormat(); }
   static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
     CHECK(SameBytes(decoded, ReferencePixels(spec)));

@@ -16,6 +16,10 @@
 //                                              on_demand/keep_in_memory case
 //   static std::vector<std::string> OptionNames();  the descriptor's options
 //   static std::vector<std::pair<std::string, std::string>> BadOptions();
+//   static std::vector<const char*> RejectedTypes();  element types Validate
+//                                              refuses (kInvalidArgument)
+//   static constexpr const char* kUnsupportedCompression;  a
+//                                              dataset.compression refused
 //   static std::unique_ptr<Format> Make();     the format, default options
 //   static void CheckPixels(std::span<const std::byte> decoded,
 //                           const FileSpec& spec);  decoded vs generated
@@ -62,15 +66,26 @@ void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool
   }
 }
 
-inline std::string Path(const char* stem, const char* extension) {
+inline std::string Path(const char* stem, const char* extension = ShellFixture::kName) {
   return std::string("/") + stem + "." + extension;
 }
 
-}  // namespace iomimic::image_test
+// Each case starts with the fixture's format over an in-memory storage.
+class ShellTest {
+ protected:
+  // Writes an image of `dtype` and `shape` at Path(stem); returns its spec.
+  FileSpec Written(const char* stem, std::vector<std::uint64_t> shape, std::uint64_t seed = 5,
+                   const char* dtype = "uint8") {
+    FileSpec spec = MakeSpec(dtype, std::move(shape), seed, Path(stem));
+    REQUIRE(WriteSpec(*format_, storage_, spec).ok());
+    return spec;
+  }
 
-TEST_CASE("shell: traits, plugin descriptor and options") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
+  std::unique_ptr<Format> format_ = ShellFixture::Make();
+  MemStorage storage_;
+};
+
+TEST_CASE_FIXTURE(ShellTest, "shell: traits, plugin descriptor and options") {
   const std::string name = ShellFixture::kName;
   CHECK(std::string(iomimic_plugin_descriptor.name) == name);
   CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
@@ -80,9 +95,8 @@ TEST_CASE("shell: traits, plugin descriptor and options") {
     CHECK(std::string(iomimic_plugin_descriptor.options[i].name) == options[i]);
   }
 
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  CHECK(format->name() == name);
-  const FormatTraits t = format->traits();
+  CHECK(format_->name() == name);
+  const FormatTraits t = format_->traits();
   CHECK(t.extension == name);
   CHECK(t.element_type == ShellFixture::kElementType);
   CHECK_FALSE(t.multi_sample_files);
@@ -90,9 +104,8 @@ TEST_CASE("shell: traits, plugin descriptor and options") {
   CHECK(t.needs_host_decode);
   CHECK_FALSE(t.predictable_size);
   CHECK_FALSE(t.streamed);
-  CHECK(format->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 1, Path("a", name.c_str())))
-            .status()
-            .code() == StatusCode::kNotSupported);
+  CHECK(format_->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 1, Path("a"))).status().code() ==
+        StatusCode::kNotSupported);
 
   // The factory parses the options.
   PluginContext ctx;
@@ -114,17 +127,14 @@ TEST_CASE("shell: traits, plugin descriptor and options") {
   }
 }
 
-TEST_CASE("shell: validation of shapes and sample counts") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  const std::string path = Path("a", ShellFixture::kName);
+TEST_CASE_FIXTURE(ShellTest, "shell: validation of shapes and sample counts") {
+  const std::string path = Path("a");
   for (const std::vector<std::uint64_t>& shape : std::vector<std::vector<std::uint64_t>>{
            {64, 48}, {64, 48, 1}, {64, 48, 3}, {1, 1}, {ShellFixture::kMaxSide, 1}}) {
     CAPTURE(shape[0]);
-    CHECK(format->Validate(MakeSpec("uint8", shape, 1, path)).ok());
+    CHECK(format_->Validate(MakeSpec("uint8", shape, 1, path)).ok());
   }
-  auto code = [&](const FileSpec& spec) { return format->Validate(spec).code(); };
+  auto code = [&](const FileSpec& spec) { return format_->Validate(spec).code(); };
   for (const std::vector<std::uint64_t>& shape :
        std::vector<std::vector<std::uint64_t>>{{64},
                                                {4, 4, 4},
@@ -138,28 +148,27 @@ TEST_CASE("shell: validation of shapes and sample counts") {
     CAPTURE(shape[0]);
     CHECK(code(MakeSpec("uint8", shape, 1, path)) == StatusCode::kInvalidArgument);
   }
-  const Status many = format->Validate(MakeSpec("uint8", {4, 4}, 1, path, 2));
+  const Status many = format_->Validate(MakeSpec("uint8", {4, 4}, 1, path, 2));
   CHECK(many.code() == StatusCode::kInvalidArgument);
   CHECK(many.message().find("num_samples_per_file") != std::string::npos);
   CHECK(many.message().find("one sample") != std::string::npos);
-  CHECK(code(MakeSpec("bool", {4, 4}, 1, path)) == StatusCode::kInvalidArgument);
-  FileSpec bz2 = MakeSpec("uint8", {4, 4}, 1, path);
-  bz2.compression = "bz2";
-  CHECK(code(bz2) == StatusCode::kNotSupported);
+  for (const char* dtype : ShellFixture::RejectedTypes()) {
+    CAPTURE(dtype);
+    CHECK(code(MakeSpec(dtype, {4, 4}, 1, path)) == StatusCode::kInvalidArgument);
+  }
+  FileSpec compressed = MakeSpec("uint8", {4, 4}, 1, path);
+  compressed.compression = ShellFixture::kUnsupportedCompression;
+  CHECK(code(compressed) == StatusCode::kNotSupported);
 
   // WriteFile validates too and writes nothing.
   MemStorage storage;
-  const std::string bad = Path("bad", ShellFixture::kName);
-  CHECK(WriteSpec(*format, storage, MakeSpec("uint8", {4}, 1, bad)).code() ==
+  const std::string bad = Path("bad");
+  CHECK(WriteSpec(*format_, storage_, MakeSpec("uint8", {4}, 1, bad)).code() ==
         StatusCode::kInvalidArgument);
-  CHECK(storage.Bytes(bad).empty());
+  CHECK(storage_.Bytes(bad).empty());
 }
 
-TEST_CASE("shell: round trip of several shapes") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
+TEST_CASE_FIXTURE(ShellTest, "shell: round trip of several shapes") {
   const std::vector<std::vector<std::uint64_t>> shapes = {
       {64, 64}, {1, 1}, {3, 1000}, {1000, 3}, {31, 29, 1}, {17, 5, 3}, {256, 256, 3}, {7, 9}};
   std::uint64_t seed = 100;
@@ -169,22 +178,18 @@ TEST_CASE("shell: round trip of several shapes") {
     CAPTURE(shape[1]);
     const std::string path = "/rt/" + std::to_string(seed) + "." + ShellFixture::kName;
     FileSpec spec = MakeSpec("uint8", shape, seed++, path);
-    REQUIRE(WriteSpec(*format, storage, spec).ok());
-    CheckRoundTrip<ShellFixture>(*format, storage, spec, false);
-    CheckRoundTrip<ShellFixture>(*format, storage, spec, true);
+    REQUIRE(WriteSpec(*format_, storage_, spec).ok());
+    CheckRoundTrip<ShellFixture>(*format_, storage_, spec, false);
+    CheckRoundTrip<ShellFixture>(*format_, storage_, spec, true);
   }
-  CHECK(storage.open_files() == 0);
+  CHECK(storage_.open_files() == 0);
 }
 
-TEST_CASE("shell: large images stream through bounded write requests") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {3000, 3000}, 9, Path("big", ShellFixture::kName));
-  storage.SetLogging(true);
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  const std::vector<Request> writes = storage.TakeLog();
+TEST_CASE_FIXTURE(ShellTest, "shell: large images stream through bounded write requests") {
+  FileSpec spec = MakeSpec("uint8", {3000, 3000}, 9, Path("big"));
+  storage_.SetLogging(true);
+  REQUIRE(WriteSpec(*format_, storage_, spec).ok());
+  const std::vector<Request> writes = storage_.TakeLog();
   REQUIRE(writes.size() > 1);
   std::uint64_t covered = 0;
   for (const Request& w : writes) {
@@ -192,28 +197,24 @@ TEST_CASE("shell: large images stream through bounded write requests") {
     CHECK(w.length <= image::kMaxWriteChunk);
     covered += w.length;
   }
-  const std::uint64_t size = storage.Bytes(spec.path).size();
+  const std::uint64_t size = storage_.Bytes(spec.path).size();
   CHECK(covered >= size);
   ShellFixture::CheckWrites(writes, size);
-  CheckRoundTrip<ShellFixture>(*format, storage, spec, false);
+  CheckRoundTrip<ShellFixture>(*format_, storage_, spec, false);
 }
 
-TEST_CASE("shell: reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EOF") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {400, 400}, 5, Path("pattern", ShellFixture::kName));
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  const std::uint64_t size = storage.Bytes(spec.path).size();
+TEST_CASE_FIXTURE(ShellTest,
+                  "shell: reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EOF") {
+  const FileSpec spec = Written("pattern", {400, 400});
+  const std::uint64_t size = storage_.Bytes(spec.path).size();
   REQUIRE(size > 65536);
   for (bool decode : {true, false}) {
     CAPTURE(decode);
-    storage.SetLogging(true);
+    storage_.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format->OpenReader(spec.path, Options(&storage, decode));
+        format_->OpenReader(spec.path, Options(&storage_, decode));
     REQUIRE(reader.ok());
-    std::vector<Request> log = storage.TakeLog();
+    std::vector<Request> log = storage_.TakeLog();
     REQUIRE(log.size() == 1);  // Image.open: the header read only
     CHECK(log[0].offset == 0);
     CHECK(log[0].length == 4096);
@@ -221,7 +222,7 @@ TEST_CASE("shell: reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EO
     REQUIRE_MESSAGE(s.ok(), s.status().ToString());
     CHECK(s->bytes == 400 * 400);
     CHECK(s->data.size() == (decode ? 400u * 400 : 0u));
-    log = storage.TakeLog();
+    log = storage_.TakeLog();
     REQUIRE(log.size() >= 2);
     CHECK(log[0].offset == 4096);
     CHECK(log[0].length == 61440);  // as in the strace of DLIO's reader
@@ -237,35 +238,30 @@ TEST_CASE("shell: reads follow PIL's pattern: 4 KiB, 64 KiB blocks, a read at EO
     CHECK(next == size);
     CHECK(log.back().offset == size);  // the read that finds the end
     CHECK(log.back().returned == 0);
-    CHECK(storage.open_files() == 0);
-    storage.SetLogging(false);
+    CHECK(storage_.open_files() == 0);
+    storage_.SetLogging(false);
   }
   // transfer_size changes the block size.
-  storage.SetLogging(true);
+  storage_.SetLogging(true);
   Result<std::unique_ptr<FileReader>> reader =
-      format->OpenReader(spec.path, Options(&storage, true, false, 16384));
+      format_->OpenReader(spec.path, Options(&storage_, true, false, 16384));
   REQUIRE(reader.ok());
   REQUIRE((*reader)->ReadSample(0).ok());
-  const std::vector<Request> small = storage.TakeLog();
+  const std::vector<Request> small = storage_.TakeLog();
   REQUIRE(small.size() > 3);
   CHECK(small[1].offset == 4096);
   CHECK(small[1].length == 12288);
   CHECK(small[2].length == 16384);
-  storage.SetLogging(false);
+  storage_.SetLogging(false);
 }
 
-TEST_CASE("shell: tiny files: the header read is short, then one read at EOF") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {2, 3}, 5, Path("tiny", ShellFixture::kName));
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  const std::uint64_t size = storage.Bytes(spec.path).size();
+TEST_CASE_FIXTURE(ShellTest, "shell: tiny files: the header read is short, then one read at EOF") {
+  const FileSpec spec = Written("tiny", {2, 3});
+  const std::uint64_t size = storage_.Bytes(spec.path).size();
   REQUIRE(size < 4096);
-  storage.SetLogging(true);
-  CheckRoundTrip<ShellFixture>(*format, storage, spec, false);
-  const std::vector<Request> log = storage.TakeLog();
+  storage_.SetLogging(true);
+  CheckRoundTrip<ShellFixture>(*format_, storage_, spec, false);
+  const std::vector<Request> log = storage_.TakeLog();
   // Per load: 4 KiB at 0 (short), then 4 KiB at the end (0 bytes).
   REQUIRE(log.size() == 4);
   CHECK(log[0].returned == size);
@@ -273,21 +269,15 @@ TEST_CASE("shell: tiny files: the header read is short, then one read at EOF") {
   CHECK(log[1].returned == 0);
 }
 
-TEST_CASE("shell: on_demand reloads every time, keep_in_memory reads once") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec =
-      MakeSpec(ShellFixture::kOnDemandType, {40, 40}, 5, Path("mem", ShellFixture::kName));
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
+TEST_CASE_FIXTURE(ShellTest, "shell: on_demand reloads every time, keep_in_memory reads once") {
+  const FileSpec spec = Written("mem", {40, 40}, 5, ShellFixture::kOnDemandType);
   for (bool decode : {true, false}) {
     for (bool keep : {false, true}) {
       CAPTURE(decode);
       CAPTURE(keep);
-      const int opens_before = storage.opens();
+      const int opens_before = storage_.opens();
       Result<std::unique_ptr<FileReader>> reader =
-          format->OpenReader(spec.path, Options(&storage, decode, keep));
+          format_->OpenReader(spec.path, Options(&storage_, decode, keep));
       REQUIRE(reader.ok());
       auto* image_reader = dynamic_cast<image::ImageReader*>(reader->get());
       REQUIRE(image_reader != nullptr);
@@ -297,22 +287,17 @@ TEST_CASE("shell: on_demand reloads every time, keep_in_memory reads once") {
         CHECK(s->bytes == spec.sample_bytes());
       }
       CHECK(image_reader->loads() == (keep ? 1u : 3u));
-      CHECK(storage.opens() - opens_before == (keep ? 1 : 3));
+      CHECK(storage_.opens() - opens_before == (keep ? 1 : 3));
       CHECK(image_reader->info().width == 40);
       CHECK(image_reader->info().bytes_per_sample == spec.element_type.size);
-      CHECK(storage.open_files() == 0);
+      CHECK(storage_.open_files() == 0);
     }
   }
 }
 
-TEST_CASE("shell: out-of-range sample index") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {8, 8}, 5, Path("range", ShellFixture::kName));
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader = format->OpenReader(spec.path, Options(&storage));
+TEST_CASE_FIXTURE(ShellTest, "shell: out-of-range sample index") {
+  const FileSpec spec = Written("range", {8, 8});
+  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(spec.path, Options(&storage_));
   REQUIRE(reader.ok());
   Result<SampleView> s = (*reader)->ReadSample(1);
   CHECK(s.status().code() == StatusCode::kOutOfRange);
@@ -321,62 +306,53 @@ TEST_CASE("shell: out-of-range sample index") {
   CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
 }
 
-TEST_CASE("shell: storage errors are reported, not hidden") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {100, 100}, 5, Path("io", ShellFixture::kName));
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  CHECK(
-      format->OpenReader(Path("missing", ShellFixture::kName), Options(&storage)).status().code() ==
-      StatusCode::kNotFound);
+TEST_CASE_FIXTURE(ShellTest, "shell: storage errors are reported, not hidden") {
+  const FileSpec spec = Written("io", {100, 100});
+  CHECK(format_->OpenReader(Path("missing"), Options(&storage_)).status().code() ==
+        StatusCode::kNotFound);
   ReaderOptions no_storage;
-  CHECK(format->OpenReader(spec.path, no_storage).status().code() == StatusCode::kInvalidArgument);
-  storage.FailReads(1);
-  CHECK(format->OpenReader(spec.path, Options(&storage)).status().code() == StatusCode::kIOError);
-  Result<std::unique_ptr<FileReader>> reader = format->OpenReader(spec.path, Options(&storage));
+  CHECK(format_->OpenReader(spec.path, no_storage).status().code() == StatusCode::kInvalidArgument);
+  storage_.FailReads(1);
+  CHECK(format_->OpenReader(spec.path, Options(&storage_)).status().code() == StatusCode::kIOError);
+  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(spec.path, Options(&storage_));
   REQUIRE(reader.ok());
-  storage.FailReads(1);
+  storage_.FailReads(1);
   Status failed = (*reader)->ReadSample(0).status();
   CHECK(failed.code() == StatusCode::kIOError);
   CHECK(failed.message().find(spec.path) != std::string::npos);
-  CHECK(storage.open_files() == 0);
+  CHECK(storage_.open_files() == 0);
   CHECK((*reader)->ReadSample(0).ok());  // a fresh load succeeds
 
-  storage.FailWritesAfter(1000);
-  const std::string full = Path("full", ShellFixture::kName);
-  Status w = WriteSpec(*format, storage, MakeSpec("uint8", {400, 400}, 5, full));
+  storage_.FailWritesAfter(1000);
+  const std::string full = Path("full");
+  Status w = WriteSpec(*format_, storage_, MakeSpec("uint8", {400, 400}, 5, full));
   CHECK(w.code() == StatusCode::kResourceExhausted);
   CHECK(w.message().find(full) != std::string::npos);
-  storage.FailWritesAfter(-1);
+  storage_.FailWritesAfter(-1);
 }
 
-TEST_CASE("shell: an empty file, a wrong format, and recovery after a failed load") {
-  using namespace iomimic;              // NOLINT: test
-  using namespace iomimic::image_test;  // NOLINT: test helpers
-  std::unique_ptr<Format> format = ShellFixture::Make();
-  MemStorage storage;
-  const std::string path = Path("bad", ShellFixture::kName);
-  FileSpec spec = MakeSpec("uint8", {120, 100}, 3, path);
-  REQUIRE(WriteSpec(*format, storage, spec).ok());
-  const std::vector<std::byte> good = storage.Bytes(path);
+TEST_CASE_FIXTURE(ShellTest,
+                  "shell: an empty file, a wrong format, and recovery after a failed load") {
+  const std::string path = Written("bad", {120, 100}, 3).path;
+  const std::vector<std::byte> good = storage_.Bytes(path);
 
-  storage.SetBytes(path, {});
-  CheckCorruption(OpenAndRead(*format, storage, path), path, "file: it is empty at offset 0");
+  storage_.SetBytes(path, {});
+  CheckCorruption(OpenAndRead(*format_, storage_, path), path, "file: it is empty at offset 0");
   std::vector<std::byte> zeros(good.size(), std::byte{0});
-  storage.SetBytes(path, zeros);
-  CheckCorruption(OpenAndRead(*format, storage, path), path,
+  storage_.SetBytes(path, zeros);
+  CheckCorruption(OpenAndRead(*format_, storage_, path), path,
                   std::string("not a ") + ShellFixture::kName + " file");
-  CHECK(storage.open_files() == 0);
+  CHECK(storage_.open_files() == 0);
 
   std::vector<std::byte> damaged = good;
   const std::string fragment = ShellFixture::Damage(damaged);
-  storage.SetBytes(path, damaged);
-  Result<std::unique_ptr<FileReader>> reader = format->OpenReader(path, Options(&storage));
+  storage_.SetBytes(path, damaged);
+  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(path, Options(&storage_));
   REQUIRE(reader.ok());
   CheckCorruption((*reader)->ReadSample(0).status(), path, fragment);
-  CHECK(storage.open_files() == 0);
-  storage.SetBytes(path, good);
+  CHECK(storage_.open_files() == 0);
+  storage_.SetBytes(path, good);
   CHECK((*reader)->ReadSample(0).ok());
 }
+
+}  // namespace iomimic::image_test

@@ -89,6 +89,18 @@ inline Status OpenAndRead(Format& format, Storage& storage, const std::string& p
   return (*reader)->ReadSample(0).status();
 }
 
+// For encoders that only append: the requests follow one another
+// and cover the file.
+inline void CheckSequentialWrites(const std::vector<Request>& writes, std::uint64_t size) {
+  REQUIRE(writes.size() > 1);
+  std::uint64_t next = 0;
+  for (const Request& w : writes) {
+    CHECK(w.offset == next);
+    next += w.length;
+  }
+  CHECK(next == size);
+}
+
 inline void CheckCorruption(const Status& s, const std::string& path,
                             const std::string& fragment = "") {
   // IOMIMIC_TEST_VERBOSE=1 prints every message checked here.
