@@ -121,6 +121,4 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
 
 IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
     "rawimage", "1.0.0", "uncompressed images after a 20-byte header (example image plugin)",
-    IOMIMIC_NO_OPTIONS, [](const iomimic::PluginOptions&) {
-      return Result<std::unique_ptr<RawImageCodec>>(std::make_unique<RawImageCodec>());
-    });
+    IOMIMIC_NO_OPTIONS, iomimic::image::CodecWithoutOptions<RawImageCodec>);

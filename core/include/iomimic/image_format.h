@@ -114,6 +114,7 @@ class ImageReader final : public FileReader {
     if (options.transfer_size != 0) transfer_ = std::min(options.transfer_size, kMaxTransferSize);
   }
 
+  // Drops a load in progress (closing the file); the next read starts afresh.
   void AbortLoad() {
     file_.reset();
     begun_ = false;
@@ -121,6 +122,7 @@ class ImageReader final : public FileReader {
     short_read_ = false;
   }
 
+  // One read request of `out.size()` bytes at `offset`; `*got` is what came.
   Status ReadChunk(std::uint64_t offset, std::span<std::byte> out, std::size_t* got) {
     Result<std::size_t> n = file_->ReadAt(offset, out);
     if (!n.ok()) return n.status().WithContext(std::string(codec_.name()) + ": reading " + path_);
@@ -225,6 +227,7 @@ class ImageReader final : public FileReader {
     return Status::OK();
   }
 
+  // ReadSample without the clean-up of a failed load.
   Result<SampleView> ReadSampleImpl(std::uint64_t index) {
     if (index >= 1) {
       return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
@@ -327,6 +330,21 @@ Result<std::unique_ptr<Format>> MakeImageFormat(Result<CodecPtr> codec) {
   return std::unique_ptr<Format>(new ImageFormat(std::move(codec).value()));
 }
 
+// A CODEC_FACTORY for IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN: `Parse`, a
+// function (const PluginOptions&) -> Result<O>, reads the options; the codec
+// is Codec(O). Parse's error is the plugin's error.
+template <typename Codec, auto Parse>
+Result<std::unique_ptr<Codec>> CodecWithOptions(const PluginOptions& options) {
+  IOMIMIC_ASSIGN_OR_RETURN(auto parsed, Parse(options));
+  return std::make_unique<Codec>(parsed);
+}
+
+// A CODEC_FACTORY for codecs without options: Codec().
+template <typename Codec>
+Result<std::unique_ptr<Codec>> CodecWithoutOptions(const PluginOptions& /*options*/) {
+  return std::make_unique<Codec>();
+}
+
 }  // namespace iomimic::image
 
 // Defines the descriptor of an image format plugin (capability
@@ -334,7 +352,8 @@ Result<std::unique_ptr<Format>> MakeImageFormat(Result<CodecPtr> codec) {
 // for none); CODEC_FACTORY is a callable (const iomimic::PluginOptions&) ->
 // Result<std::unique_ptr<C>> with C an ImageCodec: it parses the options
 // (kInvalidArgument naming options.owner() for bad values) and makes the
-// codec.
+// codec (CodecWithOptions and CodecWithoutOptions above are such
+// factories; a factory with commas must be in parentheses).
 #define IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, OPTIONS, CODEC_FACTORY) \
   IOMIMIC_DEFINE_FORMAT_PLUGIN(                                                                \
       NAME, VERSION, DESCRIPTION, IOMIMIC_CAP_HOST_DECODE, OPTIONS,                            \

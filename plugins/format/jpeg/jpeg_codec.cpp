@@ -203,8 +203,10 @@ class CompressGuard {
   WriteContext* ctx_;
 };
 
-Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
+}  // namespace
+
+Status JpegCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, JpegGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "jpeg"));
@@ -236,6 +238,8 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
   }
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -390,20 +394,9 @@ Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
-  WriterOptions out;
-  IOMIMIC_ASSIGN_OR_RETURN(
-      std::int64_t quality,
-      image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)"));
-  out.quality = static_cast<int>(quality);
-  return out;
-}
-
-Result<std::uint64_t> JpegCodec::ExpectedFileSize(const FileSpec&) const {
-  return Status::NotSupported("jpeg: the size of a JPEG file depends on its pixels");
-}
-
-Status JpegCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
-  return WriteJpegImpl(storage, file, spec, options_);
+  Result<std::int64_t> quality = image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)");
+  if (!quality.ok()) return quality.status();
+  return WriterOptions{static_cast<int>(*quality)};
 }
 
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -451,9 +444,4 @@ IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
     "JPEG images as PIL's Image.save writes them (baseline JFIF, quality 75, greyscale or RGB, "
     "one image per file), read whole and decoded like np.asarray(PIL.Image.open(f))",
     kJpegOptions,
-    [](const iomimic::PluginOptions& options)
-        -> iomimic::Result<std::unique_ptr<iomimic::jpeg::JpegCodec>> {
-      IOMIMIC_ASSIGN_OR_RETURN(iomimic::jpeg::WriterOptions parsed,
-                               iomimic::jpeg::ParseOptions(options));
-      return std::make_unique<iomimic::jpeg::JpegCodec>(parsed);
-    });
+    (iomimic::image::CodecWithOptions<iomimic::jpeg::JpegCodec, iomimic::jpeg::ParseOptions>));

@@ -69,7 +69,9 @@ class JpegCodec final : public image::ImageCodec {
   // JpegGeometry's checks.
   Status CheckSpec(const FileSpec& spec) const override { return JpegGeometry(spec).status(); }
   // Always kNotSupported: the size depends on the pixels.
-  Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override;
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("jpeg: the size of a JPEG file depends on its pixels");
+  }
   // Encodes the image row by row, streaming through a ChunkedWriter.
   Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;

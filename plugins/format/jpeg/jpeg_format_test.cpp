@@ -75,24 +75,19 @@ std::unique_ptr<Format> MakeFormat(WriterOptions options = {}) {
 }
 
 // What the shell's cases need to know about jpeg.
-struct JpegShell {
-  static constexpr const char* kName = "jpeg";
-  static constexpr std::uint64_t kMaxSide = jpeg::kMaxSide;
-  static constexpr const char* kElementType = "uint8";
-  static constexpr const char* kOnDemandType = "uint8";
-  static std::vector<std::string> OptionNames() { return {"quality"}; }
-  static std::vector<std::pair<std::string, std::string>> BadOptions() {
-    return {{"quality", "0"}, {"quality", "101"}, {"quality", "high"}};
-  }
-  static std::vector<const char*> RejectedTypes() { return {"bool", "int16"}; }
-  static constexpr const char* kUnsupportedCompression = "zip";
-  static std::unique_ptr<Format> Make() { return MakeFormat(); }
+struct JpegShell : CodecFixture<JpegCodec> {
+  static inline const ShellFacts kFacts{
+      .name = "jpeg",
+      .max_side = kMaxSide,
+      .element_type = "uint8",
+      .on_demand_type = "uint8",
+      .options = {"quality"},
+      .bad_options = {{"quality", "0"}, {"quality", "101"}, {"quality", "high"}},
+      .rejected_types = {"bool", "int16"},
+      .unsupported_compression = "zip"};
+  // Lossy: near the generated pixels.
   static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
     CheckNear(decoded, spec);
-  }
-  // The encoder appends: requests follow one another.
-  static void CheckWrites(const std::vector<Request>& writes, std::uint64_t size) {
-    CheckSequentialWrites(writes, size);
   }
   static const char* Damage(std::vector<std::byte>& file) {
     file.resize(file.size() - 10);

@@ -115,8 +115,10 @@ class WriteStructs {
   WriteContext* ctx_;
 };
 
-Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
-                    const WriterOptions& options) {
+}  // namespace
+
+Status PngCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, PngGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "png"));
@@ -147,6 +149,8 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
   }
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -314,19 +318,9 @@ Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
-  WriterOptions out;
-  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t level, image::IntOptionIn(options, "compress_level", 6, 0,
-                                                                  9, "is not a zlib level (0-9)"));
-  out.compress_level = static_cast<int>(level);
-  return out;
-}
-
-Result<std::uint64_t> PngCodec::ExpectedFileSize(const FileSpec&) const {
-  return Status::NotSupported("png: the size of a PNG file depends on how its pixels compress");
-}
-
-Status PngCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
-  return WritePngImpl(storage, file, spec, options_);
+  Result<std::int64_t> compress_level = image::IntOptionIn(options, "compress_level", 6, 0, 9, "is not a zlib level (0-9)");
+  if (!compress_level.ok()) return compress_level.status();
+  return WriterOptions{static_cast<int>(*compress_level)};
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -367,9 +361,4 @@ IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
     "PNG images as PIL's Image.save writes them (8-bit greyscale or RGB, one image per file), "
     "read whole and decoded like np.asarray(PIL.Image.open(f))",
     kPngOptions,
-    [](const iomimic::PluginOptions& options)
-        -> iomimic::Result<std::unique_ptr<iomimic::png::PngCodec>> {
-      IOMIMIC_ASSIGN_OR_RETURN(iomimic::png::WriterOptions parsed,
-                               iomimic::png::ParseOptions(options));
-      return std::make_unique<iomimic::png::PngCodec>(parsed);
-    });
+    (iomimic::image::CodecWithOptions<iomimic::png::PngCodec, iomimic::png::ParseOptions>));

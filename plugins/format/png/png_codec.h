@@ -68,7 +68,9 @@ class PngCodec final : public image::ImageCodec {
   // PngGeometry's checks.
   Status CheckSpec(const FileSpec& spec) const override { return PngGeometry(spec).status(); }
   // Always kNotSupported: the size depends on how the pixels compress.
-  Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override;
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("png: the size of a PNG file depends on how its pixels compress");
+  }
   // Encodes the image row by row, streaming through a ChunkedWriter.
   Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;

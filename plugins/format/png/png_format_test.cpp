@@ -86,22 +86,18 @@ void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool
 }
 
 // What the shell's cases need to know about png.
-struct PngShell {
-  static constexpr const char* kName = "png";
-  static constexpr std::uint64_t kMaxSide = 0x7FFFFFFF;  // PNG_UINT_31_MAX
-  static constexpr const char* kElementType = "uint8";
-  static constexpr const char* kOnDemandType = "uint8";
-  static std::vector<std::string> OptionNames() { return {"compress_level"}; }
-  static std::vector<std::pair<std::string, std::string>> BadOptions() {
-    return {{"compress_level", "12"}, {"compress_level", "-1"}, {"compress_level", "fast"}};
-  }
-  static std::vector<const char*> RejectedTypes() { return {"bool", "float32", "uint16", "int8"}; }
-  static constexpr const char* kUnsupportedCompression = "gzip";
-  static std::unique_ptr<Format> Make() { return MakeFormat(); }
-  static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
-    CHECK(SameBytes(decoded, ReferencePixels(spec)));
-  }
-  // The encoder appends: requests follow one another.
+struct PngShell : CodecFixture<PngCodec> {
+  static inline const ShellFacts kFacts{.name = "png",
+                                        .max_side = 0x7FFFFFFF /* PNG_UINT_31_MAX */,
+                                        .element_type = "uint8",
+                                        .on_demand_type = "uint8",
+                                        .options = {"compress_level"},
+                                        .bad_options = {{"compress_level", "12"},
+                                                        {"compress_level", "-1"},
+                                                        {"compress_level", "fast"}},
+                                        .rejected_types = {"bool", "float32", "uint16", "int8"},
+                                        .unsupported_compression = "gzip"};
+  // IDAT chunks of 64 KiB: a large image takes several requests.
   static void CheckWrites(const std::vector<Request>& writes, std::uint64_t size) {
     REQUIRE(writes.size() > 2);
     CheckSequentialWrites(writes, size);

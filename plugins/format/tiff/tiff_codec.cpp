@@ -204,8 +204,10 @@ std::uint16_t CompressionTag(Compression c) {
   return COMPRESSION_NONE;
 }
 
-Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
+}  // namespace
+
+Status TiffCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   InstallTiffHandlers();
   IOMIMIC_ASSIGN_OR_RETURN(TiffPlan plan, PlanTiff(spec, options));
   const ImageGeometry& g = plan.geometry;
@@ -266,6 +268,8 @@ Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
   if (messages.errors > 0) return failed("closing");
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -655,14 +659,6 @@ Result<WriterOptions> ParseOptions(const PluginOptions& options) {
   return out;
 }
 
-Result<std::uint64_t> TiffCodec::ExpectedFileSize(const FileSpec&) const {
-  return Status::NotSupported("tiff: file sizes depend on libtiff's layout and compression");
-}
-
-Status TiffCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
-  return WriteTiffImpl(storage, file, spec, options_);
-}
-
 Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
   const auto at = [&](std::size_t i) { return static_cast<unsigned char>(head[i]); };
   if (!head.empty() && at(0) != 'I' && at(0) != 'M') {
@@ -724,9 +720,4 @@ IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
     "TIFF images written with libtiff (greyscale or RGB, any numeric type, one image per file, "
     "uncompressed or deflate/lzw/packbits), read whole and decoded like tifffile.imread",
     kTiffOptions,
-    [](const iomimic::PluginOptions& options)
-        -> iomimic::Result<std::unique_ptr<iomimic::tiff::TiffCodec>> {
-      IOMIMIC_ASSIGN_OR_RETURN(iomimic::tiff::WriterOptions parsed,
-                               iomimic::tiff::ParseOptions(options));
-      return std::make_unique<iomimic::tiff::TiffCodec>(parsed);
-    });
+    (iomimic::image::CodecWithOptions<iomimic::tiff::TiffCodec, iomimic::tiff::ParseOptions>));

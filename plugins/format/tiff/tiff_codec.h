@@ -104,7 +104,9 @@ class TiffCodec final : public image::ImageCodec {
     return PlanTiff(spec, options_).status();
   }
   // Always kNotSupported: libtiff's layout and compression decide.
-  Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override;
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("tiff: file sizes depend on libtiff's layout and compression");
+  }
   // Encodes the image strip by strip, streaming through a ChunkedWriter.
   Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;

@@ -115,23 +115,18 @@ std::unique_ptr<Format> MakeFormat(WriterOptions options = {}) {
 }
 
 // What the shell's cases need to know about tiff.
-struct TiffShell {
-  static constexpr const char* kName = "tiff";
-  static constexpr std::uint64_t kMaxSide = 0xFFFFFFFFu;
-  static constexpr const char* kElementType = "";  // any numeric type
-  static constexpr const char* kOnDemandType = "float32";
-  static std::vector<std::string> OptionNames() {
-    return {"compression", "compress_level", "rows_per_strip"};
-  }
-  static std::vector<std::pair<std::string, std::string>> BadOptions() {
-    return {{"compression", "jpeg2000"}, {"compress_level", "0"}, {"rows_per_strip", "-1"}};
-  }
-  static std::vector<const char*> RejectedTypes() { return {"bool"}; }
-  static constexpr const char* kUnsupportedCompression = "bz2";
-  static std::unique_ptr<Format> Make() { return MakeFormat(); }
-  static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
-    CHECK(SameBytes(decoded, ReferencePixels(spec)));
-  }
+struct TiffShell : CodecFixture<TiffCodec> {
+  static inline const ShellFacts kFacts{
+      .name = "tiff",
+      .max_side = 0xFFFFFFFFu,
+      .element_type = "" /* any numeric type */,
+      .on_demand_type = "float32",
+      .options = {"compression", "compress_level", "rows_per_strip"},
+      .bad_options = {{"compression", "jpeg2000"},
+                      {"compress_level", "0"},
+                      {"rows_per_strip", "-1"}},
+      .rejected_types = {"bool"},
+      .unsupported_compression = "bz2"};
   // libtiff patches the directory offset into the header once the strips
   // are out.
   static void CheckWrites(const std::vector<Request>& writes, std::uint64_t) {

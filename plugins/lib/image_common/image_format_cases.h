@@ -7,24 +7,15 @@
 // load) is checked here; each codec's test keeps only its own bytes.
 //
 // The including file declares `iomimic_plugin_descriptor` and, before the
-// #include, `using ShellFixture = <fixture>;` in its namespace, where the
-// fixture provides:
-//   static constexpr const char* kName;        the plugin and extension name
-//   static constexpr std::uint64_t kMaxSide;   the largest rows or columns
-//   static constexpr const char* kElementType; FormatTraits::element_type
-//   static constexpr const char* kOnDemandType;  element type of the
-//                                              on_demand/keep_in_memory case
-//   static std::vector<std::string> OptionNames();  the descriptor's options
-//   static std::vector<std::pair<std::string, std::string>> BadOptions();
-//   static std::vector<const char*> RejectedTypes();  element types Validate
-//                                              refuses (kInvalidArgument)
-//   static constexpr const char* kUnsupportedCompression;  a
-//                                              dataset.compression refused
-//   static std::unique_ptr<Format> Make();     the format, default options
+// #include, `using ShellFixture = <fixture>;` at global scope, where the
+// fixture (usually derived from CodecFixture<Codec>, image_test_util.h)
+// provides:
+//   static const ShellFacts kFacts;             what the codec accepts
+//   static std::unique_ptr<Format> Make();      the format, default options
 //   static void CheckPixels(std::span<const std::byte> decoded,
 //                           const FileSpec& spec);  decoded vs generated
 //   static void CheckWrites(const std::vector<Request>& writes,
-//                           std::uint64_t size);   codec-specific write order
+//                           std::uint64_t size);    the order of requests
 //   static const char* Damage(std::vector<std::byte>& file);  damages a
 //       good {120, 100} file, returns a fragment of the error
 
@@ -66,7 +57,7 @@ void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool
   }
 }
 
-inline std::string Path(const char* stem, const char* extension = ShellFixture::kName) {
+inline std::string Path(const char* stem, const char* extension = ShellFixture::kFacts.name) {
   return std::string("/") + stem + "." + extension;
 }
 
@@ -86,10 +77,10 @@ class ShellTest {
 };
 
 TEST_CASE_FIXTURE(ShellTest, "shell: traits, plugin descriptor and options") {
-  const std::string name = ShellFixture::kName;
+  const std::string name = ShellFixture::kFacts.name;
   CHECK(std::string(iomimic_plugin_descriptor.name) == name);
   CHECK(iomimic_plugin_descriptor.capabilities == IOMIMIC_CAP_HOST_DECODE);
-  const std::vector<std::string> options = ShellFixture::OptionNames();
+  const std::vector<std::string> options = ShellFixture::kFacts.options;
   REQUIRE(iomimic_plugin_descriptor.num_options == options.size());
   for (std::size_t i = 0; i < options.size(); ++i) {
     CHECK(std::string(iomimic_plugin_descriptor.options[i].name) == options[i]);
@@ -98,7 +89,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: traits, plugin descriptor and options") {
   CHECK(format_->name() == name);
   const FormatTraits t = format_->traits();
   CHECK(t.extension == name);
-  CHECK(t.element_type == ShellFixture::kElementType);
+  CHECK(t.element_type == ShellFixture::kFacts.element_type);
   CHECK_FALSE(t.multi_sample_files);
   CHECK_FALSE(t.partial_reads);
   CHECK(t.needs_host_decode);
@@ -114,7 +105,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: traits, plugin descriptor and options") {
   REQUIRE_MESSAGE(made != nullptr, error.ToString());
   iomimic_plugin_descriptor.destroy(made);
   const std::string owner = "format plugin '" + name + "'";
-  for (const auto& option : ShellFixture::BadOptions()) {
+  for (const auto& option : ShellFixture::kFacts.bad_options) {
     const std::string& key = option.first;
     const std::string& value = option.second;
     CAPTURE(key);
@@ -130,7 +121,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: traits, plugin descriptor and options") {
 TEST_CASE_FIXTURE(ShellTest, "shell: validation of shapes and sample counts") {
   const std::string path = Path("a");
   for (const std::vector<std::uint64_t>& shape : std::vector<std::vector<std::uint64_t>>{
-           {64, 48}, {64, 48, 1}, {64, 48, 3}, {1, 1}, {ShellFixture::kMaxSide, 1}}) {
+           {64, 48}, {64, 48, 1}, {64, 48, 3}, {1, 1}, {ShellFixture::kFacts.max_side, 1}}) {
     CAPTURE(shape[0]);
     CHECK(format_->Validate(MakeSpec("uint8", shape, 1, path)).ok());
   }
@@ -142,8 +133,8 @@ TEST_CASE_FIXTURE(ShellTest, "shell: validation of shapes and sample counts") {
                                                {4, 4, 4, 1},
                                                {0, 4},
                                                {4, 0},
-                                               {ShellFixture::kMaxSide + 1, 1},
-                                               {1, ShellFixture::kMaxSide + 1}}) {
+                                               {ShellFixture::kFacts.max_side + 1, 1},
+                                               {1, ShellFixture::kFacts.max_side + 1}}) {
     CAPTURE(shape.size());
     CAPTURE(shape[0]);
     CHECK(code(MakeSpec("uint8", shape, 1, path)) == StatusCode::kInvalidArgument);
@@ -152,12 +143,12 @@ TEST_CASE_FIXTURE(ShellTest, "shell: validation of shapes and sample counts") {
   CHECK(many.code() == StatusCode::kInvalidArgument);
   CHECK(many.message().find("num_samples_per_file") != std::string::npos);
   CHECK(many.message().find("one sample") != std::string::npos);
-  for (const char* dtype : ShellFixture::RejectedTypes()) {
+  for (const char* dtype : ShellFixture::kFacts.rejected_types) {
     CAPTURE(dtype);
     CHECK(code(MakeSpec(dtype, {4, 4}, 1, path)) == StatusCode::kInvalidArgument);
   }
   FileSpec compressed = MakeSpec("uint8", {4, 4}, 1, path);
-  compressed.compression = ShellFixture::kUnsupportedCompression;
+  compressed.compression = ShellFixture::kFacts.unsupported_compression;
   CHECK(code(compressed) == StatusCode::kNotSupported);
 
   // WriteFile validates too and writes nothing.
@@ -176,7 +167,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: round trip of several shapes") {
     CAPTURE(shape.size());
     CAPTURE(shape[0]);
     CAPTURE(shape[1]);
-    const std::string path = "/rt/" + std::to_string(seed) + "." + ShellFixture::kName;
+    const std::string path = "/rt/" + std::to_string(seed) + "." + ShellFixture::kFacts.name;
     FileSpec spec = MakeSpec("uint8", shape, seed++, path);
     REQUIRE(WriteSpec(*format_, storage_, spec).ok());
     CheckRoundTrip<ShellFixture>(*format_, storage_, spec, false);
@@ -270,7 +261,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: tiny files: the header read is short, then 
 }
 
 TEST_CASE_FIXTURE(ShellTest, "shell: on_demand reloads every time, keep_in_memory reads once") {
-  const FileSpec spec = Written("mem", {40, 40}, 5, ShellFixture::kOnDemandType);
+  const FileSpec spec = Written("mem", {40, 40}, 5, ShellFixture::kFacts.on_demand_type);
   for (bool decode : {true, false}) {
     for (bool keep : {false, true}) {
       CAPTURE(decode);
@@ -341,7 +332,7 @@ TEST_CASE_FIXTURE(ShellTest,
   std::vector<std::byte> zeros(good.size(), std::byte{0});
   storage_.SetBytes(path, zeros);
   CheckCorruption(OpenAndRead(*format_, storage_, path), path,
-                  std::string("not a ") + ShellFixture::kName + " file");
+                  std::string("not a ") + ShellFixture::kFacts.name + " file");
   CHECK(storage_.open_files() == 0);
 
   std::vector<std::byte> damaged = good;
