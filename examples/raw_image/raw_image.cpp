@@ -13,11 +13,9 @@
 
 namespace {
 
+namespace img = iomimic::image;
 using iomimic::Result;
 using iomimic::Status;
-using iomimic::image::CorruptAt;
-using iomimic::image::ImageGeometry;
-using iomimic::image::ImageInfo;
 
 constexpr unsigned char kMagic[8] = {'I', 'O', 'M', 'I', 'R', 'I', 'M', 'G'};
 constexpr std::size_t kHeaderBytes = 20;
@@ -31,7 +29,7 @@ void Put(std::byte* p, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
 
-class RawImageCodec final : public iomimic::image::ImageCodec {
+class RawImageCodec final : public img::ImageCodec {
  public:
   const char* name() const override { return "rawimage"; }
 
@@ -39,18 +37,18 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
 
   bool predictable_size() const override { return true; }
   Result<std::uint64_t> ExpectedFileSize(const iomimic::FileSpec& spec) const override {
-    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, Geometry(spec));
+    IOMIMIC_ASSIGN_OR_RETURN(img::ImageGeometry g, Geometry(spec));
     return kHeaderBytes + g.bytes();
   }
 
   // The header, then the pixels through a ChunkedWriter (bounded memory).
   Status Encode(iomimic::Storage& storage, iomimic::File& file,
                 const iomimic::FileSpec& spec) const override {
-    IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, Geometry(spec));
-    const std::size_t chunk = iomimic::image::WriteChunkSize(storage, kHeaderBytes + g.bytes());
+    IOMIMIC_ASSIGN_OR_RETURN(img::ImageGeometry g, Geometry(spec));
+    const std::size_t chunk = img::WriteChunkSize(storage, kHeaderBytes + g.bytes());
     IOMIMIC_ASSIGN_OR_RETURN(iomimic::Buffer window,
                              iomimic::AllocateHostBuffer(storage, chunk, "rawimage"));
-    iomimic::image::ChunkedWriter sink(file, spec.path, "rawimage", window.span().first(chunk));
+    img::ChunkedWriter sink(file, spec.path, "rawimage", window.span().first(chunk));
     std::byte header[kHeaderBytes];
     std::memcpy(header, kMagic, sizeof(kMagic));
     Put(header + 8, g.rows, 4);
@@ -70,35 +68,33 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
   }
 
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override {
-    return iomimic::image::CheckMagic(head, path, kMagic, "rawimage", "bad magic");
+    return img::CheckMagic(head, path, kMagic, "rawimage", "bad magic");
   }
 
   // The header, checked against the file's size.
   Status ReadHeader(std::span<const std::byte> file, const std::string& path,
-                    ImageInfo* info) const override {
+                    img::ImageInfo* info) const override {
     if (file.size() < kHeaderBytes) {
-      return CorruptAt(path, "truncated rawimage header: the file ends", file.size());
+      return img::CorruptAt(path, "truncated rawimage header: the file ends", file.size());
     }
     info->height = Get(file.data() + 8, 4);
     info->width = Get(file.data() + 12, 4);
     info->channels = Get(file.data() + 16, 2);
     info->bytes_per_sample = static_cast<std::size_t>(Get(file.data() + 18, 2));
-    IOMIMIC_RETURN_IF_ERROR(
-        iomimic::image::CheckDecodedSize(path, "rawimage", *info, file.size(), 1, 8));
+    IOMIMIC_RETURN_IF_ERROR(img::CheckDecodedSize(path, "rawimage", *info, file.size(), 1, 8));
     if (kHeaderBytes + info->decoded_bytes() != file.size()) {
-      return CorruptAt(path,
-                       "the header says " + std::to_string(info->decoded_bytes()) +
-                           " bytes of pixels, but the file ends",
-                       file.size());
+      return img::CorruptAt(path,
+                            "the header says " + std::to_string(info->decoded_bytes()) +
+                                " bytes of pixels, but the file ends",
+                            file.size());
     }
     return Status::OK();
   }
 
   Status Decode(std::span<const std::byte> file, const std::string& path, iomimic::Storage& storage,
-                iomimic::Buffer* pixels, ImageInfo* info) const override {
+                iomimic::Buffer* pixels, img::ImageInfo* info) const override {
     IOMIMIC_RETURN_IF_ERROR(ReadHeader(file, path, info));
-    IOMIMIC_ASSIGN_OR_RETURN(std::byte * out,
-                             iomimic::image::PixelsFor(storage, pixels, *info, "rawimage"));
+    IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, img::PixelsFor(storage, pixels, *info, "rawimage"));
     if (info->decoded_bytes() > 0) {
       std::memcpy(out, file.data() + kHeaderBytes, info->decoded_bytes());
     }
@@ -106,14 +102,14 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
   }
 
  private:
-  static Result<ImageGeometry> Geometry(const iomimic::FileSpec& spec) {
-    iomimic::image::SpecRules rules;
+  static Result<img::ImageGeometry> Geometry(const iomimic::FileSpec& spec) {
+    img::SpecRules rules;
     rules.format = "rawimage";
     rules.max_side = 0xFFFFFFFFu;
     rules.max_bytes = std::uint64_t{1} << 40;
     rules.any_element_type = true;
     rules.compression_note = "the pixels are stored as they are";
-    return iomimic::image::GeometryFromSpec(spec, rules);
+    return img::GeometryFromSpec(spec, rules);
   }
 };
 
@@ -121,4 +117,4 @@ class RawImageCodec final : public iomimic::image::ImageCodec {
 
 IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
     "rawimage", "1.0.0", "uncompressed images after a 20-byte header (example image plugin)",
-    IOMIMIC_NO_OPTIONS, iomimic::image::CodecWithoutOptions<RawImageCodec>);
+    IOMIMIC_NO_OPTIONS, img::CodecWithoutOptions<RawImageCodec>);

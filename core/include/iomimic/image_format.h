@@ -357,6 +357,6 @@ Result<std::unique_ptr<Codec>> CodecWithoutOptions(const PluginOptions& /*option
 #define IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, OPTIONS, CODEC_FACTORY) \
   IOMIMIC_DEFINE_FORMAT_PLUGIN(                                                                \
       NAME, VERSION, DESCRIPTION, IOMIMIC_CAP_HOST_DECODE, OPTIONS,                            \
-      [](const ::iomimic::PluginContext& ctx) {                                                \
-        return ::iomimic::image::MakeImageFormat((CODEC_FACTORY)(ctx.options));                \
+      [](const ::iomimic::PluginContext& context) {                                            \
+        return ::iomimic::image::MakeImageFormat((CODEC_FACTORY)(context.options));            \
       })
