@@ -381,20 +381,19 @@ Status OpenAndReadInfo(std::span<const std::byte> file, const std::string& path,
 }  // namespace
 
 Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
-  image::SpecRules rules;
-  rules.format = "jpeg";
-  rules.max_side = kMaxSide;
-  rules.max_bytes = std::uint64_t{1} << 40;
-  rules.any_element_type = false;
-  rules.element_type_note = " (DLIO forces record_element_type uint8 for jpeg)";
-  rules.compression_note =
-      "JPEG is always compressed; set dataset.compression to none and use the plugin option "
-      "quality";
-  return image::GeometryFromSpec(spec, rules);
+  return image::GeometryFromSpec(
+      spec, {.format = "jpeg",
+             .max_side = kMaxSide,
+             .max_bytes = std::uint64_t{1} << 40,
+             .any_element_type = false,
+             .element_type_note = " (DLIO forces record_element_type uint8 for jpeg)",
+             .compression_note = "JPEG is always compressed; set dataset.compression to none and "
+                                 "use the plugin option quality"});
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
-  Result<std::int64_t> quality = image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)");
+  Result<std::int64_t> quality =
+      image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)");
   if (!quality.ok()) return quality.status();
   return WriterOptions{static_cast<int>(*quality)};
 }

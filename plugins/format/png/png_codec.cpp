@@ -305,20 +305,19 @@ Status OpenAndReadInfo(std::span<const std::byte> file, const std::string& path,
 }  // namespace
 
 Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
-  image::SpecRules rules;
-  rules.format = "png";
-  rules.max_side = PNG_UINT_31_MAX;
-  rules.max_bytes = std::uint64_t{1} << 40;
-  rules.any_element_type = false;
-  rules.element_type_note = " (DLIO forces record_element_type uint8 for png)";
-  rules.compression_note =
-      "PNG is always zlib-compressed; set dataset.compression to none and use the plugin option "
-      "compress_level";
-  return image::GeometryFromSpec(spec, rules);
+  return image::GeometryFromSpec(
+      spec, {.format = "png",
+             .max_side = PNG_UINT_31_MAX,
+             .max_bytes = std::uint64_t{1} << 40,
+             .any_element_type = false,
+             .element_type_note = " (DLIO forces record_element_type uint8 for png)",
+             .compression_note = "PNG is always zlib-compressed; set dataset.compression to none "
+                                 "and use the plugin option compress_level"});
 }
 
 Result<WriterOptions> ParseOptions(const PluginOptions& options) {
-  Result<std::int64_t> compress_level = image::IntOptionIn(options, "compress_level", 6, 0, 9, "is not a zlib level (0-9)");
+  Result<std::int64_t> compress_level =
+      image::IntOptionIn(options, "compress_level", 6, 0, 9, "is not a zlib level (0-9)");
   if (!compress_level.ok()) return compress_level.status();
   return WriterOptions{static_cast<int>(*compress_level)};
 }
