@@ -1,224 +1,60 @@
 #!/usr/bin/python3
-"""Interoperability test of the tiff format plugin, run by ctest.
+"""Interoperability test of the tiff format plugin, run by ctest (interop.tiff).
 
 Usage: tiff_interop.py --iomimic BIN --source REPO --work EMPTY_DIR
 
-DLIO has no tiff format and no workload uses one, so this runs DLIO's
-default workload (workloads/default.yaml) with format tiff and shrinking
-overrides: a few dozen 64x64-ish images (record_length_bytes 4096 with a
-stdev, so sizes vary), short compute times. It generates the dataset with the
-real binary, then checks every file with Debian's tifffile, PIL and numpy:
+DLIO has no tiff format and no workload uses one, so this runs the image
+harness (image_interop_harness.py: DLIO's default workload, names, sizes as
+DLIO's png/jpeg generators draw them, the determinism of generate, PIL's
+read requests during `iomimic run`) with format tiff, and checks the tiff
+specifics with Debian's tifffile, PIL and numpy:
 
-* file names, folders and counts are DLIO's (the count `iomimic config
-  --plan` reports), with no temporary files left over;
 * each file is an uncompressed little-endian TIFF that tifffile.imread
-  reads as a uint8 array and PIL as mode 'L', whose size is what DLIO's
-  png/jpeg generators draw: np.random.seed(10) then
-  np.random.normal(dimension, dimension_stdev, 2 * N) truncated to int and
-  clamped to >= 1, dimension = floor(sqrt(record_length_bytes)),
-  dimension_stdev = record_length_bytes_stdev / 2 / sqrt(record_length_bytes);
-  file i (train files first, then eval files) is d1 = dims[2i] rows by
-  d2 = dims[2i + 1] columns, so PIL's Image.size (width, height) is (d2, d1)
-  and the array's shape is (d1, d2);
-* the pixels are uniform noise and tifffile and PIL agree on them (the seed
-  itself is iomimic's business; the plugin's unit tests compare pixels
-  exactly);
+  reads as a uint8 array and PIL as mode 'L';
+* the pixels are uniform noise and tifffile and PIL agree on them (the
+  plugin's unit tests compare pixels exactly);
 * a float32 dataset with the plugin option compression=deflate reads back
   as float32 deflate-compressed images of the same sizes;
-* generation is deterministic and a second `generate` keeps the files;
-* `iomimic run` trains over the dataset (decoding, then not decoding with
-  two reader threads) and reads every file whole once per epoch, with the
-  requests of PIL's reader;
 * a file whose header points past its end makes `iomimic run` fail with a
   message that names the file and the offset.
 
 Exit status 0 and "PASS" on success; "FAIL: <reason>" otherwise.
 """
 
-import argparse
-import glob
-import json
-import math
 import os
-import re
-import shutil
 import struct
-import subprocess
 import sys
 
 import numpy as np
 import tifffile
 from PIL import Image
 
-FORMAT = "tiff"
-TRAIN_FILES = 24
-EVAL_FILES = 4
-RECORD_LENGTH = 4096
-RECORD_STDEV = 1024
-EPOCHS = 2
-
-ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, expect_ok=True, timeout=240):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, timeout=timeout)
-    sys.stdout.write(p.stdout)
-    sys.stdout.write(p.stderr)
-    if expect_ok and p.returncode != 0:
-        fail("command failed with exit code %d: %s" % (p.returncode, " ".join(cmd)))
-    return p
-
-
-def workload():
-    return os.path.join(ARGS.source, "workloads", "default.yaml")
-
-
-def overrides(data, out, extra=()):
-    return [
-        "++workload.dataset.format=" + FORMAT,
-        "++workload.dataset.data_folder=" + data,
-        "++workload.output.folder=" + out,
-        "++workload.dataset.num_files_train=%d" % TRAIN_FILES,
-        "++workload.dataset.num_files_eval=%d" % EVAL_FILES,
-        "++workload.dataset.record_length_bytes=%d" % RECORD_LENGTH,
-        "++workload.dataset.record_length_bytes_stdev=%d" % RECORD_STDEV,
-        "++workload.train.epochs=%d" % EPOCHS,
-        "++workload.train.computation_time=0.001",
-        "++workload.evaluation.eval_time=0.001",
-    ] + list(extra)
-
-
-def expected_dims():
-    """DLIO's per-file (d1, d2), global index order (train, then eval)."""
-    n = TRAIN_FILES + EVAL_FILES
-    dimension = math.floor(math.sqrt(RECORD_LENGTH))
-    stdev = RECORD_STDEV / 2 / math.sqrt(RECORD_LENGTH)
-    np.random.seed(10)
-    draws = np.random.normal(dimension, stdev, 2 * n)
-    dims = [max(1, int(x)) for x in draws]
-    return [(dims[2 * i], dims[2 * i + 1]) for i in range(n)]
-
-
-def dataset_files(data):
-    """{global index: path}, checking DLIO's names and layout."""
-    name = re.compile(r"^img_(\d+)_of_(\d+)\.%s$" % FORMAT)
-    files = {}
-    for split, count, base in (("train", TRAIN_FILES, 0), ("valid", EVAL_FILES, TRAIN_FILES)):
-        paths = sorted(glob.glob(os.path.join(data, split, "*", "*")))
-        if len(paths) != count:
-            fail("%s/%s holds %d files, expected %d: %s" % (data, split, len(paths), count, paths))
-        width = len(str(count))
-        for p in paths:
-            m = name.match(os.path.basename(p))
-            if not m or int(m.group(2)) != count or len(m.group(1)) != width:
-                fail("unexpected file name %s" % p)
-            index = int(m.group(1))
-            folder = os.path.basename(os.path.dirname(p))
-            if folder != str(index % 2):
-                fail("%s should be in subfolder %d (round robin over 2)" % (p, index % 2))
-            files[base + index] = p
-    # Hidden files other than the completeness records (docs/security.md) are leftovers.
-    leftovers = [p for p in glob.glob(os.path.join(data, "**", ".*"), recursive=True)
-                 if not p.endswith(".iomimic-complete")]
-    if leftovers:
-        fail("temporary files left behind: %s" % leftovers)
-    return files
-
-
-def check_plan(data, out):
-    p = run([ARGS.iomimic, "config", workload(), "--plan"] + overrides(data, out))
-    m = re.search(r"(\d+) train \+ (\d+) eval files of (\d+) samples", p.stdout)
-    if not m:
-        fail("`iomimic config --plan` did not report the dataset: %r" % p.stdout)
-    if (int(m.group(1)), int(m.group(2)), int(m.group(3))) != (TRAIN_FILES, EVAL_FILES, 1):
-        fail("plan reports %s, expected %d train + %d eval files of 1 sample" %
-             (m.group(0), TRAIN_FILES, EVAL_FILES))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import image_interop_harness as h  # noqa: E402
 
 
 def check_image(path, d1, d2, dtype="uint8", compression=1):
     with tifffile.TiffFile(path) as tif:
         if tif.byteorder != "<" or tif.is_bigtiff or len(tif.pages) != 1:
-            fail("%s: expected one little-endian classic TIFF image" % path)
+            h.fail("%s: expected one little-endian classic TIFF image" % path)
         page = tif.pages[0]
         if int(page.compression) != compression:
-            fail("%s: compression %s, expected %d" % (path, page.compression, compression))
+            h.fail("%s: compression %s, expected %d" % (path, page.compression, compression))
         if int(page.photometric) != 1 or page.samplesperpixel != 1:
-            fail("%s: expected one MinIsBlack sample per pixel" % path)
+            h.fail("%s: expected one MinIsBlack sample per pixel" % path)
         a = tif.asarray()
     if a.dtype != np.dtype(dtype) or a.shape != (d1, d2):
-        fail("%s: tifffile reads %s %s, expected %s %s" % (path, a.dtype, a.shape, dtype, (d1, d2)))
+        h.fail("%s: tifffile reads %s %s, expected %s %s" % (path, a.dtype, a.shape, dtype, (d1, d2)))
     if dtype == "uint8":
         with Image.open(path) as im:
             if im.format != "TIFF" or im.mode != "L":
-                fail("%s: PIL says %s %s, expected TIFF L" % (path, im.format, im.mode))
+                h.fail("%s: PIL says %s %s, expected TIFF L" % (path, im.format, im.mode))
             if im.size != (d2, d1):
-                fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
+                h.fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
                      (path, im.size, (d2, d1)))
             if np.asarray(im).tobytes() != a.tobytes():
-                fail("%s: PIL and tifffile read different pixels" % path)
+                h.fail("%s: PIL and tifffile read different pixels" % path)
     return a
-
-
-def check_noise(pixels):
-    values = np.concatenate([a.ravel() for a in pixels]).astype(np.float64)
-    mean, std = values.mean(), values.std()
-    if not (118 < mean < 137) or not (65 < std < 83):
-        fail("pixels do not look like uniform noise: mean %.1f, stdev %.1f" % (mean, std))
-    counts = np.bincount(values.astype(np.int64), minlength=256)
-    if counts.min() == 0:
-        fail("some byte values never occur in %d pixels" % values.size)
-    firsts = {a.tobytes()[:64] for a in pixels}
-    if len(firsts) != len(pixels):
-        fail("two images start with the same pixels: contents are not per-file")
-
-
-def summary(out):
-    with open(os.path.join(out, "summary.json")) as f:
-        return json.load(f)
-
-
-def pil_requests(size):
-    """Read requests of PIL's pattern for a file of `size` bytes."""
-    reads, pos = 1, min(size, 4096)
-    while pos < size:
-        pos = min(size, (pos // 65536 + 1) * 65536)
-        reads += 1
-    return reads + 1  # the read at the end of the file, which returns nothing
-
-
-def check_run(data, out, files, extra=()):
-    shutil.rmtree(out, ignore_errors=True)
-    run([ARGS.iomimic, "run", workload()] + overrides(data, out, extra))
-    s = summary(out)
-    m = s["metric"]
-    if len(m.get("train_throughput_samples_per_second", [])) != EPOCHS:
-        fail("summary.json has no per-epoch train throughput: %s" % m)
-    if not all(x > 0 for x in m["train_throughput_samples_per_second"]):
-        fail("train throughput is not positive: %s" % m["train_throughput_samples_per_second"])
-    if "eval_throughput_samples_per_second" not in m:
-        fail("summary.json has no eval metrics")
-    info = s.get("iomimic", {})
-    if info.get("status") != "completed":
-        fail("run status %r" % info.get("status"))
-    # Batch 4 divides the file counts, and evaluation follows every epoch:
-    # every file is read whole once per epoch, with PIL's requests (4 KiB at
-    # 0, blocks ending on 64 KiB boundaries, one read at the end of the file).
-    sizes = [os.path.getsize(p) for p in files.values()]
-    if info.get("bytes_read") != EPOCHS * sum(sizes):
-        fail("bytes_read %s, expected %d epochs x %d bytes of files" %
-             (info.get("bytes_read"), EPOCHS, sum(sizes)))
-    if info.get("files_opened") != EPOCHS * len(sizes):
-        fail("files_opened %s, expected %d" % (info.get("files_opened"), EPOCHS * len(sizes)))
-    requests = EPOCHS * sum(pil_requests(size) for size in sizes)
-    if info.get("read_requests") != requests:
-        fail("read_requests %s, expected %d" % (info.get("read_requests"), requests))
-    return s
 
 
 def damage(path):
@@ -228,80 +64,26 @@ def damage(path):
         f.write(struct.pack("<I", 0x7FFFFFF0))
 
 
-def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iomimic", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--work", required=True)
-    ARGS = parser.parse_args()
-    ARGS.iomimic = os.path.abspath(ARGS.iomimic)
-    ARGS.source = os.path.abspath(ARGS.source)
-    ARGS.work = os.path.abspath(ARGS.work)
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
-    data = os.path.join(ARGS.work, "data")
-    out = os.path.join(ARGS.work, "out")
-
-    check_plan(data, out)
-    run([ARGS.iomimic, "generate", workload()] + overrides(data, out))
-    files = dataset_files(data)
-    dims = expected_dims()
-    if len(set(dims)) < 3:
-        fail("the stdev should give images of several sizes: %s" % dims)
-    pixels = []
-    for i, path in sorted(files.items()):
-        pixels.append(check_image(path, *dims[i]))
-    check_noise(pixels)
-    print("checked %d tiff files with tifffile and PIL (sizes %s..%s)" %
-          (len(files), min(dims), max(dims)), flush=True)
-
-    # Deterministic content; a second generate keeps complete files.
-    before = {i: open(p, "rb").read() for i, p in files.items()}
-    again = os.path.join(ARGS.work, "again")
-    run([ARGS.iomimic, "generate", workload()] + overrides(again, out))
-    for i, p in dataset_files(again).items():
-        if open(p, "rb").read() != before[i]:
-            fail("%s differs from %s: generation is not deterministic" % (p, files[i]))
-    shutil.rmtree(again)
-    p = run([ARGS.iomimic, "generate", workload()] + overrides(data, out))
-    if not re.search(r"\b0 files? written|generated 0 files", p.stdout + p.stderr):
-        fail("a second generate rewrote files: %s" % (p.stdout + p.stderr))
-    for i, path in files.items():
-        if open(path, "rb").read() != before[i]:
-            fail("%s changed on a second generate" % path)
-
-    # Training reads: decoding (default), then storage only with 2 readers.
-    check_run(data, out, files)
-    check_run(data, out, files, ["++workload.reader.decode=False",
-                                 "++workload.reader.read_threads=2"])
-
+def tiff_checks(d):
     # Other element types and compression: float32, deflate (tag value 8).
-    floats = os.path.join(ARGS.work, "floats")
+    floats = os.path.join(h.ARGS.work, "floats")
     extra = ["++workload.dataset.record_element_type=float32",
              "++workload.dataset.options.compression=deflate"]
-    run([ARGS.iomimic, "generate", workload()] + overrides(floats, out, extra))
-    float_files = dataset_files(floats)
+    h.run([h.ARGS.iomimic, "generate", h.workload()] + h.overrides(floats, d.out, extra))
+    float_files = h.dataset_files(floats)
     for i, path in sorted(float_files.items()):
-        check_image(path, *dims[i], dtype="float32", compression=8)
-    check_run(floats, out, float_files, extra)
+        check_image(path, *d.dims[i], dtype="float32", compression=8)
+    h.check_run(floats, d.out, float_files, extra)
     print("checked %d float32 deflate tiff files with tifffile" % len(float_files), flush=True)
 
     # A broken header is an error naming the file and the offset (4, where
     # the first directory offset is stored).
-    victim = files[0]
+    victim = d.files[0]
     damage(victim)
-    shutil.rmtree(out, ignore_errors=True)
-    p = run([ARGS.iomimic, "run", workload()] + overrides(data, out), expect_ok=False)
-    text = p.stdout + p.stderr
-    if p.returncode == 0:
-        fail("iomimic run succeeded on a tiff whose directory lies past its end")
-    if victim not in text or "tiff file" not in text or "at offset 4" not in text:
-        fail("the error does not name %s, 'tiff file' and offset 4: %s" % (victim, text))
-    with open(victim, "wb") as f:
-        f.write(before[0])
-    print("PASS")
+    h.expect_failure(d.data, d.out, victim, "tiff file", 4)
+    d.restore()
 
 
 if __name__ == "__main__":
-    main()
+    h.main("tiff", check_image, ((118, 137), (65, 83), True), tiff_checks,
+           checked="tifffile and PIL")

@@ -448,8 +448,9 @@ def test_plugins_listing():
 
 
 def test_out_of_tree_plugin():
-    """Install iomimic, build both examples (examples/memory_storage and
-    examples/raw_format) out of tree against the installed prefix, pass the
+    """Install iomimic, build the examples (examples/memory_storage,
+    examples/raw_format and the image codec examples/raw_image) out of tree
+    against the installed prefix, pass the
     conformance suites through the plugins' own ctest and through the installed
     `iomimic conformance`, and run workloads with them."""
     prefix = os.path.join(ARGS.work, "prefix")
@@ -458,12 +459,14 @@ def test_out_of_tree_plugin():
     for f in ("include/iomimic/iomimic.h", "include/iomimic/testing/memory_storage.h",
               "lib/cmake/iomimic/iomimicConfig.cmake", "bin/iomimic", "bin/iomimic-conformance",
               os.path.join(doc, "plugins.md"), "share/doc/iomimic/examples/raw_format/raw_format.cpp",
-              "share/doc/iomimic/examples/memory_storage/memory_storage.cpp"):
+              "share/doc/iomimic/examples/memory_storage/memory_storage.cpp",
+              "include/iomimic/image_format.h", "share/doc/iomimic/examples/raw_image/raw_image.cpp"):
         if not os.path.exists(os.path.join(prefix, f)):
             fail(f + " not installed")
     installed = os.path.join(prefix, "bin", "iomimic")
     builds = {}
-    for example, plugin in (("memory_storage", "memory"), ("raw_format", "raw")):
+    for example, plugin in (("memory_storage", "memory"), ("raw_format", "raw"),
+                            ("raw_image", "rawimage")):
         build = os.path.join(ARGS.work, example + "-build")
         builds[plugin] = build
         # Configured from the installed copy of the example, as a user would.

@@ -16,8 +16,7 @@
 #include <exception>
 #include <new>
 
-#include "image_common/image_sink.h"
-#include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::jpeg {
 namespace {
@@ -204,8 +203,10 @@ class CompressGuard {
   WriteContext* ctx_;
 };
 
-Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
+}  // namespace
+
+Status JpegCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, JpegGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "jpeg"));
@@ -237,6 +238,8 @@ Status WriteJpegImpl(Storage& storage, File& file, const FileSpec& spec,
   }
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -378,75 +381,66 @@ Status OpenAndReadInfo(std::span<const std::byte> file, const std::string& path,
 }  // namespace
 
 Result<ImageGeometry> JpegGeometry(const FileSpec& spec) {
-  image::SpecRules rules;
-  rules.format = "jpeg";
-  rules.max_side = kMaxSide;
-  rules.max_bytes = std::uint64_t{1} << 40;
-  rules.any_element_type = false;
-  rules.element_type_note = " (DLIO forces record_element_type uint8 for jpeg)";
-  IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, image::GeometryFromSpec(spec, rules));
-  if (spec.compression != "none") {
-    return Status::NotSupported(
-        "jpeg: compression '" + spec.compression +
-        "' is not supported (JPEG is always compressed; set dataset.compression to none and use "
-        "the plugin option quality)");
-  }
-  return g;
+  return image::GeometryFromSpec(
+      spec, {.format = "jpeg",
+             .max_side = kMaxSide,
+             .max_bytes = std::uint64_t{1} << 40,
+             .any_element_type = false,
+             .element_type_note = " (DLIO forces record_element_type uint8 for jpeg)",
+             .compression_note = "JPEG is always compressed; set dataset.compression to none and "
+                                 "use the plugin option quality"});
 }
 
-Status WriteJpegFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
-  return Guard("jpeg", "writing", spec.path,
-               [&]() -> Status { return WriteJpegImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  Result<std::int64_t> quality =
+      image::IntOptionIn(options, "quality", 75, 1, 100, "is not a JPEG quality (1-100)");
+  if (!quality.ok()) return quality.status();
+  return WriterOptions{static_cast<int>(*quality)};
 }
 
 Status JpegCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
   // SOI, then the 0xFF of the next marker.
   static constexpr unsigned char kStart[3] = {0xFF, 0xD8, 0xFF};
-  const std::size_t n = std::min(head.size(), sizeof(kStart));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned char>(head[i]) != kStart[i]) {
-      return image::CorruptAt(path, "not a jpeg file (no SOI marker)", i);
-    }
-  }
-  if (n < sizeof(kStart)) {
-    return image::CorruptAt(
-        path, "truncated jpeg file: " + std::to_string(head.size()) + " bytes; the file ends",
-        head.size());
-  }
-  return Status::OK();
+  return image::CheckMagic(head, path, kStart, "jpeg", "no SOI marker");
 }
 
 Status JpegCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  return Guard("jpeg", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    auto ctx = std::make_unique<ReadContext>();
-    DecompressGuard guard(ctx.get());
-    return OpenAndReadInfo(file, path, ctx.get(), info);
-  });
+  auto ctx = std::make_unique<ReadContext>();
+  DecompressGuard guard(ctx.get());
+  return OpenAndReadInfo(file, path, ctx.get(), info);
 }
 
 Status JpegCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  return Guard("jpeg", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    auto ctx = std::make_unique<ReadContext>();
-    DecompressGuard guard(ctx.get());
-    IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, ctx.get(), info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "jpeg"));
-    const std::size_t row_bytes = static_cast<std::size_t>(info->width * info->channels);
-    if (!ReadPixels(ctx.get(), reinterpret_cast<unsigned char*>(pixels->data()), row_bytes)) {
-      return ReadFailure(*ctx, path);
-    }
-    if (info->channels == 4) {
-      // PIL reads CMYK with Adobe's inverted convention (raw mode "CMYK;I").
-      for (std::byte& b : pixels->span().first(bytes)) b = ~b;
-    }
-    return Status::OK();
-  });
+  auto ctx = std::make_unique<ReadContext>();
+  DecompressGuard guard(ctx.get());
+  IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, ctx.get(), info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "jpeg"));
+  const std::size_t row_bytes = static_cast<std::size_t>(info->width * info->channels);
+  if (!ReadPixels(ctx.get(), reinterpret_cast<unsigned char*>(out), row_bytes)) {
+    return ReadFailure(*ctx, path);
+  }
+  if (info->channels == 4) {
+    // PIL reads CMYK with Adobe's inverted convention (raw mode "CMYK;I").
+    for (std::byte& b : pixels->span().first(info->decoded_bytes())) b = ~b;
+  }
+  return Status::OK();
 }
 
 }  // namespace iomimic::jpeg
+
+namespace {
+
+const IomimicOptionSpec kJpegOptions[] = {
+    {"quality", "int", "75", "JPEG quality, 1-100 (PIL's quality; 75 is PIL's default)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "jpeg", "1.0.0",
+    "JPEG images as PIL's Image.save writes them (baseline JFIF, quality 75, greyscale or RGB, "
+    "one image per file), read whole and decoded like np.asarray(PIL.Image.open(f))",
+    kJpegOptions,
+    (iomimic::image::CodecWithOptions<iomimic::jpeg::JpegCodec, iomimic::jpeg::ParseOptions>));

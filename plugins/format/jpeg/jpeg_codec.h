@@ -1,5 +1,8 @@
-// JPEG files as DLIO's jpeg_generator writes them and its image reader reads
-// them, with libjpeg (Debian's libjpeg62-turbo).
+// The jpeg format plugin: JPEG files as DLIO's jpeg_generator writes them
+// and its image reader reads them, with libjpeg (Debian's libjpeg62-turbo).
+// The codec below is the whole plugin: the image format shell of the SDK
+// (iomimic/image_format.h) supplies the Format, the whole-file reader with
+// PIL's access pattern and the plugin descriptor.
 //
 // Writing, like PIL's Image.fromarray(x).save(f, format='JPEG'): one image
 // per file, baseline JFIF, quality 75 (PIL's default, plugin option
@@ -29,9 +32,9 @@
 #include <span>
 #include <string>
 
-#include "image_common/image_reader.h"
-#include "image_common/image_spec.h"
 #include "iomimic/format.h"
+#include "iomimic/image_codec.h"
+#include "iomimic/options.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -51,19 +54,34 @@ struct WriterOptions {
 // otherwise its geometry.
 Result<image::ImageGeometry> JpegGeometry(const FileSpec& spec);
 
-// Writes one JPEG file for `spec` into `file`. Thread-safe; never throws.
-Status WriteJpegFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options);
+// Reads the plugin options (quality, 1-100).
+Result<WriterOptions> ParseOptions(const PluginOptions& options);
 
-// Decoding with libjpeg; stateless.
+// Encoding and decoding with libjpeg; stateless apart from constant options.
+// The contracts are ImageCodec's (iomimic/image_codec.h).
 class JpegCodec final : public image::ImageCodec {
  public:
+  explicit JpegCodec(WriterOptions options = {}) : options_(options) {}
+
   const char* name() const override { return "jpeg"; }
+  // PIL.Image.fromarray encodes uint8 pixels.
+  const char* element_type() const override { return "uint8"; }
+  // JpegGeometry's checks.
+  Status CheckSpec(const FileSpec& spec) const override { return JpegGeometry(spec).status(); }
+  // Always kNotSupported: the size depends on the pixels.
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("jpeg: the size of a JPEG file depends on its pixels");
+  }
+  // Encodes the image row by row, streaming through a ChunkedWriter.
+  Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;
   Status ReadHeader(std::span<const std::byte> file, const std::string& path,
                     image::ImageInfo* info) const override;
   Status Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                 Buffer* pixels, image::ImageInfo* info) const override;
+
+ private:
+  const WriterOptions options_;
 };
 
 }  // namespace iomimic::jpeg

@@ -9,8 +9,7 @@
 #include <exception>
 #include <new>
 
-#include "image_common/image_sink.h"
-#include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::png {
 namespace {
@@ -116,8 +115,10 @@ class WriteStructs {
   WriteContext* ctx_;
 };
 
-Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
-                    const WriterOptions& options) {
+}  // namespace
+
+Status PngCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, PngGeometry(spec));
   const std::size_t row_bytes = static_cast<std::size_t>(g.row_bytes());
   IOMIMIC_ASSIGN_OR_RETURN(Buffer row, AllocateHostBuffer(storage, row_bytes, "png"));
@@ -148,6 +149,8 @@ Status WritePngImpl(Storage& storage, File& file, const FileSpec& spec,
   }
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -302,69 +305,59 @@ Status OpenAndReadInfo(std::span<const std::byte> file, const std::string& path,
 }  // namespace
 
 Result<ImageGeometry> PngGeometry(const FileSpec& spec) {
-  image::SpecRules rules;
-  rules.format = "png";
-  rules.max_side = PNG_UINT_31_MAX;
-  rules.max_bytes = std::uint64_t{1} << 40;
-  rules.any_element_type = false;
-  rules.element_type_note = " (DLIO forces record_element_type uint8 for png)";
-  IOMIMIC_ASSIGN_OR_RETURN(ImageGeometry g, image::GeometryFromSpec(spec, rules));
-  if (spec.compression != "none") {
-    return Status::NotSupported(
-        "png: compression '" + spec.compression +
-        "' is not supported (PNG is always zlib-compressed; set dataset.compression to none and "
-        "use the plugin option compress_level)");
-  }
-  return g;
+  return image::GeometryFromSpec(
+      spec, {.format = "png",
+             .max_side = PNG_UINT_31_MAX,
+             .max_bytes = std::uint64_t{1} << 40,
+             .any_element_type = false,
+             .element_type_note = " (DLIO forces record_element_type uint8 for png)",
+             .compression_note = "PNG is always zlib-compressed; set dataset.compression to none "
+                                 "and use the plugin option compress_level"});
 }
 
-Status WritePngFile(Storage& storage, File& file, const FileSpec& spec,
-                    const WriterOptions& options) {
-  return Guard("png", "writing", spec.path,
-               [&]() -> Status { return WritePngImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  Result<std::int64_t> compress_level =
+      image::IntOptionIn(options, "compress_level", 6, 0, 9, "is not a zlib level (0-9)");
+  if (!compress_level.ok()) return compress_level.status();
+  return WriterOptions{static_cast<int>(*compress_level)};
 }
 
 Status PngCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
-  const std::size_t n = std::min(head.size(), sizeof(kSignature));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned char>(head[i]) != kSignature[i]) {
-      return image::CorruptAt(path, "not a png file (bad signature byte)", i);
-    }
-  }
-  if (n < sizeof(kSignature)) {
-    return image::CorruptAt(path,
-                            "truncated png file: " + std::to_string(head.size()) +
-                                " bytes, shorter than the signature; the file ends",
-                            head.size());
-  }
-  return Status::OK();
+  return image::CheckMagic(head, path, kSignature, "png", "bad signature byte",
+                           ", shorter than the signature");
 }
 
 Status PngCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                             ImageInfo* info) const {
-  return Guard("png", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    ReadContext ctx;
-    ReadStructs structs(&ctx);
-    return OpenAndReadInfo(file, path, &ctx, info);
-  });
+  ReadContext ctx;
+  ReadStructs structs(&ctx);
+  return OpenAndReadInfo(file, path, &ctx, info);
 }
 
 Status PngCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                         Buffer* pixels, ImageInfo* info) const {
-  return Guard("png", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    ReadContext ctx;
-    ReadStructs structs(&ctx);
-    IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, &ctx, info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "png"));
-    if (!ReadPixels(&ctx, reinterpret_cast<unsigned char*>(pixels->data()))) {
-      return ReadFailure(ctx, path);
-    }
-    return Status::OK();
-  });
+  ReadContext ctx;
+  ReadStructs structs(&ctx);
+  IOMIMIC_RETURN_IF_ERROR(OpenAndReadInfo(file, path, &ctx, info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "png"));
+  if (!ReadPixels(&ctx, reinterpret_cast<unsigned char*>(out))) return ReadFailure(ctx, path);
+  return Status::OK();
 }
 
 }  // namespace iomimic::png
+
+namespace {
+
+const IomimicOptionSpec kPngOptions[] = {
+    {"compress_level", "int", "6",
+     "zlib compression level of the image data, 0-9 (PIL's compress_level; 6 is PIL's default)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "png", "1.0.0",
+    "PNG images as PIL's Image.save writes them (8-bit greyscale or RGB, one image per file), "
+    "read whole and decoded like np.asarray(PIL.Image.open(f))",
+    kPngOptions,
+    (iomimic::image::CodecWithOptions<iomimic::png::PngCodec, iomimic::png::ParseOptions>));

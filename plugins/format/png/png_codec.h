@@ -1,5 +1,8 @@
-// PNG files as DLIO's png_generator writes them and its image reader reads
-// them, with libpng.
+// The png format plugin: PNG files as DLIO's png_generator writes them and
+// its image reader reads them, with libpng. The codec below is the whole
+// plugin: the image format shell of the SDK (iomimic/image_format.h)
+// supplies the Format, the whole-file reader with PIL's access pattern and
+// the plugin descriptor.
 //
 // Writing, like PIL's Image.fromarray(x).save(f, format='PNG'): one image
 // per file, 8-bit greyscale (colour type 0) for a {d1, d2} or {d1, d2, 1}
@@ -27,9 +30,9 @@
 #include <span>
 #include <string>
 
-#include "image_common/image_reader.h"
-#include "image_common/image_spec.h"
 #include "iomimic/format.h"
+#include "iomimic/image_codec.h"
+#include "iomimic/options.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -50,19 +53,34 @@ struct WriterOptions {
 // otherwise its geometry.
 Result<image::ImageGeometry> PngGeometry(const FileSpec& spec);
 
-// Writes one PNG file for `spec` into `file`. Thread-safe; never throws.
-Status WritePngFile(Storage& storage, File& file, const FileSpec& spec,
-                    const WriterOptions& options);
+// Reads the plugin options (compress_level, 0-9).
+Result<WriterOptions> ParseOptions(const PluginOptions& options);
 
-// Decoding with libpng; stateless.
+// Encoding and decoding with libpng; stateless apart from constant options.
+// The contracts are ImageCodec's (iomimic/image_codec.h).
 class PngCodec final : public image::ImageCodec {
  public:
+  explicit PngCodec(WriterOptions options = {}) : options_(options) {}
+
   const char* name() const override { return "png"; }
+  // PIL.Image.fromarray encodes uint8 pixels.
+  const char* element_type() const override { return "uint8"; }
+  // PngGeometry's checks.
+  Status CheckSpec(const FileSpec& spec) const override { return PngGeometry(spec).status(); }
+  // Always kNotSupported: the size depends on how the pixels compress.
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("png: the size of a PNG file depends on how its pixels compress");
+  }
+  // Encodes the image row by row, streaming through a ChunkedWriter.
+  Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;
   Status ReadHeader(std::span<const std::byte> file, const std::string& path,
                     image::ImageInfo* info) const override;
   Status Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                 Buffer* pixels, image::ImageInfo* info) const override;
+
+ private:
+  const WriterOptions options_;
 };
 
 }  // namespace iomimic::png

@@ -12,8 +12,8 @@
 #include <new>
 #include <vector>
 
-#include "image_common/image_sink.h"
 #include "iomimic/guard.h"
+#include "iomimic/image_format.h"
 
 namespace iomimic::tiff {
 namespace {
@@ -204,8 +204,10 @@ std::uint16_t CompressionTag(Compression c) {
   return COMPRESSION_NONE;
 }
 
-Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
+}  // namespace
+
+Status TiffCodec::Encode(Storage& storage, File& file, const FileSpec& spec) const {
+  const WriterOptions& options = options_;
   InstallTiffHandlers();
   IOMIMIC_ASSIGN_OR_RETURN(TiffPlan plan, PlanTiff(spec, options));
   const ImageGeometry& g = plan.geometry;
@@ -266,6 +268,8 @@ Status WriteTiffImpl(Storage& storage, File& file, const FileSpec& spec,
   if (messages.errors > 0) return failed("closing");
   return sink.Finish();
 }
+
+namespace {
 
 // --- reading ----------------------------------------------------------------
 
@@ -635,10 +639,24 @@ Result<TiffPlan> PlanTiff(const FileSpec& spec, const WriterOptions& options) {
   return plan;
 }
 
-Status WriteTiffFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options) {
-  return Guard("tiff", "writing", spec.path,
-               [&]() -> Status { return WriteTiffImpl(storage, file, spec, options); });
+Result<WriterOptions> ParseOptions(const PluginOptions& options) {
+  WriterOptions out;
+  IOMIMIC_ASSIGN_OR_RETURN(std::string compression, options.GetString("compression", "none"));
+  Result<Compression> parsed = ParseCompression(compression);
+  if (!parsed.ok()) {
+    return Status::InvalidArgument(options.owner() + ": option 'compression' = '" + compression +
+                                   "' is not one of none, deflate, lzw, packbits");
+  }
+  out.compression = *parsed;
+  IOMIMIC_ASSIGN_OR_RETURN(
+      std::int64_t level,
+      image::IntOptionIn(options, "compress_level", 6, 1, 9, "is not a deflate level (1-9)"));
+  out.compress_level = static_cast<int>(level);
+  IOMIMIC_ASSIGN_OR_RETURN(std::int64_t rows,
+                           image::IntOptionIn(options, "rows_per_strip", 0, 0, 0xFFFFFFFFll,
+                                              "is out of range (0 = automatic)"));
+  out.rows_per_strip = static_cast<std::uint32_t>(rows);
+  return out;
 }
 
 Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::string& path) const {
@@ -666,29 +684,40 @@ Status TiffCodec::CheckSignature(std::span<const std::byte> head, const std::str
 
 Status TiffCodec::ReadHeader(std::span<const std::byte> file, const std::string& path,
                              ImageInfo* info) const {
-  return Guard("tiff", "reading", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    OpenTiff open;
-    IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
-    CurrentMessages current(&open.messages);
-    return ReadLayout(path, file.size(), &open, info);
-  });
+  OpenTiff open;
+  IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
+  CurrentMessages current(&open.messages);
+  return ReadLayout(path, file.size(), &open, info);
 }
 
 Status TiffCodec::Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                          Buffer* pixels, ImageInfo* info) const {
-  return Guard("tiff", "decoding", path, [&]() -> Status {
-    IOMIMIC_RETURN_IF_ERROR(CheckSignature(file, path));
-    OpenTiff open;
-    IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
-    CurrentMessages current(&open.messages);
-    IOMIMIC_RETURN_IF_ERROR(ReadLayout(path, file.size(), &open, info));
-    const std::size_t bytes = static_cast<std::size_t>(info->decoded_bytes());
-    IOMIMIC_RETURN_IF_ERROR(
-        image::EnsureHostBuffer(storage, *pixels, std::max<std::size_t>(bytes, 1), "tiff"));
-    if (TIFFIsTiled(open.tif.get())) return ReadTiles(path, &open, *info, pixels->data());
-    return ReadStrips(path, &open, *info, pixels->data());
-  });
+  OpenTiff open;
+  IOMIMIC_RETURN_IF_ERROR(OpenTiffFile(file, path, &open));
+  CurrentMessages current(&open.messages);
+  IOMIMIC_RETURN_IF_ERROR(ReadLayout(path, file.size(), &open, info));
+  IOMIMIC_ASSIGN_OR_RETURN(std::byte * out, image::PixelsFor(storage, pixels, *info, "tiff"));
+  if (TIFFIsTiled(open.tif.get())) return ReadTiles(path, &open, *info, out);
+  return ReadStrips(path, &open, *info, out);
 }
 
 }  // namespace iomimic::tiff
+
+namespace {
+
+const IomimicOptionSpec kTiffOptions[] = {
+    {"compression", "string", "none",
+     "compression of the strips: none, deflate, lzw or packbits (dataset.compression gzip or zip "
+     "also means deflate)"},
+    {"compress_level", "int", "6", "deflate level, 1-9"},
+    {"rows_per_strip", "int", "0", "rows per strip; 0 = as many as fit in 64 KiB (like PIL)"},
+};
+
+}  // namespace
+
+IOMIMIC_DEFINE_IMAGE_FORMAT_PLUGIN(
+    "tiff", "1.0.0",
+    "TIFF images written with libtiff (greyscale or RGB, any numeric type, one image per file, "
+    "uncompressed or deflate/lzw/packbits), read whole and decoded like tifffile.imread",
+    kTiffOptions,
+    (iomimic::image::CodecWithOptions<iomimic::tiff::TiffCodec, iomimic::tiff::ParseOptions>));

@@ -1,4 +1,10 @@
-// TIFF files with libtiff. DLIO has no tiff format; this plugin writes TIFF
+// The tiff format plugin: TIFF files with libtiff, through memory
+// (TIFFClientOpenExt) so that every byte goes through the storage. The codec
+// below is the whole plugin: the image format shell of the SDK
+// (iomimic/image_format.h) supplies the Format, the whole-file reader with
+// PIL's access pattern and the plugin descriptor.
+//
+// DLIO has no tiff format; this plugin writes TIFF
 // images the way the png/jpeg generators write theirs (one image per file,
 // d1 rows by d2 columns) and reads them like DLIO's image reader reads png
 // and jpeg files (a sequential whole-file read, then a full decode).
@@ -35,9 +41,9 @@
 #include <span>
 #include <string>
 
-#include "image_common/image_reader.h"
-#include "image_common/image_spec.h"
 #include "iomimic/format.h"
+#include "iomimic/image_codec.h"
+#include "iomimic/options.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 
@@ -76,24 +82,41 @@ struct TiffPlan {
 // `options`; otherwise the plan.
 Result<TiffPlan> PlanTiff(const FileSpec& spec, const WriterOptions& options);
 
-// Writes one TIFF file for `spec` into `file`. Thread-safe; never throws.
-Status WriteTiffFile(Storage& storage, File& file, const FileSpec& spec,
-                     const WriterOptions& options);
+// Reads the plugin options: compression (none|deflate|lzw|packbits),
+// compress_level (1-9), rows_per_strip (0 = strips of at most 64 KiB).
+Result<WriterOptions> ParseOptions(const PluginOptions& options);
 
 // Routes libtiff's process-wide error and warning handlers away from stderr
 // (once per process; restored when the plugin is unloaded). Messages of
 // files this plugin opens are captured per file; anything else is dropped.
 void InstallTiffHandlers();
 
-// Decoding with libtiff; stateless.
+// Encoding and decoding with libtiff; stateless apart from constant
+// options. The contracts are ImageCodec's (iomimic/image_codec.h).
 class TiffCodec final : public image::ImageCodec {
  public:
+  // Installs libtiff's process-wide message handlers (InstallTiffHandlers).
+  explicit TiffCodec(WriterOptions options = {}) : options_(options) { InstallTiffHandlers(); }
+
   const char* name() const override { return "tiff"; }
+  // PlanTiff's checks (any numeric element type).
+  Status CheckSpec(const FileSpec& spec) const override {
+    return PlanTiff(spec, options_).status();
+  }
+  // Always kNotSupported: libtiff's layout and compression decide.
+  Result<std::uint64_t> ExpectedFileSize(const FileSpec&) const override {
+    return Status::NotSupported("tiff: file sizes depend on libtiff's layout and compression");
+  }
+  // Encodes the image strip by strip, streaming through a ChunkedWriter.
+  Status Encode(Storage& storage, File& file, const FileSpec& spec) const override;
   Status CheckSignature(std::span<const std::byte> head, const std::string& path) const override;
   Status ReadHeader(std::span<const std::byte> file, const std::string& path,
                     image::ImageInfo* info) const override;
   Status Decode(std::span<const std::byte> file, const std::string& path, Storage& storage,
                 Buffer* pixels, image::ImageInfo* info) const override;
+
+ private:
+  const WriterOptions options_;
 };
 
 }  // namespace iomimic::tiff

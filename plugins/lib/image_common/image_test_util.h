@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/image_format.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/memory_storage.h"
@@ -88,6 +89,45 @@ inline Status OpenAndRead(Format& format, Storage& storage, const std::string& p
   if (!reader.ok()) return reader.status();
   return (*reader)->ReadSample(0).status();
 }
+
+// For encoders that only append: the requests follow one another
+// and cover the file.
+inline void CheckSequentialWrites(const std::vector<Request>& writes, std::uint64_t size) {
+  REQUIRE(writes.size() > 1);
+  std::uint64_t next = 0;
+  for (const Request& w : writes) {
+    CHECK(w.offset == next);
+    next += w.length;
+  }
+  CHECK(next == size);
+}
+
+// What the shell's test cases (image_format_cases.h) need to know of a codec.
+struct ShellFacts {
+  const char* name = "";             // plugin name and extension
+  std::uint64_t max_side = 0;        // largest rows or columns
+  const char* element_type = "";     // FormatTraits::element_type
+  const char* on_demand_type = "";   // element type of the read-type case
+  std::vector<std::string> options;  // the descriptor's options, in order
+  std::vector<std::pair<std::string, std::string>> bad_options;  // refused by the factory
+  std::vector<const char*> rejected_types;                       // element types Validate refuses
+  const char* unsupported_compression = "";  // a dataset.compression Validate refuses
+};
+
+// The usual base of a fixture of image_format_cases.h: the format of Codec
+// with default options, lossless pixels, an encoder that only appends.
+template <typename Codec>
+struct CodecFixture {
+  static std::unique_ptr<Format> Make() {
+    return std::make_unique<image::ImageFormat>(std::make_unique<Codec>());
+  }
+  static void CheckPixels(std::span<const std::byte> decoded, const FileSpec& spec) {
+    CHECK(SameBytes(decoded, ReferencePixels(spec)));
+  }
+  static void CheckWrites(const std::vector<Request>& writes, std::uint64_t size) {
+    CheckSequentialWrites(writes, size);
+  }
+};
 
 inline void CheckCorruption(const Status& s, const std::string& path,
                             const std::string& fragment = "") {
