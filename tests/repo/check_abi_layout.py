@@ -87,6 +87,13 @@ HEADER_ONLY = {
     "DecoratorFile",
     "PosixTransfer",  # iomimic/posix_io.h: the pread/pwrite loops of POSIX back ends
     "PreadEnd",
+    "ImageInfo",  # iomimic/image_codec.h and image_format.h: the image shell, compiled
+    "ImageGeometry",  # into each image plugin with its codec
+    "SpecRules",
+    "ChunkedWriter",
+    "ImageCodec",
+    "ImageReader",
+    "ImageFormat",
     "Xoshiro256",  # random streams, used inside one side
     "ContentStream",
     "Key",  # ContentStream::Key
