@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "iomimic/guard.h"
+#include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
 
 namespace iomimic::npz {
@@ -24,7 +25,7 @@ constexpr zip::LocalZip64 kNumpyLocalZip64 = zip::LocalZip64::kInclude;
 
 // Largest payload accepted, so that every offset computation stays far from
 // 64-bit overflow.
-constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
+constexpr std::uint64_t kMaxPayloadBytes = numpy::kMaxArrayBytes;
 // Smallest write chunk: the first chunk must hold the x local header.
 constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 // Source of zero bytes for the labels.
@@ -362,40 +363,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 }  // namespace
 
 Status ValidateSpec(const FileSpec& spec) {
-  if (spec.sample_shape.empty()) {
-    return Status::InvalidArgument(
-        "npz: sample_shape is empty (x needs at least one dimension besides the sample axis)");
-  }
-  for (std::uint64_t d : spec.sample_shape) {
-    if (d == 0) return Status::InvalidArgument("npz: sample_shape has a zero dimension");
-  }
-  if (spec.num_samples == 0) {
-    return Status::InvalidArgument("npz: num_samples must be at least 1");
-  }
-  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
-  if (!dtype.ok()) {
-    return Status::InvalidArgument("npz: element type '" + spec.element_type.name +
-                                   "': " + dtype.status().message());
-  }
-  if (dtype->itemsize != spec.element_type.size || spec.element_type.size == 0) {
-    return Status::InvalidArgument("npz: element type '" + spec.element_type.name + "' has size " +
-                                   std::to_string(spec.element_type.size) + " but descr '" +
-                                   spec.element_type.descr + "' means " +
-                                   std::to_string(dtype->itemsize));
-  }
-  if (spec.compression != "none" && spec.compression != "zip") {
-    return Status::NotSupported("npz: compression '" + spec.compression +
-                                "' is not supported (npz supports none and zip)");
-  }
-  std::uint64_t bytes = spec.element_type.size;
-  for (std::uint64_t d : spec.sample_shape) {
-    if (bytes > kMaxPayloadBytes / d) return Status::InvalidArgument("npz: sample too large");
-    bytes *= d;
-  }
-  if (bytes > kMaxPayloadBytes / spec.num_samples) {
-    return Status::InvalidArgument("npz: file too large (sample_bytes * num_samples)");
-  }
-  return Status::OK();
+  static constexpr std::string_view kCompressions[] = {"none", "zip"};
+  return numpy::ValidateArraySpec(spec, {"npz", "x", kCompressions, "npz supports none and zip"});
 }
 
 Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions& options) {
