@@ -12,6 +12,9 @@
 // - files written with WriteFile read back: every sample, decode on and off,
 //   kept in memory or not, in any order, with the sizes the spec asks for and
 //   the same bytes on every back end;
+// - an index past the end is kOutOfRange naming the path (the reader stays
+//   usable), a missing file the storage's kNotFound naming it, a reader
+//   without a storage kInvalidArgument;
 // - ExpectedFileSize is exact when traits().predictable_size says so;
 // - a truncated file or flipped bytes give an error value naming the path
 //   (and the offset, for formats that parse what they read), never a crash;
@@ -357,6 +360,50 @@ TEST_CASE("format conformance: every sample reads back, decode on and off, on ev
         }
       }
     }
+  });
+}
+
+TEST_CASE("format conformance: an index past the end or a missing file is an error naming it") {
+  ForEachFormatAndBackend([](Format& format, const PluginInfo&, Storage& storage,
+                             const std::string& folder) {
+    const FileSpec spec = SpecFor(format, folder, "range", 5);
+    Write(format, storage, spec);
+    for (bool keep : {false, true}) {
+      CAPTURE(keep);
+      ReaderOptions options;
+      options.storage = &storage;
+      options.keep_in_memory = keep;
+      Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, options);
+      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+      const std::uint64_t count = (*reader)->num_samples();
+      // A reader without metadata (synthetic) accepts every index.
+      if (count == std::numeric_limits<std::uint64_t>::max()) continue;
+      REQUIRE(count == spec.num_samples);
+      Result<SampleView> past = (*reader)->ReadSample(count);
+      CHECK_MESSAGE(past.status().code() == StatusCode::kOutOfRange, past.status().ToString());
+      CHECK_MESSAGE(Mentions(past.status(), spec.path), past.status().ToString());
+      // The reader is still usable after the error.
+      Result<SampleView> last = (*reader)->ReadSample(count - 1);
+      CHECK_MESSAGE(last.ok(), last.status().ToString());
+      Result<SampleView> far = (*reader)->ReadSample(~std::uint64_t{0});
+      CHECK_MESSAGE(far.status().code() == StatusCode::kOutOfRange, far.status().ToString());
+    }
+    // The storage's kNotFound comes back naming the file, at OpenReader.
+    ReaderOptions options;
+    options.storage = &storage;
+    const std::string missing = folder + "/missing." + format.traits().extension;
+    Result<std::unique_ptr<FileReader>> absent = format.OpenReader(missing, options);
+    if (absent.ok()) {
+      // Only a reader that opens nothing (synthetic) may not notice.
+      CHECK((*absent)->num_samples() == std::numeric_limits<std::uint64_t>::max());
+      return;
+    }
+    CHECK_MESSAGE(absent.status().code() == StatusCode::kNotFound, absent.status().ToString());
+    CHECK_MESSAGE(Mentions(absent.status(), missing), absent.status().ToString());
+    // A reader that opens files needs a storage.
+    Result<std::unique_ptr<FileReader>> no_storage = format.OpenReader(spec.path, ReaderOptions{});
+    CHECK_MESSAGE(no_storage.status().code() == StatusCode::kInvalidArgument,
+                  no_storage.status().ToString());
   });
 }
 
