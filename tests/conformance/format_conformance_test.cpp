@@ -44,6 +44,7 @@
 
 #include "conformance.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
@@ -151,22 +152,11 @@ std::vector<std::string> Compressions(const Format& format) {
   return out;
 }
 
-std::string PartialName(const std::string& path) {
-  const fs::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + ".iomimic-partial")).string();
-}
+using iomimic::testing::PartialPathFor;
 
-// Writes `spec`'s file as the core does.
+// Writes `spec`'s file as the core does (iomimic/testing/format_test_support.h).
 Status WriteAsCore(Format& format, Storage& storage, const FileSpec& spec) {
-  const std::string partial = PartialName(spec.path);
-  {
-    iomimic::OpenOptions options;
-    options.mode = OpenMode::kWrite;
-    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-    IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-    IOMIMIC_RETURN_IF_ERROR(file->Close());
-  }
-  return storage.Rename(partial, spec.path);
+  return iomimic::testing::WriteSpecAsCore(format, storage, spec);
 }
 
 void Write(Format& format, Storage& storage, const FileSpec& spec) {
@@ -297,7 +287,7 @@ TEST_CASE("format conformance: every sample reads back, decode on and off, on ev
       Result<iomimic::FileInfo> st = storage.Stat(spec.path);
       REQUIRE(st.ok());
       CHECK(st->size > 0);
-      CHECK(storage.Stat(PartialName(spec.path)).status().IsNotFound());
+      CHECK(storage.Stat(PartialPathFor(spec.path)).status().IsNotFound());
       // The reader learns the file's shape from the file (OpenReader has no
       // spec): the count it reports is the spec's, or unknown (no metadata).
       ReaderOptions options;

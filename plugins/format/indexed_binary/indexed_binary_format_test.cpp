@@ -197,7 +197,7 @@ TEST_CASE("layout: data, offsets and sizes as DLIO writes them") {
   MemStorage storage;
   // dlrm.yaml shrunk: 1024 samples of 64 x 64 bytes.
   FileSpec spec = MakeSpec("uint8", {64, 64}, 1024, 7, "/train/img_0_of_2.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(storage.Bytes(spec.path).size() == *format.ExpectedFileSize(spec));
   CHECK(storage.Exists("/train/img_0_of_2.indexed_binary.off.idx"));
   CHECK(storage.Exists("/train/img_0_of_2.indexed_binary.sz.idx"));
@@ -211,7 +211,7 @@ TEST_CASE("layout: data, offsets and sizes as DLIO writes them") {
 
   // Bool samples hold only 0 and 1.
   FileSpec b = MakeSpec("bool", {33}, 5, 3, "/bool.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, b).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, b).ok());
   const std::vector<std::byte> bytes = storage.Bytes(b.path);
   CHECK(std::all_of(bytes.begin(), bytes.end(),
                     [](std::byte v) { return v == std::byte{0} || v == std::byte{1}; }));
@@ -244,7 +244,7 @@ TEST_CASE("generation streams in bounded chunks that cross sample boundaries") {
     ++k;
     spec.parameters["generation_buffer_size"] = std::to_string(c.buffer);
     storage.SetLogging(true);
-    REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
     const std::vector<Request> log = storage.TakeLog();
     storage.SetLogging(false);
     const std::uint64_t unit = std::lcm<std::uint64_t>(c.alignment, 8);
@@ -271,11 +271,11 @@ TEST_CASE("content does not depend on the generation buffer size") {
   MemStorage storage;
   IndexedBinaryFormat format(kFlavor);
   FileSpec spec = MakeSpec("uint8", {777}, 333, 9, "/same.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> big = storage.Bytes(spec.path);
   const std::vector<std::byte> big_index = storage.Bytes(OffsetIndexPath(spec.path));
   spec.parameters["generation_buffer_size"] = "4100";
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(big == storage.Bytes(spec.path));
   CHECK(big_index == storage.Bytes(OffsetIndexPath(spec.path)));
 }
@@ -287,7 +287,7 @@ TEST_CASE("the default buffer is capped") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {512, 512}, 4, 1, "/capped.indexed_binary");  // 2 GiB asked
   storage.SetLogging(true);
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
   std::size_t data_writes = 0;
@@ -314,7 +314,7 @@ TEST_CASE("write failures leave no index file and no temporary file behind") {
     {
       MemStorage storage;
       storage.FailWritesTo(target);
-      const Status s = ::iomimic::testing::WriteSpec(format, storage, spec);
+      const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
       CHECK(s.code() == StatusCode::kIOError);
       CHECK_MESSAGE(s.message().find(std::string("index file /fail/x.indexed_binary") + target) !=
                         std::string::npos,
@@ -324,14 +324,14 @@ TEST_CASE("write failures leave no index file and no temporary file behind") {
     {
       MemStorage storage;
       storage.FailRenameTo(target);
-      const Status s = ::iomimic::testing::WriteSpec(format, storage, spec);
+      const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
       CHECK(s.code() == StatusCode::kIOError);
       check_clean(storage);
     }
   }
   MemStorage storage;
   storage.FailWritesTo("/fail/.x.indexed_binary.iomimic-partial");
-  const Status s = ::iomimic::testing::WriteSpec(format, storage, spec);
+  const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
   CHECK(s.code() == StatusCode::kIOError);
   CHECK(storage.Paths().empty());  // no index file was started
 }
@@ -356,7 +356,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file, modes") {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
                              "/rt/" + std::to_string(seed) + ".indexed_binary");
     CAPTURE(spec.path);
-    REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
     CheckFiles(storage, spec);
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);
@@ -369,7 +369,7 @@ TEST_CASE("read pattern follows DLIO's IndexedBinaryReader") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 16, 3, "/p/a.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::string off = OffsetIndexPath(spec.path);
   const std::string sz = SizeIndexPath(spec.path);
 
@@ -455,7 +455,7 @@ TEST_CASE("very large indexes are read in 64 MiB requests") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {1}, 8500000, 4, "/big/x.indexed_binary");
   spec.parameters["generation_buffer_size"] = std::to_string(64 << 20);
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   storage.SetLogging(true);
   Result<std::unique_ptr<FileReader>> reader =
       format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage));
@@ -491,7 +491,7 @@ TEST_CASE("sample ranges and the data file for collective back ends") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {300}, 40, 8, "/coll/a.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> data = ReferenceData(spec);
 
   // As the core's collective path does: keep_in_memory, ranges, one batch.
@@ -551,8 +551,8 @@ TEST_CASE("index cache: disabled, invalidated, bounded") {
   FileSpec b = MakeSpec("uint8", {100}, 100, 2, "/c/b.indexed_binary");
   {
     IndexedBinaryFormat writer(kFlavor);
-    REQUIRE(::iomimic::testing::WriteSpec(writer, storage, a).ok());
-    REQUIRE(::iomimic::testing::WriteSpec(writer, storage, b).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, a).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, b).ok());
   }
   auto loads_index = [&](IndexedBinaryFormat& format, const std::string& path) {
     Result<std::unique_ptr<FileReader>> r =
@@ -575,7 +575,7 @@ TEST_CASE("index cache: disabled, invalidated, bounded") {
     FileSpec a2 = a;
     a2.num_samples = 60;
     IndexedBinaryFormat writer(kFlavor);
-    REQUIRE(::iomimic::testing::WriteSpec(writer, storage, a2).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, a2).ok());
     Result<std::unique_ptr<FileReader>> r =
         format.OpenReader(a.path, ::iomimic::testing::TestReaderOptions(&storage));
     REQUIRE(r.ok());
@@ -665,7 +665,7 @@ TEST_CASE("samples land in the memory the storage allocates") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage mem;
   FileSpec spec = MakeSpec("uint8", {64}, 8, 2, "/dev/x.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, mem, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, mem, spec).ok());
   DeviceMemStorage device(&mem);
   for (bool decode : {true, false}) {
     Result<std::unique_ptr<FileReader>> reader =
@@ -684,7 +684,7 @@ TEST_CASE("missing files") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {16}, 4, 1, "/m/x.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> off = storage.Bytes(OffsetIndexPath(spec.path));
   const std::vector<std::byte> sz = storage.Bytes(SizeIndexPath(spec.path));
 
@@ -719,7 +719,7 @@ TEST_CASE("corruption is reported with the file and offset") {
   IndexedBinaryFormat format(kFlavor, 0);  // no cache: every open checks the index
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {100}, 10, 1, "/bad/x.indexed_binary");
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::string off = OffsetIndexPath(spec.path);
   const std::string sz = SizeIndexPath(spec.path);
   std::vector<std::uint64_t> offsets = DecodeIndex(storage.Bytes(off));
@@ -800,7 +800,7 @@ TEST_CASE("concurrent writers and readers share one format and its cache") {
           MakeSpec("uint8", {32, 32}, 20, 1000 + static_cast<std::uint64_t>(t),
                    "/mt/" + std::to_string(t % 4) + "_" + std::to_string(t) + ".indexed_binary");
       spec.parameters["generation_buffer_size"] = "5000";
-      if (!::iomimic::testing::WriteSpec(format, storage, spec).ok()) ++failures;
+      if (!::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok()) ++failures;
       const std::vector<std::byte> data = ReferenceData(spec);
       for (int round = 0; round < 20; ++round) {
         Result<std::unique_ptr<FileReader>> r = format.OpenReader(
@@ -831,7 +831,7 @@ TEST_CASE("posix files round trip") {
   PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 50, 77, (dir.path() / "p.indexed_binary").string());
   spec.parameters["generation_buffer_size"] = "10000";
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
   CHECK(fs::file_size(OffsetIndexPath(spec.path)) == 50 * 8);
   CHECK(fs::file_size(SizeIndexPath(spec.path)) == 50 * 8);
@@ -853,7 +853,7 @@ TEST_CASE("numpy reads the three files as DLIO's readers do") {
   IndexedBinaryFormat format(kFlavor);
   FileSpec spec = MakeSpec("uint8", {45, 45}, 333, 5, (dir.path() / "n.indexed_binary").string());
   spec.parameters["generation_buffer_size"] = "4096";
-  REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   {
     const std::vector<std::byte> data = ReferenceData(spec);
     std::ofstream r(spec.path + ".ref", std::ios::binary);
@@ -891,7 +891,7 @@ TEST_CASE("written in parts, the files are WriteFile's, byte for byte") {
   const FileSpec spec = MakeSpec("uint16", {777}, 41, 3, "/p/parts.indexed_binary");
   IndexedBinaryFormat format(kFlavor);
   MemStorage whole, parts;
-  REQUIRE(::iomimic::testing::WriteSpec(format, whole, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, whole, spec).ok());
   Result<PayloadLayout> layout = iomimic::testing::WriteInParts(format, parts, spec, 6);
   REQUIRE(layout.ok());
   CHECK(layout->payload_offset == 0);

@@ -9,6 +9,7 @@
 #include "indexed_binary/indexed_binary_format.h"
 #include "indexed_binary/indexed_binary_reader.h"
 #include "indexed_binary/indexed_binary_test_storage.h"
+#include "iomimic/testing/format_test_support.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -27,18 +28,6 @@ FileSpec MakeSpec(std::uint64_t samples, const std::string& path) {
   spec.seed = 11;
   spec.parameters["generation_buffer_size"] = "4096";
   return spec;
-}
-
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  const std::string partial = PartialPath(spec.path);
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-  Status s = format.WriteFile(storage, *file, spec);
-  Status closed = file->Close();
-  if (s.ok()) s = closed;
-  if (s.ok()) s = storage.Rename(partial, spec.path);
-  return s;
 }
 
 ReaderOptions Options(Storage* storage, bool keep = false) {
@@ -77,8 +66,8 @@ TEST_CASE("the files are those of indexed_binary") {
   const FileSpec a = MakeSpec(300, "/d/img_0_of_1.mmap_indexed_binary");
   const FileSpec b = MakeSpec(300, "/d/img_0_of_1.indexed_binary");
   CHECK(*mmap_format.ExpectedFileSize(a) == 2025 * 300);
-  REQUIRE(WriteSpec(mmap_format, storage, a).ok());
-  REQUIRE(WriteSpec(plain_format, storage, b).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(mmap_format, storage, a).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(plain_format, storage, b).ok());
   CHECK(storage.Bytes(a.path) == storage.Bytes(b.path));
   CHECK(storage.Bytes(OffsetIndexPath(a.path)) == storage.Bytes(OffsetIndexPath(b.path)));
   CHECK(storage.Bytes(SizeIndexPath(a.path)) == storage.Bytes(SizeIndexPath(b.path)));
@@ -90,7 +79,7 @@ TEST_CASE("round trip with one ranged read per sample") {
   MemStorage storage;
   IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
   const FileSpec spec = MakeSpec(64, "/r/x.mmap_indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   std::vector<std::byte> data(2025 * 64);
   ContentStream(spec.seed).Fill(data);
   for (bool keep : {false, true}) {
@@ -117,7 +106,7 @@ TEST_CASE("messages name this format") {
   MemStorage storage;
   IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
   const FileSpec spec = MakeSpec(4, "/e/x.mmap_indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   REQUIRE(storage.Remove(SizeIndexPath(spec.path)).ok());
   const Status s = format.OpenReader(spec.path, Options(&storage)).status();
   CHECK(s.code() == StatusCode::kNotFound);

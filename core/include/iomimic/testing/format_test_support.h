@@ -28,13 +28,39 @@
 namespace iomimic::testing {
 
 // Writes `spec`'s file at spec.path of `storage` with format.WriteFile:
-// open for writing, write, close. The first error.
+// open for writing, write, close (also after a failed write). The first error.
 inline Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
+  Status written = format.WriteFile(storage, *file, spec);
+  Status closed = file->Close();
+  return written.ok() ? closed : written;
+}
+
+// The temporary name the core writes `path` under: ".<name>.iomimic-partial"
+// in the same folder.
+inline std::string PartialPathFor(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return dir + "." + base + ".iomimic-partial";
+}
+
+// Writes `spec`'s file the way the core does: under PartialPathFor(spec.path),
+// renamed to spec.path once WriteFile and Close succeed, the partial file
+// removed when they do not. The first error.
+inline Status WriteSpecAsCore(Format& format, Storage& storage, const FileSpec& spec) {
+  OpenOptions options;
+  options.mode = OpenMode::kWrite;
+  const std::string partial = PartialPathFor(spec.path);
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
+  Status s = format.WriteFile(storage, *file, spec);
+  Status closed = file->Close();
+  if (s.ok()) s = closed;
+  if (s.ok()) s = storage.Rename(partial, spec.path);
+  if (!s.ok()) (void)storage.Remove(partial);
+  return s;
 }
 
 // ReaderOptions on `storage` with the given decode, keep_in_memory and
