@@ -450,23 +450,24 @@ TEST_CASE("this format's traits and options") {
 
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<CsvFormat*>(object);
+  auto format = testing::CreateThroughDescriptor<CsvFormat>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "csv");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "csv");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK_FALSE(t.predictable_size);
+  CHECK(testing::DescribeTraits(format->traits()) ==
+        testing::DescribeTraits({.extension = "csv",
+                                 .multi_sample_files = true,
+                                 .partial_reads = false,
+                                 .needs_host_decode = true,
+                                 .predictable_size = false,
+                                 .streamed = false,
+                                 .element_type = ""}));
   CHECK_FALSE(format->options().pandas_header);
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {4}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
-  iomimic_plugin_descriptor.destroy(object);
+  format.reset();
 
   ctx.options = PluginOptions("format plugin 'csv'", {{"pandas_header", "true"}});
-  object = iomimic_plugin_descriptor.create(&ctx, &error);
+  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
   REQUIRE(object != nullptr);
   CHECK(static_cast<CsvFormat*>(object)->options().pandas_header);
   iomimic_plugin_descriptor.destroy(object);

@@ -593,22 +593,23 @@ TEST_CASE("this format's traits and options") {
   CHECK(iomimic_plugin_descriptor.num_options == 0);
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "hdf5");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "hdf5");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(!t.predictable_size);
+  CHECK(testing::DescribeTraits(format->traits()) ==
+        testing::DescribeTraits({.extension = "hdf5",
+                                 .multi_sample_files = true,
+                                 .partial_reads = true,
+                                 .needs_host_decode = true,
+                                 .predictable_size = false,
+                                 .streamed = false,
+                                 .element_type = ""}));
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1)).ok());
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1, "/x", "xz")).code() ==
         StatusCode::kNotSupported);
-  iomimic_plugin_descriptor.destroy(object);
+  format.reset();
   CHECK(LibraryIsThreadSafe());  // Debian's serial libhdf5
 }
 

@@ -123,22 +123,24 @@ TEST_CASE("this format's traits and options") {
 
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<IndexedBinaryFormat*>(static_cast<Format*>(object));
+  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
+  auto* ib = static_cast<IndexedBinaryFormat*>(format.get());
   CHECK(format->name() == "indexed_binary");
-  CHECK(format->flavor() == Flavor::kIndexedBinary);
-  CHECK(format->index_cache().capacity() == kDefaultIndexCacheBytes);
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "indexed_binary");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(ib->flavor() == Flavor::kIndexedBinary);
+  CHECK(ib->index_cache().capacity() == kDefaultIndexCacheBytes);
+  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
+        ::iomimic::testing::DescribeTraits({.extension = "indexed_binary",
+                                            .multi_sample_files = true,
+                                            .partial_reads = true,
+                                            .needs_host_decode = false,
+                                            .predictable_size = true,
+                                            .streamed = false,
+                                            .element_type = ""}));
+  format.reset();
 
   context.options = PluginOptions("format plugin 'indexed_binary'", {{"index_cache_size", "1M"}});
-  object = d.create(&context, &error);
+  void* object = d.create(&context, &error);
   REQUIRE(object != nullptr);
   CHECK(static_cast<IndexedBinaryFormat*>(static_cast<Format*>(object))->index_cache().capacity() ==
         (1u << 20));

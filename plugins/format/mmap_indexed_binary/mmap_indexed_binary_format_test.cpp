@@ -46,17 +46,18 @@ TEST_CASE("this format's traits and options") {
   CHECK(std::string(d.options[0].name) == "index_cache_size");
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "mmap_indexed_binary");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "mmap_indexed_binary");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
+        ::iomimic::testing::DescribeTraits({.extension = "mmap_indexed_binary",
+                                            .multi_sample_files = true,
+                                            .partial_reads = true,
+                                            .needs_host_decode = false,
+                                            .predictable_size = true,
+                                            .streamed = false,
+                                            .element_type = ""}));
+  format.reset();
 }
 
 TEST_CASE("the files are those of indexed_binary") {

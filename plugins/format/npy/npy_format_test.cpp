@@ -130,17 +130,18 @@ TEST_CASE("this format's traits and options") {
   CHECK(d.num_options == 0);
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "npy");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "npy");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(testing::DescribeTraits(format->traits()) ==
+        testing::DescribeTraits({.extension = "npy",
+                                 .multi_sample_files = true,
+                                 .partial_reads = false,
+                                 .needs_host_decode = true,
+                                 .predictable_size = true,
+                                 .streamed = false,
+                                 .element_type = ""}));
+  format.reset();
 }
 
 TEST_CASE("validate") {

@@ -220,17 +220,18 @@ TEST_CASE("this format's traits and options") {
   CHECK(std::string(d.options[0].default_value) == "dlio");
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "npz");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "npz");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(testing::DescribeTraits(format->traits()) ==
+        testing::DescribeTraits({.extension = "npz",
+                                 .multi_sample_files = true,
+                                 .partial_reads = false,
+                                 .needs_host_decode = true,
+                                 .predictable_size = true,
+                                 .streamed = false,
+                                 .element_type = ""}));
+  format.reset();
 }
 
 TEST_CASE("validate") {

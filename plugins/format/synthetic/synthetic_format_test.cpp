@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/format_test_support.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -137,17 +138,18 @@ TEST_CASE("this format's traits and options") {
   CHECK(d.num_options == 0);
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "synthetic");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "synthetic");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
+        ::iomimic::testing::DescribeTraits({.extension = "synthetic",
+                                            .multi_sample_files = true,
+                                            .partial_reads = true,
+                                            .needs_host_decode = false,
+                                            .predictable_size = true,
+                                            .streamed = false,
+                                            .element_type = ""}));
+  format.reset();
 }
 
 TEST_CASE("validate accepts any data description") {

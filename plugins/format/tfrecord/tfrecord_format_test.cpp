@@ -308,21 +308,22 @@ TEST_CASE("this format's traits and options") {
 
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
+  auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "tfrecord");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "tfrecord");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  CHECK(static_cast<TfRecordFormat*>(format)->options().write_index);
-  iomimic_plugin_descriptor.destroy(object);
+  CHECK(testing::DescribeTraits(format->traits()) ==
+        testing::DescribeTraits({.extension = "tfrecord",
+                                 .multi_sample_files = true,
+                                 .partial_reads = false,
+                                 .needs_host_decode = true,
+                                 .predictable_size = true,
+                                 .streamed = true,
+                                 .element_type = ""}));
+  CHECK(static_cast<TfRecordFormat*>(format.get())->options().write_index);
+  format.reset();
 
   ctx.options = PluginOptions("format plugin 'tfrecord'", {{"index", "false"}});
-  object = iomimic_plugin_descriptor.create(&ctx, &error);
+  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
   REQUIRE(object != nullptr);
   CHECK_FALSE(static_cast<TfRecordFormat*>(object)->options().write_index);
   iomimic_plugin_descriptor.destroy(object);

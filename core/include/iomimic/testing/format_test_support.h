@@ -138,6 +138,18 @@ inline bool HavePythonModules(const std::string& modules) {
   return RunCommand(std::string(kSystemPython) + " -c 'import " + modules + "'", &out) == 0;
 }
 
+// Every field of `t` as text ("extension=npy multi_sample_files=1 ..."), so
+// that a test compares whole traits in one check and a failure shows them.
+inline std::string DescribeTraits(const FormatTraits& t) {
+  auto flag = [](const char* name, bool v) {
+    return std::string(" ") + name + "=" + (v ? "1" : "0");
+  };
+  return "extension=" + t.extension + flag("multi_sample_files", t.multi_sample_files) +
+         flag("partial_reads", t.partial_reads) + flag("needs_host_decode", t.needs_host_decode) +
+         flag("predictable_size", t.predictable_size) + flag("streamed", t.streamed) +
+         " element_type=" + t.element_type;
+}
+
 // Destroys an object a plugin made, through the plugin's descriptor.
 template <typename T>
 struct DescriptorDeleter {
