@@ -454,13 +454,8 @@ TEST_CASE("this format's traits and options") {
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "csv");
   CHECK(testing::DescribeTraits(format->traits()) ==
-        testing::DescribeTraits({.extension = "csv",
-                                 .multi_sample_files = true,
-                                 .partial_reads = false,
-                                 .needs_host_decode = true,
-                                 .predictable_size = false,
-                                 .streamed = false,
-                                 .element_type = ""}));
+        "extension=csv multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=0 streamed=0 element_type=");
   CHECK_FALSE(format->options().pandas_header);
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {4}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);

@@ -13,6 +13,7 @@
 
 #include "csv_codec.h"
 #include "csv_values.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::csv {
@@ -58,16 +59,7 @@ class ChunkWriter final : public ByteSink {
     return Status::OK();
   }
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
   Status Append(const std::string& s) {
     return Append(std::as_bytes(std::span<const char>(s.data(), s.size())));
   }

@@ -597,13 +597,8 @@ TEST_CASE("this format's traits and options") {
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "hdf5");
   CHECK(testing::DescribeTraits(format->traits()) ==
-        testing::DescribeTraits({.extension = "hdf5",
-                                 .multi_sample_files = true,
-                                 .partial_reads = true,
-                                 .needs_host_decode = true,
-                                 .predictable_size = false,
-                                 .streamed = false,
-                                 .element_type = ""}));
+        "extension=hdf5 multi_sample_files=1 partial_reads=1 needs_host_decode=1 "
+        "predictable_size=0 streamed=0 element_type=");
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1)).ok());

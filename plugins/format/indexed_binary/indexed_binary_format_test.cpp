@@ -130,13 +130,8 @@ TEST_CASE("this format's traits and options") {
   CHECK(ib->flavor() == Flavor::kIndexedBinary);
   CHECK(ib->index_cache().capacity() == kDefaultIndexCacheBytes);
   CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
-        ::iomimic::testing::DescribeTraits({.extension = "indexed_binary",
-                                            .multi_sample_files = true,
-                                            .partial_reads = true,
-                                            .needs_host_decode = false,
-                                            .predictable_size = true,
-                                            .streamed = false,
-                                            .element_type = ""}));
+        "extension=indexed_binary multi_sample_files=1 partial_reads=1 needs_host_decode=0 "
+        "predictable_size=1 streamed=0 element_type=");
   format.reset();
 
   context.options = PluginOptions("format plugin 'indexed_binary'", {{"index_cache_size", "1M"}});

@@ -50,13 +50,8 @@ TEST_CASE("this format's traits and options") {
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "mmap_indexed_binary");
   CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
-        ::iomimic::testing::DescribeTraits({.extension = "mmap_indexed_binary",
-                                            .multi_sample_files = true,
-                                            .partial_reads = true,
-                                            .needs_host_decode = false,
-                                            .predictable_size = true,
-                                            .streamed = false,
-                                            .element_type = ""}));
+        "extension=mmap_indexed_binary multi_sample_files=1 partial_reads=1 needs_host_decode=0 "
+        "predictable_size=1 streamed=0 element_type=");
   format.reset();
 }
 

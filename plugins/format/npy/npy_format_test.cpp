@@ -134,13 +134,8 @@ TEST_CASE("this format's traits and options") {
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "npy");
   CHECK(testing::DescribeTraits(format->traits()) ==
-        testing::DescribeTraits({.extension = "npy",
-                                 .multi_sample_files = true,
-                                 .partial_reads = false,
-                                 .needs_host_decode = true,
-                                 .predictable_size = true,
-                                 .streamed = false,
-                                 .element_type = ""}));
+        "extension=npy multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=1 streamed=0 element_type=");
   format.reset();
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
@@ -87,16 +88,7 @@ class OutputSink {
   virtual std::span<std::byte> Writable() = 0;
   virtual Status Commit(std::size_t n) = 0;
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
 
   Status AppendZeros(std::uint64_t count) {
     while (count > 0) {

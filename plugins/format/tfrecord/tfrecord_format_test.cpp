@@ -312,13 +312,8 @@ TEST_CASE("this format's traits and options") {
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->name() == "tfrecord");
   CHECK(testing::DescribeTraits(format->traits()) ==
-        testing::DescribeTraits({.extension = "tfrecord",
-                                 .multi_sample_files = true,
-                                 .partial_reads = false,
-                                 .needs_host_decode = true,
-                                 .predictable_size = true,
-                                 .streamed = true,
-                                 .element_type = ""}));
+        "extension=tfrecord multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=1 streamed=1 element_type=");
   CHECK(static_cast<TfRecordFormat*>(format.get())->options().write_index);
   format.reset();
 

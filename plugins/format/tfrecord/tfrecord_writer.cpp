@@ -10,6 +10,7 @@
 
 #include "crc32c.h"
 #include "example_wire.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::tfrecord {
@@ -76,16 +77,7 @@ class ChunkWriter {
     return Flush();
   }
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
 
   Status Append(std::string_view text) {
     return Append(std::as_bytes(std::span<const char>(text.data(), text.size())));
