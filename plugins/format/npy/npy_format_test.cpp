@@ -50,24 +50,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
-using MemStorage = ::iomimic::testing::MemoryStorage;
-using Request = ::iomimic::testing::StorageRequest;
-
-// Hands out "device" buffers over a MemStorage, like a GPU staging back end
-// (the SDK's iomimic/testing/device_memory_storage.h).
-using DeviceMemStorage = ::iomimic::testing::DeviceMemoryStorage;
-
-// ---------------------------------------------------------------------------
-// A minimal POSIX storage for real files.
-
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// ---------------------------------------------------------------------------
-// Helpers.
+// The SDK's test storages (iomimic/testing/): in memory, on real files.
+using MemStorage = testing::MemoryStorage;
+using Request = testing::StorageRequest;
+using DeviceMemStorage = testing::DeviceMemoryStorage;
+using testing::PosixStorage;
+using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.npy") {

@@ -16,6 +16,7 @@
 #include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
+#include "zip/deflate_stream.h"
 
 namespace iomimic::npz {
 namespace {
@@ -184,72 +185,7 @@ class VectorSink final : public OutputSink {
 
 // Raw deflate (no zlib header), as zipfile's ZIP_DEFLATED compressor:
 // zlib.compressobj(Z_DEFAULT_COMPRESSION, DEFLATED, -15).
-class Deflater {
- public:
-  Deflater() = default;
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-  ~Deflater() {
-    if (initialized_) deflateEnd(&z_);
-  }
-
-  Status Init() {
-    std::memset(&z_, 0, sizeof(z_));
-    const int rc = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-    if (rc == Z_MEM_ERROR)
-      return Status::ResourceExhausted("npz: zlib deflateInit2: out of memory");
-    if (rc != Z_OK) return Status::Internal("npz: zlib deflateInit2 failed: " + std::to_string(rc));
-    initialized_ = true;
-    return Status::OK();
-  }
-
-  // Compresses `input` into `sink`.
-  Status Write(std::span<const std::byte> input, OutputSink& sink) {
-    while (!input.empty()) {
-      const std::size_t piece = std::min<std::size_t>(input.size(), UINT_MAX);
-      z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(input.data()));
-      z_.avail_in = static_cast<uInt>(piece);
-      while (true) {
-        std::span<std::byte> out = Writable(sink);
-        const int rc = deflate(&z_, Z_NO_FLUSH);
-        if (rc != Z_OK && rc != Z_BUF_ERROR) return Failed(rc);
-        IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-        if (z_.avail_in == 0 && z_.avail_out != 0) break;
-      }
-      input = input.subspan(piece);
-    }
-    return Status::OK();
-  }
-
-  // Flushes the end of the stream into `sink`.
-  Status Finish(OutputSink& sink) {
-    z_.next_in = nullptr;
-    z_.avail_in = 0;
-    while (true) {
-      std::span<std::byte> out = Writable(sink);
-      const int rc = deflate(&z_, Z_FINISH);
-      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) return Failed(rc);
-      IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-      if (rc == Z_STREAM_END) return Status::OK();
-    }
-  }
-
- private:
-  std::span<std::byte> Writable(OutputSink& sink) {
-    std::span<std::byte> out = sink.Writable();
-    out = out.first(std::min<std::size_t>(out.size(), UINT_MAX));
-    z_.next_out = reinterpret_cast<Bytef*>(out.data());
-    z_.avail_out = static_cast<uInt>(out.size());
-    return out;
-  }
-
-  static Status Failed(int rc) {
-    return Status::Internal("npz: zlib deflate failed with code " + std::to_string(rc));
-  }
-
-  z_stream z_{};
-  bool initialized_ = false;
-};
+Status InitDeflate(zip::DeflateStream& d) { return d.Init(Z_DEFAULT_COMPRESSION, -15); }
 
 Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
                         const WriterOptions& options) {
@@ -280,8 +216,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
   y.crc32 = y_crc;
   VectorSink y_compressed;
   if (deflated) {
-    Deflater d;
-    IOMIMIC_RETURN_IF_ERROR(d.Init());
+    zip::DeflateStream d("npz");
+    IOMIMIC_RETURN_IF_ERROR(InitDeflate(d));
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(y_plan.header), y_compressed));
     for (std::uint64_t left = y_plan.data_bytes; left > 0;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kZeroBlockSize));
@@ -320,8 +256,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
     }
   } else {
     IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk, "npz"));
-    Deflater d;
-    IOMIMIC_RETURN_IF_ERROR(d.Init());
+    zip::DeflateStream d("npz");
+    IOMIMIC_RETURN_IF_ERROR(InitDeflate(d));
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(x_plan.header), sink));
     for (std::uint64_t left = x_plan.data_bytes; left > 0;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, left));
