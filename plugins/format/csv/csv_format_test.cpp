@@ -435,18 +435,16 @@ TEST_CASE("parser: errors name the line and the offset") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "csv");
-  REQUIRE(iomimic_plugin_descriptor.num_options == 1);
-  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "pandas_header");
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=csv capabilities=host_decode,multi_sample "
+        "options=pandas_header:bool=false | format name=csv extension=csv "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=0 streamed=0 element_type=");
 
   PluginContext ctx;
   Status error;
   auto format = testing::CreateThroughDescriptor<CsvFormat>(iomimic_plugin_descriptor, ctx, &error);
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "csv");
-  CHECK(testing::DescribeTraits(format->traits()) ==
-        "extension=csv multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
-        "predictable_size=0 streamed=0 element_type=");
   CHECK_FALSE(format->options().pandas_header);
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {4}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);

@@ -587,18 +587,14 @@ TEST_CASE("block walker covers every element once in C order") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "hdf5");
-  CHECK(iomimic_plugin_descriptor.capabilities ==
-        (IOMIMIC_CAP_PARTIAL_READS | IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  CHECK(iomimic_plugin_descriptor.num_options == 0);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=hdf5 capabilities=partial_reads,host_decode,multi_sample options= | "
+        "format name=hdf5 extension=hdf5 multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=1 predictable_size=0 streamed=0 element_type=");
   PluginContext ctx;
   Status error;
   auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "hdf5");
-  CHECK(testing::DescribeTraits(format->traits()) ==
-        "extension=hdf5 multi_sample_files=1 partial_reads=1 needs_host_decode=1 "
-        "predictable_size=0 streamed=0 element_type=");
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1)).ok());

@@ -114,24 +114,20 @@ void CheckCorruption(const Status& s, const std::string& path, const std::string
 // Format basics.
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "indexed_binary");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "index_cache_size");
-  CHECK(std::string(d.options[0].type) == "bytes");
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=indexed_binary capabilities=partial_reads,multi_sample "
+        "options=index_cache_size:bytes=8G | format name=indexed_binary "
+        "extension=indexed_binary multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
 
+  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
   PluginContext context;
   Status error;
   auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
   auto* ib = static_cast<IndexedBinaryFormat*>(format.get());
-  CHECK(format->name() == "indexed_binary");
   CHECK(ib->flavor() == Flavor::kIndexedBinary);
   CHECK(ib->index_cache().capacity() == kDefaultIndexCacheBytes);
-  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
-        "extension=indexed_binary multi_sample_files=1 partial_reads=1 needs_host_decode=0 "
-        "predictable_size=1 streamed=0 element_type=");
   format.reset();
 
   context.options = PluginOptions("format plugin 'indexed_binary'", {{"index_cache_size", "1M"}});

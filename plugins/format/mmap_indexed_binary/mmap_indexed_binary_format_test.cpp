@@ -38,21 +38,13 @@ ReaderOptions Options(Storage* storage, bool keep = false) {
 }
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "mmap_indexed_binary");
-  CHECK(std::string(d.description).find("mmap storage") != std::string::npos);
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "index_cache_size");
-  PluginContext context;
-  Status error;
-  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
-  REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "mmap_indexed_binary");
-  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
-        "extension=mmap_indexed_binary multi_sample_files=1 partial_reads=1 needs_host_decode=0 "
-        "predictable_size=1 streamed=0 element_type=");
-  format.reset();
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=mmap_indexed_binary capabilities=partial_reads,multi_sample "
+        "options=index_cache_size:bytes=8G | format name=mmap_indexed_binary "
+        "extension=mmap_indexed_binary multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
+  CHECK(std::string(iomimic_plugin_descriptor.description).find("mmap storage") !=
+        std::string::npos);
 }
 
 TEST_CASE("the files are those of indexed_binary") {

@@ -203,21 +203,11 @@ TEST_CASE("npy dict parser") {
 // Format basics.
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "npz");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "read_pattern");
-  CHECK(std::string(d.options[0].default_value) == "dlio");
-  PluginContext context;
-  Status error;
-  auto format = testing::CreateThroughDescriptor<Format>(d, context, &error);
-  REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "npz");
-  CHECK(testing::DescribeTraits(format->traits()) ==
-        "extension=npz multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=npz capabilities=host_decode,multi_sample "
+        "options=read_pattern:string=dlio | format name=npz extension=npz "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
         "predictable_size=1 streamed=0 element_type=");
-  format.reset();
 }
 
 TEST_CASE("validate") {

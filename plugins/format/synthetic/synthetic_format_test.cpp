@@ -132,19 +132,10 @@ Status Write(Format& format, Storage& storage, const FileSpec& spec) {
 }
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "synthetic");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  CHECK(d.num_options == 0);
-  PluginContext context;
-  Status error;
-  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
-  REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "synthetic");
-  CHECK(::iomimic::testing::DescribeTraits(format->traits()) ==
-        "extension=synthetic multi_sample_files=1 partial_reads=1 needs_host_decode=0 "
-        "predictable_size=1 streamed=0 element_type=");
-  format.reset();
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=synthetic capabilities=partial_reads,multi_sample options= | format "
+        "name=synthetic extension=synthetic multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
 }
 
 TEST_CASE("validate accepts any data description") {

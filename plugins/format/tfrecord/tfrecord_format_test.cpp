@@ -291,20 +291,16 @@ TEST_CASE("field numbers match tensorflow's example.proto") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "tfrecord");
-  CHECK(iomimic_plugin_descriptor.num_options == 1);
-  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "index");
-  CHECK((iomimic_plugin_descriptor.capabilities & IOMIMIC_CAP_MULTI_SAMPLE) != 0);
-  CHECK((iomimic_plugin_descriptor.capabilities & IOMIMIC_CAP_PARTIAL_READS) == 0);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=tfrecord capabilities=host_decode,multi_sample "
+        "options=index:bool=true | format name=tfrecord extension=tfrecord "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=1 streamed=1 element_type=");
 
   PluginContext ctx;
   Status error;
   auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
   REQUIRE_MESSAGE(format != nullptr, error.ToString());
-  CHECK(format->name() == "tfrecord");
-  CHECK(testing::DescribeTraits(format->traits()) ==
-        "extension=tfrecord multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
-        "predictable_size=1 streamed=1 element_type=");
   CHECK(static_cast<TfRecordFormat*>(format.get())->options().write_index);
   format.reset();
 

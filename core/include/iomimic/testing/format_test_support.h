@@ -19,6 +19,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "iomimic/format.h"
 #include "iomimic/plugin.h"
@@ -171,6 +172,42 @@ DescriptorObject<T> CreateThroughDescriptor(const IomimicPluginDescriptor& descr
                                             const PluginContext& context, Status* error) {
   void* object = descriptor.create(&context, error);
   return DescriptorObject<T>(static_cast<T*>(object), DescriptorDeleter<T>{&descriptor});
+}
+
+// A format plugin as its descriptor and the Format it makes with default
+// options describe it, as text for one check:
+//   "name=npy capabilities=host_decode,multi_sample options=read_pattern:string=dlio"
+//   " | format name=npy " + DescribeTraits(traits)
+// (" | create failed: <error>" when the factory refuses).
+inline std::string DescribeFormatPlugin(const IomimicPluginDescriptor& d) {
+  std::string out = std::string("name=") + d.name + " capabilities=";
+  const std::pair<std::uint64_t, const char*> caps[] = {
+      {IOMIMIC_CAP_ASYNC, "async"},
+      {IOMIMIC_CAP_DIRECT_IO, "direct_io"},
+      {IOMIMIC_CAP_COLLECTIVE, "collective"},
+      {IOMIMIC_CAP_DEVICE_MEMORY, "device_memory"},
+      {IOMIMIC_CAP_DECORATOR, "decorator"},
+      {IOMIMIC_CAP_PARTIAL_READS, "partial_reads"},
+      {IOMIMIC_CAP_HOST_DECODE, "host_decode"},
+      {IOMIMIC_CAP_MULTI_SAMPLE, "multi_sample"}};
+  std::uint64_t rest = d.capabilities;
+  std::string sep;
+  for (const auto& [bit, name] : caps) {
+    if ((rest & bit) == 0) continue;
+    out += sep + name;
+    sep = ",";
+    rest &= ~bit;
+  }
+  if (rest != 0) out += sep + "0x" + std::to_string(rest);
+  out += " options=";
+  for (std::size_t i = 0; i < d.num_options; ++i) {
+    const IomimicOptionSpec& o = d.options[i];
+    out += std::string(i > 0 ? "," : "") + o.name + ":" + o.type + "=" + o.default_value;
+  }
+  Status error;
+  DescriptorObject<Format> format = CreateThroughDescriptor<Format>(d, PluginContext{}, &error);
+  if (format == nullptr) return out + " | create failed: " + error.ToString();
+  return out + " | format name=" + format->name() + " " + DescribeTraits(format->traits());
 }
 
 }  // namespace iomimic::testing
