@@ -43,7 +43,8 @@ class DeflateStream {
     if (rc == Z_MEM_ERROR) {
       return Status::ResourceExhausted(who_ + ": zlib deflateInit2: out of memory");
     }
-    if (rc != Z_OK) return Status::Internal(who_ + ": zlib deflateInit2 failed: " + std::to_string(rc));
+    if (rc != Z_OK)
+      return Status::Internal(who_ + ": zlib deflateInit2 failed: " + std::to_string(rc));
     initialized_ = true;
     return Status::OK();
   }

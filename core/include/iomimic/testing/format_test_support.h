@@ -139,7 +139,7 @@ inline bool HavePythonModules(const std::string& modules) {
   return RunCommand(std::string(kSystemPython) + " -c 'import " + modules + "'", &out) == 0;
 }
 
-// Every field of `t` as text ("extension=npy multi_sample_files=1 ..."), so
+// Every field of `t` as text ("extension=mine multi_sample_files=1 ..."), so
 // that a test compares whole traits in one check and a failure shows them.
 inline std::string DescribeTraits(const FormatTraits& t) {
   auto flag = [](const char* name, bool v) {
@@ -176,8 +176,8 @@ DescriptorObject<T> CreateThroughDescriptor(const IomimicPluginDescriptor& descr
 
 // A format plugin as its descriptor and the Format it makes with default
 // options describe it, as text for one check:
-//   "name=npy capabilities=host_decode,multi_sample options=read_pattern:string=dlio"
-//   " | format name=npy " + DescribeTraits(traits)
+//   "name=mine capabilities=host_decode,multi_sample options=mode:string=fast"
+//   " | format name=mine " + DescribeTraits(traits)
 // (" | create failed: <error>" when the factory refuses).
 inline std::string DescribeFormatPlugin(const IomimicPluginDescriptor& d) {
   std::string out = std::string("name=") + d.name + " capabilities=";
