@@ -802,6 +802,21 @@ Status NpzReader::CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_of
   return Status::OK();
 }
 
+Status NpzReader::ParseNpyText(const std::string& text, int major, std::size_t width,
+                               std::uint64_t data_offset, numpy::NpyHeader* header) {
+  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
+  if (!parsed.ok()) {
+    if (parsed.status().code() == StatusCode::kCorruption) {
+      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
+                     data_offset + numpy::kNpyPreambleSize + width);
+    }
+    return parsed.status().WithContext(path_ + ": member 'x.npy'");
+  }
+  *header = std::move(parsed).value();
+  header->header_size = numpy::kNpyPreambleSize + width + text.size();
+  return CheckNpyHeader(header, data_offset);
+}
+
 Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
   Result<std::uint64_t> file_size = file_->Size();
   if (!file_size.ok()) return file_size.status().WithContext("npz: size of " + path_);
@@ -908,17 +923,7 @@ Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
   std::string text(static_cast<std::size_t>(dict_size), '\0');
   IOMIMIC_RETURN_IF_ERROR(
       stream_.Read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
-  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
-  if (!parsed.ok()) {
-    if (parsed.status().code() == StatusCode::kCorruption) {
-      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                     data_offset + numpy::kNpyPreambleSize + *width);
-    }
-    return parsed.status().WithContext(path_ + ": member 'x.npy'");
-  }
-  *header = std::move(parsed).value();
-  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
-  return CheckNpyHeader(header, data_offset);
+  return ParseNpyText(text, major, *width, data_offset, header);
 }
 
 Result<std::size_t> NpzReader::PyRead(std::size_t n, std::byte* out, const char* what) {
@@ -1100,17 +1105,7 @@ Status NpzReader::PyReadNpyHeader(std::uint64_t data_offset, numpy::NpyHeader* h
   std::string text(static_cast<std::size_t>(dict_size), '\0');
   IOMIMIC_RETURN_IF_ERROR(PyMemberRead(
       std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size()), data_offset));
-  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
-  if (!parsed.ok()) {
-    if (parsed.status().code() == StatusCode::kCorruption) {
-      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                     data_offset + numpy::kNpyPreambleSize + *width);
-    }
-    return parsed.status().WithContext(path_ + ": member 'x.npy'");
-  }
-  *header = std::move(parsed).value();
-  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
-  return CheckNpyHeader(header, data_offset);
+  return ParseNpyText(text, major, *width, data_offset, header);
 }
 
 Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
