@@ -802,18 +802,39 @@ Status NpzReader::CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_of
   return Status::OK();
 }
 
-Status NpzReader::ParseNpyText(const std::string& text, int major, std::size_t width,
-                               std::uint64_t data_offset, numpy::NpyHeader* header) {
+template <typename Read>
+Status NpzReader::ReadNpyHeader(Read&& read, std::uint64_t data_offset, numpy::NpyHeader* header) {
+  std::byte preamble[numpy::kNpyPreambleSize];
+  IOMIMIC_RETURN_IF_ERROR(read(preamble));
+  int major = 0;
+  int minor = 0;
+  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
+  if (!width.ok()) {
+    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
+  }
+  std::byte length_field[4] = {};
+  IOMIMIC_RETURN_IF_ERROR(read(std::span<std::byte>(length_field, *width)));
+  const std::uint64_t dict_size =
+      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
+  if (dict_size > numpy::kNpyMaxHeaderSize) {
+    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
+                       " bytes, more than numpy's limit of " +
+                       std::to_string(numpy::kNpyMaxHeaderSize),
+                   data_offset + numpy::kNpyPreambleSize);
+  }
+  std::string text(static_cast<std::size_t>(dict_size), '\0');
+  IOMIMIC_RETURN_IF_ERROR(
+      read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
   Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
   if (!parsed.ok()) {
     if (parsed.status().code() == StatusCode::kCorruption) {
       return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                     data_offset + numpy::kNpyPreambleSize + width);
+                     data_offset + numpy::kNpyPreambleSize + *width);
     }
     return parsed.status().WithContext(path_ + ": member 'x.npy'");
   }
   *header = std::move(parsed).value();
-  header->header_size = numpy::kNpyPreambleSize + width + text.size();
+  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
   return CheckNpyHeader(header, data_offset);
 }
 
@@ -902,28 +923,8 @@ Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
                                         staging_.span().first(staging_size), transfer_, decode_));
 
   // NPY header at the start of the member.
-  std::byte preamble[numpy::kNpyPreambleSize];
-  IOMIMIC_RETURN_IF_ERROR(stream_.Read(preamble));
-  int major = 0;
-  int minor = 0;
-  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
-  if (!width.ok()) {
-    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
-  }
-  std::byte length_field[4] = {};
-  IOMIMIC_RETURN_IF_ERROR(stream_.Read(std::span<std::byte>(length_field, *width)));
-  const std::uint64_t dict_size =
-      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
-  if (dict_size > numpy::kNpyMaxHeaderSize) {
-    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
-                       " bytes, more than numpy's limit of " +
-                       std::to_string(numpy::kNpyMaxHeaderSize),
-                   data_offset + numpy::kNpyPreambleSize);
-  }
-  std::string text(static_cast<std::size_t>(dict_size), '\0');
-  IOMIMIC_RETURN_IF_ERROR(
-      stream_.Read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
-  return ParseNpyText(text, major, *width, data_offset, header);
+  return ReadNpyHeader([&](std::span<std::byte> out) { return stream_.Read(out); }, data_offset,
+                       header);
 }
 
 Result<std::size_t> NpzReader::PyRead(std::size_t n, std::byte* out, const char* what) {
@@ -1084,28 +1085,8 @@ Status NpzReader::PyMemberRead(std::span<std::byte> out, std::uint64_t data_offs
 
 Status NpzReader::PyReadNpyHeader(std::uint64_t data_offset, numpy::NpyHeader* header) {
   // numpy.lib.format.read_array: magic and version, header length, header.
-  std::byte preamble[numpy::kNpyPreambleSize];
-  IOMIMIC_RETURN_IF_ERROR(PyMemberRead(preamble, data_offset));
-  int major = 0;
-  int minor = 0;
-  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
-  if (!width.ok()) {
-    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
-  }
-  std::byte length_field[4] = {};
-  IOMIMIC_RETURN_IF_ERROR(PyMemberRead(std::span<std::byte>(length_field, *width), data_offset));
-  const std::uint64_t dict_size =
-      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
-  if (dict_size > numpy::kNpyMaxHeaderSize) {
-    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
-                       " bytes, more than numpy's limit of " +
-                       std::to_string(numpy::kNpyMaxHeaderSize),
-                   data_offset + numpy::kNpyPreambleSize);
-  }
-  std::string text(static_cast<std::size_t>(dict_size), '\0');
-  IOMIMIC_RETURN_IF_ERROR(PyMemberRead(
-      std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size()), data_offset));
-  return ParseNpyText(text, major, *width, data_offset, header);
+  return ReadNpyHeader([&](std::span<std::byte> out) { return PyMemberRead(out, data_offset); },
+                       data_offset, header);
 }
 
 Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {

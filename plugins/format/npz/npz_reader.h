@@ -282,11 +282,12 @@ class NpzReader final : public FileReader {
   // Parses directory_ (found at directory_start, `concat` bytes after where
   // the end record places it) into member_ and checks x.npy can be read.
   Status ParseDirectory(std::uint64_t directory_start, std::uint64_t concat);
-  // Parses the dict `text` of x.npy's NPY header (version `major`, a length
-  // field of `width` bytes, the member's data at `data_offset`) into
-  // `header` and checks it against the member (CheckNpyHeader).
-  Status ParseNpyText(const std::string& text, int major, std::size_t width,
-                      std::uint64_t data_offset, numpy::NpyHeader* header);
+  // Reads x.npy's NPY header (preamble, length, dict) through `read`
+  // (Status(std::span<std::byte>), exactly that many bytes of the member,
+  // whose data start at `data_offset`), parses it into `header` and checks
+  // it against the member (CheckNpyHeader).
+  template <typename Read>
+  Status ReadNpyHeader(Read&& read, std::uint64_t data_offset, numpy::NpyHeader* header);
   // Checks the NPY header against the member's size; sets data_bytes_.
   Status CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_offset);
   Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
