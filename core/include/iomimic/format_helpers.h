@@ -8,10 +8,13 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "iomimic/format.h"
 #include "iomimic/plugin.h"
 #include "iomimic/status.h"
+#include "iomimic/storage.h"
 
 namespace iomimic {
 
@@ -40,6 +43,19 @@ Status AppendToSink(Sink& sink, std::span<const std::byte> bytes) {
     bytes = bytes.subspan(n);
   }
   return Status::OK();
+}
+
+// Opens `path` of `storage` for reading with access `hint` (other
+// OpenOptions at their defaults). A failure keeps the storage's code, with
+// "<who>: opening <path>" as context.
+inline Result<std::unique_ptr<File>> OpenForReading(Storage& storage, const std::string& path,
+                                                    AccessHint hint, std::string_view who) {
+  OpenOptions options;
+  options.mode = OpenMode::kRead;
+  options.hint = hint;
+  Result<std::unique_ptr<File>> opened = storage.Open(path, options);
+  if (!opened.ok()) return opened.status().WithContext(std::string(who) + ": opening " + path);
+  return opened;
 }
 
 }  // namespace iomimic

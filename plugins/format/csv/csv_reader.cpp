@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "csv_writer.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "zip/zip_records.h"
 
@@ -94,11 +95,9 @@ Status CsvReader::Stream(File& file, std::uint64_t offset, std::uint64_t end,
 Status CsvReader::Load() {
   loaded_ = false;
   served_ = false;
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  open.hint = AccessHint::kSequential;
-  Result<std::unique_ptr<File>> file = storage_->Open(path_, open);
-  if (!file.ok()) return file.status().WithContext("csv: opening " + path_);
+  Result<std::unique_ptr<File>> file =
+      OpenForReading(*storage_, path_, AccessHint::kSequential, "csv");
+  if (!file.ok()) return file.status();
   Status s = LoadImpl(**file);
   Status closed = (*file)->Close();  // read-only: only reported when the load succeeded
   if (s.ok()) s = closed;

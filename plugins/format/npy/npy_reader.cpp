@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npy_writer.h"
@@ -76,12 +77,7 @@ void NpyReader::AbortLoad() {
 }
 
 Status NpyReader::BeginLoad() {
-  OpenOptions open_options;
-  open_options.mode = OpenMode::kRead;
-  open_options.hint = AccessHint::kWholeFile;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
-  if (!opened.ok()) return opened.status().WithContext("npy: opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kWholeFile, "npy"));
   Status s;
   Result<std::uint64_t> size = file_->Size();
   if (!size.ok()) {

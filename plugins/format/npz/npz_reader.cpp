@@ -11,6 +11,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npz_writer.h"
@@ -615,12 +616,7 @@ void NpzReader::AbortLoad() {
 }
 
 Status NpzReader::BeginLoad() {
-  OpenOptions open_options;
-  open_options.mode = OpenMode::kRead;
-  open_options.hint = AccessHint::kWholeFile;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
-  if (!opened.ok()) return opened.status().WithContext("npz: opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kWholeFile, "npz"));
   Status s;
   if (pattern_ == ReadPattern::kWhole) {
     // One request for the whole file, then the direct path parses it from memory.

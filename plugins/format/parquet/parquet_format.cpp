@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/plugin.h"
 #include "parquet_reader.h"
 
@@ -287,10 +288,9 @@ Status ParquetFormat::Load(FileState& state, const std::string& path, Storage& s
     std::lock_guard<std::mutex> count(mu_);
     ++footer_reads_;
   }
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  Result<std::unique_ptr<File>> opened = storage.Open(path, open);
-  if (!opened.ok()) return fail(opened.status().WithContext("parquet: opening " + path));
+  Result<std::unique_ptr<File>> opened =
+      OpenForReading(storage, path, AccessHint::kNormal, "parquet");
+  if (!opened.ok()) return fail(opened.status());
   File& file = **opened;
   Result<std::uint64_t> size = file.Size();
   if (!size.ok()) return fail(size.status().WithContext("parquet: size of " + path));
