@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -132,16 +133,7 @@ class TextOut {
 };
 
 // Appends the decimal digits of v; returns the new end.
-char* Decimal(std::uint64_t v, char* p) {
-  char digits[20];
-  std::size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) *p++ = digits[--n];
-  return p;
-}
+char* Decimal(std::uint64_t v, char* p) { return std::to_chars(p, p + 20, v).ptr; }
 
 std::size_t ChunkSize(Storage& storage, std::size_t wanted, std::size_t at_least) {
   std::size_t align = storage.capabilities().alignment;

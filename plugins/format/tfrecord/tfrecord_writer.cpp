@@ -1,6 +1,7 @@
 #include "tfrecord_writer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -50,14 +51,7 @@ bool AllDigits(std::string_view s) {
 
 // Writes the decimal digits of `v` at `out` (at most 20); returns how many.
 std::size_t AppendDecimal(std::uint64_t v, char* out) {
-  char digits[20];
-  std::size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (std::size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
-  return n;
+  return static_cast<std::size_t>(std::to_chars(out, out + 20, v).ptr - out);
 }
 
 // Streams bytes to a File in chunk-aligned WriteAt requests.
