@@ -690,16 +690,9 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
     CAPTURE(name);
     const std::string path = (foreign / (std::string(name) + ".npy")).string();
     for (bool keep : {false, true}) {
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(path, testing::TestReaderOptions(&storage, true, keep));
-      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
-        Result<SampleView> s = (*reader)->ReadSample(i);
-        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-        const std::string expected =
-            testing::ReadFileText(foreign / (std::string(name) + "." + std::to_string(i)));
-        CHECK(testing::SameBytes(s->data, AsBytes(expected)));
-      }
+      CAPTURE(keep);
+      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
+                                             (foreign / name).string()) == "");
     }
   }
 }

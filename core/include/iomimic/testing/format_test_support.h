@@ -139,6 +139,29 @@ inline bool HavePythonModules(const std::string& modules) {
   return RunCommand(std::string(kSystemPython) + " -c 'import " + modules + "'", &out) == 0;
 }
 
+// Reads every sample of `path` with `format` (decoding; kept in memory when
+// `keep`) and compares sample i with the bytes of the real file
+// `expected_prefix` + "." + i, as an interop check's script writes them.
+// Empty when the file opens and every sample matches, else what went wrong
+// first.
+inline std::string MismatchWithSampleFiles(Format& format, Storage& storage,
+                                           const std::string& path, bool keep,
+                                           const std::string& expected_prefix) {
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(path, TestReaderOptions(&storage, true, keep));
+  if (!reader.ok()) return "opening " + path + ": " + reader.status().ToString();
+  for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
+    Result<SampleView> s = (*reader)->ReadSample(i);
+    const std::string expected_path = expected_prefix + "." + std::to_string(i);
+    if (!s.ok()) return "sample " + std::to_string(i) + ": " + s.status().ToString();
+    const std::string expected = ReadFileText(expected_path);
+    if (!SameBytes(s->data, std::as_bytes(std::span<const char>(expected)))) {
+      return "sample " + std::to_string(i) + " of " + path + " differs from " + expected_path;
+    }
+  }
+  return "";
+}
+
 // Every field of `t` as text ("extension=mine multi_sample_files=1 ..."), so
 // that a test compares whole traits in one check and a failure shows them.
 inline std::string DescribeTraits(const FormatTraits& t) {
