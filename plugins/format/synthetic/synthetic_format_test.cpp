@@ -123,14 +123,6 @@ FileSpec MakeSpec(std::uint64_t file_index, const std::string& path) {
   return spec;
 }
 
-Status Write(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
-}
-
 TEST_CASE("this format's traits and options") {
   CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
         "name=synthetic capabilities=partial_reads,multi_sample options= | format "
@@ -161,7 +153,7 @@ TEST_CASE("generated files hold the file index as text") {
     CAPTURE(index);
     const FileSpec spec =
         MakeSpec(index, "/data/train/img_" + std::to_string(index) + ".synthetic");
-    REQUIRE(Write(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
     const std::string text = storage.files.at(spec.path);
     CHECK(text == std::to_string(index));
     CHECK(*format.ExpectedFileSize(spec) == text.size());
@@ -173,7 +165,7 @@ TEST_CASE("write errors carry the path") {
   SyntheticFormat format;
   CountingMemStorage storage;
   storage.fail_writes = true;
-  const Status s = Write(format, storage, MakeSpec(3, "/full/a.synthetic"));
+  const Status s = ::iomimic::testing::WriteSpec(format, storage, MakeSpec(3, "/full/a.synthetic"));
   CHECK(s.code() == StatusCode::kResourceExhausted);
   CHECK(s.message().find("/full/a.synthetic") != std::string::npos);
 }
