@@ -12,6 +12,9 @@
 // - files written with WriteFile read back: every sample, decode on and off,
 //   kept in memory or not, in any order, with the sizes the spec asks for and
 //   the same bytes on every back end;
+// - an index past the end is kOutOfRange naming the path (the reader stays
+//   usable), a missing file the storage's kNotFound naming it, a reader
+//   without a storage kInvalidArgument;
 // - ExpectedFileSize is exact when traits().predictable_size says so;
 // - a truncated file or flipped bytes give an error value naming the path
 //   (and the offset, for formats that parse what they read), never a crash;
@@ -41,6 +44,7 @@
 
 #include "conformance.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
@@ -148,22 +152,11 @@ std::vector<std::string> Compressions(const Format& format) {
   return out;
 }
 
-std::string PartialName(const std::string& path) {
-  const fs::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + ".iomimic-partial")).string();
-}
+using iomimic::testing::PartialPathFor;
 
-// Writes `spec`'s file as the core does.
+// Writes `spec`'s file as the core does (iomimic/testing/format_test_support.h).
 Status WriteAsCore(Format& format, Storage& storage, const FileSpec& spec) {
-  const std::string partial = PartialName(spec.path);
-  {
-    iomimic::OpenOptions options;
-    options.mode = OpenMode::kWrite;
-    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-    IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-    IOMIMIC_RETURN_IF_ERROR(file->Close());
-  }
-  return storage.Rename(partial, spec.path);
+  return iomimic::testing::WriteSpecAsCore(format, storage, spec);
 }
 
 void Write(Format& format, Storage& storage, const FileSpec& spec) {
@@ -294,7 +287,7 @@ TEST_CASE("format conformance: every sample reads back, decode on and off, on ev
       Result<iomimic::FileInfo> st = storage.Stat(spec.path);
       REQUIRE(st.ok());
       CHECK(st->size > 0);
-      CHECK(storage.Stat(PartialName(spec.path)).status().IsNotFound());
+      CHECK(storage.Stat(PartialPathFor(spec.path)).status().IsNotFound());
       // The reader learns the file's shape from the file (OpenReader has no
       // spec): the count it reports is the spec's, or unknown (no metadata).
       ReaderOptions options;
@@ -357,6 +350,50 @@ TEST_CASE("format conformance: every sample reads back, decode on and off, on ev
         }
       }
     }
+  });
+}
+
+TEST_CASE("format conformance: an index past the end or a missing file is an error naming it") {
+  ForEachFormatAndBackend([](Format& format, const PluginInfo&, Storage& storage,
+                             const std::string& folder) {
+    const FileSpec spec = SpecFor(format, folder, "range", 5);
+    Write(format, storage, spec);
+    for (bool keep : {false, true}) {
+      CAPTURE(keep);
+      ReaderOptions options;
+      options.storage = &storage;
+      options.keep_in_memory = keep;
+      Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, options);
+      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+      const std::uint64_t count = (*reader)->num_samples();
+      // A reader without metadata (synthetic) accepts every index.
+      if (count == std::numeric_limits<std::uint64_t>::max()) continue;
+      REQUIRE(count == spec.num_samples);
+      Result<SampleView> past = (*reader)->ReadSample(count);
+      CHECK_MESSAGE(past.status().code() == StatusCode::kOutOfRange, past.status().ToString());
+      CHECK_MESSAGE(Mentions(past.status(), spec.path), past.status().ToString());
+      // The reader is still usable after the error.
+      Result<SampleView> last = (*reader)->ReadSample(count - 1);
+      CHECK_MESSAGE(last.ok(), last.status().ToString());
+      Result<SampleView> far = (*reader)->ReadSample(~std::uint64_t{0});
+      CHECK_MESSAGE(far.status().code() == StatusCode::kOutOfRange, far.status().ToString());
+    }
+    // The storage's kNotFound comes back naming the file, at OpenReader.
+    ReaderOptions options;
+    options.storage = &storage;
+    const std::string missing = folder + "/missing." + format.traits().extension;
+    Result<std::unique_ptr<FileReader>> absent = format.OpenReader(missing, options);
+    if (absent.ok()) {
+      // Only a reader that opens nothing (synthetic) may not notice.
+      CHECK((*absent)->num_samples() == std::numeric_limits<std::uint64_t>::max());
+      return;
+    }
+    CHECK_MESSAGE(absent.status().code() == StatusCode::kNotFound, absent.status().ToString());
+    CHECK_MESSAGE(Mentions(absent.status(), missing), absent.status().ToString());
+    // A reader that opens files needs a storage.
+    Result<std::unique_ptr<FileReader>> no_storage = format.OpenReader(spec.path, ReaderOptions{});
+    CHECK_MESSAGE(no_storage.status().code() == StatusCode::kInvalidArgument,
+                  no_storage.status().ToString());
   });
 }
 

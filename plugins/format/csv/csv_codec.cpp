@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "zip/deflate_stream.h"
+
 namespace iomimic::csv {
 namespace {
 
@@ -24,61 +26,14 @@ int Clamp(int level, int lo, int hi) { return std::min(std::max(level, lo), hi);
 
 class ZlibCompressor final : public Compressor {
  public:
-  ~ZlibCompressor() override {
-    if (initialized_) deflateEnd(&z_);
-  }
-  Status Init(int window_bits, int level) {
-    std::memset(&z_, 0, sizeof(z_));
-    const int rc =
-        deflateInit2(&z_, Clamp(level, 0, 9), Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
-    if (rc == Z_MEM_ERROR)
-      return Status::ResourceExhausted("csv: zlib deflateInit2: out of memory");
-    if (rc != Z_OK) return Status::Internal("csv: zlib deflateInit2 failed: " + std::to_string(rc));
-    initialized_ = true;
-    return Status::OK();
-  }
+  Status Init(int window_bits, int level) { return stream_.Init(Clamp(level, 0, 9), window_bits); }
   Status Write(std::span<const std::byte> input, ByteSink& sink) override {
-    while (!input.empty()) {
-      const std::size_t piece = std::min(input.size(), kMaxPiece);
-      z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(input.data()));
-      z_.avail_in = static_cast<uInt>(piece);
-      while (true) {
-        std::span<std::byte> out = Out(sink);
-        const int rc = deflate(&z_, Z_NO_FLUSH);
-        if (rc != Z_OK && rc != Z_BUF_ERROR) return Failed(rc);
-        IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-        if (z_.avail_in == 0 && z_.avail_out != 0) break;
-      }
-      input = input.subspan(piece);
-    }
-    return Status::OK();
+    return stream_.Write(input, sink);
   }
-  Status Finish(ByteSink& sink) override {
-    z_.next_in = nullptr;
-    z_.avail_in = 0;
-    while (true) {
-      std::span<std::byte> out = Out(sink);
-      const int rc = deflate(&z_, Z_FINISH);
-      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) return Failed(rc);
-      IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-      if (rc == Z_STREAM_END) return Status::OK();
-    }
-  }
+  Status Finish(ByteSink& sink) override { return stream_.Finish(sink); }
 
  private:
-  std::span<std::byte> Out(ByteSink& sink) {
-    std::span<std::byte> out = sink.Writable();
-    out = out.first(std::min(out.size(), kMaxPiece));
-    z_.next_out = reinterpret_cast<Bytef*>(out.data());
-    z_.avail_out = static_cast<uInt>(out.size());
-    return out;
-  }
-  static Status Failed(int rc) {
-    return Status::Internal("csv: zlib deflate failed with code " + std::to_string(rc));
-  }
-
-  z_stream z_{};
-  bool initialized_ = false;
+  zip::DeflateStream stream_{"csv", kMaxPiece};
 };
 
 class ZlibDecompressor final : public Decompressor {

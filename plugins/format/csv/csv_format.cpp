@@ -10,13 +10,8 @@ namespace iomimic::csv {
 std::string CsvFormat::name() const { return "csv"; }
 
 FormatTraits CsvFormat::traits() const {
-  FormatTraits t;
-  t.extension = "csv";
-  t.multi_sample_files = true;
-  t.partial_reads = false;
-  t.needs_host_decode = true;
-  t.predictable_size = false;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {.extension = "csv", .needs_host_decode = true, .element_type = ""};
 }
 
 Status CsvFormat::Validate(const FileSpec& spec) const { return ValidateSpec(spec); }

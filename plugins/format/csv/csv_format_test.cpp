@@ -1,6 +1,9 @@
 // Tests of the csv format plugin: value text, the parser, compression,
 // writing, reading (access pattern, keep_in_memory, decode off) and
 // corruption handling.
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "csv_format.h"
 
@@ -34,6 +37,7 @@
 #include "csv_writer.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "zip/zip_records.h"
@@ -45,44 +49,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
-using MemStorage = ::iomimic::testing::MemoryStorage;
-using Request = ::iomimic::testing::StorageRequest;
-
-// ---------------------------------------------------------------------------
-// A minimal POSIX storage for real files.
-
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// ---------------------------------------------------------------------------
-// Helpers.
+// The SDK's test storages (iomimic/testing/): in memory, on real files.
+using MemStorage = testing::MemoryStorage;
+using Request = testing::StorageRequest;
+using testing::PosixStorage;
+using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
                   const std::string& path = "/data/train/t.csv") {
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path,
                                           compression);
-}
-
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
-                      std::uint64_t transfer = 0) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  o.transfer_size = transfer;
-  return o;
 }
 
 Result<std::unique_ptr<CsvReader>> OpenCsv(const std::string& path, const ReaderOptions& options) {
@@ -164,7 +141,7 @@ void CheckRow(const FileSpec& spec, std::uint64_t row, const SampleView& view, T
 void CheckSamples(Format& format, Storage& storage, const FileSpec& spec, bool keep,
                   std::uint64_t transfer, const std::vector<std::uint64_t>& order) {
   Result<std::unique_ptr<CsvReader>> reader =
-      OpenCsv(spec.path, Options(&storage, true, keep, transfer));
+      OpenCsv(spec.path, testing::TestReaderOptions(&storage, true, keep, transfer));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   REQUIRE((*reader)->table().columns == spec.sample_elements());
@@ -186,12 +163,7 @@ std::vector<std::byte> Bytes(const std::string& s) {
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find("offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
+  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment, "offset "), s.ToString());
 }
 
 std::string Format1(ValueType type, const void* value) {
@@ -463,29 +435,23 @@ TEST_CASE("parser: errors name the line and the offset") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "csv");
-  REQUIRE(iomimic_plugin_descriptor.num_options == 1);
-  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "pandas_header");
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=csv capabilities=host_decode,multi_sample "
+        "options=pandas_header:bool=false | format name=csv extension=csv "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=0 streamed=0 element_type=");
 
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<CsvFormat*>(object);
-  CHECK(format->name() == "csv");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "csv");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK_FALSE(t.predictable_size);
+  auto format = testing::CreateThroughDescriptor<CsvFormat>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK_FALSE(format->options().pandas_header);
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {4}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
-  iomimic_plugin_descriptor.destroy(object);
+  format.reset();
 
   ctx.options = PluginOptions("format plugin 'csv'", {{"pandas_header", "true"}});
-  object = iomimic_plugin_descriptor.create(&ctx, &error);
+  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
   REQUIRE(object != nullptr);
   CHECK(static_cast<CsvFormat*>(object)->options().pandas_header);
   iomimic_plugin_descriptor.destroy(object);
@@ -514,7 +480,7 @@ TEST_CASE("uncompressed text is exactly the formatted rows") {
     CsvFormat format(options);
     MemStorage storage;
     FileSpec spec = MakeSpec("int16", {2, 3}, 4, 5);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const ValueType type{ValueKind::kSigned, 2};
     std::string expected = header ? ",0,1,2,3,4,5\n" : "";
     for (std::uint64_t r = 0; r < 4; ++r) {
@@ -538,7 +504,7 @@ TEST_CASE("content zeros writes zero values of the element type") {
                                     {"bool", "False,False,False\n"}}) {
     FileSpec spec = MakeSpec(dtype, {3}, 2, 5);
     spec.content.kind = ContentOptions::Kind::kZeros;
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     CHECK(storage.Text(spec.path) == std::string(line) + line);
   }
 }
@@ -547,13 +513,13 @@ TEST_CASE("compressed files carry each codec's magic and decompress to the plain
   MemStorage storage;
   CsvFormat format;
   FileSpec plain = MakeSpec("uint8", {20, 20}, 6, 3, "none", "/w/plain.csv");
-  REQUIRE(WriteSpec(format, storage, plain).ok());
+  REQUIRE(testing::WriteSpec(format, storage, plain).ok());
   const std::string text = storage.Text(plain.path);
   for (const std::string& codec : kCodecs) {
     FileSpec spec = plain;
     spec.compression = codec;
     spec.path = "/w/" + codec + ".csv";
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const std::vector<std::byte> bytes = storage.Bytes(spec.path);
     CHECK(std::string(CodecName(SniffCodec(bytes))) == codec);
     if (codec == "gzip") {
@@ -578,7 +544,7 @@ TEST_CASE("zip container: one member named like the file, sizes and CRC") {
   MemStorage storage;
   CsvFormat format;
   FileSpec plain = MakeSpec("float32", {7, 9}, 5, 2, "none", "/z/a.csv");
-  REQUIRE(WriteSpec(format, storage, plain).ok());
+  REQUIRE(testing::WriteSpec(format, storage, plain).ok());
   const std::string text = storage.Text(plain.path);
   for (std::uint64_t limit : {zip::kZip64Limit, std::uint64_t{0}}) {
     WriterOptions options;
@@ -588,7 +554,7 @@ TEST_CASE("zip container: one member named like the file, sizes and CRC") {
     FileSpec spec = plain;
     spec.compression = "zip";
     spec.path = "/z/img_1_of_2.csv";
-    REQUIRE(WriteSpec(zformat, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(zformat, storage, spec).ok());
     const std::vector<std::byte> bytes = storage.Bytes(spec.path);
     const std::span<const std::byte> all(bytes);
     const std::uint64_t end_offset = bytes.size() - zip::kEndOfCentralDirSize;
@@ -629,7 +595,7 @@ TEST_CASE("writes are chunk-aligned") {
   for (const std::string& codec : {std::string("none"), std::string("zip")}) {
     FileSpec spec = MakeSpec("uint16", {50, 50}, 8, 1, codec, "/a/" + codec + ".csv");
     storage.SetLogging(true);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     std::vector<Request> log = storage.TakeLog();
     storage.SetLogging(false);
     const std::uint64_t size = storage.Bytes(spec.path).size();
@@ -655,9 +621,9 @@ TEST_CASE("same seed, same bytes, for every codec") {
     FileSpec c = a;
     c.path = "/s/c.csv";
     c.seed = 12;
-    REQUIRE(WriteSpec(format, storage, a).ok());
-    REQUIRE(WriteSpec(format, storage, b).ok());
-    REQUIRE(WriteSpec(format, storage, c).ok());
+    REQUIRE(testing::WriteSpec(format, storage, a).ok());
+    REQUIRE(testing::WriteSpec(format, storage, b).ok());
+    REQUIRE(testing::WriteSpec(format, storage, c).ok());
     if (codec != "zip")
       CHECK(storage.Bytes(a.path) == storage.Bytes(b.path));  // zip names the member
     CHECK(storage.Bytes(a.path) != storage.Bytes(c.path));
@@ -685,7 +651,7 @@ TEST_CASE("round trip: dtypes, codecs, layouts, transfer sizes, keep_in_memory")
         FileSpec spec =
             MakeSpec(dtype, shape, 1 + seed % 7, seed, codec, "/r/" + dtype + "_" + codec + ".csv");
         ++seed;
-        REQUIRE(WriteSpec(format, storage, spec).ok());
+        REQUIRE(testing::WriteSpec(format, storage, spec).ok());
         for (std::uint64_t transfer : {0ull, 16ull, 64ull, 1000ull}) {
           for (bool keep : {false, true}) {
             CAPTURE(spec.path);
@@ -697,7 +663,8 @@ TEST_CASE("round trip: dtypes, codecs, layouts, transfer sizes, keep_in_memory")
             CheckSamples(format, storage, spec, keep, transfer, order);
           }
         }
-        Result<std::unique_ptr<CsvReader>> r = OpenCsv(spec.path, Options(&storage));
+        Result<std::unique_ptr<CsvReader>> r =
+            OpenCsv(spec.path, testing::TestReaderOptions(&storage));
         REQUIRE(r.ok());
         CHECK(std::string(CodecName((*r)->codec())) == codec);
         CHECK((*r)->has_header() == header);
@@ -717,7 +684,7 @@ TEST_CASE("large rows straddle chunks and text buffers") {
     // file is longer than the writer's 1 MiB text buffer.
     FileSpec spec = MakeSpec("float64", {100, 200}, 3, 4, codec, "/big/" + codec + ".csv");
     spec.compression_level = 1;
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     CheckSamples(format, storage, spec, true, 0, {2, 0, 1});
     CheckSamples(format, storage, spec, false, 100000, {1});
   }
@@ -727,13 +694,14 @@ TEST_CASE("the file is read whole in transfer-size requests, per sample unless k
   CsvFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {40, 40}, 5, 1);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = storage.Bytes(spec.path).size();
   const std::uint64_t t = 1000;
   for (bool decode : {true, false}) {
     storage.SetLogging(true);
     const int opens_before = storage.opens();
-    Result<std::unique_ptr<CsvReader>> r = OpenCsv(spec.path, Options(&storage, decode, false, t));
+    Result<std::unique_ptr<CsvReader>> r =
+        OpenCsv(spec.path, testing::TestReaderOptions(&storage, decode, false, t));
     REQUIRE(r.ok());
     for (std::uint64_t i = 0; i < 5; ++i) REQUIRE((*r)->ReadSample(i).ok());
     CHECK((*r)->loads() == 5);
@@ -745,7 +713,8 @@ TEST_CASE("the file is read whole in transfer-size requests, per sample unless k
       CHECK(log[i].offset == (i % per_load) * t);
       CHECK(log[i].length == t);
     }
-    Result<std::unique_ptr<CsvReader>> m = OpenCsv(spec.path, Options(&storage, decode, true, t));
+    Result<std::unique_ptr<CsvReader>> m =
+        OpenCsv(spec.path, testing::TestReaderOptions(&storage, decode, true, t));
     REQUIRE(m.ok());
     for (std::uint64_t i : {4ull, 0ull, 2ull, 2ull}) REQUIRE((*m)->ReadSample(i).ok());
     CHECK((*m)->loads() == 1);
@@ -761,10 +730,11 @@ TEST_CASE("zip is read like zipfile: end record, directory, local header, data")
   CsvFormat format(options);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 4, 1, "zip", "/z/x.csv");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = storage.Bytes(spec.path).size();
   storage.SetLogging(true);
-  Result<std::unique_ptr<CsvReader>> r = OpenCsv(spec.path, Options(&storage, true, false, 1024));
+  Result<std::unique_ptr<CsvReader>> r =
+      OpenCsv(spec.path, testing::TestReaderOptions(&storage, true, false, 1024));
   REQUIRE(r.ok());
   std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
@@ -785,12 +755,12 @@ TEST_CASE("decode off: same requests, sizes only") {
   MemStorage storage;
   for (const std::string& codec : kCodecs) {
     FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, codec, "/d/" + codec + ".csv");
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     std::vector<std::vector<Request>> logs;
     for (bool decode : {true, false}) {
       storage.SetLogging(true);
       Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(spec.path, Options(&storage, decode, false, 64));
+          format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, 64));
       REQUIRE(reader.ok());
       CHECK((*reader)->num_samples() == 3);
       Result<SampleView> s = (*reader)->ReadSample(2);
@@ -808,27 +778,6 @@ TEST_CASE("decode off: same requests, sizes only") {
   }
 }
 
-TEST_CASE("out of range index and open errors") {
-  CsvFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {4}, 2, 1);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  for (bool keep : {false, true}) {
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, true, keep));
-    REQUIRE(reader.ok());
-    Result<SampleView> s = (*reader)->ReadSample(2);
-    CHECK(s.status().code() == StatusCode::kOutOfRange);
-    CHECK(s.status().message().find(spec.path) != std::string::npos);
-    CHECK((*reader)->ReadSample(1).ok());
-  }
-  Result<std::unique_ptr<FileReader>> missing =
-      format.OpenReader("/missing.csv", Options(&storage));
-  CHECK(missing.status().code() == StatusCode::kNotFound);
-  CHECK(missing.status().message().find("/missing.csv") != std::string::npos);
-  CHECK(format.OpenReader("/x", ReaderOptions{}).status().code() == StatusCode::kInvalidArgument);
-}
-
 TEST_CASE("corruption is reported with path and offset") {
   WriterOptions options;
   options.chunk_size = 4096;
@@ -838,15 +787,15 @@ TEST_CASE("corruption is reported with path and offset") {
 
   SUBCASE("malformed number") {
     storage.SetBytes(path, Bytes("1,2,3\n4,5x,6\n7,8,9\n"));
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path,
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
                     "line 2 at offset 8 of the file: malformed number '5x' in column 1");
     // Without decoding values are not parsed.
-    CHECK(format.OpenReader(path, Options(&storage, false)).ok());
+    CHECK(format.OpenReader(path, testing::TestReaderOptions(&storage, false)).ok());
   }
   SUBCASE("wrong column count") {
     storage.SetBytes(path, Bytes("1,2,3\n4,5,6\n7,89\n"));
     CheckCorruption(
-        format.OpenReader(path, Options(&storage)).status(), path,
+        format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
         "line 3 at offset 12 of the file: the row has 2 fields but the first row has 3");
   }
   SUBCASE("wrong column count in a compressed file") {
@@ -868,18 +817,19 @@ TEST_CASE("corruption is reported with path and offset") {
     REQUIRE((*c)->Finish(sink).ok());
     sink.data.resize(sink.used);
     storage.SetBytes(path, sink.data);
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path,
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
                     "line 3 at offset 12 of the decompressed text");
   }
   for (const std::string& codec : {"gzip", "bz2", "xz", "zip"}) {
     SUBCASE(("truncated " + codec).c_str()) {
       FileSpec spec = MakeSpec("uint8", {30, 30}, 8, 5, codec, "/c/good.csv");
-      REQUIRE(WriteSpec(format, storage, spec).ok());
+      REQUIRE(testing::WriteSpec(format, storage, spec).ok());
       std::vector<std::byte> bytes = storage.Bytes(spec.path);
       bytes.resize(bytes.size() * 2 / 3);
       storage.SetBytes(path, bytes);
       for (bool decode : {true, false}) {
-        Status s = format.OpenReader(path, Options(&storage, decode, false, 512)).status();
+        Status s = format.OpenReader(path, testing::TestReaderOptions(&storage, decode, false, 512))
+                       .status();
         CheckCorruption(s, path,
                         codec == "zip" ? "no end of central directory record" : "truncated");
       }
@@ -887,11 +837,11 @@ TEST_CASE("corruption is reported with path and offset") {
     }
     SUBCASE(("flipped byte in " + codec).c_str()) {
       FileSpec spec = MakeSpec("uint8", {30, 30}, 8, 5, codec, "/c/good.csv");
-      REQUIRE(WriteSpec(format, storage, spec).ok());
+      REQUIRE(testing::WriteSpec(format, storage, spec).ok());
       std::vector<std::byte> bytes = storage.Bytes(spec.path);
       bytes[bytes.size() / 2] ^= std::byte{0x04};
       storage.SetBytes(path, bytes);
-      Status s = format.OpenReader(path, Options(&storage)).status();
+      Status s = format.OpenReader(path, testing::TestReaderOptions(&storage)).status();
       CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
       CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
       CHECK_MESSAGE(s.message().find("offset") != std::string::npos, s.ToString());
@@ -899,26 +849,29 @@ TEST_CASE("corruption is reported with path and offset") {
   }
   SUBCASE("gzip member CRC") {
     FileSpec spec = MakeSpec("uint8", {30, 30}, 8, 5, "gzip", "/c/good.csv");
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     std::vector<std::byte> bytes = storage.Bytes(spec.path);
     bytes[bytes.size() - 6] ^= std::byte{0x01};  // the CRC-32 in the trailer
     storage.SetBytes(path, bytes);
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path, "invalid gzip data");
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
+                    "invalid gzip data");
   }
   SUBCASE("zip member CRC and size") {
     FileSpec spec = MakeSpec("uint8", {30, 30}, 8, 5, "zip", "/c/good.csv");
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     std::vector<std::byte> bytes = storage.Bytes(spec.path);
     const std::uint64_t dir = LoadAs<std::uint32_t>(bytes.data() + bytes.size() - 6);
     std::vector<std::byte> crc = bytes;
     crc[dir + 16] ^= std::byte{0x01};
     storage.SetBytes(path, crc);
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path, "CRC-32 mismatch");
-    CHECK(format.OpenReader(path, Options(&storage, false)).ok());  // not checked without decoding
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
+                    "CRC-32 mismatch");
+    CHECK(format.OpenReader(path, testing::TestReaderOptions(&storage, false))
+              .ok());  // not checked without decoding
     std::vector<std::byte> size = bytes;
     size[dir + 24] ^= std::byte{0x01};
     storage.SetBytes(path, size);
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path,
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
                     "directory entry says");
   }
   SUBCASE("zip with two members") {
@@ -931,7 +884,8 @@ TEST_CASE("corruption is reported with path and offset") {
     dir[dir.size() - 12] = 2;
     dir[dir.size() - 14] = 2;
     storage.SetBytes(path, Bytes(file + dir));
-    CheckCorruption(format.OpenReader(path, Options(&storage)).status(), path, "holds 2 members");
+    CheckCorruption(format.OpenReader(path, testing::TestReaderOptions(&storage)).status(), path,
+                    "holds 2 members");
   }
   SUBCASE("zip: stored member and archive comment are accepted") {
     zip::MemberRecord a{"a.csv", zip::kMethodStored, 0, 0, 8, 8, 0};
@@ -941,14 +895,15 @@ TEST_CASE("corruption is reported with path and offset") {
     std::string dir = Text(zip::EncodeDirectoryAndEnd(std::span(&a, 1), file.size()));
     dir[dir.size() - 2] = 5;  // comment length
     storage.SetBytes(path, Bytes(file + dir + "hello"));
-    Result<std::unique_ptr<CsvReader>> r = OpenCsv(path, Options(&storage));
+    Result<std::unique_ptr<CsvReader>> r = OpenCsv(path, testing::TestReaderOptions(&storage));
     REQUIRE_MESSAGE(r.ok(), r.status().ToString());
     CHECK((*r)->num_samples() == 2);
     CHECK((*r)->table().slots == std::vector<std::uint64_t>{1, 2, 3, 4});
   }
   SUBCASE("a file that changes between loads") {
     storage.SetBytes(path, Bytes("1,2\n3,4\n"));
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(r.ok());
     REQUIRE((*r)->ReadSample(0).ok());
     storage.SetBytes(path, Bytes("1,2\n3,"));
@@ -965,7 +920,7 @@ TEST_CASE("posix files round trip") {
   for (const std::string& codec : kCodecs) {
     FileSpec spec =
         MakeSpec("uint8", {100, 30}, 6, 77, codec, (dir.path() / (codec + ".csv")).string());
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     CheckSamples(format, storage, spec, true, 0, {5, 0, 3});
   }
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "csv_writer.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "zip/zip_records.h"
 
@@ -94,11 +95,9 @@ Status CsvReader::Stream(File& file, std::uint64_t offset, std::uint64_t end,
 Status CsvReader::Load() {
   loaded_ = false;
   served_ = false;
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  open.hint = AccessHint::kSequential;
-  Result<std::unique_ptr<File>> file = storage_->Open(path_, open);
-  if (!file.ok()) return file.status().WithContext("csv: opening " + path_);
+  Result<std::unique_ptr<File>> file =
+      OpenForReading(*storage_, path_, AccessHint::kSequential, "csv");
+  if (!file.ok()) return file.status();
   Status s = LoadImpl(**file);
   Status closed = (*file)->Close();  // read-only: only reported when the load succeeded
   if (s.ok()) s = closed;
@@ -153,8 +152,7 @@ Status CsvReader::LoadImpl(File& file) {
   return Status::OK();
 }
 
-Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::byte> head,
-                          CsvParser& parser) {
+Result<zip::EndRecord> CsvReader::ReadZipEnd(File& file, std::uint64_t size) {
   // The end record: zipfile first tries the last 22 bytes, then searches
   // the last 64 KiB + 22 for one followed by an archive comment.
   constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
@@ -208,20 +206,26 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
                                 std::to_string(dir->end_record_offset) + ")");
     }
   }
-  if (dir->entries != 1) {
-    return Status::Corruption(path_ + ": the ZIP archive holds " + std::to_string(dir->entries) +
+  return *dir;
+}
+
+Result<zip::MemberRecord> CsvReader::ReadZipMember(File& file, std::uint64_t size,
+                                                   const zip::EndRecord& dir,
+                                                   std::uint64_t* data_begin) {
+  if (dir.entries != 1) {
+    return Status::Corruption(path_ + ": the ZIP archive holds " + std::to_string(dir.entries) +
                               " members; pandas reads archives of exactly one (at offset " +
-                              std::to_string(dir->end_record_offset) + ")");
+                              std::to_string(dir.end_record_offset) + ")");
   }
-  if (dir->directory_offset > size || dir->directory_size > size - dir->directory_offset ||
-      dir->directory_size > kMaxDirectorySize) {
+  if (dir.directory_offset > size || dir.directory_size > size - dir.directory_offset ||
+      dir.directory_size > kMaxDirectorySize) {
     return Status::Corruption(
-        path_ + ": central directory [" + std::to_string(dir->directory_offset) + ", +" +
-        std::to_string(dir->directory_size) + ") does not fit the " + std::to_string(size) +
-        "-byte file (at offset " + std::to_string(dir->end_record_offset) + ")");
+        path_ + ": central directory [" + std::to_string(dir.directory_offset) + ", +" +
+        std::to_string(dir.directory_size) + ") does not fit the " + std::to_string(size) +
+        "-byte file (at offset " + std::to_string(dir.end_record_offset) + ")");
   }
-  const std::uint64_t directory_offset = dir->directory_offset;
-  std::vector<std::byte> directory(static_cast<std::size_t>(dir->directory_size));
+  const std::uint64_t directory_offset = dir.directory_offset;
+  std::vector<std::byte> directory(static_cast<std::size_t>(dir.directory_size));
   IOMIMIC_RETURN_IF_ERROR(ReadExact(file, directory_offset, directory, "central directory"));
   std::size_t entry = 0;
   Result<zip::MemberRecord> parsed = zip::ParseCentralEntry(directory, &entry, directory_offset);
@@ -249,6 +253,15 @@ Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::b
         std::to_string(member.compressed_size) + " bytes from offset " + std::to_string(begin) +
         ") runs into the central directory at offset " + std::to_string(directory_offset));
   }
+  *data_begin = begin;
+  return member;
+}
+
+Status CsvReader::LoadZip(File& file, std::uint64_t size, std::span<const std::byte> head,
+                          CsvParser& parser) {
+  IOMIMIC_ASSIGN_OR_RETURN(const zip::EndRecord dir, ReadZipEnd(file, size));
+  std::uint64_t begin = 0;
+  IOMIMIC_ASSIGN_OR_RETURN(const zip::MemberRecord member, ReadZipMember(file, size, dir, &begin));
   const std::uint64_t end = begin + member.compressed_size;
 
   std::unique_ptr<Decompressor> inflater;

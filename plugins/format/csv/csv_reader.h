@@ -40,6 +40,7 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
+#include "zip/zip_records.h"
 
 namespace iomimic::csv {
 
@@ -78,6 +79,12 @@ class CsvReader final : public FileReader {
   template <typename Fn>
   Status Stream(File& file, std::uint64_t offset, std::uint64_t end,
                 std::span<const std::byte> head, Fn&& consume);
+  // LoadZip's steps: the end record (ZIP64 applied) of the `size`-byte
+  // archive, then its single member's directory entry and local header,
+  // with where its stored data begin.
+  Result<zip::EndRecord> ReadZipEnd(File& file, std::uint64_t size);
+  Result<zip::MemberRecord> ReadZipMember(File& file, std::uint64_t size, const zip::EndRecord& dir,
+                                          std::uint64_t* data_begin);
   Status LoadZip(File& file, std::uint64_t size, std::span<const std::byte> head,
                  CsvParser& parser);
 

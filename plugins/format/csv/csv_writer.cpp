@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -13,6 +14,7 @@
 
 #include "csv_codec.h"
 #include "csv_values.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::csv {
@@ -58,16 +60,7 @@ class ChunkWriter final : public ByteSink {
     return Status::OK();
   }
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
   Status Append(const std::string& s) {
     return Append(std::as_bytes(std::span<const char>(s.data(), s.size())));
   }
@@ -140,16 +133,7 @@ class TextOut {
 };
 
 // Appends the decimal digits of v; returns the new end.
-char* Decimal(std::uint64_t v, char* p) {
-  char digits[20];
-  std::size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) *p++ = digits[--n];
-  return p;
-}
+char* Decimal(std::uint64_t v, char* p) { return std::to_chars(p, p + 20, v).ptr; }
 
 std::size_t ChunkSize(Storage& storage, std::size_t wanted, std::size_t at_least) {
   std::size_t align = storage.capabilities().alignment;

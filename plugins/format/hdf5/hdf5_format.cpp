@@ -14,13 +14,9 @@ namespace iomimic::hdf5 {
 std::string Hdf5Format::name() const { return "hdf5"; }
 
 FormatTraits Hdf5Format::traits() const {
-  FormatTraits t;
-  t.extension = "hdf5";
-  t.multi_sample_files = true;
-  t.partial_reads = true;
-  t.needs_host_decode = true;
-  t.predictable_size = false;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {
+      .extension = "hdf5", .partial_reads = true, .needs_host_decode = true, .element_type = ""};
 }
 
 Status Hdf5Format::Validate(const FileSpec& spec) const { return PlanLayout(spec).status(); }

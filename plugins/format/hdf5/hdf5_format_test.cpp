@@ -2,6 +2,9 @@
 // virtual file driver, writing, reading with DLIO's access pattern,
 // corruption and storage errors, concurrency, and interoperability with h5py
 // (when /usr/bin/python3 has it).
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "hdf5_format.h"
 
@@ -38,6 +41,7 @@
 #include "hdf5_writer.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
 
@@ -244,15 +248,6 @@ FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, st
   return spec;
 }
 
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  Status written = format.WriteFile(storage, *file, spec);
-  Status closed = file->Close();
-  return written.ok() ? closed : written;
-}
-
 // One records dataset's bytes: the content stream of the seed and content
 // options (iomimic::ContentStream).
 std::vector<std::byte> ReferenceData(const FileSpec& spec, std::uint64_t row_bytes) {
@@ -281,50 +276,26 @@ std::vector<std::byte> ReferenceSample(const std::vector<std::byte>& data, std::
   return out;
 }
 
-bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  return o;
-}
-
 // Reads every sample (in order) and compares with the reference.
 void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
   Result<FileLayout> layout = PlanLayout(spec);
   REQUIRE_MESSAGE(layout.ok(), layout.status().ToString());
   const std::vector<std::byte> data = ReferenceData(spec, layout->row_bytes);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
     Result<SampleView> sample = (*reader)->ReadSample(i);
     REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
     CHECK(sample->bytes == layout->row_bytes * layout->num_datasets);
-    CHECK(
-        SameBytes(sample->data, ReferenceSample(data, layout->row_bytes, layout->num_datasets, i)));
+    CHECK(testing::SameBytes(sample->data,
+                             ReferenceSample(data, layout->row_bytes, layout->num_datasets, i)));
   }
-}
-
-// Opens `path` and reads sample 0; returns the first error.
-Status OpenAndRead(Format& format, Storage& storage, const std::string& path) {
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
-  if (!reader.ok()) return reader.status();
-  return (*reader)->ReadSample(0).status();
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
+  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 // The HDF5 file `path` of `storage`, opened through the plugin's driver, for
@@ -408,38 +379,6 @@ DatasetInfo Inspect(hid_t file, const char* name) {
   info.offset = H5Dget_offset(d.get());
   (void)TakeErrorStack();  // H5Dget_offset fails for chunked datasets
   return info;
-}
-
-void WriteBinary(const fs::path& p, std::span<const std::byte> data) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command; returns its exit status and its combined output.
-int Run(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const char kPython[] = "/usr/bin/python3";
-
-bool HaveH5py() {
-  if (::access(kPython, X_OK) != 0) return false;
-  std::string out;
-  return Run(std::string(kPython) + " -c 'import h5py, numpy'", &out) == 0;
 }
 
 // Objects (files, datasets, ...) HDF5 still has open anywhere in the process.
@@ -648,28 +587,20 @@ TEST_CASE("block walker covers every element once in C order") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "hdf5");
-  CHECK(iomimic_plugin_descriptor.capabilities ==
-        (IOMIMIC_CAP_PARTIAL_READS | IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  CHECK(iomimic_plugin_descriptor.num_options == 0);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=hdf5 capabilities=partial_reads,host_decode,multi_sample options= | "
+        "format name=hdf5 extension=hdf5 multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=1 predictable_size=0 streamed=0 element_type=");
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "hdf5");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "hdf5");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(!t.predictable_size);
+  auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
   CHECK(format->ExpectedFileSize(MakeSpec("uint8", {8, 8}, 2, 1)).status().code() ==
         StatusCode::kNotSupported);
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1)).ok());
   CHECK(format->Validate(MakeSpec("uint8", {8, 8}, 2, 1, "/x", "xz")).code() ==
         StatusCode::kNotSupported);
-  iomimic_plugin_descriptor.destroy(object);
+  format.reset();
   CHECK(LibraryIsThreadSafe());  // Debian's serial libhdf5
 }
 
@@ -700,7 +631,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file, datasets per record") {
   for (const FileSpec& spec : specs) {
     CAPTURE(spec.path);
     REQUIRE(format.Validate(spec).ok());
-    Status s = WriteSpec(format, storage, spec);
+    Status s = testing::WriteSpec(format, storage, spec);
     REQUIRE_MESSAGE(s.ok(), s.ToString());
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);
@@ -715,7 +646,7 @@ TEST_CASE("the file has the datasets, types and filters h5py would create") {
                            {{kChunkDimsKey, "2,16,64"}, {kNumDatasetsKey, "2"}});
   spec.sample_shape = {128, 64};
   spec.compression_level = 7;
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   {
     DirectFile f(storage, spec.path, OpenMode::kRead);
     for (const char* name : {"records_0", "records_1"}) {
@@ -744,9 +675,9 @@ TEST_CASE("the file has the datasets, types and filters h5py would create") {
 
   FileSpec plain =
       MakeSpec("float16", {5, 5}, 4, 3, "/d/plain.hdf5", "none", {{kMaxShapeKey, "0,9"}});
-  REQUIRE(WriteSpec(format, storage, plain).ok());
+  REQUIRE(testing::WriteSpec(format, storage, plain).ok());
   FileSpec flags = MakeSpec("bool", {5}, 4, 3, "/d/bool.hdf5");
-  REQUIRE(WriteSpec(format, storage, flags).ok());
+  REQUIRE(testing::WriteSpec(format, storage, flags).ok());
   {
     DirectFile f(storage, plain.path, OpenMode::kRead);
     DatasetInfo info = Inspect(f.id(), "records_0");
@@ -768,7 +699,7 @@ TEST_CASE("layout and read pattern match DLIO's h5py file (resnet-like, 128 x 33
   Hdf5Format format;
   FileSpec spec = MakeSpec("uint8", {338, 338}, 128, 99, "/data/train/img_00_of_16.hdf5");
   storage.SetLogging(true);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<Request> writes = storage.TakeLog();
   // Bounded memory: no write is larger than a block.
   for (const Request& r : writes) CHECK(r.length <= (std::size_t{4} << 20));
@@ -790,7 +721,8 @@ TEST_CASE("layout and read pattern match DLIO's h5py file (resnet-like, 128 x 33
   for (std::uint64_t i : {0u, 1u, 77u, 127u}) {
     CAPTURE(i);
     storage.SetLogging(true);
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->ReadSample(i).ok());
     const std::vector<Request> log = storage.TakeLog();
@@ -808,7 +740,7 @@ TEST_CASE("on_demand reopens per sample, keep_in_memory opens once and still rea
   Hdf5Format format;
   // Rows larger than HDF5's 64 KiB sieve buffer are read exactly.
   FileSpec spec = MakeSpec("uint16", {200, 200}, 6, 5, "/d/m.hdf5");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t row = 200 * 200 * 2;
   haddr_t data = HADDR_UNDEF;
   {
@@ -817,7 +749,8 @@ TEST_CASE("on_demand reopens per sample, keep_in_memory opens once and still rea
   }
   CHECK(data == 2048);
   {
-    Result<std::unique_ptr<FileReader>> f = Hdf5Reader::Open(spec.path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> f =
+        Hdf5Reader::Open(spec.path, testing::TestReaderOptions(&storage));
     REQUIRE(f.ok());
     auto& reader = static_cast<Hdf5Reader&>(**f);
     CHECK(reader.opens() == 1);
@@ -831,7 +764,7 @@ TEST_CASE("on_demand reopens per sample, keep_in_memory opens once and still rea
   }
   {
     Result<std::unique_ptr<FileReader>> f =
-        Hdf5Reader::Open(spec.path, Options(&storage, true, true));
+        Hdf5Reader::Open(spec.path, testing::TestReaderOptions(&storage, true, true));
     REQUIRE(f.ok());
     auto& reader = static_cast<Hdf5Reader&>(**f);
     storage.SetLogging(true);
@@ -854,10 +787,10 @@ TEST_CASE("on_demand reopens per sample, keep_in_memory opens once and still rea
   // dataset) from the row's start, as h5py reads them; kept-open files do
   // not serve later rows from it, because h5py reopens the dataset.
   FileSpec small = MakeSpec("uint8", {64, 64}, 24, 6, "/d/s.hdf5");
-  REQUIRE(WriteSpec(format, storage, small).ok());
+  REQUIRE(testing::WriteSpec(format, storage, small).ok());
   for (bool keep : {false, true}) {
     Result<std::unique_ptr<FileReader>> f =
-        format.OpenReader(small.path, Options(&storage, true, keep));
+        format.OpenReader(small.path, testing::TestReaderOptions(&storage, true, keep));
     REQUIRE(f.ok());
     for (std::uint64_t i : {0u, 1u, 20u}) {
       storage.SetLogging(true);
@@ -875,11 +808,11 @@ TEST_CASE("decode off performs the same reads and returns sizes only") {
   MemStorage storage;
   Hdf5Format format;
   FileSpec spec = MakeSpec("float32", {16, 8}, 4, 21, "/d/n.hdf5", "gzip");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   std::vector<std::vector<Request>> logs;
   for (bool decode : {true, false}) {
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, decode));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
     REQUIRE(reader.ok());
     storage.SetLogging(true);
     Result<SampleView> s = (*reader)->ReadSample(2);
@@ -900,7 +833,7 @@ TEST_CASE("large samples are written in pieces") {
   Hdf5Format format(small);
   FileSpec spec = MakeSpec("int32", {50, 40}, 3, 8, "/d/big.hdf5");
   storage.SetLogging(true);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   std::size_t data_writes = 0;
   for (const Request& r : storage.TakeLog()) {
     CHECK(r.write);  // no read-modify-write through HDF5's sieve buffer
@@ -915,7 +848,7 @@ TEST_CASE("large samples are written in pieces") {
   // Chunked: blocks of whole chunk rows even over budget.
   FileSpec chunked =
       MakeSpec("int32", {50, 40}, 9, 8, "/d/bigc.hdf5", "gzip", {{kChunkDimsKey, "2,25,40"}});
-  REQUIRE(WriteSpec(format, storage, chunked).ok());
+  REQUIRE(testing::WriteSpec(format, storage, chunked).ok());
   CheckRoundTrip(format, storage, chunked, true);
 }
 
@@ -923,10 +856,10 @@ TEST_CASE("out of range index") {
   MemStorage storage;
   Hdf5Format format;
   FileSpec spec = MakeSpec("uint8", {8, 8}, 3, 1, "/d/r.hdf5");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   for (bool keep : {false, true}) {
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, true, keep));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep));
     REQUIRE(reader.ok());
     Result<SampleView> s = (*reader)->ReadSample(3);
     CHECK(s.status().code() == StatusCode::kOutOfRange);
@@ -936,16 +869,6 @@ TEST_CASE("out of range index") {
   CHECK(OpenHdf5Objects() == 0);
 }
 
-TEST_CASE("open errors are passed through") {
-  MemStorage storage;
-  Hdf5Format format;
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader("/missing.hdf5", Options(&storage));
-  CHECK(r.status().code() == StatusCode::kNotFound);
-  CHECK(r.status().message().find("/missing.hdf5") != std::string::npos);
-  ReaderOptions none;
-  CHECK(format.OpenReader("/x.hdf5", none).status().code() == StatusCode::kInvalidArgument);
-}
-
 // ---------------------------------------------------------------------------
 // Corruption and storage failures.
 
@@ -953,7 +876,7 @@ TEST_CASE("corruption is reported with path and offset") {
   MemStorage storage;
   Hdf5Format format;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 8, 3, "/d/good.hdf5");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(spec.path);
   REQUIRE(good.size() > 4096);
 
@@ -964,7 +887,7 @@ TEST_CASE("corruption is reported with path and offset") {
       CAPTURE(size);
       const std::string path = "/d/cut_" + std::to_string(size) + ".hdf5";
       storage.SetBytes(path, std::vector<std::byte>(good.begin(), good.begin() + size));
-      Status s = OpenAndRead(format, storage, path);
+      Status s = testing::OpenAndRead(format, storage, path);
       CheckCorruption(s, path);
       if (size >= 48) {
         CHECK_MESSAGE(s.message().find("truncated") != std::string::npos, s.ToString());
@@ -978,7 +901,7 @@ TEST_CASE("corruption is reported with path and offset") {
       std::vector<std::byte> bad = good;
       bad[at] ^= std::byte{0x20};
       storage.SetBytes("/d/sig.hdf5", bad);
-      Status s = OpenAndRead(format, storage, "/d/sig.hdf5");
+      Status s = testing::OpenAndRead(format, storage, "/d/sig.hdf5");
       CheckCorruption(s, "/d/sig.hdf5", "signature");
       CHECK_MESSAGE(s.message().find("at offset 0") != std::string::npos, s.ToString());
     }
@@ -990,7 +913,7 @@ TEST_CASE("corruption is reported with path and offset") {
       std::vector<std::byte> bad = good;
       bad[at] ^= std::byte{0xFF};
       storage.SetBytes("/d/meta.hdf5", bad);
-      CheckCorruption(OpenAndRead(format, storage, "/d/meta.hdf5"), "/d/meta.hdf5");
+      CheckCorruption(testing::OpenAndRead(format, storage, "/d/meta.hdf5"), "/d/meta.hdf5");
     }
   }
   SUBCASE("a missing records dataset") {
@@ -1008,7 +931,7 @@ TEST_CASE("corruption is reported with path and offset") {
       e.Reset();
       REQUIRE(f.Close());
     }
-    Status s = OpenAndRead(format, storage, "/d/nodata.hdf5");
+    Status s = testing::OpenAndRead(format, storage, "/d/nodata.hdf5");
     CheckCorruption(s, "/d/nodata.hdf5", "records_0");
     CHECK_MESSAGE(s.message().find("at offset 0") == std::string::npos, s.ToString());
   }
@@ -1025,7 +948,8 @@ TEST_CASE("corruption is reported with path and offset") {
                            H5P_DEFAULT));
       REQUIRE((d0.valid() && d1.valid()));
     }
-    CheckCorruption(OpenAndRead(format, storage, "/d/mixed.hdf5"), "/d/mixed.hdf5", "records_1");
+    CheckCorruption(testing::OpenAndRead(format, storage, "/d/mixed.hdf5"), "/d/mixed.hdf5",
+                    "records_1");
     {
       DirectFile f(storage, "/d/scalar.hdf5", OpenMode::kWrite);
       Handle s(H5Screate(H5S_SCALAR));
@@ -1033,12 +957,13 @@ TEST_CASE("corruption is reported with path and offset") {
                           H5P_DEFAULT));
       REQUIRE(d.valid());
     }
-    CheckCorruption(OpenAndRead(format, storage, "/d/scalar.hdf5"), "/d/scalar.hdf5", "records_0");
+    CheckCorruption(testing::OpenAndRead(format, storage, "/d/scalar.hdf5"), "/d/scalar.hdf5",
+                    "records_0");
   }
   SUBCASE("damaged compressed chunk") {
     FileSpec z =
         MakeSpec("uint8", {64, 64}, 8, 3, "/d/z.hdf5", "gzip", {{kChunkDimsKey, "1,64,64"}});
-    REQUIRE(WriteSpec(format, storage, z).ok());
+    REQUIRE(testing::WriteSpec(format, storage, z).ok());
     haddr_t chunk_addr = HADDR_UNDEF;
     hsize_t chunk_size = 0;
     {
@@ -1051,7 +976,8 @@ TEST_CASE("corruption is reported with path and offset") {
     std::vector<std::byte> bad = storage.Bytes(z.path);
     for (hsize_t i = 10; i < chunk_size; i += 7) bad[chunk_addr + i] ^= std::byte{0x5A};
     storage.SetBytes(z.path, bad);
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(z.path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(z.path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     Result<SampleView> s = (*reader)->ReadSample(3);
     CheckCorruption(s.status(), z.path, "records_0");
@@ -1068,11 +994,12 @@ TEST_CASE("storage failures keep their code and name the request") {
   MemStorage storage;
   Hdf5Format format;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 8, 3, "/d/io.hdf5");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
 
   // Metadata read at open.
   storage.FailRange(spec.path, 48, 49, false);
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> r =
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage));
   CHECK(r.status().code() == StatusCode::kIOError);
   CHECK_MESSAGE(
       r.status().message().rfind(spec.path + ": read of 512 bytes at offset 48 failed: ", 0) == 0,
@@ -1081,7 +1008,7 @@ TEST_CASE("storage failures keep their code and name the request") {
 
   // Data read of sample 5 (rows of 4096 bytes from offset 2048).
   storage.FailRange("", 0, 0, false);
-  r = format.OpenReader(spec.path, Options(&storage, true, true));
+  r = format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, true));
   REQUIRE(r.ok());
   storage.FailRange(spec.path, 2048 + 5 * 4096, 2048 + 5 * 4096 + 1, false);
   Result<SampleView> s = (*r)->ReadSample(5);
@@ -1101,7 +1028,7 @@ TEST_CASE("storage failures keep their code and name the request") {
   for (std::uint64_t at : {std::uint64_t{0}, std::uint64_t{2048 + 4096}}) {
     CAPTURE(at);
     storage.FailRange("/d/w.hdf5", at, at + 1, true);
-    Status w = WriteSpec(format, storage, MakeSpec("uint8", {64, 64}, 8, 3, "/d/w.hdf5"));
+    Status w = testing::WriteSpec(format, storage, MakeSpec("uint8", {64, 64}, 8, 3, "/d/w.hdf5"));
     CHECK(w.code() == StatusCode::kIOError);
     CHECK_MESSAGE(w.message().rfind("/d/w.hdf5: write of ", 0) == 0, w.ToString());
     CHECK(w.message().find("injected write failure") != std::string::npos);
@@ -1151,7 +1078,7 @@ TEST_CASE("a storage channel fails cleanly once detached") {
 // Interoperability with h5py.
 
 TEST_CASE("h5py reads what we write and we read what h5py writes") {
-  if (!HaveH5py()) {
+  if (!testing::HavePythonModules("h5py, numpy")) {
     MESSAGE("skipped: /usr/bin/python3 with h5py is not available");
     return;
   }
@@ -1169,11 +1096,11 @@ TEST_CASE("h5py reads what we write and we read what h5py writes") {
   std::vector<Written> written;
   auto write = [&](FileSpec spec, std::string dtype, std::string chunks, std::string compression,
                    int level, std::uint64_t k) {
-    Status s = WriteSpec(format, storage, spec);
+    Status s = testing::WriteSpec(format, storage, spec);
     REQUIRE_MESSAGE(s.ok(), s.ToString());
     Result<FileLayout> layout = PlanLayout(spec);
     REQUIRE(layout.ok());
-    WriteBinary(spec.path + ".bin", ReferenceData(spec, layout->row_bytes));
+    testing::WriteFileBytes(spec.path + ".bin", ReferenceData(spec, layout->row_bytes));
     written.push_back({spec, dtype, chunks, compression, level, k});
   };
   const std::string d = dir.path().string();
@@ -1218,10 +1145,11 @@ TEST_CASE("h5py reads what we write and we read what h5py writes") {
   }
   std::string out;
   for (const Written& w : written) {
-    const int rc = Run(std::string(kPython) + " " + check.string() + " " + w.spec.path + " " +
-                           w.dtype + " \"" + w.chunks + "\" \"" + w.compression + "\" " +
-                           std::to_string(w.level) + " " + std::to_string(w.k),
-                       &out);
+    const int rc = testing::RunCommand(std::string(testing::kSystemPython) + " " + check.string() +
+                                           " " + w.spec.path + " " + w.dtype + " \"" + w.chunks +
+                                           "\" \"" + w.compression + "\" " +
+                                           std::to_string(w.level) + " " + std::to_string(w.k),
+                                       &out);
     CHECK_MESSAGE(rc == 0, (w.spec.path + ": " + out));
   }
 
@@ -1253,28 +1181,22 @@ TEST_CASE("h5py reads what we write and we read what h5py writes") {
   }
   const fs::path foreign = dir.path() / "foreign";
   fs::create_directories(foreign);
-  int rc = Run(std::string(kPython) + " " + make.string() + " " + foreign.string(), &out);
+  int rc = testing::RunCommand(
+      std::string(testing::kSystemPython) + " " + make.string() + " " + foreign.string(), &out);
   REQUIRE_MESSAGE(rc == 0, out);
   for (const char* name : {"plain", "k2_gzip", "maxshape", "bigendian"}) {
     CAPTURE(name);
     const std::string path = (foreign / (std::string(name) + ".hdf5")).string();
     for (bool keep : {false, true}) {
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(path, Options(&storage, true, keep));
-      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
-        Result<SampleView> s = (*reader)->ReadSample(i);
-        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-        const std::string expected =
-            ReadText(foreign / (std::string(name) + "." + std::to_string(i)));
-        CHECK(SameBytes(s->data, AsBytes(expected)));
-      }
+      CAPTURE(keep);
+      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
+                                             (foreign / name).string()) == "");
     }
   }
   // h5py carries its own LZF filter; Debian's libhdf5 has none.
   if (!LzfAvailable()) {
     const std::string path = (foreign / "lzf.hdf5").string();
-    Status s = OpenAndRead(format, storage, path);
+    Status s = testing::OpenAndRead(format, storage, path);
     CHECK_MESSAGE(s.code() == StatusCode::kNotSupported, s.ToString());
     CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
     CHECK_MESSAGE(s.message().find("filter 'lzf'") != std::string::npos, s.ToString());
@@ -1288,7 +1210,7 @@ TEST_CASE("written in parts, the file is WriteFile's but for the root group's ti
   for (const FileSpec& spec : {plain, WithContent(plain, 37, 30)}) {
     CAPTURE(spec.content.compress_percentage);
     MemStorage whole, parts;
-    REQUIRE(WriteSpec(format, whole, spec).ok());
+    REQUIRE(testing::WriteSpec(format, whole, spec).ok());
     Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 4);
     REQUIRE(layout.ok());
     CHECK(layout->payload_offset == 2048);
@@ -1300,7 +1222,8 @@ TEST_CASE("written in parts, the file is WriteFile's but for the root group's ti
     // bytes; everything after it is the same.
     CHECK(std::equal(a.begin() + 256, a.end(), b.begin() + 256));
     // And it reads back as the seed's content.
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&parts));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, testing::TestReaderOptions(&parts));
     REQUIRE(reader.ok());
     const std::vector<std::byte> data = ReferenceData(spec, 45 * 31 * 4);
     for (std::uint64_t i : {0u, 7u, 18u}) {

@@ -81,6 +81,83 @@ bool MulOverflows(std::uint64_t a, std::uint64_t b, std::uint64_t limit) {
 
 Status Invalid(const std::string& what) { return Status::InvalidArgument("hdf5: " + what); }
 
+// layout->max_dims from the max_shape parameter: (num_samples, *max_shape),
+// 0 = unlimited; left empty without one. `*has_max` says whether there is one.
+Status PlanMaxShape(const FileSpec& spec, FileLayout* layout, bool* has_max_shape) {
+  const std::size_t rank = layout->dims.size();
+  auto max_it = spec.parameters.find(kMaxShapeKey);
+  const bool has_max = max_it != spec.parameters.end() && !Trim(max_it->second).empty();
+  if (has_max) {
+    IOMIMIC_ASSIGN_OR_RETURN(std::vector<std::uint64_t> m,
+                             ParseDimList(kMaxShapeKey, max_it->second));
+    if (m.size() != rank - 1) {
+      return Invalid(std::string(kMaxShapeKey) + " has " + std::to_string(m.size()) +
+                     " dimensions, but the samples have " + std::to_string(rank - 1) +
+                     " (maxshape is (num_samples, *max_shape); dataset shape " +
+                     DimsText(layout->dims) + ")");
+    }
+    layout->max_dims.push_back(spec.num_samples);
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if (m[i] == 0) {
+        layout->max_dims.push_back(H5S_UNLIMITED);
+      } else if (m[i] < layout->dims[i + 1]) {
+        return Invalid(std::string(kMaxShapeKey) + " dimension " + std::to_string(i) + " is " +
+                       std::to_string(m[i]) + ", smaller than the sample dimension " +
+                       std::to_string(layout->dims[i + 1]));
+      } else {
+        layout->max_dims.push_back(m[i]);
+      }
+    }
+  }
+  *has_max_shape = has_max;
+  return Status::OK();
+}
+
+// layout->chunk_dims from the chunk_dims parameter, else h5py's guess when
+// the dataset must be chunked (compression or a max shape); checks that a
+// chunk stays under 4 GiB.
+Status PlanChunks(const FileSpec& spec, bool has_max, FileLayout* layout) {
+  const std::size_t rank = layout->dims.size();
+  const std::uint64_t elem = layout->element_type.size;
+  auto chunk_it = spec.parameters.find(kChunkDimsKey);
+  const bool has_chunks = chunk_it != spec.parameters.end() && !Trim(chunk_it->second).empty();
+  if (has_chunks) {
+    IOMIMIC_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c,
+                             ParseDimList(kChunkDimsKey, chunk_it->second));
+    if (c.size() + 1 == rank) c.insert(c.begin(), 1);
+    if (c.size() != rank) {
+      return Invalid(std::string(kChunkDimsKey) + " '" + chunk_it->second + "' has " +
+                     std::to_string(c.size()) + " dimensions; the dataset " +
+                     DimsText(layout->dims) + " needs " + std::to_string(rank) + " (or " +
+                     std::to_string(rank - 1) + " without the sample axis)");
+    }
+    const std::vector<hsize_t>& limit = layout->max_dims.empty() ? layout->dims : layout->max_dims;
+    for (std::size_t i = 0; i < rank; ++i) {
+      if (c[i] == 0) return Invalid(std::string(kChunkDimsKey) + " has a zero dimension");
+      if (limit[i] != H5S_UNLIMITED && c[i] > limit[i]) {
+        return Invalid("chunk shape " + DimsText(std::vector<hsize_t>(c.begin(), c.end())) +
+                       " must not be greater than the data shape " + DimsText(limit) +
+                       " in any dimension");
+      }
+    }
+    layout->chunk_dims.assign(c.begin(), c.end());
+  } else if (layout->compression != Compression::kNone || has_max) {
+    layout->chunk_dims = GuessChunk(layout->dims, elem);
+    layout->chunks_guessed = true;
+  }
+  if (layout->chunked()) {
+    std::uint64_t bytes = elem;
+    for (hsize_t c : layout->chunk_dims) {
+      if (MulOverflows(bytes, c, kMaxChunkBytes)) {
+        return Invalid("chunk shape " + DimsText(layout->chunk_dims) +
+                       " makes chunks of 4 GiB or more, which HDF5 does not allow");
+      }
+      bytes *= c;
+    }
+  }
+  return Status::OK();
+}
+
 Result<FileLayout> PlanLayoutImpl(const FileSpec& spec) {
   FileLayout layout;
   if (spec.num_samples == 0) return Invalid("num_samples must be at least 1");
@@ -121,7 +198,6 @@ Result<FileLayout> PlanLayoutImpl(const FileSpec& spec) {
   }
   layout.dims.push_back(spec.num_samples);
   for (std::uint64_t d : row) layout.dims.push_back(d);
-  const std::size_t rank = layout.dims.size();
 
   const std::uint64_t elem = layout.element_type.size;
   layout.row_elements = 1;
@@ -138,68 +214,9 @@ Result<FileLayout> PlanLayoutImpl(const FileSpec& spec) {
 
   IOMIMIC_ASSIGN_OR_RETURN(layout.compression, ParseCompression(spec, &layout.gzip_level));
 
-  // maxshape = (num_samples, *max_shape); 0 = unlimited.
-  auto max_it = spec.parameters.find(kMaxShapeKey);
-  const bool has_max = max_it != spec.parameters.end() && !Trim(max_it->second).empty();
-  if (has_max) {
-    IOMIMIC_ASSIGN_OR_RETURN(std::vector<std::uint64_t> m,
-                             ParseDimList(kMaxShapeKey, max_it->second));
-    if (m.size() != rank - 1) {
-      return Invalid(std::string(kMaxShapeKey) + " has " + std::to_string(m.size()) +
-                     " dimensions, but the samples have " + std::to_string(rank - 1) +
-                     " (maxshape is (num_samples, *max_shape); dataset shape " +
-                     DimsText(layout.dims) + ")");
-    }
-    layout.max_dims.push_back(spec.num_samples);
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      if (m[i] == 0) {
-        layout.max_dims.push_back(H5S_UNLIMITED);
-      } else if (m[i] < layout.dims[i + 1]) {
-        return Invalid(std::string(kMaxShapeKey) + " dimension " + std::to_string(i) + " is " +
-                       std::to_string(m[i]) + ", smaller than the sample dimension " +
-                       std::to_string(layout.dims[i + 1]));
-      } else {
-        layout.max_dims.push_back(m[i]);
-      }
-    }
-  }
-
-  auto chunk_it = spec.parameters.find(kChunkDimsKey);
-  const bool has_chunks = chunk_it != spec.parameters.end() && !Trim(chunk_it->second).empty();
-  if (has_chunks) {
-    IOMIMIC_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c,
-                             ParseDimList(kChunkDimsKey, chunk_it->second));
-    if (c.size() + 1 == rank) c.insert(c.begin(), 1);
-    if (c.size() != rank) {
-      return Invalid(std::string(kChunkDimsKey) + " '" + chunk_it->second + "' has " +
-                     std::to_string(c.size()) + " dimensions; the dataset " +
-                     DimsText(layout.dims) + " needs " + std::to_string(rank) + " (or " +
-                     std::to_string(rank - 1) + " without the sample axis)");
-    }
-    const std::vector<hsize_t>& limit = layout.max_dims.empty() ? layout.dims : layout.max_dims;
-    for (std::size_t i = 0; i < rank; ++i) {
-      if (c[i] == 0) return Invalid(std::string(kChunkDimsKey) + " has a zero dimension");
-      if (limit[i] != H5S_UNLIMITED && c[i] > limit[i]) {
-        return Invalid("chunk shape " + DimsText(std::vector<hsize_t>(c.begin(), c.end())) +
-                       " must not be greater than the data shape " + DimsText(limit) +
-                       " in any dimension");
-      }
-    }
-    layout.chunk_dims.assign(c.begin(), c.end());
-  } else if (layout.compression != Compression::kNone || has_max) {
-    layout.chunk_dims = GuessChunk(layout.dims, elem);
-    layout.chunks_guessed = true;
-  }
-  if (layout.chunked()) {
-    std::uint64_t bytes = elem;
-    for (hsize_t c : layout.chunk_dims) {
-      if (MulOverflows(bytes, c, kMaxChunkBytes)) {
-        return Invalid("chunk shape " + DimsText(layout.chunk_dims) +
-                       " makes chunks of 4 GiB or more, which HDF5 does not allow");
-      }
-      bytes *= c;
-    }
-  }
+  bool has_max = false;
+  IOMIMIC_RETURN_IF_ERROR(PlanMaxShape(spec, &layout, &has_max));
+  IOMIMIC_RETURN_IF_ERROR(PlanChunks(spec, has_max, &layout));
   return layout;
 }
 

@@ -8,6 +8,7 @@
 
 #include "hdf5_layout.h"
 #include "hdf5_writer.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::hdf5 {
@@ -121,12 +122,7 @@ std::uint64_t Hdf5Reader::ObjectAddress(hid_t object) {
 }
 
 Status Hdf5Reader::OpenFile() {
-  OpenOptions open_options;
-  open_options.mode = OpenMode::kRead;
-  open_options.hint = AccessHint::kRandom;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
-  if (!opened.ok()) return opened.status().WithContext("hdf5: opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kRandom, "hdf5"));
   channel_ = std::make_shared<StorageChannel>(file_.get(), path_);
   IOMIMIC_ASSIGN_OR_RETURN(Handle fapl, MakeFileAccess(channel_, FileAccessOptions{}));
   file_id_ = Handle(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.get()));

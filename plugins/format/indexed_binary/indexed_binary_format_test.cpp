@@ -1,6 +1,9 @@
 // Tests of the indexed_binary format plugin: layout of the data and index
 // files, chunked generation, the index cache, the access pattern, corruption
 // handling and interoperability with numpy (when /usr/bin/python3 has numpy).
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "indexed_binary/indexed_binary_format.h"
 
@@ -19,6 +22,7 @@
 #include "indexed_binary/indexed_binary_test_storage.h"
 #include "indexed_binary/indexed_binary_writer.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/write_in_parts.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
@@ -42,21 +46,6 @@ FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, st
   return spec;
 }
 
-// Writes `spec` the way the core does: data under the temporary name, then
-// renamed when WriteFile succeeds.
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  const std::string partial = PartialPath(spec.path);
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-  Status s = format.WriteFile(storage, *file, spec);
-  Status closed = file->Close();
-  if (s.ok()) s = closed;
-  if (s.ok()) s = storage.Rename(partial, spec.path);
-  if (!s.ok()) (void)storage.Remove(partial);
-  return s;
-}
-
 // The data file: the content stream of the seed (iomimic::ContentStream).
 std::vector<std::byte> ReferenceData(const FileSpec& spec) {
   std::vector<std::byte> data(spec.sample_bytes() * spec.num_samples);
@@ -78,20 +67,6 @@ std::vector<std::byte> EncodeIndex(const std::vector<std::uint64_t>& values) {
   std::vector<std::byte> out(values.size() * 8);
   for (std::size_t i = 0; i < values.size(); ++i) StoreU64(out.data() + 8 * i, values[i]);
   return out;
-}
-
-bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
-                      std::uint64_t transfer = 0) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  o.transfer_size = transfer;
-  return o;
 }
 
 // Checks the three files of `spec` byte for byte.
@@ -118,83 +93,45 @@ void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool
                     std::uint64_t transfer = 0) {
   const std::vector<std::byte> data = ReferenceData(spec);
   const std::size_t s = spec.sample_bytes();
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep, transfer));
+  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(
+      spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, keep, transfer));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
     Result<SampleView> sample = (*reader)->ReadSample(i);
     REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
     CHECK(sample->bytes == s);
-    CHECK(SameBytes(sample->data, std::span<const std::byte>(data).subspan(i * s, s)));
+    CHECK(::iomimic::testing::SameBytes(sample->data,
+                                        std::span<const std::byte>(data).subspan(i * s, s)));
   }
-}
-
-Status OpenAndRead(Format& format, Storage& storage, const std::string& path,
-                   std::uint64_t sample = 0) {
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
-  if (!reader.ok()) return reader.status();
-  return (*reader)->ReadSample(sample).status();
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
-}
-
-// Runs a shell command; returns its exit status and its combined output.
-int Run(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const char kPython[] = "/usr/bin/python3";
-
-bool HaveNumpy() {
-  if (::access(kPython, X_OK) != 0) return false;
-  std::string out;
-  return Run(std::string(kPython) + " -c 'import numpy'", &out) == 0;
+  CHECK_MESSAGE(::iomimic::testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 // ---------------------------------------------------------------------------
 // Format basics.
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "indexed_binary");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "index_cache_size");
-  CHECK(std::string(d.options[0].type) == "bytes");
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=indexed_binary capabilities=partial_reads,multi_sample "
+        "options=index_cache_size:bytes=8G | format name=indexed_binary "
+        "extension=indexed_binary multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
 
+  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
   PluginContext context;
   Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<IndexedBinaryFormat*>(static_cast<Format*>(object));
-  CHECK(format->name() == "indexed_binary");
-  CHECK(format->flavor() == Flavor::kIndexedBinary);
-  CHECK(format->index_cache().capacity() == kDefaultIndexCacheBytes);
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "indexed_binary");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  auto format = ::iomimic::testing::CreateThroughDescriptor<Format>(d, context, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
+  auto* ib = static_cast<IndexedBinaryFormat*>(format.get());
+  CHECK(ib->flavor() == Flavor::kIndexedBinary);
+  CHECK(ib->index_cache().capacity() == kDefaultIndexCacheBytes);
+  format.reset();
 
   context.options = PluginOptions("format plugin 'indexed_binary'", {{"index_cache_size", "1M"}});
-  object = d.create(&context, &error);
+  void* object = d.create(&context, &error);
   REQUIRE(object != nullptr);
   CHECK(static_cast<IndexedBinaryFormat*>(static_cast<Format*>(object))->index_cache().capacity() ==
         (1u << 20));
@@ -253,7 +190,7 @@ TEST_CASE("layout: data, offsets and sizes as DLIO writes them") {
   MemStorage storage;
   // dlrm.yaml shrunk: 1024 samples of 64 x 64 bytes.
   FileSpec spec = MakeSpec("uint8", {64, 64}, 1024, 7, "/train/img_0_of_2.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(storage.Bytes(spec.path).size() == *format.ExpectedFileSize(spec));
   CHECK(storage.Exists("/train/img_0_of_2.indexed_binary.off.idx"));
   CHECK(storage.Exists("/train/img_0_of_2.indexed_binary.sz.idx"));
@@ -267,7 +204,7 @@ TEST_CASE("layout: data, offsets and sizes as DLIO writes them") {
 
   // Bool samples hold only 0 and 1.
   FileSpec b = MakeSpec("bool", {33}, 5, 3, "/bool.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, b).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, b).ok());
   const std::vector<std::byte> bytes = storage.Bytes(b.path);
   CHECK(std::all_of(bytes.begin(), bytes.end(),
                     [](std::byte v) { return v == std::byte{0} || v == std::byte{1}; }));
@@ -300,7 +237,7 @@ TEST_CASE("generation streams in bounded chunks that cross sample boundaries") {
     ++k;
     spec.parameters["generation_buffer_size"] = std::to_string(c.buffer);
     storage.SetLogging(true);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
     const std::vector<Request> log = storage.TakeLog();
     storage.SetLogging(false);
     const std::uint64_t unit = std::lcm<std::uint64_t>(c.alignment, 8);
@@ -327,11 +264,11 @@ TEST_CASE("content does not depend on the generation buffer size") {
   MemStorage storage;
   IndexedBinaryFormat format(kFlavor);
   FileSpec spec = MakeSpec("uint8", {777}, 333, 9, "/same.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> big = storage.Bytes(spec.path);
   const std::vector<std::byte> big_index = storage.Bytes(OffsetIndexPath(spec.path));
   spec.parameters["generation_buffer_size"] = "4100";
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(big == storage.Bytes(spec.path));
   CHECK(big_index == storage.Bytes(OffsetIndexPath(spec.path)));
 }
@@ -343,7 +280,7 @@ TEST_CASE("the default buffer is capped") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {512, 512}, 4, 1, "/capped.indexed_binary");  // 2 GiB asked
   storage.SetLogging(true);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
   std::size_t data_writes = 0;
@@ -370,7 +307,7 @@ TEST_CASE("write failures leave no index file and no temporary file behind") {
     {
       MemStorage storage;
       storage.FailWritesTo(target);
-      const Status s = WriteSpec(format, storage, spec);
+      const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
       CHECK(s.code() == StatusCode::kIOError);
       CHECK_MESSAGE(s.message().find(std::string("index file /fail/x.indexed_binary") + target) !=
                         std::string::npos,
@@ -380,14 +317,14 @@ TEST_CASE("write failures leave no index file and no temporary file behind") {
     {
       MemStorage storage;
       storage.FailRenameTo(target);
-      const Status s = WriteSpec(format, storage, spec);
+      const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
       CHECK(s.code() == StatusCode::kIOError);
       check_clean(storage);
     }
   }
   MemStorage storage;
   storage.FailWritesTo("/fail/.x.indexed_binary.iomimic-partial");
-  const Status s = WriteSpec(format, storage, spec);
+  const Status s = ::iomimic::testing::WriteSpecAsCore(format, storage, spec);
   CHECK(s.code() == StatusCode::kIOError);
   CHECK(storage.Paths().empty());  // no index file was started
 }
@@ -412,7 +349,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file, modes") {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
                              "/rt/" + std::to_string(seed) + ".indexed_binary");
     CAPTURE(spec.path);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
     CheckFiles(storage, spec);
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);
@@ -425,14 +362,15 @@ TEST_CASE("read pattern follows DLIO's IndexedBinaryReader") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 16, 3, "/p/a.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::string off = OffsetIndexPath(spec.path);
   const std::string sz = SizeIndexPath(spec.path);
 
   // First reader: both index files whole, then the data file is opened.
   storage.SetLogging(true);
   int opens = storage.opens();
-  Result<std::unique_ptr<FileReader>> first = format.OpenReader(spec.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> first =
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage));
   REQUIRE(first.ok());
   std::vector<Request> log = storage.TakeLog();
   REQUIRE(log.size() == 2);
@@ -459,7 +397,7 @@ TEST_CASE("read pattern follows DLIO's IndexedBinaryReader") {
     for (std::uint64_t i = 0; i < 16; i += 5) {
       opens = storage.opens();
       Result<std::unique_ptr<FileReader>> r =
-          format.OpenReader(spec.path, Options(&storage, decode));
+          format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage, decode));
       REQUIRE(r.ok());
       CHECK_FALSE(static_cast<IndexedBinaryReader*>(r->get())->loaded_index());
       Result<SampleView> s = (*r)->ReadSample(i);
@@ -476,7 +414,7 @@ TEST_CASE("read pattern follows DLIO's IndexedBinaryReader") {
   // read_type memory: the data file stays open, still one read per sample.
   opens = storage.opens();
   Result<std::unique_ptr<FileReader>> kept =
-      format.OpenReader(spec.path, Options(&storage, true, true));
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, true));
   REQUIRE(kept.ok());
   for (std::uint64_t i : {3u, 1u, 3u, 15u}) {
     REQUIRE((*kept)->ReadSample(i).ok());
@@ -490,8 +428,8 @@ TEST_CASE("read pattern follows DLIO's IndexedBinaryReader") {
   CHECK(storage.open_files() == 0);
 
   // A transfer size splits the sample read.
-  Result<std::unique_ptr<FileReader>> chunked =
-      format.OpenReader(spec.path, Options(&storage, true, false, 1000));
+  Result<std::unique_ptr<FileReader>> chunked = format.OpenReader(
+      spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, false, 1000));
   REQUIRE(chunked.ok());
   REQUIRE((*chunked)->ReadSample(2).ok());
   log = storage.TakeLog();
@@ -510,9 +448,10 @@ TEST_CASE("very large indexes are read in 64 MiB requests") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {1}, 8500000, 4, "/big/x.indexed_binary");
   spec.parameters["generation_buffer_size"] = std::to_string(64 << 20);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   storage.SetLogging(true);
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   const std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
@@ -545,12 +484,12 @@ TEST_CASE("sample ranges and the data file for collective back ends") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {300}, 40, 8, "/coll/a.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> data = ReferenceData(spec);
 
   // As the core's collective path does: keep_in_memory, ranges, one batch.
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, true));
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, true));
   REQUIRE(reader.ok());
   File* file = (*reader)->data_file();
   REQUIRE(file != nullptr);
@@ -571,17 +510,18 @@ TEST_CASE("sample ranges and the data file for collective back ends") {
     at += 300;
   }
   REQUIRE(file->ReadBatch(requests).ok());
-  CHECK(SameBytes(std::span<const std::byte>(step).first(300),
-                  std::span<const std::byte>(data).subspan(4 * 300, 300)));
-  CHECK(SameBytes(std::span<const std::byte>(step).subspan(600, 300),
-                  std::span<const std::byte>(data).subspan(39 * 300, 300)));
+  CHECK(::iomimic::testing::SameBytes(std::span<const std::byte>(step).first(300),
+                                      std::span<const std::byte>(data).subspan(4 * 300, 300)));
+  CHECK(::iomimic::testing::SameBytes(std::span<const std::byte>(step).subspan(600, 300),
+                                      std::span<const std::byte>(data).subspan(39 * 300, 300)));
   CHECK((*reader)->SampleRanges(40).status().code() == StatusCode::kOutOfRange);
   CHECK((*reader)->data_file() == file);  // still open
   REQUIRE((*reader)->ReadSample(1).ok());
   CHECK((*reader)->data_file() == file);
 
   // on_demand: the file is closed after a sample.
-  Result<std::unique_ptr<FileReader>> once = format.OpenReader(spec.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> once =
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage));
   REQUIRE(once.ok());
   CHECK((*once)->data_file() != nullptr);
   REQUIRE((*once)->ReadSample(1).ok());
@@ -591,7 +531,8 @@ TEST_CASE("sample ranges and the data file for collective back ends") {
   storage.SetBytes("/coll/z.bin", std::vector<std::byte>(10));
   storage.SetBytes("/coll/z.bin.off.idx", EncodeIndex({3, 0}));
   storage.SetBytes("/coll/z.bin.sz.idx", EncodeIndex({0, 10}));
-  Result<std::unique_ptr<FileReader>> z = format.OpenReader("/coll/z.bin", Options(&storage));
+  Result<std::unique_ptr<FileReader>> z =
+      format.OpenReader("/coll/z.bin", ::iomimic::testing::TestReaderOptions(&storage));
   REQUIRE(z.ok());
   CHECK((*z)->SampleRanges(0)->empty());
   CHECK((*z)->SampleRanges(1)->size() == 1);
@@ -603,11 +544,12 @@ TEST_CASE("index cache: disabled, invalidated, bounded") {
   FileSpec b = MakeSpec("uint8", {100}, 100, 2, "/c/b.indexed_binary");
   {
     IndexedBinaryFormat writer(kFlavor);
-    REQUIRE(WriteSpec(writer, storage, a).ok());
-    REQUIRE(WriteSpec(writer, storage, b).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, a).ok());
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, b).ok());
   }
   auto loads_index = [&](IndexedBinaryFormat& format, const std::string& path) {
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(path, ::iomimic::testing::TestReaderOptions(&storage));
     REQUIRE_MESSAGE(r.ok(), r.status().ToString());
     REQUIRE((*r)->ReadSample(0).ok());
     return static_cast<IndexedBinaryReader*>(r->get())->loaded_index();
@@ -626,8 +568,9 @@ TEST_CASE("index cache: disabled, invalidated, bounded") {
     FileSpec a2 = a;
     a2.num_samples = 60;
     IndexedBinaryFormat writer(kFlavor);
-    REQUIRE(WriteSpec(writer, storage, a2).ok());
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(a.path, Options(&storage));
+    REQUIRE(::iomimic::testing::WriteSpecAsCore(writer, storage, a2).ok());
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(a.path, ::iomimic::testing::TestReaderOptions(&storage));
     REQUIRE(r.ok());
     CHECK(static_cast<IndexedBinaryReader*>(r->get())->loaded_index());
     CHECK((*r)->num_samples() == 60);
@@ -688,7 +631,7 @@ TEST_CASE("foreign indexes: variable sizes and arbitrary offsets") {
   storage.SetBytes("/f.bin.sz.idx", EncodeIndex(sizes));
   for (bool keep : {false, true}) {
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader("/f.bin", Options(&storage, true, keep));
+        format.OpenReader("/f.bin", ::iomimic::testing::TestReaderOptions(&storage, true, keep));
     REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
     CHECK(static_cast<IndexedBinaryReader*>(reader->get())->index().largest == 500);
     REQUIRE((*reader)->num_samples() == 6);
@@ -696,14 +639,16 @@ TEST_CASE("foreign indexes: variable sizes and arbitrary offsets") {
       Result<SampleView> s = (*reader)->ReadSample(i);
       REQUIRE(s.ok());
       CHECK(s->bytes == sizes[i]);
-      CHECK(SameBytes(s->data, std::span<const std::byte>(data).subspan(offsets[i], sizes[i])));
+      CHECK(::iomimic::testing::SameBytes(
+          s->data, std::span<const std::byte>(data).subspan(offsets[i], sizes[i])));
     }
   }
   // An empty index: no samples.
   storage.SetBytes("/e.bin", {});
   storage.SetBytes("/e.bin.off.idx", {});
   storage.SetBytes("/e.bin.sz.idx", {});
-  Result<std::unique_ptr<FileReader>> empty = format.OpenReader("/e.bin", Options(&storage));
+  Result<std::unique_ptr<FileReader>> empty =
+      format.OpenReader("/e.bin", ::iomimic::testing::TestReaderOptions(&storage));
   REQUIRE(empty.ok());
   CHECK((*empty)->num_samples() == 0);
   CHECK((*empty)->ReadSample(0).status().code() == StatusCode::kOutOfRange);
@@ -713,11 +658,11 @@ TEST_CASE("samples land in the memory the storage allocates") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage mem;
   FileSpec spec = MakeSpec("uint8", {64}, 8, 2, "/dev/x.indexed_binary");
-  REQUIRE(WriteSpec(format, mem, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, mem, spec).ok());
   DeviceMemStorage device(&mem);
   for (bool decode : {true, false}) {
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&device, decode));
+        format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&device, decode));
     REQUIRE(reader.ok());
     const int before = device.device_allocations;
     Result<SampleView> s = (*reader)->ReadSample(5);
@@ -728,46 +673,31 @@ TEST_CASE("samples land in the memory the storage allocates") {
   }
 }
 
-TEST_CASE("out of range index") {
-  IndexedBinaryFormat format(kFlavor);
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {4}, 2, 1, "/range.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, true));
-  REQUIRE(reader.ok());
-  Result<SampleView> s = (*reader)->ReadSample(2);
-  CHECK(s.status().code() == StatusCode::kOutOfRange);
-  CHECK(s.status().message().find("/range.indexed_binary") != std::string::npos);
-  CHECK((*reader)->ReadSample(1).ok());
-  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
-}
-
 TEST_CASE("missing files") {
   IndexedBinaryFormat format(kFlavor);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {16}, 4, 1, "/m/x.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::vector<std::byte> off = storage.Bytes(OffsetIndexPath(spec.path));
   const std::vector<std::byte> sz = storage.Bytes(SizeIndexPath(spec.path));
 
   SUBCASE("offset index") {
     REQUIRE(storage.Remove(OffsetIndexPath(spec.path)).ok());
-    const Status s = OpenAndRead(format, storage, spec.path);
+    const Status s = ::iomimic::testing::OpenAndRead(format, storage, spec.path);
     CHECK(s.code() == StatusCode::kNotFound);
     CHECK_MESSAGE(s.message().find("index file /m/x.indexed_binary.off.idx") != std::string::npos,
                   s.ToString());
   }
   SUBCASE("size index") {
     REQUIRE(storage.Remove(SizeIndexPath(spec.path)).ok());
-    const Status s = OpenAndRead(format, storage, spec.path);
+    const Status s = ::iomimic::testing::OpenAndRead(format, storage, spec.path);
     CHECK(s.code() == StatusCode::kNotFound);
     CHECK_MESSAGE(s.message().find("index file /m/x.indexed_binary.sz.idx") != std::string::npos,
                   s.ToString());
   }
   SUBCASE("data") {
     REQUIRE(storage.Remove(spec.path).ok());
-    const Status s = OpenAndRead(format, storage, spec.path);
+    const Status s = ::iomimic::testing::OpenAndRead(format, storage, spec.path);
     CHECK(s.code() == StatusCode::kNotFound);
     CHECK(s.message().find("/m/x.indexed_binary") != std::string::npos);
   }
@@ -782,7 +712,7 @@ TEST_CASE("corruption is reported with the file and offset") {
   IndexedBinaryFormat format(kFlavor, 0);  // no cache: every open checks the index
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {100}, 10, 1, "/bad/x.indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   const std::string off = OffsetIndexPath(spec.path);
   const std::string sz = SizeIndexPath(spec.path);
   std::vector<std::uint64_t> offsets = DecodeIndex(storage.Bytes(off));
@@ -792,23 +722,26 @@ TEST_CASE("corruption is reported with the file and offset") {
     std::vector<std::byte> b = storage.Bytes(off);
     b.resize(b.size() - 3);
     storage.SetBytes(off, b);
-    CheckCorruption(OpenAndRead(format, storage, spec.path), off, "at offset 72");
+    CheckCorruption(::iomimic::testing::OpenAndRead(format, storage, spec.path), off,
+                    "at offset 72");
   }
   SUBCASE("size index not a whole number of entries") {
     std::vector<std::byte> b = storage.Bytes(sz);
     b.push_back(std::byte{1});
     storage.SetBytes(sz, b);
-    CheckCorruption(OpenAndRead(format, storage, spec.path), sz, "at offset 80");
+    CheckCorruption(::iomimic::testing::OpenAndRead(format, storage, spec.path), sz,
+                    "at offset 80");
   }
   SUBCASE("index files of different lengths") {
     sizes.pop_back();
     storage.SetBytes(sz, EncodeIndex(sizes));
-    CheckCorruption(OpenAndRead(format, storage, spec.path), sz, "holds 9 entries");
+    CheckCorruption(::iomimic::testing::OpenAndRead(format, storage, spec.path), sz,
+                    "holds 9 entries");
   }
   SUBCASE("an entry past the end of the data file") {
     offsets[3] = 950;  // 950 + 100 > 1000
     storage.SetBytes(off, EncodeIndex(offsets));
-    const Status s = OpenAndRead(format, storage, spec.path);
+    const Status s = ::iomimic::testing::OpenAndRead(format, storage, spec.path);
     CheckCorruption(s, off, "entry 3 (offset 950, size 100");
     CHECK(s.message().find("at offset 24") != std::string::npos);
     CHECK(s.message().find(sz) != std::string::npos);
@@ -816,16 +749,16 @@ TEST_CASE("corruption is reported with the file and offset") {
   SUBCASE("a size that overflows") {
     sizes[9] = std::numeric_limits<std::uint64_t>::max();
     storage.SetBytes(sz, EncodeIndex(sizes));
-    CheckCorruption(OpenAndRead(format, storage, spec.path), off, "entry 9");
+    CheckCorruption(::iomimic::testing::OpenAndRead(format, storage, spec.path), off, "entry 9");
   }
   SUBCASE("an offset that overflows") {
     offsets[0] = std::numeric_limits<std::uint64_t>::max() - 10;
     storage.SetBytes(off, EncodeIndex(offsets));
-    CheckCorruption(OpenAndRead(format, storage, spec.path), off, "entry 0");
+    CheckCorruption(::iomimic::testing::OpenAndRead(format, storage, spec.path), off, "entry 0");
   }
   SUBCASE("the data file shrinks after the reader opened it") {
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, true, true));
+        format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, true));
     REQUIRE(reader.ok());
     std::vector<std::byte> data = storage.Bytes(spec.path);
     data.resize(850);
@@ -840,11 +773,11 @@ TEST_CASE("corruption is reported with the file and offset") {
   }
   SUBCASE("a truncated data file is caught against a cached index") {
     IndexedBinaryFormat cached(kFlavor);
-    REQUIRE(OpenAndRead(cached, storage, spec.path).ok());
+    REQUIRE(::iomimic::testing::OpenAndRead(cached, storage, spec.path).ok());
     std::vector<std::byte> data = storage.Bytes(spec.path);
     data.resize(990);
     storage.SetBytes(spec.path, data);
-    CheckCorruption(OpenAndRead(cached, storage, spec.path), off, "entry 9");
+    CheckCorruption(::iomimic::testing::OpenAndRead(cached, storage, spec.path), off, "entry 9");
   }
   CHECK(storage.open_files() == 0);
 }
@@ -860,19 +793,19 @@ TEST_CASE("concurrent writers and readers share one format and its cache") {
           MakeSpec("uint8", {32, 32}, 20, 1000 + static_cast<std::uint64_t>(t),
                    "/mt/" + std::to_string(t % 4) + "_" + std::to_string(t) + ".indexed_binary");
       spec.parameters["generation_buffer_size"] = "5000";
-      if (!WriteSpec(format, storage, spec).ok()) ++failures;
+      if (!::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok()) ++failures;
       const std::vector<std::byte> data = ReferenceData(spec);
       for (int round = 0; round < 20; ++round) {
-        Result<std::unique_ptr<FileReader>> r =
-            format.OpenReader(spec.path, Options(&storage, true, round % 2 == 1));
+        Result<std::unique_ptr<FileReader>> r = format.OpenReader(
+            spec.path, ::iomimic::testing::TestReaderOptions(&storage, true, round % 2 == 1));
         if (!r.ok()) {
           ++failures;
           continue;
         }
         for (std::uint64_t i = 0; i < 20; i += 3) {
           Result<SampleView> s = (*r)->ReadSample(i);
-          if (!s.ok() ||
-              !SameBytes(s->data, std::span<const std::byte>(data).subspan(i * 1024, 1024))) {
+          if (!s.ok() || !::iomimic::testing::SameBytes(
+                             s->data, std::span<const std::byte>(data).subspan(i * 1024, 1024))) {
             ++failures;
           }
         }
@@ -891,7 +824,7 @@ TEST_CASE("posix files round trip") {
   PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 50, 77, (dir.path() / "p.indexed_binary").string());
   spec.parameters["generation_buffer_size"] = "10000";
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
   CHECK(fs::file_size(OffsetIndexPath(spec.path)) == 50 * 8);
   CHECK(fs::file_size(SizeIndexPath(spec.path)) == 50 * 8);
@@ -904,7 +837,7 @@ TEST_CASE("posix files round trip") {
 }
 
 TEST_CASE("numpy reads the three files as DLIO's readers do") {
-  if (!HaveNumpy()) {
+  if (!::iomimic::testing::HavePythonModules("numpy")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
     return;
   }
@@ -913,7 +846,7 @@ TEST_CASE("numpy reads the three files as DLIO's readers do") {
   IndexedBinaryFormat format(kFlavor);
   FileSpec spec = MakeSpec("uint8", {45, 45}, 333, 5, (dir.path() / "n.indexed_binary").string());
   spec.parameters["generation_buffer_size"] = "4096";
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   {
     const std::vector<std::byte> data = ReferenceData(spec);
     std::ofstream r(spec.path + ".ref", std::ios::binary);
@@ -941,7 +874,9 @@ print('ok')
   }
   std::string out;
   const int rc =
-      Run(std::string(kPython) + " " + py.string() + " " + spec.path + " 333 2025", &out);
+      ::iomimic::testing::RunCommand(std::string(::iomimic::testing::kSystemPython) + " " +
+                                         py.string() + " " + spec.path + " 333 2025",
+                                     &out);
   CHECK_MESSAGE(rc == 0, out);
 }
 
@@ -949,7 +884,7 @@ TEST_CASE("written in parts, the files are WriteFile's, byte for byte") {
   const FileSpec spec = MakeSpec("uint16", {777}, 41, 3, "/p/parts.indexed_binary");
   IndexedBinaryFormat format(kFlavor);
   MemStorage whole, parts;
-  REQUIRE(WriteSpec(format, whole, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, whole, spec).ok());
   Result<PayloadLayout> layout = iomimic::testing::WriteInParts(format, parts, spec, 6);
   REQUIRE(layout.ok());
   CHECK(layout->payload_offset == 0);

@@ -9,6 +9,7 @@
 #include "indexed_binary/indexed_binary_format.h"
 #include "indexed_binary/indexed_binary_reader.h"
 #include "indexed_binary/indexed_binary_test_storage.h"
+#include "iomimic/testing/format_test_support.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -29,18 +30,6 @@ FileSpec MakeSpec(std::uint64_t samples, const std::string& path) {
   return spec;
 }
 
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  const std::string partial = PartialPath(spec.path);
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-  Status s = format.WriteFile(storage, *file, spec);
-  Status closed = file->Close();
-  if (s.ok()) s = closed;
-  if (s.ok()) s = storage.Rename(partial, spec.path);
-  return s;
-}
-
 ReaderOptions Options(Storage* storage, bool keep = false) {
   ReaderOptions o;
   o.storage = storage;
@@ -49,25 +38,13 @@ ReaderOptions Options(Storage* storage, bool keep = false) {
 }
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "mmap_indexed_binary");
-  CHECK(std::string(d.description).find("mmap storage") != std::string::npos);
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "index_cache_size");
-  PluginContext context;
-  Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "mmap_indexed_binary");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "mmap_indexed_binary");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=mmap_indexed_binary capabilities=partial_reads,multi_sample "
+        "options=index_cache_size:bytes=8G | format name=mmap_indexed_binary "
+        "extension=mmap_indexed_binary multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
+  CHECK(std::string(iomimic_plugin_descriptor.description).find("mmap storage") !=
+        std::string::npos);
 }
 
 TEST_CASE("the files are those of indexed_binary") {
@@ -77,8 +54,8 @@ TEST_CASE("the files are those of indexed_binary") {
   const FileSpec a = MakeSpec(300, "/d/img_0_of_1.mmap_indexed_binary");
   const FileSpec b = MakeSpec(300, "/d/img_0_of_1.indexed_binary");
   CHECK(*mmap_format.ExpectedFileSize(a) == 2025 * 300);
-  REQUIRE(WriteSpec(mmap_format, storage, a).ok());
-  REQUIRE(WriteSpec(plain_format, storage, b).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(mmap_format, storage, a).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(plain_format, storage, b).ok());
   CHECK(storage.Bytes(a.path) == storage.Bytes(b.path));
   CHECK(storage.Bytes(OffsetIndexPath(a.path)) == storage.Bytes(OffsetIndexPath(b.path)));
   CHECK(storage.Bytes(SizeIndexPath(a.path)) == storage.Bytes(SizeIndexPath(b.path)));
@@ -90,7 +67,7 @@ TEST_CASE("round trip with one ranged read per sample") {
   MemStorage storage;
   IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
   const FileSpec spec = MakeSpec(64, "/r/x.mmap_indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   std::vector<std::byte> data(2025 * 64);
   ContentStream(spec.seed).Fill(data);
   for (bool keep : {false, true}) {
@@ -117,7 +94,7 @@ TEST_CASE("messages name this format") {
   MemStorage storage;
   IndexedBinaryFormat format(Flavor::kMmapIndexedBinary);
   const FileSpec spec = MakeSpec(4, "/e/x.mmap_indexed_binary");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpecAsCore(format, storage, spec).ok());
   REQUIRE(storage.Remove(SizeIndexPath(spec.path)).ok());
   const Status s = format.OpenReader(spec.path, Options(&storage)).status();
   CHECK(s.code() == StatusCode::kNotFound);

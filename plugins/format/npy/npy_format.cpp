@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 #include "npy_reader.h"
@@ -13,13 +14,9 @@ namespace iomimic::npy {
 std::string NpyFormat::name() const { return "npy"; }
 
 FormatTraits NpyFormat::traits() const {
-  FormatTraits t;
-  t.extension = "npy";
-  t.multi_sample_files = true;
-  t.partial_reads = false;
-  t.needs_host_decode = true;
-  t.predictable_size = true;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {
+      .extension = "npy", .needs_host_decode = true, .predictable_size = true, .element_type = ""};
 }
 
 Status NpyFormat::Validate(const FileSpec& spec) const {
@@ -67,6 +64,4 @@ IOMIMIC_DEFINE_FORMAT_PLUGIN(
     "NumPy .npy files as np.save writes them (NPY v1.0, samples on the last axis), read whole "
     "per sample like np.load(f)[..., i]",
     IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE, IOMIMIC_NO_OPTIONS,
-    [](const iomimic::PluginContext&) -> iomimic::Result<std::unique_ptr<iomimic::Format>> {
-      return std::unique_ptr<iomimic::Format>(std::make_unique<iomimic::npy::NpyFormat>());
-    });
+    &iomimic::MakeDefaultFormat<iomimic::npy::NpyFormat>);

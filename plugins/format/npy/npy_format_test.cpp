@@ -1,6 +1,9 @@
 // Tests of the npy format plugin: layout, writing, reading, the access
 // pattern, corruption handling and interoperability with numpy (when
 // /usr/bin/python3 has numpy).
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "npy_format.h"
 
@@ -32,6 +35,7 @@
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/device_memory_storage.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
@@ -46,36 +50,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
-using MemStorage = ::iomimic::testing::MemoryStorage;
-using Request = ::iomimic::testing::StorageRequest;
-
-// Hands out "device" buffers over a MemStorage, like a GPU staging back end
-// (the SDK's iomimic/testing/device_memory_storage.h).
-using DeviceMemStorage = ::iomimic::testing::DeviceMemoryStorage;
-
-// ---------------------------------------------------------------------------
-// A minimal POSIX storage for real files.
-
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// ---------------------------------------------------------------------------
-// Helpers.
+// The SDK's test storages (iomimic/testing/): in memory, on real files.
+using MemStorage = testing::MemoryStorage;
+using Request = testing::StorageRequest;
+using DeviceMemStorage = testing::DeviceMemoryStorage;
+using testing::PosixStorage;
+using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.npy") {
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
-}
-
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
 }
 
 // The array data: the content stream of the seed (iomimic::ContentStream).
@@ -100,22 +84,8 @@ std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<s
   return out;
 }
 
-bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
-
 std::span<const std::byte> AsBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
-                      std::uint64_t transfer = 0) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  o.transfer_size = transfer;
-  return o;
 }
 
 // Reads every sample and compares with the reference.
@@ -123,81 +93,29 @@ void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool
                     std::uint64_t transfer = 0) {
   const std::vector<std::byte> payload = ReferencePayload(spec);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep, transfer));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep, transfer));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
     Result<SampleView> sample = (*reader)->ReadSample(i);
     REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
     CHECK(sample->bytes == spec.sample_bytes());
-    CHECK(SameBytes(sample->data, ReferenceSample(spec, payload, i)));
+    CHECK(testing::SameBytes(sample->data, ReferenceSample(spec, payload, i)));
   }
-}
-
-// Opens `path` and reads sample 0; returns the first error.
-Status OpenAndRead(Format& format, Storage& storage, const std::string& path, bool decode = true) {
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage, decode));
-  if (!reader.ok()) return reader.status();
-  return (*reader)->ReadSample(0).status();
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
-}
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command; returns its exit status and its combined output.
-int Run(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const char kPython[] = "/usr/bin/python3";
-
-bool HaveNumpy() {
-  if (::access(kPython, X_OK) != 0) return false;
-  std::string out;
-  return Run(std::string(kPython) + " -c 'import numpy'", &out) == 0;
+  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 // ---------------------------------------------------------------------------
 // Format basics.
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "npy");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  CHECK(d.num_options == 0);
-  PluginContext context;
-  Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "npy");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "npy");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=npy capabilities=host_decode,multi_sample options= | format "
+        "name=npy extension=npy multi_sample_files=1 partial_reads=0 "
+        "needs_host_decode=1 predictable_size=1 streamed=0 element_type=");
 }
 
 TEST_CASE("validate") {
@@ -215,7 +133,7 @@ TEST_CASE("validate") {
   CHECK(format.ExpectedFileSize(zipped).status().code() == StatusCode::kNotSupported);
   MemStorage storage;
   zipped.path = "/zipped.npy";
-  CHECK(WriteSpec(format, storage, zipped).code() == StatusCode::kNotSupported);
+  CHECK(testing::WriteSpec(format, storage, zipped).code() == StatusCode::kNotSupported);
   FileSpec odd = MakeSpec("uint8", {4}, 1, 1);
   odd.element_type.size = 4;
   CHECK(format.Validate(odd).code() == StatusCode::kInvalidArgument);
@@ -232,7 +150,7 @@ TEST_CASE("layout matches np.save") {
   // uint8 (2048, 2048, 1): a 128-byte header (length field 118), then data.
   FileSpec one = MakeSpec("uint8", {2048, 2048}, 1, 7, "/one.npy");
   CHECK(*format.ExpectedFileSize(one) == 128 + 2048 * 2048);
-  REQUIRE(WriteSpec(format, storage, one).ok());
+  REQUIRE(testing::WriteSpec(format, storage, one).ok());
   std::vector<std::byte> bytes = storage.Bytes(one.path);
   REQUIRE(bytes.size() == 128 + 2048 * 2048);
   const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (2048, 2048, 1), }";
@@ -246,13 +164,13 @@ TEST_CASE("layout matches np.save") {
 
   // float32 (5, 7, 3): the header of np.save for that array.
   FileSpec f32 = MakeSpec("float32", {5, 7}, 3, 8, "/f32.npy");
-  REQUIRE(WriteSpec(format, storage, f32).ok());
+  REQUIRE(testing::WriteSpec(format, storage, f32).ok());
   bytes = storage.Bytes(f32.path);
   const std::uint64_t shape[] = {5, 7, 3};
   const std::string expected_header = *numpy::EncodeNpyHeader("<f4", shape);
   CHECK(expected_header.size() % 64 == 0);
-  CHECK(SameBytes(std::span<const std::byte>(bytes).first(expected_header.size()),
-                  AsBytes(expected_header)));
+  CHECK(testing::SameBytes(std::span<const std::byte>(bytes).first(expected_header.size()),
+                           AsBytes(expected_header)));
   CHECK(bytes.size() == *format.ExpectedFileSize(f32));
   CHECK(bytes.size() == expected_header.size() + 5 * 7 * 3 * 4);
 }
@@ -265,7 +183,7 @@ TEST_CASE("writes are chunk-aligned and bounded") {
   storage.set_alignment(4096);
   FileSpec spec = MakeSpec("uint16", {300, 301}, 3, 5, "/chunks.npy");
   storage.SetLogging(true);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
   const std::uint64_t size = *format.ExpectedFileSize(spec);
@@ -301,7 +219,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file") {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
                              std::string("/rt/") + c.dtype + "_" + std::to_string(seed) + ".npy");
     CAPTURE(spec.path);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     CHECK(*format.ExpectedFileSize(spec) == storage.Bytes(spec.path).size());
     CheckRoundTrip(format, storage, spec, false);
     CheckRoundTrip(format, storage, spec, true);
@@ -309,7 +227,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file") {
   }
   // Bool arrays hold only 0 and 1.
   FileSpec b = MakeSpec("bool", {64}, 4, 3, "/bool.npy");
-  REQUIRE(WriteSpec(format, storage, b).ok());
+  REQUIRE(testing::WriteSpec(format, storage, b).ok());
   const std::vector<std::byte> bytes = storage.Bytes(b.path);
   CHECK(std::all_of(bytes.begin() + 128, bytes.end(),
                     [](std::byte v) { return v == std::byte{0} || v == std::byte{1}; }));
@@ -320,13 +238,13 @@ TEST_CASE("content does not depend on the chunk size") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {1000, 77}, 3, 42, "/a.npy");
   NpyFormat big;
-  REQUIRE(WriteSpec(big, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(big, storage, spec).ok());
   const std::vector<std::byte> a = storage.Bytes(spec.path);
   WriterOptions small;
   small.chunk_size = 1;  // raised to the 64 KiB minimum
   NpyFormat chunked(small);
   storage.set_alignment(512);
-  REQUIRE(WriteSpec(chunked, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(chunked, storage, spec).ok());
   CHECK(a == storage.Bytes(spec.path));
 }
 
@@ -334,7 +252,7 @@ TEST_CASE("read pattern follows np.load") {
   NpyFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("float32", {256, 64}, 4, 3, "/pattern.npy");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t header = 128;
   const std::uint64_t data = 256 * 64 * 4 * 4;
 
@@ -342,7 +260,7 @@ TEST_CASE("read pattern follows np.load") {
     CAPTURE(decode);
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, decode));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
     REQUIRE(reader.ok());
     std::vector<Request> open_log = storage.TakeLog();
     REQUIRE(open_log.size() == 1);
@@ -372,7 +290,7 @@ TEST_CASE("read pattern follows np.load") {
   for (bool decode : {true, false}) {
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> chunked =
-        format.OpenReader(spec.path, Options(&storage, decode, false, 100000));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, 100000));
     REQUIRE(chunked.ok());
     REQUIRE((*chunked)->ReadSample(1).ok());
     std::vector<Request> log = storage.TakeLog();
@@ -394,11 +312,11 @@ TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpyFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "/od.npy");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   for (bool decode : {true, false}) {
     const int opens_before = storage.opens();
     Result<std::unique_ptr<FileReader>> on_demand =
-        NpyReader::Open(spec.path, Options(&storage, decode, false));
+        NpyReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, false));
     REQUIRE(on_demand.ok());
     auto* r = static_cast<NpyReader*>(on_demand->get());
     for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
@@ -407,7 +325,7 @@ TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
     CHECK(storage.open_files() == 0);
 
     Result<std::unique_ptr<FileReader>> memory =
-        NpyReader::Open(spec.path, Options(&storage, decode, true));
+        NpyReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, true));
     REQUIRE(memory.ok());
     auto* m = static_cast<NpyReader*>(memory->get());
     for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
@@ -422,9 +340,9 @@ TEST_CASE("decode off returns sizes only") {
   NpyFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, false));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, false));
   REQUIRE(reader.ok());
   CHECK((*reader)->num_samples() == 3);
   Result<SampleView> s = (*reader)->ReadSample(2);
@@ -437,10 +355,11 @@ TEST_CASE("decode off reads into whatever memory the storage allocates") {
   NpyFormat format;
   MemStorage mem;
   FileSpec spec = MakeSpec("uint8", {64, 64}, 4, 2, "/dev.npy");
-  REQUIRE(WriteSpec(format, mem, spec).ok());
+  REQUIRE(testing::WriteSpec(format, mem, spec).ok());
   DeviceMemStorage device(&mem);
   // Without decoding the array goes to device memory and nothing looks at it.
-  Result<std::unique_ptr<FileReader>> raw = format.OpenReader(spec.path, Options(&device, false));
+  Result<std::unique_ptr<FileReader>> raw =
+      format.OpenReader(spec.path, testing::TestReaderOptions(&device, false));
   REQUIRE(raw.ok());
   const int before = device.device_allocations;
   Result<SampleView> s = (*raw)->ReadSample(3);
@@ -451,30 +370,6 @@ TEST_CASE("decode off reads into whatever memory the storage allocates") {
   // Decoding needs host memory: the reader falls back to it.
   CheckRoundTrip(format, device, spec, false);
   CheckRoundTrip(format, device, spec, true);
-}
-
-TEST_CASE("out of range index") {
-  NpyFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {4}, 2, 1, "/range.npy");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
-  REQUIRE(reader.ok());
-  Result<SampleView> s = (*reader)->ReadSample(2);
-  CHECK(s.status().code() == StatusCode::kOutOfRange);
-  CHECK(s.status().message().find("/range.npy") != std::string::npos);
-  CHECK((*reader)->ReadSample(1).ok());
-  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
-}
-
-TEST_CASE("open errors are passed through") {
-  NpyFormat format;
-  MemStorage storage;
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/missing.npy", Options(&storage));
-  CHECK(reader.status().code() == StatusCode::kNotFound);
-  CHECK(reader.status().message().find("/missing.npy") != std::string::npos);
-  ReaderOptions no_storage;
-  CHECK(format.OpenReader("/x.npy", no_storage).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("a header longer than the first 4 KiB takes one more request") {
@@ -492,7 +387,7 @@ TEST_CASE("a header longer than the first 4 KiB takes one more request") {
   storage.SetBytes("/long.npy", bytes);
   storage.SetLogging(true);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader("/long.npy", Options(&storage, true));
+      format.OpenReader("/long.npy", testing::TestReaderOptions(&storage, true));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   std::vector<Request> log = storage.TakeLog();
   storage.SetLogging(false);
@@ -537,7 +432,8 @@ TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
   SUBCASE("Fortran order (2, 3, 4) of int16") {
     const std::size_t h = make("/f.npy", "<i2", {2, 3, 4}, true, 1);
     const std::vector<std::byte> bytes = storage.Bytes("/f.npy");
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/f.npy", Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader("/f.npy", testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->num_samples() == 4);
     for (std::uint64_t i = 0; i < 4; ++i) {
@@ -558,20 +454,21 @@ TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
     const std::size_t h = make("/one_d.npy", "<i8", {5}, false, 1);
     const std::vector<std::byte> bytes = storage.Bytes("/one_d.npy");
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader("/one_d.npy", Options(&storage, true, true));
+        format.OpenReader("/one_d.npy", testing::TestReaderOptions(&storage, true, true));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->num_samples() == 5);
     for (std::uint64_t i = 0; i < 5; ++i) {
       Result<SampleView> s = (*reader)->ReadSample(i);
       REQUIRE(s.ok());
-      CHECK(SameBytes(s->data, std::span<const std::byte>(bytes).subspan(h + i * 8, 8)));
+      CHECK(testing::SameBytes(s->data, std::span<const std::byte>(bytes).subspan(h + i * 8, 8)));
     }
   }
   SUBCASE("version 2.0 header") {
     const std::size_t h = make("/v2.npy", "|u1", {3, 2}, false, 2);
     CHECK(h % 64 == 0);
     const std::vector<std::byte> bytes = storage.Bytes("/v2.npy");
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/v2.npy", Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader("/v2.npy", testing::TestReaderOptions(&storage));
     REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
     auto* r = static_cast<NpyReader*>(reader->get());
     CHECK(r->header().major_version == 2);
@@ -583,15 +480,16 @@ TEST_CASE("foreign layouts: Fortran order, 1-D arrays, version 2.0") {
   }
   SUBCASE("unsupported and 0-d arrays") {
     make("/obj.npy", "|O", {3}, false, 1);
-    CHECK(OpenAndRead(format, storage, "/obj.npy").code() == StatusCode::kNotSupported);
+    CHECK(testing::OpenAndRead(format, storage, "/obj.npy").code() == StatusCode::kNotSupported);
     make("/scalar.npy", "<f8", {}, false, 1);
-    Status s = OpenAndRead(format, storage, "/scalar.npy");
+    Status s = testing::OpenAndRead(format, storage, "/scalar.npy");
     CHECK(s.code() == StatusCode::kNotSupported);
     CHECK(s.message().find("/scalar.npy") != std::string::npos);
   }
   SUBCASE("empty array: a zero-length sample axis") {
     make("/empty.npy", "<f4", {4, 0}, false, 1);
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/empty.npy", Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader("/empty.npy", testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     CHECK((*reader)->num_samples() == 0);
     CHECK((*reader)->ReadSample(0).status().code() == StatusCode::kOutOfRange);
@@ -603,7 +501,7 @@ TEST_CASE("corruption is reported with path and offset") {
   MemStorage storage;
   const std::string path = "/bad.npy";
   FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, path);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(path);
   REQUIRE(good.size() == 128 + 128);
   auto with = [&](auto mutate) {
@@ -619,53 +517,55 @@ TEST_CASE("corruption is reported with path and offset") {
       CAPTURE(keep);
       with([&](std::vector<std::byte>& b) { b.resize(keep); });
       for (bool decode : {true, false})
-        CheckCorruption(OpenAndRead(format, storage, path, decode), path);
+        CheckCorruption(testing::OpenAndRead(format, storage, path, decode), path);
     }
     with([&](std::vector<std::byte>& b) { b.resize(good.size() - 1); });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 255");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "at offset 255");
   }
   SUBCASE("magic") {
     with([](std::vector<std::byte>& b) { b[1] = std::byte{'X'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY magic");
-    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 0");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY magic");
+    CheckCorruption(testing::OpenAndRead(format, storage, path, false), path, "at offset 0");
   }
   SUBCASE("not an npy file at all") {
     storage.SetBytes(path, std::vector<std::byte>(300, std::byte{'P'}));
-    CheckCorruption(OpenAndRead(format, storage, path), path, "not an NPY file");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "not an NPY file");
   }
   SUBCASE("version") {
     with([](std::vector<std::byte>& b) { b[6] = std::byte{9}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "unsupported NPY version 9.0");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path,
+                    "unsupported NPY version 9.0");
   }
   SUBCASE("dictionary") {
     with([](std::vector<std::byte>& b) { b[10 + 2] = std::byte{'x'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "bad NPY header");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "bad NPY header");
     with([](std::vector<std::byte>& b) { b[10] = std::byte{'['}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 10");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "at offset 10");
   }
   SUBCASE("header length beyond numpy's limit") {
     with([](std::vector<std::byte>& b) {
       b[8] = std::byte{0xff};
       b[9] = std::byte{0x7f};
     });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "numpy's limit");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "numpy's limit");
   }
   SUBCASE("header length pointing past the end of the file") {
     with([](std::vector<std::byte>& b) {
       b[8] = std::byte{0x10};
       b[9] = std::byte{0x27};  // 10000: allowed, but the file has 256 bytes
     });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "truncated file");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "truncated file");
   }
   SUBCASE("shape larger than the file") {
     const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
     const std::size_t at = text.find("(8, 8, 2)");
     REQUIRE(at != std::string::npos);
     with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "needs 144 bytes");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "needs 144 bytes");
   }
   SUBCASE("the file shrinks between open and read") {
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     with([&](std::vector<std::byte>& b) { b.resize(200); });
     Result<SampleView> s = (*reader)->ReadSample(0);
@@ -675,7 +575,8 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption((*reader)->ReadSample(1).status(), path, "truncated file");
   }
   SUBCASE("the header changes between loads") {
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->ReadSample(0).ok());
     const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
@@ -693,7 +594,7 @@ TEST_CASE("posix files round trip") {
   NpyFormat format;
   PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, (dir.path() / "p.npy").string());
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
   CheckRoundTrip(format, storage, spec, false);
   CheckRoundTrip(format, storage, spec, true);
@@ -703,14 +604,14 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!HaveNumpy()) {
+  if (!testing::HavePythonModules("numpy")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
     return;
   }
   TempDir dir;
   PosixStorage storage;
   NpyFormat format;
-  const std::string py = kPython;
+  const std::string py = testing::kSystemPython;
   std::string out;
 
   // Ours, checked by numpy: values, dtype, shape, and np.save of the loaded
@@ -744,7 +645,7 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, 50 + k,
                              (dir.path() / ("ours_" + std::to_string(k) + ".npy")).string());
     ++k;
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const std::string ref = spec.path + ".ref";
     {
       const std::vector<std::byte> payload = ReferencePayload(spec);
@@ -755,9 +656,9 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
     std::string shape;
     for (std::uint64_t d : spec.sample_shape) shape += std::to_string(d) + ",";
     shape += std::to_string(spec.num_samples);
-    const int rc =
-        Run(py + " " + check.string() + " " + spec.path + " " + ref + " " + c.dtype + " " + shape,
-            &out);
+    const int rc = testing::RunCommand(
+        py + " " + check.string() + " " + spec.path + " " + ref + " " + c.dtype + " " + shape,
+        &out);
     CHECK_MESSAGE(rc == 0, (spec.path + ": " + out));
   }
 
@@ -783,22 +684,15 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   }
   const fs::path foreign = dir.path() / "foreign";
   fs::create_directories(foreign);
-  int rc = Run(py + " " + make.string() + " " + foreign.string(), &out);
+  int rc = testing::RunCommand(py + " " + make.string() + " " + foreign.string(), &out);
   REQUIRE_MESSAGE(rc == 0, out);
   for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", "b1_4d"}) {
     CAPTURE(name);
     const std::string path = (foreign / (std::string(name) + ".npy")).string();
     for (bool keep : {false, true}) {
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(path, Options(&storage, true, keep));
-      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
-        Result<SampleView> s = (*reader)->ReadSample(i);
-        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-        const std::string expected =
-            ReadText(foreign / (std::string(name) + "." + std::to_string(i)));
-        CHECK(SameBytes(s->data, AsBytes(expected)));
-      }
+      CAPTURE(keep);
+      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
+                                             (foreign / name).string()) == "");
     }
   }
 }
@@ -809,7 +703,7 @@ TEST_CASE("written in parts, the file is WriteFile's, byte for byte") {
     const FileSpec spec = MakeSpec(dtype, {333, 7}, 29, 5, "/p/parts.npy");
     NpyFormat format;
     MemStorage whole, parts;
-    REQUIRE(WriteSpec(format, whole, spec).ok());
+    REQUIRE(testing::WriteSpec(format, whole, spec).ok());
     Result<PayloadLayout> layout = testing::WriteInParts(format, parts, spec, 7);
     REQUIRE(layout.ok());
     CHECK(layout->payload_offset == 128);
@@ -824,7 +718,7 @@ TEST_CASE("content options reach the payload, whole and in parts") {
   spec.content.dedupe_percentage = 30;
   NpyFormat format;
   MemStorage whole, parts;
-  REQUIRE(WriteSpec(format, whole, spec).ok());
+  REQUIRE(testing::WriteSpec(format, whole, spec).ok());
   const std::vector<std::byte> file = whole.Bytes(spec.path);
   std::vector<std::byte> payload(spec.sample_bytes() * spec.num_samples);
   spec.PayloadContent().Fill(payload);
@@ -835,7 +729,7 @@ TEST_CASE("content options reach the payload, whole and in parts") {
   CHECK(parts.Bytes(spec.path) == file);
 
   spec.content.kind = ContentOptions::Kind::kZeros;
-  REQUIRE(WriteSpec(format, whole, spec).ok());
+  REQUIRE(testing::WriteSpec(format, whole, spec).ok());
   const std::vector<std::byte> zeros = whole.Bytes(spec.path);
   CHECK(
       std::all_of(zeros.begin() + 128, zeros.end(), [](std::byte v) { return v == std::byte{0}; }));

@@ -8,93 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
+#include "npy_header/npy_array.h"
 #include "npy_writer.h"
 
 namespace iomimic::npy {
 namespace {
 
-std::string ShapeText(const std::vector<std::uint64_t>& shape) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) s += ',';
-  return s + ")";
-}
-
 std::uint32_t LoadLittleEndian(const std::byte* p, std::size_t width) {
   std::uint32_t v = 0;
   for (std::size_t i = 0; i < width; ++i) v |= std::to_integer<std::uint32_t>(p[i]) << (8 * i);
   return v;
-}
-
-// Copies `count` elements of `size` bytes, `stride` bytes apart from `src`,
-// next to each other into `dst`.
-template <std::size_t K>
-void GatherFixed(const std::byte* src, std::size_t stride, std::size_t count, std::byte* dst) {
-  for (std::size_t j = 0; j < count; ++j) {
-    std::memcpy(dst, src, K);
-    dst += K;
-    src += stride;
-  }
-}
-
-void GatherStrided(const std::byte* src, std::size_t stride, std::size_t count, std::size_t size,
-                   std::byte* dst) {
-  switch (size) {
-    case 1:
-      return GatherFixed<1>(src, stride, count, dst);
-    case 2:
-      return GatherFixed<2>(src, stride, count, dst);
-    case 4:
-      return GatherFixed<4>(src, stride, count, dst);
-    case 8:
-      return GatherFixed<8>(src, stride, count, dst);
-    default:
-      for (std::size_t j = 0; j < count; ++j) {
-        std::memcpy(dst, src, size);
-        dst += size;
-        src += stride;
-      }
-  }
-}
-
-// Transposes a row-major `rows` x `cols` matrix of K-byte elements from
-// `src` into `dst` (cols x rows), in cache-sized tiles.
-template <std::size_t K>
-void TransposeFixed(const std::byte* src, std::size_t rows, std::size_t cols, std::size_t size,
-                    std::byte* dst) {
-  constexpr std::size_t kTile = 64;
-  const std::size_t k = K == 0 ? size : K;
-  for (std::size_t r0 = 0; r0 < rows; r0 += kTile) {
-    const std::size_t r1 = std::min(rows, r0 + kTile);
-    for (std::size_t c0 = 0; c0 < cols; c0 += kTile) {
-      const std::size_t c1 = std::min(cols, c0 + kTile);
-      for (std::size_t c = c0; c < c1; ++c) {
-        for (std::size_t r = r0; r < r1; ++r) {
-          std::memcpy(dst + (c * rows + r) * k, src + (r * cols + c) * k, K == 0 ? size : K);
-        }
-      }
-    }
-  }
-}
-
-void Transpose(const std::byte* src, std::size_t rows, std::size_t cols, std::size_t size,
-               std::byte* dst) {
-  switch (size) {
-    case 1:
-      return TransposeFixed<1>(src, rows, cols, size, dst);
-    case 2:
-      return TransposeFixed<2>(src, rows, cols, size, dst);
-    case 4:
-      return TransposeFixed<4>(src, rows, cols, size, dst);
-    case 8:
-      return TransposeFixed<8>(src, rows, cols, size, dst);
-    default:
-      return TransposeFixed<0>(src, rows, cols, size, dst);
-  }
 }
 
 }  // namespace
@@ -124,12 +49,9 @@ Status NpyReader::Init() {
   IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize, "npy"));
   IOMIMIC_RETURN_IF_ERROR(BeginLoad());
   header_ = load_header_;
-  num_samples_ = header_.shape.back();
-  sample_elements_ = 1;
-  for (std::size_t a = 0; a + 1 < header_.shape.size(); ++a) {
-    sample_elements_ *= header_.shape[a];  // no overflow: DataBytes() checked the product
-  }
-  sample_bytes_ = sample_elements_ * header_.dtype.itemsize;
+  Result<numpy::SampleLayout> layout = numpy::SampleLayoutOf(header_);
+  if (!layout.ok()) return Corrupt(layout.status().message(), numpy::kNpyPreambleSize);
+  layout_ = *layout;
   return Status::OK();
 }
 
@@ -155,12 +77,7 @@ void NpyReader::AbortLoad() {
 }
 
 Status NpyReader::BeginLoad() {
-  OpenOptions open_options;
-  open_options.mode = OpenMode::kRead;
-  open_options.hint = AccessHint::kWholeFile;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
-  if (!opened.ok()) return opened.status().WithContext("npy: opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kWholeFile, "npy"));
   Status s;
   Result<std::uint64_t> size = file_->Size();
   if (!size.ok()) {
@@ -237,7 +154,7 @@ Status NpyReader::ParseHeader(std::uint64_t file_size, numpy::NpyHeader* header)
     return Corrupt("bad NPY header: " + data_bytes.status().message(), length_end);
   }
   if (*data_bytes > file_size || header->header_size > file_size - *data_bytes) {
-    return Corrupt("truncated file: the array " + ShapeText(header->shape) + " of '" +
+    return Corrupt("truncated file: the array " + numpy::ShapeText(header->shape) + " of '" +
                        header->descr + "' needs " + std::to_string(*data_bytes) +
                        " bytes after the " + std::to_string(header->header_size) +
                        "-byte header, the file has " + std::to_string(file_size) + " bytes",
@@ -305,11 +222,12 @@ Status NpyReader::FinishLoad() {
 
 Status NpyReader::MakeSampleMajor() {
   // Only C-order arrays with several samples interleave them.
-  if (header_.fortran_order || num_samples_ < 2 || sample_bytes_ == 0) return Status::OK();
+  if (header_.fortran_order || layout_.num_samples < 2 || layout_.sample_bytes == 0) {
+    return Status::OK();
+  }
   const std::size_t bytes = static_cast<std::size_t>(data_bytes_);
   IOMIMIC_ASSIGN_OR_RETURN(Buffer reordered, AllocateHostBuffer(*storage_, bytes, "npy"));
-  Transpose(payload_.data(), static_cast<std::size_t>(sample_elements_),
-            static_cast<std::size_t>(num_samples_), header_.dtype.itemsize, reordered.data());
+  numpy::MakeSampleMajor(header_, layout_, payload_.data(), reordered.data());
   payload_ = std::move(reordered);
   sample_major_ = true;
   return Status::OK();
@@ -334,10 +252,10 @@ Result<SampleView> NpyReader::ReadSample(std::uint64_t index) {
 }
 
 Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
-  if (index >= num_samples_) {
+  if (index >= layout_.num_samples) {
     return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+                              " is out of range (the file has " +
+                              std::to_string(layout_.num_samples) + " samples)");
   }
   if (!(keep_in_memory_ && loaded_)) {
     if (!header_ready_) {
@@ -346,8 +264,9 @@ Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
           load_header_.fortran_order != header_.fortran_order ||
           load_header_.header_size != header_.header_size) {
         return Corrupt("the array changed since the reader opened the file (now shape " +
-                           ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
-                           "'; was " + ShapeText(header_.shape) + ", '" + header_.descr + "')",
+                           numpy::ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
+                           "'; was " + numpy::ShapeText(header_.shape) + ", '" + header_.descr +
+                           "')",
                        numpy::kNpyPreambleSize);
       }
     }
@@ -358,65 +277,11 @@ Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
 
 Result<SampleView> NpyReader::Gather(std::uint64_t index) {
   SampleView view;
-  view.bytes = sample_bytes_;
-  if (!decode_ || sample_bytes_ == 0) return view;
-  const std::size_t k = header_.dtype.itemsize;
-  const std::size_t n = static_cast<std::size_t>(num_samples_);
-  const std::size_t count = static_cast<std::size_t>(sample_elements_);
-  const std::size_t bytes = static_cast<std::size_t>(sample_bytes_);
-  const std::size_t i = static_cast<std::size_t>(index);
-  const std::byte* base = payload_.data();
-  const std::size_t sample_rank = header_.shape.size() - 1;
-
-  if (sample_major_) {
-    // Reordered after a keep_in_memory load: sample i is block i.
-    view.data = std::span<const std::byte>(base + i * bytes, bytes);
-    return view;
-  }
-  if (!header_.fortran_order) {
-    // C order: element j of sample i is at flat index j * n + i.
-    if (n == 1) {
-      view.data = std::span<const std::byte>(base, bytes);
-      return view;
-    }
-  } else if (sample_rank <= 1) {
-    // Fortran order: sample i is the contiguous block i, already in C order
-    // when the sample has at most one axis.
-    view.data = std::span<const std::byte>(base + i * bytes, bytes);
-    return view;
-  }
-  if (sample_.size() < bytes) {
-    sample_.Reset();
-    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes, "npy"));
-  }
-  std::byte* out = sample_.data();
-  if (!header_.fortran_order) {
-    GatherStrided(base + i * k, n * k, count, k, out);
-  } else {
-    // Walk the sample's axes in C order; Fortran strides grow from axis 0.
-    std::vector<std::size_t> strides(sample_rank);
-    std::size_t stride = k;
-    for (std::size_t a = 0; a < sample_rank; ++a) {
-      strides[a] = stride;
-      stride *= static_cast<std::size_t>(header_.shape[a]);
-    }
-    const std::size_t last = sample_rank - 1;
-    const std::size_t inner = static_cast<std::size_t>(header_.shape[last]);
-    std::vector<std::size_t> position(sample_rank, 0);
-    const std::byte* block = base + i * bytes;
-    std::size_t offset = 0;
-    for (std::size_t j = 0; j < count; j += inner) {
-      GatherStrided(block + offset, strides[last], inner, k, out + j * k);
-      // Advance the outer axes (all but the last) like an odometer.
-      for (std::size_t a = last; a-- > 0;) {
-        offset += strides[a];
-        if (++position[a] < header_.shape[a]) break;
-        offset -= strides[a] * position[a];
-        position[a] = 0;
-      }
-    }
-  }
-  view.data = std::span<const std::byte>(out, bytes);
+  view.bytes = layout_.sample_bytes;
+  if (!decode_ || layout_.sample_bytes == 0) return view;
+  IOMIMIC_ASSIGN_OR_RETURN(
+      view.data, numpy::GatherSample(header_, layout_, payload_.data(), index, sample_major_,
+                                     *storage_, "npy", &sample_));
   return view;
 }
 

@@ -38,6 +38,7 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
+#include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
 
 namespace iomimic::npy {
@@ -57,7 +58,7 @@ class NpyReader final : public FileReader {
   ~NpyReader() override;
 
   // The length of the last axis.
-  std::uint64_t num_samples() const override { return num_samples_; }
+  std::uint64_t num_samples() const override { return layout_.num_samples; }
 
   // Sample `index` as x[..., index] in C order (decode) or just its size
   // (no decode). kOutOfRange for index >= num_samples(); kCorruption with
@@ -66,7 +67,7 @@ class NpyReader final : public FileReader {
 
   // The header of the first load.
   const numpy::NpyHeader& header() const { return header_; }
-  std::uint64_t sample_bytes() const { return sample_bytes_; }
+  std::uint64_t sample_bytes() const { return layout_.sample_bytes; }
   // Loads performed so far (whole-array reads), for tests.
   std::uint64_t loads() const { return loads_; }
 
@@ -104,9 +105,7 @@ class NpyReader final : public FileReader {
   numpy::NpyHeader header_;       // from the first load
   numpy::NpyHeader load_header_;  // from the current load
   std::uint64_t data_bytes_ = 0;
-  std::uint64_t num_samples_ = 0;
-  std::uint64_t sample_elements_ = 0;
-  std::uint64_t sample_bytes_ = 0;
+  numpy::SampleLayout layout_;  // of header_
 
   Buffer probe_;    // kProbeSize bytes
   Buffer payload_;  // the array data (decode), else one request's worth; grows when needed

@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "iomimic/guard.h"
+#include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
 
 namespace iomimic::npy {
 namespace {
 
-// Largest array accepted, so that every offset computation stays far from
-// 64-bit overflow.
-constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 // Smallest write chunk.
 constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 
@@ -60,42 +58,10 @@ Status WriteNpyFileImpl(Storage& storage, File& file, const FileSpec& spec,
 }  // namespace
 
 Status ValidateSpec(const FileSpec& spec) {
-  if (spec.sample_shape.empty()) {
-    return Status::InvalidArgument(
-        "npy: sample_shape is empty (the array needs at least one dimension besides the sample "
-        "axis)");
-  }
-  for (std::uint64_t d : spec.sample_shape) {
-    if (d == 0) return Status::InvalidArgument("npy: sample_shape has a zero dimension");
-  }
-  if (spec.num_samples == 0) {
-    return Status::InvalidArgument("npy: num_samples must be at least 1");
-  }
-  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
-  if (!dtype.ok()) {
-    return Status::InvalidArgument("npy: element type '" + spec.element_type.name +
-                                   "': " + dtype.status().message());
-  }
-  if (dtype->itemsize != spec.element_type.size || spec.element_type.size == 0) {
-    return Status::InvalidArgument("npy: element type '" + spec.element_type.name + "' has size " +
-                                   std::to_string(spec.element_type.size) + " but descr '" +
-                                   spec.element_type.descr + "' means " +
-                                   std::to_string(dtype->itemsize));
-  }
-  if (spec.compression != "none") {
-    return Status::NotSupported("npy: compression '" + spec.compression +
-                                "' is not supported (np.save writes uncompressed arrays; use "
-                                "compression none, or format npz with zip)");
-  }
-  std::uint64_t bytes = spec.element_type.size;
-  for (std::uint64_t d : spec.sample_shape) {
-    if (bytes > kMaxPayloadBytes / d) return Status::InvalidArgument("npy: sample too large");
-    bytes *= d;
-  }
-  if (bytes > kMaxPayloadBytes / spec.num_samples) {
-    return Status::InvalidArgument("npy: file too large (sample_bytes * num_samples)");
-  }
-  return Status::OK();
+  static constexpr std::string_view kCompressions[] = {"none"};
+  return numpy::ValidateArraySpec(
+      spec, {"npy", "the array", kCompressions,
+             "np.save writes uncompressed arrays; use compression none, or format npz with zip"});
 }
 
 Result<std::string> EncodeHeader(const FileSpec& spec) {

@@ -13,13 +13,9 @@ namespace iomimic::npz {
 std::string NpzFormat::name() const { return "npz"; }
 
 FormatTraits NpzFormat::traits() const {
-  FormatTraits t;
-  t.extension = "npz";
-  t.multi_sample_files = true;
-  t.partial_reads = false;
-  t.needs_host_decode = true;
-  t.predictable_size = true;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {
+      .extension = "npz", .needs_host_decode = true, .predictable_size = true, .element_type = ""};
 }
 
 Status NpzFormat::Validate(const FileSpec& spec) const {

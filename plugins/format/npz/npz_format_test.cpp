@@ -1,5 +1,8 @@
 // Tests of the npz format plugin: NPY headers, ZIP records, writing, reading,
 // corruption handling and interoperability with numpy (when available).
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "npz_format.h"
 
@@ -28,6 +31,7 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "npy_header/npy_header.h"
@@ -42,34 +46,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
-using MemStorage = ::iomimic::testing::MemoryStorage;
-using Request = ::iomimic::testing::StorageRequest;
-
-// ---------------------------------------------------------------------------
-// A minimal POSIX storage for real files.
-
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// ---------------------------------------------------------------------------
-// Helpers.
+// The SDK's test storages (iomimic/testing/): in memory, on real files.
+using MemStorage = testing::MemoryStorage;
+using Request = testing::StorageRequest;
+using testing::PosixStorage;
+using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
                   const std::string& path = "/data/test.npz") {
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path,
                                           compression);
-}
-
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
 }
 
 // What x holds: the content stream of the seed (iomimic::ContentStream).
@@ -94,82 +81,23 @@ std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<s
   return out;
 }
 
-bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
-                      std::uint64_t transfer = 0) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  o.transfer_size = transfer;
-  return o;
-}
-
 // Reads every sample and compares with the reference.
 void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
   const std::vector<std::byte> payload = ReferencePayload(spec);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
     Result<SampleView> sample = (*reader)->ReadSample(i);
     REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
     CHECK(sample->bytes == spec.sample_bytes());
-    CHECK(SameBytes(sample->data, ReferenceSample(spec, payload, i)));
+    CHECK(testing::SameBytes(sample->data, ReferenceSample(spec, payload, i)));
   }
-}
-
-// Opens `path` and reads sample 0; returns the first error.
-Status OpenAndRead(Format& format, Storage& storage, const std::string& path, bool decode = true) {
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage, decode));
-  if (!reader.ok()) return reader.status();
-  Result<SampleView> sample = (*reader)->ReadSample(0);
-  return sample.status();
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
-}
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteBinary(const fs::path& p, std::span<const std::byte> data) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
-// Runs a shell command; returns its exit status and its combined output.
-int Run(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output->append(buf, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const char kPython[] = "/usr/bin/python3";
-
-bool HaveNumpy() {
-  if (::access(kPython, X_OK) != 0) return false;
-  std::string out;
-  return Run(std::string(kPython) + " -c 'import numpy'", &out) == 0;
+  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 fs::path RepoRoot() {
@@ -275,25 +203,11 @@ TEST_CASE("npy dict parser") {
 // Format basics.
 
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "npz");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_HOST_DECODE));
-  REQUIRE(d.num_options == 1);
-  CHECK(std::string(d.options[0].name) == "read_pattern");
-  CHECK(std::string(d.options[0].default_value) == "dlio");
-  PluginContext context;
-  Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "npz");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "npz");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=npz capabilities=host_decode,multi_sample "
+        "options=read_pattern:string=dlio | format name=npz extension=npz "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=1 streamed=0 element_type=");
 }
 
 TEST_CASE("validate") {
@@ -314,7 +228,7 @@ TEST_CASE("validate") {
   CHECK(format.ExpectedFileSize(MakeSpec("uint8", {4}, 1, 1, "zip")).status().code() ==
         StatusCode::kNotSupported);
   MemStorage storage;
-  CHECK(WriteSpec(format, storage, MakeSpec("uint8", {4}, 1, 1, "bz2")).code() ==
+  CHECK(testing::WriteSpec(format, storage, MakeSpec("uint8", {4}, 1, 1, "bz2")).code() ==
         StatusCode::kNotSupported);
 }
 
@@ -324,7 +238,7 @@ TEST_CASE("layout matches np.savez for DLIO's unet3d files") {
   // img_04_of_64.npz of unet3d_small: uint8 (2048, 2048, 1), 4,194,802 bytes.
   FileSpec one = MakeSpec("uint8", {2048, 2048}, 1, 7, "none", "/one.npz");
   CHECK(*format.ExpectedFileSize(one) == 4194802);
-  REQUIRE(WriteSpec(format, storage, one).ok());
+  REQUIRE(testing::WriteSpec(format, storage, one).ok());
   std::vector<std::byte> bytes = storage.Bytes("/one.npz");
   CHECK(bytes.size() == 4194802);
   // Local header of x: 30 + 5 + 20 bytes, then the NPY header, data at 183.
@@ -341,7 +255,7 @@ TEST_CASE("layout matches np.savez for DLIO's unet3d files") {
   // The 4-samples-per-file variant: uint8 (1024, 1024, 4), 4,194,826 bytes.
   FileSpec four = MakeSpec("uint8", {1024, 1024}, 4, 7, "none", "/four.npz");
   CHECK(*format.ExpectedFileSize(four) == 4194826);
-  REQUIRE(WriteSpec(format, storage, four).ok());
+  REQUIRE(testing::WriteSpec(format, storage, four).ok());
   bytes = storage.Bytes("/four.npz");
   CHECK(bytes.size() == 4194826);
   CHECK(zip::LoadU32(bytes.data() + 4194702) == zip::kCentralHeaderSignature);
@@ -366,7 +280,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file") {
       FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, ++seed, compression,
                                std::string("/rt/") + c.dtype + "_" + compression + ".npz");
       CAPTURE(spec.path);
-      REQUIRE(WriteSpec(format, storage, spec).ok());
+      REQUIRE(testing::WriteSpec(format, storage, spec).ok());
       if (spec.compression == "none") {
         CHECK(*format.ExpectedFileSize(spec) == storage.Bytes(spec.path).size());
       }
@@ -384,17 +298,17 @@ TEST_CASE("large sample streams through several chunks and transfer sizes") {
   MemStorage storage;
   for (const char* compression : {"none", "zip"}) {
     FileSpec spec = MakeSpec("uint16", {300, 301}, 3, 5, compression, "/big.npz");
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const std::vector<std::byte> payload = ReferencePayload(spec);
     for (std::uint64_t transfer :
          {std::uint64_t{0}, std::uint64_t{4096}, std::uint64_t{100000}, std::uint64_t{1} << 24}) {
       Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(spec.path, Options(&storage, true, false, transfer));
+          format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, false, transfer));
       REQUIRE(reader.ok());
       for (std::uint64_t i = 0; i < 3; ++i) {
         Result<SampleView> s = (*reader)->ReadSample(i);
         REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-        CHECK(SameBytes(s->data, ReferenceSample(spec, payload, i)));
+        CHECK(testing::SameBytes(s->data, ReferenceSample(spec, payload, i)));
       }
     }
   }
@@ -406,7 +320,7 @@ TEST_CASE("read pattern dlio: np.load's calls through Python's buffered file") {
   NpzFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/dlio.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = 4194802;
   REQUIRE(storage.Bytes(spec.path).size() == size);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
@@ -423,7 +337,7 @@ TEST_CASE("read pattern dlio: np.load's calls through Python's buffered file") {
     CAPTURE(decode);
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, decode));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
     REQUIRE(reader.ok());
     for (int round = 0; round < 2; ++round) {
       Result<SampleView> s = (*reader)->ReadSample(0);
@@ -450,15 +364,16 @@ TEST_CASE("read pattern whole: one request per load") {
   NpzFormat format(WriterOptions{}, ReadPattern::kWhole);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint16", {40, 30}, 3, 5, "none", "/whole.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> payload = ReferencePayload(spec);
   storage.SetLogging(true);
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage));
   REQUIRE(reader.ok());
   for (std::uint64_t i = 0; i < 3; ++i) {
     Result<SampleView> s = (*reader)->ReadSample(i);
     REQUIRE(s.ok());
-    CHECK(SameBytes(s->data, ReferenceSample(spec, payload, i)));
+    CHECK(testing::SameBytes(s->data, ReferenceSample(spec, payload, i)));
   }
   std::vector<Request> log = storage.TakeLog();
   REQUIRE(log.size() == 3);
@@ -472,14 +387,14 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
   NpzFormat format(WriterOptions{}, ReadPattern::kDirect);
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/pattern.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = 4194802;
 
   for (bool decode : {true, false}) {
     CAPTURE(decode);
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, decode));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
     REQUIRE(reader.ok());
     std::vector<Request> open_log = storage.TakeLog();
     REQUIRE(open_log.size() == 5);
@@ -513,11 +428,11 @@ TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpzFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   for (bool decode : {true, false}) {
     const int opens_before = storage.opens();
     Result<std::unique_ptr<FileReader>> on_demand =
-        NpzReader::Open(spec.path, Options(&storage, decode, false));
+        NpzReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, false));
     REQUIRE(on_demand.ok());
     auto* r = static_cast<NpzReader*>(on_demand->get());
     for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
@@ -525,7 +440,7 @@ TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
     CHECK(storage.opens() - opens_before == 4);
 
     Result<std::unique_ptr<FileReader>> memory =
-        NpzReader::Open(spec.path, Options(&storage, decode, true));
+        NpzReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, true));
     REQUIRE(memory.ok());
     auto* m = static_cast<NpzReader*>(memory->get());
     for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
@@ -540,9 +455,9 @@ TEST_CASE("decode off returns sizes only") {
   NpzFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, false));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, false));
   REQUIRE(reader.ok());
   CHECK((*reader)->num_samples() == 3);
   Result<SampleView> s = (*reader)->ReadSample(2);
@@ -624,10 +539,10 @@ TEST_CASE("decode off on a device-memory back end: stored data land in its buffe
   NpzFormat format(WriterOptions{}, ReadPattern::kDirect);
   MemStorage mem;
   FileSpec spec = MakeSpec("uint8", {512, 512}, 3, 4, "none", "/dev.npz");
-  REQUIRE(WriteSpec(format, mem, spec).ok());
+  REQUIRE(testing::WriteSpec(format, mem, spec).ok());
   DeviceLikeStorage device(&mem);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&device, false, false, 64 << 10));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&device, false, false, 64 << 10));
   REQUIRE(reader.ok());
   REQUIRE((*reader)->ReadSample(1).ok());
   // The headers (probe, ZIP records, NPY header) are read on the host; the
@@ -636,36 +551,12 @@ TEST_CASE("decode off on a device-memory back end: stored data land in its buffe
   CHECK(device.host_bytes() <= 3 * 4096);
   // Compressed members must be inflated on the host: host reads only.
   FileSpec zipped = MakeSpec("uint8", {64, 64}, 2, 4, "zip", "/dev-zip.npz");
-  REQUIRE(WriteSpec(format, mem, zipped).ok());
+  REQUIRE(testing::WriteSpec(format, mem, zipped).ok());
   DeviceLikeStorage device2(&mem);
-  reader = format.OpenReader(zipped.path, Options(&device2, false));
+  reader = format.OpenReader(zipped.path, testing::TestReaderOptions(&device2, false));
   REQUIRE(reader.ok());
   REQUIRE((*reader)->ReadSample(0).ok());
   CHECK(device2.device_bytes() == 0);
-}
-
-TEST_CASE("out of range index") {
-  NpzFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {4}, 2, 1, "none", "/range.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader(spec.path, Options(&storage));
-  REQUIRE(reader.ok());
-  Result<SampleView> s = (*reader)->ReadSample(2);
-  CHECK(s.status().code() == StatusCode::kOutOfRange);
-  CHECK(s.status().message().find("/range.npz") != std::string::npos);
-  CHECK((*reader)->ReadSample(1).ok());
-  CHECK((*reader)->ReadSample(~std::uint64_t{0}).status().code() == StatusCode::kOutOfRange);
-}
-
-TEST_CASE("open errors are passed through") {
-  NpzFormat format;
-  MemStorage storage;
-  Result<std::unique_ptr<FileReader>> reader = format.OpenReader("/missing.npz", Options(&storage));
-  CHECK(reader.status().code() == StatusCode::kNotFound);
-  CHECK(reader.status().message().find("/missing.npz") != std::string::npos);
-  ReaderOptions no_storage;
-  CHECK(format.OpenReader("/x.npz", no_storage).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("forced ZIP64 records") {
@@ -675,7 +566,7 @@ TEST_CASE("forced ZIP64 records") {
   MemStorage storage;
   for (const char* compression : {"none", "zip"}) {
     FileSpec spec = MakeSpec("float32", {5, 7}, 3, 11, compression, "/z64.npz");
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     std::vector<std::byte> bytes = storage.Bytes(spec.path);
     if (spec.compression == "none") CHECK(*format.ExpectedFileSize(spec) == bytes.size());
     // Local header: version 45, 32-bit sizes 0xFFFFFFFF, real sizes in the extra.
@@ -704,7 +595,7 @@ TEST_CASE("forced ZIP64 records") {
     // A broken ZIP64 record is reported.
     bytes[record] = std::byte{0};
     storage.SetBytes(spec.path, bytes);
-    CheckCorruption(OpenAndRead(format, storage, spec.path), spec.path, "ZIP64");
+    CheckCorruption(testing::OpenAndRead(format, storage, spec.path), spec.path, "ZIP64");
   }
 }
 
@@ -712,7 +603,7 @@ TEST_CASE("archive comment: the end record is searched for") {
   NpzFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, "none", "/comment.npz");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   std::vector<std::byte> bytes = storage.Bytes(spec.path);
   const std::string comment = "written by a test";
   bytes[bytes.size() - 2] = static_cast<std::byte>(comment.size());
@@ -726,7 +617,7 @@ TEST_CASE("corruption is reported with path and offset") {
   MemStorage storage;
   const std::string path = "/bad.npz";
   FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, "none", path);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(path);
   auto with = [&](auto mutate) {
     std::vector<std::byte> b = good;
@@ -739,36 +630,37 @@ TEST_CASE("corruption is reported with path and offset") {
                              good.size() / 2, good.size() - 23, good.size() - 1}) {
       CAPTURE(keep);
       with([&](std::vector<std::byte>& b) { b.resize(keep); });
-      CheckCorruption(OpenAndRead(format, storage, path), path);
+      CheckCorruption(testing::OpenAndRead(format, storage, path), path);
     }
   }
   SUBCASE("zip signature") {
     with([](std::vector<std::byte>& b) { b[0] = std::byte{'Q'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "not a ZIP archive");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "not a ZIP archive");
   }
   SUBCASE("npy magic") {
     with([](std::vector<std::byte>& b) { b[55 + 1] ^= std::byte{0x20}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY magic");
-    CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 55");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY magic");
+    CheckCorruption(testing::OpenAndRead(format, storage, path, false), path, "at offset 55");
   }
   SUBCASE("npy dictionary") {
     with([](std::vector<std::byte>& b) { b[55 + 10 + 2] = std::byte{'x'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY header");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header");
   }
   SUBCASE("npy shape disagrees with the member size") {
     const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
     const std::size_t at = text.find("(8, 8, 2)");
     REQUIRE(at != std::string::npos);
     with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "NPY header describes");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header describes");
   }
   SUBCASE("npy header length") {
     with([](std::vector<std::byte>& b) { b[55 + 9] = std::byte{0x7f}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path);
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("data byte: CRC") {
     with([](std::vector<std::byte>& b) { b[55 + 128 + 5] ^= std::byte{1}; });
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     Result<SampleView> s = (*reader)->ReadSample(0);
     CheckCorruption(s.status(), path, "CRC-32");
@@ -776,21 +668,21 @@ TEST_CASE("corruption is reported with path and offset") {
     // The next call starts a fresh load and fails the same way.
     CheckCorruption((*reader)->ReadSample(1).status(), path, "CRC-32");
     // Without decoding nothing is checked.
-    CHECK(OpenAndRead(format, storage, path, false).ok());
+    CHECK(testing::OpenAndRead(format, storage, path, false).ok());
     CHECK(storage.open_files() == 0);
   }
   SUBCASE("central directory signature") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
     REQUIRE(zip::LoadU32(good.data() + cd) == zip::kCentralHeaderSignature);
     with([&](std::vector<std::byte>& b) { b[cd + 1] = std::byte{0}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "central directory");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "central directory");
   }
   SUBCASE("local header signature") {
     with([](std::vector<std::byte>& b) {
       b[2] = std::byte{5};
       b[3] = std::byte{6};
     });
-    CheckCorruption(OpenAndRead(format, storage, path), path);
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("missing x member") {
     with([](std::vector<std::byte>& b) {
@@ -798,22 +690,22 @@ TEST_CASE("corruption is reported with path and offset") {
         if (std::memcmp(b.data() + i, "x.npy", 5) == 0) b[i] = std::byte{'z'};
       }
     });
-    Status s = OpenAndRead(format, storage, path);
+    Status s = testing::OpenAndRead(format, storage, path);
     CheckCorruption(s, path, "no member 'x.npy'");
   }
   SUBCASE("local and central names differ") {
     with([](std::vector<std::byte>& b) { b[30] = std::byte{'w'}; });
-    CheckCorruption(OpenAndRead(format, storage, path), path, "differ");
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path, "differ");
   }
   SUBCASE("directory points past the end") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
     with([&](std::vector<std::byte>& b) { zip::StoreU32(b.data() + cd + 42, 0x7fffff00u); });
-    CheckCorruption(OpenAndRead(format, storage, path), path);
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("unsupported method") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
     with([&](std::vector<std::byte>& b) { b[cd + 10] = std::byte{12}; });
-    CHECK(OpenAndRead(format, storage, path).code() == StatusCode::kNotSupported);
+    CHECK(testing::OpenAndRead(format, storage, path).code() == StatusCode::kNotSupported);
   }
 }
 
@@ -822,7 +714,7 @@ TEST_CASE("corrupt deflate data") {
   MemStorage storage;
   const std::string path = "/badzip.npz";
   FileSpec spec = MakeSpec("uint8", {64, 64}, 2, 3, "zip", path);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(path);
   for (std::size_t at :
        {std::size_t{60}, std::size_t{2000}, std::size_t{5000}, std::size_t{8200}}) {
@@ -830,14 +722,14 @@ TEST_CASE("corrupt deflate data") {
     std::vector<std::byte> b = good;
     b[at] ^= std::byte{0x5a};
     storage.SetBytes(path, b);
-    CheckCorruption(OpenAndRead(format, storage, path), path);
+    CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   // Cut the x member short by shrinking its compressed size.
   std::vector<std::byte> b = good;
   const std::size_t cd = good.size() - 22 - 2 * 51;
   zip::StoreU32(b.data() + cd + 20, zip::LoadU32(b.data() + cd + 20) - 100);
   storage.SetBytes(path, b);
-  CheckCorruption(OpenAndRead(format, storage, path), path);
+  CheckCorruption(testing::OpenAndRead(format, storage, path), path);
 }
 
 TEST_CASE("posix files round trip") {
@@ -845,7 +737,7 @@ TEST_CASE("posix files round trip") {
   NpzFormat format;
   PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, "none", (dir.path() / "p.npz").string());
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
   CheckRoundTrip(format, storage, spec, false);
 }
@@ -854,7 +746,7 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!HaveNumpy()) {
+  if (!testing::HavePythonModules("numpy")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
     return;
   }
@@ -877,9 +769,9 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   };
   std::vector<Written> written;
   auto write = [&](Format& f, FileSpec spec, bool identical) {
-    REQUIRE(WriteSpec(f, storage, spec).ok());
-    WriteBinary(dir.path() / "ref" / (fs::path(spec.path).filename().string() + ".bin"),
-                ReferencePayload(spec));
+    REQUIRE(testing::WriteSpec(f, storage, spec).ok());
+    testing::WriteFileBytes(dir.path() / "ref" / (fs::path(spec.path).filename().string() + ".bin"),
+                            ReferencePayload(spec));
     written.push_back({spec, identical});
   };
   const std::string u8 = (dir.path() / "u8").string();
@@ -893,19 +785,20 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   write(format, MakeSpec("float32", {5, 7}, 3, 6, "zip", f32 + "/nested/f_deflated.npz"), true);
 
   std::string out;
-  const std::string py = kPython;
-  int rc = Run(py + " " + checker.string() + " " + u8 + " --dtype uint8 --samples 2 --shape 16,16",
-               &out);
+  const std::string py = testing::kSystemPython;
+  int rc = testing::RunCommand(
+      py + " " + checker.string() + " " + u8 + " --dtype uint8 --samples 2 --shape 16,16", &out);
   CHECK_MESSAGE(rc == 0, out);
   CHECK_MESSAGE(out.find("checked 4 files") != std::string::npos, out);
-  rc = Run(py + " " + checker.string() + " " + f32 + " --dtype float32 --samples 3 --shape 5,7",
-           &out);
+  rc = testing::RunCommand(
+      py + " " + checker.string() + " " + f32 + " --dtype float32 --samples 3 --shape 5,7", &out);
   CHECK_MESSAGE(rc == 0, out);
   CHECK_MESSAGE(out.find("checked 2 files") != std::string::npos, out);
   // The checker notices mismatches and empty folders.
-  CHECK(Run(py + " " + checker.string() + " " + u8 + " --samples 3", &out) != 0);
-  CHECK(Run(py + " " + checker.string() + " " + f32 + " --dtype uint8", &out) != 0);
-  CHECK(Run(py + " " + checker.string() + " " + (dir.path() / "ref").string(), &out) != 0);
+  CHECK(testing::RunCommand(py + " " + checker.string() + " " + u8 + " --samples 3", &out) != 0);
+  CHECK(testing::RunCommand(py + " " + checker.string() + " " + f32 + " --dtype uint8", &out) != 0);
+  CHECK(testing::RunCommand(py + " " + checker.string() + " " + (dir.path() / "ref").string(),
+                            &out) != 0);
 
   // Values and bytes: x equals the reference stream, y is zeros, and for
   // non-forced files np.savez of the same arrays reproduces the file exactly.
@@ -928,9 +821,10 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   for (const Written& w : written) {
     const std::string ref =
         (dir.path() / "ref" / (fs::path(w.spec.path).filename().string() + ".bin")).string();
-    rc = Run(py + " " + compare.string() + " " + w.spec.path + " " + ref + " " +
-                 (w.identical ? "1" : "0") + " " + (w.spec.compression == "zip" ? "1" : "0"),
-             &out);
+    rc = testing::RunCommand(py + " " + compare.string() + " " + w.spec.path + " " + ref + " " +
+                                 (w.identical ? "1" : "0") + " " +
+                                 (w.spec.compression == "zip" ? "1" : "0"),
+                             &out);
     CHECK_MESSAGE(rc == 0, (w.spec.path + ": " + out));
   }
 
@@ -957,24 +851,15 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
          "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
   }
   const fs::path foreign = dir.path() / "foreign";
-  rc = Run(py + " " + make.string() + " " + foreign.string(), &out);
+  rc = testing::RunCommand(py + " " + make.string() + " " + foreign.string(), &out);
   REQUIRE_MESSAGE(rc == 0, out);
   for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "z_i4", "one_d"}) {
     CAPTURE(name);
     const std::string path = (foreign / (std::string(name) + ".npz")).string();
     for (bool keep : {false, true}) {
-      Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(path, Options(&storage, true, keep));
-      REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-      for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
-        Result<SampleView> s = (*reader)->ReadSample(i);
-        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-        const std::string expected =
-            ReadText(foreign / (std::string(name) + "." + std::to_string(i)));
-        CHECK(SameBytes(
-            s->data, std::span<const std::byte>(reinterpret_cast<const std::byte*>(expected.data()),
-                                                expected.size())));
-      }
+      CAPTURE(keep);
+      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
+                                             (foreign / name).string()) == "");
     }
   }
 }

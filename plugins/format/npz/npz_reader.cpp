@@ -11,7 +11,9 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
+#include "npy_header/npy_array.h"
 #include "npz_writer.h"
 
 namespace iomimic::npz {
@@ -28,55 +30,11 @@ std::string Hex32(std::uint32_t v) {
   return buf;
 }
 
-std::string ShapeText(const std::vector<std::uint64_t>& shape) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) s += ',';
-  return s + ")";
-}
-
 // CRC-32 of ZIP members (zlib's polynomial and conventions) with ISA-L, which
 // folds with carry-less multiplication on the widest vectors the CPU has:
 // 4-8x zlib's crc32_z (bench/results/hot_path.md).
 std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> data) {
   return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
-
-// Copies every `stride`-th element of size K starting at `src` into `dst`.
-template <std::size_t K>
-void GatherFixed(const std::byte* src, std::size_t stride, std::size_t count, std::byte* dst) {
-  for (std::size_t j = 0; j < count; ++j) {
-    std::memcpy(dst, src, K);
-    dst += K;
-    src += stride;
-  }
-}
-
-void GatherStrided(const std::byte* src, std::size_t stride, std::size_t count, std::size_t size,
-                   std::byte* dst) {
-  switch (size) {
-    case 1:
-      GatherFixed<1>(src, stride, count, dst);
-      return;
-    case 2:
-      GatherFixed<2>(src, stride, count, dst);
-      return;
-    case 4:
-      GatherFixed<4>(src, stride, count, dst);
-      return;
-    case 8:
-      GatherFixed<8>(src, stride, count, dst);
-      return;
-    default:
-      for (std::size_t j = 0; j < count; ++j) {
-        std::memcpy(dst, src, size);
-        dst += size;
-        src += stride;
-      }
-  }
 }
 
 // A File over bytes already in memory (ReadPattern::kWhole parses the file
@@ -628,20 +586,9 @@ Status NpzReader::Init() {
   IOMIMIC_ASSIGN_OR_RETURN(probe_, AllocateHostBuffer(*storage_, kProbeSize, "npz"));
   IOMIMIC_RETURN_IF_ERROR(BeginLoad());
   header_ = load_header_;
-  num_samples_ = header_.shape.back();
-  sample_elements_ = 1;
-  for (std::size_t a = 0; a + 1 < header_.shape.size(); ++a) {
-    const std::uint64_t d = header_.shape[a];
-    if (d != 0 && sample_elements_ > std::numeric_limits<std::uint64_t>::max() / d) {
-      return Corrupt("x.npy sample shape overflows 64 bits", stream_.begin());
-    }
-    sample_elements_ *= d;
-  }
-  const std::uint64_t itemsize = header_.dtype.itemsize;
-  if (itemsize != 0 && sample_elements_ > std::numeric_limits<std::uint64_t>::max() / itemsize) {
-    return Corrupt("x.npy sample size overflows 64 bits", stream_.begin());
-  }
-  sample_bytes_ = sample_elements_ * itemsize;
+  Result<numpy::SampleLayout> layout = numpy::SampleLayoutOf(header_);
+  if (!layout.ok()) return Corrupt("x.npy " + layout.status().message(), stream_.begin());
+  layout_ = *layout;
   return Status::OK();
 }
 
@@ -669,12 +616,7 @@ void NpzReader::AbortLoad() {
 }
 
 Status NpzReader::BeginLoad() {
-  OpenOptions open_options;
-  open_options.mode = OpenMode::kRead;
-  open_options.hint = AccessHint::kWholeFile;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, open_options);
-  if (!opened.ok()) return opened.status().WithContext("npz: opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kWholeFile, "npz"));
   Status s;
   if (pattern_ == ReadPattern::kWhole) {
     // One request for the whole file, then the direct path parses it from memory.
@@ -848,11 +790,48 @@ Status NpzReader::CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_of
     return Corrupt("member 'x.npy' holds " + std::to_string(member_.uncompressed_size) +
                        " bytes but its NPY header describes " +
                        std::to_string(header->header_size) + " + " + std::to_string(*data_bytes) +
-                       " (shape " + ShapeText(header->shape) + ", descr '" + header->descr + "')",
+                       " (shape " + numpy::ShapeText(header->shape) + ", descr '" + header->descr +
+                       "')",
                    data_offset);
   }
   data_bytes_ = *data_bytes;
   return Status::OK();
+}
+
+template <typename Read>
+Status NpzReader::ReadNpyHeader(Read&& read, std::uint64_t data_offset, numpy::NpyHeader* header) {
+  std::byte preamble[numpy::kNpyPreambleSize];
+  IOMIMIC_RETURN_IF_ERROR(read(preamble));
+  int major = 0;
+  int minor = 0;
+  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
+  if (!width.ok()) {
+    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
+  }
+  std::byte length_field[4] = {};
+  IOMIMIC_RETURN_IF_ERROR(read(std::span<std::byte>(length_field, *width)));
+  const std::uint64_t dict_size =
+      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
+  if (dict_size > numpy::kNpyMaxHeaderSize) {
+    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
+                       " bytes, more than numpy's limit of " +
+                       std::to_string(numpy::kNpyMaxHeaderSize),
+                   data_offset + numpy::kNpyPreambleSize);
+  }
+  std::string text(static_cast<std::size_t>(dict_size), '\0');
+  IOMIMIC_RETURN_IF_ERROR(
+      read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
+  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
+  if (!parsed.ok()) {
+    if (parsed.status().code() == StatusCode::kCorruption) {
+      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
+                     data_offset + numpy::kNpyPreambleSize + *width);
+    }
+    return parsed.status().WithContext(path_ + ": member 'x.npy'");
+  }
+  *header = std::move(parsed).value();
+  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
+  return CheckNpyHeader(header, data_offset);
 }
 
 Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
@@ -940,59 +919,30 @@ Status NpzReader::LoadMetadata(numpy::NpyHeader* header) {
                                         staging_.span().first(staging_size), transfer_, decode_));
 
   // NPY header at the start of the member.
-  std::byte preamble[numpy::kNpyPreambleSize];
-  IOMIMIC_RETURN_IF_ERROR(stream_.Read(preamble));
-  int major = 0;
-  int minor = 0;
-  Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
-  if (!width.ok()) {
-    return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
-  }
-  std::byte length_field[4] = {};
-  IOMIMIC_RETURN_IF_ERROR(stream_.Read(std::span<std::byte>(length_field, *width)));
-  const std::uint64_t dict_size =
-      *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
-  if (dict_size > numpy::kNpyMaxHeaderSize) {
-    return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
-                       " bytes, more than numpy's limit of " +
-                       std::to_string(numpy::kNpyMaxHeaderSize),
-                   data_offset + numpy::kNpyPreambleSize);
-  }
-  std::string text(static_cast<std::size_t>(dict_size), '\0');
-  IOMIMIC_RETURN_IF_ERROR(
-      stream_.Read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
-  Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
-  if (!parsed.ok()) {
-    if (parsed.status().code() == StatusCode::kCorruption) {
-      return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                     data_offset + numpy::kNpyPreambleSize + *width);
-    }
-    return parsed.status().WithContext(path_ + ": member 'x.npy'");
-  }
-  *header = std::move(parsed).value();
-  header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
-  return CheckNpyHeader(header, data_offset);
+  return ReadNpyHeader([&](std::span<std::byte> out) { return stream_.Read(out); }, data_offset,
+                       header);
 }
 
-Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
-  // open(path, 'rb'): FileIO's fstat is the storage's own at open.
-  py_.Reset(file_.get());
-  auto read = [&](std::size_t n, std::byte* out, const char* what) -> Result<std::size_t> {
-    Result<std::size_t> got = py_.Read(n, out);
-    if (!got.ok())
-      return got.status().WithContext(std::string("npz: reading ") + what + " of " + path_);
-    return got;
-  };
+Result<std::size_t> NpzReader::PyRead(std::size_t n, std::byte* out, const char* what) {
+  Result<std::size_t> got = py_.Read(n, out);
+  if (!got.ok())
+    return got.status().WithContext(std::string("npz: reading ") + what + " of " + path_);
+  return got;
+}
 
+Status NpzReader::PyCheckMagic() {
   // np.load: magic = fid.read(6); fid.seek(-6, 1).
   std::byte magic[6] = {};
-  IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, read(sizeof(magic), magic, "archive start"));
+  IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, PyRead(sizeof(magic), magic, "archive start"));
   py_.Seek(py_.Tell() - got);
   if (got < 4 || (zip::LoadU32(magic) != zip::kLocalHeaderSignature &&
                   zip::LoadU32(magic) != zip::kEndOfCentralDirSignature)) {
     return Corrupt("not a ZIP archive (no PK\\3\\4 or PK\\5\\6 signature)", 0);
   }
+  return Status::OK();
+}
 
+Status NpzReader::PyReadEndRecord(zip::EndRecord* end) {
   // zipfile._EndRecData: seek(-22, 2); read() (readall), else the last 64 KiB.
   constexpr std::size_t kEnd = zip::kEndOfCentralDirSize;
   py_.SeekBackFromEnd(kEnd);
@@ -1028,32 +978,37 @@ Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
   }
   Result<zip::EndRecord> parsed_end = zip::ParseEndRecord(record, end_offset);
   if (!parsed_end.ok()) return parsed_end.status().WithContext(path_);
-  zip::EndRecord end = *parsed_end;
+  *end = *parsed_end;
+  return Status::OK();
+}
 
+Status NpzReader::PyReadZip64End(zip::EndRecord* end) {
   // zipfile._EndRecData64: the 20 bytes before the end record.
-  if (end_offset >= zip::kZip64LocatorSize) {
-    const std::uint64_t locator_offset = end_offset - zip::kZip64LocatorSize;
-    std::byte locator[zip::kZip64LocatorSize];
-    py_.Seek(locator_offset, /*from_end=*/true);
-    IOMIMIC_ASSIGN_OR_RETURN(got, read(sizeof(locator), locator, "ZIP64 end locator"));
-    if (got == sizeof(locator) && zip::IsZip64Locator(locator)) {
-      Status st = zip::CheckZip64Locator(locator, locator_offset);
-      if (!st.ok()) return st.WithContext(path_);
-      if (locator_offset < zip::kZip64EndOfCentralDirSize) {
-        return Corrupt("ZIP64 end locator without room for a ZIP64 end record", locator_offset);
-      }
-      const std::uint64_t record_offset = locator_offset - zip::kZip64EndOfCentralDirSize;
-      std::vector<std::byte> zip64(zip::kZip64EndOfCentralDirSize);
-      py_.Seek(record_offset, /*from_end=*/true);
-      IOMIMIC_ASSIGN_OR_RETURN(got, read(zip64.size(), zip64.data(), "ZIP64 end record"));
-      if (got != zip64.size()) {
-        return Corrupt("truncated file: ZIP64 end record", record_offset);
-      }
-      st = zip::ApplyZip64EndRecord(zip64, record_offset, &end);
-      if (!st.ok()) return st.WithContext(path_);
-    }
+  const std::uint64_t end_offset = end->end_record_offset;
+  if (end_offset < zip::kZip64LocatorSize) return Status::OK();
+  const std::uint64_t locator_offset = end_offset - zip::kZip64LocatorSize;
+  std::byte locator[zip::kZip64LocatorSize];
+  py_.Seek(locator_offset, /*from_end=*/true);
+  IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, PyRead(sizeof(locator), locator, "ZIP64 end locator"));
+  if (got != sizeof(locator) || !zip::IsZip64Locator(locator)) return Status::OK();
+  Status st = zip::CheckZip64Locator(locator, locator_offset);
+  if (!st.ok()) return st.WithContext(path_);
+  if (locator_offset < zip::kZip64EndOfCentralDirSize) {
+    return Corrupt("ZIP64 end locator without room for a ZIP64 end record", locator_offset);
   }
+  const std::uint64_t record_offset = locator_offset - zip::kZip64EndOfCentralDirSize;
+  std::vector<std::byte> zip64(zip::kZip64EndOfCentralDirSize);
+  py_.Seek(record_offset, /*from_end=*/true);
+  IOMIMIC_ASSIGN_OR_RETURN(got, PyRead(zip64.size(), zip64.data(), "ZIP64 end record"));
+  if (got != zip64.size()) {
+    return Corrupt("truncated file: ZIP64 end record", record_offset);
+  }
+  st = zip::ApplyZip64EndRecord(zip64, record_offset, end);
+  if (!st.ok()) return st.WithContext(path_);
+  return Status::OK();
+}
 
+Status NpzReader::PyReadDirectory(const zip::EndRecord& end) {
   // zipfile._RealGetContents: seek(start_dir); read(size_cd).
   IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t directory_start, DirectoryStart(end));
   if (end.directory_size > kMaxDirectorySize) {
@@ -1062,101 +1017,89 @@ Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
   }
   directory_.resize(static_cast<std::size_t>(end.directory_size));
   py_.Seek(directory_start);
-  IOMIMIC_ASSIGN_OR_RETURN(got, read(directory_.size(), directory_.data(), "central directory"));
+  IOMIMIC_ASSIGN_OR_RETURN(std::size_t got,
+                           PyRead(directory_.size(), directory_.data(), "central directory"));
   if (got != directory_.size()) {
     return Corrupt("truncated file: central directory needs " + std::to_string(directory_.size()) +
                        " bytes but only " + std::to_string(got) + " could be read",
                    directory_start);
   }
-  IOMIMIC_RETURN_IF_ERROR(ParseDirectory(directory_start, directory_start - end.directory_offset));
-  const std::uint64_t lh = member_.local_header_offset;
+  return ParseDirectory(directory_start, directory_start - end.directory_offset);
+}
 
-  // NpzFile['x']: ZipFile.open('x.npy') reads 6 bytes (the magic check) and
-  // is closed; a second ZipFile.open('x.npy') is handed to read_array.
-  for (int round = 0; round < 2; ++round) {
-    std::uint64_t shared = lh;  // _SharedFile position
-    auto shared_read = [&](std::size_t n, std::byte* out, const char* what) -> Status {
-      py_.Seek(shared);
-      IOMIMIC_ASSIGN_OR_RETURN(std::size_t n_got, read(n, out, what));
-      shared = py_.Tell();
-      if (n_got != n) {
-        return Corrupt(std::string("truncated file: ") + what + " of member 'x.npy'", lh);
-      }
-      return Status::OK();
-    };
-    std::byte fixed[zip::kLocalHeaderFixedSize];
-    IOMIMIC_RETURN_IF_ERROR(shared_read(sizeof(fixed), fixed, "local file header"));
-    Result<zip::LocalHeader> local = zip::ParseLocalHeader(fixed, lh);
-    if (!local.ok()) return local.status().WithContext(path_);
-    std::string name(local->name_size, '\0');
-    IOMIMIC_RETURN_IF_ERROR(shared_read(name.size(), reinterpret_cast<std::byte*>(name.data()),
-                                        "local file header name"));
-    if (name != member_.name) {
-      return Corrupt(
-          "file name in directory '" + member_.name + "' and in local header '" + name + "' differ",
-          lh);
+Result<std::uint64_t> NpzReader::PyOpenMember() {
+  // ZipFile.open('x.npy'): the local header through the _SharedFile, whose
+  // position starts at the header.
+  const std::uint64_t lh = member_.local_header_offset;
+  const std::uint64_t size = py_.size();
+  std::uint64_t shared = lh;  // _SharedFile position
+  auto shared_read = [&](std::size_t n, std::byte* out, const char* what) -> Status {
+    py_.Seek(shared);
+    IOMIMIC_ASSIGN_OR_RETURN(std::size_t n_got, PyRead(n, out, what));
+    shared = py_.Tell();
+    if (n_got != n) {
+      return Corrupt(std::string("truncated file: ") + what + " of member 'x.npy'", lh);
     }
-    if (local->extra_size > 0) {
-      std::vector<std::byte> extra(local->extra_size);
-      IOMIMIC_RETURN_IF_ERROR(shared_read(extra.size(), extra.data(), "local file header extra"));
-    }
-    const std::uint64_t data_offset = shared;
-    if (data_offset > size || member_.compressed_size > size - data_offset) {
-      return Corrupt("truncated file: member 'x.npy' needs " +
-                         std::to_string(member_.compressed_size) +
-                         " bytes from here, the file has " + std::to_string(size) + " bytes",
-                     data_offset);
-    }
-    IOMIMIC_RETURN_IF_ERROR(member_file_.Start(&py_, &path_, &member_, data_offset, decode_));
-    auto member_read = [&](std::span<std::byte> out) -> Status {
-      IOMIMIC_ASSIGN_OR_RETURN(std::size_t n_got, member_file_.Read(out.size(), out.data()));
-      if (n_got != out.size()) {
-        return Corrupt("member 'x.npy' ends after " + std::to_string(n_got) +
-                           " bytes of a read of " + std::to_string(out.size()),
-                       data_offset);
-      }
-      return Status::OK();
-    };
-    if (round == 0) {
-      std::byte check[6];
-      IOMIMIC_RETURN_IF_ERROR(member_read(check));
-      continue;
-    }
-    // numpy.lib.format.read_array: magic and version, header length, header.
-    std::byte preamble[numpy::kNpyPreambleSize];
-    IOMIMIC_RETURN_IF_ERROR(member_read(preamble));
-    int major = 0;
-    int minor = 0;
-    Result<std::size_t> width = numpy::ParseNpyPreamble(preamble, &major, &minor);
-    if (!width.ok()) {
-      return Corrupt("bad NPY header in member 'x.npy': " + width.status().message(), data_offset);
-    }
-    std::byte length_field[4] = {};
-    IOMIMIC_RETURN_IF_ERROR(member_read(std::span<std::byte>(length_field, *width)));
-    const std::uint64_t dict_size =
-        *width == 2 ? zip::LoadU16(length_field) : zip::LoadU32(length_field);
-    if (dict_size > numpy::kNpyMaxHeaderSize) {
-      return Corrupt("NPY header of member 'x.npy' is " + std::to_string(dict_size) +
-                         " bytes, more than numpy's limit of " +
-                         std::to_string(numpy::kNpyMaxHeaderSize),
-                     data_offset + numpy::kNpyPreambleSize);
-    }
-    std::string text(static_cast<std::size_t>(dict_size), '\0');
-    IOMIMIC_RETURN_IF_ERROR(
-        member_read(std::span<std::byte>(reinterpret_cast<std::byte*>(text.data()), text.size())));
-    Result<numpy::NpyHeader> parsed = numpy::ParseNpyDict(text, major);
-    if (!parsed.ok()) {
-      if (parsed.status().code() == StatusCode::kCorruption) {
-        return Corrupt("bad NPY header in member 'x.npy': " + parsed.status().message(),
-                       data_offset + numpy::kNpyPreambleSize + *width);
-      }
-      return parsed.status().WithContext(path_ + ": member 'x.npy'");
-    }
-    *header = std::move(parsed).value();
-    header->header_size = numpy::kNpyPreambleSize + *width + dict_size;
-    IOMIMIC_RETURN_IF_ERROR(CheckNpyHeader(header, data_offset));
+    return Status::OK();
+  };
+  std::byte fixed[zip::kLocalHeaderFixedSize];
+  IOMIMIC_RETURN_IF_ERROR(shared_read(sizeof(fixed), fixed, "local file header"));
+  Result<zip::LocalHeader> local = zip::ParseLocalHeader(fixed, lh);
+  if (!local.ok()) return local.status().WithContext(path_);
+  std::string name(local->name_size, '\0');
+  IOMIMIC_RETURN_IF_ERROR(shared_read(name.size(), reinterpret_cast<std::byte*>(name.data()),
+                                      "local file header name"));
+  if (name != member_.name) {
+    return Corrupt(
+        "file name in directory '" + member_.name + "' and in local header '" + name + "' differ",
+        lh);
+  }
+  if (local->extra_size > 0) {
+    std::vector<std::byte> extra(local->extra_size);
+    IOMIMIC_RETURN_IF_ERROR(shared_read(extra.size(), extra.data(), "local file header extra"));
+  }
+  const std::uint64_t data_offset = shared;
+  if (data_offset > size || member_.compressed_size > size - data_offset) {
+    return Corrupt("truncated file: member 'x.npy' needs " +
+                       std::to_string(member_.compressed_size) + " bytes from here, the file has " +
+                       std::to_string(size) + " bytes",
+                   data_offset);
+  }
+  IOMIMIC_RETURN_IF_ERROR(member_file_.Start(&py_, &path_, &member_, data_offset, decode_));
+  return data_offset;
+}
+
+Status NpzReader::PyMemberRead(std::span<std::byte> out, std::uint64_t data_offset) {
+  IOMIMIC_ASSIGN_OR_RETURN(std::size_t n_got, member_file_.Read(out.size(), out.data()));
+  if (n_got != out.size()) {
+    return Corrupt("member 'x.npy' ends after " + std::to_string(n_got) + " bytes of a read of " +
+                       std::to_string(out.size()),
+                   data_offset);
   }
   return Status::OK();
+}
+
+Status NpzReader::PyReadNpyHeader(std::uint64_t data_offset, numpy::NpyHeader* header) {
+  // numpy.lib.format.read_array: magic and version, header length, header.
+  return ReadNpyHeader([&](std::span<std::byte> out) { return PyMemberRead(out, data_offset); },
+                       data_offset, header);
+}
+
+Status NpzReader::LoadMetadataPython(numpy::NpyHeader* header) {
+  // open(path, 'rb'): FileIO's fstat is the storage's own at open.
+  py_.Reset(file_.get());
+  IOMIMIC_RETURN_IF_ERROR(PyCheckMagic());
+  zip::EndRecord end;
+  IOMIMIC_RETURN_IF_ERROR(PyReadEndRecord(&end));
+  IOMIMIC_RETURN_IF_ERROR(PyReadZip64End(&end));
+  IOMIMIC_RETURN_IF_ERROR(PyReadDirectory(end));
+  // NpzFile['x']: ZipFile.open('x.npy') reads 6 bytes (the magic check) and
+  // is closed; a second ZipFile.open('x.npy') is handed to read_array.
+  IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t data_offset, PyOpenMember());
+  std::byte check[6];
+  IOMIMIC_RETURN_IF_ERROR(PyMemberRead(check, data_offset));
+  IOMIMIC_ASSIGN_OR_RETURN(data_offset, PyOpenMember());
+  return PyReadNpyHeader(data_offset, header);
 }
 
 Status NpzReader::FinishLoadPython() {
@@ -1251,10 +1194,10 @@ Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
 }
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
-  if (index >= num_samples_) {
+  if (index >= layout_.num_samples) {
     return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+                              " is out of range (the file has " +
+                              std::to_string(layout_.num_samples) + " samples)");
   }
   if (!(keep_in_memory_ && loaded_)) {
     if (!metadata_ready_) {
@@ -1262,8 +1205,9 @@ Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
       if (load_header_.descr != header_.descr || load_header_.shape != header_.shape ||
           load_header_.fortran_order != header_.fortran_order) {
         return Corrupt("x.npy changed since the reader opened the file (now shape " +
-                           ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
-                           "'; was " + ShapeText(header_.shape) + ", '" + header_.descr + "')",
+                           numpy::ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
+                           "'; was " + numpy::ShapeText(header_.shape) + ", '" + header_.descr +
+                           "')",
                        stream_.begin());
       }
     }
@@ -1274,59 +1218,11 @@ Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
 
 Result<SampleView> NpzReader::Gather(std::uint64_t index) {
   SampleView view;
-  view.bytes = sample_bytes_;
-  if (!decode_ || sample_bytes_ == 0) return view;
-  const std::size_t k = header_.dtype.itemsize;
-  const std::size_t n = static_cast<std::size_t>(num_samples_);
-  const std::size_t count = static_cast<std::size_t>(sample_elements_);
-  const std::size_t bytes = static_cast<std::size_t>(sample_bytes_);
-  const std::byte* base = payload_.data();
-  const std::size_t sample_rank = header_.shape.size() - 1;
-
-  if (!header_.fortran_order) {
-    // C order: element j of sample i is at flat index j * n + i.
-    if (n == 1) {
-      view.data = std::span<const std::byte>(base, bytes);
-      return view;
-    }
-  } else if (sample_rank <= 1) {
-    // Fortran order: sample i is the contiguous block i of the array, already
-    // in C order when the sample has at most one axis.
-    view.data = std::span<const std::byte>(base + static_cast<std::size_t>(index) * bytes, bytes);
-    return view;
-  }
-  if (sample_.size() < bytes) {
-    sample_.Reset();
-    IOMIMIC_ASSIGN_OR_RETURN(sample_, AllocateHostBuffer(*storage_, bytes, "npz"));
-  }
-  std::byte* out = sample_.data();
-  if (!header_.fortran_order) {
-    GatherStrided(base + static_cast<std::size_t>(index) * k, n * k, count, k, out);
-  } else {
-    // Walk the sample's axes in C order; Fortran strides grow from axis 0.
-    std::vector<std::size_t> strides(sample_rank);
-    std::size_t stride = k;
-    for (std::size_t a = 0; a < sample_rank; ++a) {
-      strides[a] = stride;
-      stride *= static_cast<std::size_t>(header_.shape[a]);
-    }
-    const std::size_t last = sample_rank - 1;
-    const std::size_t inner = static_cast<std::size_t>(header_.shape[last]);
-    std::vector<std::size_t> idx(sample_rank, 0);
-    const std::byte* block = base + static_cast<std::size_t>(index) * bytes;
-    std::size_t offset = 0;
-    for (std::size_t j = 0; j < count; j += inner) {
-      GatherStrided(block + offset, strides[last], inner, k, out + j * k);
-      // Advance the outer axes (all but the last) like an odometer.
-      for (std::size_t a = last; a-- > 0;) {
-        offset += strides[a];
-        if (++idx[a] < header_.shape[a]) break;
-        offset -= strides[a] * idx[a];
-        idx[a] = 0;
-      }
-    }
-  }
-  view.data = std::span<const std::byte>(out, bytes);
+  view.bytes = layout_.sample_bytes;
+  if (!decode_ || layout_.sample_bytes == 0) return view;
+  IOMIMIC_ASSIGN_OR_RETURN(view.data,
+                           numpy::GatherSample(header_, layout_, payload_.data(), index,
+                                               /*sample_major=*/false, *storage_, "npz", &sample_));
   return view;
 }
 

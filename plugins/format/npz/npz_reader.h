@@ -50,6 +50,7 @@
 #include "iomimic/format.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
+#include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
 #include "zip/zip_records.h"
 
@@ -236,7 +237,7 @@ class NpzReader final : public FileReader {
 
   ~NpzReader() override;
 
-  std::uint64_t num_samples() const override { return num_samples_; }
+  std::uint64_t num_samples() const override { return layout_.num_samples; }
 
   // Sample `index` as x[..., index] in C order (decode) or just its size
   // (no decode). kOutOfRange for index >= num_samples().
@@ -244,7 +245,7 @@ class NpzReader final : public FileReader {
 
   // The x.npy header of the first load.
   const numpy::NpyHeader& header() const { return header_; }
-  std::uint64_t sample_bytes() const { return sample_bytes_; }
+  std::uint64_t sample_bytes() const { return layout_.sample_bytes; }
   // Loads performed so far (whole-member reads), for tests.
   std::uint64_t loads() const { return loads_; }
 
@@ -259,11 +260,34 @@ class NpzReader final : public FileReader {
   Status LoadMetadata(numpy::NpyHeader* header);
   // kDlio's steps 1-4: np.load, ZipFile and the two ZipFile.open('x.npy').
   Status LoadMetadataPython(numpy::NpyHeader* header);
+  // The steps of LoadMetadataPython, each on py_: BufferedReader.read with
+  // the error naming `what`;
+  Result<std::size_t> PyRead(std::size_t n, std::byte* out, const char* what);
+  // np.load's magic check;
+  Status PyCheckMagic();
+  // zipfile._EndRecData (the end record) and _EndRecData64 (its ZIP64 twin);
+  Status PyReadEndRecord(zip::EndRecord* end);
+  Status PyReadZip64End(zip::EndRecord* end);
+  // zipfile._RealGetContents: reads and parses the central directory;
+  Status PyReadDirectory(const zip::EndRecord& end);
+  // ZipFile.open('x.npy'): reads the local header, starts member_file_ and
+  // returns where the member's data start;
+  Result<std::uint64_t> PyOpenMember();
+  // ZipExtFile.read of exactly out.size() bytes (kCorruption at the member's end);
+  Status PyMemberRead(std::span<std::byte> out, std::uint64_t data_offset);
+  // read_array's NPY header, checked against the member (CheckNpyHeader).
+  Status PyReadNpyHeader(std::uint64_t data_offset, numpy::NpyHeader* header);
   // kDlio's step 5: numpy's read_array loop over the ZipExtFile.
   Status FinishLoadPython();
   // Parses directory_ (found at directory_start, `concat` bytes after where
   // the end record places it) into member_ and checks x.npy can be read.
   Status ParseDirectory(std::uint64_t directory_start, std::uint64_t concat);
+  // Reads x.npy's NPY header (preamble, length, dict) through `read`
+  // (Status(std::span<std::byte>), exactly that many bytes of the member,
+  // whose data start at `data_offset`), parses it into `header` and checks
+  // it against the member (CheckNpyHeader).
+  template <typename Read>
+  Status ReadNpyHeader(Read&& read, std::uint64_t data_offset, numpy::NpyHeader* header);
   // Checks the NPY header against the member's size; sets data_bytes_.
   Status CheckNpyHeader(numpy::NpyHeader* header, std::uint64_t data_offset);
   Status ReadEndRecords(std::uint64_t size, zip::EndRecord* end);
@@ -298,9 +322,7 @@ class NpzReader final : public FileReader {
   numpy::NpyHeader load_header_;  // from the current load
   zip::MemberRecord member_;
   std::uint64_t data_bytes_ = 0;
-  std::uint64_t num_samples_ = 0;
-  std::uint64_t sample_elements_ = 0;
-  std::uint64_t sample_bytes_ = 0;
+  numpy::SampleLayout layout_;  // of header_
 
   std::vector<std::byte> directory_;
   std::vector<std::byte> tail_;

@@ -12,8 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
+#include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
+#include "zip/deflate_stream.h"
 
 namespace iomimic::npz {
 namespace {
@@ -24,7 +27,7 @@ constexpr zip::LocalZip64 kNumpyLocalZip64 = zip::LocalZip64::kInclude;
 
 // Largest payload accepted, so that every offset computation stays far from
 // 64-bit overflow.
-constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
+constexpr std::uint64_t kMaxPayloadBytes = numpy::kMaxArrayBytes;
 // Smallest write chunk: the first chunk must hold the x local header.
 constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 // Source of zero bytes for the labels.
@@ -86,16 +89,7 @@ class OutputSink {
   virtual std::span<std::byte> Writable() = 0;
   virtual Status Commit(std::size_t n) = 0;
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
 
   Status AppendZeros(std::uint64_t count) {
     while (count > 0) {
@@ -191,72 +185,7 @@ class VectorSink final : public OutputSink {
 
 // Raw deflate (no zlib header), as zipfile's ZIP_DEFLATED compressor:
 // zlib.compressobj(Z_DEFAULT_COMPRESSION, DEFLATED, -15).
-class Deflater {
- public:
-  Deflater() = default;
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-  ~Deflater() {
-    if (initialized_) deflateEnd(&z_);
-  }
-
-  Status Init() {
-    std::memset(&z_, 0, sizeof(z_));
-    const int rc = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-    if (rc == Z_MEM_ERROR)
-      return Status::ResourceExhausted("npz: zlib deflateInit2: out of memory");
-    if (rc != Z_OK) return Status::Internal("npz: zlib deflateInit2 failed: " + std::to_string(rc));
-    initialized_ = true;
-    return Status::OK();
-  }
-
-  // Compresses `input` into `sink`.
-  Status Write(std::span<const std::byte> input, OutputSink& sink) {
-    while (!input.empty()) {
-      const std::size_t piece = std::min<std::size_t>(input.size(), UINT_MAX);
-      z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(input.data()));
-      z_.avail_in = static_cast<uInt>(piece);
-      while (true) {
-        std::span<std::byte> out = Writable(sink);
-        const int rc = deflate(&z_, Z_NO_FLUSH);
-        if (rc != Z_OK && rc != Z_BUF_ERROR) return Failed(rc);
-        IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-        if (z_.avail_in == 0 && z_.avail_out != 0) break;
-      }
-      input = input.subspan(piece);
-    }
-    return Status::OK();
-  }
-
-  // Flushes the end of the stream into `sink`.
-  Status Finish(OutputSink& sink) {
-    z_.next_in = nullptr;
-    z_.avail_in = 0;
-    while (true) {
-      std::span<std::byte> out = Writable(sink);
-      const int rc = deflate(&z_, Z_FINISH);
-      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) return Failed(rc);
-      IOMIMIC_RETURN_IF_ERROR(sink.Commit(out.size() - z_.avail_out));
-      if (rc == Z_STREAM_END) return Status::OK();
-    }
-  }
-
- private:
-  std::span<std::byte> Writable(OutputSink& sink) {
-    std::span<std::byte> out = sink.Writable();
-    out = out.first(std::min<std::size_t>(out.size(), UINT_MAX));
-    z_.next_out = reinterpret_cast<Bytef*>(out.data());
-    z_.avail_out = static_cast<uInt>(out.size());
-    return out;
-  }
-
-  static Status Failed(int rc) {
-    return Status::Internal("npz: zlib deflate failed with code " + std::to_string(rc));
-  }
-
-  z_stream z_{};
-  bool initialized_ = false;
-};
+Status InitDeflate(zip::DeflateStream& d) { return d.Init(Z_DEFAULT_COMPRESSION, -15); }
 
 Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
                         const WriterOptions& options) {
@@ -287,8 +216,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
   y.crc32 = y_crc;
   VectorSink y_compressed;
   if (deflated) {
-    Deflater d;
-    IOMIMIC_RETURN_IF_ERROR(d.Init());
+    zip::DeflateStream d("npz");
+    IOMIMIC_RETURN_IF_ERROR(InitDeflate(d));
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(y_plan.header), y_compressed));
     for (std::uint64_t left = y_plan.data_bytes; left > 0;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kZeroBlockSize));
@@ -327,8 +256,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
     }
   } else {
     IOMIMIC_ASSIGN_OR_RETURN(Buffer input, AllocateHostBuffer(storage, chunk, "npz"));
-    Deflater d;
-    IOMIMIC_RETURN_IF_ERROR(d.Init());
+    zip::DeflateStream d("npz");
+    IOMIMIC_RETURN_IF_ERROR(InitDeflate(d));
     IOMIMIC_RETURN_IF_ERROR(d.Write(AsBytes(x_plan.header), sink));
     for (std::uint64_t left = x_plan.data_bytes; left > 0;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, left));
@@ -362,40 +291,8 @@ Status WriteNpzFileImpl(Storage& storage, File& file, const FileSpec& spec,
 }  // namespace
 
 Status ValidateSpec(const FileSpec& spec) {
-  if (spec.sample_shape.empty()) {
-    return Status::InvalidArgument(
-        "npz: sample_shape is empty (x needs at least one dimension besides the sample axis)");
-  }
-  for (std::uint64_t d : spec.sample_shape) {
-    if (d == 0) return Status::InvalidArgument("npz: sample_shape has a zero dimension");
-  }
-  if (spec.num_samples == 0) {
-    return Status::InvalidArgument("npz: num_samples must be at least 1");
-  }
-  Result<numpy::NpyDtype> dtype = numpy::ParseNpyDescr(spec.element_type.descr);
-  if (!dtype.ok()) {
-    return Status::InvalidArgument("npz: element type '" + spec.element_type.name +
-                                   "': " + dtype.status().message());
-  }
-  if (dtype->itemsize != spec.element_type.size || spec.element_type.size == 0) {
-    return Status::InvalidArgument("npz: element type '" + spec.element_type.name + "' has size " +
-                                   std::to_string(spec.element_type.size) + " but descr '" +
-                                   spec.element_type.descr + "' means " +
-                                   std::to_string(dtype->itemsize));
-  }
-  if (spec.compression != "none" && spec.compression != "zip") {
-    return Status::NotSupported("npz: compression '" + spec.compression +
-                                "' is not supported (npz supports none and zip)");
-  }
-  std::uint64_t bytes = spec.element_type.size;
-  for (std::uint64_t d : spec.sample_shape) {
-    if (bytes > kMaxPayloadBytes / d) return Status::InvalidArgument("npz: sample too large");
-    bytes *= d;
-  }
-  if (bytes > kMaxPayloadBytes / spec.num_samples) {
-    return Status::InvalidArgument("npz: file too large (sample_bytes * num_samples)");
-  }
-  return Status::OK();
+  static constexpr std::string_view kCompressions[] = {"none", "zip"};
+  return numpy::ValidateArraySpec(spec, {"npz", "x", kCompressions, "npz supports none and zip"});
 }
 
 Result<std::uint64_t> ComputeFileSize(const FileSpec& spec, const WriterOptions& options) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/plugin.h"
 #include "parquet_reader.h"
 
@@ -52,6 +53,123 @@ std::vector<std::string> SelectedNames(const Settings& settings) {
     }
   }
   return names;
+}
+
+// The footer of a `size`-byte file (at least 12 bytes): the bytes read from
+// its tail, then what the tail lacked of a larger footer (one more request),
+// as pyarrow reads them.
+struct Footer {
+  std::vector<std::byte> bytes;  // ends with the footer, its length and PAR1
+  std::uint64_t offset = 0;      // where the footer starts in the file
+  std::uint64_t length = 0;
+
+  std::span<const std::byte> span() const {
+    return std::span<const std::byte>(bytes.data() + bytes.size() - 8 - length,
+                                      static_cast<std::size_t>(length));
+  }
+};
+
+Result<Footer> ReadFooter(File& file, const std::string& path, std::uint64_t size) {
+  Footer footer;
+  const std::uint64_t tail = std::min(size, kTailBytes);
+  std::vector<std::byte>& bytes = footer.bytes;
+  bytes.resize(static_cast<std::size_t>(tail));
+  Buffer buffer = Buffer::AllocateHost(static_cast<std::size_t>(tail), 4096);
+  if (buffer.empty()) return Status::ResourceExhausted("parquet: cannot allocate a footer buffer");
+  Result<std::size_t> n = file.ReadAt(size - tail, buffer.span().first(bytes.size()));
+  if (!n.ok()) return n.status().WithContext("parquet: reading the footer of " + path);
+  if (*n < tail) {
+    return Status::Corruption(path + ": the footer read stopped at offset " +
+                              std::to_string(size - tail + *n));
+  }
+  std::memcpy(bytes.data(), buffer.data(), bytes.size());
+  const std::byte* end = bytes.data() + bytes.size();
+  if (std::memcmp(end - 4, kMagic, 4) != 0) {
+    return Status::Corruption(path + ": no PAR1 magic at offset " + std::to_string(size - 4));
+  }
+  const std::uint64_t footer_length = LoadLe32(end - 8);
+  if (footer_length + 12 > size) {
+    return Status::Corruption(path + ": footer length " + std::to_string(footer_length) +
+                              " at offset " + std::to_string(size - 8) + " exceeds the file");
+  }
+  footer.length = footer_length;
+  footer.offset = size - 8 - footer_length;
+  if (footer_length + 8 > tail) {
+    // A footer larger than the tail: one more request for the rest.
+    const std::uint64_t missing = footer_length + 8 - tail;
+    Buffer more = Buffer::AllocateHost(static_cast<std::size_t>(missing), 4096);
+    if (more.empty()) return Status::ResourceExhausted("parquet: cannot allocate a footer buffer");
+    Result<std::size_t> m = file.ReadAt(footer.offset, more.span().first(missing));
+    if (!m.ok()) return m.status().WithContext("parquet: reading the footer of " + path);
+    if (*m < missing) {
+      return Status::Corruption(path + ": the footer read stopped at offset " +
+                                std::to_string(footer.offset + *m));
+    }
+    bytes.insert(bytes.begin(), more.data(), more.data() + missing);
+  }
+  return footer;
+}
+
+// The leaf columns of layout->meta whose top-level name is `wanted` (all
+// when empty) into layout->selected; kInvalidArgument for a wanted column
+// the file lacks.
+Status SelectColumns(const std::vector<std::string>& wanted, FileLayout* layout,
+                     std::uint64_t footer_offset) {
+  const FileMeta& m = layout->meta;
+  if (m.row_groups.empty()) return Status::OK();
+  const std::vector<ChunkMeta>& cols = m.row_groups[0].columns;
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const std::string top = cols[i].path.empty() ? std::string() : cols[i].path[0];
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), top) != wanted.end()) {
+      layout->selected.push_back(i);
+    }
+  }
+  for (const std::string& w : wanted) {
+    const bool found = std::any_of(cols.begin(), cols.end(), [&](const ChunkMeta& c) {
+      return !c.path.empty() && c.path[0] == w;
+    });
+    if (!found) {
+      return Status::InvalidArgument(layout->path + ": the selected column '" + w +
+                                     "' is not in the file (footer at offset " +
+                                     std::to_string(footer_offset) + ")");
+    }
+  }
+  return Status::OK();
+}
+
+// The first row of every row group and the byte range its selected column
+// chunks span, into layout; kCorruption when a row group does not fit.
+Status PlanRowGroups(FileLayout* layout, std::uint64_t footer_offset) {
+  const FileMeta& m = layout->meta;
+  const std::string& path = layout->path;
+  layout->first_row.push_back(0);
+  for (std::size_t g = 0; g < m.row_groups.size(); ++g) {
+    const RowGroupMeta& rg = m.row_groups[g];
+    if (rg.num_rows < 0 || rg.columns.size() != m.row_groups[0].columns.size()) {
+      return Status::Corruption(path + ": row group " + std::to_string(g) +
+                                " of the footer at offset " + std::to_string(footer_offset) +
+                                " is inconsistent");
+    }
+    layout->first_row.push_back(layout->first_row.back() + static_cast<std::uint64_t>(rg.num_rows));
+    std::uint64_t begin = UINT64_MAX, finish = 0;
+    for (std::size_t c : layout->selected) {
+      const ChunkMeta& chunk = rg.columns[c];
+      const std::int64_t start = chunk.start();
+      if (start < 4 || chunk.total_compressed_size < 0 ||
+          static_cast<std::uint64_t>(start + chunk.total_compressed_size) > footer_offset) {
+        return Status::Corruption(
+            path + ": column chunk '" + (chunk.path.empty() ? "?" : chunk.path[0]) +
+            "' of row group " + std::to_string(g) + " at offset " + std::to_string(start) +
+            " lies outside the data (footer at offset " + std::to_string(footer_offset) + ")");
+      }
+      begin = std::min<std::uint64_t>(begin, static_cast<std::uint64_t>(start));
+      finish = std::max<std::uint64_t>(
+          finish, static_cast<std::uint64_t>(start + chunk.total_compressed_size));
+    }
+    layout->ranges.push_back(begin <= finish ? FileLayout::Range{begin, finish - begin}
+                                             : FileLayout::Range{});
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -170,10 +288,9 @@ Status ParquetFormat::Load(FileState& state, const std::string& path, Storage& s
     std::lock_guard<std::mutex> count(mu_);
     ++footer_reads_;
   }
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  Result<std::unique_ptr<File>> opened = storage.Open(path, open);
-  if (!opened.ok()) return fail(opened.status().WithContext("parquet: opening " + path));
+  Result<std::unique_ptr<File>> opened =
+      OpenForReading(storage, path, AccessHint::kNormal, "parquet");
+  if (!opened.ok()) return fail(opened.status());
   File& file = **opened;
   Result<std::uint64_t> size = file.Size();
   if (!size.ok()) return fail(size.status().WithContext("parquet: size of " + path));
@@ -184,102 +301,17 @@ Status ParquetFormat::Load(FileState& state, const std::string& path, Storage& s
   auto layout = std::make_shared<FileLayout>();
   layout->path = path;
   layout->file_size = *size;
-  const std::uint64_t tail = std::min(*size, kTailBytes);
-  std::vector<std::byte> bytes(static_cast<std::size_t>(tail));
-  Buffer buffer = Buffer::AllocateHost(static_cast<std::size_t>(tail), 4096);
-  if (buffer.empty())
-    return fail(Status::ResourceExhausted("parquet: cannot allocate a footer buffer"));
-  Result<std::size_t> n = file.ReadAt(*size - tail, buffer.span().first(bytes.size()));
-  if (!n.ok()) return fail(n.status().WithContext("parquet: reading the footer of " + path));
-  if (*n < tail) {
-    return fail(Status::Corruption(path + ": the footer read stopped at offset " +
-                                   std::to_string(*size - tail + *n)));
-  }
-  std::memcpy(bytes.data(), buffer.data(), bytes.size());
-  const std::byte* end = bytes.data() + bytes.size();
-  if (std::memcmp(end - 4, kMagic, 4) != 0) {
-    return fail(
-        Status::Corruption(path + ": no PAR1 magic at offset " + std::to_string(*size - 4)));
-  }
-  const std::uint64_t footer_length = LoadLe32(end - 8);
-  if (footer_length + 12 > *size) {
-    return fail(Status::Corruption(path + ": footer length " + std::to_string(footer_length) +
-                                   " at offset " + std::to_string(*size - 8) +
-                                   " exceeds the file"));
-  }
-  const std::uint64_t footer_offset = *size - 8 - footer_length;
-  if (footer_length + 8 > tail) {
-    // A footer larger than the tail: one more request for the rest.
-    const std::uint64_t missing = footer_length + 8 - tail;
-    Buffer more = Buffer::AllocateHost(static_cast<std::size_t>(missing), 4096);
-    if (more.empty())
-      return fail(Status::ResourceExhausted("parquet: cannot allocate a footer buffer"));
-    Result<std::size_t> m = file.ReadAt(footer_offset, more.span().first(missing));
-    if (!m.ok()) return fail(m.status().WithContext("parquet: reading the footer of " + path));
-    if (*m < missing) {
-      return fail(Status::Corruption(path + ": the footer read stopped at offset " +
-                                     std::to_string(footer_offset + *m)));
-    }
-    bytes.insert(bytes.begin(), more.data(), more.data() + missing);
-  }
+  Result<Footer> footer = ReadFooter(file, path, *size);
+  if (!footer.ok()) return fail(footer.status());
   (void)file.Close();
-  std::span<const std::byte> footer(bytes.data() + bytes.size() - 8 - footer_length,
-                                    static_cast<std::size_t>(footer_length));
-  Result<FileMeta> meta = DecodeFileMeta(footer, path, footer_offset);
+  Result<FileMeta> meta = DecodeFileMeta(footer->span(), path, footer->offset);
   if (!meta.ok()) return fail(meta.status());
   layout->meta = std::move(meta).value();
-  const FileMeta& m = layout->meta;
-
-  // The selected leaf columns (by top-level name).
-  const std::vector<std::string> wanted = SelectedNames(settings_);
-  if (!m.row_groups.empty()) {
-    const std::vector<ChunkMeta>& cols = m.row_groups[0].columns;
-    for (std::size_t i = 0; i < cols.size(); ++i) {
-      const std::string top = cols[i].path.empty() ? std::string() : cols[i].path[0];
-      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), top) != wanted.end()) {
-        layout->selected.push_back(i);
-      }
-    }
-    for (const std::string& w : wanted) {
-      const bool found = std::any_of(cols.begin(), cols.end(), [&](const ChunkMeta& c) {
-        return !c.path.empty() && c.path[0] == w;
-      });
-      if (!found) {
-        return fail(Status::InvalidArgument(path + ": the selected column '" + w +
-                                            "' is not in the file (footer at offset " +
-                                            std::to_string(footer_offset) + ")"));
-      }
-    }
-  }
-  layout->first_row.push_back(0);
-  for (std::size_t g = 0; g < m.row_groups.size(); ++g) {
-    const RowGroupMeta& rg = m.row_groups[g];
-    if (rg.num_rows < 0 || rg.columns.size() != m.row_groups[0].columns.size()) {
-      return fail(Status::Corruption(path + ": row group " + std::to_string(g) +
-                                     " of the footer at offset " + std::to_string(footer_offset) +
-                                     " is inconsistent"));
-    }
-    layout->first_row.push_back(layout->first_row.back() + static_cast<std::uint64_t>(rg.num_rows));
-    std::uint64_t begin = UINT64_MAX, finish = 0;
-    for (std::size_t c : layout->selected) {
-      const ChunkMeta& chunk = rg.columns[c];
-      const std::int64_t start = chunk.start();
-      if (start < 4 || chunk.total_compressed_size < 0 ||
-          static_cast<std::uint64_t>(start + chunk.total_compressed_size) > footer_offset) {
-        return fail(Status::Corruption(
-            path + ": column chunk '" + (chunk.path.empty() ? "?" : chunk.path[0]) +
-            "' of row group " + std::to_string(g) + " at offset " + std::to_string(start) +
-            " lies outside the data (footer at offset " + std::to_string(footer_offset) + ")"));
-      }
-      begin = std::min<std::uint64_t>(begin, static_cast<std::uint64_t>(start));
-      finish = std::max<std::uint64_t>(
-          finish, static_cast<std::uint64_t>(start + chunk.total_compressed_size));
-    }
-    layout->ranges.push_back(begin <= finish ? FileLayout::Range{begin, finish - begin}
-                                             : FileLayout::Range{});
-  }
-  state.groups.assign(m.row_groups.size(), FileState::Group::kUnread);
-  state.delivered.assign(m.row_groups.size(), 0);
+  Status planned = SelectColumns(SelectedNames(settings_), layout.get(), footer->offset);
+  if (planned.ok()) planned = PlanRowGroups(layout.get(), footer->offset);
+  if (!planned.ok()) return fail(planned);
+  state.groups.assign(layout->meta.row_groups.size(), FileState::Group::kUnread);
+  state.delivered.assign(layout->meta.row_groups.size(), 0);
   state.layout = std::move(layout);
   state.load_status = Status::OK();
   return Status::OK();

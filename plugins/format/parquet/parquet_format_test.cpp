@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "parquet_meta.h"
 #include "parquet_reader.h"
@@ -103,14 +104,6 @@ FileSpec MakeSpec(const fs::path& dir, std::uint64_t rows, const std::string& co
   spec.parameters["parquet.columns"] = columns;
   spec.parameters["parquet.row_group_size"] = std::to_string(group_rows);
   return spec;
-}
-
-Status Write(ParquetFormat& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions o;
-  o.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> f, storage.Open(spec.path, o));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *f, spec));
-  return f->Close();
 }
 
 const char* kMixed =
@@ -204,7 +197,7 @@ TEST_CASE("writer: exact size without compression, footer decodes, every codec w
     CAPTURE(codec);
     FileSpec spec = MakeSpec(dir.path(), 1000, kMixed, 300, codec);
     REQUIRE(format.Validate(spec).ok());
-    REQUIRE(Write(format, posix, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
     const std::uint64_t size = fs::file_size(spec.path);
     Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
     if (std::string(codec) == "none") {
@@ -239,7 +232,7 @@ TEST_CASE("reader: footer once per file, one request per row group over the sele
   PosixStorage posix;
   ParquetFormat writer(Settings{});
   FileSpec spec = MakeSpec(dir.path(), 1000, kMixed, 300);
-  REQUIRE(Write(writer, posix, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpec(writer, posix, spec).ok());
 
   for (int threads : {1, 3}) {
     CAPTURE(threads);
@@ -310,7 +303,7 @@ TEST_CASE("reader: a truncated file is an error naming the file and offset") {
   PosixStorage posix;
   ParquetFormat format(Settings{});
   FileSpec spec = MakeSpec(dir.path(), 100, kMixed, 30);
-  REQUIRE(Write(format, posix, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
   const std::uint64_t size = fs::file_size(spec.path);
   fs::resize_file(spec.path, size - 3);
   ReaderOptions ro;
@@ -326,7 +319,7 @@ TEST_CASE("reader: a damaged column chunk start is an error naming the file and 
   PosixStorage posix;
   ParquetFormat format(Settings{});
   FileSpec spec = MakeSpec(dir.path(), 100, "x:float32:0:1", 30);
-  REQUIRE(Write(format, posix, spec).ok());
+  REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
   {
     std::fstream f(spec.path, std::ios::in | std::ios::out | std::ios::binary);
     const std::string junk(60, '\xff');

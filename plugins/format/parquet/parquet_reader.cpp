@@ -6,6 +6,8 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
+
 namespace iomimic::parquet {
 namespace {
 
@@ -77,12 +79,8 @@ Status ParquetReader::EnsureRead(std::size_t group) {
 
 Status ParquetReader::ReadGroups(const std::vector<std::size_t>& groups) {
   if (file_ == nullptr) {
-    OpenOptions open;
-    open.mode = OpenMode::kRead;
-    open.hint = AccessHint::kRandom;
-    Result<std::unique_ptr<File>> file = storage_->Open(path_, open);
-    if (!file.ok()) return file.status().WithContext("parquet: opening " + path_);
-    file_ = std::move(file).value();
+    IOMIMIC_ASSIGN_OR_RETURN(file_,
+                             OpenForReading(*storage_, path_, AccessHint::kRandom, "parquet"));
   }
   if (buffers_.size() < groups.size()) buffers_.resize(groups.size());
   std::vector<ReadRequest> requests(groups.size());

@@ -5,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "iomimic/plugin.h"
 
@@ -17,13 +18,11 @@ Result<SampleView> SyntheticReader::ReadSample(std::uint64_t) { return SampleVie
 std::string SyntheticFormat::name() const { return "synthetic"; }
 
 FormatTraits SyntheticFormat::traits() const {
-  FormatTraits t;
-  t.extension = "synthetic";
-  t.multi_sample_files = true;
-  t.partial_reads = true;
-  t.needs_host_decode = false;
-  t.predictable_size = true;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {.extension = "synthetic",
+          .partial_reads = true,
+          .predictable_size = true,
+          .element_type = ""};
 }
 
 Status SyntheticFormat::Validate(const FileSpec& spec) const {
@@ -79,7 +78,4 @@ IOMIMIC_DEFINE_FORMAT_PLUGIN(
     "DLIO's synthetic format: tiny text files holding the file index; reading performs no I/O "
     "(measures the input pipeline alone; samples report 0 bytes)",
     IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS, IOMIMIC_NO_OPTIONS,
-    [](const iomimic::PluginContext&) -> iomimic::Result<std::unique_ptr<iomimic::Format>> {
-      return std::unique_ptr<iomimic::Format>(
-          std::make_unique<iomimic::synthetic::SyntheticFormat>());
-    });
+    &iomimic::MakeDefaultFormat<iomimic::synthetic::SyntheticFormat>);

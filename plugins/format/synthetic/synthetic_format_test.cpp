@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/format_test_support.h"
 
 extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 
@@ -122,32 +123,11 @@ FileSpec MakeSpec(std::uint64_t file_index, const std::string& path) {
   return spec;
 }
 
-Status Write(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
-}
-
 TEST_CASE("this format's traits and options") {
-  const IomimicPluginDescriptor& d = iomimic_plugin_descriptor;
-  CHECK(std::string(d.name) == "synthetic");
-  CHECK(d.capabilities == (IOMIMIC_CAP_MULTI_SAMPLE | IOMIMIC_CAP_PARTIAL_READS));
-  CHECK(d.num_options == 0);
-  PluginContext context;
-  Status error;
-  void* object = d.create(&context, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "synthetic");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "synthetic");
-  CHECK(t.multi_sample_files);
-  CHECK(t.partial_reads);
-  CHECK_FALSE(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  d.destroy(object);
+  CHECK(::iomimic::testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=synthetic capabilities=partial_reads,multi_sample options= | format "
+        "name=synthetic extension=synthetic multi_sample_files=1 partial_reads=1 "
+        "needs_host_decode=0 predictable_size=1 streamed=0 element_type=");
 }
 
 TEST_CASE("validate accepts any data description") {
@@ -173,7 +153,7 @@ TEST_CASE("generated files hold the file index as text") {
     CAPTURE(index);
     const FileSpec spec =
         MakeSpec(index, "/data/train/img_" + std::to_string(index) + ".synthetic");
-    REQUIRE(Write(format, storage, spec).ok());
+    REQUIRE(::iomimic::testing::WriteSpec(format, storage, spec).ok());
     const std::string text = storage.files.at(spec.path);
     CHECK(text == std::to_string(index));
     CHECK(*format.ExpectedFileSize(spec) == text.size());
@@ -185,7 +165,7 @@ TEST_CASE("write errors carry the path") {
   SyntheticFormat format;
   CountingMemStorage storage;
   storage.fail_writes = true;
-  const Status s = Write(format, storage, MakeSpec(3, "/full/a.synthetic"));
+  const Status s = ::iomimic::testing::WriteSpec(format, storage, MakeSpec(3, "/full/a.synthetic"));
   CHECK(s.code() == StatusCode::kResourceExhausted);
   CHECK(s.message().find("/full/a.synthetic") != std::string::npos);
 }

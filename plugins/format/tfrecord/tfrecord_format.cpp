@@ -12,14 +12,12 @@ namespace iomimic::tfrecord {
 std::string TfRecordFormat::name() const { return "tfrecord"; }
 
 FormatTraits TfRecordFormat::traits() const {
-  FormatTraits t;
-  t.extension = "tfrecord";
-  t.multi_sample_files = true;
-  t.partial_reads = false;
-  t.needs_host_decode = true;
-  t.predictable_size = true;
-  t.streamed = true;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {.extension = "tfrecord",
+          .needs_host_decode = true,
+          .predictable_size = true,
+          .streamed = true,
+          .element_type = ""};
 }
 
 Status TfRecordFormat::Validate(const FileSpec& spec) const { return ValidateSpec(spec); }

@@ -1,6 +1,9 @@
 // Tests of the tfrecord format plugin: CRC-32C, the hand-encoded Example
 // wire format against protobuf, writing, the index file, the streaming read
 // pattern, keep_in_memory, decode off and corruption handling.
+// Cases every format shares (an index past the end, a missing file, a reader
+// without a storage) run in the format conformance suite
+// (tests/conformance/format_conformance_test.cpp).
 
 #include "tfrecord_format.h"
 
@@ -32,6 +35,7 @@
 #include "example_wire.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "tfrecord_reader.h"
@@ -44,32 +48,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
-using MemStorage = ::iomimic::testing::MemoryStorage;
-using Request = ::iomimic::testing::StorageRequest;
-
-// ---------------------------------------------------------------------------
-// A minimal POSIX storage for real files.
-
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// ---------------------------------------------------------------------------
-// Helpers.
+// The SDK's test storages (iomimic/testing/): in memory, on real files.
+using MemStorage = testing::MemoryStorage;
+using Request = testing::StorageRequest;
+using testing::PosixStorage;
+using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/train/t.tfrecord") {
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
-}
-
-Status WriteSpec(Format& format, Storage& storage, const FileSpec& spec) {
-  OpenOptions options;
-  options.mode = OpenMode::kWrite;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(spec.path, options));
-  IOMIMIC_RETURN_IF_ERROR(format.WriteFile(storage, *file, spec));
-  return file->Close();
 }
 
 // The bytes of sample i, straight from the generator definition.
@@ -127,20 +114,6 @@ std::vector<std::byte> ReferenceFile(const FileSpec& spec) {
   return AsBytes(file);
 }
 
-bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
-
-ReaderOptions Options(Storage* storage, bool decode = true, bool keep = false,
-                      std::uint64_t transfer = 0) {
-  ReaderOptions o;
-  o.storage = storage;
-  o.decode = decode;
-  o.keep_in_memory = keep;
-  o.transfer_size = transfer;
-  return o;
-}
-
 Result<std::unique_ptr<TfRecordReader>> OpenTf(Storage& storage, const std::string& path,
                                                const ReaderOptions& options) {
   Result<std::unique_ptr<FileReader>> r = TfRecordReader::Open(path, options);
@@ -152,14 +125,14 @@ Result<std::unique_ptr<TfRecordReader>> OpenTf(Storage& storage, const std::stri
 void CheckSamples(Format& format, Storage& storage, const FileSpec& spec, bool keep,
                   std::uint64_t transfer, const std::vector<std::uint64_t>& order) {
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep, transfer));
+      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep, transfer));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == spec.num_samples);
   for (std::uint64_t i : order) {
     Result<SampleView> sample = (*reader)->ReadSample(i);
     REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
     CHECK(sample->bytes == spec.sample_bytes());
-    CHECK(SameBytes(sample->data, ReferenceSample(spec, i)));
+    CHECK(testing::SameBytes(sample->data, ReferenceSample(spec, i)));
   }
 }
 
@@ -170,19 +143,14 @@ std::vector<std::uint64_t> InOrder(std::uint64_t n) {
 }
 
 void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(s.code() == StatusCode::kCorruption, s.ToString());
-  CHECK_MESSAGE(s.message().find(path) != std::string::npos, s.ToString());
-  CHECK_MESSAGE(s.message().find(" at offset ") != std::string::npos, s.ToString());
-  if (!fragment.empty()) {
-    CHECK_MESSAGE(s.message().find(fragment) != std::string::npos, s.ToString());
-  }
+  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 // Reads every sample of `path` with a fresh reader; returns the first error.
 Status ReadAll(Format& format, Storage& storage, const std::string& path, bool decode = true,
                bool keep = true) {
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(path, Options(&storage, decode, keep));
+      format.OpenReader(path, testing::TestReaderOptions(&storage, decode, keep));
   if (!reader.ok()) return reader.status();
   for (std::uint64_t i = 0; i < (*reader)->num_samples(); ++i) {
     Result<SampleView> s = (*reader)->ReadSample(i);
@@ -323,29 +291,21 @@ TEST_CASE("field numbers match tensorflow's example.proto") {
 // Plugin surface.
 
 TEST_CASE("this format's traits and options") {
-  CHECK(std::string(iomimic_plugin_descriptor.name) == "tfrecord");
-  CHECK(iomimic_plugin_descriptor.num_options == 1);
-  CHECK(std::string(iomimic_plugin_descriptor.options[0].name) == "index");
-  CHECK((iomimic_plugin_descriptor.capabilities & IOMIMIC_CAP_MULTI_SAMPLE) != 0);
-  CHECK((iomimic_plugin_descriptor.capabilities & IOMIMIC_CAP_PARTIAL_READS) == 0);
+  CHECK(testing::DescribeFormatPlugin(iomimic_plugin_descriptor) ==
+        "name=tfrecord capabilities=host_decode,multi_sample "
+        "options=index:bool=true | format name=tfrecord extension=tfrecord "
+        "multi_sample_files=1 partial_reads=0 needs_host_decode=1 "
+        "predictable_size=1 streamed=1 element_type=");
 
   PluginContext ctx;
   Status error;
-  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
-  REQUIRE_MESSAGE(object != nullptr, error.ToString());
-  auto* format = static_cast<Format*>(object);
-  CHECK(format->name() == "tfrecord");
-  const FormatTraits t = format->traits();
-  CHECK(t.extension == "tfrecord");
-  CHECK(t.multi_sample_files);
-  CHECK_FALSE(t.partial_reads);
-  CHECK(t.needs_host_decode);
-  CHECK(t.predictable_size);
-  CHECK(static_cast<TfRecordFormat*>(format)->options().write_index);
-  iomimic_plugin_descriptor.destroy(object);
+  auto format = testing::CreateThroughDescriptor<Format>(iomimic_plugin_descriptor, ctx, &error);
+  REQUIRE_MESSAGE(format != nullptr, error.ToString());
+  CHECK(static_cast<TfRecordFormat*>(format.get())->options().write_index);
+  format.reset();
 
   ctx.options = PluginOptions("format plugin 'tfrecord'", {{"index", "false"}});
-  object = iomimic_plugin_descriptor.create(&ctx, &error);
+  void* object = iomimic_plugin_descriptor.create(&ctx, &error);
   REQUIRE(object != nullptr);
   CHECK_FALSE(static_cast<TfRecordFormat*>(object)->options().write_index);
   iomimic_plugin_descriptor.destroy(object);
@@ -384,9 +344,9 @@ TEST_CASE("written bytes equal protobuf examples framed with software CRCs") {
   for (const auto& spec : {MakeSpec("uint8", {10, 13}, 5, 3), MakeSpec("float32", {3, 3, 3}, 2, 4),
                            MakeSpec("bool", {100}, 3, 5), MakeSpec("int16", {1000, 7}, 3, 6),
                            MakeSpec("uint8", {1}, 1, 7)}) {
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const std::vector<std::byte> bytes = storage.Bytes(spec.path);
-    CHECK(SameBytes(bytes, ReferenceFile(spec)));
+    CHECK(testing::SameBytes(bytes, ReferenceFile(spec)));
     Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
     REQUIRE(expected.ok());
     CHECK(*expected == bytes.size());
@@ -400,8 +360,8 @@ TEST_CASE("content options reach the image bytes") {
   const std::vector<std::byte> plain = ReferenceSample(spec, 1);
   spec.content.compress_percentage = 50;
   spec.content.dedupe_percentage = 30;
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  CHECK(SameBytes(storage.Bytes(spec.path), ReferenceFile(spec)));
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
+  CHECK(testing::SameBytes(storage.Bytes(spec.path), ReferenceFile(spec)));
   const std::vector<std::byte> controlled = ReferenceSample(spec, 1);
   CHECK(controlled != plain);
   // Sample 1 is stream bytes [10000, 20000): content block 3 (stream bytes
@@ -419,7 +379,7 @@ TEST_CASE("expected size is exact across varint boundaries") {
   for (std::uint64_t n : {1ull, 100ull, 105ull, 106ull, 120ull, 127ull, 128ull, 16360ull, 16370ull,
                           16383ull, 16384ull, 70000ull}) {
     FileSpec spec = MakeSpec("uint8", {n}, 2, n);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     CHECK_MESSAGE(*format.ExpectedFileSize(spec) == storage.Bytes(spec.path).size(), "n=" << n);
   }
 }
@@ -429,7 +389,7 @@ TEST_CASE("writes are chunk-aligned and sequential") {
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {100, 100}, 7, 1);
   storage.SetLogging(true);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   std::vector<Request> log = storage.TakeLog();
   const std::uint64_t size = *format.ExpectedFileSize(spec);
   REQUIRE(log.size() == (size + 8191) / 8192);
@@ -449,9 +409,9 @@ TEST_CASE("same seed gives the same bytes, another seed other bytes") {
   FileSpec c = a;
   c.path = "/d/train/c.tfrecord";
   c.seed = 12;
-  REQUIRE(WriteSpec(format, storage, a).ok());
-  REQUIRE(WriteSpec(format, storage, b).ok());
-  REQUIRE(WriteSpec(format, storage, c).ok());
+  REQUIRE(testing::WriteSpec(format, storage, a).ok());
+  REQUIRE(testing::WriteSpec(format, storage, b).ok());
+  REQUIRE(testing::WriteSpec(format, storage, c).ok());
   CHECK(storage.Bytes(a.path) == storage.Bytes(b.path));
   CHECK(storage.Bytes(a.path) != storage.Bytes(c.path));
   // Samples of one file differ from each other.
@@ -485,7 +445,7 @@ TEST_CASE("index file lists offset and framed length of every record") {
   TfRecordFormat format;
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {30, 30}, 4, 2, "/d/valid/02/img_2_of_4.tfrecord");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::string index_path = "/d/index/valid/img_2_of_4.tfrecord.idx";
   REQUIRE(storage.Has(index_path));
   CHECK(storage.directories() == std::vector<std::string>{"/d/index/valid"});
@@ -508,13 +468,13 @@ TEST_CASE("index can be turned off, and its failures fail the file") {
   MemStorage storage;
   TfRecordFormat off(WriterOptions{1 << 20, false});
   FileSpec spec = MakeSpec("uint8", {8}, 2, 1, "/d/train/a.tfrecord");
-  REQUIRE(WriteSpec(off, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(off, storage, spec).ok());
   CHECK_FALSE(storage.Has("/d/index/train/a.tfrecord.idx"));
   CHECK(storage.directories().empty());
 
   TfRecordFormat on;
   storage.set_fail_mkdir(true);
-  Status s = WriteSpec(on, storage, spec);
+  Status s = testing::WriteSpec(on, storage, spec);
   CHECK(s.code() == StatusCode::kIOError);
   CHECK(s.message().find("/d/index/train") != std::string::npos);
 }
@@ -534,7 +494,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file, transfer sizes") {
       MakeSpec("float64", {1}, 17, 6, "/d/train/f.tfrecord"),
   };
   for (const FileSpec& spec : specs) {
-    REQUIRE(WriteSpec(format, storage, spec).ok());
+    REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     for (std::uint64_t transfer : {0ull, 7ull, 100ull, 4096ull, 1ull << 20}) {
       for (bool keep : {false, true}) {
         CAPTURE(spec.path);
@@ -554,7 +514,7 @@ TEST_CASE("the stream reads transfer-size chunks from offset 0") {
   TfRecordFormat format(WriterOptions{1 << 20, false});
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {100, 100}, 6, 1);  // 10,000-byte images
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = storage.Bytes(spec.path).size();
   const std::uint64_t record = size / 6;
   const std::uint64_t t = 4096;
@@ -562,7 +522,7 @@ TEST_CASE("the stream reads transfer-size chunks from offset 0") {
     for (std::uint64_t i : {0ull, 3ull, 5ull}) {
       storage.SetLogging(true);
       Result<std::unique_ptr<FileReader>> reader =
-          format.OpenReader(spec.path, Options(&storage, decode, false, t));
+          format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, t));
       REQUIRE(reader.ok());
       REQUIRE((*reader)->ReadSample(i).ok());
       std::vector<Request> log = storage.TakeLog();
@@ -584,14 +544,14 @@ TEST_CASE("on_demand restarts per sample, keep_in_memory is one pass in any orde
   TfRecordFormat format(WriterOptions{1 << 20, false});
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {50, 50}, 8, 9);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = storage.Bytes(spec.path).size();
   const std::uint64_t t = 1000;
   const std::uint64_t chunks = (size + t - 1) / t;
   for (bool decode : {true, false}) {
     const int opens_before = storage.opens();
     Result<std::unique_ptr<TfRecordReader>> on_demand =
-        OpenTf(storage, spec.path, Options(&storage, decode, false, t));
+        OpenTf(storage, spec.path, testing::TestReaderOptions(&storage, decode, false, t));
     REQUIRE(on_demand.ok());
     for (std::uint64_t i = 0; i < 8; ++i) REQUIRE((*on_demand)->ReadSample(i).ok());
     CHECK((*on_demand)->passes() == 8);
@@ -599,12 +559,12 @@ TEST_CASE("on_demand restarts per sample, keep_in_memory is one pass in any orde
     CHECK(storage.open_files() == 0);  // closed after each sample
 
     Result<std::unique_ptr<TfRecordReader>> memory =
-        OpenTf(storage, spec.path, Options(&storage, decode, true, t));
+        OpenTf(storage, spec.path, testing::TestReaderOptions(&storage, decode, true, t));
     REQUIRE(memory.ok());
     for (std::uint64_t i : {2ull, 0ull, 1ull, 7ull, 3ull, 6ull, 4ull, 5ull, 7ull, 0ull}) {
       Result<SampleView> s = (*memory)->ReadSample(i);
       REQUIRE(s.ok());
-      if (decode) CHECK(SameBytes(s->data, ReferenceSample(spec, i)));
+      if (decode) CHECK(testing::SameBytes(s->data, ReferenceSample(spec, i)));
     }
     CHECK((*memory)->passes() == 1);
     CHECK((*memory)->stream_requests() == chunks);
@@ -619,10 +579,10 @@ TEST_CASE("keep_in_memory reading in order costs one pass over the file") {
   TfRecordFormat format(WriterOptions{1 << 20, false});
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {256, 256}, 16, 1);  // 64 KiB samples
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = storage.Bytes(spec.path).size();
   Result<std::unique_ptr<TfRecordReader>> r =
-      OpenTf(storage, spec.path, Options(&storage, true, true));
+      OpenTf(storage, spec.path, testing::TestReaderOptions(&storage, true, true));
   REQUIRE(r.ok());
   for (std::uint64_t i = 0; i < 16; ++i) REQUIRE((*r)->ReadSample(i).ok());
   CHECK((*r)->passes() == 1);
@@ -634,12 +594,12 @@ TEST_CASE("decode off makes the same requests and returns payload sizes") {
   TfRecordFormat format(WriterOptions{1 << 20, false});
   MemStorage storage;
   FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   std::vector<std::vector<Request>> logs;
   for (bool decode : {true, false}) {
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, decode, false, 64));
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, 64));
     REQUIRE(reader.ok());
     CHECK((*reader)->num_samples() == 3);
     Result<SampleView> s = (*reader)->ReadSample(2);
@@ -660,37 +620,12 @@ TEST_CASE("decode off makes the same requests and returns payload sizes") {
   }
 }
 
-TEST_CASE("out of range index") {
-  TfRecordFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("uint8", {4}, 2, 1);
-  REQUIRE(WriteSpec(format, storage, spec).ok());
-  for (bool keep : {false, true}) {
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, Options(&storage, true, keep));
-    REQUIRE(reader.ok());
-    Result<SampleView> s = (*reader)->ReadSample(2);
-    CHECK(s.status().code() == StatusCode::kOutOfRange);
-    CHECK(s.status().message().find(spec.path) != std::string::npos);
-    CHECK((*reader)->ReadSample(1).ok());  // still usable
-    CHECK((*reader)->ReadSample(~0ull).status().code() == StatusCode::kOutOfRange);
-  }
-}
-
-TEST_CASE("open errors are passed through") {
-  TfRecordFormat format;
-  MemStorage storage;
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader("/missing.tfrecord", Options(&storage));
-  CHECK(r.status().code() == StatusCode::kNotFound);
-  CHECK(r.status().message().find("/missing.tfrecord") != std::string::npos);
-  CHECK(format.OpenReader("/x", ReaderOptions{}).status().code() == StatusCode::kInvalidArgument);
-}
-
 TEST_CASE("empty file has no records") {
   TfRecordFormat format;
   MemStorage storage;
   storage.SetBytes("/empty.tfrecord", {});
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader("/empty.tfrecord", Options(&storage));
+  Result<std::unique_ptr<FileReader>> r =
+      format.OpenReader("/empty.tfrecord", testing::TestReaderOptions(&storage));
   REQUIRE(r.ok());
   CHECK((*r)->num_samples() == 0);
   CHECK((*r)->ReadSample(0).status().code() == StatusCode::kOutOfRange);
@@ -721,7 +656,7 @@ TEST_CASE("records of different sizes are counted by walking the headers") {
   storage.SetBytes("/mixed.tfrecord", Frame(payloads));
   for (bool keep : {false, true}) {
     Result<std::unique_ptr<TfRecordReader>> r =
-        OpenTf(storage, "/mixed.tfrecord", Options(&storage, true, keep, 128));
+        OpenTf(storage, "/mixed.tfrecord", testing::TestReaderOptions(&storage, true, keep, 128));
     REQUIRE_MESSAGE(r.ok(), r.status().ToString());
     CHECK((*r)->num_samples() == 4);
     CHECK((*r)->header_requests() == 4);
@@ -746,7 +681,7 @@ TEST_CASE("records of different sizes are counted by walking the headers") {
   }
   storage.SetBytes("/tricky.tfrecord", Frame(padded));
   Result<std::unique_ptr<TfRecordReader>> r =
-      OpenTf(storage, "/tricky.tfrecord", Options(&storage, false, true));
+      OpenTf(storage, "/tricky.tfrecord", testing::TestReaderOptions(&storage, false, true));
   REQUIRE(r.ok());
   const std::uint64_t guessed = (*r)->num_samples();
   CHECK(guessed == total / first);
@@ -783,7 +718,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
   TfRecordFormat format(WriterOptions{1 << 20, false});
   MemStorage storage;
   FileSpec spec = MakeSpec("uint8", {40, 40}, 5, 3, "/c/train/c.tfrecord");
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(spec.path);
   const std::uint64_t record = good.size() / 5;
   const std::string path = "/c/train/bad.tfrecord";
@@ -798,7 +733,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
     for (bool keep : {false, true}) {
       for (std::uint64_t transfer : {0ull, 333ull}) {
         Result<std::unique_ptr<FileReader>> r =
-            format.OpenReader(path, Options(&storage, true, keep, transfer));
+            format.OpenReader(path, testing::TestReaderOptions(&storage, true, keep, transfer));
         REQUIRE(r.ok());
         CHECK((*r)->ReadSample(1).ok());
         Status s = (*r)->ReadSample(3).status();  // streams through record 2
@@ -827,14 +762,16 @@ TEST_CASE("corruption is reported with path, record and offset") {
   }
   SUBCASE("first header: detected at open") {
     with([&](std::vector<std::byte>& b) { b[8] ^= std::byte{0x01}; });
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     CheckCorruption(r.status(), path, "length CRC32C mismatch in record 0 at offset 0");
     CHECK(storage.open_files() == 0);
   }
   SUBCASE("truncated inside a payload") {
     with([&](std::vector<std::byte>& b) { b.resize(3 * record + 100); });
     for (bool decode : {true, false}) {
-      Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage, decode));
+      Result<std::unique_ptr<FileReader>> r =
+          format.OpenReader(path, testing::TestReaderOptions(&storage, decode));
       CheckCorruption(r.status(), path,
                       "truncated file: record 3 at offset " + std::to_string(3 * record));
       CHECK(storage.open_files() == 0);
@@ -842,14 +779,16 @@ TEST_CASE("corruption is reported with path, record and offset") {
   }
   SUBCASE("truncated inside a header") {
     with([&](std::vector<std::byte>& b) { b.resize(2 * record + 5); });
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     CheckCorruption(
         r.status(), path,
         "header of record 2 is cut after 5 bytes at offset " + std::to_string(2 * record));
   }
   SUBCASE("truncated at a record boundary: fewer records") {
     with([&](std::vector<std::byte>& b) { b.resize(2 * record); });
-    Result<std::unique_ptr<FileReader>> r = format.OpenReader(path, Options(&storage));
+    Result<std::unique_ptr<FileReader>> r =
+        format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(r.ok());
     CHECK((*r)->num_samples() == 2);
     CHECK((*r)->ReadSample(2).status().code() == StatusCode::kOutOfRange);
@@ -868,7 +807,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
   SUBCASE("a file that shrinks while it is read") {
     with([](std::vector<std::byte>&) {});
     Result<std::unique_ptr<FileReader>> r =
-        format.OpenReader(path, Options(&storage, true, true, 512));
+        format.OpenReader(path, testing::TestReaderOptions(&storage, true, true, 512));
     REQUIRE(r.ok());
     std::vector<std::byte> cut = good;
     cut.resize(record + 10);
@@ -885,7 +824,7 @@ TEST_CASE("posix files round trip, with the index on disk") {
   const fs::path data = dir.path() / "train" / "img_1_of_2.tfrecord";
   fs::create_directories(data.parent_path());
   FileSpec spec = MakeSpec("uint8", {120, 130}, 7, 77, data.string());
-  REQUIRE(WriteSpec(format, storage, spec).ok());
+  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   CHECK(fs::file_size(data) == *format.ExpectedFileSize(spec));
   CHECK(fs::exists(dir.path() / "index" / "train" / "img_1_of_2.tfrecord.idx"));
   CheckSamples(format, storage, spec, true, 0, InOrder(7));

@@ -10,6 +10,7 @@
 #include "crc32c.h"
 #include "example.pb.h"
 #include "example_wire.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "tfrecord_writer.h"
 
@@ -85,12 +86,8 @@ Status TfRecordReader::Init() {
 
 Status TfRecordReader::StartPass() {
   if (file_ == nullptr) {
-    OpenOptions open;
-    open.mode = OpenMode::kRead;
-    open.hint = AccessHint::kSequential;
-    Result<std::unique_ptr<File>> file = storage_->Open(path_, open);
-    if (!file.ok()) return file.status().WithContext("tfrecord: opening " + path_);
-    file_ = std::move(file).value();
+    IOMIMIC_ASSIGN_OR_RETURN(file_,
+                             OpenForReading(*storage_, path_, AccessHint::kSequential, "tfrecord"));
   }
   Result<std::uint64_t> size = file_->Size();
   if (!size.ok()) return size.status().WithContext("tfrecord: size of " + path_);

@@ -1,6 +1,7 @@
 #include "tfrecord_writer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -10,6 +11,7 @@
 
 #include "crc32c.h"
 #include "example_wire.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::tfrecord {
@@ -49,14 +51,7 @@ bool AllDigits(std::string_view s) {
 
 // Writes the decimal digits of `v` at `out` (at most 20); returns how many.
 std::size_t AppendDecimal(std::uint64_t v, char* out) {
-  char digits[20];
-  std::size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (std::size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
-  return n;
+  return static_cast<std::size_t>(std::to_chars(out, out + 20, v).ptr - out);
 }
 
 // Streams bytes to a File in chunk-aligned WriteAt requests.
@@ -76,16 +71,7 @@ class ChunkWriter {
     return Flush();
   }
 
-  Status Append(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      std::span<std::byte> w = Writable();
-      const std::size_t n = std::min(w.size(), bytes.size());
-      std::memcpy(w.data(), bytes.data(), n);
-      IOMIMIC_RETURN_IF_ERROR(Commit(n));
-      bytes = bytes.subspan(n);
-    }
-    return Status::OK();
-  }
+  Status Append(std::span<const std::byte> bytes) { return AppendToSink(*this, bytes); }
 
   Status Append(std::string_view text) {
     return Append(std::as_bytes(std::span<const char>(text.data(), text.size())));

@@ -12,13 +12,8 @@ namespace iomimic::indexed_binary {
 std::string IndexedBinaryFormat::name() const { return std::string(FlavorName(flavor_)); }
 
 FormatTraits IndexedBinaryFormat::traits() const {
-  FormatTraits t;
-  t.extension = name();
-  t.multi_sample_files = true;
-  t.partial_reads = true;
-  t.needs_host_decode = false;
-  t.predictable_size = true;
-  return t;
+  // Fields left out keep FormatTraits' defaults; any element type.
+  return {.extension = name(), .partial_reads = true, .predictable_size = true, .element_type = ""};
 }
 
 Status IndexedBinaryFormat::Validate(const FileSpec& spec) const {
@@ -62,6 +57,12 @@ Result<std::unique_ptr<FileReader>> IndexedBinaryFormat::OpenReader(const std::s
   return IndexedBinaryReader::Open(path, options, flavor_,
                                    cache_.capacity() > 0 ? &cache_ : nullptr);
 }
+
+const IomimicOptionSpec kPluginOptions[1] = {
+    {"index_cache_size", "bytes", "8G",
+     "memory for sample indexes kept across readers, so index files are read once per file "
+     "(an index larger than this is read by every reader; 0: no cache)"},
+};
 
 Result<std::unique_ptr<Format>> CreateIndexedBinaryFormat(Flavor flavor,
                                                           const PluginContext& context) {

@@ -76,6 +76,9 @@ class IndexedBinaryFormat final : public Format {
   IndexCache cache_;
 };
 
+// The option table of both descriptors: index_cache_size.
+extern const IomimicOptionSpec kPluginOptions[1];
+
 // The plugin factory of both descriptors: reads the option index_cache_size
 // (bytes) from `context`.
 Result<std::unique_ptr<Format>> CreateIndexedBinaryFormat(Flavor flavor,

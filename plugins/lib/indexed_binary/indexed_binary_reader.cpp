@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 
 namespace iomimic::indexed_binary {
@@ -162,16 +163,11 @@ Status IndexedBinaryReader::BuildIndex(std::vector<std::uint64_t> offsets,
 }
 
 Status IndexedBinaryReader::OpenData() {
-  OpenOptions options;
-  options.mode = OpenMode::kRead;
   // Samples are read at any offset, but each one front to back: no hint, so
   // the kernel's readahead follows a large sample and stays out of the way
   // of small scattered ones (a random hint turns a 128 MiB sample into
   // 32,768 page-sized reads on a cold mmap).
-  options.hint = AccessHint::kNormal;
-  Result<std::unique_ptr<File>> opened = storage_->Open(path_, options);
-  if (!opened.ok()) return opened.status().WithContext(name_ + ": opening " + path_);
-  file_ = std::move(opened).value();
+  IOMIMIC_ASSIGN_OR_RETURN(file_, OpenForReading(*storage_, path_, AccessHint::kNormal, name_));
   Result<std::uint64_t> size = file_->Size();
   if (!size.ok()) {
     CloseData();

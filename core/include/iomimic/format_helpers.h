@@ -1,0 +1,61 @@
+// iomimic plugin SDK: small helpers for writing a format plugin. Optional:
+// nothing in the core depends on them (see docs/plugins.md).
+
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "iomimic/format.h"
+#include "iomimic/plugin.h"
+#include "iomimic/status.h"
+#include "iomimic/storage.h"
+
+namespace iomimic {
+
+// A plugin factory for a Format built by its default constructor, for a
+// plugin without options:
+//   IOMIMIC_DEFINE_FORMAT_PLUGIN("mine", "1.0.0", "...", caps, IOMIMIC_NO_OPTIONS,
+//                                &iomimic::MakeDefaultFormat<MyFormat>);
+template <typename FormatT>
+Result<std::unique_ptr<Format>> MakeDefaultFormat(const PluginContext& context) {
+  (void)context;
+  return std::unique_ptr<Format>(std::make_unique<FormatT>());
+}
+
+// Appends `bytes` to a chunked output `sink`: a writer's buffer that offers
+// a non-empty window to fill (std::span<std::byte> Writable()) and is told
+// how much of it was filled (Status Commit(std::size_t n), which may write a
+// full chunk out). Copies window by window until every byte is committed;
+// the first error of Commit.
+template <typename Sink>
+Status AppendToSink(Sink& sink, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    std::span<std::byte> window = sink.Writable();
+    const std::size_t n = std::min(window.size(), bytes.size());
+    std::memcpy(window.data(), bytes.data(), n);
+    IOMIMIC_RETURN_IF_ERROR(sink.Commit(n));
+    bytes = bytes.subspan(n);
+  }
+  return Status::OK();
+}
+
+// Opens `path` of `storage` for reading with access `hint` (other
+// OpenOptions at their defaults). A failure keeps the storage's code, with
+// "<who>: opening <path>" as context.
+inline Result<std::unique_ptr<File>> OpenForReading(Storage& storage, const std::string& path,
+                                                    AccessHint hint, std::string_view who) {
+  OpenOptions options;
+  options.mode = OpenMode::kRead;
+  options.hint = hint;
+  Result<std::unique_ptr<File>> opened = storage.Open(path, options);
+  if (!opened.ok()) return opened.status().WithContext(std::string(who) + ": opening " + path);
+  return opened;
+}
+
+}  // namespace iomimic
