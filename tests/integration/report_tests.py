@@ -331,8 +331,8 @@ def test_study_design_example():
         fail("examples/study_design/results/report.html is committed: keep only results.csv")
     page = os.path.join(work, "recorded.html")
     run([args().iomimic, "report", recorded, "-o", page])
-    check_page(page, ["AU and MiB/s per experiment", "AU % against model",
-                      "AU % against processes"], screenshot=False)
+    check_page(page, ["AU and MiB/s per experiment", "AU % against model", "MiB/s against model",
+                      "AU % against processes", "MiB/s against processes"], screenshot=False)
 
 
 if __name__ == "__main__":
