@@ -35,10 +35,12 @@
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/device_memory_storage.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
+#include "npy_header/npy_array_test_util.h"
 #include "npy_header/npy_header.h"
 #include "npy_reader.h"
 #include "npy_writer.h"
@@ -54,6 +56,9 @@ namespace fs = std::filesystem;
 using MemStorage = testing::MemoryStorage;
 using Request = testing::StorageRequest;
 using DeviceMemStorage = testing::DeviceMemoryStorage;
+using numpy::test::CheckCorruption;
+using numpy::test::CheckRoundTrip;
+using numpy::test::ReferencePayload;
 using testing::PosixStorage;
 using testing::TempDir;
 
@@ -62,50 +67,8 @@ FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, st
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path);
 }
 
-// The array data: the content stream of the seed (iomimic::ContentStream).
-std::vector<std::byte> ReferencePayload(const FileSpec& spec) {
-  std::vector<std::byte> data(spec.sample_bytes() * spec.num_samples);
-  ContentStream(spec.seed).Fill(data);
-  if (spec.element_type.descr == "|b1") {
-    for (std::byte& b : data) b &= std::byte{1};
-  }
-  return data;
-}
-
-// x[..., i] of the C-order array with samples on the last axis.
-std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<std::byte>& payload,
-                                       std::uint64_t i) {
-  const std::size_t k = spec.element_type.size;
-  const std::size_t n = spec.num_samples;
-  std::vector<std::byte> out(spec.sample_bytes());
-  for (std::size_t j = 0; j < spec.sample_elements(); ++j) {
-    std::memcpy(out.data() + j * k, payload.data() + (j * n + i) * k, k);
-  }
-  return out;
-}
-
 std::span<const std::byte> AsBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
-
-// Reads every sample and compares with the reference.
-void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep,
-                    std::uint64_t transfer = 0) {
-  const std::vector<std::byte> payload = ReferencePayload(spec);
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep, transfer));
-  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-  REQUIRE((*reader)->num_samples() == spec.num_samples);
-  for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
-    Result<SampleView> sample = (*reader)->ReadSample(i);
-    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
-    CHECK(sample->bytes == spec.sample_bytes());
-    CHECK(testing::SameBytes(sample->data, ReferenceSample(spec, payload, i)));
-  }
-}
-
-void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 // ---------------------------------------------------------------------------
@@ -203,18 +166,10 @@ TEST_CASE("writes are chunk-aligned and bounded") {
 TEST_CASE("round trip: dtypes, shapes, samples per file") {
   NpyFormat format;
   MemStorage storage;
-  struct Case {
-    const char* dtype;
-    std::vector<std::uint64_t> shape;
-    std::uint64_t samples;
-  };
-  const Case cases[] = {
-      {"uint8", {16, 16}, 1},  {"uint8", {5, 7}, 3},  {"float32", {5, 7}, 3},  {"float64", {3}, 5},
-      {"int16", {2, 3, 4}, 2}, {"bool", {9}, 4},      {"float16", {33, 1}, 7}, {"int64", {1}, 1000},
-      {"uint32", {17, 5}, 2},  {"int8", {300000}, 2}, {"uint64", {3, 3}, 16},
-  };
+  std::vector<numpy::test::ArrayCase> cases = numpy::test::RoundTripCases();
+  cases.push_back({"uint64", {3, 3}, 16});
   std::uint64_t seed = 100;
-  for (const Case& c : cases) {
+  for (const numpy::test::ArrayCase& c : cases) {
     ++seed;
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
                              std::string("/rt/") + c.dtype + "_" + std::to_string(seed) + ".npy");
@@ -258,15 +213,13 @@ TEST_CASE("read pattern follows np.load") {
 
   for (bool decode : {true, false}) {
     CAPTURE(decode);
-    storage.SetLogging(true);
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
-    REQUIRE(reader.ok());
-    std::vector<Request> open_log = storage.TakeLog();
+    std::vector<Request> open_log;
+    std::unique_ptr<FileReader> reader =
+        numpy::test::OpenLogged(format, storage, spec.path, decode, &open_log);
     REQUIRE(open_log.size() == 1);
     CHECK((open_log[0].offset == 0 && open_log[0].length == kProbeSize));
     for (int round = 0; round < 3; ++round) {
-      Result<SampleView> s = (*reader)->ReadSample(static_cast<std::uint64_t>(round));
+      Result<SampleView> s = reader->ReadSample(static_cast<std::uint64_t>(round));
       REQUIRE(s.ok());
       CHECK(s->bytes == 256 * 64 * 4);
       CHECK(s->data.empty() == !decode);
@@ -310,45 +263,13 @@ TEST_CASE("read pattern follows np.load") {
 
 TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpyFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "/od.npy");
-  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  for (bool decode : {true, false}) {
-    const int opens_before = storage.opens();
-    Result<std::unique_ptr<FileReader>> on_demand =
-        NpyReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, false));
-    REQUIRE(on_demand.ok());
-    auto* r = static_cast<NpyReader*>(on_demand->get());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
-    CHECK(r->loads() == 4);
-    CHECK(storage.opens() - opens_before == 4);
-    CHECK(storage.open_files() == 0);
-
-    Result<std::unique_ptr<FileReader>> memory =
-        NpyReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, true));
-    REQUIRE(memory.ok());
-    auto* m = static_cast<NpyReader*>(memory->get());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(i).ok());
-    CHECK(m->loads() == 1);
-    CHECK(storage.opens() - opens_before == 5);
-  }
-  CHECK(storage.open_files() == 0);
+  numpy::test::CheckOnDemandAndKeep<NpyReader>(format,
+                                               MakeSpec("float32", {10, 10}, 4, 9, "/od.npy"));
 }
 
 TEST_CASE("decode off returns sizes only") {
   NpyFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy");
-  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, false));
-  REQUIRE(reader.ok());
-  CHECK((*reader)->num_samples() == 3);
-  Result<SampleView> s = (*reader)->ReadSample(2);
-  REQUIRE(s.ok());
-  CHECK(s->data.empty());
-  CHECK(s->bytes == 6 * 5 * 4);
+  numpy::test::CheckDecodeOffSizesOnly(format, MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy"));
 }
 
 TEST_CASE("decode off reads into whatever memory the storage allocates") {
@@ -604,10 +525,7 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!testing::HavePythonModules("numpy")) {
-    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
-    return;
-  }
+  if (!numpy::test::HaveNumpy()) return;
   TempDir dir;
   PosixStorage storage;
   NpyFormat format;
@@ -617,42 +535,31 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   // Ours, checked by numpy: values, dtype, shape, and np.save of the loaded
   // array reproduces the file byte for byte.
   const fs::path check = dir.path() / "check.py";
-  {
-    std::ofstream s(check);
-    s << "import io, sys, numpy as np\n"
-         "path, ref, dtype, shape = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]\n"
-         "x = np.load(path)\n"
-         "assert x.dtype == np.dtype(dtype), (x.dtype, dtype)\n"
-         "assert x.shape == tuple(int(v) for v in shape.split(',')), x.shape\n"
-         "assert x.tobytes() == open(ref, 'rb').read(), 'data differ from the reference'\n"
-         "buf = io.BytesIO()\n"
-         "np.save(buf, x)\n"
-         "assert buf.getvalue() == open(path, 'rb').read(), 'np.save writes different bytes'\n"
-         "print('ok', path, x.dtype, x.shape)\n";
-  }
-  struct Case {
-    const char* dtype;
-    std::vector<std::uint64_t> shape;
-    std::uint64_t samples;
-  };
-  const Case cases[] = {{"uint8", {16, 16}, 2},
-                        {"float32", {5, 7}, 3},
-                        {"bool", {9}, 4},
-                        {"int64", {3, 2, 2}, 5},
-                        {"float16", {100}, 1}};
+  testing::WriteTextFile(
+      check,
+      "import io, sys, numpy as np\n"
+      "path, ref, dtype, shape = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]\n"
+      "x = np.load(path)\n"
+      "assert x.dtype == np.dtype(dtype), (x.dtype, dtype)\n"
+      "assert x.shape == tuple(int(v) for v in shape.split(',')), x.shape\n"
+      "assert x.tobytes() == open(ref, 'rb').read(), 'data differ from the reference'\n"
+      "buf = io.BytesIO()\n"
+      "np.save(buf, x)\n"
+      "assert buf.getvalue() == open(path, 'rb').read(), 'np.save writes different bytes'\n"
+      "print('ok', path, x.dtype, x.shape)\n");
+  const numpy::test::ArrayCase cases[] = {{"uint8", {16, 16}, 2},
+                                          {"float32", {5, 7}, 3},
+                                          {"bool", {9}, 4},
+                                          {"int64", {3, 2, 2}, 5},
+                                          {"float16", {100}, 1}};
   int k = 0;
-  for (const Case& c : cases) {
+  for (const numpy::test::ArrayCase& c : cases) {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, 50 + k,
                              (dir.path() / ("ours_" + std::to_string(k) + ".npy")).string());
     ++k;
     REQUIRE(testing::WriteSpec(format, storage, spec).ok());
     const std::string ref = spec.path + ".ref";
-    {
-      const std::vector<std::byte> payload = ReferencePayload(spec);
-      std::ofstream r(ref, std::ios::binary);
-      r.write(reinterpret_cast<const char*>(payload.data()),
-              static_cast<std::streamsize>(payload.size()));
-    }
+    testing::WriteFileBytes(ref, ReferencePayload(spec));
     std::string shape;
     for (std::uint64_t d : spec.sample_shape) shape += std::to_string(d) + ",";
     shape += std::to_string(spec.num_samples);
@@ -663,38 +570,14 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   }
 
   // numpy's, read back sample by sample.
-  const fs::path make = dir.path() / "make.py";
-  {
-    std::ofstream s(make);
-    s << "import sys, numpy as np\n"
-         "d = sys.argv[1]\n"
-         "rng = np.random.default_rng(5)\n"
-         "arrays = {\n"
-         "  'c_u16': rng.integers(0, 60000, (3, 4, 5)).astype('<u2'),\n"
-         "  'f_f8': np.asfortranarray(rng.random((3, 4, 2))),\n"
-         "  'f_i2': np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')),\n"
-         "  'be_i4': rng.integers(-5, 5, (4, 3)).astype('>i4'),\n"
-         "  'one_d': np.arange(5, dtype='<i8'),\n"
-         "  'b1_4d': rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1'),\n"
-         "}\n"
-         "for name, x in arrays.items():\n"
-         "    np.save(d + '/' + name + '.npy', x)\n"
-         "    for i in range(x.shape[-1]):\n"
-         "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
-  }
-  const fs::path foreign = dir.path() / "foreign";
-  fs::create_directories(foreign);
-  int rc = testing::RunCommand(py + " " + make.string() + " " + foreign.string(), &out);
-  REQUIRE_MESSAGE(rc == 0, out);
-  for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", "b1_4d"}) {
-    CAPTURE(name);
-    const std::string path = (foreign / (std::string(name) + ".npy")).string();
-    for (bool keep : {false, true}) {
-      CAPTURE(keep);
-      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
-                                             (foreign / name).string()) == "");
-    }
-  }
+  CHECK(testing::MismatchWithForeignFiles(
+            format, storage, dir.path(),
+            std::string(numpy::test::kForeignArraysScript) +
+                "arrays['b1_4d'] = rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1')\n"
+                "for name, x in arrays.items():\n"
+                "    np.save(d + '/' + name + '.npy', x)\n"
+                "    save_samples(name, x)\n",
+            {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", "b1_4d"}, ".npy") == "");
 }
 
 TEST_CASE("written in parts, the file is WriteFile's, byte for byte") {

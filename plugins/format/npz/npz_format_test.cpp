@@ -31,9 +31,11 @@
 
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "npy_header/npy_array_test_util.h"
 #include "npy_header/npy_header.h"
 #include "npz_reader.h"
 #include "npz_writer.h"
@@ -49,6 +51,10 @@ namespace fs = std::filesystem;
 // The SDK's test storages (iomimic/testing/): in memory, on real files.
 using MemStorage = testing::MemoryStorage;
 using Request = testing::StorageRequest;
+using numpy::test::CheckCorruption;
+using numpy::test::CheckRoundTrip;
+using numpy::test::ReferencePayload;
+using numpy::test::ReferenceSample;
 using testing::PosixStorage;
 using testing::TempDir;
 
@@ -57,47 +63,6 @@ FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, st
                   const std::string& path = "/data/test.npz") {
   return ::iomimic::testing::TestFileSpec(dtype, std::move(shape), samples, seed, path,
                                           compression);
-}
-
-// What x holds: the content stream of the seed (iomimic::ContentStream).
-std::vector<std::byte> ReferencePayload(const FileSpec& spec) {
-  std::vector<std::byte> data(spec.sample_bytes() * spec.num_samples);
-  ContentStream(spec.seed).Fill(data);
-  if (spec.element_type.descr == "|b1") {
-    for (std::byte& b : data) b &= std::byte{1};
-  }
-  return data;
-}
-
-// x[..., i] of the C-order array with samples on the last axis.
-std::vector<std::byte> ReferenceSample(const FileSpec& spec, const std::vector<std::byte>& payload,
-                                       std::uint64_t i) {
-  const std::size_t k = spec.element_type.size;
-  const std::size_t n = spec.num_samples;
-  std::vector<std::byte> out(spec.sample_bytes());
-  for (std::size_t j = 0; j < spec.sample_elements(); ++j) {
-    std::memcpy(out.data() + j * k, payload.data() + (j * n + i) * k, k);
-  }
-  return out;
-}
-
-// Reads every sample and compares with the reference.
-void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
-  const std::vector<std::byte> payload = ReferencePayload(spec);
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, true, keep));
-  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-  REQUIRE((*reader)->num_samples() == spec.num_samples);
-  for (std::uint64_t i = 0; i < spec.num_samples; ++i) {
-    Result<SampleView> sample = (*reader)->ReadSample(i);
-    REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
-    CHECK(sample->bytes == spec.sample_bytes());
-    CHECK(testing::SameBytes(sample->data, ReferenceSample(spec, payload, i)));
-  }
-}
-
-void CheckCorruption(const Status& s, const std::string& path, const std::string& fragment = "") {
-  CHECK_MESSAGE(testing::IsCorruptionNaming(s, path, fragment), s.ToString());
 }
 
 fs::path RepoRoot() {
@@ -264,18 +229,8 @@ TEST_CASE("layout matches np.savez for DLIO's unet3d files") {
 TEST_CASE("round trip: dtypes, shapes, samples per file") {
   NpzFormat format;
   MemStorage storage;
-  struct Case {
-    const char* dtype;
-    std::vector<std::uint64_t> shape;
-    std::uint64_t samples;
-  };
-  const Case cases[] = {
-      {"uint8", {16, 16}, 1},  {"uint8", {5, 7}, 3},  {"float32", {5, 7}, 3},  {"float64", {3}, 5},
-      {"int16", {2, 3, 4}, 2}, {"bool", {9}, 4},      {"float16", {33, 1}, 7}, {"int64", {1}, 1000},
-      {"uint32", {17, 5}, 2},  {"int8", {300000}, 2},
-  };
   std::uint64_t seed = 100;
-  for (const Case& c : cases) {
+  for (const numpy::test::ArrayCase& c : numpy::test::RoundTripCases()) {
     for (const char* compression : {"none", "zip"}) {
       FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, ++seed, compression,
                                std::string("/rt/") + c.dtype + "_" + compression + ".npz");
@@ -392,11 +347,9 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
 
   for (bool decode : {true, false}) {
     CAPTURE(decode);
-    storage.SetLogging(true);
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
-    REQUIRE(reader.ok());
-    std::vector<Request> open_log = storage.TakeLog();
+    std::vector<Request> open_log;
+    std::unique_ptr<FileReader> reader =
+        numpy::test::OpenLogged(format, storage, spec.path, decode, &open_log);
     REQUIRE(open_log.size() == 5);
     CHECK((open_log[0].offset == 0 && open_log[0].length == 4096));
     CHECK((open_log[1].offset == size - 22 && open_log[1].length == 22));
@@ -405,7 +358,7 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
     CHECK((open_log[4].offset == 0 && open_log[4].length == 4096));
 
     for (int round = 0; round < 2; ++round) {
-      Result<SampleView> s = (*reader)->ReadSample(0);
+      Result<SampleView> s = reader->ReadSample(0);
       REQUIRE(s.ok());
       CHECK(s->bytes == 2048 * 2048);
       CHECK(s->data.empty() == !decode);
@@ -426,44 +379,14 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
 
 TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpzFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz");
-  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  for (bool decode : {true, false}) {
-    const int opens_before = storage.opens();
-    Result<std::unique_ptr<FileReader>> on_demand =
-        NpzReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, false));
-    REQUIRE(on_demand.ok());
-    auto* r = static_cast<NpzReader*>(on_demand->get());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(r->ReadSample(i).ok());
-    CHECK(r->loads() == 4);
-    CHECK(storage.opens() - opens_before == 4);
-
-    Result<std::unique_ptr<FileReader>> memory =
-        NpzReader::Open(spec.path, testing::TestReaderOptions(&storage, decode, true));
-    REQUIRE(memory.ok());
-    auto* m = static_cast<NpzReader*>(memory->get());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(3 - i).ok());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(m->ReadSample(i).ok());
-    CHECK(m->loads() == 1);
-    CHECK(storage.opens() - opens_before == 5);
-  }
-  CHECK(storage.open_files() == 0);
+  numpy::test::CheckOnDemandAndKeep<NpzReader>(
+      format, MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz"));
 }
 
 TEST_CASE("decode off returns sizes only") {
   NpzFormat format;
-  MemStorage storage;
-  FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz");
-  REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, testing::TestReaderOptions(&storage, false));
-  REQUIRE(reader.ok());
-  CHECK((*reader)->num_samples() == 3);
-  Result<SampleView> s = (*reader)->ReadSample(2);
-  REQUIRE(s.ok());
-  CHECK(s->data.empty());
-  CHECK(s->bytes == 6 * 5 * 4);
+  numpy::test::CheckDecodeOffSizesOnly(format,
+                                       MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz"));
 }
 
 // A back end whose Allocate() hands out "device" buffers (host memory marked
@@ -746,10 +669,7 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!testing::HavePythonModules("numpy")) {
-    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
-    return;
-  }
+  if (!numpy::test::HaveNumpy()) return;
   const fs::path checker = RepoRoot() / "tests" / "interop" / "check_npz.py";
   REQUIRE_MESSAGE(fs::exists(checker), checker.string());
   TempDir dir;
@@ -803,21 +723,20 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   // Values and bytes: x equals the reference stream, y is zeros, and for
   // non-forced files np.savez of the same arrays reproduces the file exactly.
   const fs::path compare = dir.path() / "compare.py";
-  {
-    std::ofstream s(compare);
-    s << "import io, sys, numpy as np\n"
-         "path, ref, identical, compressed = sys.argv[1], sys.argv[2], sys.argv[3] == '1', "
-         "sys.argv[4] == '1'\n"
-         "with np.load(path) as f:\n"
-         "    x, y = f['x'], f['y']\n"
-         "assert x.tobytes() == open(ref, 'rb').read(), 'x differs from the reference'\n"
-         "assert y.dtype == np.int64 and not y.any(), 'y is not int64 zeros'\n"
-         "if identical:\n"
-         "    buf = io.BytesIO()\n"
-         "    (np.savez_compressed if compressed else np.savez)(buf, x=x, y=y)\n"
-         "    assert buf.getvalue() == open(path, 'rb').read(), 'np.savez writes different bytes'\n"
-         "print('ok', path, x.dtype, x.shape)\n";
-  }
+  testing::WriteTextFile(
+      compare,
+      "import io, sys, numpy as np\n"
+      "path, ref, identical, compressed = sys.argv[1], sys.argv[2], sys.argv[3] == '1', "
+      "sys.argv[4] == '1'\n"
+      "with np.load(path) as f:\n"
+      "    x, y = f['x'], f['y']\n"
+      "assert x.tobytes() == open(ref, 'rb').read(), 'x differs from the reference'\n"
+      "assert y.dtype == np.int64 and not y.any(), 'y is not int64 zeros'\n"
+      "if identical:\n"
+      "    buf = io.BytesIO()\n"
+      "    (np.savez_compressed if compressed else np.savez)(buf, x=x, y=y)\n"
+      "    assert buf.getvalue() == open(path, 'rb').read(), 'np.savez writes different bytes'\n"
+      "print('ok', path, x.dtype, x.shape)\n");
   for (const Written& w : written) {
     const std::string ref =
         (dir.path() / "ref" / (fs::path(w.spec.path).filename().string() + ".bin")).string();
@@ -830,38 +749,15 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
 
   // numpy-written files (C and Fortran order, big-endian, compressed) read
   // back sample by sample.
-  const fs::path make = dir.path() / "make.py";
-  {
-    std::ofstream s(make);
-    s << "import sys, numpy as np\n"
-         "d = sys.argv[1]\n"
-         "rng = np.random.default_rng(5)\n"
-         "arrays = {\n"
-         "  'c_u16': (rng.integers(0, 60000, (3, 4, 5)).astype('<u2'), np.savez),\n"
-         "  'f_f8': (np.asfortranarray(rng.random((3, 4, 2))), np.savez),\n"
-         "  'f_i2': (np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')), "
-         "np.savez),\n"
-         "  'be_i4': (rng.integers(-5, 5, (4, 3)).astype('>i4'), np.savez),\n"
-         "  'z_i4': (rng.integers(0, 9, (6, 3)).astype('<i4'), np.savez_compressed),\n"
-         "  'one_d': (np.arange(5, dtype='<i8'), np.savez),\n"
-         "}\n"
-         "for name, (x, save) in arrays.items():\n"
-         "    save(d + '/' + name + '.npz', y=np.zeros(x.shape[-1], dtype=np.int64), x=x)\n"
-         "    for i in range(x.shape[-1]):\n"
-         "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
-  }
-  const fs::path foreign = dir.path() / "foreign";
-  rc = testing::RunCommand(py + " " + make.string() + " " + foreign.string(), &out);
-  REQUIRE_MESSAGE(rc == 0, out);
-  for (const char* name : {"c_u16", "f_f8", "f_i2", "be_i4", "z_i4", "one_d"}) {
-    CAPTURE(name);
-    const std::string path = (foreign / (std::string(name) + ".npz")).string();
-    for (bool keep : {false, true}) {
-      CAPTURE(keep);
-      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
-                                             (foreign / name).string()) == "");
-    }
-  }
+  CHECK(testing::MismatchWithForeignFiles(
+            format, storage, dir.path(),
+            std::string(numpy::test::kForeignArraysScript) +
+                "arrays['z_i4'] = rng.integers(0, 9, (6, 3)).astype('<i4')\n"
+                "for name, x in arrays.items():\n"
+                "    save = np.savez_compressed if name == 'z_i4' else np.savez\n"
+                "    save(d + '/' + name + '.npz', y=np.zeros(x.shape[-1], dtype=np.int64), x=x)\n"
+                "    save_samples(name, x)\n",
+            {"c_u16", "f_f8", "f_i2", "be_i4", "z_i4", "one_d"}, ".npz") == "");
 }
 
 }  // namespace
