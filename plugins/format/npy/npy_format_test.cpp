@@ -210,32 +210,9 @@ TEST_CASE("read pattern follows np.load") {
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t header = 128;
   const std::uint64_t data = 256 * 64 * 4 * 4;
-
-  for (bool decode : {true, false}) {
-    CAPTURE(decode);
-    std::vector<Request> open_log;
-    std::unique_ptr<FileReader> reader =
-        numpy::test::OpenLogged(format, storage, spec.path, decode, &open_log);
-    REQUIRE(open_log.size() == 1);
-    CHECK((open_log[0].offset == 0 && open_log[0].length == kProbeSize));
-    for (int round = 0; round < 3; ++round) {
-      Result<SampleView> s = reader->ReadSample(static_cast<std::uint64_t>(round));
-      REQUIRE(s.ok());
-      CHECK(s->bytes == 256 * 64 * 4);
-      CHECK(s->data.empty() == !decode);
-      std::vector<Request> log = storage.TakeLog();
-      // A later on-demand read repeats the header request.
-      std::size_t at = 0;
-      if (round > 0) {
-        REQUIRE(log.size() == 2);
-        CHECK((log[0].offset == 0 && log[0].length == kProbeSize));
-        at = 1;
-      }
-      REQUIRE(log.size() == at + 1);
-      CHECK((log[at].offset == header && log[at].length == data));
-    }
-    storage.SetLogging(false);
-  }
+  // A later on-demand read repeats the header request.
+  numpy::test::CheckReadPattern(format, storage, spec, {0, 1, 2}, {{0, kProbeSize}},
+                                {{header, data}});
 
   // A transfer size splits the data read into requests that end on its
   // multiples in the file (the first one short by the header), decoding or
@@ -478,9 +455,7 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "truncated file");
   }
   SUBCASE("shape larger than the file") {
-    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
-    const std::size_t at = text.find("(8, 8, 2)");
-    REQUIRE(at != std::string::npos);
+    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
     with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "needs 144 bytes");
   }
@@ -500,8 +475,7 @@ TEST_CASE("corruption is reported with path and offset") {
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->ReadSample(0).ok());
-    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
-    const std::size_t at = text.find("(8, 8, 2)");
+    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
     with([&](std::vector<std::byte>& b) {
       b[at + 4] = std::byte{'4'};  // (8, 4, 2): still fits in the file
     });
@@ -529,6 +503,12 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   TempDir dir;
   PosixStorage storage;
   NpyFormat format;
+  // numpy's files, read back sample by sample.
+  CHECK(numpy::test::MismatchWithNumpyArrays(
+            format, storage, dir.path(), "b1_4d",
+            "arrays['b1_4d'] = rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1')\n"
+            "def save(name, x):\n"
+            "    np.save(d + '/' + name + '.npy', x)\n") == "");
   const std::string py = testing::kSystemPython;
   std::string out;
 
@@ -568,16 +548,6 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
         &out);
     CHECK_MESSAGE(rc == 0, (spec.path + ": " + out));
   }
-
-  // numpy's, read back sample by sample.
-  CHECK(testing::MismatchWithForeignFiles(
-            format, storage, dir.path(),
-            std::string(numpy::test::kForeignArraysScript) +
-                "arrays['b1_4d'] = rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1')\n"
-                "for name, x in arrays.items():\n"
-                "    np.save(d + '/' + name + '.npy', x)\n"
-                "    save_samples(name, x)\n",
-            {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", "b1_4d"}, ".npy") == "");
 }
 
 TEST_CASE("written in parts, the file is WriteFile's, byte for byte") {

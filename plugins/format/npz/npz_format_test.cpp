@@ -344,37 +344,13 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
   FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/pattern.npz");
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = 4194802;
-
-  for (bool decode : {true, false}) {
-    CAPTURE(decode);
-    std::vector<Request> open_log;
-    std::unique_ptr<FileReader> reader =
-        numpy::test::OpenLogged(format, storage, spec.path, decode, &open_log);
-    REQUIRE(open_log.size() == 5);
-    CHECK((open_log[0].offset == 0 && open_log[0].length == 4096));
-    CHECK((open_log[1].offset == size - 22 && open_log[1].length == 22));
-    CHECK((open_log[2].offset == size - 42 && open_log[2].length == 20));
-    CHECK((open_log[3].offset == 4194678 && open_log[3].length == 102));
-    CHECK((open_log[4].offset == 0 && open_log[4].length == 4096));
-
-    for (int round = 0; round < 2; ++round) {
-      Result<SampleView> s = reader->ReadSample(0);
-      REQUIRE(s.ok());
-      CHECK(s->bytes == 2048 * 2048);
-      CHECK(s->data.empty() == !decode);
-      std::vector<Request> log = storage.TakeLog();
-      // A later on-demand read repeats the metadata requests.
-      const std::size_t first_data = round == 0 ? 0 : 5;
-      REQUIRE(log.size() == first_data + 17);
-      CHECK((log[first_data].offset == 4096 && log[first_data].length == 258048));
-      for (std::size_t k = 1; k <= 15; ++k) {
-        CHECK((log[first_data + k].offset == k * 262144 && log[first_data + k].length == 262144));
-      }
-      CHECK((log.back().offset == 4194304 && log.back().length == 183));
-    }
-    storage.SetLogging(false);
-  }
-  CHECK(storage.open_files() == 0);
+  numpy::test::Extents data = {{4096, 258048}};
+  for (std::uint64_t k = 1; k <= 15; ++k) data.emplace_back(k * 262144, 262144);
+  data.emplace_back(4194304, 183);
+  // A later on-demand read repeats the metadata requests.
+  numpy::test::CheckReadPattern(
+      format, storage, spec, {0, 0},
+      {{0, 4096}, {size - 22, 22}, {size - 42, 20}, {4194678, 102}, {0, 4096}}, data);
 }
 
 TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
@@ -570,9 +546,7 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header");
   }
   SUBCASE("npy shape disagrees with the member size") {
-    const std::string text(reinterpret_cast<const char*>(good.data()), good.size());
-    const std::size_t at = text.find("(8, 8, 2)");
-    REQUIRE(at != std::string::npos);
+    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
     with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header describes");
   }
@@ -682,6 +656,15 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   fs::create_directories(dir.path() / "f32" / "nested");
   fs::create_directories(dir.path() / "ref");
   fs::create_directories(dir.path() / "foreign");
+  // numpy-written files (C and Fortran order, big-endian, compressed) read
+  // back sample by sample.
+  CHECK(numpy::test::MismatchWithNumpyArrays(
+            format, storage, dir.path(), "z_i4",
+            "arrays['z_i4'] = rng.integers(0, 9, (6, 3)).astype('<i4')\n"
+            "def save(name, x):\n"
+            "    savez = np.savez_compressed if name == 'z_i4' else np.savez\n"
+            "    savez(d + '/' + name + '.npz', y=np.zeros(x.shape[-1], dtype=np.int64), x=x)\n") ==
+        "");
 
   struct Written {
     FileSpec spec;
@@ -746,18 +729,6 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
                              &out);
     CHECK_MESSAGE(rc == 0, (w.spec.path + ": " + out));
   }
-
-  // numpy-written files (C and Fortran order, big-endian, compressed) read
-  // back sample by sample.
-  CHECK(testing::MismatchWithForeignFiles(
-            format, storage, dir.path(),
-            std::string(numpy::test::kForeignArraysScript) +
-                "arrays['z_i4'] = rng.integers(0, 9, (6, 3)).astype('<i4')\n"
-                "for name, x in arrays.items():\n"
-                "    save = np.savez_compressed if name == 'z_i4' else np.savez\n"
-                "    save(d + '/' + name + '.npz', y=np.zeros(x.shape[-1], dtype=np.int64), x=x)\n"
-                "    save_samples(name, x)\n",
-            {"c_u16", "f_f8", "f_i2", "be_i4", "z_i4", "one_d"}, ".npz") == "");
 }
 
 }  // namespace

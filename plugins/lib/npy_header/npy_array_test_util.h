@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 
@@ -134,17 +136,51 @@ inline const std::vector<ArrayCase>& RoundTripCases() {
   return cases;
 }
 
-// Opens `path` with `format` over `storage` (decoding or not) while the
-// storage logs; the reader, and in `*open_log` the requests the opening made.
-inline std::unique_ptr<FileReader> OpenLogged(Format& format, testing::MemoryStorage& storage,
-                                              const std::string& path, bool decode,
-                                              std::vector<testing::StorageRequest>* open_log) {
-  storage.SetLogging(true);
-  Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(path, testing::TestReaderOptions(&storage, decode));
-  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-  *open_log = storage.TakeLog();
-  return std::move(reader).value();
+// (offset, length) of each request, for comparing access patterns.
+using Extents = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+inline Extents ExtentsOf(const std::vector<testing::StorageRequest>& log) {
+  Extents out;
+  for (const testing::StorageRequest& r : log) out.emplace_back(r.offset, r.length);
+  return out;
+}
+
+// The requests of reading `spec`'s file from `storage` on demand, decoding
+// and not: opening makes the requests `open`; then each read of sample
+// `samples[k]` makes the requests `data` and returns the sample's size (its
+// data only when decoding), a later read repeating `open` first.
+inline void CheckReadPattern(Format& format, testing::MemoryStorage& storage, const FileSpec& spec,
+                             const std::vector<std::uint64_t>& samples, const Extents& open,
+                             const Extents& data) {
+  Extents again = open;
+  again.insert(again.end(), data.begin(), data.end());
+  for (bool decode : {true, false}) {
+    CAPTURE(decode);
+    storage.SetLogging(true);
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode));
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    CHECK(ExtentsOf(storage.TakeLog()) == open);
+    for (std::size_t k = 0; k < samples.size(); ++k) {
+      CAPTURE(k);
+      Result<SampleView> s = (*reader)->ReadSample(samples[k]);
+      REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+      CHECK(s->bytes == spec.sample_bytes());
+      CHECK(s->data.empty() == !decode);
+      CHECK(ExtentsOf(storage.TakeLog()) == (k == 0 ? data : again));
+    }
+    storage.SetLogging(false);
+  }
+  CHECK(storage.open_files() == 0);
+}
+
+// Where the text `shape` (the array's shape tuple, "(8, 8, 2)") stands in
+// the file `bytes`, for damaging the header.
+inline std::size_t ShapeTextAt(const std::vector<std::byte>& bytes, const std::string& shape) {
+  const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::size_t at = text.find(shape);
+  REQUIRE(at != std::string::npos);
+  return at;
 }
 
 // Whether /usr/bin/python3 has numpy; when not, says that the test is
@@ -155,24 +191,36 @@ inline bool HaveNumpy() {
   return false;
 }
 
-// The start of a Python script that writes numpy arrays of every layout the
-// readers must handle (C and Fortran order, big-endian, 1-D) into the folder
-// sys.argv[1] (`d`): `arrays` maps a name to an array whose samples lie on
-// the last axis, and save_samples(name, x) writes sample i of x as the file
-// name.i (testing::MismatchWithForeignFiles).
-inline constexpr char kForeignArraysScript[] =
-    "import sys, numpy as np\n"
-    "d = sys.argv[1]\n"
-    "rng = np.random.default_rng(5)\n"
-    "arrays = {\n"
-    "  'c_u16': rng.integers(0, 60000, (3, 4, 5)).astype('<u2'),\n"
-    "  'f_f8': np.asfortranarray(rng.random((3, 4, 2))),\n"
-    "  'f_i2': np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')),\n"
-    "  'be_i4': rng.integers(-5, 5, (4, 3)).astype('>i4'),\n"
-    "  'one_d': np.arange(5, dtype='<i8'),\n"
-    "}\n"
-    "def save_samples(name, x):\n"
-    "    for i in range(x.shape[-1]):\n"
-    "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
+// Runs a Python script that writes, into a folder below `dir`, numpy arrays
+// in every layout the readers must handle (C and Fortran order,
+// big-endian, 1-D; samples on the last axis) and one more, `extra_name`,
+// with the Python `extra`: it defines arrays[extra_name] and save(name, x),
+// which writes array x as the file name + extension with numpy. Then reads
+// every file with `format` and compares each sample with numpy's
+// (testing::MismatchWithForeignFiles); empty when all match.
+inline std::string MismatchWithNumpyArrays(Format& format, Storage& storage,
+                                           const std::filesystem::path& dir,
+                                           const std::string& extra_name,
+                                           const std::string& extra) {
+  const std::string script =
+      "import sys, numpy as np\n"
+      "d = sys.argv[1]\n"
+      "rng = np.random.default_rng(5)\n"
+      "arrays = {\n"
+      "  'c_u16': rng.integers(0, 60000, (3, 4, 5)).astype('<u2'),\n"
+      "  'f_f8': np.asfortranarray(rng.random((3, 4, 2))),\n"
+      "  'f_i2': np.asfortranarray(rng.integers(-9, 9, (2, 3, 4, 3)).astype('<i2')),\n"
+      "  'be_i4': rng.integers(-5, 5, (4, 3)).astype('>i4'),\n"
+      "  'one_d': np.arange(5, dtype='<i8'),\n"
+      "}\n" +
+      extra +
+      "for name, x in arrays.items():\n"
+      "    save(name, x)\n"
+      "    for i in range(x.shape[-1]):\n"
+      "        open(d + '/' + name + '.' + str(i), 'wb').write(x[..., i].tobytes())\n";
+  return testing::MismatchWithForeignFiles(format, storage, dir, script,
+                                           {"c_u16", "f_f8", "f_i2", "be_i4", "one_d", extra_name},
+                                           "." + format.traits().extension);
+}
 
 }  // namespace iomimic::numpy::test

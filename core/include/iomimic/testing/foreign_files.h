@@ -6,8 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "iomimic/format.h"
 #include "iomimic/storage.h"
@@ -30,7 +30,7 @@ inline void WriteTextFile(const std::filesystem::path& p, const std::string& tex
 inline std::string MismatchWithForeignFiles(Format& format, Storage& storage,
                                             const std::filesystem::path& dir,
                                             const std::string& script,
-                                            std::initializer_list<const char*> names,
+                                            const std::vector<std::string>& names,
                                             const std::string& extension) {
   const std::filesystem::path make = dir / "make_foreign.py";
   const std::filesystem::path foreign = dir / "foreign";
@@ -41,8 +41,8 @@ inline std::string MismatchWithForeignFiles(Format& format, Storage& storage,
       RunCommand(std::string(kSystemPython) + " " + make.string() + " " + foreign.string(), &out);
   if (rc != 0) return "the script failed (" + std::to_string(rc) + "): " + out;
   std::string mismatches;
-  for (const char* name : names) {
-    const std::string path = (foreign / (std::string(name) + extension)).string();
+  for (const std::string& name : names) {
+    const std::string path = (foreign / (name + extension)).string();
     for (bool keep : {false, true}) {
       const std::string m =
           MismatchWithSampleFiles(format, storage, path, keep, (foreign / name).string());
