@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/damaged_copies.h"
 #include "iomimic/testing/device_memory_storage.h"
 #include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/foreign_files.h"
@@ -50,17 +51,12 @@ extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 namespace iomimic::npy {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The SDK's test storages (iomimic/testing/): in memory, on real files.
+// The SDK's test storages in memory (iomimic/testing/).
 using MemStorage = testing::MemoryStorage;
-using Request = testing::StorageRequest;
 using DeviceMemStorage = testing::DeviceMemoryStorage;
 using numpy::test::CheckCorruption;
 using numpy::test::CheckRoundTrip;
 using numpy::test::ReferencePayload;
-using testing::PosixStorage;
-using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.npy") {
@@ -147,11 +143,11 @@ TEST_CASE("writes are chunk-aligned and bounded") {
   FileSpec spec = MakeSpec("uint16", {300, 301}, 3, 5, "/chunks.npy");
   storage.SetLogging(true);
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  const std::vector<Request> log = storage.TakeLog();
+  const std::vector<testing::StorageRequest> log = storage.TakeLog();
   storage.SetLogging(false);
   const std::uint64_t size = *format.ExpectedFileSize(spec);
   std::uint64_t expected_offset = 0;
-  for (const Request& r : log) {
+  for (const testing::StorageRequest& r : log) {
     CHECK(r.write);
     CHECK(r.offset == expected_offset);
     CHECK(r.offset % (64 << 10) == 0);
@@ -223,7 +219,7 @@ TEST_CASE("read pattern follows np.load") {
         format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, 100000));
     REQUIRE(chunked.ok());
     REQUIRE((*chunked)->ReadSample(1).ok());
-    std::vector<Request> log = storage.TakeLog();
+    std::vector<testing::StorageRequest> log = storage.TakeLog();
     storage.SetLogging(false);
     const std::uint64_t end = header + data;
     REQUIRE(log.size() == 1 + (end + 99999) / 100000);
@@ -287,7 +283,7 @@ TEST_CASE("a header longer than the first 4 KiB takes one more request") {
   Result<std::unique_ptr<FileReader>> reader =
       format.OpenReader("/long.npy", testing::TestReaderOptions(&storage, true));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-  std::vector<Request> log = storage.TakeLog();
+  std::vector<testing::StorageRequest> log = storage.TakeLog();
   storage.SetLogging(false);
   REQUIRE(log.size() == 2);
   CHECK((log[0].offset == 0 && log[0].length == kProbeSize));
@@ -402,26 +398,21 @@ TEST_CASE("corruption is reported with path and offset") {
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(path);
   REQUIRE(good.size() == 128 + 128);
-  auto with = [&](auto mutate) {
-    std::vector<std::byte> b = good;
-    mutate(b);
-    storage.SetBytes(path, b);
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("truncated") {
     for (std::size_t keep :
          {std::size_t{0}, std::size_t{3}, std::size_t{7}, std::size_t{9}, std::size_t{60},
           std::size_t{127}, std::size_t{128}, std::size_t{200}, good.size() - 1}) {
       CAPTURE(keep);
-      with([&](std::vector<std::byte>& b) { b.resize(keep); });
       for (bool decode : {true, false})
-        CheckCorruption(testing::OpenAndRead(format, storage, path, decode), path);
+        CheckCorruption(damaged.ReadTruncated(format, keep, decode), path);
     }
-    with([&](std::vector<std::byte>& b) { b.resize(good.size() - 1); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(good.size() - 1); });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "at offset 255");
   }
   SUBCASE("magic") {
-    with([](std::vector<std::byte>& b) { b[1] = std::byte{'X'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[1] = std::byte{'X'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY magic");
     CheckCorruption(testing::OpenAndRead(format, storage, path, false), path, "at offset 0");
   }
@@ -430,25 +421,25 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "not an NPY file");
   }
   SUBCASE("version") {
-    with([](std::vector<std::byte>& b) { b[6] = std::byte{9}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[6] = std::byte{9}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path,
                     "unsupported NPY version 9.0");
   }
   SUBCASE("dictionary") {
-    with([](std::vector<std::byte>& b) { b[10 + 2] = std::byte{'x'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[10 + 2] = std::byte{'x'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "bad NPY header");
-    with([](std::vector<std::byte>& b) { b[10] = std::byte{'['}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[10] = std::byte{'['}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "at offset 10");
   }
   SUBCASE("header length beyond numpy's limit") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       b[8] = std::byte{0xff};
       b[9] = std::byte{0x7f};
     });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "numpy's limit");
   }
   SUBCASE("header length pointing past the end of the file") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       b[8] = std::byte{0x10};
       b[9] = std::byte{0x27};  // 10000: allowed, but the file has 256 bytes
     });
@@ -456,14 +447,14 @@ TEST_CASE("corruption is reported with path and offset") {
   }
   SUBCASE("shape larger than the file") {
     const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
-    with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "needs 144 bytes");
   }
   SUBCASE("the file shrinks between open and read") {
     Result<std::unique_ptr<FileReader>> reader =
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
-    with([&](std::vector<std::byte>& b) { b.resize(200); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(200); });
     Result<SampleView> s = (*reader)->ReadSample(0);
     CheckCorruption(s.status(), path, "at offset 200");
     CHECK(storage.open_files() == 0);
@@ -476,7 +467,7 @@ TEST_CASE("corruption is reported with path and offset") {
     REQUIRE(reader.ok());
     REQUIRE((*reader)->ReadSample(0).ok());
     const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       b[at + 4] = std::byte{'4'};  // (8, 4, 2): still fits in the file
     });
     CheckCorruption((*reader)->ReadSample(1).status(), path, "changed since the reader opened");
@@ -485,12 +476,12 @@ TEST_CASE("corruption is reported with path and offset") {
 }
 
 TEST_CASE("posix files round trip") {
-  TempDir dir;
+  testing::TempDir dir;
   NpyFormat format;
-  PosixStorage storage;
+  testing::PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, (dir.path() / "p.npy").string());
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
+  CHECK(std::filesystem::file_size(spec.path) == *format.ExpectedFileSize(spec));
   CheckRoundTrip(format, storage, spec, false);
   CheckRoundTrip(format, storage, spec, true);
 }
@@ -500,8 +491,8 @@ TEST_CASE("posix files round trip") {
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
   if (!numpy::test::HaveNumpy()) return;
-  TempDir dir;
-  PosixStorage storage;
+  testing::TempDir dir;
+  testing::PosixStorage storage;
   NpyFormat format;
   // numpy's files, read back sample by sample.
   CHECK(numpy::test::MismatchWithNumpyArrays(
@@ -514,7 +505,7 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
 
   // Ours, checked by numpy: values, dtype, shape, and np.save of the loaded
   // array reproduces the file byte for byte.
-  const fs::path check = dir.path() / "check.py";
+  const std::filesystem::path check = dir.path() / "check.py";
   testing::WriteTextFile(
       check,
       "import io, sys, numpy as np\n"

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/damaged_copies.h"
 #include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
@@ -48,15 +49,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's test storages (iomimic/testing/): in memory, on real files.
+// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
 using MemStorage = testing::MemoryStorage;
-using Request = testing::StorageRequest;
 using numpy::test::CheckCorruption;
 using numpy::test::CheckRoundTrip;
 using numpy::test::ReferencePayload;
 using numpy::test::ReferenceSample;
-using testing::PosixStorage;
-using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
@@ -298,7 +296,7 @@ TEST_CASE("read pattern dlio: np.load's calls through Python's buffered file") {
       Result<SampleView> s = (*reader)->ReadSample(0);
       REQUIRE_MESSAGE(s.ok(), s.status().ToString());
       CHECK(s->bytes == 2048 * 2048);
-      std::vector<Request> log = storage.TakeLog();
+      std::vector<testing::StorageRequest> log = storage.TakeLog();
       REQUIRE(log.size() == expected.size());
       std::uint64_t returned = 0;
       for (std::size_t i = 0; i < log.size(); ++i) {
@@ -330,9 +328,9 @@ TEST_CASE("read pattern whole: one request per load") {
     REQUIRE(s.ok());
     CHECK(testing::SameBytes(s->data, ReferenceSample(spec, payload, i)));
   }
-  std::vector<Request> log = storage.TakeLog();
+  std::vector<testing::StorageRequest> log = storage.TakeLog();
   REQUIRE(log.size() == 3);
-  for (const Request& r : log)
+  for (const testing::StorageRequest& r : log)
     CHECK((r.offset == 0 && r.length == storage.Bytes(spec.path).size()));
   CHECK(ParseReadPattern("direct").ok());
   CHECK(ParseReadPattern("mmap").status().code() == StatusCode::kInvalidArgument);
@@ -518,44 +516,39 @@ TEST_CASE("corruption is reported with path and offset") {
   FileSpec spec = MakeSpec("uint8", {8, 8}, 2, 3, "none", path);
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::vector<std::byte> good = storage.Bytes(path);
-  auto with = [&](auto mutate) {
-    std::vector<std::byte> b = good;
-    mutate(b);
-    storage.SetBytes(path, b);
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("truncated") {
     for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{10}, std::size_t{100},
                              good.size() / 2, good.size() - 23, good.size() - 1}) {
       CAPTURE(keep);
-      with([&](std::vector<std::byte>& b) { b.resize(keep); });
-      CheckCorruption(testing::OpenAndRead(format, storage, path), path);
+      CheckCorruption(damaged.ReadTruncated(format, keep), path);
     }
   }
   SUBCASE("zip signature") {
-    with([](std::vector<std::byte>& b) { b[0] = std::byte{'Q'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[0] = std::byte{'Q'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "not a ZIP archive");
   }
   SUBCASE("npy magic") {
-    with([](std::vector<std::byte>& b) { b[55 + 1] ^= std::byte{0x20}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[55 + 1] ^= std::byte{0x20}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY magic");
     CheckCorruption(testing::OpenAndRead(format, storage, path, false), path, "at offset 55");
   }
   SUBCASE("npy dictionary") {
-    with([](std::vector<std::byte>& b) { b[55 + 10 + 2] = std::byte{'x'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[55 + 10 + 2] = std::byte{'x'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header");
   }
   SUBCASE("npy shape disagrees with the member size") {
     const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
-    with([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header describes");
   }
   SUBCASE("npy header length") {
-    with([](std::vector<std::byte>& b) { b[55 + 9] = std::byte{0x7f}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[55 + 9] = std::byte{0x7f}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("data byte: CRC") {
-    with([](std::vector<std::byte>& b) { b[55 + 128 + 5] ^= std::byte{1}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[55 + 128 + 5] ^= std::byte{1}; });
     Result<std::unique_ptr<FileReader>> reader =
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
@@ -571,18 +564,18 @@ TEST_CASE("corruption is reported with path and offset") {
   SUBCASE("central directory signature") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
     REQUIRE(zip::LoadU32(good.data() + cd) == zip::kCentralHeaderSignature);
-    with([&](std::vector<std::byte>& b) { b[cd + 1] = std::byte{0}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[cd + 1] = std::byte{0}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "central directory");
   }
   SUBCASE("local header signature") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       b[2] = std::byte{5};
       b[3] = std::byte{6};
     });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("missing x member") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       for (std::size_t i = 0; i + 5 <= b.size(); ++i) {
         if (std::memcmp(b.data() + i, "x.npy", 5) == 0) b[i] = std::byte{'z'};
       }
@@ -591,17 +584,17 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(s, path, "no member 'x.npy'");
   }
   SUBCASE("local and central names differ") {
-    with([](std::vector<std::byte>& b) { b[30] = std::byte{'w'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[30] = std::byte{'w'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "differ");
   }
   SUBCASE("directory points past the end") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
-    with([&](std::vector<std::byte>& b) { zip::StoreU32(b.data() + cd + 42, 0x7fffff00u); });
+    damaged.Put([&](std::vector<std::byte>& b) { zip::StoreU32(b.data() + cd + 42, 0x7fffff00u); });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path);
   }
   SUBCASE("unsupported method") {
     const std::size_t cd = good.size() - 22 - 2 * 51;
-    with([&](std::vector<std::byte>& b) { b[cd + 10] = std::byte{12}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[cd + 10] = std::byte{12}; });
     CHECK(testing::OpenAndRead(format, storage, path).code() == StatusCode::kNotSupported);
   }
 }
@@ -630,9 +623,9 @@ TEST_CASE("corrupt deflate data") {
 }
 
 TEST_CASE("posix files round trip") {
-  TempDir dir;
+  testing::TempDir dir;
   NpzFormat format;
-  PosixStorage storage;
+  testing::PosixStorage storage;
   FileSpec spec = MakeSpec("float64", {9, 11}, 5, 77, "none", (dir.path() / "p.npz").string());
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   CHECK(fs::file_size(spec.path) == *format.ExpectedFileSize(spec));
@@ -646,8 +639,8 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   if (!numpy::test::HaveNumpy()) return;
   const fs::path checker = RepoRoot() / "tests" / "interop" / "check_npz.py";
   REQUIRE_MESSAGE(fs::exists(checker), checker.string());
-  TempDir dir;
-  PosixStorage storage;
+  testing::TempDir dir;
+  testing::PosixStorage storage;
   NpzFormat format;
   WriterOptions forced;
   forced.zip64_limit = 0;
