@@ -32,6 +32,7 @@
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/damaged_copies.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
 #include "iomimic/testing/posix_test_storage.h"
@@ -44,23 +45,10 @@ namespace fs = std::filesystem;
 using MemStorage = ::iomimic::testing::MemoryStorage;
 using Request = ::iomimic::testing::StorageRequest;
 
-// Real files: the SDK's test storage (iomimic/testing/posix_test_storage.h).
-using ::iomimic::testing::PosixFile;
-using ::iomimic::testing::PosixStorage;
-using ::iomimic::testing::TempDir;
-
-// The SDK's format test helpers (iomimic/testing/format_test_support.h,
-// damaged_copies.h).
-using ::iomimic::testing::DamagedCopies;
-using ::iomimic::testing::HavePythonModules;
-using ::iomimic::testing::kSystemPython;
-using ::iomimic::testing::OpenAndRead;
-using ::iomimic::testing::ReadFileText;
-using ::iomimic::testing::RunCommand;
-using ::iomimic::testing::SameBytes;
-using ::iomimic::testing::TestReaderOptions;
-using ::iomimic::testing::WriteFileBytes;
-using ::iomimic::testing::WriteSpec;
+// The SDK's format test helpers and storages on real files
+// (iomimic/testing/): WriteSpec, OpenAndRead, SameBytes, TestReaderOptions,
+// DamagedCopies, RunCommand, PosixStorage, TempDir, ...
+using namespace ::iomimic::testing;  // NOLINT: test helpers
 
 inline FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape,
                          std::uint64_t seed, const std::string& path, std::uint64_t samples = 1) {
@@ -120,14 +108,6 @@ inline void CheckCorruption(const Status& s, const std::string& path,
   // IOMIMIC_TEST_VERBOSE=1 prints every message checked here.
   if (std::getenv("IOMIMIC_TEST_VERBOSE") != nullptr) MESSAGE(s.ToString());
   CHECK_MESSAGE(::iomimic::testing::IsCorruptionNaming(s, path, fragment), s.ToString());
-}
-
-// The bytes of the real file `p` (empty when it cannot be read).
-inline std::vector<std::byte> ReadBinary(const fs::path& p) {
-  const std::string text = ReadFileText(p);
-  std::vector<std::byte> out(text.size());
-  if (!text.empty()) std::memcpy(out.data(), text.data(), text.size());
-  return out;
 }
 
 }  // namespace iomimic::image_test
