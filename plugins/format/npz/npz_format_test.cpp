@@ -366,25 +366,15 @@ TEST_CASE("decode off returns sizes only") {
 // A back end whose Allocate() hands out "device" buffers (host memory marked
 // kDevice, so the test can run anywhere) and which records, per read, whether
 // the destination was one of them.
-class DeviceLikeStorage final : public Storage {
+class DeviceLikeStorage final : public ForwardingStorage {
  public:
-  explicit DeviceLikeStorage(Storage* inner) : inner_(inner) {}
+  explicit DeviceLikeStorage(Storage* inner) : ForwardingStorage(inner) {}
   std::string name() const override { return "device-like"; }
   StorageCapabilities capabilities() const override {
-    StorageCapabilities c = inner_->capabilities();
+    StorageCapabilities c = inner().capabilities();
     c.device_memory = true;
     return c;
   }
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
-    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> f, inner_->Open(path, options));
-    return std::unique_ptr<File>(new Recording(std::move(f), this));
-  }
-  Status CreateDirectories(const std::string& p) override { return inner_->CreateDirectories(p); }
-  Status Remove(const std::string& p) override { return inner_->Remove(p); }
-  Status Rename(const std::string& a, const std::string& b) override {
-    return inner_->Rename(a, b);
-  }
-  Result<FileInfo> Stat(const std::string& p) override { return inner_->Stat(p); }
   Result<Buffer> Allocate(std::size_t size) override {
     auto* block = new std::byte[size];
     std::lock_guard<std::mutex> lock(mu_);
@@ -396,27 +386,24 @@ class DeviceLikeStorage final : public Storage {
   std::uint64_t device_bytes() const { return device_bytes_; }
   std::uint64_t host_bytes() const { return host_bytes_; }
 
+ protected:
+  Result<std::unique_ptr<File>> WrapFile(std::unique_ptr<File> file, const OpenOptions&) override {
+    return std::unique_ptr<File>(new Recording(std::move(file), this));
+  }
+
  private:
-  class Recording final : public File {
+  class Recording final : public DecoratorFile<DeviceLikeStorage> {
    public:
-    Recording(std::unique_ptr<File> inner, DeviceLikeStorage* owner)
-        : inner_(std::move(inner)), owner_(owner) {}
+    using DecoratorFile::DecoratorFile;
     Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> dst) override {
-      IOMIMIC_ASSIGN_OR_RETURN(std::size_t n, inner_->ReadAt(offset, dst));
-      (owner_->IsDevice(dst.data()) ? owner_->device_bytes_ : owner_->host_bytes_) += n;
+      IOMIMIC_ASSIGN_OR_RETURN(std::size_t n, inner().ReadAt(offset, dst));
+      DeviceLikeStorage& owner = storage();
+      (owner.IsDevice(dst.data()) ? owner.device_bytes_ : owner.host_bytes_) += n;
       return n;
     }
-    Status WriteAt(std::uint64_t offset, std::span<const std::byte> src) override {
-      return inner_->WriteAt(offset, src);
-    }
-    Status Sync() override { return inner_->Sync(); }
-    Result<std::uint64_t> Size() override { return inner_->Size(); }
-    Status Close() override { return inner_->Close(); }
-    const std::string& path() const override { return inner_->path(); }
-
-   private:
-    std::unique_ptr<File> inner_;
-    DeviceLikeStorage* owner_;
+    // Batched reads go through ReadAt one by one (File's way), so that each
+    // is recorded.
+    Status ReadBatch(std::span<ReadRequest> requests) override { return File::ReadBatch(requests); }
   };
   bool IsDevice(const std::byte* p) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -425,7 +412,6 @@ class DeviceLikeStorage final : public Storage {
     }
     return false;
   }
-  Storage* inner_;
   std::mutex mu_;
   std::vector<std::pair<std::byte*, std::size_t>> blocks_;
   std::uint64_t device_bytes_ = 0;

@@ -36,24 +36,15 @@ using testing::PosixStorage;
 using testing::TempDir;
 
 // Records the reads made through the files it opens.
-class RecordingStorage final : public Storage {
+class RecordingStorage final : public ForwardingStorage {
  public:
   struct Read {
     std::string path;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
   };
-  explicit RecordingStorage(Storage& inner) : inner_(inner) {}
+  explicit RecordingStorage(Storage& inner) : ForwardingStorage(&inner) {}
   std::string name() const override { return "recording"; }
-  StorageCapabilities capabilities() const override { return inner_.capabilities(); }
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& o) override {
-    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> f, inner_.Open(path, o));
-    return std::unique_ptr<File>(std::make_unique<RecFile>(std::move(f), this));
-  }
-  Status CreateDirectories(const std::string& p) override { return inner_.CreateDirectories(p); }
-  Status Remove(const std::string& p) override { return inner_.Remove(p); }
-  Status Rename(const std::string& a, const std::string& b) override { return inner_.Rename(a, b); }
-  Result<FileInfo> Stat(const std::string& p) override { return inner_.Stat(p); }
 
   std::vector<Read> reads() {
     std::lock_guard<std::mutex> l(mu_);
@@ -64,31 +55,27 @@ class RecordingStorage final : public Storage {
     reads_.clear();
   }
 
+ protected:
+  Result<std::unique_ptr<File>> WrapFile(std::unique_ptr<File> file, const OpenOptions&) override {
+    return std::unique_ptr<File>(std::make_unique<RecFile>(std::move(file), this));
+  }
+
  private:
-  class RecFile final : public File {
+  class RecFile final : public DecoratorFile<RecordingStorage> {
    public:
-    RecFile(std::unique_ptr<File> f, RecordingStorage* s) : f_(std::move(f)), s_(s) {}
+    using DecoratorFile::DecoratorFile;
     Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> d) override {
       {
-        std::lock_guard<std::mutex> l(s_->mu_);
-        s_->reads_.push_back({f_->path(), offset, d.size()});
+        std::lock_guard<std::mutex> l(storage().mu_);
+        storage().reads_.push_back({path(), offset, d.size()});
       }
-      return f_->ReadAt(offset, d);
+      return inner().ReadAt(offset, d);
     }
-    Status WriteAt(std::uint64_t o, std::span<const std::byte> src) override {
-      return f_->WriteAt(o, src);
-    }
-    Status Sync() override { return f_->Sync(); }
-    Result<std::uint64_t> Size() override { return f_->Size(); }
-    Status Close() override { return f_->Close(); }
-    const std::string& path() const override { return f_->path(); }
-
-   private:
-    std::unique_ptr<File> f_;
-    RecordingStorage* s_;
+    // Batched reads go through ReadAt one by one (File's way), so that each
+    // is recorded.
+    Status ReadBatch(std::span<ReadRequest> requests) override { return File::ReadBatch(requests); }
   };
 
-  Storage& inner_;
   std::mutex mu_;
   std::vector<Read> reads_;
 };
