@@ -54,9 +54,8 @@ namespace {
 // The SDK's test storages in memory (iomimic/testing/).
 using MemStorage = testing::MemoryStorage;
 using DeviceMemStorage = testing::DeviceMemoryStorage;
-using numpy::test::CheckCorruption;
-using numpy::test::CheckRoundTrip;
-using numpy::test::ReferencePayload;
+// The npy and npz tests' helpers (npy_header/npy_array_test_util.h).
+using namespace numpy::test;  // NOLINT: test helpers
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/test.npy") {
@@ -162,10 +161,10 @@ TEST_CASE("writes are chunk-aligned and bounded") {
 TEST_CASE("round trip: dtypes, shapes, samples per file") {
   NpyFormat format;
   MemStorage storage;
-  std::vector<numpy::test::ArrayCase> cases = numpy::test::RoundTripCases();
+  std::vector<ArrayCase> cases = RoundTripCases();
   cases.push_back({"uint64", {3, 3}, 16});
   std::uint64_t seed = 100;
-  for (const numpy::test::ArrayCase& c : cases) {
+  for (const ArrayCase& c : cases) {
     ++seed;
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, seed,
                              std::string("/rt/") + c.dtype + "_" + std::to_string(seed) + ".npy");
@@ -207,8 +206,7 @@ TEST_CASE("read pattern follows np.load") {
   const std::uint64_t header = 128;
   const std::uint64_t data = 256 * 64 * 4 * 4;
   // A later on-demand read repeats the header request.
-  numpy::test::CheckReadPattern(format, storage, spec, {0, 1, 2}, {{0, kProbeSize}},
-                                {{header, data}});
+  CheckReadPattern(format, storage, spec, {0, 1, 2}, {{0, kProbeSize}}, {{header, data}});
 
   // A transfer size splits the data read into requests that end on its
   // multiples in the file (the first one short by the header), decoding or
@@ -236,13 +234,12 @@ TEST_CASE("read pattern follows np.load") {
 
 TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpyFormat format;
-  numpy::test::CheckOnDemandAndKeep<NpyReader>(format,
-                                               MakeSpec("float32", {10, 10}, 4, 9, "/od.npy"));
+  CheckOnDemandAndKeep<NpyReader>(format, MakeSpec("float32", {10, 10}, 4, 9, "/od.npy"));
 }
 
 TEST_CASE("decode off returns sizes only") {
   NpyFormat format;
-  numpy::test::CheckDecodeOffSizesOnly(format, MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy"));
+  CheckDecodeOffSizesOnly(format, MakeSpec("int32", {6, 5}, 3, 1, "/nodecode.npy"));
 }
 
 TEST_CASE("decode off reads into whatever memory the storage allocates") {
@@ -446,7 +443,7 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "truncated file");
   }
   SUBCASE("shape larger than the file") {
-    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
+    const std::size_t at = ShapeTextAt(good, "(8, 8, 2)");
     damaged.Put([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "needs 144 bytes");
   }
@@ -466,7 +463,7 @@ TEST_CASE("corruption is reported with path and offset") {
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     REQUIRE((*reader)->ReadSample(0).ok());
-    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
+    const std::size_t at = ShapeTextAt(good, "(8, 8, 2)");
     damaged.Put([&](std::vector<std::byte>& b) {
       b[at + 4] = std::byte{'4'};  // (8, 4, 2): still fits in the file
     });
@@ -490,16 +487,15 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!numpy::test::HaveNumpy()) return;
+  if (!HaveNumpy()) return;
   testing::TempDir dir;
   testing::PosixStorage storage;
   NpyFormat format;
   // numpy's files, read back sample by sample.
-  CHECK(numpy::test::MismatchWithNumpyArrays(
-            format, storage, dir.path(), "b1_4d",
-            "arrays['b1_4d'] = rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1')\n"
-            "def save(name, x):\n"
-            "    np.save(d + '/' + name + '.npy', x)\n") == "");
+  CHECK(MismatchWithNumpyArrays(format, storage, dir.path(), "b1_4d",
+                                "arrays['b1_4d'] = rng.integers(0, 2, (2, 3, 4, 5)).astype('|b1')\n"
+                                "def save(name, x):\n"
+                                "    np.save(d + '/' + name + '.npy', x)\n") == "");
   const std::string py = testing::kSystemPython;
   std::string out;
 
@@ -518,13 +514,13 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
       "np.save(buf, x)\n"
       "assert buf.getvalue() == open(path, 'rb').read(), 'np.save writes different bytes'\n"
       "print('ok', path, x.dtype, x.shape)\n");
-  const numpy::test::ArrayCase cases[] = {{"uint8", {16, 16}, 2},
-                                          {"float32", {5, 7}, 3},
-                                          {"bool", {9}, 4},
-                                          {"int64", {3, 2, 2}, 5},
-                                          {"float16", {100}, 1}};
+  const ArrayCase cases[] = {{"uint8", {16, 16}, 2},
+                             {"float32", {5, 7}, 3},
+                             {"bool", {9}, 4},
+                             {"int64", {3, 2, 2}, 5},
+                             {"float16", {100}, 1}};
   int k = 0;
-  for (const numpy::test::ArrayCase& c : cases) {
+  for (const ArrayCase& c : cases) {
     FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, 50 + k,
                              (dir.path() / ("ours_" + std::to_string(k) + ".npy")).string());
     ++k;

@@ -51,10 +51,8 @@ namespace fs = std::filesystem;
 
 // The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
 using MemStorage = testing::MemoryStorage;
-using numpy::test::CheckCorruption;
-using numpy::test::CheckRoundTrip;
-using numpy::test::ReferencePayload;
-using numpy::test::ReferenceSample;
+// The npy and npz tests' helpers (npy_header/npy_array_test_util.h).
+using namespace numpy::test;  // NOLINT: test helpers
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
@@ -228,7 +226,7 @@ TEST_CASE("round trip: dtypes, shapes, samples per file") {
   NpzFormat format;
   MemStorage storage;
   std::uint64_t seed = 100;
-  for (const numpy::test::ArrayCase& c : numpy::test::RoundTripCases()) {
+  for (const ArrayCase& c : RoundTripCases()) {
     for (const char* compression : {"none", "zip"}) {
       FileSpec spec = MakeSpec(c.dtype, c.shape, c.samples, ++seed, compression,
                                std::string("/rt/") + c.dtype + "_" + compression + ".npz");
@@ -342,25 +340,22 @@ TEST_CASE("read pattern direct follows np.load without Python's buffer") {
   FileSpec spec = MakeSpec("uint8", {2048, 2048}, 1, 3, "none", "/pattern.npz");
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
   const std::uint64_t size = 4194802;
-  numpy::test::Extents data = {{4096, 258048}};
+  Extents data = {{4096, 258048}};
   for (std::uint64_t k = 1; k <= 15; ++k) data.emplace_back(k * 262144, 262144);
   data.emplace_back(4194304, 183);
   // A later on-demand read repeats the metadata requests.
-  numpy::test::CheckReadPattern(
-      format, storage, spec, {0, 0},
-      {{0, 4096}, {size - 22, 22}, {size - 42, 20}, {4194678, 102}, {0, 4096}}, data);
+  CheckReadPattern(format, storage, spec, {0, 0},
+                   {{0, 4096}, {size - 22, 22}, {size - 42, 20}, {4194678, 102}, {0, 4096}}, data);
 }
 
 TEST_CASE("on_demand reloads per sample, keep_in_memory loads once") {
   NpzFormat format;
-  numpy::test::CheckOnDemandAndKeep<NpzReader>(
-      format, MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz"));
+  CheckOnDemandAndKeep<NpzReader>(format, MakeSpec("float32", {10, 10}, 4, 9, "none", "/od.npz"));
 }
 
 TEST_CASE("decode off returns sizes only") {
   NpzFormat format;
-  numpy::test::CheckDecodeOffSizesOnly(format,
-                                       MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz"));
+  CheckDecodeOffSizesOnly(format, MakeSpec("int32", {6, 5}, 3, 1, "zip", "/nodecode.npz"));
 }
 
 // A back end whose Allocate() hands out "device" buffers (host memory marked
@@ -525,7 +520,7 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header");
   }
   SUBCASE("npy shape disagrees with the member size") {
-    const std::size_t at = numpy::test::ShapeTextAt(good, "(8, 8, 2)");
+    const std::size_t at = ShapeTextAt(good, "(8, 8, 2)");
     damaged.Put([&](std::vector<std::byte>& b) { b[at + 1] = std::byte{'9'}; });
     CheckCorruption(testing::OpenAndRead(format, storage, path), path, "NPY header describes");
   }
@@ -588,24 +583,21 @@ TEST_CASE("corruption is reported with path and offset") {
 TEST_CASE("corrupt deflate data") {
   NpzFormat format;
   MemStorage storage;
-  const std::string path = "/badzip.npz";
-  FileSpec spec = MakeSpec("uint8", {64, 64}, 2, 3, "zip", path);
+  FileSpec spec = MakeSpec("uint8", {64, 64}, 2, 3, "zip", "/badzip.npz");
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  const std::vector<std::byte> good = storage.Bytes(path);
+  testing::DamagedCopies damaged(storage, spec.path, storage.Bytes(spec.path));
   for (std::size_t at :
        {std::size_t{60}, std::size_t{2000}, std::size_t{5000}, std::size_t{8200}}) {
     CAPTURE(at);
-    std::vector<std::byte> b = good;
-    b[at] ^= std::byte{0x5a};
-    storage.SetBytes(path, b);
-    CheckCorruption(testing::OpenAndRead(format, storage, path), path);
+    damaged.Put([at](std::vector<std::byte>& b) { b[at] ^= std::byte{0x5a}; });
+    CheckCorruption(testing::OpenAndRead(format, storage, spec.path), spec.path);
   }
   // Cut the x member short by shrinking its compressed size.
-  std::vector<std::byte> b = good;
-  const std::size_t cd = good.size() - 22 - 2 * 51;
-  zip::StoreU32(b.data() + cd + 20, zip::LoadU32(b.data() + cd + 20) - 100);
-  storage.SetBytes(path, b);
-  CheckCorruption(testing::OpenAndRead(format, storage, path), path);
+  damaged.Put([](std::vector<std::byte>& b) {
+    const std::size_t cd = b.size() - 22 - 2 * 51;
+    zip::StoreU32(b.data() + cd + 20, zip::LoadU32(b.data() + cd + 20) - 100);
+  });
+  CheckCorruption(testing::OpenAndRead(format, storage, spec.path), spec.path);
 }
 
 TEST_CASE("posix files round trip") {
@@ -622,7 +614,7 @@ TEST_CASE("posix files round trip") {
 // Interoperability with numpy.
 
 TEST_CASE("numpy reads what we write and we read what numpy writes") {
-  if (!numpy::test::HaveNumpy()) return;
+  if (!HaveNumpy()) return;
   const fs::path checker = RepoRoot() / "tests" / "interop" / "check_npz.py";
   REQUIRE_MESSAGE(fs::exists(checker), checker.string());
   testing::TempDir dir;
@@ -637,7 +629,7 @@ TEST_CASE("numpy reads what we write and we read what numpy writes") {
   fs::create_directories(dir.path() / "foreign");
   // numpy-written files (C and Fortran order, big-endian, compressed) read
   // back sample by sample.
-  CHECK(numpy::test::MismatchWithNumpyArrays(
+  CHECK(MismatchWithNumpyArrays(
             format, storage, dir.path(), "z_i4",
             "arrays['z_i4'] = rng.integers(0, 9, (6, 3)).astype('<i4')\n"
             "def save(name, x):\n"
