@@ -47,13 +47,9 @@ extern "C" const IomimicPluginDescriptor iomimic_plugin_descriptor;
 namespace iomimic::csv {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The SDK's test storages (iomimic/testing/): in memory, on real files.
+// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
 using MemStorage = testing::MemoryStorage;
 using Request = testing::StorageRequest;
-using testing::PosixStorage;
-using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& compression = "none",
@@ -914,8 +910,8 @@ TEST_CASE("corruption is reported with path and offset") {
 }
 
 TEST_CASE("posix files round trip") {
-  TempDir dir;
-  PosixStorage storage;
+  testing::TempDir dir;
+  testing::PosixStorage storage;
   CsvFormat format;
   for (const std::string& codec : kCodecs) {
     FileSpec spec =

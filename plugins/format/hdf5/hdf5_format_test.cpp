@@ -41,6 +41,7 @@
 #include "hdf5_writer.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/file_spec.h"
+#include "iomimic/testing/foreign_files.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "iomimic/testing/write_in_parts.h"
@@ -1154,45 +1155,32 @@ TEST_CASE("h5py reads what we write and we read what h5py writes") {
   }
 
   // DLIO-style files written by h5py: read back row by row.
-  const fs::path make = dir.path() / "make.py";
-  {
-    std::ofstream s(make);
-    s << "import sys, h5py, numpy as np\n"
-         "d = sys.argv[1]\n"
-         "rng = np.random.default_rng(3)\n"
-         "cases = {\n"
-         "  'plain': (rng.integers(0, 255, (5, 9, 7)).astype(np.uint8), 1, {}),\n"
-         "  'k2_gzip': (rng.random((4, 3, 6)).astype(np.float32), 2,\n"
-         "              dict(compression='gzip', compression_opts=4, chunks=(1, 3, 6))),\n"
-         "  'maxshape': (rng.integers(-9, 9, (6, 4)).astype('<i8'), 1, dict(maxshape=(6, None))),\n"
-         "  'bigendian': (rng.integers(0, 9, (3, 5)).astype('>u4'), 1, {}),\n"
-         "}\n"
-         "with h5py.File(d + '/lzf.hdf5', 'w', libver='latest') as f:\n"
-         "    f.create_dataset('records_0', data=np.zeros((4, 8, 8), np.uint8), "
-         "compression='lzf')\n"
-         "    f.create_dataset('labels', data=[0] * 4)\n"
-         "for name, (x, k, kw) in cases.items():\n"
-         "    with h5py.File(d + '/' + name + '.hdf5', 'w', libver='latest') as f:\n"
-         "        for i in range(k):\n"
-         "            f.create_dataset('records_%d' % i, x.shape, dtype=x.dtype, data=x, **kw)\n"
-         "        f.create_dataset('labels', data=[0] * x.shape[0])\n"
-         "    for i in range(x.shape[0]):\n"
-         "        open(d + '/' + name + '.' + str(i), 'wb').write(x[i].tobytes() * k)\n";
-  }
+  CHECK(testing::MismatchWithForeignFiles(
+            format, storage, dir.path(),
+            "import sys, h5py, numpy as np\n"
+            "d = sys.argv[1]\n"
+            "rng = np.random.default_rng(3)\n"
+            "cases = {\n"
+            "  'plain': (rng.integers(0, 255, (5, 9, 7)).astype(np.uint8), 1, {}),\n"
+            "  'k2_gzip': (rng.random((4, 3, 6)).astype(np.float32), 2,\n"
+            "              dict(compression='gzip', compression_opts=4, chunks=(1, 3, 6))),\n"
+            "  'maxshape': (rng.integers(-9, 9, (6, 4)).astype('<i8'), 1, dict(maxshape=(6, "
+            "None))),\n"
+            "  'bigendian': (rng.integers(0, 9, (3, 5)).astype('>u4'), 1, {}),\n"
+            "}\n"
+            "with h5py.File(d + '/lzf.hdf5', 'w', libver='latest') as f:\n"
+            "    f.create_dataset('records_0', data=np.zeros((4, 8, 8), np.uint8), "
+            "compression='lzf')\n"
+            "    f.create_dataset('labels', data=[0] * 4)\n"
+            "for name, (x, k, kw) in cases.items():\n"
+            "    with h5py.File(d + '/' + name + '.hdf5', 'w', libver='latest') as f:\n"
+            "        for i in range(k):\n"
+            "            f.create_dataset('records_%d' % i, x.shape, dtype=x.dtype, data=x, **kw)\n"
+            "        f.create_dataset('labels', data=[0] * x.shape[0])\n"
+            "    for i in range(x.shape[0]):\n"
+            "        open(d + '/' + name + '.' + str(i), 'wb').write(x[i].tobytes() * k)\n",
+            {"plain", "k2_gzip", "maxshape", "bigendian"}, ".hdf5") == "");
   const fs::path foreign = dir.path() / "foreign";
-  fs::create_directories(foreign);
-  int rc = testing::RunCommand(
-      std::string(testing::kSystemPython) + " " + make.string() + " " + foreign.string(), &out);
-  REQUIRE_MESSAGE(rc == 0, out);
-  for (const char* name : {"plain", "k2_gzip", "maxshape", "bigendian"}) {
-    CAPTURE(name);
-    const std::string path = (foreign / (std::string(name) + ".hdf5")).string();
-    for (bool keep : {false, true}) {
-      CAPTURE(keep);
-      CHECK(testing::MismatchWithSampleFiles(format, storage, path, keep,
-                                             (foreign / name).string()) == "");
-    }
-  }
   // h5py carries its own LZF filter; Debian's libhdf5 has none.
   if (!LzfAvailable()) {
     const std::string path = (foreign / "lzf.hdf5").string();

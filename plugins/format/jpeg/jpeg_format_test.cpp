@@ -121,7 +121,7 @@ TEST_CASE("quality trades size for fidelity") {
   REQUIRE(WriteSpec(*q75, storage, b).ok());
   CHECK(storage.Bytes(a.path).size() > storage.Bytes(b.path).size());
   // Decoding does not depend on the writer's options.
-  Result<std::unique_ptr<FileReader>> reader = q75->OpenReader(a.path, Options(&storage));
+  Result<std::unique_ptr<FileReader>> reader = q75->OpenReader(a.path, TestReaderOptions(&storage));
   REQUIRE(reader.ok());
   Result<SampleView> sample = (*reader)->ReadSample(0);
   REQUIRE(sample.ok());
@@ -173,53 +173,48 @@ TEST_CASE("corruption is reported with path and offset") {
   const Marker& dht = Find(markers, 0xC4);
   const Marker& sos = Find(markers, 0xDA);
   const std::size_t scan = sos.offset + 2 + sos.length;  // entropy-coded data
-  auto with = [&](auto mutate) {
-    std::vector<std::byte> b = good;
-    mutate(b);
-    storage.SetBytes(path, b);
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("truncated") {
     for (std::size_t keep :
          {std::size_t{0}, std::size_t{2}, std::size_t{3}, std::size_t{10}, std::size_t{100}, scan,
           good.size() / 2, good.size() - 2, good.size() - 1}) {
       CAPTURE(keep);
-      with([&](std::vector<std::byte>& b) { b.resize(keep); });
-      const Status s = OpenAndRead(format, storage, path);
+      const Status s = damaged.ReadTruncated(format, keep);
       CheckCorruption(s, path);
       if (keep > 3) CHECK_MESSAGE(s.message().find("truncated") != std::string::npos, s.message());
     }
   }
   SUBCASE("no SOI") {
-    with([](std::vector<std::byte>& b) { b[1] = std::byte{0xD9}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[1] = std::byte{0xD9}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "not a jpeg file");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 1");
   }
   SUBCASE("unknown marker") {
-    with([&](std::vector<std::byte>& b) { b[dqt.offset + 1] = std::byte{0x02}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[dqt.offset + 1] = std::byte{0x02}; });
     const Status s = OpenAndRead(format, storage, path);
     CheckCorruption(s, path, "corrupt jpeg");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "corrupt jpeg");
   }
   SUBCASE("bad marker length") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       b[sof.offset + 2] = std::byte{0};
       b[sof.offset + 3] = std::byte{2};
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
   }
   SUBCASE("bad Huffman table") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       for (std::size_t i = 5; i < 21; ++i) b[dht.offset + i] = std::byte{0xFF};
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
   }
   SUBCASE("unsupported precision") {
-    with([&](std::vector<std::byte>& b) { b[sof.offset + 4] = std::byte{12}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[sof.offset + 4] = std::byte{12}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt jpeg");
   }
   SUBCASE("a marker inside the entropy-coded data") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       const std::size_t at = scan + (b.size() - scan) / 2;
       b[at] = std::byte{0xFF};
       b[at + 1] = std::byte{0xD5};
@@ -230,14 +225,14 @@ TEST_CASE("corruption is reported with path and offset") {
     CHECK(OpenAndRead(format, storage, path, false).ok());
   }
   SUBCASE("garbage after the scan, before EOI") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       const std::vector<std::byte> junk(64, std::byte{1});
       b.insert(b.end() - 2, junk.begin(), junk.end());
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "extraneous bytes");
   }
   SUBCASE("header declares an image the file cannot hold") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       for (std::size_t i = 5; i < 9; ++i) b[sof.offset + i] = std::byte{0xFF};
     });
     const Status s = OpenAndRead(format, storage, path);
@@ -249,7 +244,7 @@ TEST_CASE("corruption is reported with path and offset") {
 // Interoperability with PIL.
 
 TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its files") {
-  if (!HavePython("numpy PIL")) {
+  if (!HavePythonModules("numpy, PIL")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy and PIL is not available");
     return;
   }
@@ -271,9 +266,7 @@ TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its f
       "buf = io.BytesIO(); Image.fromarray(x).save(buf, format='JPEG')\n"
       "assert buf.getvalue() == open(path, 'rb').read(), 'PIL writes other bytes'\n"
       "print('ok')\n";
-  WriteBinary(
-      dir.path() / "check.py",
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()), script.size()));
+  WriteTextFile(dir.path() / "check.py", script);
   struct Case {
     std::vector<std::uint64_t> shape;
     std::string mode;
@@ -289,17 +282,18 @@ TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its f
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".jpeg")).string();
     FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
     REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteBinary(path + ".ref", ReferencePixels(spec));
-    Result<std::unique_ptr<FileReader>> reader = format.OpenReader(path, Options(&storage));
+    WriteFileBytes(path + ".ref", ReferencePixels(spec));
+    Result<std::unique_ptr<FileReader>> reader =
+        format.OpenReader(path, TestReaderOptions(&storage));
     REQUIRE(reader.ok());
     Result<SampleView> s = (*reader)->ReadSample(0);
     REQUIRE(s.ok());
-    WriteBinary(path + ".ours", s->data);
+    WriteFileBytes(path + ".ours", s->data);
     const int rc =
-        Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " + path + " " +
-                path + ".ref " + path + ".ours " + cases[i].mode + " " +
-                std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
-            &out);
+        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
+                       path + " " + path + ".ref " + path + ".ours " + cases[i].mode + " " +
+                       std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
+                   &out);
     CHECK_MESSAGE(rc == 0, out);
   }
 
@@ -311,7 +305,7 @@ TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its f
       "def save(name, im, **kw):\n"
       "    im.save(d + '/' + name + '.jpeg', **kw)\n"
       "    a = np.asarray(Image.open(d + '/' + name + '.jpeg'))\n"
-      "    open(d + '/' + name + '.bin', 'wb').write(a.tobytes())\n"
+      "    open(d + '/' + name + '.0', 'wb').write(a.tobytes())\n"
       "g = rng.integers(0, 256, (37, 53), dtype=np.uint8)\n"
       "c = rng.integers(0, 256, (45, 61, 3), dtype=np.uint8)\n"
       "save('l', Image.fromarray(g))\n"
@@ -323,26 +317,10 @@ TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its f
       "save('cmyk', Image.fromarray(c).convert('CMYK'))\n"
       "save('exif', Image.fromarray(g), exif=b'Exif\\x00\\x00' + bytes(5000))\n"
       "save('smooth', Image.fromarray(np.tile(np.arange(256, dtype=np.uint8), (64, 1))))\n";
-  WriteBinary(
-      dir.path() / "make.py",
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
-  fs::create_directories(dir.path() / "pil");
-  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
-                         (dir.path() / "pil").string(),
-                     &out);
-  REQUIRE_MESSAGE(rc == 0, out);
-  for (const char* name :
-       {"l", "rgb420", "rgb444", "rgb422", "progressive", "optimized", "cmyk", "exif", "smooth"}) {
-    const std::string which = name;
-    CAPTURE(which);
-    const fs::path base = dir.path() / "pil" / name;
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(base.string() + ".jpeg", Options(&storage));
-    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-    Result<SampleView> s = (*reader)->ReadSample(0);
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
-  }
+  CHECK(MismatchWithForeignFiles(format, storage, dir.path(), make,
+                                 {"l", "rgb420", "rgb444", "rgb422", "progressive", "optimized",
+                                  "cmyk", "exif", "smooth"},
+                                 ".jpeg") == "");
 }
 
 }  // namespace

@@ -36,24 +36,15 @@ using testing::PosixStorage;
 using testing::TempDir;
 
 // Records the reads made through the files it opens.
-class RecordingStorage final : public Storage {
+class RecordingStorage final : public ForwardingStorage {
  public:
   struct Read {
     std::string path;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
   };
-  explicit RecordingStorage(Storage& inner) : inner_(inner) {}
+  explicit RecordingStorage(Storage& inner) : ForwardingStorage(&inner) {}
   std::string name() const override { return "recording"; }
-  StorageCapabilities capabilities() const override { return inner_.capabilities(); }
-  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& o) override {
-    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> f, inner_.Open(path, o));
-    return std::unique_ptr<File>(std::make_unique<RecFile>(std::move(f), this));
-  }
-  Status CreateDirectories(const std::string& p) override { return inner_.CreateDirectories(p); }
-  Status Remove(const std::string& p) override { return inner_.Remove(p); }
-  Status Rename(const std::string& a, const std::string& b) override { return inner_.Rename(a, b); }
-  Result<FileInfo> Stat(const std::string& p) override { return inner_.Stat(p); }
 
   std::vector<Read> reads() {
     std::lock_guard<std::mutex> l(mu_);
@@ -64,31 +55,27 @@ class RecordingStorage final : public Storage {
     reads_.clear();
   }
 
+ protected:
+  Result<std::unique_ptr<File>> WrapFile(std::unique_ptr<File> file, const OpenOptions&) override {
+    return std::unique_ptr<File>(std::make_unique<RecFile>(std::move(file), this));
+  }
+
  private:
-  class RecFile final : public File {
+  class RecFile final : public DecoratorFile<RecordingStorage> {
    public:
-    RecFile(std::unique_ptr<File> f, RecordingStorage* s) : f_(std::move(f)), s_(s) {}
+    using DecoratorFile::DecoratorFile;
     Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> d) override {
       {
-        std::lock_guard<std::mutex> l(s_->mu_);
-        s_->reads_.push_back({f_->path(), offset, d.size()});
+        std::lock_guard<std::mutex> l(storage().mu_);
+        storage().reads_.push_back({path(), offset, d.size()});
       }
-      return f_->ReadAt(offset, d);
+      return inner().ReadAt(offset, d);
     }
-    Status WriteAt(std::uint64_t o, std::span<const std::byte> src) override {
-      return f_->WriteAt(o, src);
-    }
-    Status Sync() override { return f_->Sync(); }
-    Result<std::uint64_t> Size() override { return f_->Size(); }
-    Status Close() override { return f_->Close(); }
-    const std::string& path() const override { return f_->path(); }
-
-   private:
-    std::unique_ptr<File> f_;
-    RecordingStorage* s_;
+    // Batched reads go through ReadAt one by one (File's way), so that each
+    // is recorded.
+    Status ReadBatch(std::span<ReadRequest> requests) override { return File::ReadBatch(requests); }
   };
 
-  Storage& inner_;
   std::mutex mu_;
   std::vector<Read> reads_;
 };
@@ -189,9 +176,23 @@ TEST_CASE("columns: dtypes map to Parquet types, unknown dtypes become float32 l
   CHECK(!ParseColumns("a:float32:0:1;a:int8:0:0", 1, nullptr).ok());
 }
 
-TEST_CASE("writer: exact size without compression, footer decodes, every codec writes") {
-  TempDir dir("parquet");
+// Each case writes its files into a fresh temporary folder on real files.
+class WrittenFiles {
+ protected:
+  // Writes with `format` the file MakeSpec describes; its spec.
+  FileSpec Write(Format& format, std::uint64_t rows, const std::string& columns,
+                 std::uint64_t group_rows) {
+    FileSpec spec = MakeSpec(dir.path(), rows, columns, group_rows);
+    REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
+    return spec;
+  }
+
+  TempDir dir{"parquet"};
   PosixStorage posix;
+};
+
+TEST_CASE_FIXTURE(WrittenFiles,
+                  "writer: exact size without compression, footer decodes, every codec writes") {
   ParquetFormat format(Settings{});
   for (const char* codec : {"none", "snappy", "gzip", "lz4", "zstd"}) {
     CAPTURE(codec);
@@ -208,10 +209,8 @@ TEST_CASE("writer: exact size without compression, footer decodes, every codec w
     }
     // Read and decode everything.
     ParquetFormat reader_format(Settings{.decode = true});
-    ReaderOptions ro;
-    ro.storage = &posix;
-    ro.decode = true;
-    Result<std::unique_ptr<FileReader>> r = reader_format.OpenReader(spec.path, ro);
+    Result<std::unique_ptr<FileReader>> r =
+        reader_format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&posix));
     REQUIRE(r.ok());
     CHECK((*r)->num_samples() == 1000);
     std::uint64_t bytes = 0;
@@ -227,12 +226,11 @@ TEST_CASE("writer: exact size without compression, footer decodes, every codec w
   CHECK(!format.Validate(MakeSpec(dir.path(), 10, kMixed, 3, "bz2")).ok());
 }
 
-TEST_CASE("reader: footer once per file, one request per row group over the selected span") {
-  TempDir dir("parquet");
-  PosixStorage posix;
+TEST_CASE_FIXTURE(
+    WrittenFiles,
+    "reader: footer once per file, one request per row group over the selected span") {
   ParquetFormat writer(Settings{});
-  FileSpec spec = MakeSpec(dir.path(), 1000, kMixed, 300);
-  REQUIRE(::iomimic::testing::WriteSpec(writer, posix, spec).ok());
+  const FileSpec spec = Write(writer, 1000, kMixed, 300);
 
   for (int threads : {1, 3}) {
     CAPTURE(threads);
@@ -241,8 +239,7 @@ TEST_CASE("reader: footer once per file, one request per row group over the sele
     settings.prefetch_window = 2;
     ParquetFormat format(settings);
     RecordingStorage rec(posix);
-    ReaderOptions ro;
-    ro.storage = &rec;
+    const ReaderOptions ro = ::iomimic::testing::TestReaderOptions(&rec);
     // Rows are shared out in batches of 128 to `threads` readers.
     std::vector<std::thread> pool;
     std::atomic<bool> ok{true};
@@ -298,38 +295,30 @@ TEST_CASE("reader: footer once per file, one request per row group over the sele
   }
 }
 
-TEST_CASE("reader: a truncated file is an error naming the file and offset") {
-  TempDir dir("parquet");
-  PosixStorage posix;
+TEST_CASE_FIXTURE(WrittenFiles, "reader: a truncated file is an error naming the file and offset") {
   ParquetFormat format(Settings{});
-  FileSpec spec = MakeSpec(dir.path(), 100, kMixed, 30);
-  REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
+  const FileSpec spec = Write(format, 100, kMixed, 30);
   const std::uint64_t size = fs::file_size(spec.path);
   fs::resize_file(spec.path, size - 3);
-  ReaderOptions ro;
-  ro.storage = &posix;
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, ro);
+  Result<std::unique_ptr<FileReader>> r =
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&posix));
   REQUIRE(!r.ok());
   CHECK(r.status().message().find(spec.path) != std::string::npos);
   CHECK(r.status().message().find("offset") != std::string::npos);
 }
 
-TEST_CASE("reader: a damaged column chunk start is an error naming the file and offset") {
-  TempDir dir("parquet");
-  PosixStorage posix;
+TEST_CASE_FIXTURE(WrittenFiles,
+                  "reader: a damaged column chunk start is an error naming the file and offset") {
   ParquetFormat format(Settings{});
-  FileSpec spec = MakeSpec(dir.path(), 100, "x:float32:0:1", 30);
-  REQUIRE(::iomimic::testing::WriteSpec(format, posix, spec).ok());
+  const FileSpec spec = Write(format, 100, "x:float32:0:1", 30);
   {
     std::fstream f(spec.path, std::ios::in | std::ios::out | std::ios::binary);
     const std::string junk(60, '\xff');
     f.seekp(4);
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
-  ReaderOptions ro;
-  ro.storage = &posix;
-  ro.decode = false;
-  Result<std::unique_ptr<FileReader>> r = format.OpenReader(spec.path, ro);
+  Result<std::unique_ptr<FileReader>> r =
+      format.OpenReader(spec.path, ::iomimic::testing::TestReaderOptions(&posix, false));
   REQUIRE(r.ok());
   Result<SampleView> v = (*r)->ReadSample(0);
   REQUIRE(!v.ok());

@@ -78,7 +78,7 @@ std::unique_ptr<Format> MakeFormat(WriterOptions options = {}) {
 // PNG is lossless: the generated pixels come back.
 void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep));
+      format.OpenReader(spec.path, TestReaderOptions(&storage, true, keep));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   Result<SampleView> sample = (*reader)->ReadSample(0);
   REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
@@ -229,34 +229,30 @@ TEST_CASE("corruption is reported with path and offset") {
   const std::vector<Chunk> chunks = Chunks(good);
   const Chunk& idat = Find(chunks, "IDAT");
   const Chunk& iend = Find(chunks, "IEND");
-  auto with = [&](auto mutate) {
-    std::vector<std::byte> b = good;
-    mutate(b);
-    storage.SetBytes(path, b);
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("truncated") {
     for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{8}, std::size_t{20},
                              std::size_t{40}, good.size() / 2, good.size() - 12, good.size() - 1}) {
       CAPTURE(keep);
-      with([&](std::vector<std::byte>& b) { b.resize(keep); });
-      const Status s = OpenAndRead(format, storage, path);
+      const Status s = damaged.ReadTruncated(format, keep);
       CheckCorruption(s, path);
       if (keep > 8) CHECK_MESSAGE(s.message().find("truncated") != std::string::npos, s.message());
     }
   }
   SUBCASE("signature") {
-    with([](std::vector<std::byte>& b) { b[1] = std::byte{'Q'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[1] = std::byte{'Q'}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "not a png file");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 1");
   }
   SUBCASE("IHDR CRC") {
-    with([](std::vector<std::byte>& b) { b[29] ^= std::byte{1}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[29] ^= std::byte{1}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "CRC error");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 8");
   }
   SUBCASE("IDAT CRC") {
-    with([&](std::vector<std::byte>& b) { b[idat.offset + 8 + idat.length + 2] ^= std::byte{4}; });
+    damaged.Put(
+        [&](std::vector<std::byte>& b) { b[idat.offset + 8 + idat.length + 2] ^= std::byte{4}; });
     const Status s = OpenAndRead(format, storage, path);
     CheckCorruption(s, path, "IDAT: CRC error");
     CHECK_MESSAGE(s.message().find("at offset " + std::to_string(idat.offset)) != std::string::npos,
@@ -266,25 +262,25 @@ TEST_CASE("corruption is reported with path and offset") {
   }
   SUBCASE("IDAT data byte") {
     // zlib's Adler-32 (or the chunk CRC) catches it, whichever comes first.
-    with([&](std::vector<std::byte>& b) { b[idat.offset + 8 + 100] ^= std::byte{0x40}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[idat.offset + 8 + 100] ^= std::byte{0x40}; });
     CheckCorruption(OpenAndRead(format, storage, path), path,
                     "at offset " + std::to_string(idat.offset));
     CHECK(OpenAndRead(format, storage, path, false).ok());
   }
   SUBCASE("IEND CRC") {
-    with([&](std::vector<std::byte>& b) { b[iend.offset + 8] ^= std::byte{1}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[iend.offset + 8] ^= std::byte{1}; });
     CheckCorruption(OpenAndRead(format, storage, path), path,
                     "at offset " + std::to_string(iend.offset));
   }
   SUBCASE("CRC of an ancillary chunk") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       // A tEXt chunk after IHDR whose CRC is wrong.
       const char text[] = "\0\0\0\x07tEXtkey\0val\0\0\0\0";
       b.insert(b.begin() + 33, reinterpret_cast<const std::byte*>(text),
                reinterpret_cast<const std::byte*>(text) + sizeof(text) - 1);
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 33");
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       const char text[] = "\0\0\0\x07tEXtkey\0val\0\0\0\0";
       b.insert(b.begin() + 33, reinterpret_cast<const std::byte*>(text),
                reinterpret_cast<const std::byte*>(text) + sizeof(text) - 1);
@@ -299,7 +295,7 @@ TEST_CASE("corruption is reported with path and offset") {
     // Now the chunk is skipped, and its end, past the file's, is truncation.
     for (const char* type : {"zTXt", "tEXt", "iTXt", "iCCP", "eXIf"}) {
       CAPTURE(type);
-      with([&](std::vector<std::byte>& b) {
+      damaged.Put([&](std::vector<std::byte>& b) {
         b.resize(33 + 8);
         StoreBe32(b.data() + 33, 0x789c9c24);
         std::memcpy(b.data() + 37, type, 4);
@@ -315,7 +311,7 @@ TEST_CASE("corruption is reported with path and offset") {
     }
   }
   SUBCASE("zlib data damaged under a valid CRC") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       b[idat.offset + 8] = std::byte{0xff};  // zlib header
       FixCrc(b, idat.offset);
     });
@@ -323,7 +319,7 @@ TEST_CASE("corruption is reported with path and offset") {
                     "at offset " + std::to_string(idat.offset));
   }
   SUBCASE("header declares an image the file cannot hold") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       StoreBe32(b.data() + 16, 0x7fff0000);
       StoreBe32(b.data() + 20, 0x7fff0000);
       FixCrc(b, 8);
@@ -332,14 +328,14 @@ TEST_CASE("corruption is reported with path and offset") {
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "more than a file");
   }
   SUBCASE("invalid IHDR values") {
-    with([](std::vector<std::byte>& b) {
+    damaged.Put([](std::vector<std::byte>& b) {
       b[24] = std::byte{7};  // bit depth 7
       FixCrc(b, 8);
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 8");
   }
   SUBCASE("missing IEND") {
-    with([&](std::vector<std::byte>& b) { b.resize(iend.offset); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(iend.offset); });
     CheckCorruption(OpenAndRead(format, storage, path), path, "truncated");
   }
 }
@@ -348,7 +344,7 @@ TEST_CASE("corruption is reported with path and offset") {
 // Interoperability with PIL.
 
 TEST_CASE("PIL reads what we write and we read what PIL writes") {
-  if (!HavePython("numpy PIL")) {
+  if (!HavePythonModules("numpy, PIL")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy and PIL is not available");
     return;
   }
@@ -367,7 +363,7 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".png")).string();
     FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
     REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteBinary(path + ".ref", ReferencePixels(spec));
+    WriteFileBytes(path + ".ref", ReferencePixels(spec));
     const std::string script =
         "import sys, numpy as np; from PIL import Image\n"
         "im = Image.open(sys.argv[1]); a = np.asarray(im)\n"
@@ -376,14 +372,14 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
         "assert im.size == (int(sys.argv[5]), int(sys.argv[4])), im.size\n"
         "assert a.tobytes() == open(sys.argv[2], 'rb').read(), 'pixels differ'\n"
         "print('ok')\n";
-    WriteBinary(dir.path() / "check.py",
-                std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()),
-                                           script.size()));
+    WriteFileBytes(dir.path() / "check.py",
+                   std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()),
+                                              script.size()));
     const int rc =
-        Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " + path + " " +
-                path + ".ref " + cases[i].mode + " " + std::to_string(cases[i].shape[0]) + " " +
-                std::to_string(cases[i].shape[1]),
-            &out);
+        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
+                       path + " " + path + ".ref " + cases[i].mode + " " +
+                       std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
+                   &out);
     CHECK_MESSAGE(rc == 0, out);
   }
 
@@ -395,7 +391,7 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
       "    im.save(d + '/' + name + '.png', **kw)\n"
       "    a = np.asarray(Image.open(d + '/' + name + '.png'))\n"
       "    if a.dtype == np.uint16 or a.dtype == np.int32: a = a.astype('<u2')\n"
-      "    open(d + '/' + name + '.bin', 'wb').write(a.tobytes())\n"
+      "    open(d + '/' + name + '.0', 'wb').write(a.tobytes())\n"
       "    open(d + '/' + name + '.shape', 'w').write(' '.join(map(str, a.shape)))\n"
       "save('l', Image.fromarray(rng.integers(0, 256, (37, 53), dtype=np.uint8)))\n"
       "save('rgb', Image.fromarray(rng.integers(0, 256, (21, 19, 3), dtype=np.uint8)))\n"
@@ -407,25 +403,9 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
       "save('flat', Image.fromarray(np.full((300, 300), 7, dtype=np.uint8)), optimize=True)\n"
       "save('interlaced', Image.fromarray(rng.integers(0, 256, (40, 30), dtype=np.uint8)),"
       " interlace=1)\n";
-  WriteBinary(
-      dir.path() / "make.py",
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
-  fs::create_directories(dir.path() / "pil");
-  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
-                         (dir.path() / "pil").string(),
-                     &out);
-  REQUIRE_MESSAGE(rc == 0, out);
-  for (const char* name : {"l", "rgb", "rgba", "la", "p", "i16", "flat", "interlaced"}) {
-    CAPTURE(name);
-    const fs::path base = dir.path() / "pil" / name;
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(base.string() + ".png", Options(&storage));
-    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-    Result<SampleView> s = (*reader)->ReadSample(0);
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
-    CHECK(s->bytes == s->data.size());
-  }
+  CHECK(MismatchWithForeignFiles(format, storage, dir.path(), make,
+                                 {"l", "rgb", "rgba", "la", "p", "i16", "flat", "interlaced"},
+                                 ".png") == "");
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "example.pb.h"
 #include "example_wire.h"
 #include "iomimic/iomimic.h"
+#include "iomimic/testing/damaged_copies.h"
 #include "iomimic/testing/file_spec.h"
 #include "iomimic/testing/format_test_support.h"
 #include "iomimic/testing/memory_storage.h"
@@ -48,11 +49,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's test storages (iomimic/testing/): in memory, on real files.
+// The SDK's in-memory test storage (iomimic/testing/memory_storage.h).
 using MemStorage = testing::MemoryStorage;
-using Request = testing::StorageRequest;
-using testing::PosixStorage;
-using testing::TempDir;
 
 FileSpec MakeSpec(const std::string& dtype, std::vector<std::uint64_t> shape, std::uint64_t samples,
                   std::uint64_t seed, const std::string& path = "/data/train/t.tfrecord") {
@@ -390,7 +388,7 @@ TEST_CASE("writes are chunk-aligned and sequential") {
   FileSpec spec = MakeSpec("uint8", {100, 100}, 7, 1);
   storage.SetLogging(true);
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  std::vector<Request> log = storage.TakeLog();
+  std::vector<testing::StorageRequest> log = storage.TakeLog();
   const std::uint64_t size = *format.ExpectedFileSize(spec);
   REQUIRE(log.size() == (size + 8191) / 8192);
   for (std::size_t i = 0; i < log.size(); ++i) {
@@ -525,7 +523,7 @@ TEST_CASE("the stream reads transfer-size chunks from offset 0") {
           format.OpenReader(spec.path, testing::TestReaderOptions(&storage, decode, false, t));
       REQUIRE(reader.ok());
       REQUIRE((*reader)->ReadSample(i).ok());
-      std::vector<Request> log = storage.TakeLog();
+      std::vector<testing::StorageRequest> log = storage.TakeLog();
       // Records 0..i are streamed: chunks up to the one holding record i's end.
       const std::uint64_t end = (i + 1) * record;
       const std::uint64_t chunks = (end + t - 1) / t;
@@ -595,7 +593,7 @@ TEST_CASE("decode off makes the same requests and returns payload sizes") {
   MemStorage storage;
   FileSpec spec = MakeSpec("int32", {6, 5}, 3, 1);
   REQUIRE(testing::WriteSpec(format, storage, spec).ok());
-  std::vector<std::vector<Request>> logs;
+  std::vector<std::vector<testing::StorageRequest>> logs;
   for (bool decode : {true, false}) {
     storage.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
@@ -722,14 +720,10 @@ TEST_CASE("corruption is reported with path, record and offset") {
   const std::vector<std::byte> good = storage.Bytes(spec.path);
   const std::uint64_t record = good.size() / 5;
   const std::string path = "/c/train/bad.tfrecord";
-  auto with = [&](auto&& edit) {
-    std::vector<std::byte> b = good;
-    edit(b);
-    storage.SetBytes(path, std::move(b));
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("flipped payload byte") {
-    with([&](std::vector<std::byte>& b) { b[2 * record + 500] ^= std::byte{0x10}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[2 * record + 500] ^= std::byte{0x10}; });
     for (bool keep : {false, true}) {
       for (std::uint64_t transfer : {0ull, 333ull}) {
         Result<std::unique_ptr<FileReader>> r =
@@ -746,29 +740,29 @@ TEST_CASE("corruption is reported with path, record and offset") {
     CHECK(ReadAll(format, storage, path, false).ok());
   }
   SUBCASE("flipped payload CRC") {
-    with([&](std::vector<std::byte>& b) { b[4 * record + record - 2] ^= std::byte{1}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[4 * record + record - 2] ^= std::byte{1}; });
     CheckCorruption(ReadAll(format, storage, path), path,
                     "payload CRC32C mismatch in record 4 at offset " + std::to_string(4 * record));
   }
   SUBCASE("flipped length byte: length CRC") {
-    with([&](std::vector<std::byte>& b) { b[3 * record] ^= std::byte{0x01}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[3 * record] ^= std::byte{0x01}; });
     CheckCorruption(ReadAll(format, storage, path), path,
                     "length CRC32C mismatch in record 3 at offset " + std::to_string(3 * record));
   }
   SUBCASE("flipped length CRC") {
-    with([&](std::vector<std::byte>& b) { b[record + 9] ^= std::byte{0x80}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[record + 9] ^= std::byte{0x80}; });
     CheckCorruption(ReadAll(format, storage, path), path,
                     "length CRC32C mismatch in record 1 at offset " + std::to_string(record));
   }
   SUBCASE("first header: detected at open") {
-    with([&](std::vector<std::byte>& b) { b[8] ^= std::byte{0x01}; });
+    damaged.Put([&](std::vector<std::byte>& b) { b[8] ^= std::byte{0x01}; });
     Result<std::unique_ptr<FileReader>> r =
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     CheckCorruption(r.status(), path, "length CRC32C mismatch in record 0 at offset 0");
     CHECK(storage.open_files() == 0);
   }
   SUBCASE("truncated inside a payload") {
-    with([&](std::vector<std::byte>& b) { b.resize(3 * record + 100); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(3 * record + 100); });
     for (bool decode : {true, false}) {
       Result<std::unique_ptr<FileReader>> r =
           format.OpenReader(path, testing::TestReaderOptions(&storage, decode));
@@ -778,7 +772,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
     }
   }
   SUBCASE("truncated inside a header") {
-    with([&](std::vector<std::byte>& b) { b.resize(2 * record + 5); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(2 * record + 5); });
     Result<std::unique_ptr<FileReader>> r =
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     CheckCorruption(
@@ -786,7 +780,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
         "header of record 2 is cut after 5 bytes at offset " + std::to_string(2 * record));
   }
   SUBCASE("truncated at a record boundary: fewer records") {
-    with([&](std::vector<std::byte>& b) { b.resize(2 * record); });
+    damaged.Put([&](std::vector<std::byte>& b) { b.resize(2 * record); });
     Result<std::unique_ptr<FileReader>> r =
         format.OpenReader(path, testing::TestReaderOptions(&storage));
     REQUIRE(r.ok());
@@ -794,7 +788,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
     CHECK((*r)->ReadSample(2).status().code() == StatusCode::kOutOfRange);
   }
   SUBCASE("length field larger than the file") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       std::byte header[kHeaderSize];
       EncodeRecordHeader(std::uint64_t{1} << 40, header);  // consistent CRC, absurd length
       std::memcpy(b.data() + record, header, kHeaderSize);
@@ -805,7 +799,7 @@ TEST_CASE("corruption is reported with path, record and offset") {
     }
   }
   SUBCASE("a file that shrinks while it is read") {
-    with([](std::vector<std::byte>&) {});
+    damaged.Put([](std::vector<std::byte>&) {});
     Result<std::unique_ptr<FileReader>> r =
         format.OpenReader(path, testing::TestReaderOptions(&storage, true, true, 512));
     REQUIRE(r.ok());
@@ -818,8 +812,8 @@ TEST_CASE("corruption is reported with path, record and offset") {
 }
 
 TEST_CASE("posix files round trip, with the index on disk") {
-  TempDir dir;
-  PosixStorage storage;
+  testing::TempDir dir;
+  testing::PosixStorage storage;
   TfRecordFormat format;
   const fs::path data = dir.path() / "train" / "img_1_of_2.tfrecord";
   fs::create_directories(data.parent_path());

@@ -70,7 +70,7 @@ const Entry& Tag(const std::vector<Entry>& entries, std::uint16_t tag) {
 void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
   const std::vector<std::byte> pixels = ReferencePixels(spec);
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep));
+      format.OpenReader(spec.path, TestReaderOptions(&storage, true, keep));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == 1);
   for (int round = 0; round < 2; ++round) {
@@ -95,7 +95,7 @@ class StderrCapture {
   ~StderrCapture() { Restore(); }
   std::string Take() {
     Restore();
-    return ReadText(file_);
+    return ReadFileText(file_);
   }
 
  private:
@@ -269,50 +269,45 @@ TEST_CASE("corruption is reported with path and offset") {
   const std::vector<std::byte> good = storage.Bytes(path);
   std::size_t ifd = 0;
   const std::vector<Entry> dir = Directory(good, &ifd);
-  auto with = [&](auto mutate) {
-    std::vector<std::byte> b = good;
-    mutate(b);
-    storage.SetBytes(path, b);
-  };
+  testing::DamagedCopies damaged(storage, path, good);
 
   SUBCASE("truncated") {
     for (std::size_t keep : {std::size_t{0}, std::size_t{3}, std::size_t{7}, std::size_t{100},
                              good.size() / 2, ifd + 20, good.size() - 1}) {
       CAPTURE(keep);
-      with([&](std::vector<std::byte>& b) { b.resize(keep); });
-      const Status s = OpenAndRead(format, storage, path);
+      const Status s = damaged.ReadTruncated(format, keep);
       CheckCorruption(s, path);
     }
   }
   SUBCASE("byte order mark") {
-    with([](std::vector<std::byte>& b) { b[0] = std::byte{'X'}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[0] = std::byte{'X'}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "not a tiff file");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 0");
   }
   SUBCASE("magic number") {
-    with([](std::vector<std::byte>& b) { b[2] = std::byte{41}; });
+    damaged.Put([](std::vector<std::byte>& b) { b[2] = std::byte{41}; });
     CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 2");
   }
   SUBCASE("directory offset outside the file") {
-    with([](std::vector<std::byte>& b) { StoreLe32(b, 4, 0x7fffffff); });
+    damaged.Put([](std::vector<std::byte>& b) { StoreLe32(b, 4, 0x7fffffff); });
     CheckCorruption(OpenAndRead(format, storage, path), path, "at offset 4");
     CheckCorruption(OpenAndRead(format, storage, path, false), path, "at offset 4");
   }
   SUBCASE("directory entry count") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       b[ifd] = std::byte{0xff};
       b[ifd + 1] = std::byte{0xff};
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "at offset " + std::to_string(ifd));
   }
   SUBCASE("required tag missing") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       b[Tag(dir, 256).offset] = std::byte{0x30};  // ImageWidth becomes an unknown tag
     });
     CheckCorruption(OpenAndRead(format, storage, path), path, "corrupt tiff");
   }
   SUBCASE("strip past the end") {
-    with([&](std::vector<std::byte>& b) {
+    damaged.Put([&](std::vector<std::byte>& b) {
       StoreLe32(b, LoadLe(b, Tag(dir, 273).offset + 8, 4) + 4, 0x00ffffff);
     });
     const Status s = OpenAndRead(format, storage, path);
@@ -388,7 +383,7 @@ TEST_CASE("libtiff prints nothing, whatever happens") {
 // Interoperability with tifffile and PIL.
 
 TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
-  if (!HavePython("numpy tifffile PIL")) {
+  if (!HavePythonModules("numpy, tifffile, PIL")) {
     MESSAGE("skipped: /usr/bin/python3 with numpy, tifffile and PIL is not available");
     return;
   }
@@ -414,9 +409,7 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
       "    assert a.dtype == want.dtype and a.shape == want.shape, (a.dtype, a.shape)\n"
       "    assert a.tobytes() == want.tobytes(), 'PIL reads other pixels'\n"
       "print('ok')\n";
-  WriteBinary(
-      dir.path() / "check.py",
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()), script.size()));
+  WriteTextFile(dir.path() / "check.py", script);
   struct Case {
     std::string dtype;
     std::vector<std::uint64_t> shape;
@@ -441,13 +434,14 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".tiff")).string();
     FileSpec spec = MakeSpec(cases[i].dtype, cases[i].shape, 40 + i, path);
     REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteBinary(path + ".ref", ReferencePixels(spec));
+    WriteFileBytes(path + ".ref", ReferencePixels(spec));
     std::string shape;
     for (std::uint64_t d : cases[i].shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    const int rc = Run(std::string(kPython) + " " + (dir.path() / "check.py").string() + " " +
-                           path + " " + path + ".ref " + cases[i].dtype + " " + shape + " " +
-                           CompressionName(cases[i].compression),
-                       &out);
+    const int rc =
+        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
+                       path + " " + path + ".ref " + cases[i].dtype + " " + shape + " " +
+                       CompressionName(cases[i].compression),
+                   &out);
     CHECK_MESSAGE(rc == 0, out);
   }
 
@@ -459,7 +453,7 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
       "def save(name, a, **kw):\n"
       "    tifffile.imwrite(d + '/' + name + '.tiff', a, **kw)\n"
       "    b = tifffile.imread(d + '/' + name + '.tiff')\n"
-      "    open(d + '/' + name + '.bin', "
+      "    open(d + '/' + name + '.0', "
       "'wb').write(b.astype(b.dtype.newbyteorder('<')).tobytes())\n"
       "save('u8', rng.integers(0, 256, (37, 53), dtype=np.uint8))\n"
       "save('be_u16', rng.integers(0, 65536, (20, 30)).astype('>u2'), byteorder='>')\n"
@@ -471,34 +465,18 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
       "save('f64', rng.random((7, 9)))\n"
       "im = Image.fromarray(rng.integers(0, 256, (41, 43), dtype=np.uint8))\n"
       "im.save(d + '/pil.tiff')\n"
-      "open(d + '/pil.bin', 'wb').write(np.asarray(im).tobytes())\n"
+      "open(d + '/pil.0', 'wb').write(np.asarray(im).tobytes())\n"
       "im.save(d + '/pil_deflate.tiff', compression='tiff_adobe_deflate')\n"
-      "open(d + '/pil_deflate.bin', 'wb').write(np.asarray(im).tobytes())\n"
+      "open(d + '/pil_deflate.0', 'wb').write(np.asarray(im).tobytes())\n"
       "im = Image.fromarray(rng.integers(0, 256, (19, 23, 3), dtype=np.uint8))\n"
       "im.save(d + '/pil_lzw.tiff', compression='tiff_lzw')\n"
-      "open(d + '/pil_lzw.bin', 'wb').write(np.asarray(im).tobytes())\n";
-  WriteBinary(
-      dir.path() / "make.py",
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(make.data()), make.size()));
-  fs::create_directories(dir.path() / "foreign");
-  const int rc = Run(std::string(kPython) + " " + (dir.path() / "make.py").string() + " " +
-                         (dir.path() / "foreign").string(),
-                     &out);
-  REQUIRE_MESSAGE(rc == 0, out);
+      "open(d + '/pil_lzw.0', 'wb').write(np.asarray(im).tobytes())\n";
   std::unique_ptr<Format> owned = MakeFormat();
   Format& format = *owned;
-  for (const char* name :
-       {"u8", "be_u16", "tiled", "planar", "predictor", "f64", "pil", "pil_deflate", "pil_lzw"}) {
-    const std::string which = name;
-    CAPTURE(which);
-    const fs::path base = dir.path() / "foreign" / name;
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(base.string() + ".tiff", Options(&storage));
-    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
-    Result<SampleView> s = (*reader)->ReadSample(0);
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    CHECK(SameBytes(s->data, ReadBinary(base.string() + ".bin")));
-  }
+  CHECK(MismatchWithForeignFiles(format, storage, dir.path(), make,
+                                 {"u8", "be_u16", "tiled", "planar", "predictor", "f64", "pil",
+                                  "pil_deflate", "pil_lzw"},
+                                 ".tiff") == "");
 }
 
 }  // namespace

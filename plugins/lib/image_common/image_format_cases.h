@@ -39,7 +39,7 @@ namespace iomimic::image_test {
 template <typename Fixture>
 void CheckRoundTrip(Format& format, Storage& storage, const FileSpec& spec, bool keep) {
   Result<std::unique_ptr<FileReader>> reader =
-      format.OpenReader(spec.path, Options(&storage, true, keep));
+      format.OpenReader(spec.path, TestReaderOptions(&storage, true, keep));
   REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
   REQUIRE((*reader)->num_samples() == 1);
   std::vector<std::byte> first;
@@ -203,7 +203,7 @@ TEST_CASE_FIXTURE(ShellTest,
     CAPTURE(decode);
     storage_.SetLogging(true);
     Result<std::unique_ptr<FileReader>> reader =
-        format_->OpenReader(spec.path, Options(&storage_, decode));
+        format_->OpenReader(spec.path, TestReaderOptions(&storage_, decode));
     REQUIRE(reader.ok());
     std::vector<Request> log = storage_.TakeLog();
     REQUIRE(log.size() == 1);  // Image.open: the header read only
@@ -235,7 +235,7 @@ TEST_CASE_FIXTURE(ShellTest,
   // transfer_size changes the block size.
   storage_.SetLogging(true);
   Result<std::unique_ptr<FileReader>> reader =
-      format_->OpenReader(spec.path, Options(&storage_, true, false, 16384));
+      format_->OpenReader(spec.path, TestReaderOptions(&storage_, true, false, 16384));
   REQUIRE(reader.ok());
   REQUIRE((*reader)->ReadSample(0).ok());
   const std::vector<Request> small = storage_.TakeLog();
@@ -268,7 +268,7 @@ TEST_CASE_FIXTURE(ShellTest, "shell: on_demand reloads every time, keep_in_memor
       CAPTURE(keep);
       const int opens_before = storage_.opens();
       Result<std::unique_ptr<FileReader>> reader =
-          format_->OpenReader(spec.path, Options(&storage_, decode, keep));
+          format_->OpenReader(spec.path, TestReaderOptions(&storage_, decode, keep));
       REQUIRE(reader.ok());
       auto* image_reader = dynamic_cast<image::ImageReader*>(reader->get());
       REQUIRE(image_reader != nullptr);
@@ -288,7 +288,8 @@ TEST_CASE_FIXTURE(ShellTest, "shell: on_demand reloads every time, keep_in_memor
 
 TEST_CASE_FIXTURE(ShellTest, "shell: out-of-range sample index") {
   const FileSpec spec = Written("range", {8, 8});
-  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(spec.path, Options(&storage_));
+  Result<std::unique_ptr<FileReader>> reader =
+      format_->OpenReader(spec.path, TestReaderOptions(&storage_));
   REQUIRE(reader.ok());
   Result<SampleView> s = (*reader)->ReadSample(1);
   CHECK(s.status().code() == StatusCode::kOutOfRange);
@@ -299,13 +300,15 @@ TEST_CASE_FIXTURE(ShellTest, "shell: out-of-range sample index") {
 
 TEST_CASE_FIXTURE(ShellTest, "shell: storage errors are reported, not hidden") {
   const FileSpec spec = Written("io", {100, 100});
-  CHECK(format_->OpenReader(Path("missing"), Options(&storage_)).status().code() ==
+  CHECK(format_->OpenReader(Path("missing"), TestReaderOptions(&storage_)).status().code() ==
         StatusCode::kNotFound);
   ReaderOptions no_storage;
   CHECK(format_->OpenReader(spec.path, no_storage).status().code() == StatusCode::kInvalidArgument);
   storage_.FailReads(1);
-  CHECK(format_->OpenReader(spec.path, Options(&storage_)).status().code() == StatusCode::kIOError);
-  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(spec.path, Options(&storage_));
+  CHECK(format_->OpenReader(spec.path, TestReaderOptions(&storage_)).status().code() ==
+        StatusCode::kIOError);
+  Result<std::unique_ptr<FileReader>> reader =
+      format_->OpenReader(spec.path, TestReaderOptions(&storage_));
   REQUIRE(reader.ok());
   storage_.FailReads(1);
   Status failed = (*reader)->ReadSample(0).status();
@@ -338,7 +341,8 @@ TEST_CASE_FIXTURE(ShellTest,
   std::vector<std::byte> damaged = good;
   const std::string fragment = ShellFixture::Damage(damaged);
   storage_.SetBytes(path, damaged);
-  Result<std::unique_ptr<FileReader>> reader = format_->OpenReader(path, Options(&storage_));
+  Result<std::unique_ptr<FileReader>> reader =
+      format_->OpenReader(path, TestReaderOptions(&storage_));
   REQUIRE(reader.ok());
   CheckCorruption((*reader)->ReadSample(0).status(), path, fragment);
   CHECK(storage_.open_files() == 0);

@@ -141,7 +141,8 @@ inline bool HavePythonModules(const std::string& modules) {
 
 // Reads every sample of `path` with `format` (decoding; kept in memory when
 // `keep`) and compares sample i with the bytes of the real file
-// `expected_prefix` + "." + i, as an interop check's script writes them.
+// `expected_prefix` + "." + i, as an interop check's script writes them
+// (and its size, SampleView::bytes, with the size of its data).
 // Empty when the file opens and every sample matches, else what went wrong
 // first.
 inline std::string MismatchWithSampleFiles(Format& format, Storage& storage,
@@ -157,6 +158,10 @@ inline std::string MismatchWithSampleFiles(Format& format, Storage& storage,
     const std::string expected = ReadFileText(expected_path);
     if (!SameBytes(s->data, std::as_bytes(std::span<const char>(expected)))) {
       return "sample " + std::to_string(i) + " of " + path + " differs from " + expected_path;
+    }
+    if (s->bytes != s->data.size()) {
+      return "sample " + std::to_string(i) + " of " + path + " says " + std::to_string(s->bytes) +
+             " bytes for " + std::to_string(s->data.size());
     }
   }
   return "";
