@@ -19,16 +19,6 @@ constexpr double kChunkBase = 16.0 * 1024;
 constexpr double kChunkMin = 8.0 * 1024;
 constexpr double kChunkMax = 1024.0 * 1024;
 
-std::string DimsText(std::span<const hsize_t> dims) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += dims[i] == H5S_UNLIMITED ? std::string("None") : std::to_string(dims[i]);
-  }
-  if (dims.size() == 1) s += ",";
-  return s + ")";
-}
-
 std::string Trim(const std::string& s) {
   std::size_t b = 0;
   std::size_t e = s.size();

@@ -17,16 +17,6 @@ namespace {
 // Stop looking for records_<k> after this many (a sanity bound).
 constexpr std::uint64_t kMaxDatasets = 1u << 16;
 
-std::string DimsText(const std::vector<hsize_t>& dims) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(dims[i]);
-  }
-  if (dims.size() == 1) s += ",";
-  return s + ")";
-}
-
 }  // namespace
 
 Hdf5Reader::Hdf5Reader(std::string path, const ReaderOptions& options)

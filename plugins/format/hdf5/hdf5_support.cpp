@@ -146,4 +146,14 @@ ErrorStack TakeErrorStack() {
   return stack;
 }
 
+std::string DimsText(std::span<const hsize_t> dims) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += dims[i] == H5S_UNLIMITED ? std::string("None") : std::to_string(dims[i]);
+  }
+  if (dims.size() == 1) s += ",";
+  return s + ")";
+}
+
 }  // namespace iomimic::hdf5

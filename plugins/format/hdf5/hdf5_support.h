@@ -20,11 +20,16 @@
 
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace iomimic::hdf5 {
+
+// A shape as Python prints the tuple h5py gives: "(3, 4)", "(5,)", None
+// for an unlimited dimension.
+std::string DimsText(std::span<const hsize_t> dims);
 
 // True when the loaded libhdf5 serialises its API calls itself.
 bool LibraryIsThreadSafe();

@@ -1,6 +1,5 @@
 #include "npz_reader.h"
 
-#include <isa-l/crc.h>
 
 #include <algorithm>
 #include <climits>
@@ -13,6 +12,7 @@
 
 #include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
+#include "npz_crc32.h"
 #include "npy_header/npy_array.h"
 #include "npz_writer.h"
 
@@ -30,12 +30,6 @@ std::string Hex32(std::uint32_t v) {
   return buf;
 }
 
-// CRC-32 of ZIP members (zlib's polynomial and conventions) with ISA-L, which
-// folds with carry-less multiplication on the widest vectors the CPU has:
-// 4-8x zlib's crc32_z (bench/results/hot_path.md).
-std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> data) {
-  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
 
 // A File over bytes already in memory (ReadPattern::kWhole parses the file
 // it read in one request through the direct path's code).

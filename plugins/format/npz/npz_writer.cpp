@@ -1,6 +1,5 @@
 #include "npz_writer.h"
 
-#include <isa-l/crc.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 
 #include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
+#include "npz_crc32.h"
 #include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
 #include "zip/deflate_stream.h"
@@ -34,12 +34,6 @@ constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 constexpr std::size_t kZeroBlockSize = std::size_t{64} << 10;
 const std::byte kZeroBlock[kZeroBlockSize] = {};
 
-// CRC-32 of ZIP members (zlib's polynomial and conventions) with ISA-L, which
-// folds with carry-less multiplication on the widest vectors the CPU has:
-// 4-8x zlib's crc32_z (bench/results/hot_path.md).
-std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> data) {
-  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
 
 std::span<const std::byte> AsBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};

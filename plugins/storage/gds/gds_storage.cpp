@@ -30,7 +30,10 @@ namespace iomimic::gds {
 
 // The descriptor's flags, and what capabilities() may claim (device memory on every data path).
 constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_DEVICE_MEMORY;
-namespace {
+
+// What State holds: in iomimic::gds, not an anonymous namespace, because State
+// (declared in gds_storage.h) has external linkage. The plugin exports none of
+// it (hidden visibility), and no other file of the plugin uses these names.
 
 constexpr std::uint64_t kMaxFileOffset =
     static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
@@ -166,8 +169,6 @@ struct Counters {
   std::atomic<std::uint64_t> cache_hits{0};
   std::atomic<std::uint64_t> refused_files{0};
 };
-
-}  // namespace
 
 // Everything the storage, its files and its buffers share. Buffers keep it
 // alive, so a buffer released after the storage still frees correctly.
