@@ -128,7 +128,11 @@ def fault_overrides(phase, fault, backend):
         return decorator(section, "latency", backend,
                          {"delay": "2ms", "distribution": "exponential", "delay_max": "200ms"})
     # Signals: the phase is slowed so that it is still running when one comes.
-    return decorator(section, "latency", backend, {"delay": "40ms"})
+    # A checkpoint read is a handful of 4 MiB requests: at 40 ms each it was
+    # over in about 0.13 s, which a loaded machine could miss (the signal then
+    # came after the run ended, exit 0); 250 ms each keeps it open ~0.75 s.
+    return decorator(section, "latency", backend,
+                     {"delay": "250ms" if phase == "ckpt_read" else "40ms"})
 
 
 def snapshot(folder):
