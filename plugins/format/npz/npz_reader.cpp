@@ -1,6 +1,5 @@
 #include "npz_reader.h"
 
-
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -12,8 +11,8 @@
 
 #include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
-#include "npz_crc32.h"
 #include "npy_header/npy_array.h"
+#include "npz_crc32.h"
 #include "npz_writer.h"
 
 namespace iomimic::npz {
@@ -29,7 +28,6 @@ std::string Hex32(std::uint32_t v) {
   std::snprintf(buf, sizeof(buf), "0x%08x", v);
   return buf;
 }
-
 
 // A File over bytes already in memory (ReadPattern::kWhole parses the file
 // it read in one request through the direct path's code).

@@ -13,9 +13,9 @@
 
 #include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
-#include "npz_crc32.h"
 #include "npy_header/npy_array.h"
 #include "npy_header/npy_header.h"
+#include "npz_crc32.h"
 #include "zip/deflate_stream.h"
 
 namespace iomimic::npz {
@@ -33,7 +33,6 @@ constexpr std::size_t kMinChunkSize = std::size_t{64} << 10;
 // Source of zero bytes for the labels.
 constexpr std::size_t kZeroBlockSize = std::size_t{64} << 10;
 const std::byte kZeroBlock[kZeroBlockSize] = {};
-
 
 std::span<const std::byte> AsBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
