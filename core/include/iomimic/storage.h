@@ -40,6 +40,14 @@ struct OpenOptions {
   AccessHint hint = AccessHint::kNormal;
   // For kWrite: the final size when known (lets a back end preallocate).
   std::uint64_t expected_size = 0;
+  // For reads: the bytes must come from the storage, not from a page cache
+  // this host already holds (a checkpoint read back by its writer, a KV-cache
+  // entry read after it was written). A back end with a page cache drops the
+  // file's cached pages when it opens (posix, mmap, gds: posix_fadvise
+  // POSIX_FADV_DONTNEED, which writes nothing back and drops clean pages
+  // only); one without a page cache on this host (odirect, s3) ignores it.
+  // Dropping is best effort and never an error. Results report it.
+  bool drop_cache = false;
 };
 
 // One request of a batched read. The back end fills `bytes_read` and `status`.

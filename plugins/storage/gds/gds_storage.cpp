@@ -713,6 +713,7 @@ Result<std::unique_ptr<File>> GdsStorage::Open(const std::string& path,
     }
   }
   if (read_fd >= 0 && !direct) {
+    if (options.drop_cache) (void)::posix_fadvise(read_fd, 0, 0, POSIX_FADV_DONTNEED);
     switch (options.hint) {
       case AccessHint::kSequential:
       case AccessHint::kWholeFile:

@@ -287,6 +287,7 @@ Result<std::unique_ptr<File>> MmapStorage::Open(const std::string& path,
     IOMIMIC_RETURN_IF_ERROR(CheckRegularFile(fd, path));
     IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t size, FstatSizeOrClose(fd, path));
     ReserveExpectedSize(fd, options);
+    if (options.drop_cache) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     const int advice = AdviceFor(options_.advice, options.hint);
     // The readahead window of a fault on a file mapping is the descriptor's
     // (its struct file's): MADV_SEQUENTIAL alone keeps the default window,

@@ -132,6 +132,7 @@ class PosixStorage final : public FileSystemStorage {
           break;
       }
     }
+    if (options.drop_cache) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (advice != kNoAdvice) (void)::posix_fadvise(fd, 0, 0, advice);
     if (options.mode == OpenMode::kWrite && options.expected_size > 0) {
       // Best effort: file systems without fallocate support simply skip it.

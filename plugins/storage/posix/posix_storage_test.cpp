@@ -1,4 +1,8 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -86,4 +90,50 @@ TEST_CASE("posix: options are validated") {
   auto ok = Make({{"fadvise", "random"}, {"drop_cache_on_close", "true"}});
   CHECK(ok->name() == "posix");
   CHECK(ok->capabilities().data_path == "pread");
+}
+
+// OpenOptions::drop_cache: the file's pages leave the page cache when it
+// opens, so the read that follows comes from the device.
+TEST_CASE("posix: drop_cache drops the file's cached pages at open") {
+  TempDir dir;
+  auto storage = Make();
+  const std::string path = (dir.path() / "cached.bin").string();
+  const std::size_t size = 64 * 4096;
+  {
+    auto f = storage->Open(path, {iomimic::OpenMode::kWrite});
+    REQUIRE(f.ok());
+    REQUIRE((*f)->WriteAt(0, Pattern(size, 3)).ok());
+    REQUIRE((*f)->Sync().ok());  // clean pages only can be dropped
+    REQUIRE((*f)->Close().ok());
+  }
+  const auto resident_pages = [&] {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    REQUIRE(map != MAP_FAILED);
+    std::vector<unsigned char> in_core(size / 4096);
+    REQUIRE(::mincore(map, size, in_core.data()) == 0);
+    ::munmap(map, size);
+    std::size_t n = 0;
+    for (unsigned char c : in_core) n += c & 1;
+    return n;
+  };
+  iomimic::OpenOptions keep;
+  CHECK((*storage->Open(path, keep))->Close().ok());
+  const std::size_t before = resident_pages();
+  iomimic::OpenOptions drop;
+  drop.drop_cache = true;
+  auto f = storage->Open(path, drop);
+  REQUIRE(f.ok());
+  const std::size_t after = resident_pages();
+  CHECK((*f)->Close().ok());
+  INFO("resident pages before " << before << ", after " << after);
+  // tmpfs keeps every page (it has no backing store to drop to).
+  struct statfs fs_info {};
+  REQUIRE(::statfs(path.c_str(), &fs_info) == 0);
+  if (fs_info.f_type != TMPFS_MAGIC) {
+    CHECK(before > 0);
+    CHECK(after == 0);
+  }
 }
