@@ -102,6 +102,12 @@ def shrink(name, text, work, env):
         elif "file://" not in text:
             ov.append("++workload.storage.storage_root=" + bucket)
             ov.append("++workload.dataset.data_folder=s3://%s/%s" % (bucket, name))
+        if re.search(r"checkpoint_folder:\s*s3://", text):
+            # Object-storage checkpoints (the llama3 *_checkpoint files): the
+            # server's bucket; their placeholders are meant to be overridden.
+            ov.append("++workload.checkpoint.checkpoint_folder=s3://%s/%s/ckpt" % (bucket, name))
+        if "LIBRARY_PLACEHOLDER" in text:
+            ov.append("++workload.storage.storage_library=s3dlio")
         if "endpoint_uris" in text:
             ov.append("++workload.storage.endpoint_uris=[%s,%s]" %
                       (url, url.replace("127.0.0.1", "localhost")))
