@@ -42,10 +42,10 @@ struct OpenOptions {
   std::uint64_t expected_size = 0;
   // For reads: the bytes must come from the storage, not from a page cache
   // this host already holds (a checkpoint read back by its writer, a KV-cache
-  // entry read after it was written). A back end with a page cache drops the
-  // file's cached pages when it opens (posix, mmap, gds: posix_fadvise
+  // entry read after it was written). A back end that reads through the
+  // page cache drops the file's cached pages when it opens (posix_fadvise
   // POSIX_FADV_DONTNEED, which writes nothing back and drops clean pages
-  // only); one without a page cache on this host (odirect, s3) ignores it.
+  // only); one that bypasses it (direct I/O, an object store) ignores it.
   // Dropping is best effort and never an error. Results report it.
   bool drop_cache = false;
 };
