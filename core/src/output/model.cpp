@@ -141,6 +141,7 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
     const double slowest = cluster.MaxDouble(wall[i]);
     t.actual_MiB_per_second.push_back(slowest > 0 ? static_cast<double>(bytes[i]) / kMiB / slowest
                                                   : 0);
+    t.seconds += slowest;
     t.bytes_read += bytes[i];
   }
   // Minor page faults: near zero after the first epoch when the hot path
@@ -470,10 +471,79 @@ void CollectHosts(cluster::Cluster& cluster, const config::Config& c, RunResults
       static_cast<double>(c.dataset.record_length_bytes) / kGiB;
 }
 
+// This rank's figures for the per-host rows, from the same counters and
+// records the run's totals sum (so that the hosts add up to them).
+RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
+                       const engine::IoSnapshot& io, int accelerators_per_process) {
+  RankFigures f;
+  f.host = session.cluster().hostname();
+  f.accelerators = accelerators_per_process;
+  f.bytes_read = io.read_bytes;
+  f.bytes_written = io.write_bytes;
+  f.samples = session.sample_latency().count();
+  const engine::IoCounters& counters = session.storage().counters();
+  f.io_seconds =
+      static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
+  if (!outcome.train) return f;
+  for (const metrics::EpochRecord& e : outcome.train->epochs) {
+    for (const metrics::PhaseRecord& b : e.blocks) f.train_bytes_read += b.bytes_read;
+  }
+  for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+    double au = 0, throughput = 0;
+    for (const metrics::EpochRecord& e : a.epochs) {
+      const EpochMetrics m = ComputeEpochMetrics(e, session.config());
+      au += m.train.au_percent;
+      throughput += m.train.samples_per_second;
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        for (double v : b.load) f.data_wait_seconds += v;
+      }
+    }
+    if (!a.epochs.empty()) {
+      f.au_percent_sum += au / static_cast<double>(a.epochs.size());
+      f.samples_per_second_sum += throughput / static_cast<double>(a.epochs.size());
+    }
+  }
+  return f;
+}
+
+// The rank-to-host map and the per-host rows: every rank's figures gathered
+// as one line of text each and grouped by host (O(ranks), output/hosts.h).
+void CollectHostFigures(engine::Session& session, const RunOutcome& outcome,
+                        const engine::IoSnapshot& io, RunResults* r) {
+  const std::vector<std::string> lines = session.cluster().AllGatherStrings(
+      EncodeRankFigures(OwnFigures(session, outcome, io, r->accelerators_per_process)));
+  std::vector<RankFigures> ranks(lines.size());
+  r->rank_hosts.resize(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!DecodeRankFigures(lines[i], &ranks[i])) ranks[i].host = "(rank " + std::to_string(i) + ")";
+    r->rank_hosts[i] = ranks[i].host;
+  }
+  r->hosts = GroupByHost(ranks, r->train ? r->train->seconds : 0.0);
+}
+
+// Each sampling host's telemetry rows, gathered (ranks that sampled nothing
+// send nothing).
+void CollectTelemetry(const RunOutcome& outcome, cluster::Cluster& cluster, RunResults* r) {
+  const std::vector<std::string> all = cluster.AllGatherStrings(
+      outcome.telemetry_sampled
+          ? metrics::EncodeTelemetry(outcome.telemetry_sources, outcome.telemetry)
+          : std::string());
+  for (std::size_t rank = 0; rank < all.size(); ++rank) {
+    if (all[rank].empty()) continue;
+    HostTelemetryResults h;
+    h.rank = static_cast<int>(rank);
+    h.host = rank < r->rank_hosts.size() ? r->rank_hosts[rank] : std::string();
+    if (metrics::DecodeTelemetry(all[rank], &h.sources, &h.rows)) {
+      r->host_telemetry.push_back(std::move(h));
+    }
+  }
+}
+
 // The storage's totals over ranks, its per-path counters and the trace's.
 void CollectIo(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
   cluster::Cluster& cluster = session.cluster();
   const engine::IoSnapshot io = session.storage().Snapshot();
+  CollectHostFigures(session, outcome, io, r);
   const std::vector<std::uint64_t> io_total = cluster.SumU64s(
       {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
   r->io = {io_total[0], io_total[1], io_total[2], io_total[3],
@@ -661,6 +731,7 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   CollectPlugins(session, c, &r);
   r.timeline_interval = c.iomimic.timeline_interval;
   CollectTimeline(outcome, cluster, &r);
+  CollectTelemetry(outcome, cluster, &r);
   const std::uint64_t checksum = cluster.SumU64(session.checksum());
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);
