@@ -1,6 +1,7 @@
 #include "output/writers.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -621,25 +622,55 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
 
 namespace {
 
-std::string Csv(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6f", std::isfinite(v) ? v : 0.0);
-  return buf;
+// A number with six decimals (printf's %.6f; to_chars is faster and rounds
+// the same, exactly).
+void AppendCsv(std::string* out, double v) {
+  char buf[400];  // the widest double in fixed notation
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), std::isfinite(v) ? v : 0.0,
+                                               std::chars_format::fixed, 6);
+  out->append(buf, r.ptr);
 }
 
-void TimelineLine(std::ostringstream& out, std::uint64_t index, const std::string& rank,
-                  double start, double end, const metrics::ActivitySample& d, int accelerators,
+void AppendCsv(std::string* out, std::uint64_t v) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+std::string Csv(double v) {
+  std::string out;
+  AppendCsv(&out, v);
+  return out;
+}
+
+void TimelineLine(std::string* out, std::uint64_t index, const std::string& rank, double start,
+                  double end, const metrics::ActivitySample& d, int accelerators,
                   const std::string& host) {
   const double seconds = end - start;
   const double au =
       seconds > 0 && accelerators > 0 ? 100.0 * d.compute_seconds / (seconds * accelerators) : 0.0;
-  out << index << ',' << rank << ',' << Csv(start) << ',' << Csv(end) << ',' << d.bytes_read << ','
-      << d.bytes_written << ',' << d.read_requests << ',' << d.write_requests << ',' << d.samples
-      << ',' << d.steps << ',' << Csv(d.compute_seconds) << ',' << Csv(au) << ','
-      << Csv(seconds > 0 ? static_cast<double>(d.bytes_read) / kMiB / seconds : 0.0) << ','
-      << Csv(seconds > 0 ? static_cast<double>(d.bytes_written) / kMiB / seconds : 0.0) << ','
-      << Csv(seconds > 0 ? d.io_seconds / seconds : 0.0) << ',' << Csv(d.barrier_seconds) << ','
-      << host << '\n';
+  const auto rate = [seconds](double v) { return seconds > 0 ? v / seconds : 0.0; };
+  AppendCsv(out, index);
+  *out += ',';
+  *out += rank;
+  for (double v : {start, end}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  for (std::uint64_t v : {d.bytes_read, d.bytes_written, d.read_requests, d.write_requests,
+                          d.samples, d.steps}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  for (double v : {d.compute_seconds, au, rate(static_cast<double>(d.bytes_read) / kMiB),
+                   rate(static_cast<double>(d.bytes_written) / kMiB), rate(d.io_seconds),
+                   d.barrier_seconds}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  *out += ',';
+  *out += host;
+  *out += '\n';
 }
 
 // Rows of one interval summed over ranks: the interval's widest span, the
@@ -671,34 +702,40 @@ struct IntervalSum {
 
 std::string TimelineCsv(const RunResults& r) {
   if (r.timeline.empty()) return {};
-  std::ostringstream out;
-  out << "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,"
-         "samples,steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,"
-         "barrier_s,host\n";
-  // Hosts by their order in r.hosts; per host and interval, then over all.
+  std::string out =
+      "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,"
+      "samples,steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,"
+      "barrier_s,host\n";
+  out.reserve(r.timeline.size() * 160);
+  // Hosts numbered in the order of r.hosts (a rank's host looked up once);
+  // sums per host and interval, then over all.
   std::map<std::string, std::size_t> host_order;
   for (const HostFigures& h : r.hosts) host_order.try_emplace(h.host, host_order.size());
+  std::vector<std::size_t> rank_host(r.rank_hosts.size());
+  for (std::size_t i = 0; i < r.rank_hosts.size(); ++i) {
+    rank_host[i] = host_order.try_emplace(r.rank_hosts[i], host_order.size()).first->second;
+  }
+  const std::size_t no_host = host_order.try_emplace("", host_order.size()).first->second;
   std::map<std::pair<std::size_t, std::uint64_t>, IntervalSum> by_host;
   std::map<std::uint64_t, IntervalSum> all;
-  for (const TimelineEntry& e : r.timeline) {
-    const std::size_t rank = static_cast<std::size_t>(e.rank);
-    const std::string host = rank < r.rank_hosts.size() ? r.rank_hosts[rank] : std::string();
-    TimelineLine(out, e.row.index, std::to_string(e.rank), e.row.start_seconds, e.row.end_seconds,
-                 e.row.delta, r.accelerators_per_process, host);
-    auto order = host_order.try_emplace(host, host_order.size()).first->second;
-    by_host[{order, e.row.index}].Add(e.row, r.accelerators_per_process);
-    all[e.row.index].Add(e.row, r.accelerators_per_process);
-  }
   std::vector<std::string> host_names(host_order.size());
   for (const auto& [name, order] : host_order) host_names[order] = name;
+  for (const TimelineEntry& e : r.timeline) {
+    const std::size_t rank = static_cast<std::size_t>(e.rank);
+    const std::size_t host = rank < rank_host.size() ? rank_host[rank] : no_host;
+    TimelineLine(&out, e.row.index, std::to_string(e.rank), e.row.start_seconds,
+                 e.row.end_seconds, e.row.delta, r.accelerators_per_process, host_names[host]);
+    by_host[{host, e.row.index}].Add(e.row, r.accelerators_per_process);
+    all[e.row.index].Add(e.row, r.accelerators_per_process);
+  }
   for (const auto& [key, s] : by_host) {
-    TimelineLine(out, key.second, "host", s.start, s.end, s.sum, s.accelerators,
+    TimelineLine(&out, key.second, "host", s.start, s.end, s.sum, s.accelerators,
                  host_names[key.first]);
   }
   for (const auto& [index, s] : all) {
-    TimelineLine(out, index, "all", s.start, s.end, s.sum, s.accelerators, "all");
+    TimelineLine(&out, index, "all", s.start, s.end, s.sum, s.accelerators, "all");
   }
-  return out.str();
+  return out;
 }
 
 std::string HostTelemetryCsv(const RunResults& r) {
