@@ -67,7 +67,7 @@ TEST_CASE("report: a folder with only summary.json gives a page that lists what 
   CHECK(data.find('<') == std::string::npos);
   CHECK(data.find("\\u003c/script>\\u003cb>x") != std::string::npos);
   CHECK(data.find("\"missing\":[\"timeline.csv\",\"events.csv\",\"histograms.json\","
-                  "\"io_counters.csv\"]") != std::string::npos);
+                  "\"io_counters.csv\",\"host_telemetry.csv\"]") != std::string::npos);
   CHECK(data.find("\"train AU %\",42.5") != std::string::npos);
   CHECK(Count(*page, "@@") == 0);
 }
