@@ -175,10 +175,14 @@ def test_timeline_and_events_add_up():
         if "all" not in ranks:
             fail("interval %s has no all-ranks row" % interval)
         for column in ("bytes_read", "samples", "steps"):
-            parts = sum(int(r[column]) for k, r in ranks.items() if k != "all")
+            parts = sum(int(r[column]) for k, r in ranks.items() if k.isdigit())
             if int(ranks["all"][column]) != parts:
                 fail("interval %s: all-ranks %s %s, the ranks' sum %d" %
                      (interval, column, ranks["all"][column], parts))
+            # One host here: its row sums the same ranks.
+            if int(ranks["host"][column]) != parts:
+                fail("interval %s: the host row's %s %s, the ranks' sum %d" %
+                     (interval, column, ranks["host"][column], parts))
 
     # Ranks whose steps take different times wait for each other at the
     # per-step barrier: waits of 1 ms or more are events, inside their block.

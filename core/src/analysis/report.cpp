@@ -167,12 +167,8 @@ Status AddTimeline(const std::string& dir, json* run) {
       std::max<std::size_t>(1, (all.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
   const auto [time, series] =
       Averaged(all, {&Point::read, &Point::write, &Point::au, &Point::in_flight});
-  (*run)["timeline"] = {{"t", time},
-                        {"read_MiB_s", series[0]},
-                        {"write_MiB_s", series[1]},
-                        {"au", series[2]},
-                        {"in_flight", series[3]},
-                        {"intervals", all.size()},
+  (*run)["timeline"] = {{"t", time},        {"read_MiB_s", series[0]}, {"write_MiB_s", series[1]},
+                        {"au", series[2]},  {"in_flight", series[3]},  {"intervals", all.size()},
                         {"averaged", group}};
   json per_rank = json::array();
   for (const auto& [rank, s] : ranks) {
@@ -197,17 +193,25 @@ Status AddTimeline(const std::string& dir, json* run) {
 Status AddHostTelemetry(const std::string& dir, json* run) {
   const std::string file = dir + "/host_telemetry.csv";
   IOMIMIC_ASSIGN_OR_RETURN(const Table t, ReadCsv(file));
-  const std::vector<std::string> names = {
-      "host",          "start_s",        "end_s",           "cpu_user_percent",
-      "cpu_system_percent", "cpu_iowait_percent", "page_cache_MiB", "disk_read_MiB_per_s",
-      "disk_write_MiB_per_s", "net_rx_MiB_per_s", "net_tx_MiB_per_s", "disk"};
+  const std::vector<std::string> names = {"host",
+                                          "start_s",
+                                          "end_s",
+                                          "cpu_user_percent",
+                                          "cpu_system_percent",
+                                          "cpu_iowait_percent",
+                                          "page_cache_MiB",
+                                          "disk_read_MiB_per_s",
+                                          "disk_write_MiB_per_s",
+                                          "net_rx_MiB_per_s",
+                                          "net_tx_MiB_per_s",
+                                          "disk"};
   IOMIMIC_ASSIGN_OR_RETURN(const std::vector<int> c, Columns(t, file, names));
   std::map<std::string, std::vector<std::vector<std::string>>> by_host;
   for (const std::vector<std::string>& r : t.rows) by_host[r[c[0]]].push_back(r);
   json hosts = json::object();
   for (const auto& [host, rows] : by_host) {
-    const std::size_t group = std::max<std::size_t>(
-        1, (rows.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
+    const std::size_t group =
+        std::max<std::size_t>(1, (rows.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
     json series = json::object();
     json time = json::array();
     for (std::size_t k = 3; k + 1 < names.size(); ++k) series[names[k]] = json::array();

@@ -143,7 +143,8 @@ TEST_CASE("report: timeline.csv's host rows and host_telemetry.csv become per-ho
   CHECK(data.find("\"MiB_read\":3.0,") != std::string::npos);  // rank 0: 3 intervals x 1 MiB
   CHECK(data.find("\"rank\":1") != std::string::npos);
   CHECK(data.find("\"intervals\":3") != std::string::npos);
-  CHECK(data.find("\"host_timeline\":{\"h1\":{\"au\":[50.0,50.0,50.0],\"read_MiB_s\":[1.0,1.0,1.0]") !=
+  CHECK(data.find(
+            "\"host_timeline\":{\"h1\":{\"au\":[50.0,50.0,50.0],\"read_MiB_s\":[1.0,1.0,1.0]") !=
         std::string::npos);
   CHECK(data.find("\"h2\":{\"cpu_iowait_percent\":[2.0],\"cpu_system_percent\":[5.0],"
                   "\"cpu_user_percent\":[30.0]") != std::string::npos);

@@ -142,7 +142,8 @@ std::vector<HostFigure> ReadHosts(const json* io) {
     if (!h.is_object() || !h.contains("host") || !h["host"].is_string()) continue;
     HostFigure f;
     f.host = h["host"].get<std::string>();
-    f.ranks = h.contains("ranks") && h["ranks"].is_array() ? static_cast<int>(h["ranks"].size()) : 0;
+    f.ranks =
+        h.contains("ranks") && h["ranks"].is_array() ? static_cast<int>(h["ranks"].size()) : 0;
     f.train_MiB_per_second = number(h, "train_io_MiB_per_second");
     f.au_percent = number(h, "train_au_mean_percentage");
     f.samples = number(h, "samples");

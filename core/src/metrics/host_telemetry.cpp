@@ -128,9 +128,8 @@ bool ParseDiskstats(const std::string& text, const std::string& device, ProcCoun
     std::uint64_t f[10] = {};
     // major minor name reads merged sectors ms writes merged sectors ms in_flight io_ms
     const int n = std::sscanf(line.c_str(),
-                              "%u %u %127s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                              " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                              " %" SCNu64,
+                              "%u %u %127s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                              " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
                               &maj, &min, name, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6],
                               &f[7], &f[8], &f[9]);
     if (n < 13 || device != name) continue;
@@ -211,14 +210,15 @@ std::string EncodeTelemetry(const TelemetrySources& sources,
   char line[1024];
   for (const TelemetryRow& r : rows) {
     std::snprintf(line, sizeof(line),
-                  "R %" PRIu64 " %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %" PRIu64
+                  "R %" PRIu64
+                  " %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %" PRIu64
                   " %" PRIu64 " %" PRIu64 " %" PRIu64 " %.17g %" PRIu64 " %" PRIu64 " %" PRIu64
                   " %" PRIu64 "\n",
-                  r.index, r.start_seconds, r.end_seconds, r.cpu_user_percent,
-                  r.cpu_system_percent, r.cpu_iowait_percent, r.cpu_idle_percent, r.mem_total_MiB,
-                  r.mem_available_MiB, r.page_cache_MiB, r.dirty_MiB, r.disk_read_bytes,
-                  r.disk_write_bytes, r.disk_reads, r.disk_writes, r.disk_busy_percent,
-                  r.net_rx_bytes, r.net_tx_bytes, r.net_rx_packets, r.net_tx_packets);
+                  r.index, r.start_seconds, r.end_seconds, r.cpu_user_percent, r.cpu_system_percent,
+                  r.cpu_iowait_percent, r.cpu_idle_percent, r.mem_total_MiB, r.mem_available_MiB,
+                  r.page_cache_MiB, r.dirty_MiB, r.disk_read_bytes, r.disk_write_bytes,
+                  r.disk_reads, r.disk_writes, r.disk_busy_percent, r.net_rx_bytes, r.net_tx_bytes,
+                  r.net_rx_packets, r.net_tx_packets);
     text += line;
   }
   return text;
@@ -246,8 +246,8 @@ bool DecodeTelemetry(const std::string& text, TelemetrySources* sources,
         &r.index, &r.start_seconds, &r.end_seconds, &r.cpu_user_percent, &r.cpu_system_percent,
         &r.cpu_iowait_percent, &r.cpu_idle_percent, &r.mem_total_MiB, &r.mem_available_MiB,
         &r.page_cache_MiB, &r.dirty_MiB, &r.disk_read_bytes, &r.disk_write_bytes, &r.disk_reads,
-        &r.disk_writes, &r.disk_busy_percent, &r.net_rx_bytes, &r.net_tx_bytes,
-        &r.net_rx_packets, &r.net_tx_packets);
+        &r.disk_writes, &r.disk_busy_percent, &r.net_rx_bytes, &r.net_tx_bytes, &r.net_rx_packets,
+        &r.net_tx_packets);
     if (n != 20) return false;
     rows->push_back(r);
   }

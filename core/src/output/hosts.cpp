@@ -19,11 +19,10 @@ std::string EncodeRankFigures(const RankFigures& f) {
 bool DecodeRankFigures(const std::string& text, RankFigures* out) {
   RankFigures f;
   int consumed = 0;
-  const int n = std::sscanf(text.c_str(),
-                            "%d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %lf %lf %lf %lf %n",
-                            &f.accelerators, &f.bytes_read, &f.bytes_written, &f.train_bytes_read,
-                            &f.samples, &f.au_percent_sum, &f.samples_per_second_sum,
-                            &f.data_wait_seconds, &f.io_seconds, &consumed);
+  const int n = std::sscanf(
+      text.c_str(), "%d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %lf %lf %lf %lf %n",
+      &f.accelerators, &f.bytes_read, &f.bytes_written, &f.train_bytes_read, &f.samples,
+      &f.au_percent_sum, &f.samples_per_second_sum, &f.data_wait_seconds, &f.io_seconds, &consumed);
   if (n != 9 || consumed <= 0) return false;
   f.host = text.substr(static_cast<std::size_t>(consumed));
   *out = std::move(f);
@@ -58,10 +57,9 @@ std::vector<HostFigures> GroupByHost(const std::vector<RankFigures>& ranks, doub
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     HostFigures& h = hosts[i];
     h.au_percent = h.accelerators > 0 ? au_sums[i] / h.accelerators : 0;
-    h.train_read_MiB_per_second =
-        train_seconds > 0 ? static_cast<double>(h.train_bytes_read) / (1024.0 * 1024.0) /
-                                train_seconds
-                          : 0;
+    h.train_read_MiB_per_second = train_seconds > 0 ? static_cast<double>(h.train_bytes_read) /
+                                                          (1024.0 * 1024.0) / train_seconds
+                                                    : 0;
   }
   return hosts;
 }

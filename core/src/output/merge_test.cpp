@@ -176,7 +176,8 @@ std::pair<double, double> MergeSeconds(int ranks, std::size_t* text_bytes) {
     }
     timeline[rank] = EncodeTimeline(rows);
     std::vector<EventEntry> ev(kEvents);
-    for (int i = 0; i < kEvents; ++i) ev[i] = {rank, "train_block", 1, std::uint64_t(i), 1.0, 2.0, 9};
+    for (int i = 0; i < kEvents; ++i)
+      ev[i] = {rank, "train_block", 1, std::uint64_t(i), 1.0, 2.0, 9};
     events[rank] = EncodeEvents(ev);
     std::vector<std::pair<std::string, engine::FileCounters>> mine;
     for (int i = 0; i < kFiles + 4; ++i) {

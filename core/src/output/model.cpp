@@ -295,11 +295,10 @@ std::vector<metrics::TimelineRow> DecodeTimeline(const std::string& text) {
   TextCursor in(text);
   metrics::TimelineRow r;
   metrics::ActivitySample& d = r.delta;
-  while (!in.AtEnd() && in.Next(&r.index) && in.Next(&r.start_seconds) &&
-         in.Next(&r.end_seconds) && in.Next(&d.bytes_read) && in.Next(&d.bytes_written) &&
-         in.Next(&d.read_requests) && in.Next(&d.write_requests) && in.Next(&d.samples) &&
-         in.Next(&d.steps) && in.Next(&d.compute_seconds) && in.Next(&d.io_seconds) &&
-         in.Next(&d.barrier_seconds)) {
+  while (!in.AtEnd() && in.Next(&r.index) && in.Next(&r.start_seconds) && in.Next(&r.end_seconds) &&
+         in.Next(&d.bytes_read) && in.Next(&d.bytes_written) && in.Next(&d.read_requests) &&
+         in.Next(&d.write_requests) && in.Next(&d.samples) && in.Next(&d.steps) &&
+         in.Next(&d.compute_seconds) && in.Next(&d.io_seconds) && in.Next(&d.barrier_seconds)) {
     rows.push_back(r);
   }
   return rows;

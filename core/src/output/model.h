@@ -24,11 +24,11 @@
 #include "engine/generator.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
-#include "output/hosts.h"
 #include "metrics/histogram.h"
 #include "metrics/host_telemetry.h"
 #include "metrics/records.h"
 #include "metrics/timeline.h"
+#include "output/hosts.h"
 
 namespace iomimic::output {
 

@@ -550,10 +550,14 @@ json HostsJson(const RunResults& r) {
         sums[2] += row.net_rx_bytes;
         sums[3] += row.net_tx_bytes;
       }
-      o["telemetry"] = {{"sampled_by_rank", t.rank},     {"intervals", t.rows.size()},
-                        {"disk", t.sources.disk},         {"disk_note", t.sources.disk_note},
-                        {"interfaces", t.sources.interfaces}, {"disk_read_bytes", sums[0]},
-                        {"disk_write_bytes", sums[1]},    {"net_rx_bytes", sums[2]},
+      o["telemetry"] = {{"sampled_by_rank", t.rank},
+                        {"intervals", t.rows.size()},
+                        {"disk", t.sources.disk},
+                        {"disk_note", t.sources.disk_note},
+                        {"interfaces", t.sources.interfaces},
+                        {"disk_read_bytes", sums[0]},
+                        {"disk_write_bytes", sums[1]},
+                        {"net_rx_bytes", sums[2]},
                         {"net_tx_bytes", sums[3]}};
     }
     hosts.push_back(o);
@@ -657,14 +661,14 @@ void TimelineLine(std::string* out, std::uint64_t index, const std::string& rank
     *out += ',';
     AppendCsv(out, v);
   }
-  for (std::uint64_t v : {d.bytes_read, d.bytes_written, d.read_requests, d.write_requests,
-                          d.samples, d.steps}) {
+  for (std::uint64_t v :
+       {d.bytes_read, d.bytes_written, d.read_requests, d.write_requests, d.samples, d.steps}) {
     *out += ',';
     AppendCsv(out, v);
   }
-  for (double v : {d.compute_seconds, au, rate(static_cast<double>(d.bytes_read) / kMiB),
-                   rate(static_cast<double>(d.bytes_written) / kMiB), rate(d.io_seconds),
-                   d.barrier_seconds}) {
+  for (double v :
+       {d.compute_seconds, au, rate(static_cast<double>(d.bytes_read) / kMiB),
+        rate(static_cast<double>(d.bytes_written) / kMiB), rate(d.io_seconds), d.barrier_seconds}) {
     *out += ',';
     AppendCsv(out, v);
   }
@@ -723,8 +727,8 @@ std::string TimelineCsv(const RunResults& r) {
   for (const TimelineEntry& e : r.timeline) {
     const std::size_t rank = static_cast<std::size_t>(e.rank);
     const std::size_t host = rank < rank_host.size() ? rank_host[rank] : no_host;
-    TimelineLine(&out, e.row.index, std::to_string(e.rank), e.row.start_seconds,
-                 e.row.end_seconds, e.row.delta, r.accelerators_per_process, host_names[host]);
+    TimelineLine(&out, e.row.index, std::to_string(e.rank), e.row.start_seconds, e.row.end_seconds,
+                 e.row.delta, r.accelerators_per_process, host_names[host]);
     by_host[{host, e.row.index}].Add(e.row, r.accelerators_per_process);
     all[e.row.index].Add(e.row, r.accelerators_per_process);
   }

@@ -285,8 +285,9 @@ class WorkloadRun {
           telemetry_.Sample(row.index, row.start_seconds, row.end_seconds);
         };
       }
-      sampler_.Start(outcome_.origin, c_.iomimic.timeline_interval,
-                     [session] { return SampleActivity(*session); }, std::move(on_row));
+      sampler_.Start(
+          outcome_.origin, c_.iomimic.timeline_interval,
+          [session] { return SampleActivity(*session); }, std::move(on_row));
     }
     outcome_.checkpointer = checkpointer_.get();
   }
@@ -295,9 +296,9 @@ class WorkloadRun {
   // object store), the network, CPU and memory.
   void StartTelemetry() {
     const bool objects = session_->storage().capabilities().objects;
-    telemetry_.Start(engine::ResolveDataPath(c_, c_.dataset.data_folder),
-                     objects ? "object storage (" + session_->storage_chain() + "): no block device"
-                             : "");
+    telemetry_.Start(
+        engine::ResolveDataPath(c_, c_.dataset.data_folder),
+        objects ? "object storage (" + session_->storage_chain() + "): no block device" : "");
   }
 
   // A run that only generates (`iomimic generate`, or a workflow that
