@@ -231,22 +231,24 @@ def check_network(by_host, before, after):
             fail("host %s: telemetry counted more than its link carried" % h)
 
 
-def check_disk(by_host, s, cold):
+def disk_disagreement(by_host, s, cold):
     """Cold reads on a block device: the disk's sectors read during the run
-    (any host's rows: one kernel) agree with the bytes the run read within 5%."""
+    (any host's rows: one kernel) agree with the bytes the run read within 5%.
+    A message when they do not; None when they do or cannot be compared."""
     t = s["iomimic"]["hosts"][0]["telemetry"]
     if not t["disk"]:
         print("SKIPPED (disk part): %s" % t["disk_note"])
-        return
+        return None
     if not cold:
-        return
+        return None
     rows = by_host[s["iomimic"]["hosts"][0]["host"]]
     disk = sum(int(r["disk_read_bytes"]) for r in rows)
     read = s["iomimic"]["bytes_read"]
     print("disk %s: diskstats read %d bytes during the run, the run read %d (%+.2f%%)" %
           (t["disk"], disk, read, 100.0 * (disk - read) / read))
     if abs(disk - read) > 0.05 * read:
-        fail("diskstats read %d bytes, the run read %d: more than 5%% apart" % (disk, read))
+        return "diskstats read %d bytes, the run read %d: more than 5%% apart" % (disk, read)
+    return None
 
 
 UNET3D = ["++workload.dataset.num_files_train=64", "++workload.dataset.num_files_eval=0",
@@ -272,15 +274,23 @@ def test_many_hosts_acceptance():
                      "++workload.dataset.data_folder=" + data,
                      "++workload.workflow.generate_data=True", "++workload.workflow.train=False",
                      "++workload.output.folder=" + gen] + UNET3D)
-        cold = drop_page_cache()
-        before = peer_counters(["h1", "h2", "h3", "h4"])
-        out = os.path.join(args().work, "unet3d-4x2")
-        s = iomimic_on(folder, 8, "h1:2,h2:2,h3:2,h4:2", "unet3d_h100", out,
-                       UNET3D + ["++workload.dataset.data_folder=" + data])
-        after = peer_counters(["h1", "h2", "h3", "h4"])
-        by_host = check_hosts(out, s, {"h1": 2, "h2": 2, "h3": 2, "h4": 2})
-        check_disk(by_host, s, cold)
-        check_network(by_host, before, after)
+        # The disk is the machine's: another process reading it during the
+        # run's second counts too, so a disagreement gets one more cold run.
+        for attempt in (1, 2):
+            cold = drop_page_cache()
+            before = peer_counters(["h1", "h2", "h3", "h4"])
+            out = os.path.join(args().work, "unet3d-4x2-%d" % attempt)
+            s = iomimic_on(folder, 8, "h1:2,h2:2,h3:2,h4:2", "unet3d_h100", out,
+                           UNET3D + ["++workload.dataset.data_folder=" + data])
+            after = peer_counters(["h1", "h2", "h3", "h4"])
+            by_host = check_hosts(out, s, {"h1": 2, "h2": 2, "h3": 2, "h4": 2})
+            check_network(by_host, before, after)
+            problem = disk_disagreement(by_host, s, cold)
+            if problem is None:
+                break
+            if attempt == 2:
+                fail(problem + " (twice)")
+            print("retrying once: " + problem)
 
         out = os.path.join(args().work, "dlrm-4x2")
         s = iomimic_on(folder, 8, "h1:2,h2:2,h3:2,h4:2", "dlrm_parquet_h100", out,
