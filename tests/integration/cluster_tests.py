@@ -21,8 +21,11 @@ import iomimic_tests as harness
 from iomimic_tests import fail
 
 # A name and subnet of their own, so a developer's cluster (scripts/cluster.sh
-# defaults) and this test never meet.
-ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME="iomt", IOMIMIC_CLUSTER_NET="10.231.77")
+# defaults) and this test never meet, nor two of these tests run at once
+# (two worktrees on one machine): both follow from the process id.
+CLUSTER = "iomt%d" % (os.getpid() % 100000)
+ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME=CLUSTER,
+           IOMIMIC_CLUSTER_NET="10.231.%d" % (20 + os.getpid() % 200))
 
 
 def args():
@@ -106,7 +109,7 @@ def test_hosts_counted_across_namespaces():
     finally:
         cluster("stop", folder, check=False)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    if "iomt-" in left:
+    if CLUSTER + "-" in left:
         fail("stop left namespaces behind: " + left)
 
 
@@ -239,10 +242,10 @@ def others_read_rate(folder, seconds=1.0):
 
 def peer_counters(hosts):
     """Bytes through each host's veth as the machine's own namespace sees it:
-    its rx is the host's tx (scripts/cluster.sh names the peer iomt-hI)."""
+    its rx is the host's tx (scripts/cluster.sh names the peer NAME-hI)."""
     out = {}
     for h in hosts:
-        base = "/sys/class/net/iomt-%s/statistics/" % h
+        base = "/sys/class/net/%s-%s/statistics/" % (CLUSTER, h)
         with open(base + "rx_bytes") as rx, open(base + "tx_bytes") as tx:
             out[h] = (int(rx.read()), int(tx.read()))
     return out

@@ -143,7 +143,14 @@ bool ParseDiskstats(const std::string& text, const std::string& device, ProcCoun
   return false;
 }
 
-std::vector<std::string> ParseNetDev(const std::string& text, ProcCounters* out) {
+bool CountedInterface(const std::string& name) {
+  std::error_code ec;
+  return name != "lo" && name.rfind("ifb", 0) != 0 &&
+         !fs::exists("/sys/class/net/" + name + "/brport", ec);
+}
+
+std::vector<std::string> ParseNetDev(const std::string& text, ProcCounters* out,
+                                     const std::vector<std::string>* only) {
   std::vector<std::string> names;
   std::istringstream in(text);
   std::string line;
@@ -152,7 +159,10 @@ std::vector<std::string> ParseNetDev(const std::string& text, ProcCounters* out)
     if (colon == std::string::npos) continue;  // the two header lines
     std::string name = line.substr(0, colon);
     name.erase(0, name.find_first_not_of(' '));
-    if (name == "lo") continue;
+    if (only != nullptr ? std::find(only->begin(), only->end(), name) == only->end()
+                        : name == "lo") {
+      continue;
+    }
     std::istringstream fields(line.substr(colon + 1));
     std::uint64_t f[16] = {};
     int n = 0;
@@ -259,7 +269,7 @@ ProcCounters HostTelemetry::Read() {
   ParseProcStat(ReadProcFile("/proc/stat"), &c);
   ParseMeminfo(ReadProcFile("/proc/meminfo"), &c);
   if (!sources_.disk.empty()) ParseDiskstats(ReadProcFile("/proc/diskstats"), sources_.disk, &c);
-  ParseNetDev(ReadProcFile("/proc/net/dev"), &c);
+  ParseNetDev(ReadProcFile("/proc/net/dev"), &c, &sources_.interfaces);
   return c;
 }
 
@@ -276,7 +286,9 @@ void HostTelemetry::Start(const std::string& data_folder, const std::string& no_
     sources_.disk_note += ", absent from /proc/diskstats";
     sources_.disk.clear();
   }
-  sources_.interfaces = ParseNetDev(ReadProcFile("/proc/net/dev"), &probe);
+  for (const std::string& name : ParseNetDev(ReadProcFile("/proc/net/dev"), &probe)) {
+    if (CountedInterface(name)) sources_.interfaces.push_back(name);
+  }
   rows_.clear();
   last_ = Read();
   started_ = true;

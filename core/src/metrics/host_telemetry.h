@@ -75,7 +75,7 @@ struct TelemetrySources {
   // How the disk was found, or why there is none ("partition vda1 of vda",
   // "data folder on tmpfs: no block device").
   std::string disk_note;
-  std::vector<std::string> interfaces;  // /proc/net/dev's, loopback left out
+  std::vector<std::string> interfaces;  // /proc/net/dev's that CountedInterface keeps
 };
 
 // The whole disk holding `folder` (its nearest existing parent when it does
@@ -85,11 +85,19 @@ struct TelemetrySources {
 std::string BlockDeviceOf(const std::string& folder, std::string* note);
 
 // Parsers of the /proc files' text, adding to `out`. ParseDiskstats: false
-// when `device` has no line; ParseNetDev: the interfaces summed (all but lo).
+// when `device` has no line; ParseNetDev: the interfaces summed: those in
+// `only` when given, else all but lo.
 void ParseProcStat(const std::string& text, ProcCounters* out);
 void ParseMeminfo(const std::string& text, ProcCounters* out);
 bool ParseDiskstats(const std::string& text, const std::string& device, ProcCounters* out);
-std::vector<std::string> ParseNetDev(const std::string& text, ProcCounters* out);
+std::vector<std::string> ParseNetDev(const std::string& text, ProcCounters* out,
+                                     const std::vector<std::string>* only = nullptr);
+
+// Whether an interface's bytes are this host's own traffic: not loopback,
+// not an ifb (a mirror of another interface's traffic for shaping) and not
+// a bridge's port (frames it forwards; the bridge device counts those for
+// the host), as /sys/class/net says (an interface it does not know counts).
+bool CountedInterface(const std::string& name);
 
 // The row of interval `index` between two readings.
 TelemetryRow TelemetryBetween(const ProcCounters& before, const ProcCounters& now,

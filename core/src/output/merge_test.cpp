@@ -116,6 +116,12 @@ TEST_CASE("Host telemetry: /proc/stat, meminfo, diskstats and net/dev parse; int
   const std::vector<std::string> names = metrics::ParseNetDev(net, &a);
   CHECK(names == std::vector<std::string>{"eth0", "veth1"});  // loopback left out
   CHECK(a.net_rx_bytes == 1001);
+  metrics::ProcCounters only;
+  const std::vector<std::string> eth0 = {"eth0"};
+  CHECK(metrics::ParseNetDev(net, &only, &eth0) == eth0);
+  CHECK(only.net_rx_bytes == 1000);
+  CHECK_FALSE(metrics::CountedInterface("lo"));
+  CHECK_FALSE(metrics::CountedInterface("ifb0"));
   CHECK(a.net_tx_packets == 22);
   b.disk_sectors_read = 2000 + 2048;
   b.disk_io_ms = 30 + 500;  // the field after in-flight
