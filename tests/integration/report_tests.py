@@ -321,7 +321,7 @@ def test_study_design_example():
         fail("report: " + p.stderr)
     page = os.path.join(study, unet[0], "report.html")
     check, _ = check_page(page, None)
-    if "Checkpoint throughput (all ranks, GiB/s)" not in check["charts"] or len(check["charts"]) != 9:
+    if "Checkpoint throughput (all ranks, GiB/s)" not in check["charts"] or len(check["charts"]) != 12:
         fail("the unet3d run's page lacks charts: %s" % check["charts"])
     p = subprocess.run([args().iomimic, "compare", unet[0], unet[1], "--html", "compare.html"],
                        cwd=study, capture_output=True, text=True)
