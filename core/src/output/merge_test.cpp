@@ -77,6 +77,44 @@ TEST_CASE("GroupByHost: 1, 2 and 3 ranks per host add up to the totals exactly")
   CHECK(grouped[2].data_wait_seconds == doctest::Approx(0.75 + 1.0 + 1.25));
 }
 
+TEST_CASE(
+    "timeline.csv: a host row per host and interval sums its ranks; AU over its accelerators") {
+  RunResults r;
+  r.accelerators_per_process = 1;
+  r.rank_hosts = {"h1", "h2", "h2"};
+  std::vector<RankFigures> ranks;
+  for (std::size_t i = 0; i < r.rank_hosts.size(); ++i) ranks.push_back(Rank(r.rank_hosts[i], i));
+  r.hosts = GroupByHost(ranks, 1.0);
+  for (int rank = 0; rank < 3; ++rank) {
+    for (std::uint64_t k = 0; k < 2; ++k) {
+      metrics::TimelineRow row;
+      row.index = k;
+      row.start_seconds = static_cast<double>(k);
+      row.end_seconds = static_cast<double>(k + 1);
+      row.delta.bytes_read = 1000 * static_cast<std::uint64_t>(rank + 1);
+      row.delta.samples = static_cast<std::uint64_t>(rank + 1);
+      row.delta.compute_seconds = 0.5;
+      r.timeline.push_back({rank, row});
+    }
+  }
+  const std::string csv = TimelineCsv(r);
+  CHECK(csv.find(",barrier_s,host\n") != std::string::npos);
+  CHECK(csv.find("\n0,0,0.000000,1.000000,1000,") != std::string::npos);
+  // h2 = ranks 1 and 2: 2000 + 3000 bytes, 2 + 3 samples, AU 2 x 0.5 s / 2 accelerators.
+  CHECK(csv.find("\n1,host,1.000000,2.000000,5000,0,0,0,5,0,1.000000,50.000000,") !=
+        std::string::npos);
+  CHECK(csv.find("\n0,host,0.000000,1.000000,1000,0,0,0,1,0,0.500000,50.000000,") !=
+        std::string::npos);
+  CHECK(csv.find("\n1,all,1.000000,2.000000,6000,") != std::string::npos);
+  std::size_t host_rows = 0;
+  for (std::size_t at = csv.find(",host,"); at != std::string::npos;
+       at = csv.find(",host,", at + 1)) {
+    ++host_rows;
+  }
+  CHECK(host_rows == 4);  // 2 hosts x 2 intervals
+  CHECK(csv.find(",h2\n") != std::string::npos);
+}
+
 TEST_CASE("RankFigures' text keeps every figure exactly and rejects garbage") {
   RankFigures f = Rank("node-7.cluster", 41);
   f.au_percent_sum = 0.1 + 0.2;
