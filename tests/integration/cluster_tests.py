@@ -24,8 +24,24 @@ from iomimic_tests import fail
 # defaults) and this test never meet, nor two of these tests run at once
 # (two worktrees on one machine): both follow from the process id.
 CLUSTER = "iomt%d" % (os.getpid() % 100000)
-ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME=CLUSTER,
-           IOMIMIC_CLUSTER_NET="10.231.%d" % (20 + os.getpid() % 200))
+
+
+def free_subnet():
+    """A /24 no route of this machine uses yet (scripts/cluster.sh's default
+    and other clusters live in 10.231.x), starting from one the pid picks."""
+    try:
+        routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    except OSError:
+        routes = ""
+    for k in range(4500):
+        n = (os.getpid() + k) % 4500
+        net = "10.%d.%d" % (232 + n // 250, n % 250)
+        if net + ".0/24" not in routes:
+            return net
+    return "10.232.0"
+
+
+ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME=CLUSTER, IOMIMIC_CLUSTER_NET=free_subnet())
 
 
 def args():
