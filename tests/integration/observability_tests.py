@@ -88,7 +88,7 @@ def check_timeline(out, ranks, summary):
                           ("read_requests", io["read_requests"]),
                           ("write_requests", io["write_requests"]),
                           ("samples", io["sample_read_latency_ms"]["count"])):
-        got = sum(int(row[column]) for row in rows if row["rank"] != "all")
+        got = sum(int(row[column]) for row in rows if row["rank"].isdigit())
         if got != total:
             fail("timeline.csv: %s sum to %d over the intervals, the run's total is %d" %
                  (column, got, total))
@@ -97,13 +97,13 @@ def check_timeline(out, ranks, summary):
             fail("timeline.csv: the all-ranks rows' %s sum to %d, expected %d" %
                  (column, got_all, total))
     steps = (io["train_steps_per_epoch"] + io["eval_steps_per_epoch"]) * summary["epochs"]
-    got = sum(int(row["steps"]) for row in rows if row["rank"] != "all")
+    got = sum(int(row["steps"]) for row in rows if row["rank"].isdigit())
     if got != steps * ranks:
         fail("timeline.csv: %d steps over the intervals, the plan has %d per rank x %d" %
              (got, steps, ranks))
     # The emulated compute adds up to what was asked for: the training
     # compute summary.json reports plus the evaluation steps' EVAL_TIME.
-    compute = sum(float(row["compute_s"]) for row in rows if row["rank"] != "all")
+    compute = sum(float(row["compute_s"]) for row in rows if row["rank"].isdigit())
     expected = (io["compute_requested_seconds"] +
                 EVAL_TIME * io["eval_steps_per_epoch"] * summary["epochs"] * ranks)
     if abs(compute - expected) > 0.01 + 0.01 * expected:
@@ -175,10 +175,14 @@ def test_timeline_and_events_add_up():
         if "all" not in ranks:
             fail("interval %s has no all-ranks row" % interval)
         for column in ("bytes_read", "samples", "steps"):
-            parts = sum(int(r[column]) for k, r in ranks.items() if k != "all")
+            parts = sum(int(r[column]) for k, r in ranks.items() if k.isdigit())
             if int(ranks["all"][column]) != parts:
                 fail("interval %s: all-ranks %s %s, the ranks' sum %d" %
                      (interval, column, ranks["all"][column], parts))
+            # One host here: its row sums the same ranks.
+            if int(ranks["host"][column]) != parts:
+                fail("interval %s: the host row's %s %s, the ranks' sum %d" %
+                     (interval, column, ranks["host"][column], parts))
 
     # Ranks whose steps take different times wait for each other at the
     # per-step barrier: waits of 1 ms or more are events, inside their block.

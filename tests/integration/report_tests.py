@@ -134,13 +134,14 @@ def shrink(data, out, extra=()):
 FULL_RUN_CHARTS = [
     "AU and throughput per epoch", "Throughput over time", "AU over time",
     "Storage operation latency", "Sample read, data wait and checkpoint latency",
-    "Request sizes", "Per-rank spread", "Hottest files", "Checkpoint throughput"]
+    "Request sizes", "Per-rank spread", "Per-host figures", "Host CPU over time",
+    "Host disk and network over time", "Hottest files", "Checkpoint throughput"]
 
 
 def test_report_renders_every_chart():
     """A two-rank run with evaluation and checkpoints: `iomimic report` draws
-    the nine charts of a run folder; without timeline.csv, events.csv,
-    histograms.json and io_counters.csv it draws what summary.json holds and
+    the twelve charts of a run folder; without timeline.csv, events.csv,
+    histograms.json, io_counters.csv and host_telemetry.csv it draws what summary.json holds and
     says what is missing. A chart broken on purpose and a script error fail
     the check."""
     chromium()  # skip before any run when there is none
@@ -177,12 +178,13 @@ def test_report_renders_every_chart():
     # Degraded: only summary.json (and the config files).
     bare = os.path.join(work, "bare")
     shutil.copytree(out, bare)
-    for name in ("timeline.csv", "events.csv", "histograms.json", "io_counters.csv"):
+    for name in ("timeline.csv", "events.csv", "histograms.json", "io_counters.csv",
+                 "host_telemetry.csv"):
         os.remove(os.path.join(bare, name))
     page = os.path.join(work, "bare.html")
     run([args().iomimic, "report", bare, "-o", page])
     _, dom = check_page(page, ["AU and throughput per epoch", "Latency percentiles (summary.json)",
-                               "Request sizes", "Checkpoint throughput"])
+                               "Request sizes", "Per-host figures", "Checkpoint throughput"])
     if "timeline.csv is not in this run folder" not in dom:
         fail("the degraded page does not say timeline.csv is missing")
 
@@ -213,7 +215,8 @@ def test_compare_html_overlays_runs():
         fail("compare --html no longer prints the table:\n" + p.stdout)
     _, dom = check_page(page, ["Busy accelerators and AU per run", "Step data wait (overlaid)",
                                "Sample read latency (overlaid)", "Storage read latency (overlaid)",
-                               "AU over time", "Read throughput over time", "Train AU per epoch"])
+                               "AU over time", "Read throughput over time", "Train AU per epoch",
+                               "Per-host train MiB/s and AU"])
     if not re.search(r'<td class="[^"]*diff[^"]*">latency</td>', dom):
         fail("storage.backend is not highlighted as a difference")
     m = re.search(r'<p class="verdict">(.*?)</p>', dom)
@@ -231,7 +234,8 @@ def test_compare_html_overlays_runs():
     run([args().iomimic, "report", a, b, "-o", both])
     one = ["AU and throughput per epoch", "Throughput over time", "AU over time",
            "Storage operation latency", "Sample read, data wait and checkpoint latency",
-           "Request sizes", "Per-rank spread", "Hottest files"]
+           "Request sizes", "Per-rank spread", "Per-host figures", "Host CPU over time",
+           "Host disk and network over time", "Hottest files"]
     _, dom = check_page(both, one + one, screenshot=False)
     if "A: Run " + a not in dom or "B: Run " + b not in dom:
         fail("the two runs' sections are not labelled A and B")
@@ -317,7 +321,7 @@ def test_study_design_example():
         fail("report: " + p.stderr)
     page = os.path.join(study, unet[0], "report.html")
     check, _ = check_page(page, None)
-    if "Checkpoint throughput (all ranks, GiB/s)" not in check["charts"] or len(check["charts"]) != 9:
+    if "Checkpoint throughput (all ranks, GiB/s)" not in check["charts"] or len(check["charts"]) != 12:
         fail("the unet3d run's page lacks charts: %s" % check["charts"])
     p = subprocess.run([args().iomimic, "compare", unet[0], unet[1], "--html", "compare.html"],
                        cwd=study, capture_output=True, text=True)

@@ -28,6 +28,39 @@ std::string Pad(const std::string& s, std::size_t width, bool right) {
 // Keys that differ between every run by construction.
 bool RunSpecific(const std::string& key) { return key == "output.folder"; }
 
+// Per-host figures side by side: a row per host and figure, a column per
+// run ("-" where a run had no such host). Nothing when no run has hosts.
+void AppendHosts(const std::vector<RunFolder>& runs, std::ostringstream& out) {
+  std::vector<std::string> names;
+  for (const RunFolder& r : runs) {
+    for (const HostFigure& h : r.hosts) {
+      if (std::find(names.begin(), names.end(), h.host) == names.end()) names.push_back(h.host);
+    }
+  }
+  if (names.empty()) return;
+  constexpr std::size_t kName = 32, kValue = 12;
+  out << "\nper host:\n" << Pad("host figure", kName, false);
+  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(RunLabel(i), kValue, true);
+  out << "\n";
+  const std::pair<const char*, double HostFigure::*> figures[] = {
+      {"train MiB/s", &HostFigure::train_MiB_per_second},
+      {"train AU %", &HostFigure::au_percent},
+      {"samples", &HostFigure::samples},
+      {"data wait s", &HostFigure::data_wait_seconds}};
+  for (const std::string& name : names) {
+    for (const auto& [label, field] : figures) {
+      out << Pad(name + " " + label, kName, false);
+      for (const RunFolder& r : runs) {
+        auto it = std::find_if(r.hosts.begin(), r.hosts.end(),
+                               [&](const HostFigure& h) { return h.host == name; });
+        const bool known = it != r.hosts.end() && std::isfinite((*it).*field);
+        out << Pad(known ? Number((*it).*field) : "-", kValue, true);
+      }
+      out << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string CompareText(const std::vector<RunFolder>& runs) {
@@ -67,6 +100,8 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
     }
     out << "\n";
   }
+
+  AppendHosts(runs, out);
 
   // Configuration keys whose values differ between the runs.
   std::set<std::string> keys;

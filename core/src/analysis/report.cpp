@@ -100,6 +100,35 @@ Result<std::vector<int>> Columns(const Table& t, const std::string& file,
   return out;
 }
 
+// One interval of timeline.csv's "all" or "host" rows.
+struct Point {
+  double start, end, read, write, au, in_flight;
+};
+
+// `points` in time order, averaged over groups of neighbours down to
+// kMaxTimelinePoints: each point's time (its group's last interval's end)
+// and the mean of each field in `fields`.
+std::pair<json, std::vector<json>> Averaged(std::vector<Point>& points,
+                                            const std::vector<double Point::*>& fields) {
+  std::sort(points.begin(), points.end(),
+            [](const Point& a, const Point& b) { return a.start < b.start; });
+  const std::size_t group =
+      std::max<std::size_t>(1, (points.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
+  json time = json::array();
+  std::vector<json> series(fields.size(), json::array());
+  for (std::size_t i = 0; i < points.size(); i += group) {
+    const std::size_t n = std::min(points.size(), i + group) - i;
+    // Each point at its interval's end: the figure is the interval's.
+    time.push_back(Num(points[i + n - 1].end));
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      double sum = 0;
+      for (std::size_t k = i; k < i + n; ++k) sum += points[k].*fields[f];
+      series[f].push_back(Num(sum / static_cast<double>(n)));
+    }
+  }
+  return {time, series};
+}
+
 // timeline.csv: the "all" rows as series over time (averaged down to
 // kMaxTimelinePoints), and each rank's totals (the per-rank spread).
 Status AddTimeline(const std::string& dir, json* run) {
@@ -110,15 +139,21 @@ Status AddTimeline(const std::string& dir, json* run) {
                                    {"rank", "start_s", "end_s", "bytes_read", "bytes_written",
                                     "samples", "compute_s", "au_percent", "read_MiB_per_s",
                                     "write_MiB_per_s", "requests_in_flight", "barrier_s"}));
-  struct Point {
-    double start, end, read, write, au, in_flight;
-  };
   std::vector<Point> all;
   std::map<long, std::array<double, 5>> ranks;  // bytes read, written, samples, compute, barrier
+  // Per-host rows (rank "host", their host in the "host" column; files of
+  // older iomimic have neither): read MiB/s and AU over time, by host.
+  const int host_column = t.Column("host");
+  std::map<std::string, std::vector<Point>> hosts;
   for (const std::vector<std::string>& r : t.rows) {
+    const Point point{Number(r[c[1]]), Number(r[c[2]]), Number(r[c[8]]),
+                      Number(r[c[9]]), Number(r[c[7]]), Number(r[c[10]])};
     if (r[c[0]] == "all") {
-      all.push_back({Number(r[c[1]]), Number(r[c[2]]), Number(r[c[8]]), Number(r[c[9]]),
-                     Number(r[c[7]]), Number(r[c[10]])});
+      all.push_back(point);
+      continue;
+    }
+    if (r[c[0]] == "host") {
+      if (host_column >= 0) hosts[r[host_column]].push_back(point);
       continue;
     }
     auto& sums = ranks[std::strtol(r[c[0]].c_str(), nullptr, 10)];
@@ -128,34 +163,13 @@ Status AddTimeline(const std::string& dir, json* run) {
       if (std::isfinite(v)) sums[i] += v;
     }
   }
-  std::sort(all.begin(), all.end(),
-            [](const Point& a, const Point& b) { return a.start < b.start; });
-  const std::size_t group = (all.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints;
-  json time = json::array(), read = json::array(), write = json::array(), au = json::array(),
-       flight = json::array();
-  for (std::size_t i = 0; i < all.size(); i += std::max<std::size_t>(group, 1)) {
-    const std::size_t n = std::min(all.size(), i + std::max<std::size_t>(group, 1)) - i;
-    double r = 0, w = 0, a = 0, f = 0;
-    for (std::size_t k = i; k < i + n; ++k) {
-      r += all[k].read;
-      w += all[k].write;
-      a += all[k].au;
-      f += all[k].in_flight;
-    }
-    // Each point at its interval's end: the figure is the interval's.
-    time.push_back(Num(all[i + n - 1].end));
-    read.push_back(Num(r / n));
-    write.push_back(Num(w / n));
-    au.push_back(Num(a / n));
-    flight.push_back(Num(f / n));
-  }
-  (*run)["timeline"] = {{"t", time},
-                        {"read_MiB_s", read},
-                        {"write_MiB_s", write},
-                        {"au", au},
-                        {"in_flight", flight},
-                        {"intervals", all.size()},
-                        {"averaged", std::max<std::size_t>(group, 1)}};
+  const std::size_t group =
+      std::max<std::size_t>(1, (all.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
+  const auto [time, series] =
+      Averaged(all, {&Point::read, &Point::write, &Point::au, &Point::in_flight});
+  (*run)["timeline"] = {{"t", time},        {"read_MiB_s", series[0]}, {"write_MiB_s", series[1]},
+                        {"au", series[2]},  {"in_flight", series[3]},  {"intervals", all.size()},
+                        {"averaged", group}};
   json per_rank = json::array();
   for (const auto& [rank, s] : ranks) {
     per_rank.push_back({{"rank", rank},
@@ -166,6 +180,55 @@ Status AddTimeline(const std::string& dir, json* run) {
                         {"barrier_s", s[4]}});
   }
   (*run)["ranks"] = per_rank;
+  json per_host = json::object();
+  for (auto& [host, points] : hosts) {
+    const auto [times, series] = Averaged(points, {&Point::read, &Point::au});
+    per_host[host] = {{"t", times}, {"read_MiB_s", series[0]}, {"au", series[1]}};
+  }
+  (*run)["host_timeline"] = per_host;
+  return Status::OK();
+}
+
+// host_telemetry.csv: each host's CPU, page cache, disk and network over time.
+Status AddHostTelemetry(const std::string& dir, json* run) {
+  const std::string file = dir + "/host_telemetry.csv";
+  IOMIMIC_ASSIGN_OR_RETURN(const Table t, ReadCsv(file));
+  const std::vector<std::string> names = {"host",
+                                          "start_s",
+                                          "end_s",
+                                          "cpu_user_percent",
+                                          "cpu_system_percent",
+                                          "cpu_iowait_percent",
+                                          "page_cache_MiB",
+                                          "disk_read_MiB_per_s",
+                                          "disk_write_MiB_per_s",
+                                          "net_rx_MiB_per_s",
+                                          "net_tx_MiB_per_s",
+                                          "disk"};
+  IOMIMIC_ASSIGN_OR_RETURN(const std::vector<int> c, Columns(t, file, names));
+  std::map<std::string, std::vector<std::vector<std::string>>> by_host;
+  for (const std::vector<std::string>& r : t.rows) by_host[r[c[0]]].push_back(r);
+  json hosts = json::object();
+  for (const auto& [host, rows] : by_host) {
+    const std::size_t group =
+        std::max<std::size_t>(1, (rows.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints);
+    json series = json::object();
+    json time = json::array();
+    for (std::size_t k = 3; k + 1 < names.size(); ++k) series[names[k]] = json::array();
+    for (std::size_t i = 0; i < rows.size(); i += group) {
+      const std::size_t n = std::min(rows.size(), i + group) - i;
+      time.push_back(Num(Number(rows[i + n - 1][c[2]])));
+      for (std::size_t k = 3; k + 1 < names.size(); ++k) {
+        double sum = 0;
+        for (std::size_t j = i; j < i + n; ++j) sum += Number(rows[j][c[k]]);
+        series[names[k]].push_back(Num(sum / static_cast<double>(n)));
+      }
+    }
+    series["t"] = time;
+    series["disk"] = rows.front()[c[11]];
+    hosts[host] = series;
+  }
+  (*run)["host_telemetry"] = hosts;
   return Status::OK();
 }
 
@@ -289,7 +352,8 @@ Result<json> RunData(const std::string& dir, const std::string& label) {
       {"timeline.csv", AddTimeline},
       {"events.csv", AddEvents},
       {"histograms.json", AddHistograms},
-      {"io_counters.csv", AddIoCounters}};
+      {"io_counters.csv", AddIoCounters},
+      {"host_telemetry.csv", AddHostTelemetry}};
   for (const auto& [name, add] : optional) {
     std::error_code ec;
     if (!fs::exists(dir + "/" + name, ec)) {

@@ -67,7 +67,7 @@ TEST_CASE("report: a folder with only summary.json gives a page that lists what 
   CHECK(data.find('<') == std::string::npos);
   CHECK(data.find("\\u003c/script>\\u003cb>x") != std::string::npos);
   CHECK(data.find("\"missing\":[\"timeline.csv\",\"events.csv\",\"histograms.json\","
-                  "\"io_counters.csv\"]") != std::string::npos);
+                  "\"io_counters.csv\",\"host_telemetry.csv\"]") != std::string::npos);
   CHECK(data.find("\"train AU %\",42.5") != std::string::npos);
   CHECK(Count(*page, "@@") == 0);
 }
@@ -106,6 +106,49 @@ TEST_CASE("report: timeline.csv is read, averaged down past 4000 intervals, mark
   CHECK(data.find("\"barrier_waits\":[{\"rank\":0,\"seconds\":0.5,\"waits\":1}]") !=
         std::string::npos);
   CHECK(data.find("\"MiB_read\":8000.0") != std::string::npos);
+}
+
+TEST_CASE("report: timeline.csv's host rows and host_telemetry.csv become per-host series") {
+  TempDir dir;
+  dir.Write("summary.json", kSummary);
+  std::string timeline =
+      "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,samples,"
+      "steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,barrier_s,"
+      "host\n";
+  for (int i = 0; i < 3; ++i) {
+    const std::string t = "," + std::to_string(i) + "," + std::to_string(i + 1) + ",";
+    timeline += std::to_string(i) + ",0" + t + "1048576,0,1,0,1,1,0.5,50,1,0,1,0,h1\n";
+    timeline += std::to_string(i) + ",1" + t + "2097152,0,1,0,1,1,0.5,50,2,0,1,0,h2\n";
+    timeline += std::to_string(i) + ",host" + t + "1048576,0,1,0,1,1,0.5,50,1,0,1,0,h1\n";
+    timeline += std::to_string(i) + ",host" + t + "2097152,0,1,0,1,1,0.5,50,2,0,1,0,h2\n";
+    timeline += std::to_string(i) + ",all" + t + "3145728,0,2,0,2,2,1,50,3,0,2,0,all\n";
+  }
+  dir.Write("timeline.csv", timeline);
+  std::string telemetry =
+      "host,rank,interval,start_s,end_s,cpu_user_percent,cpu_system_percent,cpu_iowait_percent,"
+      "cpu_idle_percent,mem_total_MiB,mem_available_MiB,page_cache_MiB,dirty_MiB,disk,"
+      "disk_read_bytes,disk_write_bytes,disk_reads,disk_writes,disk_read_MiB_per_s,"
+      "disk_write_MiB_per_s,disk_busy_percent,net_rx_bytes,net_tx_bytes,net_rx_packets,"
+      "net_tx_packets,net_rx_MiB_per_s,net_tx_MiB_per_s\n"
+      "h1,0,0,0,1,10,5,2,83,100,50,20,0,vda,1048576,0,1,0,1,0,10,0,0,0,0,0,0\n"
+      "h2,1,0,0,1,30,5,2,63,100,50,20,0,vda,1048576,0,1,0,1,0,10,2048,0,2,0,0.25,0\n";
+  dir.Write("host_telemetry.csv", telemetry);
+  Result<std::string> page = RunReportHtml({dir.path()}, {});
+  if (!page.ok()) {
+    REQUIRE(page.status().message().find("without Chart.js") != std::string::npos);
+    return;
+  }
+  const std::string data = Data(*page);
+  // The host rows are neither a rank nor the total.
+  CHECK(data.find("\"MiB_read\":3.0,") != std::string::npos);  // rank 0: 3 intervals x 1 MiB
+  CHECK(data.find("\"rank\":1") != std::string::npos);
+  CHECK(data.find("\"intervals\":3") != std::string::npos);
+  CHECK(data.find(
+            "\"host_timeline\":{\"h1\":{\"au\":[50.0,50.0,50.0],\"read_MiB_s\":[1.0,1.0,1.0]") !=
+        std::string::npos);
+  CHECK(data.find("\"h2\":{\"cpu_iowait_percent\":[2.0],\"cpu_system_percent\":[5.0],"
+                  "\"cpu_user_percent\":[30.0]") != std::string::npos);
+  CHECK(data.find("\"net_rx_MiB_per_s\":[0.25]") != std::string::npos);
 }
 
 TEST_CASE("report: errors name the file") {

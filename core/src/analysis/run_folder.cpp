@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -130,6 +131,28 @@ Result<json> ReadJson(const std::string& path) {
   return parsed;
 }
 
+// summary.json's iomimic.hosts; entries without a host name are skipped.
+std::vector<HostFigure> ReadHosts(const json* io) {
+  std::vector<HostFigure> out;
+  if (io == nullptr || !io->contains("hosts") || !(*io)["hosts"].is_array()) return out;
+  auto number = [](const json& h, const char* key) {
+    return h.contains(key) && h[key].is_number() ? h[key].get<double>() : std::nan("");
+  };
+  for (const json& h : (*io)["hosts"]) {
+    if (!h.is_object() || !h.contains("host") || !h["host"].is_string()) continue;
+    HostFigure f;
+    f.host = h["host"].get<std::string>();
+    f.ranks =
+        h.contains("ranks") && h["ranks"].is_array() ? static_cast<int>(h["ranks"].size()) : 0;
+    f.train_MiB_per_second = number(h, "train_io_MiB_per_second");
+    f.au_percent = number(h, "train_au_mean_percentage");
+    f.samples = number(h, "samples");
+    f.data_wait_seconds = number(h, "data_wait_seconds");
+    out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace
 
 const Figure* RunFolder::Find(const std::string& name) const {
@@ -186,6 +209,7 @@ Result<RunFolder> ReadRunFolder(const std::string& path) {
       run.config["plugins.format"] = plugins["format"]["name"].get<std::string>();
     }
   }
+  run.hosts = ReadHosts(io);
   if (summary.contains("hostname") && summary["hostname"].is_string()) {
     run.config["host"] = summary["hostname"].get<std::string>();
   }

@@ -24,6 +24,16 @@ struct Figure {
   bool higher_is_better = true;
 };
 
+// One host's figures (summary.json's iomimic.hosts), for compare.
+struct HostFigure {
+  std::string host;
+  int ranks = 0;
+  double train_MiB_per_second = 0;
+  double au_percent = 0;
+  double samples = 0;
+  double data_wait_seconds = 0;
+};
+
 struct RunFolder {
   std::string path;
   std::string status;  // status.json: completed, failed, interrupted ("" when missing)
@@ -32,6 +42,8 @@ struct RunFolder {
   // "plugins.storage" (the chain), "plugins.format", "host",
   // "num_accelerators" and "num_hosts".
   std::map<std::string, std::string> config;
+  // Per-host figures, in the run's host order (empty for an older iomimic).
+  std::vector<HostFigure> hosts;
 
   // The figure `name`, or null.
   const Figure* Find(const std::string& name) const;

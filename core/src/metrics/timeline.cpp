@@ -60,9 +60,11 @@ double BusyClock::BusyUntil(Clock::time_point now) {
 }
 
 void TimelineSampler::Start(std::chrono::system_clock::time_point origin, double interval_seconds,
-                            std::function<ActivitySample()> read) {
+                            std::function<ActivitySample()> read,
+                            std::function<void(const TimelineRow&)> on_row) {
   Stop();
   read_ = std::move(read);
+  on_row_ = std::move(on_row);
   origin_ = origin;
   interval_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(std::max(interval_seconds, 0.001)));
@@ -84,6 +86,7 @@ void TimelineSampler::Take(std::chrono::system_clock::time_point at) {
   row.end_seconds = SecondsFrom(origin_, at);
   row.delta = Minus(now, last_);
   rows_.push_back(row);
+  if (on_row_) on_row_(row);
   last_ = now;
   row_start_ = at;
 }

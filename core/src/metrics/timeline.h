@@ -77,8 +77,12 @@ class TimelineSampler {
   // Starts sampling. Interval k covers [origin + k * interval, origin +
   // (k + 1) * interval) of the wall clock; the first row starts at the
   // current interval. `read` must be thread-safe with the engine.
+  // `on_row`, when set, is called on the sampler's thread after each row is
+  // taken (the last one in Stop), so another reading (host telemetry,
+  // metrics/host_telemetry.h) shares the timeline's intervals.
   void Start(std::chrono::system_clock::time_point origin, double interval_seconds,
-             std::function<ActivitySample()> read);
+             std::function<ActivitySample()> read,
+             std::function<void(const TimelineRow&)> on_row = nullptr);
   // Stops the thread, closes the current interval at the present moment and
   // returns every row, in order. Idempotent; empty when never started.
   std::vector<TimelineRow> Stop();
@@ -89,6 +93,7 @@ class TimelineSampler {
   std::uint64_t IndexOf(std::chrono::system_clock::time_point t) const;
 
   std::function<ActivitySample()> read_;
+  std::function<void(const TimelineRow&)> on_row_;
   std::chrono::system_clock::time_point origin_{};
   std::chrono::nanoseconds interval_{0};
   std::thread thread_;

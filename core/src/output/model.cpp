@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "metrics/host_info.h"
+#include "output/merge.h"
+#include "output/text_cursor.h"
 
 namespace iomimic::output {
 namespace {
@@ -141,6 +143,7 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
     const double slowest = cluster.MaxDouble(wall[i]);
     t.actual_MiB_per_second.push_back(slowest > 0 ? static_cast<double>(bytes[i]) / kMiB / slowest
                                                   : 0);
+    t.seconds += slowest;
     t.bytes_read += bytes[i];
   }
   // Minor page faults: near zero after the first epoch when the hot path
@@ -265,6 +268,8 @@ std::vector<EventEntry> RankEvents(const RunOutcome& outcome, int rank) {
   return out;
 }
 
+}  // namespace
+
 // Text for an all-gather: one line per row, numbers exact.
 std::string EncodeTimeline(const std::vector<metrics::TimelineRow>& rows) {
   std::string text;
@@ -287,12 +292,13 @@ std::string EncodeTimeline(const std::vector<metrics::TimelineRow>& rows) {
 
 std::vector<metrics::TimelineRow> DecodeTimeline(const std::string& text) {
   std::vector<metrics::TimelineRow> rows;
-  std::istringstream in(text);
+  TextCursor in(text);
   metrics::TimelineRow r;
   metrics::ActivitySample& d = r.delta;
-  while (in >> r.index >> r.start_seconds >> r.end_seconds >> d.bytes_read >> d.bytes_written >>
-         d.read_requests >> d.write_requests >> d.samples >> d.steps >> d.compute_seconds >>
-         d.io_seconds >> d.barrier_seconds) {
+  while (!in.AtEnd() && in.Next(&r.index) && in.Next(&r.start_seconds) && in.Next(&r.end_seconds) &&
+         in.Next(&d.bytes_read) && in.Next(&d.bytes_written) && in.Next(&d.read_requests) &&
+         in.Next(&d.write_requests) && in.Next(&d.samples) && in.Next(&d.steps) &&
+         in.Next(&d.compute_seconds) && in.Next(&d.io_seconds) && in.Next(&d.barrier_seconds)) {
     rows.push_back(r);
   }
   return rows;
@@ -313,10 +319,11 @@ std::string EncodeEvents(const std::vector<EventEntry>& events) {
 
 std::vector<EventEntry> DecodeEvents(const std::string& text, int rank) {
   std::vector<EventEntry> events;
-  std::istringstream in(text);
+  TextCursor in(text);
   EventEntry e;
   e.rank = rank;
-  while (in >> e.event >> e.epoch >> e.index >> e.start_seconds >> e.end_seconds >> e.bytes) {
+  while (!in.AtEnd() && in.Word(&e.event) && in.Next(&e.epoch) && in.Next(&e.index) &&
+         in.Next(&e.start_seconds) && in.Next(&e.end_seconds) && in.Next(&e.bytes)) {
     events.push_back(e);
   }
   return events;
@@ -345,47 +352,28 @@ std::string EncodeFileCounters(const std::vector<std::pair<std::string, engine::
 std::vector<std::pair<std::string, engine::FileCounters>> DecodeFileCounters(
     const std::string& text) {
   std::vector<std::pair<std::string, engine::FileCounters>> all;
-  std::istringstream in(text);
+  TextCursor in(text);
   std::size_t length = 0;
-  while (in >> length) {
-    in.get();
-    std::string path(length, '\0');
-    in.read(path.data(), static_cast<std::streamsize>(length));
+  while (!in.AtEnd() && in.Next(&length)) {
+    std::string path;
     engine::FileCounters c;
-    in >> c.opens >> c.stats >> c.reads >> c.writes >> c.bytes_read >> c.bytes_written >>
-        c.max_byte_read >> c.max_byte_written >> c.seq_reads >> c.consec_reads;
-    for (std::uint64_t& v : c.read_size_bins) in >> v;
-    for (std::uint64_t& v : c.write_size_bins) in >> v;
-    for (auto& [size, n] : c.access_sizes) in >> size >> n;
-    in >> c.read_ns >> c.write_ns >> c.meta_ns >> c.open_start_ns >> c.open_end_ns >>
-        c.close_start_ns >> c.close_end_ns;
-    if (!in) break;
+    in.Bytes(length, &path);
+    in.Next(&c.opens) && in.Next(&c.stats) && in.Next(&c.reads) && in.Next(&c.writes) &&
+        in.Next(&c.bytes_read) && in.Next(&c.bytes_written) && in.Next(&c.max_byte_read) &&
+        in.Next(&c.max_byte_written) && in.Next(&c.seq_reads) && in.Next(&c.consec_reads);
+    for (std::uint64_t& v : c.read_size_bins) in.Next(&v);
+    for (std::uint64_t& v : c.write_size_bins) in.Next(&v);
+    for (auto& [size, n] : c.access_sizes) in.Next(&size) && in.Next(&n);
+    in.Next(&c.read_ns) && in.Next(&c.write_ns) && in.Next(&c.meta_ns) &&
+        in.Next(&c.open_start_ns) && in.Next(&c.open_end_ns) && in.Next(&c.close_start_ns) &&
+        in.Next(&c.close_end_ns);
+    if (!in.ok()) break;
     all.emplace_back(std::move(path), c);
   }
   return all;
 }
 
-// Every rank's per-path counters merged per path (rank -1 when several ranks
-// used it, as Darshan reduces shared files), the top `top` by bytes (0 = all)
-// and an "others" row for the rest.
-void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunResults& r) {
-  cluster::Cluster& cluster = session.cluster();
-  // steady_clock ticks of the origin: this rank's start stamp pairs the two clocks.
-  const std::int64_t origin_steady =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.mono.time_since_epoch())
-          .count() -
-      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall - outcome.origin)
-          .count();
-  // The checkpointer's own storage, when it has one, counts its files apart.
-  std::vector<std::pair<std::string, engine::FileCounters>> mine =
-      session.storage().FileCountersByPath();
-  if (outcome.checkpointer != nullptr && &outcome.checkpointer->storage() != &session.storage()) {
-    for (auto& file : outcome.checkpointer->storage().FileCountersByPath()) {
-      mine.push_back(std::move(file));
-    }
-  }
-  const std::vector<std::string> ranks =
-      cluster.AllGatherStrings(EncodeFileCounters(mine, origin_steady));
+void MergeIoCounters(const std::vector<std::string>& ranks, std::uint64_t top, RunResults* r) {
   std::map<std::string, IoCounterRow> by_path;
   for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
     for (auto& [path, c] : DecodeFileCounters(ranks[rank])) {
@@ -403,17 +391,16 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
   std::vector<IoCounterRow> rows;
   rows.reserve(by_path.size());
   for (auto& [path, row] : by_path) {
-    r.io_counters_total.Merge(row.counters);
+    r->io_counters_total.Merge(row.counters);
     rows.push_back(std::move(row));
   }
-  r.io_counters_paths = rows.size();
+  r->io_counters_paths = rows.size();
   auto bytes = [](const IoCounterRow& x) {
     return x.counters.bytes_read + x.counters.bytes_written;
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const IoCounterRow& a, const IoCounterRow& b) {
     return bytes(a) > bytes(b);
   });
-  const std::uint64_t top = session.config().iomimic.io_counters_top;
   if (top != 0 && rows.size() > top) {
     IoCounterRow others;
     others.path = "others";
@@ -425,7 +412,30 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
     rows.resize(top);
     rows.push_back(std::move(others));
   }
-  r.io_counters = std::move(rows);
+  r->io_counters = std::move(rows);
+}
+
+namespace {
+
+// Every rank's per-path counters gathered and merged (MergeIoCounters).
+void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunResults& r) {
+  cluster::Cluster& cluster = session.cluster();
+  // steady_clock ticks of the origin: this rank's start stamp pairs the two clocks.
+  const std::int64_t origin_steady =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.mono.time_since_epoch())
+          .count() -
+      std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall - outcome.origin)
+          .count();
+  // The checkpointer's own storage, when it has one, counts its files apart.
+  std::vector<std::pair<std::string, engine::FileCounters>> mine =
+      session.storage().FileCountersByPath();
+  if (outcome.checkpointer != nullptr && &outcome.checkpointer->storage() != &session.storage()) {
+    for (auto& file : outcome.checkpointer->storage().FileCountersByPath()) {
+      mine.push_back(std::move(file));
+    }
+  }
+  MergeIoCounters(cluster.AllGatherStrings(EncodeFileCounters(mine, origin_steady)),
+                  session.config().iomimic.io_counters_top, &r);
 }
 
 // results.read_pattern: what one epoch reads of the format's files, so that a
@@ -470,10 +480,79 @@ void CollectHosts(cluster::Cluster& cluster, const config::Config& c, RunResults
       static_cast<double>(c.dataset.record_length_bytes) / kGiB;
 }
 
+// This rank's figures for the per-host rows, from the same counters and
+// records the run's totals sum (so that the hosts add up to them).
+RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
+                       const engine::IoSnapshot& io, int accelerators_per_process) {
+  RankFigures f;
+  f.host = session.cluster().hostname();
+  f.accelerators = accelerators_per_process;
+  f.bytes_read = io.read_bytes;
+  f.bytes_written = io.write_bytes;
+  f.samples = session.sample_latency().count();
+  const engine::IoCounters& counters = session.storage().counters();
+  f.io_seconds =
+      static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
+  if (!outcome.train) return f;
+  for (const metrics::EpochRecord& e : outcome.train->epochs) {
+    for (const metrics::PhaseRecord& b : e.blocks) f.train_bytes_read += b.bytes_read;
+  }
+  for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+    double au = 0, throughput = 0;
+    for (const metrics::EpochRecord& e : a.epochs) {
+      const EpochMetrics m = ComputeEpochMetrics(e, session.config());
+      au += m.train.au_percent;
+      throughput += m.train.samples_per_second;
+      for (const metrics::PhaseRecord& b : e.blocks) {
+        for (double v : b.load) f.data_wait_seconds += v;
+      }
+    }
+    if (!a.epochs.empty()) {
+      f.au_percent_sum += au / static_cast<double>(a.epochs.size());
+      f.samples_per_second_sum += throughput / static_cast<double>(a.epochs.size());
+    }
+  }
+  return f;
+}
+
+// The rank-to-host map and the per-host rows: every rank's figures gathered
+// as one line of text each and grouped by host (O(ranks), output/hosts.h).
+void CollectHostFigures(engine::Session& session, const RunOutcome& outcome,
+                        const engine::IoSnapshot& io, RunResults* r) {
+  const std::vector<std::string> lines = session.cluster().AllGatherStrings(
+      EncodeRankFigures(OwnFigures(session, outcome, io, r->accelerators_per_process)));
+  std::vector<RankFigures> ranks(lines.size());
+  r->rank_hosts.resize(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!DecodeRankFigures(lines[i], &ranks[i])) ranks[i].host = "(rank " + std::to_string(i) + ")";
+    r->rank_hosts[i] = ranks[i].host;
+  }
+  r->hosts = GroupByHost(ranks, r->train ? r->train->seconds : 0.0);
+}
+
+// Each sampling host's telemetry rows, gathered (ranks that sampled nothing
+// send nothing).
+void CollectTelemetry(const RunOutcome& outcome, cluster::Cluster& cluster, RunResults* r) {
+  const std::vector<std::string> all = cluster.AllGatherStrings(
+      outcome.telemetry_sampled
+          ? metrics::EncodeTelemetry(outcome.telemetry_sources, outcome.telemetry)
+          : std::string());
+  for (std::size_t rank = 0; rank < all.size(); ++rank) {
+    if (all[rank].empty()) continue;
+    HostTelemetryResults h;
+    h.rank = static_cast<int>(rank);
+    h.host = rank < r->rank_hosts.size() ? r->rank_hosts[rank] : std::string();
+    if (metrics::DecodeTelemetry(all[rank], &h.sources, &h.rows)) {
+      r->host_telemetry.push_back(std::move(h));
+    }
+  }
+}
+
 // The storage's totals over ranks, its per-path counters and the trace's.
 void CollectIo(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
   cluster::Cluster& cluster = session.cluster();
   const engine::IoSnapshot io = session.storage().Snapshot();
+  CollectHostFigures(session, outcome, io, r);
   const std::vector<std::uint64_t> io_total = cluster.SumU64s(
       {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
   r->io = {io_total[0], io_total[1], io_total[2], io_total[3],
@@ -661,6 +740,7 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   CollectPlugins(session, c, &r);
   r.timeline_interval = c.iomimic.timeline_interval;
   CollectTimeline(outcome, cluster, &r);
+  CollectTelemetry(outcome, cluster, &r);
   const std::uint64_t checksum = cluster.SumU64(session.checksum());
   const std::uint64_t checksummed = cluster.SumU64(session.checksummed());
   if (c.iomimic.checksum) r.checksum = std::make_pair(checksum, checksummed);

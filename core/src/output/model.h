@@ -25,8 +25,10 @@
 #include "engine/session.h"
 #include "engine/trainer.h"
 #include "metrics/histogram.h"
+#include "metrics/host_telemetry.h"
 #include "metrics/records.h"
 #include "metrics/timeline.h"
+#include "output/hosts.h"
 
 namespace iomimic::output {
 
@@ -47,6 +49,21 @@ struct RunOutcome {
   // rows (empty when iomimic.timeline_interval is 0).
   std::chrono::system_clock::time_point origin{};
   std::vector<metrics::TimelineRow> timeline;
+  // Every rank's host name (index = rank), gathered at the start; the
+  // lowest rank of each host samples the host's telemetry (empty rows
+  // elsewhere, or when the timeline is off).
+  std::vector<std::string> rank_hosts;
+  bool telemetry_sampled = false;
+  metrics::TelemetrySources telemetry_sources;
+  std::vector<metrics::TelemetryRow> telemetry;
+};
+
+// One host's telemetry (host_telemetry.csv), sampled by its lowest rank.
+struct HostTelemetryResults {
+  std::string host;
+  int rank = 0;  // the rank that sampled it
+  metrics::TelemetrySources sources;
+  std::vector<metrics::TelemetryRow> rows;
 };
 
 // One row of timeline.csv: an interval of one rank.
@@ -109,6 +126,7 @@ struct TrainResults {
   // Bytes the storage layer read per epoch over all ranks / the slowest
   // rank's training time of the epoch.
   std::vector<double> actual_MiB_per_second;
+  double seconds = 0;  // the epochs' training time, each epoch its slowest rank's
   std::uint64_t bytes_read = 0;                       // all epochs, all ranks
   std::vector<std::uint64_t> minor_faults_per_epoch;  // summed over ranks
   double barrier_mean_ms = 0;                         // per-step barrier wait
@@ -191,6 +209,12 @@ struct RunResults {
   int accelerators = 1;  // ranks x accelerators_per_process
   int num_hosts = 1;
   std::string hostname;  // this rank's host
+  // Each rank's host (index = rank) and each host's figures, in the order
+  // of their lowest rank (output/hosts.h); hosts add up to the totals.
+  std::vector<std::string> rank_hosts;
+  std::vector<HostFigures> hosts;
+  // Each host's telemetry, when the timeline is on (host_telemetry.csv).
+  std::vector<HostTelemetryResults> host_telemetry;
 
   HostFacts host;                       // this rank's host
   std::vector<double> host_memory_gib;  // per host

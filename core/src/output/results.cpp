@@ -243,6 +243,10 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
     if (!results.timeline.empty()) {
       IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/timeline.csv", TimelineCsv(results)));
     }
+    if (!results.host_telemetry.empty()) {
+      IOMIMIC_RETURN_IF_ERROR(
+          WriteTextFile(folder + "/host_telemetry.csv", HostTelemetryCsv(results)));
+    }
     IOMIMIC_RETURN_IF_ERROR(
         WriteTextFile(folder + "/summary.json", SummaryJson(results, session.manifest())));
   }

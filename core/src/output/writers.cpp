@@ -1,6 +1,7 @@
 #include "output/writers.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -519,6 +520,51 @@ void AddShuffleAndManifest(const RunResults& r, const config::LoadedManifest& ma
   (*io)["manifest"] = m;
 }
 
+// Each host's figures (output/hosts.h) and, when it sampled, its
+// telemetry's sources and totals over the run.
+json HostsJson(const RunResults& r) {
+  std::map<std::string, const HostTelemetryResults*> telemetry;
+  for (const HostTelemetryResults& t : r.host_telemetry) telemetry[t.host] = &t;
+  json hosts = json::array();
+  for (const HostFigures& h : r.hosts) {
+    json o;
+    o["host"] = h.host;
+    o["ranks"] = h.ranks;
+    o["accelerators"] = h.accelerators;
+    o["bytes_read"] = h.bytes_read;
+    o["bytes_written"] = h.bytes_written;
+    o["train_bytes_read"] = h.train_bytes_read;
+    o["train_io_MiB_per_second"] = Num(h.train_read_MiB_per_second);
+    o["samples"] = h.samples;
+    o["train_au_mean_percentage"] = Num(h.au_percent);
+    o["train_throughput_samples_per_second"] = Num(h.samples_per_second);
+    o["data_wait_seconds"] = Num(h.data_wait_seconds);
+    o["io_seconds"] = Num(h.io_seconds);
+    auto it = telemetry.find(h.host);
+    if (it != telemetry.end()) {
+      const HostTelemetryResults& t = *it->second;
+      std::uint64_t sums[4] = {};
+      for (const metrics::TelemetryRow& row : t.rows) {
+        sums[0] += row.disk_read_bytes;
+        sums[1] += row.disk_write_bytes;
+        sums[2] += row.net_rx_bytes;
+        sums[3] += row.net_tx_bytes;
+      }
+      o["telemetry"] = {{"sampled_by_rank", t.rank},
+                        {"intervals", t.rows.size()},
+                        {"disk", t.sources.disk},
+                        {"disk_note", t.sources.disk_note},
+                        {"interfaces", t.sources.interfaces},
+                        {"disk_read_bytes", sums[0]},
+                        {"disk_write_bytes", sums[1]},
+                        {"net_rx_bytes", sums[2]},
+                        {"net_tx_bytes", sums[3]}};
+    }
+    hosts.push_back(o);
+  }
+  return hosts;
+}
+
 // summary.json's "iomimic": what DLIO's keys do not say.
 json IomimicJson(const RunResults& r, const config::LoadedManifest& manifest) {
   const config::Config& c = manifest.config;
@@ -536,6 +582,8 @@ json IomimicJson(const RunResults& r, const config::LoadedManifest& manifest) {
   io["files_opened"] = r.io.files_opened;
   io["fsync_calls"] = r.io.fsync_calls;
   io["io_errors"] = r.io.errors;
+  io["rank_hosts"] = r.rank_hosts;
+  io["hosts"] = HostsJson(r);
   if (r.train) AddTrainFigures(*r.train, static_cast<double>(c.dataset.record_length_bytes), &io);
   if (r.checkpoint) io["checkpoint"] = CheckpointJson(*r.checkpoint);
   AddReadFigures(r, &io);
@@ -578,47 +626,69 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
 
 namespace {
 
-std::string Csv(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6f", std::isfinite(v) ? v : 0.0);
-  return buf;
+// A number with six decimals (printf's %.6f; to_chars is faster and rounds
+// the same, exactly).
+void AppendCsv(std::string* out, double v) {
+  char buf[400];  // the widest double in fixed notation
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), std::isfinite(v) ? v : 0.0,
+                                               std::chars_format::fixed, 6);
+  out->append(buf, r.ptr);
 }
 
-void TimelineLine(std::ostringstream& out, std::uint64_t index, const std::string& rank,
-                  double start, double end, const metrics::ActivitySample& d, int accelerators) {
+void AppendCsv(std::string* out, std::uint64_t v) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+std::string Csv(double v) {
+  std::string out;
+  AppendCsv(&out, v);
+  return out;
+}
+
+void TimelineLine(std::string* out, std::uint64_t index, const std::string& rank, double start,
+                  double end, const metrics::ActivitySample& d, int accelerators,
+                  const std::string& host) {
   const double seconds = end - start;
   const double au =
       seconds > 0 && accelerators > 0 ? 100.0 * d.compute_seconds / (seconds * accelerators) : 0.0;
-  out << index << ',' << rank << ',' << Csv(start) << ',' << Csv(end) << ',' << d.bytes_read << ','
-      << d.bytes_written << ',' << d.read_requests << ',' << d.write_requests << ',' << d.samples
-      << ',' << d.steps << ',' << Csv(d.compute_seconds) << ',' << Csv(au) << ','
-      << Csv(seconds > 0 ? static_cast<double>(d.bytes_read) / kMiB / seconds : 0.0) << ','
-      << Csv(seconds > 0 ? static_cast<double>(d.bytes_written) / kMiB / seconds : 0.0) << ','
-      << Csv(seconds > 0 ? d.io_seconds / seconds : 0.0) << ',' << Csv(d.barrier_seconds) << '\n';
+  const auto rate = [seconds](double v) { return seconds > 0 ? v / seconds : 0.0; };
+  AppendCsv(out, index);
+  *out += ',';
+  *out += rank;
+  for (double v : {start, end}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  for (std::uint64_t v :
+       {d.bytes_read, d.bytes_written, d.read_requests, d.write_requests, d.samples, d.steps}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  for (double v :
+       {d.compute_seconds, au, rate(static_cast<double>(d.bytes_read) / kMiB),
+        rate(static_cast<double>(d.bytes_written) / kMiB), rate(d.io_seconds), d.barrier_seconds}) {
+    *out += ',';
+    AppendCsv(out, v);
+  }
+  *out += ',';
+  *out += host;
+  *out += '\n';
 }
 
-}  // namespace
-
-std::string TimelineCsv(const RunResults& r) {
-  if (r.timeline.empty()) return {};
-  std::ostringstream out;
-  out << "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,"
-         "samples,steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,"
-         "barrier_s\n";
-  std::map<std::uint64_t, std::pair<std::pair<double, double>, metrics::ActivitySample>> all;
-  std::map<std::uint64_t, int> ranks_in;
-  for (const TimelineEntry& e : r.timeline) {
-    TimelineLine(out, e.row.index, std::to_string(e.rank), e.row.start_seconds, e.row.end_seconds,
-                 e.row.delta, r.accelerators_per_process);
-    auto [it, fresh] = all.try_emplace(e.row.index);
-    auto& [span, sum] = it->second;
-    if (fresh) {
-      span = {e.row.start_seconds, e.row.end_seconds};
-    } else {
-      span.first = std::min(span.first, e.row.start_seconds);
-      span.second = std::max(span.second, e.row.end_seconds);
-    }
-    const metrics::ActivitySample& d = e.row.delta;
+// Rows of one interval summed over ranks: the interval's widest span, the
+// counters' sums and the accelerators they cover.
+struct IntervalSum {
+  double start = 0, end = 0;
+  metrics::ActivitySample sum;
+  int accelerators = 0;
+  bool fresh = true;
+  void Add(const metrics::TimelineRow& row, int accelerators_per_process) {
+    start = fresh ? row.start_seconds : std::min(start, row.start_seconds);
+    end = fresh ? row.end_seconds : std::max(end, row.end_seconds);
+    fresh = false;
+    const metrics::ActivitySample& d = row.delta;
     sum.bytes_read += d.bytes_read;
     sum.bytes_written += d.bytes_written;
     sum.read_requests += d.read_requests;
@@ -628,11 +698,75 @@ std::string TimelineCsv(const RunResults& r) {
     sum.compute_seconds += d.compute_seconds;
     sum.io_seconds += d.io_seconds;
     sum.barrier_seconds += d.barrier_seconds;
-    ++ranks_in[e.row.index];
+    accelerators += accelerators_per_process;
   }
-  for (const auto& [index, entry] : all) {
-    TimelineLine(out, index, "all", entry.first.first, entry.first.second, entry.second,
-                 ranks_in[index] * r.accelerators_per_process);
+};
+
+}  // namespace
+
+std::string TimelineCsv(const RunResults& r) {
+  if (r.timeline.empty()) return {};
+  std::string out =
+      "interval,rank,start_s,end_s,bytes_read,bytes_written,read_requests,write_requests,"
+      "samples,steps,compute_s,au_percent,read_MiB_per_s,write_MiB_per_s,requests_in_flight,"
+      "barrier_s,host\n";
+  out.reserve(r.timeline.size() * 160);
+  // Hosts numbered in the order of r.hosts (a rank's host looked up once);
+  // sums per host and interval, then over all.
+  std::map<std::string, std::size_t> host_order;
+  for (const HostFigures& h : r.hosts) host_order.try_emplace(h.host, host_order.size());
+  std::vector<std::size_t> rank_host(r.rank_hosts.size());
+  for (std::size_t i = 0; i < r.rank_hosts.size(); ++i) {
+    rank_host[i] = host_order.try_emplace(r.rank_hosts[i], host_order.size()).first->second;
+  }
+  const std::size_t no_host = host_order.try_emplace("", host_order.size()).first->second;
+  std::map<std::pair<std::size_t, std::uint64_t>, IntervalSum> by_host;
+  std::map<std::uint64_t, IntervalSum> all;
+  std::vector<std::string> host_names(host_order.size());
+  for (const auto& [name, order] : host_order) host_names[order] = name;
+  for (const TimelineEntry& e : r.timeline) {
+    const std::size_t rank = static_cast<std::size_t>(e.rank);
+    const std::size_t host = rank < rank_host.size() ? rank_host[rank] : no_host;
+    TimelineLine(&out, e.row.index, std::to_string(e.rank), e.row.start_seconds, e.row.end_seconds,
+                 e.row.delta, r.accelerators_per_process, host_names[host]);
+    by_host[{host, e.row.index}].Add(e.row, r.accelerators_per_process);
+    all[e.row.index].Add(e.row, r.accelerators_per_process);
+  }
+  for (const auto& [key, s] : by_host) {
+    TimelineLine(&out, key.second, "host", s.start, s.end, s.sum, s.accelerators,
+                 host_names[key.first]);
+  }
+  for (const auto& [index, s] : all) {
+    TimelineLine(&out, index, "all", s.start, s.end, s.sum, s.accelerators, "all");
+  }
+  return out;
+}
+
+std::string HostTelemetryCsv(const RunResults& r) {
+  if (r.host_telemetry.empty()) return {};
+  std::ostringstream out;
+  out << "host,rank,interval,start_s,end_s,cpu_user_percent,cpu_system_percent,"
+         "cpu_iowait_percent,cpu_idle_percent,mem_total_MiB,mem_available_MiB,page_cache_MiB,"
+         "dirty_MiB,disk,disk_read_bytes,disk_write_bytes,disk_reads,disk_writes,"
+         "disk_read_MiB_per_s,disk_write_MiB_per_s,disk_busy_percent,net_rx_bytes,net_tx_bytes,"
+         "net_rx_packets,net_tx_packets,net_rx_MiB_per_s,net_tx_MiB_per_s\n";
+  for (const HostTelemetryResults& h : r.host_telemetry) {
+    for (const metrics::TelemetryRow& t : h.rows) {
+      const double seconds = t.end_seconds - t.start_seconds;
+      auto rate = [seconds](std::uint64_t bytes) {
+        return Csv(seconds > 0 ? static_cast<double>(bytes) / kMiB / seconds : 0.0);
+      };
+      out << h.host << ',' << h.rank << ',' << t.index << ',' << Csv(t.start_seconds) << ','
+          << Csv(t.end_seconds) << ',' << Csv(t.cpu_user_percent) << ','
+          << Csv(t.cpu_system_percent) << ',' << Csv(t.cpu_iowait_percent) << ','
+          << Csv(t.cpu_idle_percent) << ',' << Csv(t.mem_total_MiB) << ','
+          << Csv(t.mem_available_MiB) << ',' << Csv(t.page_cache_MiB) << ',' << Csv(t.dirty_MiB)
+          << ',' << h.sources.disk << ',' << t.disk_read_bytes << ',' << t.disk_write_bytes << ','
+          << t.disk_reads << ',' << t.disk_writes << ',' << rate(t.disk_read_bytes) << ','
+          << rate(t.disk_write_bytes) << ',' << Csv(t.disk_busy_percent) << ',' << t.net_rx_bytes
+          << ',' << t.net_tx_bytes << ',' << t.net_rx_packets << ',' << t.net_tx_packets << ','
+          << rate(t.net_rx_bytes) << ',' << rate(t.net_tx_bytes) << '\n';
+    }
   }
   return out.str();
 }

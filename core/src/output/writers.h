@@ -45,12 +45,19 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
                              std::uint64_t* max_steps_per_entry);
 
 // timeline.csv's text (tidy, for pandas): one row per interval and rank,
-// then one row per interval with rank "all" (sums; AU over every
-// accelerator). Columns: interval, rank, start_s, end_s, bytes_read,
-// bytes_written, read_requests, write_requests, samples, steps, compute_s,
-// au_percent, read_MiB_per_s, write_MiB_per_s, requests_in_flight (mean),
-// barrier_s. Empty when the run kept no timeline.
+// then one row per host and interval with rank "host" (its ranks' sums; AU
+// over its accelerators), then one row per interval with rank "all" (sums;
+// AU over every accelerator). Columns: interval, rank, start_s, end_s,
+// bytes_read, bytes_written, read_requests, write_requests, samples, steps,
+// compute_s, au_percent, read_MiB_per_s, write_MiB_per_s,
+// requests_in_flight (mean), barrier_s, host (the rank's or row's host;
+// "all" on the "all" rows). Empty when the run kept no timeline.
 std::string TimelineCsv(const RunResults& results);
+
+// host_telemetry.csv's text: one row per host and interval of the timeline
+// (metrics/host_telemetry.h; docs/run-folder.md lists the columns). Empty
+// when no host sampled (the timeline is off).
+std::string HostTelemetryCsv(const RunResults& results);
 
 // events.csv's text: rank, event, epoch, index, start_s, end_s, duration_s,
 // bytes; times in seconds from the run's origin, rows by start time.

@@ -14,6 +14,7 @@
 #include "engine/interrupt.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
+#include "metrics/host_telemetry.h"
 #include "output/results.h"
 #include "plan/plan.h"
 
@@ -268,12 +269,36 @@ class WorkloadRun {
     outcome_.start = metrics::Stamp::Now();
     outcome_.origin = SharedOrigin(cluster_, outcome_.start);
     if (c_.iomimic.trace) session_->tracer().Enable(c_.iomimic.trace_max_events);
+    // The rank-to-host map; the lowest rank of each host samples its
+    // telemetry (metrics/host_telemetry.h) on the timeline's intervals.
+    outcome_.rank_hosts = cluster_.AllGatherStrings(cluster_.hostname());
+    const bool host_sampler =
+        std::find(outcome_.rank_hosts.begin(), outcome_.rank_hosts.end(), cluster_.hostname()) -
+            outcome_.rank_hosts.begin() ==
+        cluster_.rank();
     if (c_.iomimic.timeline_interval > 0) {
       engine::Session* session = session_.get();
-      sampler_.Start(outcome_.origin, c_.iomimic.timeline_interval,
-                     [session] { return SampleActivity(*session); });
+      std::function<void(const metrics::TimelineRow&)> on_row;
+      if (host_sampler) {
+        StartTelemetry();
+        on_row = [this](const metrics::TimelineRow& row) {
+          telemetry_.Sample(row.index, row.start_seconds, row.end_seconds);
+        };
+      }
+      sampler_.Start(
+          outcome_.origin, c_.iomimic.timeline_interval,
+          [session] { return SampleActivity(*session); }, std::move(on_row));
     }
     outcome_.checkpointer = checkpointer_.get();
+  }
+
+  // This host's telemetry: the disk under the data folder (none for an
+  // object store), the network, CPU and memory.
+  void StartTelemetry() {
+    const bool objects = session_->storage().capabilities().objects;
+    telemetry_.Start(
+        engine::ResolveDataPath(c_, c_.dataset.data_folder),
+        objects ? "object storage (" + session_->storage_chain() + "): no block device" : "");
   }
 
   // A run that only generates (`iomimic generate`, or a workflow that
@@ -397,6 +422,11 @@ class WorkloadRun {
   void StopRecording() {
     outcome_.end = metrics::Stamp::Now();
     outcome_.timeline = sampler_.Stop();
+    if (telemetry_.started()) {
+      outcome_.telemetry_sources = telemetry_.sources();
+      outcome_.telemetry = telemetry_.rows();
+      outcome_.telemetry_sampled = true;
+    }
     progress_->Stop();
   }
 
@@ -426,6 +456,7 @@ class WorkloadRun {
   std::unique_ptr<ProgressTimer> progress_;
   std::unique_ptr<engine::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
+  metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
   metrics::TimelineSampler sampler_;
   std::string folder_;
 };
