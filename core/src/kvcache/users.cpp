@@ -1,0 +1,126 @@
+#include "kvcache/users.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace iomimic::kvcache {
+
+const char* UserTypeName(UserType type) {
+  switch (type) {
+    case UserType::kChatbot:
+      return "chatbot";
+    case UserType::kCoding:
+      return "coding";
+    case UserType::kDocument:
+      return "document";
+  }
+  return "chatbot";
+}
+
+const char* QosLevelName(QosLevel level) {
+  switch (level) {
+    case QosLevel::kInteractive:
+      return "interactive";
+    case QosLevel::kResponsive:
+      return "responsive";
+    case QosLevel::kBatch:
+      return "batch";
+  }
+  return "batch";
+}
+
+UserTemplates ReferenceUserTemplates() {
+  UserTemplates t;
+  t[static_cast<int>(UserType::kChatbot)] = {512, 4096, 50, 200, 0.1, 0.5};
+  t[static_cast<int>(UserType::kCoding)] = {4096, 25000, 100, 500, 0.2, 1.0};
+  t[static_cast<int>(UserType::kDocument)] = {4096, 16384, 200, 800, 0.3, 1.5};
+  return t;
+}
+
+const std::array<SystemPrompt, 3>& ReferenceSystemPrompts() {
+  static const std::array<SystemPrompt, 3> prompts = {{
+      {"You are a helpful assistant.", 5},
+      {"You are an AI assistant helping with coding tasks.", 9},
+      {"You are a professional writing assistant.", 6},
+  }};
+  return prompts;
+}
+
+std::vector<UserProfile> DrawUsers(PyRandom& rng, std::size_t num_users,
+                                   const UserTemplates& templates, const QosDistribution& qos) {
+  std::vector<UserProfile> users;
+  users.reserve(num_users);
+  for (std::size_t i = 0; i < num_users; ++i) {
+    UserProfile u;
+    u.type = static_cast<UserType>(rng.ChoiceIndex(3));
+    double r = rng.Random();
+    if (r < qos.interactive_probability) {
+      u.qos = QosLevel::kInteractive;
+      u.priority = 3;
+    } else if (r < qos.responsive_threshold) {
+      u.qos = QosLevel::kResponsive;
+      u.priority = 2;
+    } else {
+      u.qos = QosLevel::kBatch;
+      u.priority = 1;
+    }
+    const UserTemplate& t = templates[static_cast<int>(u.type)];
+    u.context_length = rng.RandInt(t.context_min, t.context_max);
+    u.generation_length = rng.RandInt(t.generation_min, t.generation_max);
+    u.think_time = rng.Uniform(t.think_min, t.think_max);
+    char id[32];
+    std::snprintf(id, sizeof id, "user_%04zu", i);
+    u.user_id = id;
+    users.push_back(std::move(u));
+  }
+  return users;
+}
+
+Population MakeUsers(std::int64_t seed, std::size_t num_users, const UserTemplates& templates,
+                     const QosDistribution& qos) {
+  Population p{{}, PyRandom(seed)};
+  p.users = DrawUsers(p.stream, num_users, templates, qos);
+  return p;
+}
+
+PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t user_index) {
+  if (user_index == 0) return population.stream;
+  std::uint64_t magnitude =
+      seed < 0 ? ~static_cast<std::uint64_t>(seed) + 1 : static_cast<std::uint64_t>(seed);
+  std::array<std::uint32_t, 3> key = {static_cast<std::uint32_t>(magnitude),
+                                      static_cast<std::uint32_t>(magnitude >> 32),
+                                      static_cast<std::uint32_t>(user_index)};
+  PyRandom rng;
+  rng.SeedWords(key);
+  return rng;
+}
+
+RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
+                             const RequestDrawOptions& options)
+    : user_(user), rng_(std::move(stream)), options_(options) {}
+
+double RequestDrawer::DrawThink() { return user_.think_time * rng_.Uniform(0.8, 1.2); }
+
+RequestDraw RequestDrawer::Next() {
+  RequestDraw d;
+  d.think_seconds = have_think_ ? next_think_ : DrawThink();
+  if (options_.multi_turn && count_ > 0)
+    d.end_conversation = rng_.Random() >= options_.end_conversation_at;
+  std::int64_t c = user_.context_length;
+  std::int64_t g = user_.generation_length;
+  d.context_tokens = rng_.RandInt(std::max<std::int64_t>(1, c / 4), c);
+  d.generation_tokens = rng_.RandInt(std::max<std::int64_t>(1, g / 4), g);
+  // The reference's user thread draws the next think time right after queueing
+  // this request, before the worker serving it draws the system prompt.
+  next_think_ = DrawThink();
+  have_think_ = true;
+  if (options_.prefix_caching && options_.system_prompt_count > 0 &&
+      rng_.Random() < options_.system_prompt_probability) {
+    d.system_prompt = static_cast<int>(rng_.ChoiceIndex(options_.system_prompt_count));
+  }
+  ++count_;
+  return d;
+}
+
+}  // namespace iomimic::kvcache
