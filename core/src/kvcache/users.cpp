@@ -2,115 +2,125 @@
 
 #include <algorithm>
 #include <cstdio>
-
-#include "iomimic/random.h"
+#include <utility>
 
 namespace iomimic::kvcache {
-namespace {
 
-class XoshiroSource final : public RandomSource {
- public:
-  explicit XoshiroSource(std::uint64_t seed) : rng_(seed) {}
-  double Random() override { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
-  std::int64_t RandInt(std::int64_t low, std::int64_t high) override {
-    if (high <= low) return low;
-    const std::uint64_t span = static_cast<std::uint64_t>(high - low) + 1;
-    return low + static_cast<std::int64_t>(rng_.Next() % span);
-  }
-  double Uniform(double low, double high) override { return low + (high - low) * Random(); }
-  std::size_t Choice(std::size_t n) override {
-    return n == 0 ? 0 : static_cast<std::size_t>(rng_.Next() % n);
-  }
-
- private:
-  Xoshiro256 rng_;
-};
-
-struct Ranges {
-  std::uint64_t c0, c1, g0, g1;
-  double t0, t1;
-};
-
-Ranges RangesOf(const config::KvCacheConfig& c, UserType type) {
+const char* UserTypeName(UserType type) {
   switch (type) {
-    case UserType::kCoding:
-      return {c.coding_context_min,     c.coding_context_max,     c.coding_generation_min,
-              c.coding_generation_max,  c.coding_think_time_min,  c.coding_think_time_max};
-    case UserType::kDocument:
-      return {c.document_context_min,    c.document_context_max,    c.document_generation_min,
-              c.document_generation_max, c.document_think_time_min, c.document_think_time_max};
     case UserType::kChatbot:
-      break;
+      return "chatbot";
+    case UserType::kCoding:
+      return "coding";
+    case UserType::kDocument:
+      return "document";
   }
-  return {c.chatbot_context_min,    c.chatbot_context_max,    c.chatbot_generation_min,
-          c.chatbot_generation_max, c.chatbot_think_time_min, c.chatbot_think_time_max};
+  return "chatbot";
 }
 
-}  // namespace
-
-std::unique_ptr<RandomSource> MakeRandomSource(std::uint64_t seed) {
-  return std::make_unique<XoshiroSource>(seed);
-}
-
-const char* QosName(Qos qos) {
-  switch (qos) {
-    case Qos::kInteractive:
+const char* QosLevelName(QosLevel level) {
+  switch (level) {
+    case QosLevel::kInteractive:
       return "interactive";
-    case Qos::kResponsive:
+    case QosLevel::kResponsive:
       return "responsive";
-    case Qos::kBatch:
-      break;
+    case QosLevel::kBatch:
+      return "batch";
   }
   return "batch";
 }
 
-double QosTargetP95Ms(Qos qos) {
-  switch (qos) {
-    case Qos::kInteractive:
-      return 50;
-    case Qos::kResponsive:
-      return 100;
-    case Qos::kBatch:
-      break;
-  }
-  return 1000;
+UserTemplates ReferenceUserTemplates() {
+  UserTemplates t;
+  t[static_cast<int>(UserType::kChatbot)] = {512, 4096, 50, 200, 0.1, 0.5};
+  t[static_cast<int>(UserType::kCoding)] = {4096, 25000, 100, 500, 0.2, 1.0};
+  t[static_cast<int>(UserType::kDocument)] = {4096, 16384, 200, 800, 0.3, 1.5};
+  return t;
 }
 
-std::vector<UserProfile> MakeUsers(const config::KvCacheConfig& c, RandomSource& random) {
-  constexpr double kInteractive = 0.15, kResponsiveThreshold = 0.50;
+const std::array<SystemPrompt, 3>& ReferenceSystemPrompts() {
+  static const std::array<SystemPrompt, 3> prompts = {{
+      {"You are a helpful assistant.", 5},
+      {"You are an AI assistant helping with coding tasks.", 9},
+      {"You are a professional writing assistant.", 6},
+  }};
+  return prompts;
+}
+
+std::vector<UserProfile> DrawUsers(PyRandom& rng, std::size_t num_users,
+                                   const UserTemplates& templates, const QosDistribution& qos) {
   std::vector<UserProfile> users;
-  users.reserve(c.num_users);
-  for (std::uint64_t i = 0; i < c.num_users; ++i) {
+  users.reserve(num_users);
+  for (std::size_t i = 0; i < num_users; ++i) {
     UserProfile u;
-    u.type = static_cast<UserType>(random.Choice(3));
-    const double r = random.Random();
-    u.qos = r < kInteractive           ? Qos::kInteractive
-            : r < kResponsiveThreshold ? Qos::kResponsive
-                                       : Qos::kBatch;
+    u.type = static_cast<UserType>(rng.ChoiceIndex(3));
+    double r = rng.Random();
+    if (r < qos.interactive_probability) {
+      u.qos = QosLevel::kInteractive;
+      u.priority = 3;
+    } else if (r < qos.responsive_threshold) {
+      u.qos = QosLevel::kResponsive;
+      u.priority = 2;
+    } else {
+      u.qos = QosLevel::kBatch;
+      u.priority = 1;
+    }
+    const UserTemplate& t = templates[static_cast<int>(u.type)];
+    u.context_length = rng.RandInt(t.context_min, t.context_max);
+    u.generation_length = rng.RandInt(t.generation_min, t.generation_max);
+    u.think_time = rng.Uniform(t.think_min, t.think_max);
     char id[32];
-    std::snprintf(id, sizeof id, "user_%04llu", static_cast<unsigned long long>(i));
-    u.id = id;
-    const Ranges g = RangesOf(c, u.type);
-    u.context_tokens = static_cast<std::uint64_t>(random.RandInt(
-        static_cast<std::int64_t>(g.c0), static_cast<std::int64_t>(g.c1)));
-    u.generation_tokens = static_cast<std::uint64_t>(random.RandInt(
-        static_cast<std::int64_t>(g.g0), static_cast<std::int64_t>(g.g1)));
-    u.think_seconds = random.Uniform(g.t0, g.t1);
+    std::snprintf(id, sizeof id, "user_%04zu", i);
+    u.user_id = id;
     users.push_back(std::move(u));
   }
   return users;
 }
 
-std::uint64_t LargestContext(const config::KvCacheConfig& c) {
-  return std::max({c.chatbot_context_max, c.coding_context_max, c.document_context_max});
+Population MakeUsers(std::int64_t seed, std::size_t num_users, const UserTemplates& templates,
+                     const QosDistribution& qos) {
+  Population p{{}, PyRandom(seed)};
+  p.users = DrawUsers(p.stream, num_users, templates, qos);
+  return p;
 }
 
-std::uint64_t SmallestContext(const config::KvCacheConfig& c) {
-  // A request draws from [max(1, context / 4), context]; the prefix check
-  // may take up to 9 tokens off.
-  const std::uint64_t least =
-      std::min({c.chatbot_context_min, c.coding_context_min, c.document_context_min}) / 4;
-  return least > 9 ? least - 9 : 1;
+PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t user_index) {
+  if (user_index == 0) return population.stream;
+  std::uint64_t magnitude =
+      seed < 0 ? ~static_cast<std::uint64_t>(seed) + 1 : static_cast<std::uint64_t>(seed);
+  std::array<std::uint32_t, 3> key = {static_cast<std::uint32_t>(magnitude),
+                                      static_cast<std::uint32_t>(magnitude >> 32),
+                                      static_cast<std::uint32_t>(user_index)};
+  PyRandom rng;
+  rng.SeedWords(key);
+  return rng;
+}
+
+RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
+                             const RequestDrawOptions& options)
+    : user_(user), rng_(std::move(stream)), options_(options) {}
+
+double RequestDrawer::DrawThink() { return user_.think_time * rng_.Uniform(0.8, 1.2); }
+
+RequestDraw RequestDrawer::Next() {
+  RequestDraw d;
+  d.think_seconds = have_think_ ? next_think_ : DrawThink();
+  if (options_.multi_turn && count_ > 0)
+    d.end_conversation = rng_.Random() >= options_.end_conversation_at;
+  std::int64_t c = user_.context_length;
+  std::int64_t g = user_.generation_length;
+  d.context_tokens = rng_.RandInt(std::max<std::int64_t>(1, c / 4), c);
+  d.generation_tokens = rng_.RandInt(std::max<std::int64_t>(1, g / 4), g);
+  // The reference's user thread draws the next think time right after queueing
+  // this request, before the worker serving it draws the system prompt.
+  next_think_ = DrawThink();
+  have_think_ = true;
+  if (options_.prefix_caching && options_.system_prompt_count > 0 &&
+      rng_.Random() < options_.system_prompt_probability) {
+    d.system_prompt = static_cast<int>(rng_.ChoiceIndex(options_.system_prompt_count));
+  }
+  ++count_;
+  return d;
 }
 
 }  // namespace iomimic::kvcache

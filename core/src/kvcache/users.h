@@ -1,56 +1,159 @@
-// The KV-cache workflow's users and their requests (docs/kvcache.md,
-// "Users and requests"), drawn as the reference's UserSimulator and
-// user_worker draw them, through a small random-source interface so that a
-// Python-random-compatible source (kvcache/pyrandom.h) can replace the
-// default one.
+// The KV-cache reference's simulated users and their per-request draws, as a
+// pure function of the seed (docs/kvcache-reference.md, "Reference-identical draws").
+//
+// The reference (MLPerf Storage's kv-cache.py) seeds Python's global `random`
+// with --seed, then draws its users first (UserSimulator.generate_mixed_users
+// in its kv_cache/workload.py): per user, in this order,
+//   type      = choice(['chatbot', 'coding', 'document'])
+//   r         = random(): INTERACTIVE (priority 3) if r < interactive_probability,
+//               else RESPONSIVE (2) if r < responsive_threshold, else BATCH (1)
+//   context   = randint(template.context_range)
+//   generation= randint(template.generation_range)
+//   think     = uniform(template.think_time_range)
+// and names them user_0000, user_0001, ... MakeUsers reproduces that exactly.
+//
+// Per request each user thread then draws (its generate_requests/user_worker):
+//   think multiplier = uniform(0.8, 1.2)                   (sleep before the request)
+//   end conversation = random() >= 0.8                      (multi-turn, not the first request)
+//   context tokens   = randint(max(1, context_length // 4), context_length)
+//   generation tokens= randint(max(1, generation_length // 4), generation_length)
+// and the worker that serves the request draws, with prefix caching on,
+//   system prompt    = random() < 0.2, then choice of 3 prompts
+// The reference shares one global stream among all user and worker threads, so
+// with more than one user its per-request draws depend on thread scheduling.
+// iomimic gives each user its own stream instead (UserStream), which makes the
+// run a pure function of the seed; user 0's stream continues the stream that
+// made the users, and its draws are taken in the order the reference takes
+// them with one user (request k's system-prompt draw comes after the think
+// draw of request k + 1), so a one-user run draws exactly what the reference
+// draws. RAG draws (--enable-rag) are not covered.
+
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "config/config.h"
+#include "kvcache/pyrandom.h"
 
 namespace iomimic::kvcache {
 
-// The draws the reference makes from Python's `random`.
-class RandomSource {
- public:
-  virtual ~RandomSource() = default;
-  virtual double Random() = 0;                                       // [0, 1)
-  virtual std::int64_t RandInt(std::int64_t low, std::int64_t high) = 0;  // [low, high]
-  virtual double Uniform(double low, double high) = 0;
-  virtual std::size_t Choice(std::size_t n) = 0;  // [0, n)
+enum class UserType { kChatbot = 0, kCoding = 1, kDocument = 2 };
+enum class QosLevel { kInteractive, kResponsive, kBatch };
+
+// "chatbot", "coding", "document".
+const char* UserTypeName(UserType type);
+// "interactive", "responsive", "batch" (the reference's QoSLevel values).
+const char* QosLevelName(QosLevel level);
+
+// One user_templates entry of the reference's config.yaml: inclusive integer
+// token ranges and a think-time range in seconds.
+struct UserTemplate {
+  std::int64_t context_min = 0;
+  std::int64_t context_max = 0;
+  std::int64_t generation_min = 0;
+  std::int64_t generation_max = 0;
+  double think_min = 0;
+  double think_max = 0;
 };
 
-// iomimic's own seeded source (xoshiro256**).
-std::unique_ptr<RandomSource> MakeRandomSource(std::uint64_t seed);
+// Templates indexed by UserType.
+using UserTemplates = std::array<UserTemplate, 3>;
 
-enum class Qos : std::uint8_t { kInteractive = 0, kResponsive = 1, kBatch = 2 };
-inline constexpr int kQosCount = 3;
-const char* QosName(Qos qos);
-double QosTargetP95Ms(Qos qos);  // 50, 100, 1000 (the reference's qos_profiles)
+// The reference's templates (its config.yaml and built-in defaults agree):
+// chatbot 512-4096 / 50-200 / 0.1-0.5 s, coding 4096-25000 / 100-500 /
+// 0.2-1.0 s, document 4096-16384 / 200-800 / 0.3-1.5 s.
+UserTemplates ReferenceUserTemplates();
 
-enum class UserType : std::uint8_t { kChatbot = 0, kCoding = 1, kDocument = 2 };
+// qos_distribution of the reference's config.yaml.
+struct QosDistribution {
+  double interactive_probability = 0.15;
+  double responsive_threshold = 0.50;
+};
 
 struct UserProfile {
-  std::string id;  // user_0000
+  std::string user_id;  // user_0000, user_0001, ...
   UserType type = UserType::kChatbot;
-  std::uint64_t context_tokens = 0;
-  std::uint64_t generation_tokens = 0;
-  double think_seconds = 0;
-  Qos qos = Qos::kBatch;
+  std::int64_t context_length = 0;
+  std::int64_t generation_length = 0;
+  double think_time = 0;  // seconds
+  int priority = 1;       // 3 interactive, 2 responsive, 1 batch
+  QosLevel qos = QosLevel::kBatch;
 };
 
-// The reference's generate_mixed_users: per user a type (uniform over the
-// three), a QoS class (15 % interactive, 35 % responsive, 50 % batch), then
-// the context, generation and think time from the type's ranges.
-std::vector<UserProfile> MakeUsers(const config::KvCacheConfig& c, RandomSource& random);
+// The users and the stream that made them, left where the reference's global
+// stream is when its user threads start.
+struct Population {
+  std::vector<UserProfile> users;
+  PyRandom stream;
+};
 
-// The largest and the smallest context a request can have (for the tier
-// capacity checks).
-std::uint64_t LargestContext(const config::KvCacheConfig& c);
-std::uint64_t SmallestContext(const config::KvCacheConfig& c);
+// Seeds a stream as random.seed(seed) and draws `num_users` users from it, as
+// generate_mixed_users does. The templates' ranges must be min <= max.
+Population MakeUsers(std::int64_t seed, std::size_t num_users,
+                     const UserTemplates& templates = ReferenceUserTemplates(),
+                     const QosDistribution& qos = QosDistribution{});
+
+// Draws `num_users` users from `rng` (as MakeUsers, without seeding).
+std::vector<UserProfile> DrawUsers(PyRandom& rng, std::size_t num_users,
+                                   const UserTemplates& templates, const QosDistribution& qos);
+
+// The per-request stream of user `user_index`: a copy of population.stream
+// for user 0; for user k > 0 a stream seeded with init_by_array({low 32 bits
+// of |seed|, high 32 bits, k}), i.e. Python's random.seed(|seed| + (k << 64)).
+PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t user_index);
+
+// Switches of the reference that decide which per-request draws are made.
+struct RequestDrawOptions {
+  bool multi_turn = true;                  // not --disable-multi-turn
+  bool prefix_caching = true;              // not --disable-prefix-caching
+  double end_conversation_at = 0.8;        // ends when random() >= this
+  double system_prompt_probability = 0.2;  // prefix_cache.system_prompt_hit_probability
+  std::size_t system_prompt_count = 3;     // PrefixMatcher.COMMON_SYSTEM_PROMPTS
+};
+
+// One request's draws.
+struct RequestDraw {
+  double think_seconds = 0;       // sleep before the request: think_time * uniform(0.8, 1.2)
+  bool end_conversation = false;  // close the open conversation before this request
+  std::int64_t context_tokens = 0;
+  std::int64_t generation_tokens = 0;
+  int system_prompt = -1;  // index of the common system prompt, -1: no prefix hit
+};
+
+// The reference's common system prompts (its prefix_cache.py): the prefix
+// cache key is derived from the text and its word count is the number of
+// tokens a hit takes off the request's context.
+struct SystemPrompt {
+  const char* text;
+  int token_count;  // words in text
+};
+const std::array<SystemPrompt, 3>& ReferenceSystemPrompts();
+
+// Draws one user's requests in the reference's order. Not thread-safe: one
+// drawer per user thread.
+class RequestDrawer {
+ public:
+  RequestDrawer(const UserProfile& user, PyRandom stream, const RequestDrawOptions& options);
+
+  // The next request's draws. end_conversation is drawn from the second
+  // request on when multi_turn is set (the reference draws it only while the
+  // user has a conversation open, which is from its second request on).
+  RequestDraw Next();
+  // Requests drawn so far.
+  std::uint64_t count() const { return count_; }
+
+ private:
+  double DrawThink();
+
+  UserProfile user_;
+  PyRandom rng_;
+  RequestDrawOptions options_;
+  std::uint64_t count_ = 0;
+  bool have_think_ = false;
+  double next_think_ = 0;
+};
 
 }  // namespace iomimic::kvcache

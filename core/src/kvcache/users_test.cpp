@@ -1,0 +1,138 @@
+#include "kvcache/users.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace iomimic::kvcache {
+namespace {
+
+// Expected users printed by the reference's own code (MLPerf Storage
+// kv_cache_benchmark, kv_cache/workload.py) with CPython 3.11, from the
+// benchmark's folder:
+//   python3 -c "import random; from kv_cache.workload import UserSimulator; random.seed(42);
+//     [print(u.user_id, u.context_length, u.generation_length, repr(u.think_time), u.priority,
+//            u.qos_level.value) for u in UserSimulator.generate_mixed_users(12)]"
+struct Expected {
+  const char* id;
+  std::int64_t context;
+  std::int64_t generation;
+  double think;
+  int priority;
+  const char* qos;
+};
+constexpr Expected kSeed42[] = {
+    {"user_0000", 16245, 481, 0.5938702245641714, 3, "interactive"},
+    {"user_0001", 3283, 189, 0.13477553305176648, 1, "batch"},
+    {"user_0002", 7166, 211, 0.3861287147125917, 3, "interactive"},
+    {"user_0003", 7353, 758, 0.8034237851539905, 3, "interactive"},
+    {"user_0004", 4308, 488, 0.8446554014662464, 1, "batch"},
+    {"user_0005", 8648, 359, 0.5583765145291065, 2, "responsive"},
+    {"user_0006", 16545, 149, 0.48718350438770275, 3, "interactive"},
+    {"user_0007", 5519, 473, 0.567539903737474, 1, "batch"},
+    {"user_0008", 2062, 70, 0.3208162525092908, 1, "batch"},
+    {"user_0009", 10021, 791, 0.5307463083079919, 1, "batch"},
+    {"user_0010", 1445, 124, 0.4940886082643031, 3, "interactive"},
+    {"user_0011", 2068, 121, 0.2813641209473742, 1, "batch"},
+};
+
+TEST_CASE("users: the first 12 users for seed 42 are the reference's") {
+  Population p = MakeUsers(42, 12);
+  REQUIRE(p.users.size() == 12);
+  for (std::size_t i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const UserProfile& u = p.users[i];
+    CHECK(u.user_id == kSeed42[i].id);
+    CHECK(u.context_length == kSeed42[i].context);
+    CHECK(u.generation_length == kSeed42[i].generation);
+    CHECK(u.think_time == kSeed42[i].think);
+    CHECK(u.priority == kSeed42[i].priority);
+    CHECK(std::string(QosLevelName(u.qos)) == kSeed42[i].qos);
+    // The context range tells the type apart where the ranges do not overlap.
+    const UserTemplate t = ReferenceUserTemplates()[static_cast<int>(u.type)];
+    CHECK(u.context_length >= t.context_min);
+    CHECK(u.context_length <= t.context_max);
+  }
+  // A prefix of the population is the smaller population.
+  CHECK(MakeUsers(42, 3).users[2].context_length == 7166);
+}
+
+// One user's requests in the order the reference's threads draw them
+// (user thread: think, [end], context, generation, next think; worker:
+// system prompt), printed with the reference's UserSimulator and PrefixMatcher:
+//   random.seed(42); u = UserSimulator.generate_mixed_users(1)[0]
+//   think = u.think_time * random.uniform(0.8, 1.2)
+//   for k in range(8):
+//     end = (random.random() >= 0.8) if k > 0 else False
+//     ctx = random.randint(max(1, u.context_length // 4), u.context_length)
+//     gen = random.randint(max(1, u.generation_length // 4), u.generation_length)
+//     nthink = u.think_time * random.uniform(0.8, 1.2)
+//     sp = P.index(random.choice(P)) if random.random() < 0.2 else -1   # P = COMMON_SYSTEM_PROMPTS
+//     print(repr(think), int(end), ctx, gen, sp); think = nthink
+TEST_CASE("users: one user's request draws follow the reference's stream") {
+  Population p = MakeUsers(42, 1);
+  RequestDrawer drawer(p.users[0], UserStream(p, 42, 0), RequestDrawOptions{});
+  struct Row {
+    double think;
+    bool end;
+    std::int64_t context, generation;
+    int prompt;
+  };
+  const Row rows[] = {
+      {0.5082431480307157, false, 5740, 466, -1},   {0.6510403875926295, false, 4581, 135, -1},
+      {0.49735330490621626, false, 13256, 221, -1}, {0.6451852709787687, false, 11420, 421, -1},
+      {0.5411798509987809, false, 6676, 477, -1},   {0.5754874226655262, false, 9575, 172, 1},
+      {0.49712777758556187, false, 4772, 355, -1},  {0.6024761384872652, false, 13105, 270, -1},
+  };
+  for (const Row& row : rows) {
+    RequestDraw d = drawer.Next();
+    CAPTURE(drawer.count());
+    CHECK(d.think_seconds == row.think);
+    CHECK(d.end_conversation == row.end);
+    CHECK(d.context_tokens == row.context);
+    CHECK(d.generation_tokens == row.generation);
+    CHECK(d.system_prompt == row.prompt);
+  }
+  CHECK(ReferenceSystemPrompts()[1].token_count == 9);
+}
+
+// User k > 0 has its own stream, random.seed(seed + (k << 64)):
+//   random.seed(42); u = UserSimulator.generate_mixed_users(3)[1]; random.seed(42 + (1 << 64))
+//   think = u.think_time * random.uniform(0.8, 1.2)
+//   ctx, gen = randint(max(1, C // 4), C), randint(max(1, G // 4), G)
+TEST_CASE("users: other users draw from their own seeded streams") {
+  Population p = MakeUsers(42, 3);
+  RequestDrawer drawer(p.users[1], UserStream(p, 42, 1), RequestDrawOptions{});
+  RequestDraw d = drawer.Next();
+  CHECK(d.think_seconds == 0.12666244642183153);
+  CHECK(d.context_tokens == 2715);
+  CHECK(d.generation_tokens == 186);
+  // Streams are a pure function of (seed, user): drawing user 2 first changes nothing.
+  RequestDrawer again(p.users[1], UserStream(MakeUsers(42, 3), 42, 1), RequestDrawOptions{});
+  CHECK(again.Next().context_tokens == 2715);
+}
+
+TEST_CASE("users: switches remove their draws") {
+  Population p = MakeUsers(42, 1);
+  RequestDrawOptions off;
+  off.multi_turn = false;
+  off.prefix_caching = false;
+  RequestDrawer drawer(p.users[0], UserStream(p, 42, 0), off);
+  // Without the end-of-conversation and system-prompt draws the sequence is
+  // think, context, generation, think, ...: the first request is unchanged.
+  RequestDraw d = drawer.Next();
+  CHECK(d.context_tokens == 5740);
+  CHECK(d.system_prompt == -1);
+  for (int i = 0; i < 50; ++i) {
+    d = drawer.Next();
+    CHECK_FALSE(d.end_conversation);
+    CHECK(d.system_prompt == -1);
+    CHECK(d.context_tokens >= 16245 / 4);
+    CHECK(d.context_tokens <= 16245);
+  }
+}
+
+}  // namespace
+}  // namespace iomimic::kvcache

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""End-to-end checks of `iomimic kvcache-replay` (docs/kvcache-reference.md):
+the small trace tests/kvcache/small_trace.csv (written for these tests in the
+KV-cache reference's --io-trace-log format: Tier-2 prefill writes and decode
+reads, an eviction Tier-0 -> Tier-1 -> Tier-2, a read of an object the trace
+never writes, a key with a folder) replayed on posix. Run by ctest.
+
+Usage: kvcache_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import collections
+import csv
+import json
+import os
+
+import numpy as np
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+
+def args():
+    return harness.ARGS
+
+
+def trace_path():
+    return os.path.join(args().source, "tests", "kvcache", "small_trace.csv")
+
+
+def expected_groups(path):
+    """(ops, bytes) per 'Operation Tier Phase', counted here from the CSV."""
+    groups = collections.defaultdict(lambda: [0, 0])
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            g = groups["%s %s %s" % (row["Operation"], row["Tier"], row["Phase"] or "(none)")]
+            g[0] += 1
+            g[1] += int(row["Object_Size_Bytes"])
+    return groups
+
+
+def test_kvcache_replay_posix():
+    """Every Tier-2 row is one operation with the trace's bytes, on two
+    threads; memory tiers are counted, not replayed; the kept objects are
+    .npy files numpy loads, of the trace's sizes; the objects are removed
+    without --keep-objects; results are not overwritten."""
+    groups = expected_groups(trace_path())
+    objects = os.path.join(args().work, "objects")
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "posix", "--root", objects,
+         "--threads", "2", "--transfer-size", "65536", "--keep-objects", "--output", out])
+    with open(os.path.join(out, "kvcache_replay.json")) as f:
+        result = json.load(f)
+    got = {name: [g["ops"], g["bytes"]] for name, g in result["groups"].items()}
+    if got != dict(groups):
+        fail("groups %s, the trace has %s" % (got, dict(groups)))
+    tier2 = {k: v for k, v in groups.items() if " Tier-2 " in k}
+    for op, key in (("Write", "writes"), ("Read", "reads")):
+        ops = sum(v[0] for k, v in tier2.items() if k.startswith(op))
+        size = sum(v[1] for k, v in tier2.items() if k.startswith(op))
+        if (result[key]["ops"], result[key]["bytes"]) != (ops, size):
+            fail("%s: %d ops %d bytes replayed, the trace has %d and %d" %
+                 (key, result[key]["ops"], result[key]["bytes"], ops, size))
+        if result[key]["latency_seconds"]["p50"] <= 0:
+            fail("%s: no latency" % key)
+    memory = [v for k, v in groups.items() if " Tier-2 " not in k]
+    if result["skipped_memory_tiers"] != {"ops": sum(v[0] for v in memory),
+                                          "bytes": sum(v[1] for v in memory)}:
+        fail("skipped %s" % result["skipped_memory_tiers"])
+    if result["setup_objects"] != 1:
+        fail("setup_objects %d, expected 1 (the system prompt read)" % result["setup_objects"])
+    # The objects: numpy loads them and they hold the trace's bytes.
+    sizes = {}
+    with open(trace_path(), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Tier"] == "Tier-2":
+                sizes[row["Key"]] = int(row["Object_Size_Bytes"])
+    for key, size in sizes.items():
+        a = np.load(os.path.join(objects, key + ".npy"))
+        if a.nbytes != size or a.ndim != 1:
+            fail("%s.npy holds %s %s, the trace says %d bytes" % (key, a.dtype, a.shape, size))
+    # Again into the same root: refused, nothing overwritten.
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root", objects], expect_ok=False)
+    if p.returncode != 1 or "exists before the replay" not in p.stderr:
+        fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
+    # Same output folder: refused.
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root",
+             os.path.join(args().work, "o2"), "--output", out], expect_ok=False)
+    if p.returncode != 1 or "kvcache_replay.json exists" not in p.stderr:
+        fail("an existing kvcache_replay.json was not refused (exit %d)" % p.returncode)
+    # Without --keep-objects nothing is left.
+    clean = os.path.join(args().work, "clean")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--root", clean, "--timing", "recorded"])
+    left = [os.path.join(d, f) for d, _, files in os.walk(clean) for f in files]
+    if left:
+        fail("objects left after the replay: %s" % left)
+
+
+def test_kvcache_replay_rejects_bad_traces():
+    """A malformed row: exit 1 and one error line naming the file and line;
+    a bad timing value is a usage error (exit 2)."""
+    bad = os.path.join(args().work, "bad.csv")
+    with open(trace_path(), newline="") as f:
+        lines = f.read().split("\r\n")
+    lines[2] = lines[2].replace("Tier-2", "Tier-9")
+    with open(bad, "w", newline="") as f:
+        f.write("\r\n".join(lines))
+    p = run([args().iomimic, "kvcache-replay", bad, "--root", os.path.join(args().work, "o")],
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or (bad + ":3: Tier 'Tier-9'") not in errors[0]:
+        fail("exit %d, stderr %r" % (p.returncode, p.stderr))
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--timing", "slow"], expect_ok=False)
+    if p.returncode != 2:
+        fail("--timing slow exited %d, expected 2" % p.returncode)
+
+
+if __name__ == "__main__":
+    harness.main(globals())
