@@ -23,12 +23,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t kMaxWorkers = 500;       // the reference's min(num_users, 500)
-constexpr double kPrefixProbability = 0.2;     // prefix_cache.system_prompt_hit_probability
-constexpr double kContinueConversation = 0.8;  // user_worker: random() >= 0.8 ends it
 constexpr std::uint64_t kMaxTurns = 50;        // conversation.max_turns_per_conv
 constexpr std::uint64_t kPrefillOnlyTokens = 10000;
-// The reference's three system prompts, in words (their token counts).
-constexpr std::uint64_t kSystemPromptTokens[] = {5, 9, 6};
 
 std::uint64_t Ns(double seconds) {
   return seconds <= 0 ? 0 : static_cast<std::uint64_t>(seconds * 1e9);
@@ -45,10 +41,41 @@ double SecondsPerToken(const std::string& mode) {
   return 0;
 }
 
+// The user templates of the manifest (kv_cache.users.*).
+UserTemplates Templates(const config::KvCacheConfig& c) {
+  auto one = [](std::uint64_t c0, std::uint64_t c1, std::uint64_t g0, std::uint64_t g1, double t0,
+                double t1) {
+    return UserTemplate{static_cast<std::int64_t>(c0), static_cast<std::int64_t>(c1),
+                        static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), t0, t1};
+  };
+  UserTemplates t;
+  t[static_cast<int>(UserType::kChatbot)] =
+      one(c.chatbot_context_min, c.chatbot_context_max, c.chatbot_generation_min,
+          c.chatbot_generation_max, c.chatbot_think_time_min, c.chatbot_think_time_max);
+  t[static_cast<int>(UserType::kCoding)] =
+      one(c.coding_context_min, c.coding_context_max, c.coding_generation_min,
+          c.coding_generation_max, c.coding_think_time_min, c.coding_think_time_max);
+  t[static_cast<int>(UserType::kDocument)] =
+      one(c.document_context_min, c.document_context_max, c.document_generation_min,
+          c.document_generation_max, c.document_think_time_min, c.document_think_time_max);
+  return t;
+}
+
+// The smallest and largest context a request can have, for the tier
+// capacity checks: a request draws from [max(1, context / 4), context] and
+// a system prompt takes up to 9 tokens off.
+std::pair<std::uint64_t, std::uint64_t> ContextBounds(const config::KvCacheConfig& c) {
+  const std::uint64_t least =
+      std::min({c.chatbot_context_min, c.coding_context_min, c.document_context_min}) / 4;
+  return {least > 9 ? least - 9 : 1,
+          std::max({c.chatbot_context_max, c.coding_context_max, c.document_context_max})};
+}
+
 struct Request {
   std::uint64_t seq = 0;
   std::size_t user = 0;
-  Qos qos = Qos::kBatch;
+  QosLevel qos = QosLevel::kBatch;
+  int system_prompt = -1;  // the prefix check's hit, drawn with the request
   std::string key;
   std::uint64_t context = 0;
   std::uint64_t generate = 0;
@@ -75,11 +102,11 @@ class Engine {
   Status Prepare();
   std::array<std::uint64_t, kTierCount> Capacities() const;
   void UserLoop(std::size_t index);
-  bool NextConversationTurn(std::size_t index, RandomSource& random, Request* r);
+  bool NextConversationTurn(std::size_t index, bool end, Request* r);
   void Enqueue(Request r);
   bool Pop(Request* r);
   void WorkerLoop(std::size_t index);
-  Status Serve(Request& r, TierStore::WorkerBuffer& wb, RandomSource& random);
+  Status Serve(Request& r, TierStore::WorkerBuffer& wb);
   Result<double> Allocate(const std::string& key, std::uint64_t tokens,
                           TierStore::WorkerBuffer& wb);
   Status Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* write_seconds);
@@ -100,6 +127,7 @@ class Engine {
   std::unique_ptr<OpSink> own_sink_;
   OpSink* sink_ = nullptr;
   std::optional<std::counting_semaphore<>> allocs_;
+  std::optional<Population> population_;
   std::vector<UserProfile> users_;
   std::uint64_t seed_ = 0;
 
@@ -176,9 +204,10 @@ Status Engine::Prepare() {
   IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
+  const auto [smallest, largest] = ContextBounds(c_);
   IOMIMIC_RETURN_IF_ERROR(
-      cache_->CheckEntrySizes(EntryBytes(*model_, SmallestContext(c_), c_.tensor_parallel),
-                              EntryBytes(*model_, LargestContext(c_), c_.tensor_parallel)));
+      cache_->CheckEntrySizes(EntryBytes(*model_, smallest, c_.tensor_parallel),
+                              EntryBytes(*model_, largest, c_.tensor_parallel)));
   if (c_.max_concurrent_allocs > 0) {
     allocs_.emplace(static_cast<std::ptrdiff_t>(c_.max_concurrent_allocs));
   }
@@ -187,18 +216,18 @@ Status Engine::Prepare() {
     IOMIMIC_ASSIGN_OR_RETURN(own_sink_, OpenCsvTrace(options_.trace_path));
     sink_ = own_sink_.get();
   }
-  std::unique_ptr<RandomSource> random = MakeRandomSource(seed_);
-  users_ = MakeUsers(c_, *random);
+  population_.emplace(MakeUsers(static_cast<std::int64_t>(seed_), c_.num_users, Templates(c_)));
+  users_ = population_->users;
   conversations_.resize(users_.size());
   return Status::OK();
 }
 
 // The reference's multi-turn bookkeeping: a conversation goes on with
 // probability 0.8 for at most 50 turns; each turn's entry is its own key.
-bool Engine::NextConversationTurn(std::size_t index, RandomSource& random, Request* r) {
+bool Engine::NextConversationTurn(std::size_t index, bool end, Request* r) {
   Conversation& conv = conversations_[index];
   if (!c_.multi_turn) return false;
-  if (conv.id != 0 && (random.Random() >= kContinueConversation || conv.turn >= kMaxTurns)) {
+  if (conv.id != 0 && (end || conv.turn >= kMaxTurns)) {
     conv = Conversation{};
   }
   static std::atomic<std::uint64_t> ids{0};
@@ -206,7 +235,7 @@ bool Engine::NextConversationTurn(std::size_t index, RandomSource& random, Reque
   r->prev_turns = conv.keys;
   ++conv.turn;
   char key[96];
-  std::snprintf(key, sizeof key, "conv_%s_%llu_turn_%llu", users_[index].id.c_str(),
+  std::snprintf(key, sizeof key, "conv_%s_%llu_turn_%llu", users_[index].user_id.c_str(),
                 static_cast<unsigned long long>(conv.id),
                 static_cast<unsigned long long>(conv.turn));
   r->key = key;
@@ -236,13 +265,16 @@ void Engine::Enqueue(Request r) {
 
 void Engine::UserLoop(std::size_t index) {
   const UserProfile& user = users_[index];
-  std::unique_ptr<RandomSource> random = MakeRandomSource(MixSeed(seed_, index + 1));
-  std::uint64_t count = 0;
+  RequestDrawOptions draw;
+  draw.multi_turn = c_.multi_turn;
+  draw.prefix_caching = c_.prefix_caching;
+  RequestDrawer drawer(user, UserStream(*population_, static_cast<std::int64_t>(seed_), index),
+                       draw);
   for (;;) {
-    const double think = user.think_seconds * random->Uniform(0.8, 1.2);
+    const RequestDraw d = drawer.Next();
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
-      if (queue_changed_.wait_for(lock, std::chrono::duration<double>(think),
+      if (queue_changed_.wait_for(lock, std::chrono::duration<double>(d.think_seconds),
                                   [this] { return stopping_; })) {
         return;
       }
@@ -250,20 +282,15 @@ void Engine::UserLoop(std::size_t index) {
     Request r;
     r.user = index;
     r.qos = user.qos;
-    const bool conversation = NextConversationTurn(index, *random, &r);
-    r.context = static_cast<std::uint64_t>(random->RandInt(
-        static_cast<std::int64_t>(std::max<std::uint64_t>(1, user.context_tokens / 4)),
-        static_cast<std::int64_t>(user.context_tokens)));
-    r.generate = static_cast<std::uint64_t>(random->RandInt(
-        static_cast<std::int64_t>(std::max<std::uint64_t>(1, user.generation_tokens / 4)),
-        static_cast<std::int64_t>(user.generation_tokens)));
-    if (!conversation) {
+    r.system_prompt = d.system_prompt;
+    r.context = static_cast<std::uint64_t>(d.context_tokens);
+    r.generate = static_cast<std::uint64_t>(d.generation_tokens);
+    if (!NextConversationTurn(index, d.end_conversation, &r)) {
       char key[64];
-      std::snprintf(key, sizeof key, "%s_req_%06llu", user.id.c_str(),
-                    static_cast<unsigned long long>(count));
+      std::snprintf(key, sizeof key, "%s_req_%06llu", user.user_id.c_str(),
+                    static_cast<unsigned long long>(drawer.count() - 1));
       r.key = key;
     }
-    ++count;
     r.decode = r.context < kPrefillOnlyTokens;
     Enqueue(std::move(r));
   }
@@ -415,12 +442,13 @@ Result<std::optional<double>> Engine::Access(const std::string& key, bool multi_
   return std::optional<double>(t.total);
 }
 
-Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb, RandomSource& random) {
+Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   double storage = 0;
-  if (c_.prefix_caching && random.Random() < kPrefixProbability) {
+  if (r.system_prompt >= 0) {
     // The reference looks the shared prompt's entry up but never writes one:
     // a miss, and the prompt's tokens leave the context.
-    const std::uint64_t words = kSystemPromptTokens[random.Choice(3)];
+    const std::uint64_t words = static_cast<std::uint64_t>(
+        ReferenceSystemPrompts()[static_cast<std::size_t>(r.system_prompt)].token_count);
     r.context = r.context > words ? r.context - words : 0;
     std::lock_guard<std::mutex> lock(stats_mutex_);
     ++figures_.prefix_lookups;
@@ -472,10 +500,10 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb, RandomSource& rand
 
 void Engine::WorkerLoop(std::size_t index) {
   TierStore::WorkerBuffer wb;
-  std::unique_ptr<RandomSource> random = MakeRandomSource(MixSeed(seed_ ^ 0x776F726BULL, index));
+  (void)index;
   Request r;
   while (Pop(&r)) {
-    Status st = Serve(r, wb, *random);
+    Status st = Serve(r, wb);
     if (!st.ok()) {
       Fail(st);
       return;
@@ -525,6 +553,18 @@ Result<KvFigures> Engine::Run() {
 }
 
 }  // namespace
+
+double QosTargetP95Ms(QosLevel qos) {
+  switch (qos) {
+    case QosLevel::kInteractive:
+      return 50;
+    case QosLevel::kResponsive:
+      return 100;
+    case QosLevel::kBatch:
+      break;
+  }
+  return 1000;
+}
 
 Result<KvFigures> RunKvCache(engine::Session& session, const KvRunOptions& options) {
   Engine engine(session, options);

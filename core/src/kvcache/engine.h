@@ -24,6 +24,10 @@
 
 namespace iomimic::kvcache {
 
+inline constexpr int kQosCount = 3;  // QosLevel's values
+// The reference's qos_profiles P95 targets: 50, 100 and 1000 ms.
+double QosTargetP95Ms(QosLevel qos);
+
 // One tier's operations on one rank (or summed over ranks). "evict" counts
 // the demotions' reads (from this tier) and writes (into it) and the
 // deletions; the others are the requests' own.

@@ -36,10 +36,10 @@ class OpSink {
   virtual Status Close() = 0;
 };
 
-// The reference's io-trace CSV (kv_cache/tracer.py's columns: Timestamp,
+// The reference's io-trace CSV (kvcache/trace.h's TraceWriter: Timestamp,
 // Operation, Object_Size_Bytes, Tier, Key, Phase; tiers Tier-0/1/2; reads
-// and writes only) at `path`. Error names the path.
-// TO BE REPLACED by kvcache/trace.h's writer (branch wt-kvref) when it lands.
+// and writes only; zstd when the path ends in .zst) at `path`. Errors name
+// the key and the path.
 Result<std::unique_ptr<OpSink>> OpenCsvTrace(const std::string& path);
 
 }  // namespace iomimic::kvcache

@@ -103,7 +103,7 @@ json TierJson(const TierFigures& t, double seconds) {
 json QosJson(const KvFigures& f) {
   json o;
   for (int q = 0; q < kQosCount; ++q) {
-    const Qos qos = static_cast<Qos>(q);
+    const QosLevel qos = static_cast<QosLevel>(q);
     json c;
     const metrics::LatencyHistogram& h = f.qos_end_to_end[q];
     c["requests"] = f.qos_requests[q];
@@ -116,7 +116,7 @@ json QosJson(const KvFigures& f) {
         Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
                                           static_cast<double>(f.qos_requests[q])
                               : 1.0);
-    o[QosName(qos)] = std::move(c);
+    o[QosLevelName(qos)] = std::move(c);
   }
   return o;
 }
