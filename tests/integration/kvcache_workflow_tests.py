@@ -60,7 +60,7 @@ def check_run(out, root, ranks=1):
     if st["writes"] + st["eviction_writes"] == 0 or st["reads"] == 0:
         fail("the storage tier saw no traffic: %s" % st)
     cpu = kv["tiers"]["cpu"]
-    if cpu["writes"] == 0 or cpu["capacity_bytes"] != 64 << 20:
+    if cpu["writes"] == 0 or cpu["capacity_bytes"] != ranks * (64 << 20):
         fail("the host tier: %s" % cpu)
     # Entries demoted out of cpu arrive in storage.
     if cpu["eviction_reads"] != st["eviction_writes"]:
