@@ -22,8 +22,8 @@ namespace iomimic::kvcache {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr std::size_t kMaxWorkers = 500;       // the reference's min(num_users, 500)
-constexpr std::uint64_t kMaxTurns = 50;        // conversation.max_turns_per_conv
+constexpr std::size_t kMaxWorkers = 500;  // the reference's min(num_users, 500)
+constexpr std::uint64_t kMaxTurns = 50;   // conversation.max_turns_per_conv
 constexpr std::uint64_t kPrefillOnlyTokens = 10000;
 
 std::uint64_t Ns(double seconds) {
@@ -31,8 +31,7 @@ std::uint64_t Ns(double seconds) {
 }
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double SecondsPerToken(const std::string& mode) {
@@ -45,8 +44,12 @@ double SecondsPerToken(const std::string& mode) {
 UserTemplates Templates(const config::KvCacheConfig& c) {
   auto one = [](std::uint64_t c0, std::uint64_t c1, std::uint64_t g0, std::uint64_t g1, double t0,
                 double t1) {
-    return UserTemplate{static_cast<std::int64_t>(c0), static_cast<std::int64_t>(c1),
-                        static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), t0, t1};
+    return UserTemplate{static_cast<std::int64_t>(c0),
+                        static_cast<std::int64_t>(c1),
+                        static_cast<std::int64_t>(g0),
+                        static_cast<std::int64_t>(g1),
+                        t0,
+                        t1};
   };
   UserTemplates t;
   t[static_cast<int>(UserType::kChatbot)] =
@@ -179,8 +182,7 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
     capacity[2] = kUnlimited;
     const std::string& folder = store_->PathOf("x");
     struct statvfs fs {};
-    if (!session_.storage().capabilities().objects &&
-        folder.find("://") == std::string::npos &&
+    if (!session_.storage().capabilities().objects && folder.find("://") == std::string::npos &&
         ::statvfs(folder.substr(0, folder.rfind('/')).c_str(), &fs) == 0) {
       capacity[2] = static_cast<std::uint64_t>(static_cast<double>(fs.f_bavail) *
                                                static_cast<double>(fs.f_frsize) * 0.95);
@@ -194,8 +196,8 @@ Status Engine::Prepare() {
   const int rank = session_.cluster().rank();
   seed_ = c_.seed + static_cast<std::uint64_t>(rank);
   StoreOptions so;
-  so.folder = engine::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" +
-              std::to_string(rank);
+  so.folder =
+      engine::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" + std::to_string(rank);
   so.transfer_size = c_.transfer_size;
   so.gpu_copy_bytes_per_second = c_.gpu_copy_gbps * 1e9;
   so.content_seed = seed_;
@@ -249,9 +251,8 @@ void Engine::Enqueue(Request r) {
     const double now = Now();
     next_admission_ = std::max(next_admission_, now) + 1.0 / c_.request_rate;
     const double wait = next_admission_ - 1.0 / c_.request_rate - now;
-    if (wait > 0 &&
-        queue_changed_.wait_for(lock, std::chrono::duration<double>(wait),
-                                [this] { return stopping_; })) {
+    if (wait > 0 && queue_changed_.wait_for(lock, std::chrono::duration<double>(wait),
+                                            [this] { return stopping_; })) {
       return;
     }
   }
@@ -305,9 +306,8 @@ bool Engine::Pop(Request* r) {
   return true;
 }
 
-void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key,
-                      std::uint64_t bytes, const char* phase, double wall, const OpTiming& t,
-                      bool evict) {
+void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
+                      const char* phase, double wall, const OpTiming& t, bool evict) {
   TierFigures& f = figures_.tier[static_cast<int>(tier)];
   if (kind == OpEvent::Kind::kRead) {
     f.read.Record(Ns(t.total));
@@ -471,8 +471,8 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
       storage += again;
     } else {
       storage += *first;
-      const std::uint64_t batches =
-          std::max<std::uint64_t>(1, (r.generate + c_.decode_batch_size - 1) / c_.decode_batch_size);
+      const std::uint64_t batches = std::max<std::uint64_t>(
+          1, (r.generate + c_.decode_batch_size - 1) / c_.decode_batch_size);
       for (std::uint64_t b = 0; b < batches; ++b) {
         IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(r.key, false, wb));
         storage += t.value_or(0);

@@ -20,8 +20,9 @@ json Latency(const metrics::LatencyHistogram& h) {
   json o;
   o["count"] = h.count();
   o["mean"] = Num(h.mean_ns() / 1e6);
-  static constexpr std::pair<const char*, double> kQ[] = {
-      {"p50", 0.50}, {"p90", 0.90}, {"p95", 0.95}, {"p99", 0.99}, {"p999", 0.999}, {"p9999", 0.9999}};
+  static constexpr std::pair<const char*, double> kQ[] = {{"p50", 0.50},   {"p90", 0.90},
+                                                          {"p95", 0.95},   {"p99", 0.99},
+                                                          {"p999", 0.999}, {"p9999", 0.9999}};
   for (const auto& [name, q] : kQ) o[name] = Num(h.count() ? Ms(h.Percentile(q)) : 0);
   o["max"] = Num(Ms(h.max_ns()));
   return o;
@@ -38,12 +39,27 @@ metrics::LatencyHistogram Merge(const metrics::LatencyHistogram& h, cluster::Clu
 // Every counter of KvFigures, in one fixed order, through `visit`.
 template <typename F, typename Figures>
 void Counters(Figures& f, F visit) {
-  for (auto* v : {&f.requests, &f.tokens_generated, &f.context_tokens, &f.cache_hits,
-                  &f.cache_misses, &f.multi_turn_hits, &f.multi_turn_misses, &f.prefix_lookups,
-                  &f.user_cache_hits, &f.prefill_writes, &f.decode_reads, &f.read_operations,
-                  &f.write_operations, &f.total_read_bytes, &f.total_write_bytes,
-                  &f.storage_header_bytes_written, &f.storage_header_bytes_read, &f.evictions,
-                  &f.offloads_cpu, &f.offloads_storage, &f.forced}) {
+  for (auto* v : {&f.requests,
+                  &f.tokens_generated,
+                  &f.context_tokens,
+                  &f.cache_hits,
+                  &f.cache_misses,
+                  &f.multi_turn_hits,
+                  &f.multi_turn_misses,
+                  &f.prefix_lookups,
+                  &f.user_cache_hits,
+                  &f.prefill_writes,
+                  &f.decode_reads,
+                  &f.read_operations,
+                  &f.write_operations,
+                  &f.total_read_bytes,
+                  &f.total_write_bytes,
+                  &f.storage_header_bytes_written,
+                  &f.storage_header_bytes_read,
+                  &f.evictions,
+                  &f.offloads_cpu,
+                  &f.offloads_storage,
+                  &f.forced}) {
     visit(*v);
   }
   for (int q = 0; q < kQosCount; ++q) visit(f.qos_requests[q]), visit(f.qos_violations[q]);
@@ -61,8 +77,8 @@ void Histograms(Figures& f, F visit) {
   visit(f.end_to_end), visit(f.storage), visit(f.generation);
   for (auto& h : f.qos_end_to_end) visit(h);
   for (auto& t : f.tier) {
-    for (auto* h : {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device,
-                    &t.write_host}) {
+    for (auto* h :
+         {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host}) {
       visit(*h);
     }
   }
@@ -112,10 +128,9 @@ json QosJson(const KvFigures& f) {
     const double p95 = h.count() ? Ms(h.Percentile(0.95)) : 0;
     c["meets_target"] = h.count() == 0 || p95 <= QosTargetP95Ms(qos);
     c["violations"] = f.qos_violations[q];
-    c["sla_compliance"] =
-        Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
-                                          static_cast<double>(f.qos_requests[q])
-                              : 1.0);
+    c["sla_compliance"] = Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
+                                                            static_cast<double>(f.qos_requests[q])
+                                                : 1.0);
     o[QosLevelName(qos)] = std::move(c);
   }
   return o;
@@ -167,9 +182,9 @@ json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
   json m;
   m["cache_hits"] = f.multi_turn_hits;
   m["cache_misses"] = f.multi_turn_misses;
-  m["hit_rate"] = Num(static_cast<double>(f.multi_turn_hits) /
-                      static_cast<double>(std::max<std::uint64_t>(
-                          f.multi_turn_hits + f.multi_turn_misses, 1)));
+  m["hit_rate"] =
+      Num(static_cast<double>(f.multi_turn_hits) /
+          static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
   o["multi_turn_stats"] = std::move(m);
   return o;
 }
@@ -213,8 +228,7 @@ KvRankFigures RankFigures(const KvFigures& f, int rank) {
   r.rank = rank;
   r.requests = f.requests;
   r.seconds = f.seconds;
-  r.storage_tokens_per_second =
-      Rate(static_cast<double>(f.tokens_generated), f.storage_io_seconds);
+  r.storage_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.storage_io_seconds);
   r.wall_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.seconds);
   const TierFigures& s = f.tier[static_cast<int>(Tier::kStorage)];
   r.storage_read_GiB_per_second =

@@ -18,8 +18,7 @@ std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
 }  // namespace
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 TierStore::TierStore(Storage& storage, StoreOptions options)
@@ -73,8 +72,8 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
   }
 }
 
-Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes,
-                              Source source, WorkerBuffer& wb, OpTiming* timing) {
+Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
+                              WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
   Buffer block = Buffer::AllocateHost(bytes, 64);
   if (bytes != 0 && block.empty()) {
@@ -201,8 +200,8 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
   return Status::OK();
 }
 
-Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes,
-                           WorkerBuffer& wb, OpTiming* timing) {
+Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                           OpTiming* timing) {
   ContentStream stream(KeySeed(options_.content_seed, key));
   Source source;
   source.stream = &stream;

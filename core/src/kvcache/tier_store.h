@@ -36,7 +36,7 @@ struct OpTiming {
 };
 
 struct StoreOptions {
-  std::string folder;            // the storage tier's folder (this rank's)
+  std::string folder;  // the storage tier's folder (this rank's)
   std::uint64_t transfer_size = 16ULL << 20;
   double gpu_copy_bytes_per_second = 25e9;
   std::uint64_t content_seed = 42;
@@ -62,8 +62,8 @@ class TierStore {
               OpTiming* timing);
   // Moves `key` from memory tier `from` to `to`: read there, write here,
   // free there. `read` and `write` get the two halves' times.
-  Status Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes,
-                WorkerBuffer& wb, OpTiming* read, OpTiming* write);
+  Status Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                OpTiming* read, OpTiming* write);
   // Deletes `key` from the storage tier. A back end that refuses deletes is
   // an error naming it.
   Status Delete(const std::string& key);
@@ -81,8 +81,8 @@ class TierStore {
     ContentStream* stream = nullptr;    // fill from here
   };
   Status EnsureBuffer(WorkerBuffer& wb);
-  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source,
-                      WorkerBuffer& wb, OpTiming* timing);
+  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source, WorkerBuffer& wb,
+                      OpTiming* timing);
   Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                      OpTiming* timing);
   Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
