@@ -51,8 +51,10 @@ def check_run(out, root, ranks=1):
     if kv["requests"] <= 0 or kv["tokens_generated"] <= 0:
         fail("no requests: %s" % kv["requests"])
     st = kv["tiers"]["storage"]
-    written = st["write_bytes"] + st["eviction_write_bytes"] + kv["storage_header_bytes_written"]
-    read = st["read_bytes"] + st["eviction_read_bytes"] + kv["storage_header_bytes_read"]
+    written = (st["write_bytes"] + st["eviction_write_bytes"] + kv["storage_header_bytes_written"] +
+               kv["storage_cut_short_bytes_written"])
+    read = (st["read_bytes"] + st["eviction_read_bytes"] + kv["storage_header_bytes_read"] +
+            kv["storage_cut_short_bytes_read"])
     io = s["iomimic"]
     if (io["bytes_written"], io["bytes_read"]) != (written, read):
         fail("counting storage wrote %d read %d; the storage tier %d and %d" %

@@ -152,6 +152,10 @@ class Engine {
   KvFigures figures_;
   Status failure_;
   std::atomic<std::uint64_t> completed_{0};
+  // Set when the benchmark ends: transfers in flight stop (TierStore) and
+  // requests that finish later are not counted, as the reference computes
+  // its figures when its duration ends.
+  std::atomic<bool> ended_{false};
   std::mutex done_mutex_;
   std::condition_variable done_changed_;
 };
@@ -165,6 +169,7 @@ void Engine::Fail(const Status& status) {
 }
 
 void Engine::Stop() {
+  ended_.store(true);
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     stopping_ = true;
@@ -203,6 +208,7 @@ Status Engine::Prepare() {
   so.content_seed = seed_;
   so.model = model_;
   so.tensor_parallel = c_.tensor_parallel;
+  so.cancel = &ended_;
   IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
@@ -481,6 +487,7 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   }
   const double generation = static_cast<double>(r.generate) * SecondsPerToken(c_.generation_mode);
   if (generation > 0) std::this_thread::sleep_for(std::chrono::duration<double>(generation));
+  if (ended_.load()) return Status::OK();  // finished after the end: not counted
   const double e2e = Now() - r.submitted;
   figures_.end_to_end.Record(Ns(e2e));
   figures_.storage.Record(Ns(storage));
@@ -504,10 +511,12 @@ void Engine::WorkerLoop(std::size_t index) {
   Request r;
   while (Pop(&r)) {
     Status st = Serve(r, wb);
-    if (!st.ok()) {
+    const bool cut_short = ended_.load() && st.code() == StatusCode::kAborted;
+    if (!st.ok() && !cut_short) {
       Fail(st);
       return;
     }
+    if (ended_.load()) return;  // cut short, or finished after the end: not counted
     const std::uint64_t done = ++completed_;
     if (c_.max_requests > 0 && done >= c_.max_requests) Stop();
   }
@@ -515,6 +524,8 @@ void Engine::WorkerLoop(std::size_t index) {
 
 void Engine::Finish(double seconds) {
   figures_.seconds = seconds;
+  figures_.storage_cut_short_bytes_written = store_->cut_short_written();
+  figures_.storage_cut_short_bytes_read = store_->cut_short_read();
   const CacheCounters n = cache_->counters();
   figures_.forced = n.forced;
   for (int t = 0; t < kTierCount; ++t) {
@@ -543,8 +554,8 @@ Result<KvFigures> Engine::Run() {
     }
   }
   Stop();
-  for (std::thread& t : threads) t.join();
   const double seconds = Now() - start;
+  for (std::thread& t : threads) t.join();
   if (!failure_.ok()) return failure_;
   Finish(seconds);
   IOMIMIC_RETURN_IF_ERROR(store_->RemoveAll(c_.keep_entries));

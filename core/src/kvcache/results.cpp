@@ -56,6 +56,8 @@ void Counters(Figures& f, F visit) {
                   &f.total_write_bytes,
                   &f.storage_header_bytes_written,
                   &f.storage_header_bytes_read,
+                  &f.storage_cut_short_bytes_written,
+                  &f.storage_cut_short_bytes_read,
                   &f.evictions,
                   &f.offloads_cpu,
                   &f.offloads_storage,
@@ -214,6 +216,8 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   o["tiers"] = std::move(tiers);
   o["storage_header_bytes_written"] = f.storage_header_bytes_written;
   o["storage_header_bytes_read"] = f.storage_header_bytes_read;
+  o["storage_cut_short_bytes_written"] = f.storage_cut_short_bytes_written;
+  o["storage_cut_short_bytes_read"] = f.storage_cut_short_bytes_read;
   o["forced_placements"] = f.forced;
   o["prefix_lookups"] = f.prefix_lookups;
   o["qos"] = QosJson(f);

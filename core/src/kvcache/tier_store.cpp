@@ -85,6 +85,7 @@ Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t b
   } else {
     IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
     for (std::uint64_t done = 0; done < bytes;) {
+      if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
       source.stream->Fill(wb.buffer.span().first(n));
       std::memcpy(block.data() + done, wb.buffer.data(), n);
@@ -110,6 +111,7 @@ Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t by
                             std::string(TierName(tier)) + " tier");
   }
   for (std::uint64_t done = 0; done < bytes;) {
+    if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
     std::memcpy(wb.buffer.data(), block->data() + done, n);
     done += n;
@@ -147,9 +149,12 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
       source.stream->Fill(body);
     }
     payload += body.size();
-    Status st = file->WriteAt(offset, chunk);
+    Status st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
+                            : file->WriteAt(offset, chunk);
     if (!st.ok()) {
+      if (st.code() == StatusCode::kAborted) cut_written_ += offset;
       (void)file->Abort();
+      (void)storage_.Remove(path);  // no half-written entry is left behind
       return st;
     }
     offset += n;
@@ -182,6 +187,10 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
   const double opened = Now();
   const std::uint64_t total = info.size;
   for (std::uint64_t offset = 0; offset < total;) {
+    if (Cancelled()) {
+      cut_read_ += offset;
+      return Status::Aborted("kv_cache: the benchmark ended");
+    }
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
     IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
     if (got == 0) break;

@@ -12,6 +12,7 @@
 // memory an entry placed in a memory tier needs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -42,6 +43,9 @@ struct StoreOptions {
   std::uint64_t content_seed = 42;
   const ModelSpec* model = nullptr;
   std::uint64_t tensor_parallel = 1;
+  // When it becomes true (the benchmark's end) transfers stop at their next
+  // chunk with kAborted; a storage object left half written is removed.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class TierStore {
@@ -74,6 +78,10 @@ class TierStore {
   // The end of the run: deletes the storage objects this run wrote and still
   // holds, unless `keep` (nothing else in the folder is touched).
   Status RemoveAll(bool keep);
+  // Bytes that storage transfers cut short by `cancel` moved before they
+  // stopped (the counting storage counts them; the tiers' figures do not).
+  std::uint64_t cut_short_written() const { return cut_written_.load(); }
+  std::uint64_t cut_short_read() const { return cut_read_.load(); }
 
  private:
   struct Source {
@@ -81,6 +89,7 @@ class TierStore {
     ContentStream* stream = nullptr;    // fill from here
   };
   Status EnsureBuffer(WorkerBuffer& wb);
+  bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
   Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source, WorkerBuffer& wb,
                       OpTiming* timing);
   Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
@@ -99,6 +108,7 @@ class TierStore {
   std::mutex mutex_;
   std::unordered_map<std::string, Buffer> memory_[2];  // accelerator, host
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
+  std::atomic<std::uint64_t> cut_written_{0}, cut_read_{0};
 };
 
 // Seconds on a monotonic clock (for OpTiming).
