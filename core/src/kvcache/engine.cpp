@@ -402,11 +402,14 @@ Result<double> Engine::Allocate(const std::string& key, std::uint64_t tokens,
   double seconds = 0;
   Status st;
   if (cache_->Insert(key, bytes, &ops)) {
-    for (const TierOp& op : ops) {
-      st = Perform(op, wb, &seconds);
+    std::size_t done = 0;
+    for (; done < ops.size(); ++done) {
+      st = Perform(ops[done], wb, &seconds);
       if (!st.ok()) break;
     }
-    if (!st.ok()) cache_->Forget(key);
+    // The entries of the operations not done (the failed one included) are
+    // not where the cache says: they leave it.
+    for (std::size_t k = done; k < ops.size(); ++k) cache_->Forget(ops[k].key);
     cache_->Complete(ops);
     if (st.ok()) {
       std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -511,7 +514,9 @@ void Engine::WorkerLoop(std::size_t index) {
   Request r;
   while (Pop(&r)) {
     Status st = Serve(r, wb);
-    const bool cut_short = ended_.load() && st.code() == StatusCode::kAborted;
+    // After the end, transfers are cut short (kAborted) and what depended on
+    // them may fail: not an error of the run.
+    const bool cut_short = ended_.load();
     if (!st.ok() && !cut_short) {
       Fail(st);
       return;
