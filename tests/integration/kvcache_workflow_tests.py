@@ -3,7 +3,7 @@
 docs/kvcache.md): workloads/kvcache_quickstart.yaml, shortened, on posix,
 odirect and mmap; the storage tier's .npy objects open in numpy with the
 model's shape; the bytes per tier add up with the counting storage's; two
-ranks under mpirun are aggregated as MLPerf Storage's Rules.md 6.3.4 says;
+ranks under mpirun are aggregated as MLPerf Storage's rules (6.3.4) say;
 bad input is one error line. Run by ctest.
 
 Usage: kvcache_workflow_tests.py <test-name> --iomimic BIN --source DIR --work DIR
