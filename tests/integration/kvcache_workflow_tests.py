@@ -164,5 +164,41 @@ def test_kvcache_workflow_bad_input():
     expect_error(["++workload.workflow.train=True"], "workflow.kv_cache")
 
 
+def trace_rows(path):
+    """(operation, bytes, tier, phase, turn) per row: keys differ only in
+    the conversation's id (the reference's is a time in ms)."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            turn = r["Key"].rsplit("_turn_", 1)[-1] if "_turn_" in r["Key"] else r["Key"]
+            rows.append((r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Phase"], turn))
+    return rows
+
+
+def test_kvcache_workflow_matches_reference_trace():
+    """One user, tiny-1b, an 8 GiB CPU tier, the reference's user templates
+    and seed 42: the first operations (reads and writes, sizes, tiers,
+    phases, turns) are the ones the reference's own --io-trace-log wrote for
+    the same options (tests/kvcache/reference_tiny1b_one_user.csv:
+    kv-cache.py --model tiny-1b --num-users 1 --duration 10 --gpu-mem-gb 0
+    --cpu-mem-gb 8 --storage-capacity-gb 5 --generation-mode none --seed 42)."""
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "run", "-q", "workload=kvcache_opt1_8b",
+         "++workload.kv_cache.model=tiny-1b", "++workload.kv_cache.num_users=1",
+         "++workload.kv_cache.duration=6", "++workload.kv_cache.cpu_mem_gb=8",
+         "++workload.kv_cache.storage_capacity_gb=5",
+         "++workload.storage.storage_root=" + os.path.join(args().work, "root"),
+         "++workload.kv_cache.io_trace_log=trace.csv", "++workload.output.folder=" + out])
+    reference = trace_rows(os.path.join(args().source, "tests", "kvcache",
+                                        "reference_tiny1b_one_user.csv"))
+    ours = trace_rows(os.path.join(out, "trace.csv"))
+    n = min(len(reference), len(ours))
+    if n < 30:
+        fail("only %d operations to compare" % n)
+    for i in range(n):
+        if ours[i] != reference[i]:
+            fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+
+
 if __name__ == "__main__":
     harness.main(globals())
