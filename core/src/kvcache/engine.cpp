@@ -83,7 +83,8 @@ struct Request {
   std::uint64_t context = 0;
   std::uint64_t generate = 0;
   bool decode = true;                   // PREFILL_DECODE (else PREFILL only)
-  std::vector<std::string> prev_turns;  // earlier turns' keys (multi-turn)
+  std::uint64_t conversation = 0;       // multi-turn: the conversation's id (0 = none)
+  std::uint64_t turn = 0;               // and this request's turn (earlier: 1 .. turn - 1)
   double submitted = 0;
 };
 
@@ -106,6 +107,9 @@ class Engine {
   std::array<std::uint64_t, kTierCount> Capacities() const;
   void UserLoop(std::size_t index);
   bool NextConversationTurn(std::size_t index, bool end, Request* r);
+  // The entry name of a conversation's turn: conv_<user>_<conversation>_turn_<turn>.
+  void TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t turn,
+               std::string* key) const;
   void Enqueue(Request r);
   bool Pop(Request* r);
   void WorkerLoop(std::size_t index);
@@ -137,9 +141,9 @@ class Engine {
   struct Conversation {
     std::uint64_t id = 0;  // 0 = none
     std::uint64_t turn = 0;
-    std::vector<std::string> keys;
   };
   std::vector<Conversation> conversations_;  // one per user, its thread's own
+  std::atomic<std::uint64_t> conversation_ids_{0};
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
@@ -238,17 +242,21 @@ bool Engine::NextConversationTurn(std::size_t index, bool end, Request* r) {
   if (conv.id != 0 && (end || conv.turn >= kMaxTurns)) {
     conv = Conversation{};
   }
-  static std::atomic<std::uint64_t> ids{0};
-  if (conv.id == 0) conv.id = ++ids;
-  r->prev_turns = conv.keys;
+  if (conv.id == 0) conv.id = ++conversation_ids_;
   ++conv.turn;
-  char key[96];
-  std::snprintf(key, sizeof key, "conv_%s_%llu_turn_%llu", users_[index].user_id.c_str(),
-                static_cast<unsigned long long>(conv.id),
-                static_cast<unsigned long long>(conv.turn));
-  r->key = key;
-  conv.keys.push_back(r->key);
+  r->conversation = conv.id;
+  r->turn = conv.turn;
+  TurnKey(index, conv.id, conv.turn, &r->key);
   return true;
+}
+
+void Engine::TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t turn,
+                     std::string* key) const {
+  char text[96];
+  std::snprintf(text, sizeof text, "conv_%s_%llu_turn_%llu", users_[user].user_id.c_str(),
+                static_cast<unsigned long long>(conversation),
+                static_cast<unsigned long long>(turn));
+  key->assign(text);  // reuses the string's storage when it fits
 }
 
 void Engine::Enqueue(Request r) {
@@ -307,7 +315,8 @@ bool Engine::Pop(Request* r) {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
   if (stopping_) return false;
-  *r = queue_.top();
+  // top() is const only to keep the heap's order, which pop() then drops.
+  *r = std::move(const_cast<Request&>(queue_.top()));
   queue_.pop();
   return true;
 }
@@ -398,7 +407,8 @@ Result<double> Engine::Allocate(const std::string& key, std::uint64_t tokens,
   if (cache_->Where(key).has_value()) return 0.0;
   if (allocs_) allocs_->acquire();
   const std::uint64_t bytes = EntryBytes(*model_, tokens, c_.tensor_parallel);
-  std::vector<TierOp> ops;
+  std::vector<TierOp>& ops = wb.ops;  // the worker's, reused
+  ops.clear();
   double seconds = 0;
   Status st;
   if (cache_->Insert(key, bytes, &ops)) {
@@ -463,7 +473,9 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
     ++figures_.prefix_lookups;
     ++figures_.cache_misses;
   }
-  for (const std::string& prev : r.prev_turns) {
+  for (std::uint64_t turn = 1; turn < r.turn; ++turn) {
+    std::string& prev = wb.key;
+    TurnKey(r.user, r.conversation, turn, &prev);
     IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(prev, true, wb));
     if (!t) {
       std::lock_guard<std::mutex> lock(stats_mutex_);

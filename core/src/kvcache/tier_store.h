@@ -55,6 +55,8 @@ class TierStore {
   // A worker's reusable transfer buffer (allocated at its first use).
   struct WorkerBuffer {
     Buffer buffer;
+    std::string key;          // a scratch entry name (its storage is reused)
+    std::vector<TierOp> ops;  // a scratch list of the cache's decisions
   };
 
   // Writes a new entry `key` of `bytes` (tokens = bytes / bytes per token)
