@@ -189,10 +189,10 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
       bytes(c_.storage_capacity_gb)};
   if (capacity[2] == 0) {
     capacity[2] = kUnlimited;
-    const std::string& folder = store_->PathOf("x");
+    const std::string& folder = store_->folder();
     struct statvfs fs {};
     if (!session_.storage().capabilities().objects && folder.find("://") == std::string::npos &&
-        ::statvfs(folder.substr(0, folder.rfind('/')).c_str(), &fs) == 0) {
+        ::statvfs(folder.c_str(), &fs) == 0) {
       capacity[2] = static_cast<std::uint64_t>(static_cast<double>(fs.f_bavail) *
                                                static_cast<double>(fs.f_frsize) * 0.95);
     }
@@ -374,7 +374,7 @@ Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* wr
   OpTiming read, write;
   switch (op.kind) {
     case TierOp::Kind::kDelete:
-      IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key));
+      IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key, wb));
       RecordOp(OpEvent::Kind::kDelete, op.from, op.key, op.bytes, "Evict", wall, read, true);
       return Status::OK();
     case TierOp::Kind::kDemote: {

@@ -1,6 +1,7 @@
 #include "kvcache/tier_store.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -24,19 +25,29 @@ double Now() {
 TierStore::TierStore(Storage& storage, StoreOptions options)
     : storage_(storage), options_(std::move(options)) {}
 
-std::string TierStore::PathOf(const std::string& key) const {
-  return options_.folder + "/" + key + ".npy";
+void TierStore::PathOf(const std::string& key, std::string* path) const {
+  path->assign(options_.folder);
+  path->append("/");
+  path->append(key);
+  path->append(".npy");
 }
 
-std::string TierStore::Header(std::uint64_t bytes) const {
-  const std::uint64_t tp = options_.tensor_parallel;
+std::size_t TierStore::Header(std::uint64_t bytes, char* out) const {
   const std::uint64_t per_token = options_.model->bytes_per_token();
-  const std::uint64_t tokens = tp > 1 ? 0 : bytes / per_token;
-  return NpyHeader(tp > 1 ? std::vector<std::uint64_t>{bytes / 2}
-                          : EntryShape(*options_.model, tokens, 1));
+  std::array<std::uint64_t, 5> dims{};
+  std::size_t n = 1;
+  if (options_.tensor_parallel > 1) {
+    dims[0] = bytes / 2;
+  } else {
+    n = EntryShapeInto(*options_.model, per_token == 0 ? 0 : bytes / per_token, 1, &dims);
+  }
+  return WriteNpyHeader(std::span<const std::uint64_t>(dims.data(), n), out);
 }
 
-std::uint64_t TierStore::header_bytes(std::uint64_t bytes) const { return Header(bytes).size(); }
+std::uint64_t TierStore::header_bytes(std::uint64_t bytes) const {
+  char header[kNpyHeaderMax];
+  return Header(bytes, header);
+}
 
 Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
   if (!wb.buffer.empty()) return Status::OK();
@@ -125,22 +136,24 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
                                WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
-  const std::string header = Header(bytes);
-  const std::uint64_t total = header.size() + bytes;
+  char header[kNpyHeaderMax];
+  const std::size_t header_size = Header(bytes, header);
+  const std::uint64_t total = header_size + bytes;
   OpenOptions open;
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
   open.expected_size = total;
-  const std::string path = PathOf(key);
+  std::string& path = wb.path;
+  PathOf(key, &path);
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
   std::uint64_t payload = 0;
   for (std::uint64_t offset = 0; offset < total;) {
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
     std::span<std::byte> chunk = wb.buffer.span().first(n);
     std::size_t at = 0;
-    if (offset < header.size()) {
-      at = header.size() - offset;
-      std::memcpy(chunk.data(), header.data() + offset, at);
+    if (offset < header_size) {
+      at = std::min<std::size_t>(header_size - offset, chunk.size());
+      std::memcpy(chunk.data(), header + offset, at);
     }
     std::span<std::byte> body = chunk.subspan(at);
     if (source.memory != nullptr) {
@@ -177,7 +190,8 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
                               OpTiming* timing) {
   const double start = Now();
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
-  const std::string path = PathOf(key);
+  std::string& path = wb.path;
+  PathOf(key, &path);
   IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
   OpenOptions open;
   open.mode = OpenMode::kRead;
@@ -249,12 +263,14 @@ Status TierStore::RemoveAll(bool keep) {
     left.swap(stored_);
   }
   if (keep) return Status::OK();
-  for (const auto& [key, held] : left) IOMIMIC_RETURN_IF_ERROR(Delete(key));
+  WorkerBuffer wb;
+  for (const auto& [key, held] : left) IOMIMIC_RETURN_IF_ERROR(Delete(key, wb));
   return Status::OK();
 }
 
-Status TierStore::Delete(const std::string& key) {
-  Status st = storage_.Remove(PathOf(key));
+Status TierStore::Delete(const std::string& key, WorkerBuffer& wb) {
+  PathOf(key, &wb.path);
+  Status st = storage_.Remove(wb.path);
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     stored_.erase(key);

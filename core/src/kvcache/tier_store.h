@@ -57,6 +57,7 @@ class TierStore {
     Buffer buffer;
     std::string key;          // a scratch entry name (its storage is reused)
     std::vector<TierOp> ops;  // a scratch list of the cache's decisions
+    std::string path;         // a scratch object path
   };
 
   // Writes a new entry `key` of `bytes` (tokens = bytes / bytes per token)
@@ -72,9 +73,10 @@ class TierStore {
                 OpTiming* read, OpTiming* write);
   // Deletes `key` from the storage tier. A back end that refuses deletes is
   // an error naming it.
-  Status Delete(const std::string& key);
-  // The storage object of `key`.
-  std::string PathOf(const std::string& key) const;
+  Status Delete(const std::string& key, WorkerBuffer& wb);
+  // The storage object of `key`, into `path` (its storage reused).
+  void PathOf(const std::string& key, std::string* path) const;
+  const std::string& folder() const { return options_.folder; }
   // The .npy header's size for an entry of `bytes`.
   std::uint64_t header_bytes(std::uint64_t bytes) const;
   // The end of the run: deletes the storage objects this run wrote and still
@@ -103,7 +105,8 @@ class TierStore {
   Buffer* FindBlock(Tier tier, const std::string& key);
   void FreeBlock(Tier tier, const std::string& key);
   void EmulateCopy(Tier tier, std::uint64_t bytes, double started) const;
-  std::string Header(std::uint64_t bytes) const;
+  // The .npy header of an entry of `bytes` into `out` (kNpyHeaderMax bytes).
+  std::size_t Header(std::uint64_t bytes, char* out) const;
 
   Storage& storage_;
   StoreOptions options_;
