@@ -575,6 +575,7 @@ Result<KvFigures> Engine::Run() {
   for (std::thread& t : threads) t.join();
   if (!failure_.ok()) return failure_;
   Finish(seconds);
+  figures_.interrupted_by = engine::InterruptSignal();
   IOMIMIC_RETURN_IF_ERROR(store_->RemoveAll(c_.keep_entries));
   if (own_sink_ != nullptr) IOMIMIC_RETURN_IF_ERROR(own_sink_->Close());
   return std::move(figures_);

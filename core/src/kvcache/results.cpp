@@ -257,6 +257,8 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
   out.all.storage_io_seconds = sums[1];
   out.all.generation_seconds = sums[2];
   out.all.seconds = cluster.MaxDouble(local.seconds);
+  out.all.interrupted_by =
+      static_cast<int>(cluster.MaxDouble(static_cast<double>(local.interrupted_by)));
   std::vector<const metrics::LatencyHistogram*> mine;
   Histograms(local, [&](const metrics::LatencyHistogram& h) { mine.push_back(&h); });
   i = 0;
