@@ -13,6 +13,9 @@ import csv
 import glob
 import json
 import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 
@@ -198,6 +201,26 @@ def test_kvcache_workflow_matches_reference_trace():
     for i in range(n):
         if ours[i] != reference[i]:
             fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+
+
+def test_kvcache_workflow_max_requests_and_signal():
+    """max_requests ends the run at exactly that many requests; SIGINT ends
+    it with its figures, status interrupted and exit 130."""
+    cmd, root, out = quickstart("max", seconds=60, extra=["++workload.kv_cache.max_requests=5"])
+    run(cmd)
+    kv = load_summary(out)["kv_cache"]
+    if kv["requests"] != 5 or kv["duration_seconds"] >= 60:
+        fail("max_requests 5: %d requests in %s s" % (kv["requests"], kv["duration_seconds"]))
+    cmd, root, out = quickstart("signal", seconds=60)
+    p = subprocess.Popen(cmd, cwd=args().work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    s = load_summary(out)
+    if p.returncode != 130 or s["iomimic"]["status"] != "interrupted":
+        fail("exit %d, status %s: %s" % (p.returncode, s["iomimic"]["status"], err))
+    if not 2 < s["kv_cache"]["duration_seconds"] < 30:
+        fail("ran %s s" % s["kv_cache"]["duration_seconds"])
 
 
 if __name__ == "__main__":

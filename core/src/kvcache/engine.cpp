@@ -155,7 +155,6 @@ class Engine {
   std::mutex stats_mutex_;
   KvFigures figures_;
   Status failure_;
-  std::atomic<std::uint64_t> completed_{0};
   // Set when the benchmark ends: transfers in flight stop (TierStore) and
   // requests that finish later are not counted, as the reference computes
   // its figures when its duration ends.
@@ -502,21 +501,29 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   }
   const double generation = static_cast<double>(r.generate) * SecondsPerToken(c_.generation_mode);
   if (generation > 0) std::this_thread::sleep_for(std::chrono::duration<double>(generation));
-  if (ended_.load()) return Status::OK();  // finished after the end: not counted
   const double e2e = Now() - r.submitted;
+  const int q = static_cast<int>(r.qos);
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    // Finished after the end, or past max_requests: not counted.
+    if (ended_.load() || (c_.max_requests > 0 && figures_.requests >= c_.max_requests)) {
+      return Status::OK();
+    }
+    ++figures_.requests;
+    last = c_.max_requests > 0 && figures_.requests == c_.max_requests;
+    figures_.tokens_generated += r.generate;
+    figures_.context_tokens += r.context;
+    figures_.storage_io_seconds += storage;
+    figures_.generation_seconds += generation;
+    ++figures_.qos_requests[q];
+    if (e2e * 1000 > QosTargetP95Ms(r.qos)) ++figures_.qos_violations[q];
+  }
   figures_.end_to_end.Record(Ns(e2e));
   figures_.storage.Record(Ns(storage));
   figures_.generation.Record(Ns(generation));
-  const int q = static_cast<int>(r.qos);
   figures_.qos_end_to_end[q].Record(Ns(e2e));
-  std::lock_guard<std::mutex> lock(stats_mutex_);
-  ++figures_.requests;
-  figures_.tokens_generated += r.generate;
-  figures_.context_tokens += r.context;
-  figures_.storage_io_seconds += storage;
-  figures_.generation_seconds += generation;
-  ++figures_.qos_requests[q];
-  if (e2e * 1000 > QosTargetP95Ms(r.qos)) ++figures_.qos_violations[q];
+  if (last) Stop();
   return Status::OK();
 }
 
@@ -533,9 +540,7 @@ void Engine::WorkerLoop(std::size_t index) {
       Fail(st);
       return;
     }
-    if (ended_.load()) return;  // cut short, or finished after the end: not counted
-    const std::uint64_t done = ++completed_;
-    if (c_.max_requests > 0 && done >= c_.max_requests) Stop();
+    if (ended_.load()) return;
   }
 }
 
