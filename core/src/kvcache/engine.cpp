@@ -336,9 +336,9 @@ void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std
       f.write_host.Record(Ns(t.host));
     }
   }
+  const std::uint64_t header = tier == Tier::kStorage ? store_->header_bytes(bytes) : 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    const std::uint64_t header = tier == Tier::kStorage ? store_->header_bytes(bytes) : 0;
     switch (kind) {
       case OpEvent::Kind::kRead:
         (evict ? f.evict_reads : f.reads) += 1;
