@@ -188,10 +188,19 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
       bytes(c_.storage_capacity_gb)};
   if (capacity[2] == 0) {
     capacity[2] = kUnlimited;
-    const std::string& folder = store_->folder();
+    // 95 % of the free space where the folder is (or will be), as the
+    // reference's statvfs of its cache folder.
+    std::string folder = store_->folder();
     struct statvfs fs {};
-    if (!session_.storage().capabilities().objects && folder.find("://") == std::string::npos &&
-        ::statvfs(folder.c_str(), &fs) == 0) {
+    bool found = false;
+    while (!session_.storage().capabilities().objects && folder.find("://") == std::string::npos &&
+           !found) {
+      found = ::statvfs(folder.empty() ? "." : folder.c_str(), &fs) == 0;
+      if (found || folder.empty()) break;
+      const std::size_t slash = folder.rfind('/');
+      folder = slash == std::string::npos ? "" : slash == 0 ? "/" : folder.substr(0, slash);
+    }
+    if (found) {
       capacity[2] = static_cast<std::uint64_t>(static_cast<double>(fs.f_bavail) *
                                                static_cast<double>(fs.f_frsize) * 0.95);
     }
@@ -212,13 +221,13 @@ Status Engine::Prepare() {
   so.model = model_;
   so.tensor_parallel = c_.tensor_parallel;
   so.cancel = &ended_;
-  IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
   const auto [smallest, largest] = ContextBounds(c_);
   IOMIMIC_RETURN_IF_ERROR(
       cache_->CheckEntrySizes(EntryBytes(*model_, smallest, c_.tensor_parallel),
                               EntryBytes(*model_, largest, c_.tensor_parallel)));
+  IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   if (c_.max_concurrent_allocs > 0) {
     allocs_.emplace(static_cast<std::ptrdiff_t>(c_.max_concurrent_allocs));
   }
