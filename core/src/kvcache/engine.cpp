@@ -384,6 +384,10 @@ Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* wr
     case TierOp::Kind::kDelete:
       IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key, wb));
       RecordOp(OpEvent::Kind::kDelete, op.from, op.key, op.bytes, "Evict", wall, read, true);
+      {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        ++figures_.evictions;  // the reference counts deletions as evictions too
+      }
       return Status::OK();
     case TierOp::Kind::kDemote: {
       IOMIMIC_RETURN_IF_ERROR(store_->Demote(op.from, op.to, op.key, op.bytes, wb, &read, &write));

@@ -86,8 +86,13 @@ void Histograms(Figures& f, F visit) {
   }
 }
 
-json TierJson(const TierFigures& t, double seconds) {
+double Share(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+json TierJson(const TierFigures& t, double seconds, std::uint64_t hits) {
   json o;
+  o["hit_share"] = Num(Share(t.reads, hits));  // of the cache hits, those served here
   o["reads"] = t.reads;
   o["writes"] = t.writes;
   o["read_bytes"] = t.read_bytes;
@@ -211,15 +216,28 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   o["latency_ms"] = std::move(lat);
   json tiers;
   for (int t = 0; t < kTierCount; ++t) {
-    tiers[std::string(TierName(static_cast<Tier>(t)))] = TierJson(f.tier[t], f.seconds);
+    tiers[std::string(TierName(static_cast<Tier>(t)))] =
+        TierJson(f.tier[t], f.seconds, f.cache_hits);
   }
   o["tiers"] = std::move(tiers);
   o["storage_header_bytes_written"] = f.storage_header_bytes_written;
   o["storage_header_bytes_read"] = f.storage_header_bytes_read;
   o["storage_cut_short_bytes_written"] = f.storage_cut_short_bytes_written;
   o["storage_cut_short_bytes_read"] = f.storage_cut_short_bytes_read;
-  o["forced_placements"] = f.forced;
-  o["prefix_lookups"] = f.prefix_lookups;
+  json cache;
+  cache["hits"] = f.cache_hits;
+  cache["misses"] = f.cache_misses;
+  cache["hit_rate"] = Num(Share(f.cache_hits, f.cache_hits + f.cache_misses));
+  cache["multi_turn_hits"] = f.multi_turn_hits;
+  cache["multi_turn_misses"] = f.multi_turn_misses;
+  cache["multi_turn_hit_rate"] =
+      Num(Share(f.multi_turn_hits, f.multi_turn_hits + f.multi_turn_misses));
+  cache["prefix_lookups"] = f.prefix_lookups;
+  cache["evictions"] = f.evictions;
+  cache["demotions_to_cpu"] = f.offloads_cpu;
+  cache["demotions_to_storage"] = f.offloads_storage;
+  cache["forced_placements"] = f.forced;
+  o["cache"] = std::move(cache);
   o["qos"] = QosJson(f);
   o["reference"] = ReferenceJson(f, storage_tokens_per_second);
   return o;
