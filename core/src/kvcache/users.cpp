@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <queue>
 #include <utility>
 
 namespace iomimic::kvcache {
@@ -96,6 +98,37 @@ PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t
   return rng;
 }
 
+namespace {
+
+// A user thread of PlanReferenceRequests: when it wakes next and after what sleep.
+struct Wake {
+  double time;
+  std::size_t user;
+  double think;
+  bool operator>(const Wake& o) const { return time != o.time ? time > o.time : user > o.user; }
+};
+
+// One request drawn as the reference's threads draw it (see RequestDrawer::Next):
+// end of conversation, context, generation, the next sleep, the system prompt.
+RequestDraw DrawPlanned(PyRandom& rng, const UserProfile& u, bool started,
+                        const RequestDrawOptions& options, double think, double* next_think) {
+  RequestDraw d;
+  d.think_seconds = think;
+  if (options.multi_turn && started)
+    d.end_conversation = rng.Random() >= options.end_conversation_at;
+  d.context_tokens = rng.RandInt(std::max<std::int64_t>(1, u.context_length / 4), u.context_length);
+  d.generation_tokens =
+      rng.RandInt(std::max<std::int64_t>(1, u.generation_length / 4), u.generation_length);
+  *next_think = u.think_time * rng.Uniform(0.8, 1.2);
+  if (options.prefix_caching && options.system_prompt_count > 0 &&
+      rng.Random() < options.system_prompt_probability) {
+    d.system_prompt = static_cast<int>(rng.ChoiceIndex(options.system_prompt_count));
+  }
+  return d;
+}
+
+}  // namespace
+
 RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
                              const RequestDrawOptions& options)
     : user_(user), rng_(std::move(stream)), options_(options) {}
@@ -103,24 +136,42 @@ RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
 double RequestDrawer::DrawThink() { return user_.think_time * rng_.Uniform(0.8, 1.2); }
 
 RequestDraw RequestDrawer::Next() {
-  RequestDraw d;
-  d.think_seconds = have_think_ ? next_think_ : DrawThink();
-  if (options_.multi_turn && count_ > 0)
-    d.end_conversation = rng_.Random() >= options_.end_conversation_at;
-  std::int64_t c = user_.context_length;
-  std::int64_t g = user_.generation_length;
-  d.context_tokens = rng_.RandInt(std::max<std::int64_t>(1, c / 4), c);
-  d.generation_tokens = rng_.RandInt(std::max<std::int64_t>(1, g / 4), g);
   // The reference's user thread draws the next think time right after queueing
-  // this request, before the worker serving it draws the system prompt.
-  next_think_ = DrawThink();
+  // a request, before the worker serving it draws the system prompt.
+  const double think = have_think_ ? next_think_ : DrawThink();
+  RequestDraw d = DrawPlanned(rng_, user_, count_ > 0, options_, think, &next_think_);
   have_think_ = true;
-  if (options_.prefix_caching && options_.system_prompt_count > 0 &&
-      rng_.Random() < options_.system_prompt_probability) {
-    d.system_prompt = static_cast<int>(rng_.ChoiceIndex(options_.system_prompt_count));
-  }
   ++count_;
   return d;
+}
+
+std::vector<PlannedRequest> PlanReferenceRequests(const Population& population, std::size_t count,
+                                                  const RequestDrawOptions& options,
+                                                  double overhead_s) {
+  std::vector<PlannedRequest> plan;
+  if (population.users.empty()) return plan;
+  PyRandom rng = population.stream;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes;
+  for (std::size_t i = 0; i < population.users.size(); ++i) {
+    const double think = population.users[i].think_time * rng.Uniform(0.8, 1.2);
+    wakes.push(Wake{think, i, think});
+  }
+  std::vector<bool> started(population.users.size(), false);
+  plan.reserve(count);
+  while (plan.size() < count) {
+    const Wake w = wakes.top();
+    wakes.pop();
+    double next_think = 0;
+    PlannedRequest r;
+    r.user = w.user;
+    r.time_s = w.time;
+    r.draw =
+        DrawPlanned(rng, population.users[w.user], started[w.user], options, w.think, &next_think);
+    started[w.user] = true;
+    wakes.push(Wake{w.time + overhead_s + next_think, w.user, next_think});
+    plan.push_back(r);
+  }
+  return plan;
 }
 
 }  // namespace iomimic::kvcache
