@@ -207,6 +207,8 @@ def run_iomimic(a, trace):
            "++workload.kv_cache.cpu_mem_gb=%g" % a.cpu_mem_gb,
            "++workload.kv_cache.storage_capacity_gb=%g" % a.storage_gb,
            "++workload.kv_cache.seed=%d" % a.seed,
+           "++workload.kv_cache.generation_mode=none",
+           "++workload.kv_cache.max_concurrent_allocs=0",
            "++workload.kv_cache.io_trace_log=" + trace,
            "++workload.storage.storage_root=" + os.path.join(a.work, "iomimic_cache"),
            "++workload.output.folder=" + out] + a.override
@@ -284,7 +286,8 @@ def main():
     r.add_argument("--reference", required=True, help="the kv_cache_benchmark folder")
     r.add_argument("--iomimic", required=True)
     r.add_argument("--python", default="/usr/bin/python3")
-    r.add_argument("--workload", default="kvcache_quickstart")
+    r.add_argument("--workload", default="kvcache_opt1_8b",
+                   help="base workload; it must keep the reference's user templates")
     r.add_argument("--model", default="llama3.1-8b")
     r.add_argument("--users", type=int, default=1)
     r.add_argument("--requests", type=int, default=40)
