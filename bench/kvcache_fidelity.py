@@ -113,6 +113,40 @@ def compare(a_rows, b_rows, tolerance):
     return verdicts, all(v["pass"] for v in verdicts) and bool(verdicts)
 
 
+def user_of(key):
+    """user_NNNN in the reference's keys (conv_user_NNNN_<ms>_turn_<n>,
+    user_NNNN_req_<id>), or None."""
+    parts = key.split("_")
+    for i in range(len(parts) - 1):
+        if parts[i] == "user" and parts[i + 1].isdigit():
+            return "user_" + parts[i + 1]
+    return None
+
+
+def per_user_prefill(rows):
+    """Each user's Prefill write sizes in trace order."""
+    users = collections.defaultdict(list)
+    for row in rows:
+        if row["Operation"] == "Write" and row["Phase"] == "Prefill":
+            user = user_of(row["Key"])
+            if user:
+                users[user].append(int(row["Object_Size_Bytes"]))
+    return users
+
+
+def request_sequences(a_rows, b_rows):
+    """How many of each user's requests (prefill writes), over the requests
+    both runs made, have the same size in both: the per-request draws, free
+    of where the runs stopped and of how the users interleave."""
+    a, b = per_user_prefill(a_rows), per_user_prefill(b_rows)
+    same = common = 0
+    for user in set(a) & set(b):
+        n = min(len(a[user]), len(b[user]))
+        common += n
+        same += sum(1 for x, y in zip(a[user][:n], b[user][:n]) if x == y)
+    return same, common
+
+
 def table(verdicts, a_name, b_name):
     lines = ["| Operation Tier Phase | %s ops | %s ops | ops diff | %s bytes | %s bytes | "
              "bytes diff | object sizes | pass |" % (a_name, b_name, a_name, b_name),
@@ -240,6 +274,9 @@ def run_both(a):
     ref_rows, iom_rows = read_trace(ref_trace), read_trace(iom_trace)
     verdicts, ok = compare(ref_rows, iom_rows, a.tolerance)
     text = table(verdicts, "reference", "iomimic")
+    same, common = request_sequences(ref_rows, iom_rows)
+    text += ("\n\nPer-user request sequences: %d of the %d requests both runs made (each "
+             "user's first ones) have the same prefill size." % (same, common))
     print(text)
     print("fidelity: %s" % ("PASS" if ok else "FAIL"))
     if a.markdown:
@@ -305,8 +342,10 @@ def main():
         p.add_argument("--tolerance", type=float, default=0.05)
     a = ap.parse_args()
     if a.command == "compare":
-        verdicts, ok = compare(read_trace(a.a), read_trace(a.b), a.tolerance)
+        rows_a, rows_b = read_trace(a.a), read_trace(a.b)
+        verdicts, ok = compare(rows_a, rows_b, a.tolerance)
         print(table(verdicts, "A", "B"))
+        print("per-user request sequences: %d of %d the same" % request_sequences(rows_a, rows_b))
         print("comparison: %s" % ("PASS" if ok else "FAIL"))
         return 0 if ok else 1
     if a.command == "selftest":

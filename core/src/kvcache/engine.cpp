@@ -128,6 +128,7 @@ class Engine {
   OpSink* sink_ = nullptr;
   std::optional<std::counting_semaphore<>> allocs_;
   std::optional<Population> population_;
+  std::unique_ptr<ReferencePlan> plan_;
   std::vector<UserProfile> users_;
   std::uint64_t seed_ = 0;
 
@@ -218,6 +219,12 @@ Status Engine::Prepare() {
   }
   population_.emplace(MakeUsers(static_cast<std::int64_t>(seed_), c_.num_users, Templates(c_)));
   users_ = population_->users;
+  {
+    RequestDrawOptions draw;
+    draw.multi_turn = c_.multi_turn;
+    draw.prefix_caching = c_.prefix_caching;
+    plan_ = std::make_unique<ReferencePlan>(*population_, draw);
+  }
   conversations_.resize(users_.size());
   return Status::OK();
 }
@@ -271,7 +278,7 @@ void Engine::UserLoop(std::size_t index) {
   RequestDrawer drawer(user, UserStream(*population_, static_cast<std::int64_t>(seed_), index),
                        draw);
   for (;;) {
-    const RequestDraw d = drawer.Next();
+    const RequestDraw d = plan_->Next(index);
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       if (queue_changed_.wait_for(lock, std::chrono::duration<double>(d.think_seconds),

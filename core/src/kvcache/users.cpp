@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
-#include <queue>
 #include <utility>
 
 namespace iomimic::kvcache {
@@ -100,14 +98,6 @@ PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t
 
 namespace {
 
-// A user thread of PlanReferenceRequests: when it wakes next and after what sleep.
-struct Wake {
-  double time;
-  std::size_t user;
-  double think;
-  bool operator>(const Wake& o) const { return time != o.time ? time > o.time : user > o.user; }
-};
-
 // One request drawn as the reference's threads draw it (see RequestDrawer::Next):
 // end of conversation, context, generation, the next sleep, the system prompt.
 RequestDraw DrawPlanned(PyRandom& rng, const UserProfile& u, bool started,
@@ -145,32 +135,58 @@ RequestDraw RequestDrawer::Next() {
   return d;
 }
 
+ReferencePlan::ReferencePlan(const Population& population, const RequestDrawOptions& options,
+                             double overhead_s)
+    : users_(population.users),
+      options_(options),
+      overhead_s_(overhead_s),
+      rng_(population.stream),
+      started_(population.users.size(), false),
+      pending_(population.users.size()) {
+  // The user threads start at once and each draws its first sleep, user 0 first.
+  for (std::size_t i = 0; i < users_.size(); ++i) {
+    const double think = users_[i].think_time * rng_.Uniform(0.8, 1.2);
+    wakes_.push(Wake{think, i, think});
+  }
+}
+
+PlannedRequest ReferencePlan::StepLocked() {
+  const Wake w = wakes_.top();
+  wakes_.pop();
+  double next_think = 0;
+  PlannedRequest r;
+  r.user = w.user;
+  r.time_s = w.time;
+  r.draw = DrawPlanned(rng_, users_[w.user], started_[w.user], options_, w.think, &next_think);
+  started_[w.user] = true;
+  wakes_.push(Wake{w.time + overhead_s_ + next_think, w.user, next_think});
+  return r;
+}
+
+PlannedRequest ReferencePlan::Step() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StepLocked();
+}
+
+RequestDraw ReferencePlan::Next(std::size_t user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (pending_[user].empty()) {
+    PlannedRequest r = StepLocked();
+    pending_[r.user].push_back(r.draw);
+  }
+  RequestDraw d = pending_[user].front();
+  pending_[user].pop_front();
+  return d;
+}
+
 std::vector<PlannedRequest> PlanReferenceRequests(const Population& population, std::size_t count,
                                                   const RequestDrawOptions& options,
                                                   double overhead_s) {
   std::vector<PlannedRequest> plan;
   if (population.users.empty()) return plan;
-  PyRandom rng = population.stream;
-  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes;
-  for (std::size_t i = 0; i < population.users.size(); ++i) {
-    const double think = population.users[i].think_time * rng.Uniform(0.8, 1.2);
-    wakes.push(Wake{think, i, think});
-  }
-  std::vector<bool> started(population.users.size(), false);
+  ReferencePlan reference(population, options, overhead_s);
   plan.reserve(count);
-  while (plan.size() < count) {
-    const Wake w = wakes.top();
-    wakes.pop();
-    double next_think = 0;
-    PlannedRequest r;
-    r.user = w.user;
-    r.time_s = w.time;
-    r.draw =
-        DrawPlanned(rng, population.users[w.user], started[w.user], options, w.think, &next_think);
-    started[w.user] = true;
-    wakes.push(Wake{w.time + overhead_s + next_think, w.user, next_think});
-    plan.push_back(r);
-  }
+  while (plan.size() < count) plan.push_back(reference.Step());
   return plan;
 }
 

@@ -33,6 +33,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -184,5 +188,44 @@ struct PlannedRequest {
 std::vector<PlannedRequest> PlanReferenceRequests(const Population& population, std::size_t count,
                                                   const RequestDrawOptions& options,
                                                   double overhead_s = 0.0004);
+
+// PlanReferenceRequests for user threads: each user's requests in the plan,
+// taken one at a time by that user's thread (Next), the plan extended as far
+// as needed. The draws a user gets depend only on the seed, the users and the
+// options, not on when the threads ask, so a multi-user run draws what the
+// reference draws whatever the threads' real timing. A user that asks far
+// ahead of the others makes the plan hold the others' requests until they
+// take them. Thread-safe.
+class ReferencePlan {
+ public:
+  ReferencePlan(const Population& population, const RequestDrawOptions& options,
+                double overhead_s = 0.0004);
+  ReferencePlan(const ReferencePlan&) = delete;
+  ReferencePlan& operator=(const ReferencePlan&) = delete;
+
+  // User `user`'s next request (user < the population's size).
+  RequestDraw Next(std::size_t user);
+  // The next request of the whole plan, in wake order (PlanReferenceRequests
+  // is this, `count` times). Not to be mixed with Next on one plan.
+  PlannedRequest Step();
+
+ private:
+  struct Wake {
+    double time;
+    std::size_t user;
+    double think;
+    bool operator>(const Wake& o) const { return time != o.time ? time > o.time : user > o.user; }
+  };
+  PlannedRequest StepLocked();
+
+  std::mutex mu_;
+  std::vector<UserProfile> users_;
+  RequestDrawOptions options_;
+  double overhead_s_;
+  PyRandom rng_;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes_;
+  std::vector<bool> started_;
+  std::vector<std::deque<RequestDraw>> pending_;
+};
 
 }  // namespace iomimic::kvcache

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace iomimic::kvcache {
@@ -193,6 +194,36 @@ TEST_CASE("users: four users are planned in the reference's wake order") {
     CHECK(r.draw.think_seconds == d.think_seconds);
     CHECK(r.draw.system_prompt == d.system_prompt);
   }
+}
+
+// Each user's draws from ReferencePlan::Next are its requests of the plan, in
+// order, however the user threads interleave their calls.
+TEST_CASE("users: a reference plan gives each user thread its planned requests") {
+  const Population p = MakeUsers(42, 4);
+  const std::vector<PlannedRequest> plan = PlanReferenceRequests(p, 200, RequestDrawOptions{});
+  std::vector<std::vector<RequestDraw>> want(4);
+  for (const PlannedRequest& r : plan) want[r.user].push_back(r.draw);
+  ReferencePlan reference(p, RequestDrawOptions{});
+  std::vector<std::vector<RequestDraw>> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t u = 4; u-- > 0;) {  // the last user asks first
+    threads.emplace_back([&, u] {
+      for (std::size_t k = 0; k < want[u].size(); ++k) got[u].push_back(reference.Next(u));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t u = 0; u < 4; ++u) {
+    CAPTURE(u);
+    REQUIRE(got[u].size() == want[u].size());
+    for (std::size_t k = 0; k < want[u].size(); ++k) {
+      CHECK(got[u][k].context_tokens == want[u][k].context_tokens);
+      CHECK(got[u][k].generation_tokens == want[u][k].generation_tokens);
+      CHECK(got[u][k].think_seconds == want[u][k].think_seconds);
+      CHECK(got[u][k].end_conversation == want[u][k].end_conversation);
+      CHECK(got[u][k].system_prompt == want[u][k].system_prompt);
+    }
+  }
+  CHECK(want[1].front().context_tokens == 1473);  // the plan's first request (test above)
 }
 
 }  // namespace
