@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""End-to-end checks of `iomimic kvcache-replay` (docs/kvcache-reference.md):
+"""End-to-end checks of `iomimic kvcache-replay` and of the kv-cache.py entry
+point (docs/kvcache-reference.md). kvcache-replay:
 the small trace tests/kvcache/small_trace.csv (written for these tests in the
 KV-cache reference's --io-trace-log format: Tier-2 prefill writes and decode
 reads, an eviction Tier-0 -> Tier-1 -> Tier-2, a read of an object the trace
@@ -112,6 +113,70 @@ def test_kvcache_replay_rejects_bad_traces():
     p = run([args().iomimic, "kvcache-replay", trace_path(), "--timing", "slow"], expect_ok=False)
     if p.returncode != 2:
         fail("--timing slow exited %d, expected 2" % p.returncode)
+
+
+def kv_cache_py():
+    return os.path.join(os.path.dirname(args().iomimic), "kv-cache.py")
+
+
+def mlpstorage_command(cache, output, extra=()):
+    """kv-cache.py's command line as mlpstorage's benchmarks/kvcache.py
+    (_build_kvcache_command) builds it, shrunk (tiny-1b, 2 users, 4 requests)."""
+    return ["/usr/bin/python3", kv_cache_py(), "--model", "tiny-1b", "--num-users", "2",
+            "--duration", "20", "--gpu-mem-gb", "0.0", "--cpu-mem-gb", "0.0",
+            "--generation-mode", "none", "--performance-profile", "latency", "--cache-dir", cache,
+            "--output", output, "--seed", "42", "--max-requests", "4"] + list(extra)
+
+
+def test_kv_cache_py_entry_point():
+    """mlpstorage's `python3 kv-cache.py ...` runs iomimic's KV-cache workflow:
+    the run folder is --output's folder, the entries go under --cache-dir, and
+    --output holds the reference's results with the figures mlpstorage reads;
+    under mpirun every rank runs; a feature iomimic lacks is one error."""
+    cache = os.path.join(args().work, "nvme", "kvcache_data")
+    results = os.path.join(args().work, "results")
+    os.makedirs(results)
+    output = os.path.join(results, "kvcache_results_20261127_120000.json")
+    p = run(mlpstorage_command(cache, output))
+    if "--performance-profile latency: accepted" not in p.stderr:
+        fail("no note for --performance-profile")
+    with open(output) as f:
+        res = json.load(f)
+    with open(os.path.join(results, "summary.json")) as f:
+        summary = json.load(f)
+    kv = summary["kv_cache"]
+    if kv["model"] != "tiny-1b" or kv["num_users_per_rank"] != 2 or kv["requests"] < 4:
+        fail("summary.json kv_cache: model %s, users %s, requests %s" %
+             (kv["model"], kv["num_users_per_rank"], kv["requests"]))
+    if res["requests_completed"] != kv["requests"] or res["total_requests"] != kv["requests"]:
+        fail("results file says %s requests, summary.json %s" %
+             (res["requests_completed"], kv["requests"]))
+    for key in ("throughput_req_per_sec", "avg_latency_ms", "p99_latency_ms",
+                "storage_throughput_mbps", "cache_hit_rate"):
+        if not isinstance(res.get(key), (int, float)):
+            fail("results file lacks %s" % key)
+    if res["avg_latency_ms"] <= 0 or res["storage_throughput_mbps"] <= 0:
+        fail("results file figures are zero: %s" % res)
+    if res["summary"]["cache_stats"]["prefill_writes"] < 4:
+        fail("summary.cache_stats: %s" % res["summary"]["cache_stats"])
+    if not os.path.isdir(cache):
+        fail("--cache-dir %s was not used" % cache)
+    # Two ranks, as mlpstorage's --exec-type mpi starts them.
+    results2 = os.path.join(args().work, "results2")
+    os.makedirs(results2)
+    output2 = os.path.join(results2, "kvcache_results.json")
+    harness.mpirun(2, mlpstorage_command(os.path.join(args().work, "nvme2", "kv"), output2))
+    with open(os.path.join(results2, "summary.json")) as f:
+        if json.load(f)["kv_cache"]["ranks"] != 2:
+            fail("two ranks did not both run")
+    if not os.path.exists(output2):
+        fail("no results file from the two-rank run")
+    # A feature the workflow lacks: refused with one error line, exit 1.
+    p = run(mlpstorage_command(cache, os.path.join(args().work, "r3.json"), ["--enable-rag"]),
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or "--enable-rag is not supported" not in errors[0]:
+        fail("--enable-rag: exit %d, stderr %r" % (p.returncode, p.stderr))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ Result<ReferenceCommandLine> ParseReferenceCommandLine(const std::vector<std::st
 
 // Writes the reference's results file (--output) from a finished run's
 // summary.json: {"requests_completed", "total_tokens_generated", "seed",
-// "summary": <summary.json's kv_cache object>} and the top-level figures
+// "summary": <kv_cache.reference, the reference-shaped summary>,
+// "iomimic_kv_cache": <the whole kv_cache object>} and the top-level figures
 // mlpstorage reads from it (total_requests, throughput_req_per_sec,
 // avg_latency_ms, p99_latency_ms, storage_throughput_mbps, cache_hit_rate).
 // Errors name the file.

@@ -110,17 +110,18 @@ TEST_CASE("reference cli: the results file holds the kv_cache object and mlpstor
                                     ("iomimic_refcli_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream((dir / "summary.json").string())
-      << R"({"kv_cache": {"total_requests": 40, "total_tokens": 5000, "elapsed_time": 2.0,
+      << R"({"kv_cache": {"requests": 40, "reference": {"total_requests": 40, "total_tokens": 5000, "elapsed_time": 2.0,
             "requests_per_second": 20.0, "end_to_end_latency_ms": {"mean": 12.5, "p99": 40.0},
-            "cache_stats": {"cache_hit_rate": 0.75, "total_read_gb": 1.5, "total_write_gb": 0.5}}})";
+            "cache_stats": {"cache_hit_rate": 0.75, "total_read_gb": 1.5, "total_write_gb": 0.5}}}})";
   const std::string out = (dir / "kvcache_results.json").string();
   REQUIRE(WriteReferenceResults((dir / "summary.json").string(), out, 7).ok());
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* want : {"\"requests_completed\": 40", "\"total_requests\": 40",
-                           "\"throughput_req_per_sec\": 20.0", "\"avg_latency_ms\": 12.5",
-                           "\"p99_latency_ms\": 40.0", "\"storage_throughput_mbps\": 1024.0",
-                           "\"cache_hit_rate\": 0.75", "\"seed\": 7", "\"summary\": {"}) {
+  for (const char* want :
+       {"\"requests_completed\": 40", "\"total_requests\": 40", "\"throughput_req_per_sec\": 20.0",
+        "\"avg_latency_ms\": 12.5", "\"p99_latency_ms\": 40.0",
+        "\"storage_throughput_mbps\": 1024.0", "\"cache_hit_rate\": 0.75", "\"seed\": 7",
+        "\"summary\": {", "\"iomimic_kv_cache\": {"}) {
     CAPTURE(want);
     CHECK(text.find(want) != std::string::npos);
   }
