@@ -272,13 +272,11 @@ void Engine::Enqueue(Request r) {
 
 void Engine::UserLoop(std::size_t index) {
   const UserProfile& user = users_[index];
-  RequestDrawOptions draw;
-  draw.multi_turn = c_.multi_turn;
-  draw.prefix_caching = c_.prefix_caching;
-  RequestDrawer drawer(user, UserStream(*population_, static_cast<std::int64_t>(seed_), index),
-                       draw);
+  std::uint64_t drawn = 0;  // this user's requests so far
   for (;;) {
+    // The reference's requests of this user (kvcache/users.h, ReferencePlan).
     const RequestDraw d = plan_->Next(index);
+    ++drawn;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       if (queue_changed_.wait_for(lock, std::chrono::duration<double>(d.think_seconds),
@@ -295,7 +293,7 @@ void Engine::UserLoop(std::size_t index) {
     if (!NextConversationTurn(index, d.end_conversation, &r)) {
       char key[64];
       std::snprintf(key, sizeof key, "%s_req_%06llu", user.user_id.c_str(),
-                    static_cast<unsigned long long>(drawer.count() - 1));
+                    static_cast<unsigned long long>(drawn - 1));
       r.key = key;
     }
     r.decode = r.context < kPrefillOnlyTokens;
