@@ -218,6 +218,12 @@ int Main(int argc, char** argv) {
     cluster::ArgVector rest(argc, argv, 0);
     return CmdRun(rest.argc(), rest.argv());
   }
+  // Started as kv-cache.py (the script installed beside iomimic execs it under
+  // that name), it takes the KV-cache reference's command line, as mlpstorage
+  // builds it: `python3 kv-cache.py --model ... --num-users ... --output F`.
+  if (argc > 0 && fs::path(argv[0]).filename() == "kv-cache.py") {
+    return CmdKvCacheReference(argc, argv);
+  }
   const Command* command = FindCommand("run");
   int shift = 0;
   if (argc > 1) {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""End-to-end checks of `iomimic kvcache-replay` (docs/kvcache-reference.md):
+"""End-to-end checks of `iomimic kvcache-replay` and of the kv-cache.py entry
+point (docs/kvcache-reference.md). kvcache-replay:
 the small trace tests/kvcache/small_trace.csv (written for these tests in the
 KV-cache reference's --io-trace-log format: Tier-2 prefill writes and decode
 reads, an eviction Tier-0 -> Tier-1 -> Tier-2, a read of an object the trace
@@ -10,6 +11,7 @@ Usage: kvcache_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 
 import collections
 import csv
+import io
 import json
 import os
 
@@ -112,6 +114,106 @@ def test_kvcache_replay_rejects_bad_traces():
     p = run([args().iomimic, "kvcache-replay", trace_path(), "--timing", "slow"], expect_ok=False)
     if p.returncode != 2:
         fail("--timing slow exited %d, expected 2" % p.returncode)
+
+
+def test_kvcache_replay_s3():
+    """The same trace on the s3 back end (radosgw from scripts/s3_server.sh,
+    shared with tests/integration/s3_tests.py): every Tier-2 key is one
+    object of the .npy header and the trace's bytes; a second replay into
+    the same prefix is refused; without --keep-objects nothing is left."""
+    import s3_tests
+    env = s3_tests.s3_env()
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = s3_tests.uniq("kvreplay")
+    root = "s3://%s/%s" % (bucket, prefix)
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root,
+         "--threads", "3", "--keep-objects"], env=env)
+    sizes = {}
+    with open(trace_path(), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Tier"] == "Tier-2":
+                sizes[row["Key"]] = int(row["Object_Size_Bytes"])
+    client = s3_tests.boto3_client(env)
+    got = s3_tests.list_keys(client, bucket, prefix + "/")
+    want = {"%s/%s.npy" % (prefix, k): 128 + v for k, v in sizes.items()}
+    if got != want:
+        fail("objects %s, expected %s" % (got, want))
+    body = client.get_object(Bucket=bucket, Key="%s/layer0/user0.npy" % prefix)["Body"].read()
+    if np.load(io.BytesIO(body)).nbytes != 1001:
+        fail("layer0/user0.npy does not load as 1001 bytes")
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root],
+            env=env, expect_ok=False)
+    if p.returncode != 1 or "exists before the replay" not in p.stderr:
+        fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
+    clean = s3_tests.uniq("kvreplay_clean")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root",
+         "s3://%s/%s" % (bucket, clean)], env=env)
+    if s3_tests.list_keys(client, bucket, clean + "/"):
+        fail("objects left under %s" % clean)
+
+
+def kv_cache_py():
+    return os.path.join(os.path.dirname(args().iomimic), "kv-cache.py")
+
+
+def mlpstorage_command(cache, output, extra=()):
+    """kv-cache.py's command line as mlpstorage's benchmarks/kvcache.py
+    (_build_kvcache_command) builds it, shrunk (tiny-1b, 2 users, 4 requests)."""
+    return ["/usr/bin/python3", kv_cache_py(), "--model", "tiny-1b", "--num-users", "2",
+            "--duration", "20", "--gpu-mem-gb", "0.0", "--cpu-mem-gb", "0.0",
+            "--generation-mode", "none", "--performance-profile", "latency", "--cache-dir", cache,
+            "--output", output, "--seed", "42", "--max-requests", "4"] + list(extra)
+
+
+def test_kv_cache_py_entry_point():
+    """mlpstorage's `python3 kv-cache.py ...` runs iomimic's KV-cache workflow:
+    the run folder is --output's folder, the entries go under --cache-dir, and
+    --output holds the reference's results with the figures mlpstorage reads;
+    under mpirun every rank runs; a feature iomimic lacks is one error."""
+    cache = os.path.join(args().work, "nvme", "kvcache_data")
+    results = os.path.join(args().work, "results")
+    os.makedirs(results)
+    output = os.path.join(results, "kvcache_results_20261127_120000.json")
+    p = run(mlpstorage_command(cache, output))
+    if "--performance-profile latency: accepted" not in p.stderr:
+        fail("no note for --performance-profile")
+    with open(output) as f:
+        res = json.load(f)
+    with open(os.path.join(results, "summary.json")) as f:
+        summary = json.load(f)
+    kv = summary["kv_cache"]
+    if kv["model"] != "tiny-1b" or kv["num_users_per_rank"] != 2 or kv["requests"] < 4:
+        fail("summary.json kv_cache: model %s, users %s, requests %s" %
+             (kv["model"], kv["num_users_per_rank"], kv["requests"]))
+    if res["requests_completed"] != kv["requests"] or res["total_requests"] != kv["requests"]:
+        fail("results file says %s requests, summary.json %s" %
+             (res["requests_completed"], kv["requests"]))
+    for key in ("throughput_req_per_sec", "avg_latency_ms", "p99_latency_ms",
+                "storage_throughput_mbps", "cache_hit_rate"):
+        if not isinstance(res.get(key), (int, float)):
+            fail("results file lacks %s" % key)
+    if res["avg_latency_ms"] <= 0 or res["storage_throughput_mbps"] <= 0:
+        fail("results file figures are zero: %s" % res)
+    if res["summary"]["cache_stats"]["prefill_writes"] < 4:
+        fail("summary.cache_stats: %s" % res["summary"]["cache_stats"])
+    if not os.path.isdir(cache):
+        fail("--cache-dir %s was not used" % cache)
+    # Two ranks, as mlpstorage's --exec-type mpi starts them.
+    results2 = os.path.join(args().work, "results2")
+    os.makedirs(results2)
+    output2 = os.path.join(results2, "kvcache_results.json")
+    harness.mpirun(2, mlpstorage_command(os.path.join(args().work, "nvme2", "kv"), output2))
+    with open(os.path.join(results2, "summary.json")) as f:
+        if json.load(f)["kv_cache"]["ranks"] != 2:
+            fail("two ranks did not both run")
+    if not os.path.exists(output2):
+        fail("no results file from the two-rank run")
+    # A feature the workflow lacks: refused with one error line, exit 1.
+    p = run(mlpstorage_command(cache, os.path.join(args().work, "r3.json"), ["--enable-rag"]),
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or "--enable-rag is not supported" not in errors[0]:
+        fail("--enable-rag: exit %d, stderr %r" % (p.returncode, p.stderr))
 
 
 if __name__ == "__main__":

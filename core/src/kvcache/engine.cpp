@@ -135,6 +135,7 @@ class Engine {
   OpSink* sink_ = nullptr;
   std::optional<std::counting_semaphore<>> allocs_;
   std::optional<Population> population_;
+  std::unique_ptr<ReferencePlan> plan_;
   std::vector<UserProfile> users_;
   std::uint64_t seed_ = 0;
 
@@ -238,6 +239,12 @@ Status Engine::Prepare() {
   }
   population_.emplace(MakeUsers(static_cast<std::int64_t>(seed_), c_.num_users, Templates(c_)));
   users_ = population_->users;
+  {
+    RequestDrawOptions draw;
+    draw.multi_turn = c_.multi_turn;
+    draw.prefix_caching = c_.prefix_caching;
+    plan_ = std::make_unique<ReferencePlan>(*population_, draw);
+  }
   conversations_.resize(users_.size());
   return Status::OK();
 }
@@ -288,13 +295,11 @@ void Engine::Enqueue(Request r) {
 
 void Engine::UserLoop(std::size_t index) {
   const UserProfile& user = users_[index];
-  RequestDrawOptions draw;
-  draw.multi_turn = c_.multi_turn;
-  draw.prefix_caching = c_.prefix_caching;
-  RequestDrawer drawer(user, UserStream(*population_, static_cast<std::int64_t>(seed_), index),
-                       draw);
+  std::uint64_t drawn = 0;  // this user's requests so far
   for (;;) {
-    const RequestDraw d = drawer.Next();
+    // The reference's requests of this user (kvcache/users.h, ReferencePlan).
+    const RequestDraw d = plan_->Next(index);
+    ++drawn;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       if (queue_changed_.wait_for(lock, std::chrono::duration<double>(d.think_seconds),
@@ -311,7 +316,7 @@ void Engine::UserLoop(std::size_t index) {
     if (!NextConversationTurn(index, d.end_conversation, &r)) {
       char key[64];
       std::snprintf(key, sizeof key, "%s_req_%06llu", user.user_id.c_str(),
-                    static_cast<unsigned long long>(drawer.count() - 1));
+                    static_cast<unsigned long long>(drawn - 1));
       r.key = key;
     }
     r.decode = r.context < kPrefillOnlyTokens;

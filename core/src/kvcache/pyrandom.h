@@ -25,6 +25,8 @@
 #include <span>
 #include <utility>
 
+#include "plan/mt19937.h"
+
 namespace iomimic::kvcache {
 
 class PyRandom {
@@ -39,9 +41,9 @@ class PyRandom {
   void SeedWords(std::span<const std::uint32_t> key);
 
   // The next raw 32-bit output of MT19937 (getrandbits(32)).
-  std::uint32_t NextU32();
+  std::uint32_t NextU32() { return mt_.Next(); }
   // random.random(): uniform in [0, 1) with 53 bits.
-  double Random();
+  double Random() { return mt_.Next53(); }
   // random.getrandbits(k) for 0 <= k <= 64 (k outside that range: 0).
   std::uint64_t GetRandBits(int k);
   // random._randbelow(n) for n >= 1: uniform in [0, n). n == 0 returns 0.
@@ -64,11 +66,7 @@ class PyRandom {
   }
 
  private:
-  void InitGenrand(std::uint32_t s);
-  void Twist();
-
-  std::uint32_t state_[624];
-  int index_ = 624;
+  plan::Mt19937 mt_;
 };
 
 }  // namespace iomimic::kvcache

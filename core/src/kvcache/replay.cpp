@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -69,14 +70,13 @@ Result<Buffer> MakeBuffer(Storage& storage, std::size_t bytes, std::uint64_t see
 
 // Creates `path` with a .npy header and `size` bytes of data, synced.
 Status WriteObject(Storage& storage, const std::string& path, std::uint64_t size, Buffer& buffer) {
-  const std::string header = NpyHeaderForBytes(size);
-  const std::uint64_t total = header.size() + size;
+  const std::uint64_t total = kNpyHeaderBytes + size;
   OpenOptions open;
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kWholeFile;
   open.expected_size = total;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, open));
-  std::memcpy(buffer.data(), header.data(), header.size());
+  FillNpyHeader(size, buffer.data());
   for (std::uint64_t offset = 0; offset < total;) {
     std::size_t n =
         static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), total - offset));
@@ -96,7 +96,7 @@ Status WriteObject(Storage& storage, const std::string& path, std::uint64_t size
 // Reads `path` whole, from the storage rather than a page cache; it must
 // hold the header and `size` bytes.
 Status ReadObject(Storage& storage, const std::string& path, std::uint64_t size, Buffer& buffer) {
-  const std::uint64_t total = NpyHeaderForBytes(size).size() + size;
+  const std::uint64_t total = kNpyHeaderBytes + size;
   OpenOptions open;
   open.mode = OpenMode::kRead;
   open.hint = AccessHint::kWholeFile;
@@ -177,7 +177,7 @@ void RunRow(Shared& s, std::size_t i, Buffer& buffer) {
   ReplayGroup& g = row.op == TraceOp::kWrite ? s.result->writes : s.result->reads;
   ++g.ops;
   g.bytes += row.size;
-  s.result->header_bytes += NpyHeaderForBytes(row.size).size();
+  s.result->header_bytes += kNpyHeaderBytes;
   (row.op == TraceOp::kWrite ? s.result->write_ns : s.result->read_ns)
       .Record(static_cast<std::uint64_t>(ns));
   s.last_end = std::max(s.last_end, end);
@@ -276,20 +276,26 @@ Result<std::string> ReplayObjectPath(const std::string& root, const std::string&
   return (base.empty() ? std::string() : base + "/") + key + ".npy";
 }
 
-std::string NpyHeaderForBytes(std::uint64_t bytes) {
+void FillNpyHeader(std::uint64_t bytes, std::byte* out) {
   const bool half = bytes % 2 == 0;
-  std::string dict = std::string("{'descr': '") + (half ? "<f2" : "|u1") +
-                     "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(half ? bytes / 2 : bytes) + ",), }";
-  // magic (6) + version (2) + length (2) + dict + padding + '\n', a multiple of 64.
-  std::size_t total = 10 + dict.size() + 1;
-  total = (total + 63) / 64 * 64;
-  dict.append(total - 10 - dict.size() - 1, ' ');
-  dict.push_back('\n');
-  std::string header("\x93NUMPY\x01\x00", 8);
-  header.push_back(static_cast<char>(dict.size() & 0xff));
-  header.push_back(static_cast<char>(dict.size() >> 8));
-  return header + dict;
+  char* text = reinterpret_cast<char*>(out);
+  std::memcpy(text, "\x93NUMPY\x01\x00", 8);
+  // The dictionary, padded with spaces and ended by '\n' to kNpyHeaderBytes.
+  constexpr std::size_t kDict = kNpyHeaderBytes - 10;
+  std::memset(text + 10, ' ', kDict);
+  const int n = std::snprintf(
+      text + 10, kDict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
+      half ? "<f2" : "|u1", static_cast<unsigned long long>(half ? bytes / 2 : bytes));
+  text[10 + n] = ' ';  // snprintf's terminating zero
+  text[kNpyHeaderBytes - 1] = '\n';
+  text[8] = static_cast<char>(kDict & 0xff);
+  text[9] = static_cast<char>(kDict >> 8);
+}
+
+std::string NpyHeaderForBytes(std::uint64_t bytes) {
+  std::string header(kNpyHeaderBytes, '\0');
+  FillNpyHeader(bytes, reinterpret_cast<std::byte*>(header.data()));
+  return header;
 }
 
 Result<ReplayResult> Replay(Storage& storage, const std::vector<TraceRow>& rows,

@@ -22,6 +22,7 @@
 
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -71,8 +72,13 @@ struct ReplayResult {
 // is empty, absolute, has a "." or ".." component or a control character.
 Result<std::string> ReplayObjectPath(const std::string& root, const std::string& key);
 
-// The .npy header (version 1.0, 64-byte aligned) of a flat array holding
-// `bytes` bytes: float16 ('<f2') when bytes is even, else uint8 ('|u1').
+// The .npy header (version 1.0) of a flat array holding `bytes` bytes:
+// float16 ('<f2') when bytes is even, else uint8 ('|u1'). It is always
+// kNpyHeaderBytes long (64-byte aligned; the shape has at most 20 digits).
+inline constexpr std::size_t kNpyHeaderBytes = 128;
+// Writes that header to out[0, kNpyHeaderBytes). Allocates nothing.
+void FillNpyHeader(std::uint64_t bytes, std::byte* out);
+// The same header as a string.
 std::string NpyHeaderForBytes(std::uint64_t bytes);
 
 // Replays `rows` on `storage`. The first failed operation stops the replay

@@ -35,6 +35,12 @@ TEST_CASE("replay: the .npy header is numpy's version 1.0 layout") {
   CHECK(h.find("{'descr': '<f2', 'fortran_order': False, 'shape': (500,), }") == 10);
   CHECK(h.back() == '\n');
   CHECK(NpyHeaderForBytes(7).find("'|u1'") != std::string::npos);
+  // The largest size still fits the 128 bytes: 20 digits of shape.
+  const std::string big = NpyHeaderForBytes(18446744073709551615ULL);
+  CHECK(big.size() == kNpyHeaderBytes);
+  CHECK(big.find("'shape': (18446744073709551615,), }") != std::string::npos);
+  CHECK(big.back() == '\n');
+  CHECK(big.find('\0', 10) == std::string::npos);
 }
 
 TEST_CASE("replay: object paths refuse keys that leave the root") {

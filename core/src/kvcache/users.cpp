@@ -96,6 +96,29 @@ PyRandom UserStream(const Population& population, std::int64_t seed, std::size_t
   return rng;
 }
 
+namespace {
+
+// One request drawn as the reference's threads draw it (see RequestDrawer::Next):
+// end of conversation, context, generation, the next sleep, the system prompt.
+RequestDraw DrawPlanned(PyRandom& rng, const UserProfile& u, bool started,
+                        const RequestDrawOptions& options, double think, double* next_think) {
+  RequestDraw d;
+  d.think_seconds = think;
+  if (options.multi_turn && started)
+    d.end_conversation = rng.Random() >= options.end_conversation_at;
+  d.context_tokens = rng.RandInt(std::max<std::int64_t>(1, u.context_length / 4), u.context_length);
+  d.generation_tokens =
+      rng.RandInt(std::max<std::int64_t>(1, u.generation_length / 4), u.generation_length);
+  *next_think = u.think_time * rng.Uniform(0.8, 1.2);
+  if (options.prefix_caching && options.system_prompt_count > 0 &&
+      rng.Random() < options.system_prompt_probability) {
+    d.system_prompt = static_cast<int>(rng.ChoiceIndex(options.system_prompt_count));
+  }
+  return d;
+}
+
+}  // namespace
+
 RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
                              const RequestDrawOptions& options)
     : user_(user), rng_(std::move(stream)), options_(options) {}
@@ -103,24 +126,68 @@ RequestDrawer::RequestDrawer(const UserProfile& user, PyRandom stream,
 double RequestDrawer::DrawThink() { return user_.think_time * rng_.Uniform(0.8, 1.2); }
 
 RequestDraw RequestDrawer::Next() {
-  RequestDraw d;
-  d.think_seconds = have_think_ ? next_think_ : DrawThink();
-  if (options_.multi_turn && count_ > 0)
-    d.end_conversation = rng_.Random() >= options_.end_conversation_at;
-  std::int64_t c = user_.context_length;
-  std::int64_t g = user_.generation_length;
-  d.context_tokens = rng_.RandInt(std::max<std::int64_t>(1, c / 4), c);
-  d.generation_tokens = rng_.RandInt(std::max<std::int64_t>(1, g / 4), g);
   // The reference's user thread draws the next think time right after queueing
-  // this request, before the worker serving it draws the system prompt.
-  next_think_ = DrawThink();
+  // a request, before the worker serving it draws the system prompt.
+  const double think = have_think_ ? next_think_ : DrawThink();
+  RequestDraw d = DrawPlanned(rng_, user_, count_ > 0, options_, think, &next_think_);
   have_think_ = true;
-  if (options_.prefix_caching && options_.system_prompt_count > 0 &&
-      rng_.Random() < options_.system_prompt_probability) {
-    d.system_prompt = static_cast<int>(rng_.ChoiceIndex(options_.system_prompt_count));
-  }
   ++count_;
   return d;
+}
+
+ReferencePlan::ReferencePlan(const Population& population, const RequestDrawOptions& options,
+                             double overhead_s)
+    : users_(population.users),
+      options_(options),
+      overhead_s_(overhead_s),
+      rng_(population.stream),
+      started_(population.users.size(), false),
+      pending_(population.users.size()) {
+  // The user threads start at once and each draws its first sleep, user 0 first.
+  for (std::size_t i = 0; i < users_.size(); ++i) {
+    const double think = users_[i].think_time * rng_.Uniform(0.8, 1.2);
+    wakes_.push(Wake{think, i, think});
+  }
+}
+
+PlannedRequest ReferencePlan::StepLocked() {
+  const Wake w = wakes_.top();
+  wakes_.pop();
+  double next_think = 0;
+  PlannedRequest r;
+  r.user = w.user;
+  r.time_s = w.time;
+  r.draw = DrawPlanned(rng_, users_[w.user], started_[w.user], options_, w.think, &next_think);
+  started_[w.user] = true;
+  wakes_.push(Wake{w.time + overhead_s_ + next_think, w.user, next_think});
+  return r;
+}
+
+PlannedRequest ReferencePlan::Step() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StepLocked();
+}
+
+RequestDraw ReferencePlan::Next(std::size_t user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (pending_[user].empty()) {
+    PlannedRequest r = StepLocked();
+    pending_[r.user].push_back(r.draw);
+  }
+  RequestDraw d = pending_[user].front();
+  pending_[user].pop_front();
+  return d;
+}
+
+std::vector<PlannedRequest> PlanReferenceRequests(const Population& population, std::size_t count,
+                                                  const RequestDrawOptions& options,
+                                                  double overhead_s) {
+  std::vector<PlannedRequest> plan;
+  if (population.users.empty()) return plan;
+  ReferencePlan reference(population, options, overhead_s);
+  plan.reserve(count);
+  while (plan.size() < count) plan.push_back(reference.Step());
+  return plan;
 }
 
 }  // namespace iomimic::kvcache

@@ -33,6 +33,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -154,6 +158,74 @@ class RequestDrawer {
   std::uint64_t count_ = 0;
   bool have_think_ = false;
   double next_think_ = 0;
+};
+
+// One request of PlanReferenceRequests: whose, when, and its draws.
+struct PlannedRequest {
+  std::size_t user = 0;  // index in Population::users
+  double time_s = 0;     // virtual time the user thread wakes and issues it
+  RequestDraw draw;
+};
+
+// The reference's own order, for any number of users: its user threads all
+// start at once and each draws its first sleep at once (user 0 first); then,
+// in trace mode where an operation takes no time, whichever thread wakes
+// first draws its request (end of conversation, context, generation), queues
+// it, draws its next sleep, and the idle worker draws the request's system
+// prompt before any other thread wakes. This plays that in virtual time from
+// one stream (population.stream continued), waking each user at its last
+// wake + `overhead_s` + its think time, and returns the first `count`
+// requests in wake order (ties: the lower user index). overhead_s stands for
+// the time a thread spends between waking and sleeping again (Python's own
+// work and sleep overshoot, about 0.3-0.5 ms): it only decides which of two
+// users waking within that time of each other goes first. One user gives
+// RequestDrawer's sequence for user 0 whatever the overhead.
+//
+// Checked against the reference: for seed 42, llama3.1-8b, 4 users and
+// --max-requests 60 in trace mode, its 60 Prefill writes were these requests
+// in this order (context less the system prompt's tokens) with overhead_s
+// between 0.0003 and 0.0005 (50 of 60 with 0, 26 with 0.005).
+std::vector<PlannedRequest> PlanReferenceRequests(const Population& population, std::size_t count,
+                                                  const RequestDrawOptions& options,
+                                                  double overhead_s = 0.0004);
+
+// PlanReferenceRequests for user threads: each user's requests in the plan,
+// taken one at a time by that user's thread (Next), the plan extended as far
+// as needed. The draws a user gets depend only on the seed, the users and the
+// options, not on when the threads ask, so a multi-user run draws what the
+// reference draws whatever the threads' real timing. A user that asks far
+// ahead of the others makes the plan hold the others' requests until they
+// take them. Thread-safe.
+class ReferencePlan {
+ public:
+  ReferencePlan(const Population& population, const RequestDrawOptions& options,
+                double overhead_s = 0.0004);
+  ReferencePlan(const ReferencePlan&) = delete;
+  ReferencePlan& operator=(const ReferencePlan&) = delete;
+
+  // User `user`'s next request (user < the population's size).
+  RequestDraw Next(std::size_t user);
+  // The next request of the whole plan, in wake order (PlanReferenceRequests
+  // is this, `count` times). Not to be mixed with Next on one plan.
+  PlannedRequest Step();
+
+ private:
+  struct Wake {
+    double time;
+    std::size_t user;
+    double think;
+    bool operator>(const Wake& o) const { return time != o.time ? time > o.time : user > o.user; }
+  };
+  PlannedRequest StepLocked();
+
+  std::mutex mu_;
+  std::vector<UserProfile> users_;
+  RequestDrawOptions options_;
+  double overhead_s_;
+  PyRandom rng_;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes_;
+  std::vector<bool> started_;
+  std::vector<std::deque<RequestDraw>> pending_;
 };
 
 }  // namespace iomimic::kvcache

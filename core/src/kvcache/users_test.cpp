@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace iomimic::kvcache {
@@ -132,6 +133,97 @@ TEST_CASE("users: switches remove their draws") {
     CHECK(d.context_tokens >= 16245 / 4);
     CHECK(d.context_tokens <= 16245);
   }
+}
+
+// Four users in the reference's own order (PlanReferenceRequests), printed by
+// a virtual-time play of the reference's threads with its own code:
+//   random.seed(42); users = UserSimulator.generate_mixed_users(4); heap = []
+//   for i, u in enumerate(users): th = u.think_time * random.uniform(0.8, 1.2); push (th, i, th)
+//   repeat: pop (t, i, th); end = random() >= 0.8 if user i started; ctx, gen = randint(...)
+//     nth = think_time * uniform(0.8, 1.2); push (t + 0.0004 + nth, i, nth)
+//     sp = P.index(choice(P)) if random() < 0.2 else -1
+// The reference (kv-cache.py --seed 42 --num-users 4 --max-requests 60
+// --io-trace-log) wrote its Prefill writes in this order, of these contexts
+// less the prompt's tokens (1473 - 9 = 1464, 2376, 997, 4891, 2301 - 5, ...).
+TEST_CASE("users: four users are planned in the reference's wake order") {
+  struct Row {
+    std::size_t user;
+    double time, think;
+    bool end;
+    std::int64_t context, generation;
+    int prompt;
+  };
+  const Row rows[] = {
+      {1, 0.12281774683814758, 0.12281774683814758, false, 1473, 155, 1},
+      {1, 0.24938115117350124, 0.12616340433535367, false, 2376, 71, -1},
+      {1, 0.3769542325586779, 0.12717308138517666, false, 997, 164, -1},
+      {2, 0.44316769799688105, 0.44316769799688105, false, 4891, 72, -1},
+      {1, 0.5140828297453466, 0.13672859718666866, false, 2301, 96, 0},
+      {0, 0.5818049305284769, 0.5818049305284769, false, 8802, 160, -1},
+      {1, 0.660286874106411, 0.14580404436106448, false, 2677, 140, -1},
+      {1, 0.7772760176067302, 0.11658914350031925, false, 1112, 90, -1},
+      {2, 0.837734165536018, 0.39416646753913687, false, 4002, 194, -1},
+      {3, 0.886596582964045, 0.886596582964045, false, 2296, 423, -1},
+      {1, 0.9142920387084968, 0.13661602110176674, false, 1091, 101, -1},
+      {1, 1.0717398283042823, 0.15704778959578553, false, 1690, 174, -1},
+      {2, 1.1809570272487002, 0.3428228617126822, false, 3960, 87, -1},
+      {1, 1.2012888548887892, 0.12914902658450708, false, 3214, 156, -1},
+      {0, 1.2604802010010063, 0.6782752704725293, false, 6327, 380, -1},
+      {1, 1.3579111044196415, 0.15622224953085234, true, 1446, 87, -1},
+  };
+  const std::vector<PlannedRequest> plan =
+      PlanReferenceRequests(MakeUsers(42, 4), 16, RequestDrawOptions{}, 0.0004);
+  REQUIRE(plan.size() == 16);
+  for (std::size_t k = 0; k < 16; ++k) {
+    CAPTURE(k);
+    CHECK(plan[k].user == rows[k].user);
+    CHECK(plan[k].time_s == doctest::Approx(rows[k].time).epsilon(1e-12));
+    CHECK(plan[k].draw.think_seconds == rows[k].think);
+    CHECK(plan[k].draw.end_conversation == rows[k].end);
+    CHECK(plan[k].draw.context_tokens == rows[k].context);
+    CHECK(plan[k].draw.generation_tokens == rows[k].generation);
+    CHECK(plan[k].draw.system_prompt == rows[k].prompt);
+  }
+  // One user: the plan is RequestDrawer's sequence for user 0.
+  Population one = MakeUsers(42, 1);
+  const std::vector<PlannedRequest> solo = PlanReferenceRequests(one, 8, RequestDrawOptions{});
+  RequestDrawer drawer(one.users[0], UserStream(one, 42, 0), RequestDrawOptions{});
+  for (const PlannedRequest& r : solo) {
+    RequestDraw d = drawer.Next();
+    CHECK(r.draw.context_tokens == d.context_tokens);
+    CHECK(r.draw.think_seconds == d.think_seconds);
+    CHECK(r.draw.system_prompt == d.system_prompt);
+  }
+}
+
+// Each user's draws from ReferencePlan::Next are its requests of the plan, in
+// order, however the user threads interleave their calls.
+TEST_CASE("users: a reference plan gives each user thread its planned requests") {
+  const Population p = MakeUsers(42, 4);
+  const std::vector<PlannedRequest> plan = PlanReferenceRequests(p, 200, RequestDrawOptions{});
+  std::vector<std::vector<RequestDraw>> want(4);
+  for (const PlannedRequest& r : plan) want[r.user].push_back(r.draw);
+  ReferencePlan reference(p, RequestDrawOptions{});
+  std::vector<std::vector<RequestDraw>> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t u = 4; u-- > 0;) {  // the last user asks first
+    threads.emplace_back([&, u] {
+      for (std::size_t k = 0; k < want[u].size(); ++k) got[u].push_back(reference.Next(u));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t u = 0; u < 4; ++u) {
+    CAPTURE(u);
+    REQUIRE(got[u].size() == want[u].size());
+    for (std::size_t k = 0; k < want[u].size(); ++k) {
+      CHECK(got[u][k].context_tokens == want[u][k].context_tokens);
+      CHECK(got[u][k].generation_tokens == want[u][k].generation_tokens);
+      CHECK(got[u][k].think_seconds == want[u][k].think_seconds);
+      CHECK(got[u][k].end_conversation == want[u][k].end_conversation);
+      CHECK(got[u][k].system_prompt == want[u][k].system_prompt);
+    }
+  }
+  CHECK(want[1].front().context_tokens == 1473);  // the plan's first request (test above)
 }
 
 }  // namespace
