@@ -541,6 +541,7 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   figures_.storage.Record(Ns(storage));
   figures_.generation.Record(Ns(generation));
   figures_.qos_end_to_end[q].Record(Ns(e2e));
+  session_.progress().requests.fetch_add(1, std::memory_order_relaxed);
   if (last) Stop();
   return Status::OK();
 }
@@ -579,6 +580,7 @@ void Engine::Finish(double seconds) {
 
 Result<KvFigures> Engine::Run() {
   IOMIMIC_RETURN_IF_ERROR(Prepare());
+  engine::PhaseScope phase(session_.progress(), engine::RunPhase::kKvCache);
   const std::size_t workers = std::min<std::size_t>(users_.size(), kMaxWorkers);
   const double start = Now();
   std::vector<std::thread> threads;

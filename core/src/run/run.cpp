@@ -129,6 +129,8 @@ class ProgressTimer {
     }
     p.checkpoint = b.checkpoint.load(std::memory_order_relaxed);
     p.checkpoints = b.checkpoints.load(std::memory_order_relaxed);
+    p.requests = b.requests.load(std::memory_order_relaxed);
+    if (p.phase == Progress::Phase::kKvCache) p.duration = session_.config().kv_cache.duration;
     return p;
   }
 
