@@ -82,9 +82,9 @@ struct Request {
   std::string key;
   std::uint64_t context = 0;
   std::uint64_t generate = 0;
-  bool decode = true;                   // PREFILL_DECODE (else PREFILL only)
-  std::uint64_t conversation = 0;       // multi-turn: the conversation's id (0 = none)
-  std::uint64_t turn = 0;               // and this request's turn (earlier: 1 .. turn - 1)
+  bool decode = true;              // PREFILL_DECODE (else PREFILL only)
+  std::uint64_t conversation = 0;  // multi-turn: the conversation's id (0 = none)
+  std::uint64_t turn = 0;          // and this request's turn (earlier: 1 .. turn - 1)
   double submitted = 0;
 };
 

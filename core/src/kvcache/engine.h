@@ -41,7 +41,7 @@ struct TierFigures {
 };
 
 struct KvFigures {
-  double seconds = 0;  // the benchmark's wall time (the slowest rank's when merged)
+  double seconds = 0;      // the benchmark's wall time (the slowest rank's when merged)
   int interrupted_by = 0;  // the signal that ended the run early, 0 when none (any rank's)
   std::uint64_t requests = 0;
   std::uint64_t tokens_generated = 0;
