@@ -120,7 +120,7 @@ class Engine {
   Result<std::optional<double>> Access(const std::string& key, bool multi_turn,
                                        TierStore::WorkerBuffer& wb);
   void RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
-                const char* phase, double wall, const OpTiming& t, bool evict);
+                const char* phase, const OpTiming& t, bool evict);
   void Fail(const Status& status);
   void Stop();
   void Finish(double seconds);
@@ -335,7 +335,7 @@ bool Engine::Pop(Request* r) {
 }
 
 void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
-                      const char* phase, double wall, const OpTiming& t, bool evict) {
+                      const char* phase, const OpTiming& t, bool evict) {
   TierFigures& f = figures_.tier[static_cast<int>(tier)];
   if (kind == OpEvent::Kind::kRead) {
     f.read.Record(Ns(t.total));
@@ -377,18 +377,17 @@ void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std
     e.tier = tier;
     e.key = key;
     e.phase = phase;
-    e.unix_seconds = wall;
+    e.unix_seconds = WallNow();  // when it completed, as the reference logs it
     sink_->Record(e);
   }
 }
 
 Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* write_seconds) {
-  const double wall = WallNow();
   OpTiming read, write;
   switch (op.kind) {
     case TierOp::Kind::kDelete:
       IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key, wb));
-      RecordOp(OpEvent::Kind::kDelete, op.from, op.key, op.bytes, "Evict", wall, read, true);
+      RecordOp(OpEvent::Kind::kDelete, op.from, op.key, op.bytes, "Evict", read, true);
       {
         std::lock_guard<std::mutex> lock(stats_mutex_);
         ++figures_.evictions;  // the reference counts deletions as evictions too
@@ -396,8 +395,8 @@ Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* wr
       return Status::OK();
     case TierOp::Kind::kDemote: {
       IOMIMIC_RETURN_IF_ERROR(store_->Demote(op.from, op.to, op.key, op.bytes, wb, &read, &write));
-      RecordOp(OpEvent::Kind::kRead, op.from, op.key, op.bytes, "Evict", wall, read, true);
-      RecordOp(OpEvent::Kind::kWrite, op.to, op.key, op.bytes, "Evict", wall, write, true);
+      RecordOp(OpEvent::Kind::kRead, op.from, op.key, op.bytes, "Evict", read, true);
+      RecordOp(OpEvent::Kind::kWrite, op.to, op.key, op.bytes, "Evict", write, true);
       std::lock_guard<std::mutex> lock(stats_mutex_);
       ++figures_.evictions;
       if (op.to == Tier::kHost) ++figures_.offloads_cpu;
@@ -410,7 +409,7 @@ Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* wr
     }
     case TierOp::Kind::kWrite:
       IOMIMIC_RETURN_IF_ERROR(store_->WriteNew(op.to, op.key, op.bytes, wb, &write));
-      RecordOp(OpEvent::Kind::kWrite, op.to, op.key, op.bytes, "Prefill", wall, write, false);
+      RecordOp(OpEvent::Kind::kWrite, op.to, op.key, op.bytes, "Prefill", write, false);
       *write_seconds = write.total;
       return Status::OK();
   }
@@ -459,12 +458,11 @@ Result<std::optional<double>> Engine::Access(const std::string& key, bool multi_
     ++figures_.cache_misses;
     return std::optional<double>();
   }
-  const double wall = WallNow();
   OpTiming t;
   Status st = store_->Read(hit->tier, key, hit->bytes, wb, &t);
   cache_->Release(key);
   IOMIMIC_RETURN_IF_ERROR(st);
-  RecordOp(OpEvent::Kind::kRead, hit->tier, key, hit->bytes, "Decode", wall, t, false);
+  RecordOp(OpEvent::Kind::kRead, hit->tier, key, hit->bytes, "Decode", t, false);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   ++figures_.cache_hits;
   ++(multi_turn ? figures_.multi_turn_hits : figures_.user_cache_hits);

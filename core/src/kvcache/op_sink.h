@@ -22,7 +22,7 @@ struct OpEvent {
   // "Prefill", "Decode" (request reads: decode, multi-turn and prefix
   // reads) or "Evict" (a demotion's read and write, a deletion).
   std::string_view phase;
-  double unix_seconds = 0;  // when the operation started (wall clock)
+  double unix_seconds = 0;  // when it completed (wall clock), as the reference logs it
 };
 
 // Receives every tier operation, from many worker threads at once.
