@@ -7,6 +7,7 @@
 //   iomimic plugins                                              list plugins
 //   iomimic conformance [--plugin-dir DIR] [--plugin NAME]       run the conformance suites
 //   iomimic report | compare | sweep | search ...                 analysis (docs/analysis.md)
+//   iomimic kvcache-replay TRACE.csv [options]                   replay a KV-cache reference trace
 //
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
@@ -169,6 +170,9 @@ constexpr Command kCommands[] = {
      "differing config", CmdCompare},
     {"sweep", "DESIGN.csv: run a factorial design (resumable), results.csv", nullptr, CmdSweep},
     {"search", "WORKLOAD --min-au 90: the most accelerators that keep AU", nullptr, CmdSearch},
+    {"kvcache-replay", "TRACE.csv: replay a KV-cache reference I/O trace on a storage plugin",
+     "(--storage NAME, --timing recorded|fast, --threads N; docs/kvcache-reference.md)",
+     CmdKvcacheReplay},
 };
 
 // The command named `name`, or null.
@@ -187,7 +191,7 @@ void PrintCommandHelp() {
                "[OVERRIDES...]\n\ncommands:\n";
   for (const Command& c : kCommands) {
     const std::size_t length = std::char_traits<char>::length(c.name);
-    std::cout << "  " << c.name << std::string(std::max<std::size_t>(2, kColumn - length), ' ')
+    std::cout << "  " << c.name << std::string(length + 2 < kColumn ? kColumn - length : 2, ' ')
               << c.help << "\n";
     if (c.more != nullptr) std::cout << std::string(2 + kColumn, ' ') << c.more << "\n";
   }
@@ -213,6 +217,12 @@ int Main(int argc, char** argv) {
   if (argc > 0 && fs::path(argv[0]).filename() == "dlio_benchmark") {
     cluster::ArgVector rest(argc, argv, 0);
     return CmdRun(rest.argc(), rest.argv());
+  }
+  // Started as kv-cache.py (the script installed beside iomimic execs it under
+  // that name), it takes the KV-cache reference's command line, as mlpstorage
+  // builds it: `python3 kv-cache.py --model ... --num-users ... --output F`.
+  if (argc > 0 && fs::path(argv[0]).filename() == "kv-cache.py") {
+    return CmdKvCacheReference(argc, argv);
   }
   const Command* command = FindCommand("run");
   int shift = 0;

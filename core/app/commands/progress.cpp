@@ -39,6 +39,13 @@ std::string ProgressBody(const run::Progress& p) {
           Eta(p.seconds, static_cast<double>(p.files_done), static_cast<double>(p.files_total))
               .c_str());
     }
+    case Phase::kKvCache: {
+      const double mib = static_cast<double>(p.bytes_written) / kMiB;
+      return Format("kv-cache: %s of %s, %llu requests, %.1f requests/s, %.1f MiB written",
+                    Duration(p.seconds).c_str(), Duration(p.duration).c_str(),
+                    static_cast<unsigned long long>(p.requests),
+                    p.seconds > 0 ? static_cast<double>(p.requests) / p.seconds : 0.0, mib);
+    }
     case Phase::kTrain:
     case Phase::kEval:
     case Phase::kCheckpointWrite:

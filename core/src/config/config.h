@@ -112,6 +112,11 @@ struct MetricConfig {
 };
 
 // Upper bound of iomimic.accelerators_per_process (docs/performance.md).
+struct KvCacheConfig {
+  IOMIMIC_KEYS_KV_CACHE(IOMIMIC_CONFIG_MEMBER)
+  friend bool operator==(const KvCacheConfig&, const KvCacheConfig&) = default;
+};
+
 inline constexpr std::uint64_t kMaxAcceleratorsPerProcess = 4096;
 
 // iomimic's own run options that have no DLIO equivalent (section `iomimic`).
@@ -141,6 +146,7 @@ struct Config {
   OutputConfig output;
   ProfilingConfig profiling;
   MetricConfig metric;
+  KvCacheConfig kv_cache;
   IomimicConfig iomimic;
   HydraConfig hydra;
 

@@ -27,4 +27,11 @@ Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* confi
 // job. Errors point at the offending key in `root` when it is there.
 Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator);
 
+// The KV-cache workflow (workflow.kv_cache, docs/kvcache.md): training's
+// default (workflow.train: True) does not apply to it, so train becomes False
+// unless `root` sets it; a manifest setting both True is an error at
+// workflow.train. Checks the kv_cache section's ranges (each users.<type>
+// minimum at most its maximum, num_gpus at least tensor_parallel).
+Status ResolveKvCacheWorkflow(const YAML::Node& root, const Locator& locator, Config* config);
+
 }  // namespace iomimic::config::internal

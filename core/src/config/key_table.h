@@ -56,7 +56,8 @@
   X("train", train, bool, true, Bool().Doc("Replay training.")) \
   X("evaluation", evaluation, bool, false, Bool().Doc("Evaluate after epochs (evaluation.*).")) \
   X("checkpoint", checkpoint, bool, false, Bool().Doc("Write (and read) checkpoints (checkpoint.*).")) \
-  X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself."))
+  X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself.")) \
+  X("kv_cache", kv_cache, bool, false, Bool().Iomimic().Doc("Run the KV-cache offload workflow (MLPerf Storage v3.0's kv-cache benchmark; kv_cache.*, docs/kvcache.md) instead of training; workflow.train then defaults to False and may not be True."))
 
 #define IOMIMIC_KEYS_STORAGE(X)                                                                   \
   X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type; s3 selects the s3 back end (storage_root the bucket, s3://bucket/... folders).")) \
@@ -171,6 +172,47 @@
 
 #define IOMIMIC_KEYS_METRIC(X)                                                                    \
   X("au", au, double, 0.90, Number(0, 1).Doc("AU threshold (0-1) for *_au_meet_expectation."))
+
+#define IOMIMIC_KEYS_KV_CACHE(X)                                                                  \
+  X("model", model, std::string, "llama3.1-8b", Choice(kKvCacheModels).Iomimic().Doc("Model whose KV cache is offloaded (the reference's model table: bytes per token from layers, KV heads, head size; MLA for deepseek-v3).")) \
+  X("num_users", num_users, std::uint64_t, 100, UInt(1, 100000).Iomimic().Doc("Simulated users, each issuing requests after a think time.")) \
+  X("duration", duration, double, 60, Number(0, 86400).Iomimic().Doc("Seconds the benchmark runs (requests still running then finish first).")) \
+  X("max_requests", max_requests, std::uint64_t, 0, UInt(0, kNoMax).Iomimic().Doc("Stop after this many completed requests; 0 = run for duration.")) \
+  X("request_rate", request_rate, double, 0, Number(0, 1e9).Iomimic().Doc("Most requests admitted per second over all users (the reference's --request-rate); 0 = no limit.")) \
+  X("max_concurrent_allocs", max_concurrent_allocs, std::uint64_t, 0, UInt(0, kNoMax).Iomimic().Doc("Most cache allocations (prefill writes) in progress at once; 0 = no limit. The request workers are min(num_users, 500), as the reference's.")) \
+  X("generation_mode", generation_mode, std::string, "realistic", Choice(kKvGenerationModes).Iomimic().Doc("Emulated token generation after the cache I/O: none (0), fast (2 ms per token) or realistic (30 ms per token).")) \
+  X("multi_turn", multi_turn, bool, true, Bool().Iomimic().Doc("Multi-turn conversations: a request reads every earlier turn's entry of its conversation (each turn continues one with probability 0.8, at most 50 turns).")) \
+  X("prefix_caching", prefix_caching, bool, true, Bool().Iomimic().Doc("System-prompt prefix check (20 % of requests): the shared prompt's tokens leave the request's context and its cache lookup is counted.")) \
+  X("seed", seed, std::uint64_t, 42, UInt(0, kNoMax).Iomimic().Doc("Seed of the users, requests and entry contents; rank r uses seed + r.")) \
+  X("tensor_parallel", tensor_parallel, std::uint64_t, 1, UInt(1, 1024).Iomimic().Doc("Tensor-parallel degree: each entry holds 1/tensor_parallel of the request's KV cache.")) \
+  X("num_gpus", num_gpus, std::uint64_t, 1, UInt(1, 1024).Iomimic().Doc("GPUs whose memory forms the accelerator tier (num_gpus x gpu_mem_gb); at least tensor_parallel.")) \
+  X("gpu_mem_gb", gpu_mem_gb, double, 0, Number(0, 1024).Iomimic().Doc("Accelerator tier per GPU, GiB (emulated in host memory with gpu_copy_gbps; docs/kvcache.md); 0 = no accelerator tier, as the closed submissions.")) \
+  X("gpu_copy_gbps", gpu_copy_gbps, double, 25, Number(0.001, 1e6).Iomimic().Doc("Emulated host-device copy rate of the accelerator tier, GB/s: a copy of n bytes takes at least n / (gpu_copy_gbps x 1e9) seconds.")) \
+  X("cpu_mem_gb", cpu_mem_gb, double, 0, Number(0, 16384).Iomimic().Doc("Host-memory tier, GiB (real memory the run holds); 0 = no host tier.")) \
+  X("storage_capacity_gb", storage_capacity_gb, double, 0, Number(0, 1e9).Iomimic().Doc("Storage tier capacity, GiB; the least recently used entries are deleted beyond it; 0 = 95 % of the free space of a local cache folder, unlimited on object storage.")) \
+  X("decode_batch_size", decode_batch_size, std::uint64_t, 32, UInt(1, kNoMax).Iomimic().Doc("Tokens per decode batch: a decode reads the entry once, then once per batch of generated tokens.")) \
+  X("transfer_size", transfer_size, std::uint64_t, 16ULL << 20, UInt(4096, 1ULL << 32).Iomimic().Doc("Bytes per storage request and per worker buffer: larger entries are written and read in several requests (the reference writes each in one).")) \
+  X("users.chatbot.context_min", chatbot_context_min, std::uint64_t, 512, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: smallest context (prompt) length in tokens a user is drawn with.")) \
+  X("users.chatbot.context_max", chatbot_context_max, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: largest context length in tokens.")) \
+  X("users.chatbot.generation_min", chatbot_generation_min, std::uint64_t, 50, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: fewest tokens generated per request a user is drawn with.")) \
+  X("users.chatbot.generation_max", chatbot_generation_max, std::uint64_t, 200, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: most tokens generated per request.")) \
+  X("users.chatbot.think_time_min", chatbot_think_time_min, double, 0.1, Number(0, 3600).Iomimic().Doc("Chatbot users: shortest think time between requests, seconds.")) \
+  X("users.chatbot.think_time_max", chatbot_think_time_max, double, 0.5, Number(0, 3600).Iomimic().Doc("Chatbot users: longest think time between requests, seconds.")) \
+  X("users.coding.context_min", coding_context_min, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Coding users: smallest context (prompt) length in tokens a user is drawn with.")) \
+  X("users.coding.context_max", coding_context_max, std::uint64_t, 25000, UInt(1, kNoMax).Iomimic().Doc("Coding users: largest context length in tokens.")) \
+  X("users.coding.generation_min", coding_generation_min, std::uint64_t, 100, UInt(1, kNoMax).Iomimic().Doc("Coding users: fewest tokens generated per request a user is drawn with.")) \
+  X("users.coding.generation_max", coding_generation_max, std::uint64_t, 500, UInt(1, kNoMax).Iomimic().Doc("Coding users: most tokens generated per request.")) \
+  X("users.coding.think_time_min", coding_think_time_min, double, 0.2, Number(0, 3600).Iomimic().Doc("Coding users: shortest think time between requests, seconds.")) \
+  X("users.coding.think_time_max", coding_think_time_max, double, 1.0, Number(0, 3600).Iomimic().Doc("Coding users: longest think time between requests, seconds.")) \
+  X("users.document.context_min", document_context_min, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Document users: smallest context (prompt) length in tokens a user is drawn with.")) \
+  X("users.document.context_max", document_context_max, std::uint64_t, 16384, UInt(1, kNoMax).Iomimic().Doc("Document users: largest context length in tokens.")) \
+  X("users.document.generation_min", document_generation_min, std::uint64_t, 200, UInt(1, kNoMax).Iomimic().Doc("Document users: fewest tokens generated per request a user is drawn with.")) \
+  X("users.document.generation_max", document_generation_max, std::uint64_t, 800, UInt(1, kNoMax).Iomimic().Doc("Document users: most tokens generated per request.")) \
+  X("users.document.think_time_min", document_think_time_min, double, 0.3, Number(0, 3600).Iomimic().Doc("Document users: shortest think time between requests, seconds.")) \
+  X("users.document.think_time_max", document_think_time_max, double, 1.5, Number(0, 3600).Iomimic().Doc("Document users: longest think time between requests, seconds.")) \
+  X("cache_folder", cache_folder, std::string, "kvcache", Text().NonEmpty().StripSlashes().Iomimic().Doc("Folder of the storage tier's .npy entries, relative to storage.storage_root; rank r uses rank_<r>/ below it.")) \
+  X("keep_entries", keep_entries, bool, false, Bool().Iomimic().Doc("Leave the storage tier's remaining .npy entries in the cache folder at the end (False: the run deletes the entries it wrote).")) \
+  X("io_trace_log", io_trace_log, std::string, "", Text().Nullable().NullWhenEmpty().Iomimic().Doc("When set, a CSV of every tier operation (Timestamp, Operation, Object_Size_Bytes, Tier, Key, Phase), the reference's --io-trace-log format; relative to the results folder; rank r > 0 adds .rank<r>."))
 
 #define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
   X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \

@@ -150,6 +150,7 @@ Status Load(const std::string& text, const std::string& file,
   IOMIMIC_RETURN_IF_ERROR(MoveReaderStorageKeys(root, locator));
   WarnUnknownKeys(root, locator, &warnings);
   IOMIMIC_RETURN_IF_ERROR(ConvertTree(root, locator, &manifest->config, &warnings));
+  IOMIMIC_RETURN_IF_ERROR(ResolveKvCacheWorkflow(root, locator, &manifest->config));
   IOMIMIC_RETURN_IF_ERROR(ValidateConfig(manifest->config, root, locator));
   SortWarnings(file, &warnings);
   return Status::OK();

@@ -1,4 +1,5 @@
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -55,7 +56,54 @@ std::string LeavesFolder(const std::string& path) {
 
 std::string Str(std::int64_t value) { return std::to_string(value); }
 
+// One users.<type> range of kv_cache: minimum at most maximum.
+template <typename T>
+Status CheckRange(const Validator& check, const std::string& type, const char* what, T min, T max) {
+  if (min <= max) return Status::OK();
+  const std::string base = "kv_cache.users." + type + "." + what;
+  const std::string lo = base + "_min", hi = base + "_max";
+  std::ostringstream text;
+  text << min << " exceeds " << hi << " (" << max << ")";
+  return check.Fail({lo, hi}, text.str());
+}
+
 }  // namespace
+
+Status ResolveKvCacheWorkflow(const YAML::Node& root, const Locator& locator, Config* config) {
+  const Validator check(root, locator);
+  if (!config->workflow.kv_cache) return Status::OK();
+  if (!FindPath(root, "workflow.train").has_value()) config->workflow.train = false;
+  if (config->workflow.train) {
+    return check.Fail({"workflow.train", "workflow.kv_cache"},
+                      "True with workflow.kv_cache: True; the KV-cache workflow replaces training "
+                      "(set one of them to False)");
+  }
+  const KvCacheConfig& k = config->kv_cache;
+  const struct {
+    const char* type;
+    std::uint64_t c0, c1, g0, g1;
+    double t0, t1;
+  } users[] = {
+      {"chatbot", k.chatbot_context_min, k.chatbot_context_max, k.chatbot_generation_min,
+       k.chatbot_generation_max, k.chatbot_think_time_min, k.chatbot_think_time_max},
+      {"coding", k.coding_context_min, k.coding_context_max, k.coding_generation_min,
+       k.coding_generation_max, k.coding_think_time_min, k.coding_think_time_max},
+      {"document", k.document_context_min, k.document_context_max, k.document_generation_min,
+       k.document_generation_max, k.document_think_time_min, k.document_think_time_max}};
+  for (const auto& u : users) {
+    IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "context", u.c0, u.c1));
+    IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "generation", u.g0, u.g1));
+    IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "think_time", u.t0, u.t1));
+  }
+  if (k.num_gpus < k.tensor_parallel) {
+    return check.Fail({"kv_cache.num_gpus", "kv_cache.tensor_parallel"},
+                      Str(static_cast<std::int64_t>(k.num_gpus)) +
+                          " is less than kv_cache.tensor_parallel (" +
+                          Str(static_cast<std::int64_t>(k.tensor_parallel)) +
+                          "); each tensor-parallel rank holds its share on its own GPU");
+  }
+  return Status::OK();
+}
 
 Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator) {
   const Validator check(root, locator);

@@ -19,6 +19,7 @@ enum class RunPhase : int {
   kEval,             // an evaluation pass
   kCheckpointWrite,  // writing a checkpoint
   kCheckpointRead,   // reading one back
+  kKvCache,          // the KV-cache workflow (kvcache/engine.h)
 };
 
 // One rank's position in the run. Writers: the engine's threads; reader: the
@@ -39,6 +40,8 @@ struct ProgressBoard {
   // training).
   std::atomic<std::int64_t> checkpoint{0};
   std::atomic<std::int64_t> checkpoints{0};
+  // The KV-cache workflow: requests completed.
+  std::atomic<std::uint64_t> requests{0};
 
   void SetPhase(RunPhase p) { phase.store(static_cast<int>(p), std::memory_order_relaxed); }
   RunPhase Phase() const { return static_cast<RunPhase>(phase.load(std::memory_order_relaxed)); }

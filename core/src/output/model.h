@@ -24,6 +24,7 @@
 #include "engine/generator.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
+#include "kvcache/results.h"
 #include "metrics/histogram.h"
 #include "metrics/host_telemetry.h"
 #include "metrics/records.h"
@@ -43,6 +44,8 @@ struct RunOutcome {
   std::optional<engine::GenerateReport> generate;
   std::optional<engine::TrainResult> train;
   std::optional<engine::CheckpointOnlyResult> checkpoint_only;
+  // The KV-cache workflow's figures of this rank (workflow.kv_cache).
+  std::optional<kvcache::KvFigures> kv_cache;
   // Set when the run checkpoints (training with checkpoints or checkpoint-only).
   engine::Checkpointer* checkpointer = nullptr;
   // The run-wide time origin (rank 0's wall clock) and this rank's timeline
@@ -224,6 +227,7 @@ struct RunResults {
   std::optional<GenerateResults> generate;
   std::optional<TrainResults> train;
   std::optional<CheckpointResults> checkpoint;
+  std::optional<kvcache::KvResults> kv_cache;  // workflow.kv_cache, all ranks
 
   IoTotals io;
   // io_counters.csv: the top iomimic.io_counters_top paths by bytes read and

@@ -205,6 +205,12 @@ Result<RunResults> WriteResults(const std::string& folder, engine::Session& sess
   IOMIMIC_ASSIGN_OR_RETURN(RunResults results, CollectResults(session, outcome));
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteAcceleratorFiles(
       folder, cluster.rank(), results, outcome, session.config(), &results.max_steps_per_entry)));
+  if (outcome.kv_cache) {
+    // <rank>_kv_cache.json: each rank's own figures, as training's per-rank files.
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteTextFile(
+        folder + "/" + std::to_string(cluster.rank()) + "_kv_cache.json",
+        kvcache::KvRankJson(*outcome.kv_cache, cluster.rank(), session.config().kv_cache))));
+  }
   Status logged;
   if (cluster.rank() == 0 && outcome.train && !outcome.train->accelerators.empty()) {
     // DLIO's progress lines in the run's log (dlio.log), where DLIO's users

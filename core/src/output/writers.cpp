@@ -620,6 +620,7 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
   summary["data_size_per_host_GB"] = Num(r.data_size_per_host_gib);
   summary["epochs"] = r.train ? r.train->epochs : 0;
   summary["end"] = Timestamp(r.end.wall);
+  if (r.kv_cache) summary["kv_cache"] = json::parse(kvcache::KvCacheJson(*r.kv_cache, c.kv_cache));
   summary["iomimic"] = IomimicJson(r, manifest);
   return Dump(summary) + "\n";
 }
@@ -1096,6 +1097,7 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
     checkpoint_line("save", r.checkpoint->saves);
     checkpoint_line("load", r.checkpoint->loads);
   }
+  if (r.kv_cache) h << kvcache::KvConsoleLines(*r.kv_cache);
   if (r.sample_latency.count() > 0) {
     std::snprintf(line, sizeof(line),
                   "  sample read latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu samples)\n",

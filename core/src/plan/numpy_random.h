@@ -10,24 +10,24 @@
 
 #include <cstdint>
 
+#include "plan/mt19937.h"
+
 namespace iomimic::plan {
 
 class NumpyLegacyRandom {
  public:
-  explicit NumpyLegacyRandom(std::uint32_t seed);
+  explicit NumpyLegacyRandom(std::uint32_t seed) { mt_.InitGenrand(seed); }
 
-  std::uint32_t NextU32();
+  std::uint32_t NextU32() { return mt_.Next(); }
   // Uniform in [0, 1), 53 bits, as random_sample().
-  double NextDouble();
+  double NextDouble() { return mt_.Next53(); }
   // Standard normal, as the legacy gauss.
   double NextGauss();
   // loc + scale * gauss, as np.random.normal(loc, scale).
   double Normal(double loc, double scale) { return loc + scale * NextGauss(); }
 
  private:
-  void Twist();
-  std::uint32_t state_[624];
-  int index_ = 624;
+  Mt19937 mt_;
   bool has_gauss_ = false;
   double gauss_ = 0;
 };

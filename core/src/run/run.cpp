@@ -14,6 +14,7 @@
 #include "engine/interrupt.h"
 #include "engine/session.h"
 #include "engine/trainer.h"
+#include "kvcache/engine.h"
 #include "metrics/host_telemetry.h"
 #include "output/results.h"
 #include "plan/plan.h"
@@ -129,6 +130,8 @@ class ProgressTimer {
     }
     p.checkpoint = b.checkpoint.load(std::memory_order_relaxed);
     p.checkpoints = b.checkpoints.load(std::memory_order_relaxed);
+    p.requests = b.requests.load(std::memory_order_relaxed);
+    if (p.phase == Progress::Phase::kKvCache) p.duration = session_.config().kv_cache.duration;
     return p;
   }
 
@@ -216,7 +219,9 @@ class WorkloadRun {
     IOMIMIC_RETURN_IF_ERROR(PrepareFolder());
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
-    if (training()) {
+    if (c_.workflow.kv_cache) {
+      IOMIMIC_RETURN_IF_ERROR(KvCache());
+    } else if (training()) {
       IOMIMIC_RETURN_IF_ERROR(TrainModel());
     } else if (checkpoint_only()) {
       IOMIMIC_RETURN_IF_ERROR(CheckpointOnly());
@@ -307,7 +312,7 @@ class WorkloadRun {
   // that the training run that usually follows with the same folder finds it
   // free (output/results.h).
   Status PrepareFolder() {
-    const bool generates_only = !training() && !checkpoint_only();
+    const bool generates_only = !training() && !checkpoint_only() && !c_.workflow.kv_cache;
     Result<std::string> prepared =
         output::PrepareOutputFolder(c_, cluster_, generates_only ? "generate" : "");
     if (!prepared.ok()) return Fail(prepared.status());
@@ -415,6 +420,23 @@ class WorkloadRun {
         engine::RunCheckpointOnly(*session_, *checkpointer_);
     if (!done.ok()) return FinishFailed(done.status());
     outcome_.checkpoint_only = std::move(done).value();
+    return Status::OK();
+  }
+
+  // The KV-cache offload workflow (kvcache/engine.h): this rank's server;
+  // the results merge the ranks'.
+  Status KvCache() {
+    progress_->MarkPhaseStart(0, 0);
+    kvcache::KvRunOptions options;
+    if (!c_.kv_cache.io_trace_log.empty()) {
+      const std::string& name = c_.kv_cache.io_trace_log;
+      options.trace_path = (name.front() == '/' ? name : folder_ + "/" + name) +
+                           (cluster_.rank() > 0 ? ".rank" + std::to_string(cluster_.rank()) : "");
+    }
+    Result<kvcache::KvFigures> done = kvcache::RunKvCache(*session_, options);
+    Status status = cluster_.AgreeOnStatus(done.status());
+    if (!status.ok()) return FinishFailed(status);
+    outcome_.kv_cache = std::move(done).value();
     return Status::OK();
   }
 

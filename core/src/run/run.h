@@ -36,7 +36,7 @@ struct RunOptions {
 // rank's; times are seconds since the phase's start (generation, training,
 // the checkpoint-only workflow).
 struct Progress {
-  enum class Phase { kIdle, kGenerate, kTrain, kEval, kCheckpointWrite, kCheckpointRead };
+  enum class Phase { kIdle, kGenerate, kTrain, kEval, kCheckpointWrite, kCheckpointRead, kKvCache };
   Phase phase = Phase::kIdle;
   double seconds = 0;
   int rank = 0;
@@ -64,6 +64,10 @@ struct Progress {
   // (0 when not known ahead, as during training).
   std::int64_t checkpoint = 0;
   std::int64_t checkpoints = 0;
+  // The KV-cache workflow: requests completed, and the run's duration
+  // (kv_cache.duration, seconds).
+  std::uint64_t requests = 0;
+  double duration = 0;
 };
 
 // What generation is about to do.

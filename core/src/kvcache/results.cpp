@@ -1,0 +1,383 @@
+#include "kvcache/results.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace iomimic::kvcache {
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+double Ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
+
+// P50 to P99.99 of `h` in milliseconds (the reference's percentiles, and P90).
+json Latency(const metrics::LatencyHistogram& h) {
+  json o;
+  o["count"] = h.count();
+  o["mean"] = Num(h.mean_ns() / 1e6);
+  static constexpr std::pair<const char*, double> kQ[] = {{"p50", 0.50},   {"p90", 0.90},
+                                                          {"p95", 0.95},   {"p99", 0.99},
+                                                          {"p999", 0.999}, {"p9999", 0.9999}};
+  for (const auto& [name, q] : kQ) o[name] = Num(h.count() ? Ms(h.Percentile(q)) : 0);
+  o["max"] = Num(Ms(h.max_ns()));
+  return o;
+}
+
+metrics::LatencyHistogram Merge(const metrics::LatencyHistogram& h, cluster::Cluster& cluster) {
+  const std::vector<std::uint64_t> summed = cluster.SumU64s(h.Export());
+  const double max = cluster.MaxDouble(static_cast<double>(h.max_ns()));
+  const double min = cluster.MinDouble(h.count() ? static_cast<double>(h.min_ns()) : 1e300);
+  return metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(max),
+                                           min >= 1e300 ? 0 : static_cast<std::uint64_t>(min));
+}
+
+// Every counter of KvFigures, in one fixed order, through `visit`.
+template <typename F, typename Figures>
+void Counters(Figures& f, F visit) {
+  for (auto* v : {&f.requests,
+                  &f.tokens_generated,
+                  &f.context_tokens,
+                  &f.cache_hits,
+                  &f.cache_misses,
+                  &f.multi_turn_hits,
+                  &f.multi_turn_misses,
+                  &f.prefix_lookups,
+                  &f.user_cache_hits,
+                  &f.prefill_writes,
+                  &f.decode_reads,
+                  &f.read_operations,
+                  &f.write_operations,
+                  &f.total_read_bytes,
+                  &f.total_write_bytes,
+                  &f.storage_header_bytes_written,
+                  &f.storage_header_bytes_read,
+                  &f.storage_cut_short_bytes_written,
+                  &f.storage_cut_short_bytes_read,
+                  &f.evictions,
+                  &f.offloads_cpu,
+                  &f.offloads_storage,
+                  &f.forced}) {
+    visit(*v);
+  }
+  for (int q = 0; q < kQosCount; ++q) visit(f.qos_requests[q]), visit(f.qos_violations[q]);
+  for (auto& t : f.tier) {
+    for (auto* v : {&t.reads, &t.writes, &t.read_bytes, &t.write_bytes, &t.evict_reads,
+                    &t.evict_writes, &t.evict_read_bytes, &t.evict_write_bytes, &t.deletes,
+                    &t.delete_bytes, &t.entries, &t.used_bytes, &t.capacity_bytes}) {
+      visit(*v);
+    }
+  }
+}
+
+template <typename F, typename Figures>
+void Histograms(Figures& f, F visit) {
+  visit(f.end_to_end), visit(f.storage), visit(f.generation);
+  for (auto& h : f.qos_end_to_end) visit(h);
+  for (auto& t : f.tier) {
+    for (auto* h :
+         {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host}) {
+      visit(*h);
+    }
+  }
+}
+
+double Share(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+json TierJson(const TierFigures& t, double seconds, std::uint64_t hits) {
+  json o;
+  o["hit_share"] = Num(Share(t.reads, hits));  // of the cache hits, those served here
+  o["reads"] = t.reads;
+  o["writes"] = t.writes;
+  o["read_bytes"] = t.read_bytes;
+  o["write_bytes"] = t.write_bytes;
+  o["eviction_reads"] = t.evict_reads;
+  o["eviction_writes"] = t.evict_writes;
+  o["eviction_read_bytes"] = t.evict_read_bytes;
+  o["eviction_write_bytes"] = t.evict_write_bytes;
+  o["deletes"] = t.deletes;
+  o["delete_bytes"] = t.delete_bytes;
+  const double read = static_cast<double>(t.read_bytes + t.evict_read_bytes);
+  const double write = static_cast<double>(t.write_bytes + t.evict_write_bytes);
+  o["read_GiB_per_second"] = Num(Rate(read / kGiB, seconds));
+  o["write_GiB_per_second"] = Num(Rate(write / kGiB, seconds));
+  o["entries_at_end"] = t.entries;
+  o["used_bytes_at_end"] = t.used_bytes;
+  o["capacity_bytes"] = t.capacity_bytes;
+  json lat;
+  lat["read"] = Latency(t.read);
+  lat["write"] = Latency(t.write);
+  if (t.read_device.count() + t.write_device.count() > 0) {
+    lat["read_device"] = Latency(t.read_device);
+    lat["read_host"] = Latency(t.read_host);
+    lat["write_device"] = Latency(t.write_device);
+    lat["write_host"] = Latency(t.write_host);
+  }
+  o["latency_ms"] = std::move(lat);
+  return o;
+}
+
+json QosJson(const KvFigures& f) {
+  json o;
+  for (int q = 0; q < kQosCount; ++q) {
+    const QosLevel qos = static_cast<QosLevel>(q);
+    json c;
+    const metrics::LatencyHistogram& h = f.qos_end_to_end[q];
+    c["requests"] = f.qos_requests[q];
+    c["target_p95_ms"] = QosTargetP95Ms(qos);
+    c["latency_ms"] = Latency(h);
+    const double p95 = h.count() ? Ms(h.Percentile(0.95)) : 0;
+    c["meets_target"] = h.count() == 0 || p95 <= QosTargetP95Ms(qos);
+    c["violations"] = f.qos_violations[q];
+    c["sla_compliance"] = Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
+                                                            static_cast<double>(f.qos_requests[q])
+                                                : 1.0);
+    o[QosLevelName(qos)] = std::move(c);
+  }
+  return o;
+}
+
+// The reference's own headline figures under its names
+// (kv_cache/benchmark.py _calculate_stats, kv_cache/cache.py get_stats).
+json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
+  json o;
+  const double s = f.seconds;
+  o["total_requests"] = f.requests;
+  o["total_tokens"] = f.tokens_generated;
+  o["elapsed_time"] = Num(s);
+  o["avg_throughput_tokens_per_sec"] = Num(Rate(static_cast<double>(f.tokens_generated), s));
+  o["storage_throughput_tokens_per_sec"] = Num(storage_tokens_per_second);
+  o["requests_per_second"] = Num(Rate(static_cast<double>(f.requests), s));
+  o["end_to_end_latency_ms"] = Latency(f.end_to_end);
+  o["storage_io_latency_ms"] = Latency(f.storage);
+  o["generation_latency_ms"] = Latency(f.generation);
+  json c;
+  const double accesses = static_cast<double>(f.cache_hits + f.cache_misses);
+  c["cache_hit_rate"] = Num(accesses > 0 ? static_cast<double>(f.cache_hits) / accesses : 0);
+  c["cache_hits"] = f.cache_hits;
+  c["cache_misses"] = f.cache_misses;
+  c["prefill_writes"] = f.prefill_writes;
+  c["decode_reads"] = f.decode_reads;
+  c["offloads_cpu"] = f.offloads_cpu;
+  c["offloads_storage"] = f.offloads_storage;
+  c["evictions"] = f.evictions;
+  const char* names[kTierCount] = {"gpu", "cpu", "storage"};
+  for (int t = 0; t < kTierCount; ++t) {
+    const TierFigures& x = f.tier[t];
+    const std::string n = names[t];
+    c["tier_" + n + "_kv_bytes_written_gb"] = Num(static_cast<double>(x.write_bytes) / kGiB);
+    c["tier_" + n + "_kv_bytes_read_gb"] = Num(static_cast<double>(x.read_bytes) / kGiB);
+    c["tier_" + n + "_read_bandwidth_gbps"] = Num(Rate(x.read_bytes / kGiB, s));
+    c["tier_" + n + "_write_bandwidth_gbps"] = Num(Rate(x.write_bytes / kGiB, s));
+  }
+  c["user_cache_hits"] = f.user_cache_hits;
+  c["multi_turn_hits"] = f.multi_turn_hits;
+  c["total_read_gb"] = Num(static_cast<double>(f.total_read_bytes) / kGiB);
+  c["total_write_gb"] = Num(static_cast<double>(f.total_write_bytes) / kGiB);
+  c["read_write_ratio"] = Num(static_cast<double>(f.total_read_bytes) /
+                              static_cast<double>(std::max<std::uint64_t>(f.total_write_bytes, 1)));
+  c["read_iops"] = f.read_operations;
+  c["write_iops"] = f.write_operations;
+  c["storage_tokens_processed"] = Num(f.storage_tokens_processed);
+  o["cache_stats"] = std::move(c);
+  json m;
+  m["cache_hits"] = f.multi_turn_hits;
+  m["cache_misses"] = f.multi_turn_misses;
+  m["hit_rate"] =
+      Num(static_cast<double>(f.multi_turn_hits) /
+          static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
+  o["multi_turn_stats"] = std::move(m);
+  return o;
+}
+
+json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
+                 double storage_tokens_per_second) {
+  json o;
+  o["model"] = c.model;
+  o["ranks"] = ranks;
+  o["num_users_per_rank"] = c.num_users;
+  o["duration_seconds"] = Num(f.seconds);
+  o["requests"] = f.requests;
+  o["tokens_generated"] = f.tokens_generated;
+  o["context_tokens"] = f.context_tokens;
+  o["wall_tokens_per_second"] = Num(Rate(static_cast<double>(f.tokens_generated), f.seconds));
+  o["storage_tokens_per_second"] = Num(storage_tokens_per_second);
+  o["requests_per_second"] = Num(Rate(static_cast<double>(f.requests), f.seconds));
+  json lat;
+  lat["end_to_end"] = Latency(f.end_to_end);
+  lat["storage"] = Latency(f.storage);
+  lat["generation"] = Latency(f.generation);
+  o["latency_ms"] = std::move(lat);
+  json tiers;
+  for (int t = 0; t < kTierCount; ++t) {
+    tiers[std::string(TierName(static_cast<Tier>(t)))] =
+        TierJson(f.tier[t], f.seconds, f.cache_hits);
+  }
+  o["tiers"] = std::move(tiers);
+  o["storage_header_bytes_written"] = f.storage_header_bytes_written;
+  o["storage_header_bytes_read"] = f.storage_header_bytes_read;
+  o["storage_cut_short_bytes_written"] = f.storage_cut_short_bytes_written;
+  o["storage_cut_short_bytes_read"] = f.storage_cut_short_bytes_read;
+  json cache;
+  cache["hits"] = f.cache_hits;
+  cache["misses"] = f.cache_misses;
+  cache["hit_rate"] = Num(Share(f.cache_hits, f.cache_hits + f.cache_misses));
+  cache["multi_turn_hits"] = f.multi_turn_hits;
+  cache["multi_turn_misses"] = f.multi_turn_misses;
+  cache["multi_turn_hit_rate"] =
+      Num(Share(f.multi_turn_hits, f.multi_turn_hits + f.multi_turn_misses));
+  cache["prefix_lookups"] = f.prefix_lookups;
+  cache["evictions"] = f.evictions;
+  cache["demotions_to_cpu"] = f.offloads_cpu;
+  cache["demotions_to_storage"] = f.offloads_storage;
+  cache["forced_placements"] = f.forced;
+  o["cache"] = std::move(cache);
+  o["qos"] = QosJson(f);
+  o["reference"] = ReferenceJson(f, storage_tokens_per_second);
+  return o;
+}
+
+}  // namespace
+
+KvRankFigures RankFigures(const KvFigures& f, int rank) {
+  KvRankFigures r;
+  r.rank = rank;
+  r.requests = f.requests;
+  r.seconds = f.seconds;
+  r.storage_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.storage_io_seconds);
+  r.wall_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.seconds);
+  const TierFigures& s = f.tier[static_cast<int>(Tier::kStorage)];
+  r.storage_read_GiB_per_second =
+      Rate(static_cast<double>(s.read_bytes + s.evict_read_bytes) / kGiB, f.seconds);
+  r.storage_write_GiB_per_second =
+      Rate(static_cast<double>(s.write_bytes + s.evict_write_bytes) / kGiB, f.seconds);
+  r.end_to_end_p95_ms = f.end_to_end.count() ? Ms(f.end_to_end.Percentile(0.95)) : 0;
+  r.storage_p95_ms = f.storage.count() ? Ms(f.storage.Percentile(0.95)) : 0;
+  return r;
+}
+
+KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
+  KvResults out;
+  std::vector<std::uint64_t> counters;
+  Counters(local, [&](const std::uint64_t& v) { counters.push_back(v); });
+  counters = cluster.SumU64s(counters);
+  std::size_t i = 0;
+  Counters(out.all, [&](std::uint64_t& v) { v = counters[i++]; });
+  const std::vector<double> sums = cluster.SumDoubles(
+      {local.storage_tokens_processed, local.storage_io_seconds, local.generation_seconds});
+  out.all.storage_tokens_processed = sums[0];
+  out.all.storage_io_seconds = sums[1];
+  out.all.generation_seconds = sums[2];
+  out.all.seconds = cluster.MaxDouble(local.seconds);
+  out.all.interrupted_by =
+      static_cast<int>(cluster.MaxDouble(static_cast<double>(local.interrupted_by)));
+  std::vector<const metrics::LatencyHistogram*> mine;
+  Histograms(local, [&](const metrics::LatencyHistogram& h) { mine.push_back(&h); });
+  i = 0;
+  Histograms(out.all, [&](metrics::LatencyHistogram& h) { h = Merge(*mine[i++], cluster); });
+  const KvRankFigures me = RankFigures(local, cluster.rank());
+  char text[512];
+  std::snprintf(text, sizeof text, "%d %llu %.17g %.17g %.17g %.17g %.17g %.17g %.17g", me.rank,
+                static_cast<unsigned long long>(me.requests), me.seconds,
+                me.storage_tokens_per_second, me.wall_tokens_per_second,
+                me.storage_read_GiB_per_second, me.storage_write_GiB_per_second,
+                me.end_to_end_p95_ms, me.storage_p95_ms);
+  for (const std::string& row : cluster.AllGatherStrings(text)) {
+    KvRankFigures r;
+    std::istringstream in(row);
+    in >> r.rank >> r.requests >> r.seconds >> r.storage_tokens_per_second >>
+        r.wall_tokens_per_second >> r.storage_read_GiB_per_second >>
+        r.storage_write_GiB_per_second >> r.end_to_end_p95_ms >> r.storage_p95_ms;
+    out.ranks.push_back(r);
+  }
+  return out;
+}
+
+std::string KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) {
+  double tokens = 0, read = 0, write = 0, wall = 0, e2e = 0, storage = 0;
+  json per_rank = json::array();
+  for (const KvRankFigures& r : results.ranks) {
+    tokens += r.storage_tokens_per_second;
+    wall += r.wall_tokens_per_second;
+    read += r.storage_read_GiB_per_second;
+    write += r.storage_write_GiB_per_second;
+    e2e = std::max(e2e, r.end_to_end_p95_ms);
+    storage = std::max(storage, r.storage_p95_ms);
+    json o;
+    o["rank"] = r.rank;
+    o["requests"] = r.requests;
+    o["seconds"] = Num(r.seconds);
+    o["storage_tokens_per_second"] = Num(r.storage_tokens_per_second);
+    o["wall_tokens_per_second"] = Num(r.wall_tokens_per_second);
+    o["storage_read_GiB_per_second"] = Num(r.storage_read_GiB_per_second);
+    o["storage_write_GiB_per_second"] = Num(r.storage_write_GiB_per_second);
+    o["end_to_end_p95_ms"] = Num(r.end_to_end_p95_ms);
+    o["storage_p95_ms"] = Num(r.storage_p95_ms);
+    per_rank.push_back(std::move(o));
+  }
+  json o = FiguresJson(results.all, config, static_cast<int>(results.ranks.size()), tokens);
+  json agg;
+  agg["storage_tokens_per_second"] = Num(tokens);
+  agg["wall_tokens_per_second"] = Num(wall);
+  agg["storage_read_GiB_per_second"] = Num(read);
+  agg["storage_write_GiB_per_second"] = Num(write);
+  agg["max_rank_end_to_end_p95_ms"] = Num(e2e);
+  agg["max_rank_storage_p95_ms"] = Num(storage);
+  o["aggregate"] = std::move(agg);
+  o["per_rank"] = std::move(per_rank);
+  return o.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string KvRankJson(const KvFigures& local, int rank, const config::KvCacheConfig& config) {
+  const KvRankFigures me = RankFigures(local, rank);
+  json o = FiguresJson(local, config, 1, me.storage_tokens_per_second);
+  o["rank"] = rank;
+  return o.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string KvConsoleLines(const KvResults& results) {
+  const KvFigures& f = results.all;
+  double tokens = 0, read = 0, e2e = 0;
+  for (const KvRankFigures& r : results.ranks) {
+    tokens += r.storage_tokens_per_second;
+    read += r.storage_read_GiB_per_second;
+    e2e = std::max(e2e, r.end_to_end_p95_ms);
+  }
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "  kv-cache: %llu requests, %llu tokens in %.1f s: %.1f tokens/s wall, %.1f "
+                "tokens/s storage\n",
+                static_cast<unsigned long long>(f.requests),
+                static_cast<unsigned long long>(f.tokens_generated), f.seconds,
+                Rate(static_cast<double>(f.tokens_generated), f.seconds), tokens);
+  out << line;
+  for (int t = 0; t < kTierCount; ++t) {
+    const TierFigures& x = f.tier[t];
+    if (x.reads + x.writes + x.evict_reads + x.evict_writes == 0) continue;
+    std::snprintf(line, sizeof line,
+                  "  kv-cache %s: %.1f MiB read (%.3f GiB/s), %.1f MiB written (%.3f GiB/s), "
+                  "read p95 %.2f ms, write p95 %.2f ms\n",
+                  std::string(TierName(static_cast<Tier>(t))).c_str(),
+                  static_cast<double>(x.read_bytes + x.evict_read_bytes) / 1048576.0,
+                  Rate(static_cast<double>(x.read_bytes + x.evict_read_bytes) / kGiB, f.seconds),
+                  static_cast<double>(x.write_bytes + x.evict_write_bytes) / 1048576.0,
+                  Rate(static_cast<double>(x.write_bytes + x.evict_write_bytes) / kGiB, f.seconds),
+                  Ms(x.read.Percentile(0.95)), Ms(x.write.Percentile(0.95)));
+    out << line;
+  }
+  std::snprintf(line, sizeof line,
+                "  kv-cache latency: end-to-end p95 %.2f ms (largest rank's %.2f ms), storage p95 "
+                "%.2f ms; storage read %.3f GiB/s summed over ranks\n",
+                Ms(f.end_to_end.Percentile(0.95)), e2e, Ms(f.storage.Percentile(0.95)), read);
+  out << line;
+  return out.str();
+}
+
+}  // namespace iomimic::kvcache

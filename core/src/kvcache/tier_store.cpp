@@ -1,0 +1,288 @@
+#include "kvcache/tier_store.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+namespace iomimic::kvcache {
+namespace {
+
+int MemoryIndex(Tier tier) { return tier == Tier::kAccelerator ? 0 : 1; }
+
+std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
+  return MixSeed(seed, std::hash<std::string>{}(key));
+}
+
+}  // namespace
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TierStore::TierStore(Storage& storage, StoreOptions options)
+    : storage_(storage), options_(std::move(options)) {}
+
+void TierStore::PathOf(const std::string& key, std::string* path) const {
+  path->assign(options_.folder);
+  path->append("/");
+  path->append(key);
+  path->append(".npy");
+}
+
+std::size_t TierStore::Header(std::uint64_t bytes, char* out) const {
+  const std::uint64_t per_token = options_.model->bytes_per_token();
+  std::array<std::uint64_t, 5> dims{};
+  std::size_t n = 1;
+  if (options_.tensor_parallel > 1) {
+    dims[0] = bytes / 2;
+  } else {
+    n = EntryShapeInto(*options_.model, per_token == 0 ? 0 : bytes / per_token, 1, &dims);
+  }
+  return WriteNpyHeader(std::span<const std::uint64_t>(dims.data(), n), out);
+}
+
+std::uint64_t TierStore::header_bytes(std::uint64_t bytes) const {
+  char header[kNpyHeaderMax];
+  return Header(bytes, header);
+}
+
+Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
+  if (!wb.buffer.empty()) return Status::OK();
+  Result<Buffer> made = AllocateHostBuffer(storage_, options_.transfer_size, "kv_cache");
+  if (!made.ok()) return made.status();
+  wb.buffer = std::move(made).value();
+  return Status::OK();
+}
+
+void TierStore::EmulateCopy(Tier tier, std::uint64_t bytes, double started) const {
+  if (tier != Tier::kAccelerator) return;
+  const double until = started + static_cast<double>(bytes) / options_.gpu_copy_bytes_per_second;
+  const double left = until - Now();
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+}
+
+Buffer* TierStore::FindBlock(Tier tier, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& map = memory_[MemoryIndex(tier)];
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+void TierStore::FreeBlock(Tier tier, const std::string& key) {
+  Buffer freed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& map = memory_[MemoryIndex(tier)];
+    auto it = map.find(key);
+    if (it == map.end()) return;
+    freed = std::move(it->second);
+    map.erase(it);
+  }
+}
+
+Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
+                              WorkerBuffer& wb, OpTiming* timing) {
+  const double start = Now();
+  Buffer block = Buffer::AllocateHost(bytes, 64);
+  if (bytes != 0 && block.empty()) {
+    return Status::ResourceExhausted("kv_cache: cannot allocate " + std::to_string(bytes) +
+                                     " bytes for the " + std::string(TierName(tier)) + " tier");
+  }
+  if (source.memory != nullptr) {
+    std::memcpy(block.data(), source.memory, bytes);
+  } else {
+    IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+    for (std::uint64_t done = 0; done < bytes;) {
+      if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
+      const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
+      source.stream->Fill(wb.buffer.span().first(n));
+      std::memcpy(block.data() + done, wb.buffer.data(), n);
+      done += n;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    memory_[MemoryIndex(tier)][key] = std::move(block);
+  }
+  EmulateCopy(tier, bytes, start);
+  timing->total = timing->device = timing->host = Now() - start;
+  return Status::OK();
+}
+
+Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t bytes,
+                             WorkerBuffer& wb, OpTiming* timing) {
+  const double start = Now();
+  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  const Buffer* block = FindBlock(tier, key);
+  if (block == nullptr) {
+    return Status::Internal("kv_cache: entry " + key + " missing from the " +
+                            std::string(TierName(tier)) + " tier");
+  }
+  for (std::uint64_t done = 0; done < bytes;) {
+    if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
+    const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
+    std::memcpy(wb.buffer.data(), block->data() + done, n);
+    done += n;
+  }
+  EmulateCopy(tier, bytes, start);
+  timing->total = timing->device = timing->host = Now() - start;
+  return Status::OK();
+}
+
+Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Source source,
+                               WorkerBuffer& wb, OpTiming* timing) {
+  const double start = Now();
+  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  char header[kNpyHeaderMax];
+  const std::size_t header_size = Header(bytes, header);
+  const std::uint64_t total = header_size + bytes;
+  OpenOptions open;
+  open.mode = OpenMode::kWrite;
+  open.hint = AccessHint::kSequential;
+  open.expected_size = total;
+  std::string& path = wb.path;
+  PathOf(key, &path);
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
+  std::uint64_t payload = 0;
+  for (std::uint64_t offset = 0; offset < total;) {
+    const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
+    std::span<std::byte> chunk = wb.buffer.span().first(n);
+    std::size_t at = 0;
+    if (offset < header_size) {
+      at = std::min<std::size_t>(header_size - offset, chunk.size());
+      std::memcpy(chunk.data(), header + offset, at);
+    }
+    std::span<std::byte> body = chunk.subspan(at);
+    if (source.memory != nullptr) {
+      std::memcpy(body.data(), source.memory + payload, body.size());
+    } else {
+      source.stream->Fill(body);
+    }
+    payload += body.size();
+    Status st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
+                            : file->WriteAt(offset, chunk);
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kAborted) cut_written_ += offset;
+      (void)file->Abort();
+      (void)storage_.Remove(path);  // no half-written entry is left behind
+      return st;
+    }
+    offset += n;
+  }
+  const double written = Now();
+  IOMIMIC_RETURN_IF_ERROR(file->Sync());
+  IOMIMIC_RETURN_IF_ERROR(file->Close());
+  const double end = Now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stored_[key] = true;
+  }
+  timing->total = end - start;
+  timing->host = written - start;
+  timing->device = end - written;
+  return Status::OK();
+}
+
+Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                              OpTiming* timing) {
+  const double start = Now();
+  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  std::string& path = wb.path;
+  PathOf(key, &path);
+  IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+  OpenOptions open;
+  open.mode = OpenMode::kRead;
+  open.hint = AccessHint::kWholeFile;
+  open.drop_cache = true;
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
+  const double opened = Now();
+  const std::uint64_t total = info.size;
+  for (std::uint64_t offset = 0; offset < total;) {
+    if (Cancelled()) {
+      cut_read_ += offset;
+      return Status::Aborted("kv_cache: the benchmark ended");
+    }
+    const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
+    IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
+    if (got == 0) break;
+    offset += got;
+  }
+  const double read = Now();
+  IOMIMIC_RETURN_IF_ERROR(file->Close());
+  const double end = Now();
+  if (total < bytes) {
+    return Status::Corruption("kv_cache: " + path + " holds " + std::to_string(total) +
+                              " bytes, fewer than the entry's " + std::to_string(bytes));
+  }
+  timing->total = end - start;
+  timing->device = read - opened;
+  timing->host = timing->total - timing->device;
+  return Status::OK();
+}
+
+Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                           OpTiming* timing) {
+  ContentStream stream(KeySeed(options_.content_seed, key));
+  Source source;
+  source.stream = &stream;
+  if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);
+  return MemoryWrite(tier, key, bytes, source, wb, timing);
+}
+
+Status TierStore::Read(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                       OpTiming* timing) {
+  if (tier == Tier::kStorage) return StorageRead(key, bytes, wb, timing);
+  return MemoryRead(tier, key, bytes, wb, timing);
+}
+
+Status TierStore::Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes,
+                         WorkerBuffer& wb, OpTiming* read, OpTiming* write) {
+  const double start = Now();
+  const Buffer* block = FindBlock(from, key);
+  if (block == nullptr) {
+    return Status::Internal("kv_cache: entry " + key + " missing from the " +
+                            std::string(TierName(from)) + " tier");
+  }
+  EmulateCopy(from, bytes, start);  // the device-to-host copy out of the accelerator
+  read->total = read->device = read->host = Now() - start;
+  Source source;
+  source.memory = block->data();
+  Status st = to == Tier::kStorage ? StorageWrite(key, bytes, source, wb, write)
+                                   : MemoryWrite(to, key, bytes, source, wb, write);
+  if (st.ok()) FreeBlock(from, key);
+  return st;
+}
+
+Status TierStore::RemoveAll(bool keep) {
+  std::unordered_map<std::string, bool> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left.swap(stored_);
+  }
+  if (keep) return Status::OK();
+  WorkerBuffer wb;
+  for (const auto& [key, held] : left) IOMIMIC_RETURN_IF_ERROR(Delete(key, wb));
+  return Status::OK();
+}
+
+Status TierStore::Delete(const std::string& key, WorkerBuffer& wb) {
+  PathOf(key, &wb.path);
+  Status st = storage_.Remove(wb.path);
+  if (st.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stored_.erase(key);
+    return st;
+  }
+  if (st.code() == StatusCode::kNotSupported) {
+    return Status::NotSupported("kv_cache: the storage back end '" + storage_.name() +
+                                "' refuses deletes (" + st.message() +
+                                "); the KV-cache storage tier deletes its least recently used "
+                                "entries when full");
+  }
+  return st.WithContext("kv_cache: deleting an evicted entry");
+}
+
+}  // namespace iomimic::kvcache

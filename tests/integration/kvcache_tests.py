@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""End-to-end checks of `iomimic kvcache-replay` and of the kv-cache.py entry
+point (docs/kvcache-reference.md). kvcache-replay:
+the small trace tests/kvcache/small_trace.csv (written for these tests in the
+KV-cache reference's --io-trace-log format: Tier-2 prefill writes and decode
+reads, an eviction Tier-0 -> Tier-1 -> Tier-2, a read of an object the trace
+never writes, a key with a folder) replayed on posix. Run by ctest.
+
+Usage: kvcache_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import collections
+import csv
+import io
+import json
+import os
+
+import numpy as np
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+
+def args():
+    return harness.ARGS
+
+
+def trace_path():
+    return os.path.join(args().source, "tests", "kvcache", "small_trace.csv")
+
+
+def expected_groups(path):
+    """(ops, bytes) per 'Operation Tier Phase', counted here from the CSV."""
+    groups = collections.defaultdict(lambda: [0, 0])
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            g = groups["%s %s %s" % (row["Operation"], row["Tier"], row["Phase"] or "(none)")]
+            g[0] += 1
+            g[1] += int(row["Object_Size_Bytes"])
+    return groups
+
+
+def test_kvcache_replay_posix():
+    """Every Tier-2 row is one operation with the trace's bytes, on two
+    threads; memory tiers are counted, not replayed; the kept objects are
+    .npy files numpy loads, of the trace's sizes; the objects are removed
+    without --keep-objects; results are not overwritten."""
+    groups = expected_groups(trace_path())
+    objects = os.path.join(args().work, "objects")
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "posix", "--root", objects,
+         "--threads", "2", "--transfer-size", "65536", "--keep-objects", "--output", out])
+    with open(os.path.join(out, "kvcache_replay.json")) as f:
+        result = json.load(f)
+    got = {name: [g["ops"], g["bytes"]] for name, g in result["groups"].items()}
+    if got != dict(groups):
+        fail("groups %s, the trace has %s" % (got, dict(groups)))
+    tier2 = {k: v for k, v in groups.items() if " Tier-2 " in k}
+    for op, key in (("Write", "writes"), ("Read", "reads")):
+        ops = sum(v[0] for k, v in tier2.items() if k.startswith(op))
+        size = sum(v[1] for k, v in tier2.items() if k.startswith(op))
+        if (result[key]["ops"], result[key]["bytes"]) != (ops, size):
+            fail("%s: %d ops %d bytes replayed, the trace has %d and %d" %
+                 (key, result[key]["ops"], result[key]["bytes"], ops, size))
+        if result[key]["latency_seconds"]["p50"] <= 0:
+            fail("%s: no latency" % key)
+    memory = [v for k, v in groups.items() if " Tier-2 " not in k]
+    if result["skipped_memory_tiers"] != {"ops": sum(v[0] for v in memory),
+                                          "bytes": sum(v[1] for v in memory)}:
+        fail("skipped %s" % result["skipped_memory_tiers"])
+    if result["setup_objects"] != 1:
+        fail("setup_objects %d, expected 1 (the system prompt read)" % result["setup_objects"])
+    # The objects: numpy loads them and they hold the trace's bytes.
+    sizes = {}
+    with open(trace_path(), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Tier"] == "Tier-2":
+                sizes[row["Key"]] = int(row["Object_Size_Bytes"])
+    for key, size in sizes.items():
+        a = np.load(os.path.join(objects, key + ".npy"))
+        if a.nbytes != size or a.ndim != 1:
+            fail("%s.npy holds %s %s, the trace says %d bytes" % (key, a.dtype, a.shape, size))
+    # Again into the same root: refused, nothing overwritten.
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root", objects], expect_ok=False)
+    if p.returncode != 1 or "exists before the replay" not in p.stderr:
+        fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
+    # Same output folder: refused.
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root",
+             os.path.join(args().work, "o2"), "--output", out], expect_ok=False)
+    if p.returncode != 1 or "kvcache_replay.json exists" not in p.stderr:
+        fail("an existing kvcache_replay.json was not refused (exit %d)" % p.returncode)
+    # Without --keep-objects nothing is left.
+    clean = os.path.join(args().work, "clean")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--root", clean, "--timing", "recorded"])
+    left = [os.path.join(d, f) for d, _, files in os.walk(clean) for f in files]
+    if left:
+        fail("objects left after the replay: %s" % left)
+
+
+def test_kvcache_replay_rejects_bad_traces():
+    """A malformed row: exit 1 and one error line naming the file and line;
+    a bad timing value is a usage error (exit 2)."""
+    bad = os.path.join(args().work, "bad.csv")
+    with open(trace_path(), newline="") as f:
+        lines = f.read().split("\r\n")
+    lines[2] = lines[2].replace("Tier-2", "Tier-9")
+    with open(bad, "w", newline="") as f:
+        f.write("\r\n".join(lines))
+    p = run([args().iomimic, "kvcache-replay", bad, "--root", os.path.join(args().work, "o")],
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or (bad + ":3: Tier 'Tier-9'") not in errors[0]:
+        fail("exit %d, stderr %r" % (p.returncode, p.stderr))
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--timing", "slow"], expect_ok=False)
+    if p.returncode != 2:
+        fail("--timing slow exited %d, expected 2" % p.returncode)
+
+
+def test_kvcache_replay_s3():
+    """The same trace on the s3 back end (radosgw from scripts/s3_server.sh,
+    shared with tests/integration/s3_tests.py): every Tier-2 key is one
+    object of the .npy header and the trace's bytes; a second replay into
+    the same prefix is refused; without --keep-objects nothing is left."""
+    import s3_tests
+    env = s3_tests.s3_env()
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = s3_tests.uniq("kvreplay")
+    root = "s3://%s/%s" % (bucket, prefix)
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root,
+         "--threads", "3", "--keep-objects"], env=env)
+    sizes = {}
+    with open(trace_path(), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Tier"] == "Tier-2":
+                sizes[row["Key"]] = int(row["Object_Size_Bytes"])
+    client = s3_tests.boto3_client(env)
+    got = s3_tests.list_keys(client, bucket, prefix + "/")
+    want = {"%s/%s.npy" % (prefix, k): 128 + v for k, v in sizes.items()}
+    if got != want:
+        fail("objects %s, expected %s" % (got, want))
+    body = client.get_object(Bucket=bucket, Key="%s/layer0/user0.npy" % prefix)["Body"].read()
+    if np.load(io.BytesIO(body)).nbytes != 1001:
+        fail("layer0/user0.npy does not load as 1001 bytes")
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root],
+            env=env, expect_ok=False)
+    if p.returncode != 1 or "exists before the replay" not in p.stderr:
+        fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
+    clean = s3_tests.uniq("kvreplay_clean")
+    run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root",
+         "s3://%s/%s" % (bucket, clean)], env=env)
+    if s3_tests.list_keys(client, bucket, clean + "/"):
+        fail("objects left under %s" % clean)
+
+
+def kv_cache_py():
+    return os.path.join(os.path.dirname(args().iomimic), "kv-cache.py")
+
+
+def mlpstorage_command(cache, output, extra=()):
+    """kv-cache.py's command line as mlpstorage's benchmarks/kvcache.py
+    (_build_kvcache_command) builds it, shrunk (tiny-1b, 2 users, 4 requests)."""
+    return ["/usr/bin/python3", kv_cache_py(), "--model", "tiny-1b", "--num-users", "2",
+            "--duration", "20", "--gpu-mem-gb", "0.0", "--cpu-mem-gb", "0.0",
+            "--generation-mode", "none", "--performance-profile", "latency", "--cache-dir", cache,
+            "--output", output, "--seed", "42", "--max-requests", "4"] + list(extra)
+
+
+def test_kv_cache_py_entry_point():
+    """mlpstorage's `python3 kv-cache.py ...` runs iomimic's KV-cache workflow:
+    the run folder is --output's folder, the entries go under --cache-dir, and
+    --output holds the reference's results with the figures mlpstorage reads;
+    under mpirun every rank runs; a feature iomimic lacks is one error."""
+    cache = os.path.join(args().work, "nvme", "kvcache_data")
+    results = os.path.join(args().work, "results")
+    os.makedirs(results)
+    output = os.path.join(results, "kvcache_results_20261127_120000.json")
+    p = run(mlpstorage_command(cache, output))
+    if "--performance-profile latency: accepted" not in p.stderr:
+        fail("no note for --performance-profile")
+    with open(output) as f:
+        res = json.load(f)
+    with open(os.path.join(results, "summary.json")) as f:
+        summary = json.load(f)
+    kv = summary["kv_cache"]
+    if kv["model"] != "tiny-1b" or kv["num_users_per_rank"] != 2 or kv["requests"] < 4:
+        fail("summary.json kv_cache: model %s, users %s, requests %s" %
+             (kv["model"], kv["num_users_per_rank"], kv["requests"]))
+    if res["requests_completed"] != kv["requests"] or res["total_requests"] != kv["requests"]:
+        fail("results file says %s requests, summary.json %s" %
+             (res["requests_completed"], kv["requests"]))
+    for key in ("throughput_req_per_sec", "avg_latency_ms", "p99_latency_ms",
+                "storage_throughput_mbps", "cache_hit_rate"):
+        if not isinstance(res.get(key), (int, float)):
+            fail("results file lacks %s" % key)
+    if res["avg_latency_ms"] <= 0 or res["storage_throughput_mbps"] <= 0:
+        fail("results file figures are zero: %s" % res)
+    if res["summary"]["cache_stats"]["prefill_writes"] < 4:
+        fail("summary.cache_stats: %s" % res["summary"]["cache_stats"])
+    if not os.path.isdir(cache):
+        fail("--cache-dir %s was not used" % cache)
+    # Two ranks, as mlpstorage's --exec-type mpi starts them.
+    results2 = os.path.join(args().work, "results2")
+    os.makedirs(results2)
+    output2 = os.path.join(results2, "kvcache_results.json")
+    harness.mpirun(2, mlpstorage_command(os.path.join(args().work, "nvme2", "kv"), output2))
+    with open(os.path.join(results2, "summary.json")) as f:
+        if json.load(f)["kv_cache"]["ranks"] != 2:
+            fail("two ranks did not both run")
+    if not os.path.exists(output2):
+        fail("no results file from the two-rank run")
+    # A feature the workflow lacks: refused with one error line, exit 1.
+    p = run(mlpstorage_command(cache, os.path.join(args().work, "r3.json"), ["--enable-rag"]),
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or "--enable-rag is not supported" not in errors[0]:
+        fail("--enable-rag: exit %d, stderr %r" % (p.returncode, p.stderr))
+
+
+if __name__ == "__main__":
+    harness.main(globals())

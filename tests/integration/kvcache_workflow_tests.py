@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""End-to-end checks of the KV-cache offload workflow (workflow.kv_cache,
+docs/kvcache.md): workloads/kvcache_quickstart.yaml, shortened, on posix,
+odirect and mmap; the storage tier's .npy objects open in numpy with the
+model's shape; the bytes per tier add up with the counting storage's; two
+ranks under mpirun are aggregated as MLPerf Storage's rules (6.3.4) say;
+bad input is one error line. Run by ctest.
+
+Usage: kvcache_workflow_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import csv
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+HEADER = 128  # the .npy header the workflow writes
+# tiny-1b: 12 layers, 4 KV heads of 128, float16 (K and V): bytes per token.
+TINY_BYTES_PER_TOKEN = 12 * 4 * 128 * 2 * 2
+
+
+def args():
+    return harness.ARGS
+
+
+def quickstart(name, seconds=3, extra=()):
+    root = os.path.join(args().work, name + "_root")
+    out = os.path.join(args().work, name + "_out")
+    cmd = [args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+           "++workload.storage.storage_root=" + root,
+           "++workload.output.folder=" + out,
+           "++workload.kv_cache.duration=%s" % seconds,
+           "++workload.kv_cache.keep_entries=True"] + list(extra)
+    return cmd, root, out
+
+
+def load_summary(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+def check_run(out, root, ranks=1):
+    """The figures add up and the objects left behind are numpy arrays."""
+    s = load_summary(out)
+    kv = s["kv_cache"]
+    if kv["requests"] <= 0 or kv["tokens_generated"] <= 0:
+        fail("no requests: %s" % kv["requests"])
+    st = kv["tiers"]["storage"]
+    written = (st["write_bytes"] + st["eviction_write_bytes"] + kv["storage_header_bytes_written"] +
+               kv["storage_cut_short_bytes_written"])
+    read = (st["read_bytes"] + st["eviction_read_bytes"] + kv["storage_header_bytes_read"] +
+            kv["storage_cut_short_bytes_read"])
+    io = s["iomimic"]
+    if (io["bytes_written"], io["bytes_read"]) != (written, read):
+        fail("counting storage wrote %d read %d; the storage tier %d and %d" %
+             (io["bytes_written"], io["bytes_read"], written, read))
+    if st["writes"] + st["eviction_writes"] == 0 or st["reads"] == 0:
+        fail("the storage tier saw no traffic: %s" % st)
+    cpu = kv["tiers"]["cpu"]
+    if cpu["writes"] == 0 or cpu["capacity_bytes"] != ranks * (64 << 20):
+        fail("the host tier: %s" % cpu)
+    # Entries demoted out of cpu arrive in storage.
+    if cpu["eviction_reads"] != st["eviction_writes"]:
+        fail("%d cpu demotions, %d storage eviction writes" %
+             (cpu["eviction_reads"], st["eviction_writes"]))
+    if len(kv["per_rank"]) != ranks:
+        fail("per_rank has %d rows" % len(kv["per_rank"]))
+    for q in ("interactive", "responsive", "batch"):
+        if kv["qos"][q]["target_p95_ms"] not in (50, 100, 1000):
+            fail("qos %s" % kv["qos"][q])
+    for r in range(ranks):
+        files = glob.glob(os.path.join(root, "kvcache", "rank_%d" % r, "*.npy"))
+        if not files:
+            fail("rank %d left no objects" % r)
+        for path in files[:5]:
+            a = np.load(path)
+            if a.dtype != np.float16 or a.shape[:2] != (12, 2) or a.shape[3:] != (4, 128):
+                fail("%s: %s %s" % (path, a.dtype, a.shape))
+            if os.path.getsize(path) != HEADER + a.nbytes:
+                fail("%s: %d bytes" % (path, os.path.getsize(path)))
+        with open(os.path.join(out, "%d_kv_cache.json" % r)) as f:
+            if json.load(f)["rank"] != r:
+                fail("%d_kv_cache.json" % r)
+    return s
+
+
+def backend_test(backend):
+    cmd, root, out = quickstart(backend, extra=["++workload.storage.backend=" + backend])
+    run(cmd)
+    check_run(out, root)
+
+
+def test_kvcache_workflow_posix():
+    """The quickstart on posix; with an io-trace log whose rows add up."""
+    cmd, root, out = quickstart("posix", extra=["++workload.kv_cache.io_trace_log=trace.csv"])
+    run(cmd)
+    s = check_run(out, root)
+    writes = reads = 0
+    with open(os.path.join(out, "trace.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Tier"] == "Tier-2":
+                n = int(row["Object_Size_Bytes"])
+                writes += n if row["Operation"] == "Write" else 0
+                reads += n if row["Operation"] == "Read" else 0
+    st = s["kv_cache"]["tiers"]["storage"]
+    if (writes, reads) != (st["write_bytes"] + st["eviction_write_bytes"],
+                           st["read_bytes"] + st["eviction_read_bytes"]):
+        fail("trace: %d written %d read; results %s" % (writes, reads, st))
+
+
+def test_kvcache_workflow_odirect():
+    backend_test("odirect")
+
+
+def test_kvcache_workflow_mmap():
+    backend_test("mmap")
+
+
+def test_kvcache_workflow_two_ranks():
+    """mpirun -np 2: two servers with their own folders, seeds and files,
+    storage tokens/s and read bandwidth summed, the largest rank's P95."""
+    cmd, root, out = quickstart("mpi")
+    harness.mpirun(2, cmd)
+    s = check_run(out, root, ranks=2)
+    kv = s["kv_cache"]
+    ranks = kv["per_rank"]
+    agg = kv["aggregate"]
+    total = sum(r["storage_tokens_per_second"] for r in ranks)
+    if abs(agg["storage_tokens_per_second"] - total) > 1e-6 * max(1, total):
+        fail("aggregate %s, ranks %s" % (agg, ranks))
+    if agg["max_rank_end_to_end_p95_ms"] != max(r["end_to_end_p95_ms"] for r in ranks):
+        fail("max p95 %s" % agg)
+    if kv["requests"] != sum(r["requests"] for r in ranks):
+        fail("requests %d, ranks %s" % (kv["requests"], ranks))
+    names = [set(os.path.basename(p) for p in glob.glob(os.path.join(root, "kvcache",
+                                                                     "rank_%d" % r, "*.npy")))
+             for r in range(2)]
+    sizes = [sorted(os.path.getsize(os.path.join(root, "kvcache", "rank_%d" % r, n))
+                    for n in names[r]) for r in range(2)]
+    if sizes[0] == sizes[1]:
+        fail("both ranks wrote the same entries: seeds not per rank")
+
+
+def expect_error(extra, needle):
+    cmd, _, _ = quickstart("bad", seconds=1, extra=extra)
+    p = run(cmd, expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if "error" in line]
+    if p.returncode == 0 or len(errors) != 1 or needle not in errors[0]:
+        fail("%s: exit %d, stderr %r" % (extra, p.returncode, p.stderr))
+
+
+def test_kvcache_workflow_bad_input():
+    """A storage tier smaller than the largest entry, an unknown model, and
+    kv_cache with train: one error line each."""
+    # The quickstart's largest entry: 4096 tokens x 24 KiB = 96 MiB.
+    expect_error(["++workload.kv_cache.storage_capacity_gb=0.05"],
+                 "kv_cache.storage_capacity_gb")
+    expect_error(["++workload.kv_cache.model=llama9"], "llama3.1-70b-instruct")
+    expect_error(["++workload.workflow.train=True"], "workflow.kv_cache")
+
+
+def trace_rows(path):
+    """(operation, bytes, tier, phase, turn) per row: keys differ only in
+    the conversation's id (the reference's is a time in ms)."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            turn = r["Key"].rsplit("_turn_", 1)[-1] if "_turn_" in r["Key"] else r["Key"]
+            rows.append((r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Phase"], turn))
+    return rows
+
+
+def test_kvcache_workflow_matches_reference_trace():
+    """One user, tiny-1b, an 8 GiB CPU tier, the reference's user templates
+    and seed 42: the first operations (reads and writes, sizes, tiers,
+    phases, turns) are the ones the reference's own --io-trace-log wrote for
+    the same options (tests/kvcache/reference_tiny1b_one_user.csv:
+    kv-cache.py --model tiny-1b --num-users 1 --duration 10 --gpu-mem-gb 0
+    --cpu-mem-gb 8 --storage-capacity-gb 5 --generation-mode none --seed 42)."""
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "run", "-q", "workload=kvcache_opt1_8b",
+         "++workload.kv_cache.model=tiny-1b", "++workload.kv_cache.num_users=1",
+         "++workload.kv_cache.duration=6", "++workload.kv_cache.cpu_mem_gb=8",
+         "++workload.kv_cache.storage_capacity_gb=5",
+         "++workload.storage.storage_root=" + os.path.join(args().work, "root"),
+         "++workload.kv_cache.io_trace_log=trace.csv", "++workload.output.folder=" + out])
+    reference = trace_rows(os.path.join(args().source, "tests", "kvcache",
+                                        "reference_tiny1b_one_user.csv"))
+    ours = trace_rows(os.path.join(out, "trace.csv"))
+    n = min(len(reference), len(ours))
+    if n < 30:
+        fail("only %d operations to compare" % n)
+    for i in range(n):
+        if ours[i] != reference[i]:
+            fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+
+
+def test_kvcache_workflow_max_requests_and_signal():
+    """max_requests ends the run at exactly that many requests; SIGINT ends
+    it with its figures, status interrupted and exit 130."""
+    cmd, root, out = quickstart("max", seconds=60, extra=["++workload.kv_cache.max_requests=5"])
+    run(cmd)
+    kv = load_summary(out)["kv_cache"]
+    if kv["requests"] != 5 or kv["duration_seconds"] >= 60:
+        fail("max_requests 5: %d requests in %s s" % (kv["requests"], kv["duration_seconds"]))
+    cmd, root, out = quickstart("signal", seconds=60)
+    p = subprocess.Popen(cmd, cwd=args().work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    s = load_summary(out)
+    if p.returncode != 130 or s["iomimic"]["status"] != "interrupted":
+        fail("exit %d, status %s: %s" % (p.returncode, s["iomimic"]["status"], err))
+    if not 2 < s["kv_cache"]["duration_seconds"] < 30:
+        fail("ran %s s" % s["kv_cache"]["duration_seconds"])
+
+
+if __name__ == "__main__":
+    harness.main(globals())
