@@ -200,10 +200,8 @@ void Worker(Shared& s, unsigned index) {
   }
 }
 
-// Refuses objects that exist; creates the folders and the objects read
-// before the trace writes them.
-Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& plan,
-               const ReplayOptions& options, ReplayResult* result) {
+// Refuses objects that exist: every object of the plan is then the replay's own.
+Status CheckNoneExists(Storage& storage, const Plan& plan) {
   for (const std::string& path : plan.paths) {
     if (storage.Stat(path).ok()) {
       return Status::AlreadyExists(path +
@@ -211,6 +209,12 @@ Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& 
                                    "another root");
     }
   }
+  return Status::OK();
+}
+
+// Creates the folders and the objects read before the trace writes them.
+Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& plan,
+               const ReplayOptions& options, ReplayResult* result) {
   IOMIMIC_RETURN_IF_ERROR(storage.CreateDirectories(options.root));
   for (const std::string& path : plan.paths) {
     std::size_t slash = path.rfind('/');
@@ -303,7 +307,11 @@ Result<ReplayResult> Replay(Storage& storage, const std::vector<TraceRow>& rows,
   ReplayResult result;
   CountGroups(rows, &result);
   IOMIMIC_ASSIGN_OR_RETURN(Plan plan, MakePlan(rows, options.root));
-  IOMIMIC_RETURN_IF_ERROR(Prepare(storage, rows, plan, options, &result));
+  IOMIMIC_RETURN_IF_ERROR(CheckNoneExists(storage, plan));
+  if (Status s = Prepare(storage, rows, plan, options, &result); !s.ok()) {
+    if (!options.keep_objects) (void)RemoveObjects(storage, plan);
+    return s;
+  }
 
   Shared shared(rows.size());
   shared.storage = &storage;

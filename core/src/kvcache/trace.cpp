@@ -321,7 +321,13 @@ Status TraceWriter::Write(const TraceRow& row) {
 
 Status TraceWriter::Close() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (impl_->file == nullptr) return Status::OK();
+  if (impl_->file == nullptr) {
+#ifdef IOMIMIC_HAVE_ZSTD
+    ZSTD_freeCCtx(impl_->zstd);  // a file that never opened
+    impl_->zstd = nullptr;
+#endif
+    return Status::OK();
+  }
   Status status;
 #ifdef IOMIMIC_HAVE_ZSTD
   if (impl_->compressed) {
