@@ -3,7 +3,7 @@
 docs/kvcache.md): workloads/kvcache_quickstart.yaml, shortened, on posix,
 odirect and mmap; the storage tier's .npy objects open in numpy with the
 model's shape; the bytes per tier add up with the counting storage's; two
-ranks under mpirun are aggregated as MLPerf Storage's Rules.md 6.3.4 says;
+ranks under mpirun are aggregated as MLPerf Storage's rules (6.3.4) say;
 bad input is one error line. Run by ctest.
 
 Usage: kvcache_workflow_tests.py <test-name> --iomimic BIN --source DIR --work DIR
@@ -13,6 +13,9 @@ import csv
 import glob
 import json
 import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 
@@ -51,8 +54,10 @@ def check_run(out, root, ranks=1):
     if kv["requests"] <= 0 or kv["tokens_generated"] <= 0:
         fail("no requests: %s" % kv["requests"])
     st = kv["tiers"]["storage"]
-    written = st["write_bytes"] + st["eviction_write_bytes"] + kv["storage_header_bytes_written"]
-    read = st["read_bytes"] + st["eviction_read_bytes"] + kv["storage_header_bytes_read"]
+    written = (st["write_bytes"] + st["eviction_write_bytes"] + kv["storage_header_bytes_written"] +
+               kv["storage_cut_short_bytes_written"])
+    read = (st["read_bytes"] + st["eviction_read_bytes"] + kv["storage_header_bytes_read"] +
+            kv["storage_cut_short_bytes_read"])
     io = s["iomimic"]
     if (io["bytes_written"], io["bytes_read"]) != (written, read):
         fail("counting storage wrote %d read %d; the storage tier %d and %d" %
@@ -160,6 +165,62 @@ def test_kvcache_workflow_bad_input():
                  "kv_cache.storage_capacity_gb")
     expect_error(["++workload.kv_cache.model=llama9"], "llama3.1-70b-instruct")
     expect_error(["++workload.workflow.train=True"], "workflow.kv_cache")
+
+
+def trace_rows(path):
+    """(operation, bytes, tier, phase, turn) per row: keys differ only in
+    the conversation's id (the reference's is a time in ms)."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            turn = r["Key"].rsplit("_turn_", 1)[-1] if "_turn_" in r["Key"] else r["Key"]
+            rows.append((r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Phase"], turn))
+    return rows
+
+
+def test_kvcache_workflow_matches_reference_trace():
+    """One user, tiny-1b, an 8 GiB CPU tier, the reference's user templates
+    and seed 42: the first operations (reads and writes, sizes, tiers,
+    phases, turns) are the ones the reference's own --io-trace-log wrote for
+    the same options (tests/kvcache/reference_tiny1b_one_user.csv:
+    kv-cache.py --model tiny-1b --num-users 1 --duration 10 --gpu-mem-gb 0
+    --cpu-mem-gb 8 --storage-capacity-gb 5 --generation-mode none --seed 42)."""
+    out = os.path.join(args().work, "out")
+    run([args().iomimic, "run", "-q", "workload=kvcache_opt1_8b",
+         "++workload.kv_cache.model=tiny-1b", "++workload.kv_cache.num_users=1",
+         "++workload.kv_cache.duration=6", "++workload.kv_cache.cpu_mem_gb=8",
+         "++workload.kv_cache.storage_capacity_gb=5",
+         "++workload.storage.storage_root=" + os.path.join(args().work, "root"),
+         "++workload.kv_cache.io_trace_log=trace.csv", "++workload.output.folder=" + out])
+    reference = trace_rows(os.path.join(args().source, "tests", "kvcache",
+                                        "reference_tiny1b_one_user.csv"))
+    ours = trace_rows(os.path.join(out, "trace.csv"))
+    n = min(len(reference), len(ours))
+    if n < 30:
+        fail("only %d operations to compare" % n)
+    for i in range(n):
+        if ours[i] != reference[i]:
+            fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+
+
+def test_kvcache_workflow_max_requests_and_signal():
+    """max_requests ends the run at exactly that many requests; SIGINT ends
+    it with its figures, status interrupted and exit 130."""
+    cmd, root, out = quickstart("max", seconds=60, extra=["++workload.kv_cache.max_requests=5"])
+    run(cmd)
+    kv = load_summary(out)["kv_cache"]
+    if kv["requests"] != 5 or kv["duration_seconds"] >= 60:
+        fail("max_requests 5: %d requests in %s s" % (kv["requests"], kv["duration_seconds"]))
+    cmd, root, out = quickstart("signal", seconds=60)
+    p = subprocess.Popen(cmd, cwd=args().work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    s = load_summary(out)
+    if p.returncode != 130 or s["iomimic"]["status"] != "interrupted":
+        fail("exit %d, status %s: %s" % (p.returncode, s["iomimic"]["status"], err))
+    if not 2 < s["kv_cache"]["duration_seconds"] < 30:
+        fail("ran %s s" % s["kv_cache"]["duration_seconds"])
 
 
 if __name__ == "__main__":

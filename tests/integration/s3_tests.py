@@ -547,5 +547,49 @@ def test_s3_unet3d_h100_shrunk():
     print("boto3 + numpy read %s: x %s %s" % (first, x.shape, x.dtype))
 
 
+def test_s3_kvcache_quickstart():
+    """The KV-cache workflow (docs/kvcache.md) with its storage tier on s3:
+    the entries are objects numpy loads with tiny-1b's shape, the tier's
+    bytes are the counting storage's, and without keep_entries the run
+    deletes what it wrote."""
+    import io as bytes_io
+    import numpy as np
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    for keep in (True, False):
+        folder = uniq("kvcache_%s" % keep)
+        out = work("kv_out_%s" % keep)
+        run([args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+             "++workload.storage.storage_type=s3",
+             "++workload.storage.storage_root=" + bucket,
+             "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+             "++workload.kv_cache.cache_folder=" + folder,
+             "++workload.kv_cache.duration=3",
+             "++workload.kv_cache.keep_entries=%s" % keep,
+             "++workload.output.folder=" + out], env=env)
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        kv, io = s["kv_cache"], s["iomimic"]
+        st = kv["tiers"]["storage"]
+        written = (st["write_bytes"] + st["eviction_write_bytes"] +
+                   kv["storage_header_bytes_written"] + kv["storage_cut_short_bytes_written"])
+        if kv["requests"] <= 0 or io["bytes_written"] != written:
+            fail("requests %d, counting storage wrote %d, the storage tier %d" %
+                 (kv["requests"], io["bytes_written"], written))
+        keys = list_keys(client, bucket, folder + "/rank_0/")
+        if not keep:
+            if keys:
+                fail("objects left without keep_entries: %s" % sorted(keys)[:5])
+            continue
+        if not keys:
+            fail("no objects under %s/rank_0/" % folder)
+        for key in sorted(keys)[:3]:
+            body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            a = np.load(bytes_io.BytesIO(body))
+            if a.dtype != np.float16 or a.shape[:2] != (12, 2) or len(body) != 128 + a.nbytes:
+                fail("%s: %s %s, %d bytes" % (key, a.dtype, a.shape, len(body)))
+
+
 if __name__ == "__main__":
     harness.main(globals())

@@ -197,9 +197,13 @@ void PrintClosing(Console* console, const output::RunResults& results,
   if (generate_only) {
     console->Line("results in " + folder);
   } else if (!folder.empty()) {
-    std::string metric = output::MetricBlock(results, manifest.config);
-    if (!metric.empty() && metric.back() == '\n') metric.pop_back();
-    console->Line(metric);
+    // DLIO's [METRIC] block describes training and checkpoints; the KV-cache
+    // workflow's figures are in the summary lines below.
+    if (!results.kv_cache) {
+      std::string metric = output::MetricBlock(results, manifest.config);
+      if (!metric.empty() && metric.back() == '\n') metric.pop_back();
+      console->Line(metric);
+    }
     console->Line(output::ConsoleSummary(results, manifest, folder), /*always=*/true);
   }
 }

@@ -44,9 +44,9 @@ const Words kReadPatterns = {"dlio", "direct", "whole"};
 const Words kReplicateModes = {"none", "dataset", "batch"};
 // The reference's model table (kvcache/models.cpp holds the figures; a unit
 // test checks that every name here has them).
-const Words kKvCacheModels = {"tiny-1b",     "mistral-7b", "llama2-7b",    "llama3.1-8b",
-                              "llama3.1-70b-instruct", "deepseek-v3", "qwen3-32b",
-                              "gpt-oss-120b", "gpt-oss-20b"};
+const Words kKvCacheModels = {
+    "tiny-1b",     "mistral-7b", "llama2-7b",    "llama3.1-8b", "llama3.1-70b-instruct",
+    "deepseek-v3", "qwen3-32b",  "gpt-oss-120b", "gpt-oss-20b"};
 const Words kKvGenerationModes = {"none", "fast", "realistic"};
 
 // The vocabulary of key_table.h's specs.
@@ -152,8 +152,8 @@ std::vector<KeyDef> BuildKeys() {
                                       IOMIMIC_KEYS_PROFILING(IOMIMIC_PROFILING_ROW)
                                           IOMIMIC_KEYS_METRIC(IOMIMIC_METRIC_ROW)
                                               IOMIMIC_KEYS_KV_CACHE(IOMIMIC_KV_CACHE_ROW)
-                                              IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
-                                                  IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
+                                                  IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
+                                                      IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
 }
 
 std::string TypeName(const KeySpec& k) {

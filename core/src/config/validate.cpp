@@ -58,8 +58,7 @@ std::string Str(std::int64_t value) { return std::to_string(value); }
 
 // One users.<type> range of kv_cache: minimum at most maximum.
 template <typename T>
-Status CheckRange(const Validator& check, const std::string& type, const char* what, T min,
-                  T max) {
+Status CheckRange(const Validator& check, const std::string& type, const char* what, T min, T max) {
   if (min <= max) return Status::OK();
   const std::string base = "kv_cache.users." + type + "." + what;
   const std::string lo = base + "_min", hi = base + "_max";
@@ -84,13 +83,13 @@ Status ResolveKvCacheWorkflow(const YAML::Node& root, const Locator& locator, Co
     const char* type;
     std::uint64_t c0, c1, g0, g1;
     double t0, t1;
-  } users[] = {{"chatbot", k.chatbot_context_min, k.chatbot_context_max, k.chatbot_generation_min,
-                k.chatbot_generation_max, k.chatbot_think_time_min, k.chatbot_think_time_max},
-               {"coding", k.coding_context_min, k.coding_context_max, k.coding_generation_min,
-                k.coding_generation_max, k.coding_think_time_min, k.coding_think_time_max},
-               {"document", k.document_context_min, k.document_context_max,
-                k.document_generation_min, k.document_generation_max, k.document_think_time_min,
-                k.document_think_time_max}};
+  } users[] = {
+      {"chatbot", k.chatbot_context_min, k.chatbot_context_max, k.chatbot_generation_min,
+       k.chatbot_generation_max, k.chatbot_think_time_min, k.chatbot_think_time_max},
+      {"coding", k.coding_context_min, k.coding_context_max, k.coding_generation_min,
+       k.coding_generation_max, k.coding_think_time_min, k.coding_think_time_max},
+      {"document", k.document_context_min, k.document_context_max, k.document_generation_min,
+       k.document_generation_max, k.document_think_time_min, k.document_think_time_max}};
   for (const auto& u : users) {
     IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "context", u.c0, u.c1));
     IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "generation", u.g0, u.g1));

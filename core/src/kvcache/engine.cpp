@@ -22,8 +22,8 @@ namespace iomimic::kvcache {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr std::size_t kMaxWorkers = 500;       // the reference's min(num_users, 500)
-constexpr std::uint64_t kMaxTurns = 50;        // conversation.max_turns_per_conv
+constexpr std::size_t kMaxWorkers = 500;  // the reference's min(num_users, 500)
+constexpr std::uint64_t kMaxTurns = 50;   // conversation.max_turns_per_conv
 constexpr std::uint64_t kPrefillOnlyTokens = 10000;
 
 std::uint64_t Ns(double seconds) {
@@ -31,8 +31,7 @@ std::uint64_t Ns(double seconds) {
 }
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double SecondsPerToken(const std::string& mode) {
@@ -45,8 +44,12 @@ double SecondsPerToken(const std::string& mode) {
 UserTemplates Templates(const config::KvCacheConfig& c) {
   auto one = [](std::uint64_t c0, std::uint64_t c1, std::uint64_t g0, std::uint64_t g1, double t0,
                 double t1) {
-    return UserTemplate{static_cast<std::int64_t>(c0), static_cast<std::int64_t>(c1),
-                        static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), t0, t1};
+    return UserTemplate{static_cast<std::int64_t>(c0),
+                        static_cast<std::int64_t>(c1),
+                        static_cast<std::int64_t>(g0),
+                        static_cast<std::int64_t>(g1),
+                        t0,
+                        t1};
   };
   UserTemplates t;
   t[static_cast<int>(UserType::kChatbot)] =
@@ -80,7 +83,8 @@ struct Request {
   std::uint64_t context = 0;
   std::uint64_t generate = 0;
   bool decode = true;                   // PREFILL_DECODE (else PREFILL only)
-  std::vector<std::string> prev_turns;  // earlier turns' keys (multi-turn)
+  std::uint64_t conversation = 0;       // multi-turn: the conversation's id (0 = none)
+  std::uint64_t turn = 0;               // and this request's turn (earlier: 1 .. turn - 1)
   double submitted = 0;
 };
 
@@ -103,6 +107,9 @@ class Engine {
   std::array<std::uint64_t, kTierCount> Capacities() const;
   void UserLoop(std::size_t index);
   bool NextConversationTurn(std::size_t index, bool end, Request* r);
+  // The entry name of a conversation's turn: conv_<user>_<conversation>_turn_<turn>.
+  void TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t turn,
+               std::string* key) const;
   void Enqueue(Request r);
   bool Pop(Request* r);
   void WorkerLoop(std::size_t index);
@@ -135,9 +142,9 @@ class Engine {
   struct Conversation {
     std::uint64_t id = 0;  // 0 = none
     std::uint64_t turn = 0;
-    std::vector<std::string> keys;
   };
   std::vector<Conversation> conversations_;  // one per user, its thread's own
+  std::atomic<std::uint64_t> conversation_ids_{0};
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
@@ -149,7 +156,10 @@ class Engine {
   std::mutex stats_mutex_;
   KvFigures figures_;
   Status failure_;
-  std::atomic<std::uint64_t> completed_{0};
+  // Set when the benchmark ends: transfers in flight stop (TierStore) and
+  // requests that finish later are not counted, as the reference computes
+  // its figures when its duration ends.
+  std::atomic<bool> ended_{false};
   std::mutex done_mutex_;
   std::condition_variable done_changed_;
 };
@@ -163,6 +173,7 @@ void Engine::Fail(const Status& status) {
 }
 
 void Engine::Stop() {
+  ended_.store(true);
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     stopping_ = true;
@@ -178,11 +189,19 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
       bytes(c_.storage_capacity_gb)};
   if (capacity[2] == 0) {
     capacity[2] = kUnlimited;
-    const std::string& folder = store_->PathOf("x");
+    // 95 % of the free space where the folder is (or will be), as the
+    // reference's statvfs of its cache folder.
+    std::string folder = store_->folder();
     struct statvfs fs {};
-    if (!session_.storage().capabilities().objects &&
-        folder.find("://") == std::string::npos &&
-        ::statvfs(folder.substr(0, folder.rfind('/')).c_str(), &fs) == 0) {
+    bool found = false;
+    while (!session_.storage().capabilities().objects && folder.find("://") == std::string::npos &&
+           !found) {
+      found = ::statvfs(folder.empty() ? "." : folder.c_str(), &fs) == 0;
+      if (found || folder.empty()) break;
+      const std::size_t slash = folder.rfind('/');
+      folder = slash == std::string::npos ? "" : slash == 0 ? "/" : folder.substr(0, slash);
+    }
+    if (found) {
       capacity[2] = static_cast<std::uint64_t>(static_cast<double>(fs.f_bavail) *
                                                static_cast<double>(fs.f_frsize) * 0.95);
     }
@@ -195,20 +214,21 @@ Status Engine::Prepare() {
   const int rank = session_.cluster().rank();
   seed_ = c_.seed + static_cast<std::uint64_t>(rank);
   StoreOptions so;
-  so.folder = engine::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" +
-              std::to_string(rank);
+  so.folder =
+      engine::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" + std::to_string(rank);
   so.transfer_size = c_.transfer_size;
   so.gpu_copy_bytes_per_second = c_.gpu_copy_gbps * 1e9;
   so.content_seed = seed_;
   so.model = model_;
   so.tensor_parallel = c_.tensor_parallel;
-  IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
+  so.cancel = &ended_;
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
   const auto [smallest, largest] = ContextBounds(c_);
   IOMIMIC_RETURN_IF_ERROR(
       cache_->CheckEntrySizes(EntryBytes(*model_, smallest, c_.tensor_parallel),
                               EntryBytes(*model_, largest, c_.tensor_parallel)));
+  IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   if (c_.max_concurrent_allocs > 0) {
     allocs_.emplace(static_cast<std::ptrdiff_t>(c_.max_concurrent_allocs));
   }
@@ -237,17 +257,21 @@ bool Engine::NextConversationTurn(std::size_t index, bool end, Request* r) {
   if (conv.id != 0 && (end || conv.turn >= kMaxTurns)) {
     conv = Conversation{};
   }
-  static std::atomic<std::uint64_t> ids{0};
-  if (conv.id == 0) conv.id = ++ids;
-  r->prev_turns = conv.keys;
+  if (conv.id == 0) conv.id = ++conversation_ids_;
   ++conv.turn;
-  char key[96];
-  std::snprintf(key, sizeof key, "conv_%s_%llu_turn_%llu", users_[index].user_id.c_str(),
-                static_cast<unsigned long long>(conv.id),
-                static_cast<unsigned long long>(conv.turn));
-  r->key = key;
-  conv.keys.push_back(r->key);
+  r->conversation = conv.id;
+  r->turn = conv.turn;
+  TurnKey(index, conv.id, conv.turn, &r->key);
   return true;
+}
+
+void Engine::TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t turn,
+                     std::string* key) const {
+  char text[96];
+  std::snprintf(text, sizeof text, "conv_%s_%llu_turn_%llu", users_[user].user_id.c_str(),
+                static_cast<unsigned long long>(conversation),
+                static_cast<unsigned long long>(turn));
+  key->assign(text);  // reuses the string's storage when it fits
 }
 
 void Engine::Enqueue(Request r) {
@@ -256,9 +280,8 @@ void Engine::Enqueue(Request r) {
     const double now = Now();
     next_admission_ = std::max(next_admission_, now) + 1.0 / c_.request_rate;
     const double wait = next_admission_ - 1.0 / c_.request_rate - now;
-    if (wait > 0 &&
-        queue_changed_.wait_for(lock, std::chrono::duration<double>(wait),
-                                [this] { return stopping_; })) {
+    if (wait > 0 && queue_changed_.wait_for(lock, std::chrono::duration<double>(wait),
+                                            [this] { return stopping_; })) {
       return;
     }
   }
@@ -305,14 +328,14 @@ bool Engine::Pop(Request* r) {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
   if (stopping_) return false;
-  *r = queue_.top();
+  // top() is const only to keep the heap's order, which pop() then drops.
+  *r = std::move(const_cast<Request&>(queue_.top()));
   queue_.pop();
   return true;
 }
 
-void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key,
-                      std::uint64_t bytes, const char* phase, double wall, const OpTiming& t,
-                      bool evict) {
+void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
+                      const char* phase, double wall, const OpTiming& t, bool evict) {
   TierFigures& f = figures_.tier[static_cast<int>(tier)];
   if (kind == OpEvent::Kind::kRead) {
     f.read.Record(Ns(t.total));
@@ -327,9 +350,9 @@ void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key,
       f.write_host.Record(Ns(t.host));
     }
   }
+  const std::uint64_t header = tier == Tier::kStorage ? store_->header_bytes(bytes) : 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    const std::uint64_t header = tier == Tier::kStorage ? store_->header_bytes(bytes) : 0;
     switch (kind) {
       case OpEvent::Kind::kRead:
         (evict ? f.evict_reads : f.reads) += 1;
@@ -364,8 +387,12 @@ Status Engine::Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* wr
   OpTiming read, write;
   switch (op.kind) {
     case TierOp::Kind::kDelete:
-      IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key));
+      IOMIMIC_RETURN_IF_ERROR(store_->Delete(op.key, wb));
       RecordOp(OpEvent::Kind::kDelete, op.from, op.key, op.bytes, "Evict", wall, read, true);
+      {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        ++figures_.evictions;  // the reference counts deletions as evictions too
+      }
       return Status::OK();
     case TierOp::Kind::kDemote: {
       IOMIMIC_RETURN_IF_ERROR(store_->Demote(op.from, op.to, op.key, op.bytes, wb, &read, &write));
@@ -397,15 +424,19 @@ Result<double> Engine::Allocate(const std::string& key, std::uint64_t tokens,
   if (cache_->Where(key).has_value()) return 0.0;
   if (allocs_) allocs_->acquire();
   const std::uint64_t bytes = EntryBytes(*model_, tokens, c_.tensor_parallel);
-  std::vector<TierOp> ops;
+  std::vector<TierOp>& ops = wb.ops;  // the worker's, reused
+  ops.clear();
   double seconds = 0;
   Status st;
   if (cache_->Insert(key, bytes, &ops)) {
-    for (const TierOp& op : ops) {
-      st = Perform(op, wb, &seconds);
+    std::size_t done = 0;
+    for (; done < ops.size(); ++done) {
+      st = Perform(ops[done], wb, &seconds);
       if (!st.ok()) break;
     }
-    if (!st.ok()) cache_->Forget(key);
+    // The entries of the operations not done (the failed one included) are
+    // not where the cache says: they leave it.
+    for (std::size_t k = done; k < ops.size(); ++k) cache_->Forget(ops[k].key);
     cache_->Complete(ops);
     if (st.ok()) {
       std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -459,7 +490,9 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
     ++figures_.prefix_lookups;
     ++figures_.cache_misses;
   }
-  for (const std::string& prev : r.prev_turns) {
+  for (std::uint64_t turn = 1; turn < r.turn; ++turn) {
+    std::string& prev = wb.key;
+    TurnKey(r.user, r.conversation, turn, &prev);
     IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(prev, true, wb));
     if (!t) {
       std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -476,8 +509,8 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
       storage += again;
     } else {
       storage += *first;
-      const std::uint64_t batches =
-          std::max<std::uint64_t>(1, (r.generate + c_.decode_batch_size - 1) / c_.decode_batch_size);
+      const std::uint64_t batches = std::max<std::uint64_t>(
+          1, (r.generate + c_.decode_batch_size - 1) / c_.decode_batch_size);
       for (std::uint64_t b = 0; b < batches; ++b) {
         IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(r.key, false, wb));
         storage += t.value_or(0);
@@ -487,19 +520,28 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   const double generation = static_cast<double>(r.generate) * SecondsPerToken(c_.generation_mode);
   if (generation > 0) std::this_thread::sleep_for(std::chrono::duration<double>(generation));
   const double e2e = Now() - r.submitted;
+  const int q = static_cast<int>(r.qos);
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    // Finished after the end, or past max_requests: not counted.
+    if (ended_.load() || (c_.max_requests > 0 && figures_.requests >= c_.max_requests)) {
+      return Status::OK();
+    }
+    ++figures_.requests;
+    last = c_.max_requests > 0 && figures_.requests == c_.max_requests;
+    figures_.tokens_generated += r.generate;
+    figures_.context_tokens += r.context;
+    figures_.storage_io_seconds += storage;
+    figures_.generation_seconds += generation;
+    ++figures_.qos_requests[q];
+    if (e2e * 1000 > QosTargetP95Ms(r.qos)) ++figures_.qos_violations[q];
+  }
   figures_.end_to_end.Record(Ns(e2e));
   figures_.storage.Record(Ns(storage));
   figures_.generation.Record(Ns(generation));
-  const int q = static_cast<int>(r.qos);
   figures_.qos_end_to_end[q].Record(Ns(e2e));
-  std::lock_guard<std::mutex> lock(stats_mutex_);
-  ++figures_.requests;
-  figures_.tokens_generated += r.generate;
-  figures_.context_tokens += r.context;
-  figures_.storage_io_seconds += storage;
-  figures_.generation_seconds += generation;
-  ++figures_.qos_requests[q];
-  if (e2e * 1000 > QosTargetP95Ms(r.qos)) ++figures_.qos_violations[q];
+  if (last) Stop();
   return Status::OK();
 }
 
@@ -509,17 +551,21 @@ void Engine::WorkerLoop(std::size_t index) {
   Request r;
   while (Pop(&r)) {
     Status st = Serve(r, wb);
-    if (!st.ok()) {
+    // After the end, transfers are cut short (kAborted) and what depended on
+    // them may fail: not an error of the run.
+    const bool cut_short = ended_.load();
+    if (!st.ok() && !cut_short) {
       Fail(st);
       return;
     }
-    const std::uint64_t done = ++completed_;
-    if (c_.max_requests > 0 && done >= c_.max_requests) Stop();
+    if (ended_.load()) return;
   }
 }
 
 void Engine::Finish(double seconds) {
   figures_.seconds = seconds;
+  figures_.storage_cut_short_bytes_written = store_->cut_short_written();
+  figures_.storage_cut_short_bytes_read = store_->cut_short_read();
   const CacheCounters n = cache_->counters();
   figures_.forced = n.forced;
   for (int t = 0; t < kTierCount; ++t) {
@@ -548,10 +594,11 @@ Result<KvFigures> Engine::Run() {
     }
   }
   Stop();
-  for (std::thread& t : threads) t.join();
   const double seconds = Now() - start;
+  for (std::thread& t : threads) t.join();
   if (!failure_.ok()) return failure_;
   Finish(seconds);
+  figures_.interrupted_by = engine::InterruptSignal();
   IOMIMIC_RETURN_IF_ERROR(store_->RemoveAll(c_.keep_entries));
   if (own_sink_ != nullptr) IOMIMIC_RETURN_IF_ERROR(own_sink_->Close());
   return std::move(figures_);

@@ -42,6 +42,7 @@ struct TierFigures {
 
 struct KvFigures {
   double seconds = 0;  // the benchmark's wall time (the slowest rank's when merged)
+  int interrupted_by = 0;  // the signal that ended the run early, 0 when none (any rank's)
   std::uint64_t requests = 0;
   std::uint64_t tokens_generated = 0;
   std::uint64_t context_tokens = 0;
@@ -53,6 +54,8 @@ struct KvFigures {
   std::uint64_t read_operations = 0, write_operations = 0;
   std::uint64_t total_read_bytes = 0, total_write_bytes = 0;
   std::uint64_t storage_header_bytes_written = 0, storage_header_bytes_read = 0;
+  // Storage bytes of transfers the benchmark's end cut short.
+  std::uint64_t storage_cut_short_bytes_written = 0, storage_cut_short_bytes_read = 0;
   std::uint64_t evictions = 0, offloads_cpu = 0, offloads_storage = 0, forced = 0;
   double storage_tokens_processed = 0;
   double storage_io_seconds = 0;  // the requests' storage latencies summed

@@ -1,5 +1,8 @@
 #include "kvcache/models.h"
 
+#include <cstdio>
+#include <cstring>
+
 namespace iomimic::kvcache {
 
 std::uint64_t ModelSpec::bytes_per_token() const {
@@ -41,34 +44,57 @@ std::uint64_t EntryBytes(const ModelSpec& model, std::uint64_t tokens,
   return bytes / 2 / tensor_parallel * 2;  // whole float16 elements, as the reference's ravel
 }
 
+std::size_t EntryShapeInto(const ModelSpec& model, std::uint64_t tokens,
+                           std::uint64_t tensor_parallel, std::array<std::uint64_t, 5>* dims) {
+  std::array<std::uint64_t, 5>& d = *dims;
+  if (tensor_parallel > 1) {
+    d[0] = EntryBytes(model, tokens, tensor_parallel) / 2;
+    return 1;
+  }
+  if (model.mla) {
+    d = {model.num_layers, tokens, model.kv_lora_rank + model.qk_rope_head_dim, 0, 0};
+    return 3;
+  }
+  d = {model.num_layers, 2, tokens, model.kv_heads, model.head_dim()};
+  return 5;
+}
+
 std::vector<std::uint64_t> EntryShape(const ModelSpec& model, std::uint64_t tokens,
                                       std::uint64_t tensor_parallel) {
-  if (tensor_parallel > 1) return {EntryBytes(model, tokens, tensor_parallel) / 2};
-  if (model.mla) return {model.num_layers, tokens, model.kv_lora_rank + model.qk_rope_head_dim};
-  return {model.num_layers, 2, tokens, model.kv_heads, model.head_dim()};
+  std::array<std::uint64_t, 5> dims{};
+  const std::size_t n = EntryShapeInto(model, tokens, tensor_parallel, &dims);
+  return {dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+std::size_t WriteNpyHeader(std::span<const std::uint64_t> shape, char* out) {
+  // The dictionary after the 10-byte prefix (magic, version, header length).
+  constexpr std::size_t kPrefix = 10;
+  char* dict = out + kPrefix;
+  const std::size_t room = kNpyHeaderMax - kPrefix;
+  int n = std::snprintf(dict, room, "{'descr': '<f2', 'fortran_order': False, 'shape': (");
+  for (std::size_t i = 0; i < shape.size() && i < 5; ++i) {
+    n += std::snprintf(dict + n, room - static_cast<std::size_t>(n), "%llu%s",
+                       static_cast<unsigned long long>(shape[i]),
+                       shape.size() == 1      ? ","
+                       : i + 1 < shape.size() ? ", "
+                                              : "");
+  }
+  n += std::snprintf(dict + n, room - static_cast<std::size_t>(n), "), }");
+  const std::size_t used = static_cast<std::size_t>(n);
+  std::size_t total = kNpyHeaderBytes;
+  while (kPrefix + used + 1 > total) total += 64;
+  const std::size_t len = total - kPrefix;
+  std::memcpy(out, "\x93NUMPY\x01\x00", 8);
+  out[8] = static_cast<char>(len & 0xFF);
+  out[9] = static_cast<char>((len >> 8) & 0xFF);
+  std::memset(out + kPrefix + used, ' ', total - kPrefix - used - 1);
+  out[total - 1] = '\n';
+  return total;
 }
 
 std::string NpyHeader(const std::vector<std::uint64_t>& shape) {
-  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    dict += std::to_string(shape[i]);
-    if (i + 1 < shape.size() || shape.size() == 1) dict += ",";
-    if (i + 1 < shape.size()) dict += " ";
-  }
-  dict += "), }";
-  constexpr std::size_t kPrefix = 10;  // magic (6), version (2), header length (2)
-  std::size_t total = kNpyHeaderBytes;
-  while (kPrefix + dict.size() + 1 > total) total += 64;
-  const std::size_t len = total - kPrefix;
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(len & 0xFF);
-  out += static_cast<char>((len >> 8) & 0xFF);
-  out += dict;
-  out.append(total - out.size() - 1, ' ');
-  out += '\n';
-  return out;
+  char buffer[kNpyHeaderMax];
+  return std::string(buffer, WriteNpyHeader(shape, buffer));
 }
 
 }  // namespace iomimic::kvcache

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,5 +65,14 @@ std::vector<std::uint64_t> EntryShape(const ModelSpec& model, std::uint64_t toke
 // does not fit get the next multiple of 64.
 inline constexpr std::size_t kNpyHeaderBytes = 128;
 std::string NpyHeader(const std::vector<std::uint64_t>& shape);
+
+// The same header written into `out` (kNpyHeaderMax bytes at least), with
+// no allocation; returns its length. Shapes have at most 5 dimensions.
+inline constexpr std::size_t kNpyHeaderMax = 256;
+std::size_t WriteNpyHeader(std::span<const std::uint64_t> shape, char* out);
+
+// EntryShape's dimensions into `dims`, with no allocation; returns how many.
+std::size_t EntryShapeInto(const ModelSpec& model, std::uint64_t tokens,
+                           std::uint64_t tensor_parallel, std::array<std::uint64_t, 5>* dims);
 
 }  // namespace iomimic::kvcache

@@ -28,8 +28,8 @@ TEST_CASE("kvcache models: unknown model is one error listing the known ones") {
 
 TEST_CASE("kvcache models: every model of the table is a manifest choice and back") {
   for (const ModelSpec& m : Models()) {
-    const std::string yaml = "workflow:\n  kv_cache: True\nkv_cache:\n  model: " +
-                             std::string(m.key) + "\n";
+    const std::string yaml =
+        "workflow:\n  kv_cache: True\nkv_cache:\n  model: " + std::string(m.key) + "\n";
     Result<config::LoadedManifest> loaded = config::LoadManifestFromString(yaml, "t.yaml");
     REQUIRE_MESSAGE(loaded.ok(), m.key);
     CHECK(loaded->config.kv_cache.model == m.key);
@@ -39,8 +39,8 @@ TEST_CASE("kvcache models: every model of the table is a manifest choice and bac
       config::LoadManifestFromString("kv_cache:\n  model: llama9\n", "t.yaml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("tiny-1b") != std::string::npos);
-  Result<config::LoadedManifest> both = config::LoadManifestFromString(
-      "workflow:\n  train: True\n  kv_cache: True\n", "t.yaml");
+  Result<config::LoadedManifest> both =
+      config::LoadManifestFromString("workflow:\n  train: True\n  kv_cache: True\n", "t.yaml");
   REQUIRE_FALSE(both.ok());
   CHECK(both.status().message().find("t.yaml:2") != std::string::npos);
 }

@@ -1,7 +1,8 @@
 // The io-trace sink: kvcache/trace.h's writer (the reference's format).
+#include "kvcache/op_sink.h"
+
 #include <mutex>
 
-#include "kvcache/op_sink.h"
 #include "kvcache/trace.h"
 
 namespace iomimic::kvcache {

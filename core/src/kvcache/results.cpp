@@ -20,8 +20,9 @@ json Latency(const metrics::LatencyHistogram& h) {
   json o;
   o["count"] = h.count();
   o["mean"] = Num(h.mean_ns() / 1e6);
-  static constexpr std::pair<const char*, double> kQ[] = {
-      {"p50", 0.50}, {"p90", 0.90}, {"p95", 0.95}, {"p99", 0.99}, {"p999", 0.999}, {"p9999", 0.9999}};
+  static constexpr std::pair<const char*, double> kQ[] = {{"p50", 0.50},   {"p90", 0.90},
+                                                          {"p95", 0.95},   {"p99", 0.99},
+                                                          {"p999", 0.999}, {"p9999", 0.9999}};
   for (const auto& [name, q] : kQ) o[name] = Num(h.count() ? Ms(h.Percentile(q)) : 0);
   o["max"] = Num(Ms(h.max_ns()));
   return o;
@@ -38,12 +39,29 @@ metrics::LatencyHistogram Merge(const metrics::LatencyHistogram& h, cluster::Clu
 // Every counter of KvFigures, in one fixed order, through `visit`.
 template <typename F, typename Figures>
 void Counters(Figures& f, F visit) {
-  for (auto* v : {&f.requests, &f.tokens_generated, &f.context_tokens, &f.cache_hits,
-                  &f.cache_misses, &f.multi_turn_hits, &f.multi_turn_misses, &f.prefix_lookups,
-                  &f.user_cache_hits, &f.prefill_writes, &f.decode_reads, &f.read_operations,
-                  &f.write_operations, &f.total_read_bytes, &f.total_write_bytes,
-                  &f.storage_header_bytes_written, &f.storage_header_bytes_read, &f.evictions,
-                  &f.offloads_cpu, &f.offloads_storage, &f.forced}) {
+  for (auto* v : {&f.requests,
+                  &f.tokens_generated,
+                  &f.context_tokens,
+                  &f.cache_hits,
+                  &f.cache_misses,
+                  &f.multi_turn_hits,
+                  &f.multi_turn_misses,
+                  &f.prefix_lookups,
+                  &f.user_cache_hits,
+                  &f.prefill_writes,
+                  &f.decode_reads,
+                  &f.read_operations,
+                  &f.write_operations,
+                  &f.total_read_bytes,
+                  &f.total_write_bytes,
+                  &f.storage_header_bytes_written,
+                  &f.storage_header_bytes_read,
+                  &f.storage_cut_short_bytes_written,
+                  &f.storage_cut_short_bytes_read,
+                  &f.evictions,
+                  &f.offloads_cpu,
+                  &f.offloads_storage,
+                  &f.forced}) {
     visit(*v);
   }
   for (int q = 0; q < kQosCount; ++q) visit(f.qos_requests[q]), visit(f.qos_violations[q]);
@@ -61,15 +79,20 @@ void Histograms(Figures& f, F visit) {
   visit(f.end_to_end), visit(f.storage), visit(f.generation);
   for (auto& h : f.qos_end_to_end) visit(h);
   for (auto& t : f.tier) {
-    for (auto* h : {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device,
-                    &t.write_host}) {
+    for (auto* h :
+         {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host}) {
       visit(*h);
     }
   }
 }
 
-json TierJson(const TierFigures& t, double seconds) {
+double Share(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+json TierJson(const TierFigures& t, double seconds, std::uint64_t hits) {
   json o;
+  o["hit_share"] = Num(Share(t.reads, hits));  // of the cache hits, those served here
   o["reads"] = t.reads;
   o["writes"] = t.writes;
   o["read_bytes"] = t.read_bytes;
@@ -112,10 +135,9 @@ json QosJson(const KvFigures& f) {
     const double p95 = h.count() ? Ms(h.Percentile(0.95)) : 0;
     c["meets_target"] = h.count() == 0 || p95 <= QosTargetP95Ms(qos);
     c["violations"] = f.qos_violations[q];
-    c["sla_compliance"] =
-        Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
-                                          static_cast<double>(f.qos_requests[q])
-                              : 1.0);
+    c["sla_compliance"] = Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
+                                                            static_cast<double>(f.qos_requests[q])
+                                                : 1.0);
     o[QosLevelName(qos)] = std::move(c);
   }
   return o;
@@ -167,9 +189,9 @@ json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
   json m;
   m["cache_hits"] = f.multi_turn_hits;
   m["cache_misses"] = f.multi_turn_misses;
-  m["hit_rate"] = Num(static_cast<double>(f.multi_turn_hits) /
-                      static_cast<double>(std::max<std::uint64_t>(
-                          f.multi_turn_hits + f.multi_turn_misses, 1)));
+  m["hit_rate"] =
+      Num(static_cast<double>(f.multi_turn_hits) /
+          static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
   o["multi_turn_stats"] = std::move(m);
   return o;
 }
@@ -194,13 +216,28 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   o["latency_ms"] = std::move(lat);
   json tiers;
   for (int t = 0; t < kTierCount; ++t) {
-    tiers[std::string(TierName(static_cast<Tier>(t)))] = TierJson(f.tier[t], f.seconds);
+    tiers[std::string(TierName(static_cast<Tier>(t)))] =
+        TierJson(f.tier[t], f.seconds, f.cache_hits);
   }
   o["tiers"] = std::move(tiers);
   o["storage_header_bytes_written"] = f.storage_header_bytes_written;
   o["storage_header_bytes_read"] = f.storage_header_bytes_read;
-  o["forced_placements"] = f.forced;
-  o["prefix_lookups"] = f.prefix_lookups;
+  o["storage_cut_short_bytes_written"] = f.storage_cut_short_bytes_written;
+  o["storage_cut_short_bytes_read"] = f.storage_cut_short_bytes_read;
+  json cache;
+  cache["hits"] = f.cache_hits;
+  cache["misses"] = f.cache_misses;
+  cache["hit_rate"] = Num(Share(f.cache_hits, f.cache_hits + f.cache_misses));
+  cache["multi_turn_hits"] = f.multi_turn_hits;
+  cache["multi_turn_misses"] = f.multi_turn_misses;
+  cache["multi_turn_hit_rate"] =
+      Num(Share(f.multi_turn_hits, f.multi_turn_hits + f.multi_turn_misses));
+  cache["prefix_lookups"] = f.prefix_lookups;
+  cache["evictions"] = f.evictions;
+  cache["demotions_to_cpu"] = f.offloads_cpu;
+  cache["demotions_to_storage"] = f.offloads_storage;
+  cache["forced_placements"] = f.forced;
+  o["cache"] = std::move(cache);
   o["qos"] = QosJson(f);
   o["reference"] = ReferenceJson(f, storage_tokens_per_second);
   return o;
@@ -213,8 +250,7 @@ KvRankFigures RankFigures(const KvFigures& f, int rank) {
   r.rank = rank;
   r.requests = f.requests;
   r.seconds = f.seconds;
-  r.storage_tokens_per_second =
-      Rate(static_cast<double>(f.tokens_generated), f.storage_io_seconds);
+  r.storage_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.storage_io_seconds);
   r.wall_tokens_per_second = Rate(static_cast<double>(f.tokens_generated), f.seconds);
   const TierFigures& s = f.tier[static_cast<int>(Tier::kStorage)];
   r.storage_read_GiB_per_second =
@@ -239,6 +275,8 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
   out.all.storage_io_seconds = sums[1];
   out.all.generation_seconds = sums[2];
   out.all.seconds = cluster.MaxDouble(local.seconds);
+  out.all.interrupted_by =
+      static_cast<int>(cluster.MaxDouble(static_cast<double>(local.interrupted_by)));
   std::vector<const metrics::LatencyHistogram*> mine;
   Histograms(local, [&](const metrics::LatencyHistogram& h) { mine.push_back(&h); });
   i = 0;

@@ -1,5 +1,5 @@
 // The KV-cache workflow's results (docs/kvcache.md, "Results"): the ranks'
-// figures merged (MLPerf Storage v3.0 Rules.md 6.3.4: storage read bandwidth
+// figures merged (MLPerf Storage v3.0 rules, section 6.3.4: storage read bandwidth
 // and storage tokens/s summed over the ranks, the largest rank's P95), and
 // their renderings: summary.json's kv_cache object, the per-rank file
 // <rank>_kv_cache.json and the console lines.

@@ -85,8 +85,9 @@ bool TierCache::EnsureSpace(int tier, std::uint64_t bytes, int depth, std::vecto
       used_[tier] += bytes;
       return true;
     }
-    if (first && !last && used < limit * policy_.sparse_ratio &&
-        static_cast<double>(bytes) > target * policy_.sparse_entry_ratio) {
+    if (first && !last &&
+        used<limit * policy_.sparse_ratio&& static_cast<double>(bytes)> target *
+            policy_.sparse_entry_ratio) {
       return false;
     }
     first = false;

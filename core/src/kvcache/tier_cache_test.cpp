@@ -56,8 +56,7 @@ TEST_CASE("kvcache tier cache: LRU waterfall through three tiers, hand-computed"
   CHECK(cache.used(C) == 120);
   // gpu evicts D; cpu (120 + 60 > 160) first moves its least recent, C, to
   // storage.
-  Expect(cache, "E", 70,
-         {Demote("C", 40, C, S), Demote("D", 60, G, C), Write("E", 70, G)});
+  Expect(cache, "E", 70, {Demote("C", 40, C, S), Demote("D", 60, G, C), Write("E", 70, G)});
   // F (90 <= 95): E down to cpu, which sends A (least recent there) to
   // storage; the empty gpu (< 5 % used) takes 90 over its 80 target.
   Expect(cache, "F", 90, {Demote("A", 50, C, S), Demote("E", 70, G, C), Write("F", 90, G)});

@@ -1,6 +1,7 @@
 #include "kvcache/tier_store.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -18,26 +19,35 @@ std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
 }  // namespace
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 TierStore::TierStore(Storage& storage, StoreOptions options)
     : storage_(storage), options_(std::move(options)) {}
 
-std::string TierStore::PathOf(const std::string& key) const {
-  return options_.folder + "/" + key + ".npy";
+void TierStore::PathOf(const std::string& key, std::string* path) const {
+  path->assign(options_.folder);
+  path->append("/");
+  path->append(key);
+  path->append(".npy");
 }
 
-std::string TierStore::Header(std::uint64_t bytes) const {
-  const std::uint64_t tp = options_.tensor_parallel;
+std::size_t TierStore::Header(std::uint64_t bytes, char* out) const {
   const std::uint64_t per_token = options_.model->bytes_per_token();
-  const std::uint64_t tokens = tp > 1 ? 0 : bytes / per_token;
-  return NpyHeader(tp > 1 ? std::vector<std::uint64_t>{bytes / 2}
-                          : EntryShape(*options_.model, tokens, 1));
+  std::array<std::uint64_t, 5> dims{};
+  std::size_t n = 1;
+  if (options_.tensor_parallel > 1) {
+    dims[0] = bytes / 2;
+  } else {
+    n = EntryShapeInto(*options_.model, per_token == 0 ? 0 : bytes / per_token, 1, &dims);
+  }
+  return WriteNpyHeader(std::span<const std::uint64_t>(dims.data(), n), out);
 }
 
-std::uint64_t TierStore::header_bytes(std::uint64_t bytes) const { return Header(bytes).size(); }
+std::uint64_t TierStore::header_bytes(std::uint64_t bytes) const {
+  char header[kNpyHeaderMax];
+  return Header(bytes, header);
+}
 
 Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
   if (!wb.buffer.empty()) return Status::OK();
@@ -73,8 +83,8 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
   }
 }
 
-Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes,
-                              Source source, WorkerBuffer& wb, OpTiming* timing) {
+Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
+                              WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
   Buffer block = Buffer::AllocateHost(bytes, 64);
   if (bytes != 0 && block.empty()) {
@@ -86,6 +96,7 @@ Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t b
   } else {
     IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
     for (std::uint64_t done = 0; done < bytes;) {
+      if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
       source.stream->Fill(wb.buffer.span().first(n));
       std::memcpy(block.data() + done, wb.buffer.data(), n);
@@ -111,6 +122,7 @@ Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t by
                             std::string(TierName(tier)) + " tier");
   }
   for (std::uint64_t done = 0; done < bytes;) {
+    if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
     std::memcpy(wb.buffer.data(), block->data() + done, n);
     done += n;
@@ -124,22 +136,24 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
                                WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
-  const std::string header = Header(bytes);
-  const std::uint64_t total = header.size() + bytes;
+  char header[kNpyHeaderMax];
+  const std::size_t header_size = Header(bytes, header);
+  const std::uint64_t total = header_size + bytes;
   OpenOptions open;
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
   open.expected_size = total;
-  const std::string path = PathOf(key);
+  std::string& path = wb.path;
+  PathOf(key, &path);
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
   std::uint64_t payload = 0;
   for (std::uint64_t offset = 0; offset < total;) {
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
     std::span<std::byte> chunk = wb.buffer.span().first(n);
     std::size_t at = 0;
-    if (offset < header.size()) {
-      at = header.size() - offset;
-      std::memcpy(chunk.data(), header.data() + offset, at);
+    if (offset < header_size) {
+      at = std::min<std::size_t>(header_size - offset, chunk.size());
+      std::memcpy(chunk.data(), header + offset, at);
     }
     std::span<std::byte> body = chunk.subspan(at);
     if (source.memory != nullptr) {
@@ -148,9 +162,12 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
       source.stream->Fill(body);
     }
     payload += body.size();
-    Status st = file->WriteAt(offset, chunk);
+    Status st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
+                            : file->WriteAt(offset, chunk);
     if (!st.ok()) {
+      if (st.code() == StatusCode::kAborted) cut_written_ += offset;
       (void)file->Abort();
+      (void)storage_.Remove(path);  // no half-written entry is left behind
       return st;
     }
     offset += n;
@@ -173,7 +190,8 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
                               OpTiming* timing) {
   const double start = Now();
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
-  const std::string path = PathOf(key);
+  std::string& path = wb.path;
+  PathOf(key, &path);
   IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
   OpenOptions open;
   open.mode = OpenMode::kRead;
@@ -183,6 +201,10 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
   const double opened = Now();
   const std::uint64_t total = info.size;
   for (std::uint64_t offset = 0; offset < total;) {
+    if (Cancelled()) {
+      cut_read_ += offset;
+      return Status::Aborted("kv_cache: the benchmark ended");
+    }
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
     IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
     if (got == 0) break;
@@ -201,8 +223,8 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
   return Status::OK();
 }
 
-Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes,
-                           WorkerBuffer& wb, OpTiming* timing) {
+Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                           OpTiming* timing) {
   ContentStream stream(KeySeed(options_.content_seed, key));
   Source source;
   source.stream = &stream;
@@ -241,12 +263,14 @@ Status TierStore::RemoveAll(bool keep) {
     left.swap(stored_);
   }
   if (keep) return Status::OK();
-  for (const auto& [key, held] : left) IOMIMIC_RETURN_IF_ERROR(Delete(key));
+  WorkerBuffer wb;
+  for (const auto& [key, held] : left) IOMIMIC_RETURN_IF_ERROR(Delete(key, wb));
   return Status::OK();
 }
 
-Status TierStore::Delete(const std::string& key) {
-  Status st = storage_.Remove(PathOf(key));
+Status TierStore::Delete(const std::string& key, WorkerBuffer& wb) {
+  PathOf(key, &wb.path);
+  Status st = storage_.Remove(wb.path);
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     stored_.erase(key);

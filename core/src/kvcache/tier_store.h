@@ -12,6 +12,7 @@
 // memory an entry placed in a memory tier needs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -36,12 +37,15 @@ struct OpTiming {
 };
 
 struct StoreOptions {
-  std::string folder;            // the storage tier's folder (this rank's)
+  std::string folder;  // the storage tier's folder (this rank's)
   std::uint64_t transfer_size = 16ULL << 20;
   double gpu_copy_bytes_per_second = 25e9;
   std::uint64_t content_seed = 42;
   const ModelSpec* model = nullptr;
   std::uint64_t tensor_parallel = 1;
+  // When it becomes true (the benchmark's end) transfers stop at their next
+  // chunk with kAborted; a storage object left half written is removed.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class TierStore {
@@ -51,6 +55,9 @@ class TierStore {
   // A worker's reusable transfer buffer (allocated at its first use).
   struct WorkerBuffer {
     Buffer buffer;
+    std::string key;          // a scratch entry name (its storage is reused)
+    std::vector<TierOp> ops;  // a scratch list of the cache's decisions
+    std::string path;         // a scratch object path
   };
 
   // Writes a new entry `key` of `bytes` (tokens = bytes / bytes per token)
@@ -62,18 +69,23 @@ class TierStore {
               OpTiming* timing);
   // Moves `key` from memory tier `from` to `to`: read there, write here,
   // free there. `read` and `write` get the two halves' times.
-  Status Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes,
-                WorkerBuffer& wb, OpTiming* read, OpTiming* write);
+  Status Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                OpTiming* read, OpTiming* write);
   // Deletes `key` from the storage tier. A back end that refuses deletes is
   // an error naming it.
-  Status Delete(const std::string& key);
-  // The storage object of `key`.
-  std::string PathOf(const std::string& key) const;
+  Status Delete(const std::string& key, WorkerBuffer& wb);
+  // The storage object of `key`, into `path` (its storage reused).
+  void PathOf(const std::string& key, std::string* path) const;
+  const std::string& folder() const { return options_.folder; }
   // The .npy header's size for an entry of `bytes`.
   std::uint64_t header_bytes(std::uint64_t bytes) const;
   // The end of the run: deletes the storage objects this run wrote and still
   // holds, unless `keep` (nothing else in the folder is touched).
   Status RemoveAll(bool keep);
+  // Bytes that storage transfers cut short by `cancel` moved before they
+  // stopped (the counting storage counts them; the tiers' figures do not).
+  std::uint64_t cut_short_written() const { return cut_written_.load(); }
+  std::uint64_t cut_short_read() const { return cut_read_.load(); }
 
  private:
   struct Source {
@@ -81,8 +93,9 @@ class TierStore {
     ContentStream* stream = nullptr;    // fill from here
   };
   Status EnsureBuffer(WorkerBuffer& wb);
-  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source,
-                      WorkerBuffer& wb, OpTiming* timing);
+  bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
+  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source, WorkerBuffer& wb,
+                      OpTiming* timing);
   Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                      OpTiming* timing);
   Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
@@ -92,13 +105,15 @@ class TierStore {
   Buffer* FindBlock(Tier tier, const std::string& key);
   void FreeBlock(Tier tier, const std::string& key);
   void EmulateCopy(Tier tier, std::uint64_t bytes, double started) const;
-  std::string Header(std::uint64_t bytes) const;
+  // The .npy header of an entry of `bytes` into `out` (kNpyHeaderMax bytes).
+  std::size_t Header(std::uint64_t bytes, char* out) const;
 
   Storage& storage_;
   StoreOptions options_;
   std::mutex mutex_;
   std::unordered_map<std::string, Buffer> memory_[2];  // accelerator, host
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
+  std::atomic<std::uint64_t> cut_written_{0}, cut_read_{0};
 };
 
 // Seconds on a monotonic clock (for OpTiming).

@@ -652,7 +652,10 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
   r.hostname = cluster.hostname();
   CollectHosts(cluster, c, &r);
   if (outcome.train) r.train = CollectTrain(*outcome.train, c, r.accelerators, cluster);
-  if (outcome.kv_cache) r.kv_cache = kvcache::CollectKvResults(*outcome.kv_cache, cluster);
+  if (outcome.kv_cache) {
+    r.kv_cache = kvcache::CollectKvResults(*outcome.kv_cache, cluster);
+    r.interrupted_by = r.kv_cache->all.interrupted_by;
+  }
   CollectIo(session, outcome, &r);
   CollectHistograms(session, outcome, &r);
   r.storage_statistics = SumStatistics(session.storage().Statistics(), cluster);
