@@ -10,11 +10,20 @@ compared per (Operation, Tier, Phase): the number of operations and their
 bytes must agree within --tolerance (5 %), and the object sizes must be the
 same set, or, where the two runs' per-request draws differ (more than one
 user: the reference shares one random stream among its threads), have
-quantiles (p10, p50, p90) within the tolerance.
+quantiles (p10, p50, p90) within the tolerance. Each user's request sizes
+are compared too, over the requests both runs made.
+
+With several users the reference differs from itself between two runs of the
+same seed (its threads' timing decides which thread takes which draw when
+two wake within a millisecond): --baseline runs it twice and reports that
+spread beside iomimic's difference. --scale-templates N divides the users'
+token ranges by N in both programs, so that iomimic's real I/O stays small
+next to the think times, as the reference's trace mode (no I/O) assumes.
 
   bench/kvcache_fidelity.py run --reference PATH/kv_cache_benchmark \\
         --iomimic build/bin/iomimic [--model llama3.1-8b] [--users 1] \\
         [--requests 40] [--seed 42] [--work DIR] [--markdown OUT.md]
+        [--scale-templates N] [--baseline]
   bench/kvcache_fidelity.py compare A.csv[.zst] B.csv[.zst]
   bench/kvcache_fidelity.py selftest TRACE.csv    # the comparison on a trace
         against itself (must pass) and perturbed copies (must fail)
@@ -211,14 +220,70 @@ def selftest(path, tolerance):
 
 # --- Running both programs -------------------------------------------------
 
-def run_reference(a, trace):
+# The reference's user templates (its config.yaml): context, generation
+# (tokens) and think time (seconds) ranges.
+TEMPLATES = {
+    "chatbot": ((512, 4096), (50, 200), (0.1, 0.5)),
+    "coding": ((4096, 25000), (100, 500), (0.2, 1.0)),
+    "document": ((4096, 16384), (200, 800), (0.3, 1.5)),
+}
+
+
+def scaled_templates(scale):
+    """Token ranges divided by `scale` (think times kept), so that the runs'
+    I/O is small next to the think times."""
+    out = {}
+    for name, (ctx, gen, think) in TEMPLATES.items():
+        out[name] = ([max(1, ctx[0] // scale), max(1, ctx[1] // scale)],
+                     [max(1, gen[0] // scale), max(1, gen[1] // scale)], list(think))
+    return out
+
+
+def write_reference_config(a):
+    """The reference's config.yaml, with scaled user templates when asked."""
+    src = os.path.join(a.reference, "config.yaml")
+    if a.scale_templates <= 1:
+        return src
+    t = scaled_templates(a.scale_templates)
+    with open(src) as f:
+        lines = f.read().splitlines()
+    out, user = [], None
+    for line in lines:
+        stripped = line.strip()
+        if line.startswith("  ") and not line.startswith("    ") and stripped.rstrip(":") in t:
+            user = stripped.rstrip(":")
+        elif not line.startswith(" ") and stripped and not stripped.startswith("#"):
+            user = None
+        if user and stripped.startswith(("context_range:", "generation_range:")):
+            which = 0 if stripped.startswith("context") else 1
+            line = "    %s: [%d, %d]" % (stripped.split(":")[0], *t[user][which])
+        out.append(line)
+    path = os.path.join(a.work, "reference_config.yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return path
+
+
+def template_overrides(a):
+    if a.scale_templates <= 1:
+        return []
+    ov = []
+    for name, (ctx, gen, _) in scaled_templates(a.scale_templates).items():
+        ov += ["++workload.kv_cache.users.%s.context_min=%d" % (name, ctx[0]),
+               "++workload.kv_cache.users.%s.context_max=%d" % (name, ctx[1]),
+               "++workload.kv_cache.users.%s.generation_min=%d" % (name, gen[0]),
+               "++workload.kv_cache.users.%s.generation_max=%d" % (name, gen[1])]
+    return ov
+
+
+def run_reference(a, trace, cache="reference_cache", output="reference.json"):
     """kv-cache.py with --io-trace-log: the trace and the results file."""
-    out = os.path.join(a.work, "reference.json")
-    cmd = [a.python, "kv-cache.py", "--config", "config.yaml", "--model", a.model,
+    out = os.path.join(a.work, output)
+    cmd = [a.python, "kv-cache.py", "--config", a.config, "--model", a.model,
            "--num-users", str(a.users), "--duration", str(a.duration),
            "--max-requests", str(a.requests), "--gpu-mem-gb", str(a.gpu_mem_gb),
            "--cpu-mem-gb", str(a.cpu_mem_gb), "--storage-capacity-gb", str(a.storage_gb),
-           "--cache-dir", os.path.join(a.work, "reference_cache"), "--generation-mode", "none",
+           "--cache-dir", os.path.join(a.work, cache), "--generation-mode", "none",
            "--seed", str(a.seed), "--output", out, "--io-trace-log", trace]
     print("$ (cd %s) %s" % (a.reference, " ".join(cmd)), flush=True)
     p = subprocess.run(cmd, cwd=a.reference, capture_output=True, text=True)
@@ -245,7 +310,7 @@ def run_iomimic(a, trace):
            "++workload.kv_cache.max_concurrent_allocs=0",
            "++workload.kv_cache.io_trace_log=" + trace,
            "++workload.storage.storage_root=" + os.path.join(a.work, "iomimic_cache"),
-           "++workload.output.folder=" + out] + a.override
+           "++workload.output.folder=" + out] + template_overrides(a) + a.override
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -260,23 +325,46 @@ def git_commit(path):
     return p.stdout.strip() if p.returncode == 0 else "unknown"
 
 
+def within_spread(verdicts, baseline, tolerance):
+    """Whether every group of iomimic's comparison is within the tolerance or
+    within twice the reference's own run-to-run difference of that group."""
+    spread = {v["group"]: max(v["ops_diff"], v["bytes_diff"]) for v in baseline}
+    return all(max(v["ops_diff"], v["bytes_diff"]) <= max(tolerance, 2 * spread.get(v["group"], 0))
+               for v in verdicts)
+
+
+def sequences_line(a_rows, b_rows):
+    same, common = request_sequences(a_rows, b_rows)
+    return ("Per-user request sequences: %d of the %d requests both runs made (each user's "
+            "first ones) have the same prefill size." % (same, common))
+
+
 def run_both(a):
     os.makedirs(a.work, exist_ok=True)
-    for name in ("reference_cache", "iomimic_cache", "iomimic_run"):
+    for name in ("reference_cache", "reference_cache2", "iomimic_cache", "iomimic_run"):
         shutil.rmtree(os.path.join(a.work, name), ignore_errors=True)
     ref_trace = os.path.join(a.work, "reference_trace.csv")
+    ref2_trace = os.path.join(a.work, "reference_trace2.csv")
     iom_trace = os.path.join(a.work, "iomimic_trace.csv")
-    for t in (ref_trace, iom_trace):
+    for t in (ref_trace, ref2_trace, iom_trace):
         if os.path.exists(t):
             os.remove(t)
+    a.config = write_reference_config(a)
     ref_cmd = run_reference(a, ref_trace)
     iom_cmd = run_iomimic(a, iom_trace)
     ref_rows, iom_rows = read_trace(ref_trace), read_trace(iom_trace)
     verdicts, ok = compare(ref_rows, iom_rows, a.tolerance)
-    text = table(verdicts, "reference", "iomimic")
-    same, common = request_sequences(ref_rows, iom_rows)
-    text += ("\n\nPer-user request sequences: %d of the %d requests both runs made (each "
-             "user's first ones) have the same prefill size." % (same, common))
+    text = table(verdicts, "reference", "iomimic") + "\n\n" + sequences_line(ref_rows, iom_rows)
+    if a.baseline:
+        run_reference(a, ref2_trace, cache="reference_cache2", output="reference2.json")
+        ref2_rows = read_trace(ref2_trace)
+        baseline, _ = compare(ref_rows, ref2_rows, a.tolerance)
+        spread_ok = within_spread(verdicts, baseline, a.tolerance)
+        text += ("\n\nThe reference against itself (a second run, same settings):\n\n" +
+                 table(baseline, "reference", "reference again") + "\n\n" +
+                 sequences_line(ref_rows, ref2_rows) +
+                 "\n\nWithin 5 %% or twice the reference's own difference in every group: "
+                 "%s." % ("yes" if spread_ok else "no"))
     print(text)
     print("fidelity: %s" % ("PASS" if ok else "FAIL"))
     if a.markdown:
@@ -287,9 +375,11 @@ def run_both(a):
 def write_markdown(a, ref_cmd, iom_cmd, ref_rows, iom_rows, text, ok):
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lines = [
-        "## %s: %s, %d user(s), %d requests, seed %d" % (
+        "## %s: %s, %d user(s), %s, seed %d%s" % (
             datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            a.model, a.users, a.requests, a.seed),
+            a.model, a.users,
+            "%d requests" % a.requests if a.requests else "%d s" % a.duration, a.seed,
+            ", token ranges / %d" % a.scale_templates if a.scale_templates > 1 else ""),
         "",
         "iomimic commit %s; reference at %s." % (git_commit(source), a.reference),
         "",
@@ -334,6 +424,12 @@ def main():
     r.add_argument("--gpu-mem-gb", type=float, default=0)
     r.add_argument("--cpu-mem-gb", type=float, default=0)
     r.add_argument("--storage-gb", type=float, default=100)
+    r.add_argument("--scale-templates", type=int, default=1,
+                   help="divide the user templates' token ranges by this in both runs "
+                        "(think times kept), so that I/O stays small next to think time")
+    r.add_argument("--baseline", action="store_true",
+                   help="run the reference a second time and compare it with itself too: "
+                        "the run-to-run spread of a multi-user reference")
     r.add_argument("--override", action="append", default=[],
                    help="extra ++workload.k=v for iomimic (repeatable)")
     r.add_argument("--work", default="kvcache_fidelity_work")

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cli.h"
+#include "config/dlio_compat.h"
 #include "engine/interrupt.h"
 #include "kvcache/replay.h"
 #include "kvcache/trace.h"
@@ -24,7 +25,7 @@ namespace {
 struct ReplayArgs {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs;
-  std::string storage = "posix";
+  std::string storage{config::kFileStorageBackend};
   std::vector<std::string> storage_options;
   std::string timing = "fast";
   std::string output;
@@ -35,7 +36,7 @@ po::options_description ReplayOptionsOf(ReplayArgs* a) {
   po::options_description opts("options of 'iomimic kvcache-replay'");
   opts.add_options()("help,h", "show this help")(
       "storage", po::value<std::string>(&a->storage),
-      "storage plugin the objects go to (default: posix)")(
+      "storage plugin the objects go to (default: the plain file back end)")(
       "storage-option", po::value<std::vector<std::string>>(&a->storage_options),
       "KEY=VALUE option of the storage plugin (repeatable; 'iomimic plugins -v' lists them)")(
       "root", po::value<std::string>(&a->replay.root),

@@ -68,14 +68,21 @@ Result<Buffer> MakeBuffer(Storage& storage, std::size_t bytes, std::uint64_t see
   return buffer;
 }
 
+// Opens a whole object: written (of `total` bytes), or read past the page cache.
+Result<std::unique_ptr<File>> OpenObject(Storage& storage, const std::string& path, bool write,
+                                         std::uint64_t total) {
+  OpenOptions open;
+  open.mode = write ? OpenMode::kWrite : OpenMode::kRead;
+  open.hint = AccessHint::kWholeFile;
+  open.expected_size = write ? total : 0;
+  open.drop_cache = !write;
+  return storage.Open(path, open);
+}
+
 // Creates `path` with a .npy header and `size` bytes of data, synced.
 Status WriteObject(Storage& storage, const std::string& path, std::uint64_t size, Buffer& buffer) {
   const std::uint64_t total = kNpyHeaderBytes + size;
-  OpenOptions open;
-  open.mode = OpenMode::kWrite;
-  open.hint = AccessHint::kWholeFile;
-  open.expected_size = total;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, open));
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, OpenObject(storage, path, true, total));
   FillNpyHeader(size, buffer.data());
   for (std::uint64_t offset = 0; offset < total;) {
     std::size_t n =
@@ -97,11 +104,7 @@ Status WriteObject(Storage& storage, const std::string& path, std::uint64_t size
 // hold the header and `size` bytes.
 Status ReadObject(Storage& storage, const std::string& path, std::uint64_t size, Buffer& buffer) {
   const std::uint64_t total = kNpyHeaderBytes + size;
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  open.hint = AccessHint::kWholeFile;
-  open.drop_cache = true;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, open));
+  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, OpenObject(storage, path, false, total));
   std::uint64_t offset = 0;
   for (;;) {
     IOMIMIC_ASSIGN_OR_RETURN(std::size_t n, file->ReadAt(offset, buffer.span()));
@@ -200,10 +203,8 @@ void Worker(Shared& s, unsigned index) {
   }
 }
 
-// Refuses objects that exist; creates the folders and the objects read
-// before the trace writes them.
-Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& plan,
-               const ReplayOptions& options, ReplayResult* result) {
+// Refuses objects that exist: every object of the plan is then the replay's own.
+Status CheckNoneExists(Storage& storage, const Plan& plan) {
   for (const std::string& path : plan.paths) {
     if (storage.Stat(path).ok()) {
       return Status::AlreadyExists(path +
@@ -211,6 +212,12 @@ Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& 
                                    "another root");
     }
   }
+  return Status::OK();
+}
+
+// Creates the folders and the objects read before the trace writes them.
+Status Prepare(Storage& storage, const std::vector<TraceRow>& rows, const Plan& plan,
+               const ReplayOptions& options, ReplayResult* result) {
   IOMIMIC_RETURN_IF_ERROR(storage.CreateDirectories(options.root));
   for (const std::string& path : plan.paths) {
     std::size_t slash = path.rfind('/');
@@ -303,7 +310,11 @@ Result<ReplayResult> Replay(Storage& storage, const std::vector<TraceRow>& rows,
   ReplayResult result;
   CountGroups(rows, &result);
   IOMIMIC_ASSIGN_OR_RETURN(Plan plan, MakePlan(rows, options.root));
-  IOMIMIC_RETURN_IF_ERROR(Prepare(storage, rows, plan, options, &result));
+  IOMIMIC_RETURN_IF_ERROR(CheckNoneExists(storage, plan));
+  if (Status s = Prepare(storage, rows, plan, options, &result); !s.ok()) {
+    if (!options.keep_objects) (void)RemoveObjects(storage, plan);
+    return s;
+  }
 
   Shared shared(rows.size());
   shared.storage = &storage;

@@ -118,6 +118,17 @@ TEST_CASE("replay: a bad key or a failing storage names the trace line") {
   CHECK(r.status().message().find("trace line 3") != std::string::npos);
 }
 
+TEST_CASE("replay: a failure while creating the objects read first leaves nothing") {
+  testing::MemoryStorage storage;
+  storage.FailWritesTo("dir/c");  // the object read before any write
+  ReplayOptions options;
+  options.root = "replay";
+  Result<ReplayResult> r = Replay(storage, SmallTrace(), options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("trace line 8") != std::string::npos);
+  CHECK(storage.Paths().empty());
+}
+
 TEST_CASE("replay: recorded timing waits for the trace's times") {
   testing::MemoryStorage storage;
   std::vector<TraceRow> rows = {

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <memory>
 
 #ifdef IOMIMIC_HAVE_ZSTD
 #include <zstd.h>
@@ -161,15 +160,6 @@ Status ParseFields(const std::vector<std::string>& f, TraceRow* row) {
   return Status::OK();
 }
 
-std::string_view NextLine(std::string_view text, std::size_t* pos) {
-  std::size_t end = text.find('\n', *pos);
-  if (end == std::string_view::npos) end = text.size();
-  std::string_view line = text.substr(*pos, end - *pos);
-  *pos = end < text.size() ? end + 1 : text.size();
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
-
 Status LineError(const std::string& name, std::size_t line, const std::string& what) {
   return Status::InvalidArgument(name + ":" + std::to_string(line) + ": " + what);
 }
@@ -180,30 +170,108 @@ bool IsZstd(std::string_view data) {
          static_cast<unsigned char>(data[2]) == 0x2F && static_cast<unsigned char>(data[3]) == 0xFD;
 }
 
-Result<std::string> Decompress(const std::string& path, std::string_view data) {
+// Parses a trace fed in pieces of any size: complete lines as they come,
+// the rest kept for the next piece.
+class RowParser {
+ public:
+  explicit RowParser(const std::string& name) : name_(name) {}
+
+  Status Feed(std::string_view bytes) {
+    any_ |= !bytes.empty();
+    for (std::size_t start = 0;;) {
+      const std::size_t nl = bytes.find('\n', start);
+      if (nl == std::string_view::npos) {
+        pending_.append(bytes.substr(start));
+        if (pending_.size() > kMaxLine) {
+          return LineError(name_, line_ + 1, "a line longer than 64 KiB");
+        }
+        return Status::OK();
+      }
+      const std::string_view piece = bytes.substr(start, nl - start);
+      if (pending_.empty()) {
+        IOMIMIC_RETURN_IF_ERROR(Line(piece));
+      } else {
+        pending_.append(piece);
+        IOMIMIC_RETURN_IF_ERROR(Line(pending_));
+        pending_.clear();
+      }
+      start = nl + 1;
+    }
+  }
+
+  Result<std::vector<TraceRow>> Finish() {
+    if (!any_) return LineError(name_, 1, "empty file, no header");
+    if (!pending_.empty()) IOMIMIC_RETURN_IF_ERROR(Line(pending_));
+    pending_.clear();
+    return std::move(rows_);
+  }
+
+ private:
+  Status Line(std::string_view line) {
+    ++line_;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line_ == 1) {
+      if (line == kTraceHeader) return Status::OK();
+      return LineError(name_, 1, "the header is not '" + std::string(kTraceHeader) + "'");
+    }
+    if (line.empty()) return LineError(name_, line_, "an empty line");
+    if (!SplitRecord(line, &fields_, &why_)) return LineError(name_, line_, why_);
+    TraceRow row;
+    row.line = line_;
+    if (Status s = ParseFields(fields_, &row); !s.ok()) {
+      return LineError(name_, line_, s.message());
+    }
+    rows_.push_back(std::move(row));
+    return Status::OK();
+  }
+
+  static constexpr std::size_t kMaxLine = 64 << 10;
+  const std::string& name_;
+  std::string pending_;
+  std::size_t line_ = 0;
+  bool any_ = false;
+  std::vector<TraceRow> rows_;
+  std::vector<std::string> fields_;
+  std::string why_;
+};
+
+// Feeds `parser` the file's bytes, through zstd when `zstd`, 1 MiB at a time.
+Status FeedFile(std::FILE* file, const std::string& path, bool zstd, RowParser* parser) {
+  std::vector<char> chunk(1u << 20);
 #ifdef IOMIMIC_HAVE_ZSTD
   std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::string out;
-  std::vector<char> chunk(ZSTD_DStreamOutSize());
-  ZSTD_inBuffer in{data.data(), data.size(), 0};
-  std::size_t last = 0;
-  for (;;) {
-    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
-    last = ZSTD_decompressStream(ctx.get(), &o, &in);
-    if (ZSTD_isError(last)) {
-      return Status::Corruption(path + ": zstd: " + ZSTD_getErrorName(last) + " at byte " +
-                                std::to_string(in.pos));
-    }
-    out.append(chunk.data(), o.pos);
-    // All input taken and room left in the output: nothing more to flush.
-    if (in.pos == in.size && o.pos < o.size) break;
-  }
-  if (last != 0) return Status::Corruption(path + ": zstd stream ends inside a frame");
-  return out;
-#else
-  (void)data;
-  return Status::NotSupported(path + ": a zstd trace, and this iomimic was built without libzstd");
+  std::vector<char> out(ZSTD_DStreamOutSize());
+  std::size_t left = 0;  // ZSTD_decompressStream's last hint: 0 at a frame's end
+  std::uint64_t offset = 0;
 #endif
+  for (;;) {
+    const std::size_t n = std::fread(chunk.data(), 1, chunk.size(), file);
+    if (n == 0) break;
+    if (!zstd) {
+      IOMIMIC_RETURN_IF_ERROR(parser->Feed(std::string_view(chunk.data(), n)));
+      continue;
+    }
+#ifdef IOMIMIC_HAVE_ZSTD
+    ZSTD_inBuffer in{chunk.data(), n, 0};
+    for (;;) {
+      ZSTD_outBuffer o{out.data(), out.size(), 0};
+      left = ZSTD_decompressStream(ctx.get(), &o, &in);
+      if (ZSTD_isError(left)) {
+        return Status::Corruption(path + ": zstd: " + ZSTD_getErrorName(left) + " at byte " +
+                                  std::to_string(offset + in.pos));
+      }
+      IOMIMIC_RETURN_IF_ERROR(parser->Feed(std::string_view(out.data(), o.pos)));
+      // All input taken and room left in the output: nothing more to flush.
+      if (in.pos == in.size && o.pos < o.size) break;
+    }
+    offset += n;
+#endif
+  }
+  if (std::ferror(file)) return Status::IOError("cannot read trace " + path);
+#ifdef IOMIMIC_HAVE_ZSTD
+  if (zstd && left != 0) return Status::Corruption(path + ": zstd stream ends inside a frame");
+#endif
+  return Status::OK();
 }
 
 }  // namespace
@@ -223,35 +291,27 @@ std::string FormatTraceRow(const TraceRow& row) {
 }
 
 Result<std::vector<TraceRow>> ParseTrace(std::string_view text, const std::string& name) {
-  std::size_t pos = 0;
-  if (text.empty()) return LineError(name, 1, "empty file, no header");
-  if (NextLine(text, &pos) != kTraceHeader) {
-    return LineError(name, 1, "the header is not '" + std::string(kTraceHeader) + "'");
-  }
-  std::vector<TraceRow> rows;
-  std::vector<std::string> fields;
-  std::string why;
-  for (std::size_t line = 2; pos < text.size(); ++line) {
-    std::string_view record = NextLine(text, &pos);
-    if (record.empty()) return LineError(name, line, "an empty line");
-    if (!SplitRecord(record, &fields, &why)) return LineError(name, line, why);
-    TraceRow row;
-    row.line = line;
-    if (Status s = ParseFields(fields, &row); !s.ok()) return LineError(name, line, s.message());
-    rows.push_back(std::move(row));
-  }
-  return rows;
+  RowParser parser(name);
+  IOMIMIC_RETURN_IF_ERROR(parser.Feed(text));
+  return parser.Finish();
 }
 
 Result<std::vector<TraceRow>> ReadTrace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::FromErrno(errno, "cannot open trace " + path);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IOError("cannot read trace " + path);
-  if (IsZstd(data)) {
-    IOMIMIC_ASSIGN_OR_RETURN(data, Decompress(path, data));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (file == nullptr) return Status::FromErrno(errno, "cannot open trace " + path);
+  char magic[4] = {};
+  const std::size_t got = std::fread(magic, 1, sizeof magic, file.get());
+  const bool zstd = IsZstd(std::string_view(magic, got));
+#ifndef IOMIMIC_HAVE_ZSTD
+  if (zstd) {
+    return Status::NotSupported(path +
+                                ": a zstd trace, and this iomimic was built without libzstd");
   }
-  return ParseTrace(data, path);
+#endif
+  std::rewind(file.get());
+  RowParser parser(path);
+  IOMIMIC_RETURN_IF_ERROR(FeedFile(file.get(), path, zstd, &parser));
+  return parser.Finish();
 }
 
 // --- TraceWriter ------------------------------------------------------------
@@ -321,7 +381,13 @@ Status TraceWriter::Write(const TraceRow& row) {
 
 Status TraceWriter::Close() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (impl_->file == nullptr) return Status::OK();
+  if (impl_->file == nullptr) {
+#ifdef IOMIMIC_HAVE_ZSTD
+    ZSTD_freeCCtx(impl_->zstd);  // a file that never opened
+    impl_->zstd = nullptr;
+#endif
+    return Status::OK();
+  }
   Status status;
 #ifdef IOMIMIC_HAVE_ZSTD
   if (impl_->compressed) {

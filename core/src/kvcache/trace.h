@@ -66,13 +66,15 @@ std::string FormatTraceRow(const TraceRow& row);
 
 // Parses a whole trace (already decompressed). Strict: the first line must be
 // the header, then every line holds six fields of the forms above (a final
-// line end is optional, "\n" and "\r\n" both end a line). The first bad line
+// line end is optional, "\n" and "\r\n" both end a line; a line break
+// inside a quoted field and lines over 64 KiB are refused). The first bad line
 // is the error, InvalidArgument "<name>:<line>: <what>", e.g.
 // "t.csv:7: Object_Size_Bytes '12x' is not a whole number".
 Result<std::vector<TraceRow>> ParseTrace(std::string_view text, const std::string& name);
 
-// Reads and parses the trace file at `path`; a zstd stream (by its magic
-// number, whatever the name) is decompressed first. Errors name the path.
+// Reads and parses the trace file at `path` 1 MiB at a time; a zstd stream
+// (by its magic number, whatever the name) is decompressed as it is read.
+// Errors name the path.
 Result<std::vector<TraceRow>> ReadTrace(const std::string& path);
 
 // Writes a trace as the reference does: the header, then one row per Write

@@ -92,6 +92,7 @@ TEST_CASE("trace: malformed input is one error naming file:line") {
       {h + "1.0,Read,10,Tier-2,\"k,Decode\n", "t.csv:2: a quoted field is not closed"},
       {h + "1.0,Read,10,Tier-2,\"k\"x,Decode\n", "t.csv:2: text follows a closing quote"},
       {h + "1.0,Read,10,Tier-2,k\"x,Decode\n", "t.csv:2: a quote inside an unquoted field"},
+      {h + good + std::string(70000, 'k'), "t.csv:3: a line longer than 64 KiB"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);
@@ -135,6 +136,26 @@ TEST_CASE("trace: the writer writes plain and zstd files that read back") {
     REQUIRE(back.ok());
     REQUIRE(back->size() == 3);
     CHECK(back->at(1).key == "a,b\"c");
+  }
+  // Files larger than the reader's 1 MiB pieces: lines cross the pieces.
+  for (const char* name : {"big.csv", "big.csv.zst"}) {
+#ifndef IOMIMIC_HAVE_ZSTD
+    if (std::string(name).ends_with(".zst")) continue;
+#endif
+    CAPTURE(name);
+    Result<std::unique_ptr<TraceWriter>> w = TraceWriter::Open((dir / name).string());
+    REQUIRE(w.ok());
+    TraceRow row = PythonRows()[0];
+    for (int i = 0; i < 40000; ++i) {
+      row.size = static_cast<std::uint64_t>(i);
+      REQUIRE((*w)->Write(row).ok());
+    }
+    REQUIRE((*w)->Close().ok());
+    Result<std::vector<TraceRow>> back = ReadTrace((*w)->path());
+    REQUIRE(back.ok());
+    REQUIRE(back->size() == 40000);
+    CHECK(back->at(39999).size == 39999);
+    CHECK(back->at(39999).line == 40001);
   }
   // A damaged zstd stream is an error naming the file, not rows.
   const std::string bad = (dir / "bad.csv.zst").string();
