@@ -41,6 +41,7 @@ import sys
 import time
 
 import benchlib
+import kvcache_fidelity
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -137,7 +138,8 @@ def run_iomimic(a, root, out, overrides, wrap=lambda x: x):
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
-    argv = [a.iomimic, "run", "workload=kvcache_quickstart",
+    # The closed option's file carries the reference's user templates.
+    argv = [a.iomimic, "run", "workload=kvcache_opt1_8b",
             "++workload.kv_cache.model=" + a.model,
             "++workload.kv_cache.num_users=%d" % a.users,
             "++workload.kv_cache.duration=%d" % a.duration,
@@ -145,7 +147,7 @@ def run_iomimic(a, root, out, overrides, wrap=lambda x: x):
             "++workload.kv_cache.cpu_mem_gb=0", "++workload.kv_cache.generation_mode=none",
             "++workload.kv_cache.storage_capacity_gb=%g" % a.capacity_gb,
             "++workload.storage.storage_root=" + root,
-            "++workload.output.folder=" + out] + overrides
+            "++workload.output.folder=" + out] + kvcache_fidelity.template_overrides(a) + overrides
     t = time.monotonic()
     with benchlib.ChildCpu() as cpu:
         r = subprocess.run(wrap(argv), capture_output=True, text=True)
@@ -161,7 +163,7 @@ def run_reference(a, cache, wrap=lambda x: x):
     shutil.rmtree(cache, ignore_errors=True)
     os.makedirs(cache)
     out = cache + ".json"
-    argv = ["/usr/bin/python3", "kv-cache.py", "--config", "config.yaml", "--model", a.model,
+    argv = ["/usr/bin/python3", "kv-cache.py", "--config", a.reference_config, "--model", a.model,
             "--num-users", str(a.users), "--duration", str(a.duration), "--gpu-mem-gb", "0",
             "--cpu-mem-gb", "0", "--storage-capacity-gb", "%g" % a.capacity_gb,
             "--cache-dir", cache, "--generation-mode", "none", "--seed", "42",
@@ -172,10 +174,22 @@ def run_reference(a, cache, wrap=lambda x: x):
     with open(out) as f:
         result = json.load(f)
     shutil.rmtree(cache, ignore_errors=True)
+    # No request finished: the reference writes no summary.
+    result.setdefault("summary", {"storage_throughput_tokens_per_sec": 0.0})
     return result
 
 
 # --- the two parts ----------------------------------------------------------------
+
+def entry_pattern(summary):
+    """(mean storage-tier entry size rounded to MiB, reads per write) of a run."""
+    st = find_key(summary, "tiers")["storage"]
+    writes = max(1, st["writes"] + st["eviction_writes"])
+    written = st["write_bytes"] + st["eviction_write_bytes"]
+    read = st["read_bytes"] + st["eviction_read_bytes"]
+    size = max(MIB, int(written / writes) // MIB * MIB)
+    return size, max(1, round(read / written)) if written else 1
+
 
 def storage_bound(a, lines):
     device = device_of(a.work)
@@ -187,12 +201,18 @@ def storage_bound(a, lines):
             order = caps if rnd % 2 == 0 else list(reversed(caps))
             for cap in order:
                 wrap = throttles[cap].wrap
-                w, rd, s, _ = run_fio("kv", os.path.join(a.work, "fio"), 64 * MIB, 4, 1, 2, wrap)
-                figures[cap]["fio"].append((w + rd) / MIB / s)
                 summary, _, _ = run_iomimic(a, os.path.join(a.work, "iom"),
                                             os.path.join(a.work, "iom-out"), [], wrap)
                 figures[cap]["iomimic"].append(
                     find_key(summary, "storage_throughput_tokens_per_sec"))
+                # fio: this run's pattern (mean entry size, fsync per object,
+                # dropped-cache reads in its read:write mix, a job per user),
+                # about 2 s of writes at the cap.
+                size, loops = entry_pattern(summary)
+                nfiles = max(1, int(cap * MIB * 2 / size / a.users))
+                w, rd, s, _ = run_fio("kv", os.path.join(a.work, "fio"), size, nfiles, a.users,
+                                      loops, wrap)
+                figures[cap]["fio"].append((w + rd) / MIB / s)
                 ref = run_reference(a, os.path.join(a.work, "ref"), wrap)
                 figures[cap]["reference"].append(ref["summary"]["storage_throughput_tokens_per_sec"])
                 print("round %d, %g MiB/s: fio %.1f MiB/s, iomimic %.1f tok/s, reference %.1f tok/s"
@@ -268,19 +288,23 @@ def main():
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--model", default="tiny-1b")
     ap.add_argument("--capacity-gb", type=float, default=4)
+    ap.add_argument("--scale-templates", type=int, default=16,
+                    help="divide the users' token ranges (both programs), so that runs "
+                    "complete many requests")
     ap.add_argument("--skip", choices=["storage", "client"])
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (cgroup throttles, dropping caches)")
     os.makedirs(a.work, exist_ok=True)
+    a.reference_config = os.path.abspath(kvcache_fidelity.write_reference_config(a))
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     lines = ["# KV-cache offload: storage-bound figures (bench/kvcache_storage_bound.py)", "",
              "iomimic %s; %s; load before: %s; model %s, %d users, %d s per run, seed 42, no GPU "
-             "or host tier, %d rounds." % (commit, benchlib.machine(with_fio=True),
-                                           benchlib.loadavg(), a.model, a.users, a.duration,
-                                           a.rounds), ""]
+             "or host tier, the reference's user templates with token ranges / %d, %d rounds." % (
+                 commit, benchlib.machine(with_fio=True), benchlib.loadavg(), a.model, a.users,
+                 a.duration, a.scale_templates, a.rounds), ""]
     if a.skip != "storage":
         storage_bound(a, lines)
     if a.skip != "client":
