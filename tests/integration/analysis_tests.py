@@ -211,5 +211,76 @@ def test_search_finds_known_answer():
         fail("the answer %d is not the last that held: %s" % (n, held))
 
 
+def kvcache_small_users():
+    """Overrides giving every user type 16-32 context tokens and 16-32
+    generated tokens (tiny-1b: 384-768 KiB entries)."""
+    out = []
+    for t in ("chatbot", "coding", "document"):
+        out += ["++workload.kv_cache.users.%s.%s=%d" % (t, k, v)
+                for k, v in (("context_min", 16), ("context_max", 32),
+                             ("generation_min", 16), ("generation_max", 32))]
+    return out
+
+
+def test_search_finds_most_kvcache_users():
+    """`search` of a KV-cache workload grows kv_cache.num_users. Storage capped
+    at 20 MB/s for all users (the latency decorator), no memory tier, small
+    entries: one user's requests take about 100 ms, while a few users queue on
+    the cap and their P95 grows past the threshold. The answer must be a
+    probe that met the target, the next number a probe that missed it, and
+    every probe's verdict must agree with its own summary.json."""
+    work = args().work
+    out = os.path.join(work, "search")
+    limit = 400.0
+    overrides = [
+        "++workload.kv_cache.duration=3",
+        "++workload.kv_cache.cpu_mem_gb=0",
+        "++workload.storage.storage_root=" + os.path.join(work, "data"),
+        "++workload.storage.backend=latency",
+        "++workload.storage.options.bandwidth=20M",
+    ] + kvcache_small_users()
+    # A bad target is refused before any run.
+    p = run([args().iomimic, "search", "kvcache_quickstart", "--qos-class", "gold",
+             "--output", out] + overrides, expect_ok=False)
+    if p.returncode == 0 or "'gold'" not in p.stderr or os.path.exists(os.path.join(out, "users-1")):
+        fail("--qos-class gold: exit %d, %s" % (p.returncode, p.stderr))
+    p = run([args().iomimic, "search", "kvcache_quickstart", "--max", "32", "--max-ms",
+             str(limit), "--output", out] + overrides)
+    answer = [line for line in p.stdout.splitlines() if line.startswith("answer:")]
+    if not answer or "user(s)" not in answer[0]:
+        fail("no users answer line (not detected as a KV-cache search?):\n" + p.stdout)
+    n = int(answer[0].split()[1])
+    points = read_design(os.path.join(out, "search.csv"))
+    tried = [int(r["users"]) for r in points]
+    if tried[:2] != [1, 2]:
+        fail("search did not double from 1 user: %s" % tried)
+    held = {}
+    for r in points:
+        users = int(r["users"])
+        with open(os.path.join(r["folder"], "summary.json")) as f:
+            kv = json.load(f)["kv_cache"]
+        if kv["num_users_per_rank"] != users:
+            fail("probe %s ran %s users" % (r["folder"], kv["num_users_per_rank"]))
+        meets = kv["requests"] > 0 and all(
+            q["latency_ms"]["p95"] <= limit for q in kv["qos"].values() if q["requests"] > 0)
+        if meets != (r["held"] == "1"):
+            fail("probe with %d users: search says held=%s, its summary says %s" %
+                 (users, r["held"], meets))
+        if abs(float(r["storage_tokens_per_second"]) -
+               kv["aggregate"]["storage_tokens_per_second"]) > 0.01 * max(
+                   1.0, kv["aggregate"]["storage_tokens_per_second"]):
+            fail("probe with %d users: storage tokens/s %s, summary %s" %
+                 (users, r["storage_tokens_per_second"], kv["aggregate"]))
+        held[users] = meets
+    if n < 1:
+        fail("not even one user met p95 <= %g ms under a 20 MB/s cap:\n%s" % (limit, p.stdout))
+    if n >= 32 or not held.get(n) or held.get(n + 1, True):
+        fail("the answer %d is not the last number that met the target: %s" % (n, held))
+    # Monotone as far as the search knows: nothing above a miss was called held.
+    first_miss = min(u for u, h in held.items() if not h)
+    if any(h for u, h in held.items() if u > first_miss):
+        fail("a probe above the first miss (%d users) held: %s" % (first_miss, held))
+
+
 if __name__ == "__main__":
     harness.main(globals())
