@@ -9,6 +9,7 @@ Usage: analysis_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -73,6 +74,72 @@ def test_compare_shows_differences():
 def read_design(path):
     with open(path, newline="") as f:
         return [row for row in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def kvcache_pair(work):
+    """Two short KV-cache runs: A on posix with the quickstart's CPU tier, B
+    through the latency decorator without a CPU tier. Their folders."""
+    a, b = os.path.join(work, "kv_a"), os.path.join(work, "kv_b")
+    common = ["++workload.kv_cache.duration=2",
+              "++workload.storage.storage_root=" + os.path.join(work, "kvdata")]
+    run([args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+         "++workload.output.folder=" + a] + common)
+    run([args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+         "++workload.output.folder=" + b, "++workload.kv_cache.cpu_mem_gb=0",
+         "++workload.storage.backend=latency", "++workload.storage.options.delay=5ms"] + common)
+    return a, b
+
+
+def test_compare_kvcache_runs():
+    """compare of two KV-cache runs: tokens/s, per-tier bandwidth (a tier a
+    run lacks is '-'), hit rate, latency percentiles and per-class QoS side by
+    side, each equal to its summary.json."""
+    a, b = kvcache_pair(args().work)
+    out = run([args().iomimic, "compare", a, b]).stdout
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"^(kv .+?)\s{2,}(\S+)\s+(\S+)\s+(\S+)$", line)
+        if m:
+            rows[m.group(1).strip()] = m.groups()[1:]
+    kv = []
+    for folder in (a, b):
+        with open(os.path.join(folder, "summary.json")) as f:
+            kv.append(json.load(f)["kv_cache"])
+    expect = {
+        "kv storage tokens/s": lambda k: k["aggregate"]["storage_tokens_per_second"],
+        "kv wall tokens/s": lambda k: k["wall_tokens_per_second"],
+        "kv hit rate": lambda k: k["cache"]["hit_rate"],
+        "kv storage read GiB/s": lambda k: k["tiers"]["storage"]["read_GiB_per_second"],
+        "kv storage write GiB/s": lambda k: k["tiers"]["storage"]["write_GiB_per_second"],
+        "kv e2e p95 ms": lambda k: k["latency_ms"]["end_to_end"]["p95"],
+        "kv storage p99 ms": lambda k: k["latency_ms"]["storage"]["p99"],
+    }
+    for name, value in expect.items():
+        if name not in rows:
+            fail("no %r row with A, B and B/A:\n%s" % (name, out))
+        for i in range(2):
+            shown, want = float(rows[name][i]), value(kv[i])
+            if abs(shown - want) > max(0.006, 0.0051 * abs(want)):
+                fail("%s of %s: shown %s, summary.json %s" % (name, "AB"[i], shown, want))
+    # A has a CPU tier, B none; neither has a GPU tier.
+    cpu = rows.get("kv cpu read GiB/s")
+    if not cpu or cpu[1] != "-" or cpu[0] == "-":
+        fail("the CPU tier row should have A's figure and '-' for B: %s\n%s" % (cpu, out))
+    if any(name.startswith("kv gpu") for name in rows):
+        fail("a GPU tier row for runs without one:\n" + out)
+    for q in ("interactive", "responsive", "batch"):
+        line = [l for l in out.splitlines() if l.startswith(q + " (")]
+        if len(line) != 1:
+            fail("no QoS row for %s:\n%s" % (q, out))
+        cells = line[0].split()[-2:]
+        for i in range(2):
+            c = kv[i]["qos"][q]
+            want = "-" if c["requests"] == 0 else ("meets" if c["meets_target"] else "misses")
+            if cells[i] != want:
+                fail("QoS %s of %s: %s, summary.json says %s" % (q, "AB"[i], cells[i], want))
+    if [l.split() for l in out.splitlines() if l.startswith("storage.backend")] != [
+            ["storage.backend", "posix", "latency"]]:
+        fail("the back ends are not shown as a difference:\n" + out)
 
 
 def test_sweep_runs_and_resumes():
