@@ -298,6 +298,46 @@ def test_kvcache_workflow_matches_reference_trace():
             fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
 
 
+def test_kvcache_workflow_trace_only():
+    """kv_cache.trace_only: the quickstart with one user, run for real and
+    trace-only (the reference's --io-trace-log mode, no I/O), writes the same
+    operations in the same order (operation, size, tier, key, phase), the
+    CPU tier's demotions to storage included; the trace-only run touches no
+    storage (its cache folder is never made, the counting storage moved no
+    byte) and says so in summary.json. Without io_trace_log it is refused."""
+    traces = {}
+    for mode in ("real", "trace_only"):
+        cmd, root, out = quickstart(mode, seconds=60, extra=[
+            "++workload.kv_cache.num_users=1", "++workload.kv_cache.max_requests=10",
+            "++workload.kv_cache.io_trace_log=trace.csv",
+            "++workload.kv_cache.trace_only=%s" % (mode == "trace_only")])
+        run(cmd)
+        kv = load_summary(out)["kv_cache"]
+        io = load_summary(out)["iomimic"]
+        if kv["trace_only"] != (mode == "trace_only") or kv["requests"] < 10:
+            fail("%s: trace_only %s, %d requests" % (mode, kv["trace_only"], kv["requests"]))
+        if mode == "trace_only" and (os.path.exists(root) or io["bytes_written"] != 0 or
+                                     io["bytes_read"] != 0):
+            fail("the trace-only run did I/O: %s exists %s, %d written, %d read" %
+                 (root, os.path.exists(root), io["bytes_written"], io["bytes_read"]))
+        with open(os.path.join(out, "trace.csv"), newline="") as f:
+            traces[mode] = [(r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Key"],
+                             r["Phase"]) for r in csv.DictReader(f)]
+    real, only = traces["real"], traces["trace_only"]
+    n = min(len(real), len(only))
+    if n < 30:
+        fail("only %d operations to compare" % n)
+    for i in range(n):
+        if real[i] != only[i]:
+            fail("operation %d: real run %s, trace-only %s" % (i + 1, real[i], only[i]))
+    if not any(row[2] == "Tier-2" for row in real[:n]):
+        fail("no storage-tier operation among the %d compared: the CPU tier never filled" % n)
+    cmd, _, _ = quickstart("refused", extra=["++workload.kv_cache.trace_only=True"])
+    p = run(cmd, expect_ok=False)
+    if p.returncode == 0 or "kv_cache.trace_only" not in p.stderr or "io_trace_log" not in p.stderr:
+        fail("trace_only without io_trace_log: exit %d, %s" % (p.returncode, p.stderr))
+
+
 def test_kvcache_workflow_max_requests_and_signal():
     """max_requests ends the run at exactly that many requests; SIGINT ends
     it with its figures, status interrupted and exit 130."""
