@@ -84,8 +84,8 @@ int CmdMultirun(const CommonArgs& args);
 // --- Options of sweep and search (commands/experiment.cpp) ----------------
 
 // --iomimic, --launcher, --output, --config-dir; search adds --min-au, --by,
-// --max and the KV-cache QoS target (--qos-class, --percentile, --max-ms). The positional arguments are the design file or the workload,
-// and overrides added to every run.
+// --max and the KV-cache QoS target (--qos-class, --percentile, --max-ms). The positional arguments
+// are the design file or the workload, and overrides added to every run.
 struct ExperimentArgs {
   std::vector<std::string> positional;
   std::string output;

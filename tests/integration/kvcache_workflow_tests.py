@@ -124,7 +124,7 @@ def test_kvcache_workflow_mmap():
     backend_test("mmap")
 
 
-# The closed options (Rules.md 6.3) as shipped, shrunk by overrides only:
+# The closed options (MLPerf Storage rules, section 6.3; docs/kvcache.md) as shipped, shrunk by overrides only:
 # 4 users, 3 s, every user type's context range divided by 16 (entries of
 # 4-195 MiB for llama3.1-8b, 10-488 MiB for llama3.1-70b instead of up to
 # 3 GiB and 8 GiB, so that a 3 s run completes requests on a CI disk), a
@@ -290,12 +290,19 @@ def test_kvcache_workflow_matches_reference_trace():
     reference = trace_rows(os.path.join(args().source, "tests", "kvcache",
                                         "reference_tiny1b_one_user.csv"))
     ours = trace_rows(os.path.join(out, "trace.csv"))
-    n = min(len(reference), len(ours))
+    same_operations(ours, reference, "iomimic", "the reference")
+
+
+def same_operations(a, b, a_name, b_name):
+    """The common prefix of two operation lists (at least 30) is equal; its
+    length."""
+    n = min(len(a), len(b))
     if n < 30:
         fail("only %d operations to compare" % n)
     for i in range(n):
-        if ours[i] != reference[i]:
-            fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+        if a[i] != b[i]:
+            fail("operation %d: %s %s, %s %s" % (i + 1, a_name, a[i], b_name, b[i]))
+    return n
 
 
 def test_kvcache_workflow_trace_only():
@@ -323,13 +330,8 @@ def test_kvcache_workflow_trace_only():
         with open(os.path.join(out, "trace.csv"), newline="") as f:
             traces[mode] = [(r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Key"],
                              r["Phase"]) for r in csv.DictReader(f)]
-    real, only = traces["real"], traces["trace_only"]
-    n = min(len(real), len(only))
-    if n < 30:
-        fail("only %d operations to compare" % n)
-    for i in range(n):
-        if real[i] != only[i]:
-            fail("operation %d: real run %s, trace-only %s" % (i + 1, real[i], only[i]))
+    real = traces["real"]
+    n = same_operations(real, traces["trace_only"], "real run", "trace-only")
     if not any(row[2] == "Tier-2" for row in real[:n]):
         fail("no storage-tier operation among the %d compared: the CPU tier never filled" % n)
     cmd, _, _ = quickstart("refused", extra=["++workload.kv_cache.trace_only=True"])

@@ -73,8 +73,8 @@ int CmdSearch(int argc, char** argv) {
     std::cout << "search: the most users for which " << analysis::DescribeQosTarget(options.qos)
               << std::endl;
   }
-  Result<analysis::SearchResult> result = analysis::RunSearch(
-      options, [&](const analysis::SearchPoint& p) { PrintPoint(options, p); });
+  Result<analysis::SearchResult> result =
+      analysis::RunSearch(options, [&](const analysis::SearchPoint& p) { PrintPoint(options, p); });
   if (!result.ok()) return Fail(result.status());
   std::cout << analysis::SearchTable(*result, options);
   std::ofstream csv(options.output + "/search.csv", std::ios::trunc);

@@ -83,8 +83,8 @@ Result<SearchPoint> Probe(const SearchOptions& options, std::uint64_t n) {
   } else if (options.by == "users") {
     overrides.push_back("++workload.kv_cache.num_users=" + std::to_string(n));
   }
-  const std::vector<std::string> argv = RunCommandLine(options.iomimic, options.launcher,
-                                                       ranks ? n : 1, options.workload, overrides);
+  const std::vector<std::string> argv =
+      RunCommandLine(options.iomimic, options.launcher, ranks ? n : 1, options.workload, overrides);
   IOMIMIC_ASSIGN_OR_RETURN(const int code, RunCommand(argv));
   if (code != 0) {
     return Status::Aborted("the run with " + std::to_string(n) + " " + options.by +

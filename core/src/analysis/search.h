@@ -29,7 +29,7 @@ namespace iomimic::analysis {
 // class's) end-to-end `percentile` within `max_ms` (0: the class's own P95
 // target).
 struct QosTarget {
-  std::string qos_class = "all";  // all, interactive, responsive or batch
+  std::string qos_class = "all";   // all, interactive, responsive or batch
   std::string percentile = "p95";  // p50, p90, p95, p99, p999, p9999, max
   double max_ms = 0;
 };

@@ -51,7 +51,7 @@ TEST_CASE("MeetsQos: a chosen class, percentile and threshold") {
   QosTarget t;
   t.qos_class = "responsive";
   CHECK(MeetsQos(qos, 10, t, &why));  // interactive's miss does not count
-  t.percentile = "p99";  // responsive p99 300 > its 100 ms P95 target
+  t.percentile = "p99";               // responsive p99 300 > its 100 ms P95 target
   CHECK_FALSE(MeetsQos(qos, 10, t, &why));
   CHECK(why == "responsive p99 300.0 ms > 100.0 ms");
   t.max_ms = 300;  // at the limit holds
