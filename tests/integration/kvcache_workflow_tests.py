@@ -125,12 +125,12 @@ def test_kvcache_workflow_mmap():
 
 
 # The closed options (MLPerf Storage's rules, 6.3; docs/kvcache.md) as
-# shipped, shrunk by overrides only: 4 users, 3 s, every user type's context range divided by 16 (entries of
-# 4-195 MiB for llama3.1-8b, 10-488 MiB for llama3.1-70b instead of up to
-# 3 GiB and 8 GiB, so that a 3 s run completes requests on a CI disk), a
-# storage tier of 0.5 GB (8b) or 1 GB (70b) that still holds the largest
-# entry, and option 2's host-memory tier cut from 4 GB to 0.25 GB. Options 1
-# and 3 keep having no memory tier at all.
+# shipped, shrunk by overrides only: 4 users, 3 s, every user type's context
+# range divided by 16 (entries of 4-195 MiB for llama3.1-8b, 10-488 MiB for
+# llama3.1-70b instead of up to 3 GiB and 8 GiB, so that a 3 s run completes
+# requests on a CI disk), a storage tier of 0.5 GB (8b) or 1 GB (70b) that
+# still holds the largest entry, and option 2's host-memory tier cut from
+# 4 GB to 0.25 GB. Options 1 and 3 keep having no memory tier at all.
 CLOSED_OPTIONS = {
     "kvcache_opt1_8b": {"model": "llama3.1-8b", "storage_gb": 0.5, "cpu_gb": None},
     "kvcache_opt2_8b": {"model": "llama3.1-8b", "storage_gb": 0.5, "cpu_gb": 0.25},
