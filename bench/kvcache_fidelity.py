@@ -19,11 +19,14 @@ two wake within a millisecond): --baseline runs it twice and reports that
 spread beside iomimic's difference. --scale-templates N divides the users'
 token ranges by N in both programs, so that iomimic's real I/O stays small
 next to the think times, as the reference's trace mode (no I/O) assumes.
+--trace-only runs iomimic in its own trace mode (kv_cache.trace_only: the same
+logic with no tier transfer), which compares like with like: neither program
+then spends time on I/O.
 
   bench/kvcache_fidelity.py run --reference PATH/kv_cache_benchmark \\
         --iomimic build/bin/iomimic [--model llama3.1-8b] [--users 1] \\
         [--requests 40] [--seed 42] [--work DIR] [--markdown OUT.md]
-        [--scale-templates N] [--baseline]
+        [--scale-templates N] [--baseline] [--trace-only]
   bench/kvcache_fidelity.py compare A.csv[.zst] B.csv[.zst]
   bench/kvcache_fidelity.py selftest TRACE.csv    # the comparison on a trace
         against itself (must pass) and perturbed copies (must fail)
@@ -311,6 +314,8 @@ def run_iomimic(a, trace):
            "++workload.kv_cache.io_trace_log=" + trace,
            "++workload.storage.storage_root=" + os.path.join(a.work, "iomimic_cache"),
            "++workload.output.folder=" + out] + template_overrides(a) + a.override
+    if a.trace_only:
+        cmd.append("++workload.kv_cache.trace_only=True")
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -379,7 +384,8 @@ def write_markdown(a, ref_cmd, iom_cmd, ref_rows, iom_rows, text, ok):
             datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             a.model, a.users,
             "%d requests" % a.requests if a.requests else "%d s" % a.duration, a.seed,
-            ", token ranges / %d" % a.scale_templates if a.scale_templates > 1 else ""),
+            (", token ranges / %d" % a.scale_templates if a.scale_templates > 1 else "") +
+            (", iomimic trace-only" if a.trace_only else "")),
         "",
         "iomimic commit %s; reference at %s." % (git_commit(source), a.reference),
         "",
@@ -430,6 +436,9 @@ def main():
     r.add_argument("--baseline", action="store_true",
                    help="run the reference a second time and compare it with itself too: "
                         "the run-to-run spread of a multi-user reference")
+    r.add_argument("--trace-only", action="store_true",
+                   help="run iomimic with kv_cache.trace_only (no I/O, as the reference's "
+                        "--io-trace-log mode)")
     r.add_argument("--override", action="append", default=[],
                    help="extra ++workload.k=v for iomimic (repeatable)")
     r.add_argument("--work", default="kvcache_fidelity_work")

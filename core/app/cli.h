@@ -83,9 +83,9 @@ int CmdMultirun(const CommonArgs& args);
 
 // --- Options of sweep and search (commands/experiment.cpp) ----------------
 
-// --iomimic, --launcher, --output, --config-dir; search adds --min-au, --by
-// and --max. The positional arguments are the design file or the workload,
-// and overrides added to every run.
+// --iomimic, --launcher, --output, --config-dir; search adds --min-au, --by,
+// --max and the KV-cache QoS target (--qos-class, --percentile, --max-ms). The positional arguments
+// are the design file or the workload, and overrides added to every run.
 struct ExperimentArgs {
   std::vector<std::string> positional;
   std::string output;
@@ -93,8 +93,11 @@ struct ExperimentArgs {
   std::string iomimic;
   std::string config_dir;  // where the runs look up workload names
   double min_au = 90;
-  std::string by = "accelerators";
+  std::string by;  // "" = users for a KV-cache workload, else accelerators
   std::uint64_t max = 4096;
+  std::string qos_class = "all";
+  std::string percentile = "p95";
+  double max_ms = 0;
 };
 
 // Parses the options of `command` ("sweep" or "search"). Returns false and

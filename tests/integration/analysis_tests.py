@@ -9,6 +9,8 @@ Usage: analysis_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 import csv
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -73,6 +75,72 @@ def test_compare_shows_differences():
 def read_design(path):
     with open(path, newline="") as f:
         return [row for row in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def kvcache_pair(work):
+    """Two short KV-cache runs: A on posix with the quickstart's CPU tier, B
+    through the latency decorator without a CPU tier. Their folders."""
+    a, b = os.path.join(work, "kv_a"), os.path.join(work, "kv_b")
+    common = ["++workload.kv_cache.duration=2",
+              "++workload.storage.storage_root=" + os.path.join(work, "kvdata")]
+    run([args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+         "++workload.output.folder=" + a] + common)
+    run([args().iomimic, "run", "-q", "workload=kvcache_quickstart",
+         "++workload.output.folder=" + b, "++workload.kv_cache.cpu_mem_gb=0",
+         "++workload.storage.backend=latency", "++workload.storage.options.delay=5ms"] + common)
+    return a, b
+
+
+def test_compare_kvcache_runs():
+    """compare of two KV-cache runs: tokens/s, per-tier bandwidth (a tier a
+    run lacks is '-'), hit rate, latency percentiles and per-class QoS side by
+    side, each equal to its summary.json."""
+    a, b = kvcache_pair(args().work)
+    out = run([args().iomimic, "compare", a, b]).stdout
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"^(kv .+?)\s{2,}(\S+)\s+(\S+)\s+(\S+)$", line)
+        if m:
+            rows[m.group(1).strip()] = m.groups()[1:]
+    kv = []
+    for folder in (a, b):
+        with open(os.path.join(folder, "summary.json")) as f:
+            kv.append(json.load(f)["kv_cache"])
+    expect = {
+        "kv storage tokens/s": lambda k: k["aggregate"]["storage_tokens_per_second"],
+        "kv wall tokens/s": lambda k: k["wall_tokens_per_second"],
+        "kv hit rate": lambda k: k["cache"]["hit_rate"],
+        "kv storage read GiB/s": lambda k: k["tiers"]["storage"]["read_GiB_per_second"],
+        "kv storage write GiB/s": lambda k: k["tiers"]["storage"]["write_GiB_per_second"],
+        "kv e2e p95 ms": lambda k: k["latency_ms"]["end_to_end"]["p95"],
+        "kv storage p99 ms": lambda k: k["latency_ms"]["storage"]["p99"],
+    }
+    for name, value in expect.items():
+        if name not in rows:
+            fail("no %r row with A, B and B/A:\n%s" % (name, out))
+        for i in range(2):
+            shown, want = float(rows[name][i]), value(kv[i])
+            if abs(shown - want) > max(0.006, 0.0051 * abs(want)):
+                fail("%s of %s: shown %s, summary.json %s" % (name, "AB"[i], shown, want))
+    # A has a CPU tier, B none; neither has a GPU tier.
+    cpu = rows.get("kv cpu read GiB/s")
+    if not cpu or cpu[1] != "-" or cpu[0] == "-":
+        fail("the CPU tier row should have A's figure and '-' for B: %s\n%s" % (cpu, out))
+    if any(name.startswith("kv gpu") for name in rows):
+        fail("a GPU tier row for runs without one:\n" + out)
+    for q in ("interactive", "responsive", "batch"):
+        line = [l for l in out.splitlines() if l.startswith(q + " (")]
+        if len(line) != 1:
+            fail("no QoS row for %s:\n%s" % (q, out))
+        cells = line[0].split()[-2:]
+        for i in range(2):
+            c = kv[i]["qos"][q]
+            want = "-" if c["requests"] == 0 else ("meets" if c["meets_target"] else "misses")
+            if cells[i] != want:
+                fail("QoS %s of %s: %s, summary.json says %s" % (q, "AB"[i], cells[i], want))
+    if [l.split() for l in out.splitlines() if l.startswith("storage.backend")] != [
+            ["storage.backend", "posix", "latency"]]:
+        fail("the back ends are not shown as a difference:\n" + out)
 
 
 def test_sweep_runs_and_resumes():
@@ -209,6 +277,95 @@ def test_search_finds_known_answer():
     held = {int(r["accelerators"]): r["held"] == "1" for r in points}
     if not held.get(n) or held.get(n + 1, False):
         fail("the answer %d is not the last that held: %s" % (n, held))
+
+
+def kvcache_small_users():
+    """Overrides giving every user type 16-32 context tokens and 16-32
+    generated tokens (tiny-1b: 384-768 KiB entries)."""
+    out = []
+    for t in ("chatbot", "coding", "document"):
+        out += ["++workload.kv_cache.users.%s.%s=%d" % (t, k, v)
+                for k, v in (("context_min", 16), ("context_max", 32),
+                             ("generation_min", 16), ("generation_max", 32))]
+    return out
+
+
+def fast_folder(name):
+    """A folder in memory (/dev/shm) where there is one, else in the work
+    folder: the latency decorator, not a disk shared with other tests, is
+    then what makes the storage slow."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return os.path.join(shm, "iomimic-%d-%s" % (os.getpid(), name))
+    return os.path.join(args().work, name)
+
+
+def test_search_finds_most_kvcache_users():
+    """`search` of a KV-cache workload grows kv_cache.num_users. Storage capped
+    at 20 MB/s for all users (the latency decorator), no memory tier, small
+    entries: one user's requests take about 100 ms, while a few users queue on
+    the cap and their P95 grows past the threshold. The answer must be a
+    probe that met the target, the next number a probe that missed it, and
+    every probe's verdict must agree with its own summary.json."""
+    data = fast_folder("search_data")
+    try:
+        search_kvcache_users(data)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def search_kvcache_users(data):
+    work = args().work
+    out = os.path.join(work, "search")
+    limit = 400.0
+    overrides = [
+        "++workload.kv_cache.duration=3",
+        "++workload.kv_cache.cpu_mem_gb=0",
+        "++workload.storage.storage_root=" + data,
+        "++workload.storage.backend=latency",
+        "++workload.storage.options.bandwidth=20M",
+    ] + kvcache_small_users()
+    # A bad target is refused before any run.
+    p = run([args().iomimic, "search", "kvcache_quickstart", "--qos-class", "gold",
+             "--output", out] + overrides, expect_ok=False)
+    if p.returncode == 0 or "'gold'" not in p.stderr or os.path.exists(os.path.join(out, "users-1")):
+        fail("--qos-class gold: exit %d, %s" % (p.returncode, p.stderr))
+    p = run([args().iomimic, "search", "kvcache_quickstart", "--max", "32", "--max-ms",
+             str(limit), "--output", out] + overrides)
+    answer = [line for line in p.stdout.splitlines() if line.startswith("answer:")]
+    if not answer or "user(s)" not in answer[0]:
+        fail("no users answer line (not detected as a KV-cache search?):\n" + p.stdout)
+    n = int(answer[0].split()[1])
+    points = read_design(os.path.join(out, "search.csv"))
+    tried = [int(r["users"]) for r in points]
+    if tried[:2] != [1, 2]:
+        fail("search did not double from 1 user: %s" % tried)
+    held = {}
+    for r in points:
+        users = int(r["users"])
+        with open(os.path.join(r["folder"], "summary.json")) as f:
+            kv = json.load(f)["kv_cache"]
+        if kv["num_users_per_rank"] != users:
+            fail("probe %s ran %s users" % (r["folder"], kv["num_users_per_rank"]))
+        meets = kv["requests"] > 0 and all(
+            q["latency_ms"]["p95"] <= limit for q in kv["qos"].values() if q["requests"] > 0)
+        if meets != (r["held"] == "1"):
+            fail("probe with %d users: search says held=%s, its summary says %s" %
+                 (users, r["held"], meets))
+        if abs(float(r["storage_tokens_per_second"]) -
+               kv["aggregate"]["storage_tokens_per_second"]) > 0.01 * max(
+                   1.0, kv["aggregate"]["storage_tokens_per_second"]):
+            fail("probe with %d users: storage tokens/s %s, summary %s" %
+                 (users, r["storage_tokens_per_second"], kv["aggregate"]))
+        held[users] = meets
+    if n < 1:
+        fail("not even one user met p95 <= %g ms under a 20 MB/s cap:\n%s" % (limit, p.stdout))
+    if n >= 32 or not held.get(n) or held.get(n + 1, True):
+        fail("the answer %d is not the last number that met the target: %s" % (n, held))
+    # Monotone as far as the search knows: nothing above a miss was called held.
+    first_miss = min(u for u, h in held.items() if not h)
+    if any(h for u, h in held.items() if u > first_miss):
+        fail("a probe above the first miss (%d users) held: %s" % (first_miss, held))
 
 
 if __name__ == "__main__":

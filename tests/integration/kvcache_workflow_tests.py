@@ -124,6 +124,101 @@ def test_kvcache_workflow_mmap():
     backend_test("mmap")
 
 
+# The closed options (MLPerf Storage's rules, 6.3; docs/kvcache.md) as
+# shipped, shrunk by overrides only: 4 users, 3 s, every user type's context
+# range divided by 16 (entries of 4-195 MiB for llama3.1-8b, 10-488 MiB for
+# llama3.1-70b instead of up to 3 GiB and 8 GiB, so that a 3 s run completes
+# requests on a CI disk), a storage tier of 0.5 GB (8b) or 1 GB (70b) that
+# still holds the largest entry, and option 2's host-memory tier cut from
+# 4 GB to 0.25 GB. Options 1 and 3 keep having no memory tier at all.
+CLOSED_OPTIONS = {
+    "kvcache_opt1_8b": {"model": "llama3.1-8b", "storage_gb": 0.5, "cpu_gb": None},
+    "kvcache_opt2_8b": {"model": "llama3.1-8b", "storage_gb": 0.5, "cpu_gb": 0.25},
+    "kvcache_opt3_70b": {"model": "llama3.1-70b-instruct", "storage_gb": 1, "cpu_gb": None},
+}
+# The reference's context ranges (kv_cache.users.<type>.context_min/max).
+REFERENCE_CONTEXTS = {"chatbot": (512, 4096), "coding": (4096, 25000), "document": (4096, 16384)}
+AGGREGATE_KEYS = ("storage_tokens_per_second", "storage_read_GiB_per_second",
+                  "storage_write_GiB_per_second", "wall_tokens_per_second",
+                  "max_rank_end_to_end_p95_ms", "max_rank_storage_p95_ms")
+
+
+def closed_option_overrides(workload, seconds=3):
+    """The overrides that shrink one closed option (CLOSED_OPTIONS) to a run
+    of `seconds`."""
+    o = CLOSED_OPTIONS[workload]
+    out = ["workload=" + workload,
+           "++workload.kv_cache.num_users=4",
+           "++workload.kv_cache.duration=%g" % seconds,
+           "++workload.kv_cache.storage_capacity_gb=%g" % o["storage_gb"]]
+    if o["cpu_gb"] is not None:
+        out.append("++workload.kv_cache.cpu_mem_gb=%g" % o["cpu_gb"])
+    for user, (lo, hi) in REFERENCE_CONTEXTS.items():
+        out += ["++workload.kv_cache.users.%s.context_min=%d" % (user, lo // 16),
+                "++workload.kv_cache.users.%s.context_max=%d" % (user, hi // 16)]
+    return out
+
+
+def check_closed_option(workload, out, backend):
+    """A shrunk closed option completed with requests, storage-tier bytes,
+    the option's tier structure and the summary's aggregate keys."""
+    s = load_summary(out)
+    kv, o = s["kv_cache"], CLOSED_OPTIONS[workload]
+    where = "%s on %s" % (workload, backend)
+    if kv["model"] != o["model"] or kv["num_users_per_rank"] != 4:
+        fail("%s: model %s, %s users" % (where, kv["model"], kv["num_users_per_rank"]))
+    if kv["requests"] <= 0 or kv["tokens_generated"] <= 0:
+        fail("%s: %d requests, %d tokens" % (where, kv["requests"], kv["tokens_generated"]))
+    st = kv["tiers"]["storage"]
+    if st["write_bytes"] + st["eviction_write_bytes"] <= 0:
+        fail("%s: no bytes written to the storage tier: %s" % (where, st))
+    if st["capacity_bytes"] != int(o["storage_gb"] * 1e9) and st["capacity_bytes"] != int(
+            o["storage_gb"] * (1 << 30)):
+        fail("%s: storage capacity %d" % (where, st["capacity_bytes"]))
+    cpu, gpu = kv["tiers"]["cpu"], kv["tiers"]["gpu"]
+    if gpu["capacity_bytes"] != 0 or gpu["writes"] != 0:
+        fail("%s: a GPU tier in a closed option: %s" % (where, gpu))
+    if o["cpu_gb"] is None and (cpu["capacity_bytes"] != 0 or cpu["writes"] != 0):
+        fail("%s: a host-memory tier where the option has none: %s" % (where, cpu))
+    if o["cpu_gb"] is not None and (cpu["capacity_bytes"] <= 0 or cpu["writes"] <= 0):
+        fail("%s: option 2's host-memory tier is missing or unused: %s" % (where, cpu))
+    missing = [k for k in AGGREGATE_KEYS if not isinstance(kv["aggregate"].get(k), (int, float))]
+    if missing or kv["aggregate"]["storage_tokens_per_second"] <= 0:
+        fail("%s: aggregate %s (missing %s)" % (where, kv["aggregate"], missing))
+    if s.get("iomimic", {}).get("bytes_written", 0) <= 0:
+        fail("%s: the counting storage wrote nothing" % where)
+    print("%s: %d requests, %.1f storage tokens/s, storage %.3f GiB/s read %.3f written" % (
+        where, kv["requests"], kv["aggregate"]["storage_tokens_per_second"],
+        st["read_GiB_per_second"], st["write_GiB_per_second"]))
+
+
+def closed_options_test(backend):
+    """Every closed option, shrunk, on `backend` (posix, odirect or mmap)."""
+    for workload in CLOSED_OPTIONS:
+        root = os.path.join(args().work, workload + "_root")
+        out = os.path.join(args().work, workload + "_out")
+        run([args().iomimic, "run", "-q"] + closed_option_overrides(workload) + [
+            "++workload.storage.backend=" + backend,
+            "++workload.storage.storage_root=" + root,
+            "++workload.output.folder=" + out])
+        check_closed_option(workload, out, backend)
+        left = glob.glob(os.path.join(root, "kvcache", "rank_0", "*.npy"))
+        if left:
+            fail("%s on %s: entries left without keep_entries: %s" % (workload, backend, left[:3]))
+
+
+def test_kvcache_closed_options_posix():
+    closed_options_test("posix")
+
+
+def test_kvcache_closed_options_odirect():
+    closed_options_test("odirect")
+
+
+def test_kvcache_closed_options_mmap():
+    closed_options_test("mmap")
+
+
 def test_kvcache_workflow_two_ranks():
     """mpirun -np 2: two servers with their own folders, seeds and files,
     storage tokens/s and read bandwidth summed, the largest rank's P95."""
@@ -195,12 +290,54 @@ def test_kvcache_workflow_matches_reference_trace():
     reference = trace_rows(os.path.join(args().source, "tests", "kvcache",
                                         "reference_tiny1b_one_user.csv"))
     ours = trace_rows(os.path.join(out, "trace.csv"))
-    n = min(len(reference), len(ours))
+    same_operations(ours, reference, "iomimic", "the reference")
+
+
+def same_operations(a, b, a_name, b_name):
+    """The common prefix of two operation lists (at least 30) is equal; its
+    length."""
+    n = min(len(a), len(b))
     if n < 30:
         fail("only %d operations to compare" % n)
     for i in range(n):
-        if ours[i] != reference[i]:
-            fail("operation %d: iomimic %s, the reference %s" % (i + 1, ours[i], reference[i]))
+        if a[i] != b[i]:
+            fail("operation %d: %s %s, %s %s" % (i + 1, a_name, a[i], b_name, b[i]))
+    return n
+
+
+def test_kvcache_workflow_trace_only():
+    """kv_cache.trace_only: the quickstart with one user, run for real and
+    trace-only (the reference's --io-trace-log mode, no I/O), writes the same
+    operations in the same order (operation, size, tier, key, phase), the
+    CPU tier's demotions to storage included; the trace-only run touches no
+    storage (its cache folder is never made, the counting storage moved no
+    byte) and says so in summary.json. Without io_trace_log it is refused."""
+    traces = {}
+    for mode in ("real", "trace_only"):
+        cmd, root, out = quickstart(mode, seconds=60, extra=[
+            "++workload.kv_cache.num_users=1", "++workload.kv_cache.max_requests=10",
+            "++workload.kv_cache.io_trace_log=trace.csv",
+            "++workload.kv_cache.trace_only=%s" % (mode == "trace_only")])
+        run(cmd)
+        kv = load_summary(out)["kv_cache"]
+        io = load_summary(out)["iomimic"]
+        if kv["trace_only"] != (mode == "trace_only") or kv["requests"] < 10:
+            fail("%s: trace_only %s, %d requests" % (mode, kv["trace_only"], kv["requests"]))
+        if mode == "trace_only" and (os.path.exists(root) or io["bytes_written"] != 0 or
+                                     io["bytes_read"] != 0):
+            fail("the trace-only run did I/O: %s exists %s, %d written, %d read" %
+                 (root, os.path.exists(root), io["bytes_written"], io["bytes_read"]))
+        with open(os.path.join(out, "trace.csv"), newline="") as f:
+            traces[mode] = [(r["Operation"], int(r["Object_Size_Bytes"]), r["Tier"], r["Key"],
+                             r["Phase"]) for r in csv.DictReader(f)]
+    real = traces["real"]
+    n = same_operations(real, traces["trace_only"], "real run", "trace-only")
+    if not any(row[2] == "Tier-2" for row in real[:n]):
+        fail("no storage-tier operation among the %d compared: the CPU tier never filled" % n)
+    cmd, _, _ = quickstart("refused", extra=["++workload.kv_cache.trace_only=True"])
+    p = run(cmd, expect_ok=False)
+    if p.returncode == 0 or "kv_cache.trace_only" not in p.stderr or "io_trace_log" not in p.stderr:
+        fail("trace_only without io_trace_log: exit %d, %s" % (p.returncode, p.stderr))
 
 
 def test_kvcache_workflow_max_requests_and_signal():

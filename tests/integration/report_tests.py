@@ -241,6 +241,35 @@ def test_compare_html_overlays_runs():
         fail("the two runs' sections are not labelled A and B")
 
 
+def test_compare_html_kvcache_runs():
+    """Two KV-cache runs (analysis_tests.kvcache_pair): compare --html draws
+    the KV-cache section (tokens/s, tier bandwidth, hit rate, latency
+    percentiles, QoS against targets) and names the run of higher storage
+    tokens/s, as summary.json says."""
+    chromium()  # skip before any run when there is none
+    from analysis_tests import kvcache_pair
+    a, b = kvcache_pair(args().work)
+    page = os.path.join(args().work, "compare_kv.html")
+    p = run([args().iomimic, "compare", a, b, "--html", page])
+    if not any(line.startswith("kv storage tokens/s") for line in p.stdout.splitlines()):
+        fail("compare --html no longer prints the KV-cache table:\n" + p.stdout)
+    check, dom = check_page(page, None)
+    kv_charts = [t for t in check["charts"] if t.startswith("KV-cache")]
+    if kv_charts != ["KV-cache tokens/s per run", "KV-cache tier bandwidth per run (GiB/s)",
+                     "KV-cache hit rate per run (%)",
+                     "KV-cache end-to-end latency percentiles (ms)",
+                     "KV-cache QoS: end-to-end P95 per class against its target (ms)"]:
+        fail("KV-cache charts: %s" % kv_charts)
+    tokens = []
+    for folder in (a, b):
+        with open(os.path.join(folder, "summary.json")) as f:
+            tokens.append(json.load(f)["kv_cache"]["aggregate"]["storage_tokens_per_second"])
+    best = "A" if tokens[0] >= tokens[1] else "B"
+    verdicts = re.findall(r'<p class="verdict">(.*?)</p>', dom)
+    if not any(v.startswith(best + " has the highest storage throughput") for v in verdicts):
+        fail("verdicts %r; storage tokens/s A %.1f, B %.1f" % (verdicts, tokens[0], tokens[1]))
+
+
 def test_sweep_page_plots_factors():
     """A 2 x 2 design (read_threads x batch_size): the sweep writes
     report.html with AU and MiB/s against each factor; `iomimic report

@@ -591,5 +591,32 @@ def test_s3_kvcache_quickstart():
                 fail("%s: %s %s, %d bytes" % (key, a.dtype, a.shape, len(body)))
 
 
+def test_s3_kvcache_closed_options():
+    """MLPerf Storage's three closed KV-cache options as shipped, shrunk by
+    overrides only (kvcache_workflow_tests.CLOSED_OPTIONS: 4 users, 5 s (the
+    local radosgw is slower than a disk), contexts / 16, small tiers), with
+    the storage tier on s3: each completes
+    requests, writes storage-tier objects, keeps its tier structure, has the
+    summary's aggregate keys, and deletes its objects at the end."""
+    from kvcache_workflow_tests import (CLOSED_OPTIONS, check_closed_option,
+                                        closed_option_overrides)
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    for workload in CLOSED_OPTIONS:
+        folder = uniq(workload)
+        out = work(workload + "_out")
+        run([args().iomimic, "run", "-q"] + closed_option_overrides(workload, seconds=5) + [
+            "++workload.storage.storage_type=s3",
+            "++workload.storage.storage_root=" + bucket,
+            "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+            "++workload.kv_cache.cache_folder=" + folder,
+            "++workload.output.folder=" + out], env=env)
+        check_closed_option(workload, out, "s3")
+        left = list_keys(client, bucket, folder + "/")
+        if left:
+            fail("%s on s3: objects left without keep_entries: %s" % (workload, sorted(left)[:3]))
+
+
 if __name__ == "__main__":
     harness.main(globals())

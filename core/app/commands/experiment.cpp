@@ -31,10 +31,17 @@ po::options_description ExperimentOptions(const std::string& command, Experiment
   if (command == "search") {
     opts.add_options()("min-au", po::value<double>(&args->min_au)->default_value(90),
                        "AU threshold in percent")(
-        "by", po::value<std::string>(&args->by)->default_value("accelerators"),
-        "what grows: accelerators (per process, one process) or ranks (MPI processes)")(
+        "by", po::value<std::string>(&args->by),
+        "what grows: accelerators (per process, one process), ranks (MPI processes) or users "
+        "(kv_cache.num_users; the default for a KV-cache workload, else accelerators)")(
         "max", po::value<std::uint64_t>(&args->max)->default_value(4096),
-        "the largest number tried");
+        "the largest number tried")(
+        "qos-class", po::value<std::string>(&args->qos_class)->default_value("all"),
+        "--by users: the QoS class that must meet the target (all, interactive, responsive, "
+        "batch)")("percentile", po::value<std::string>(&args->percentile)->default_value("p95"),
+                  "--by users: the end-to-end latency percentile checked (p50 ... p9999, max)")(
+        "max-ms", po::value<double>(&args->max_ms)->default_value(0),
+        "--by users: the latency limit in ms (0: each class's P95 target, 50/100/1000 ms)");
   }
   return opts;
 }
@@ -49,7 +56,8 @@ void PrintExperimentHelp(const std::string& command, const po::options_descripti
   } else {
     std::cout << "usage: iomimic search [MANIFEST.yaml | WORKLOAD] [options] [OVERRIDES...]\n\n"
                  "Finds the largest number of emulated accelerators whose training AU stays\n"
-                 "at or above --min-au: doubling, then bisection (docs/analysis.md).\n\n";
+                 "at or above --min-au, or for a KV-cache workload the most users whose runs\n"
+                 "meet the QoS target: doubling, then bisection (docs/analysis.md).\n\n";
   }
   std::cout << opts;
 }

@@ -1,4 +1,5 @@
-// `iomimic search WORKLOAD --min-au 90`: the most accelerators that keep AU
+// `iomimic search WORKLOAD --min-au 90`: the most accelerators that keep AU;
+// `iomimic search KV_WORKLOAD`: the most users that meet the QoS target
 // (core/src/analysis/search.h, docs/analysis.md).
 
 #include "analysis/search.h"
@@ -10,6 +11,37 @@
 #include "cli.h"
 
 namespace iomimic::app {
+
+namespace {
+
+// "users" for a KV-cache workload (workflow.kv_cache after the overrides),
+// else "accelerators". A manifest that does not load is left to the first
+// run to report.
+std::string DefaultBy(const analysis::SearchOptions& options, const ExperimentArgs& args) {
+  CommonArgs common;
+  common.config_dir = args.config_dir;
+  const bool path = options.workload.ends_with(".yaml") || options.workload.ends_with(".yml");
+  common.positional.push_back(path ? options.workload : "workload=" + options.workload);
+  for (const std::string& o : options.overrides) {
+    if (o.rfind("--config-dir", 0) != 0) common.positional.push_back(o);
+  }
+  Result<config::LoadedManifest> manifest = LoadFromArgs(common);
+  return manifest.ok() && manifest->config.workflow.kv_cache ? "users" : "accelerators";
+}
+
+void PrintPoint(const analysis::SearchOptions& options, const analysis::SearchPoint& p) {
+  if (options.by == "users") {
+    std::cout << "search: " << p.n << " user(s): " << Format("%.0f", p.requests)
+              << " requests, storage " << Format("%.1f", p.storage_tokens_per_second)
+              << " tokens/s: " << (p.held ? "meets the target" : "misses (" + p.why + ")")
+              << std::endl;
+    return;
+  }
+  std::cout << "search: " << p.n << " accelerator(s): AU " << Format("%.2f", p.au_percent) << "%"
+            << (p.held ? "" : " (below)") << std::endl;
+}
+
+}  // namespace
 
 int CmdSearch(int argc, char** argv) {
   ExperimentArgs args;
@@ -25,25 +57,28 @@ int CmdSearch(int argc, char** argv) {
       options.workload = p;
     }
   }
+  options.by = args.by.empty() ? DefaultBy(options, args) : args.by;
   PassConfigDir(args.config_dir, &options.overrides);
   options.iomimic = args.iomimic;
   options.min_au_percent = args.min_au;
-  options.by = args.by;
   options.max = args.max;
+  options.qos.qos_class = args.qos_class;
+  options.qos.percentile = args.percentile;
+  options.qos.max_ms = args.max_ms;
   options.launcher = LauncherOf(args);
   options.output = args.output.empty()
                        ? "search-" + std::filesystem::path(options.workload).stem().string()
                        : args.output;
+  if (options.by == "users") {
+    std::cout << "search: the most users for which " << analysis::DescribeQosTarget(options.qos)
+              << std::endl;
+  }
   Result<analysis::SearchResult> result =
-      analysis::RunSearch(options, [](const analysis::SearchPoint& p) {
-        std::cout << "search: " << p.accelerators << " accelerator(s): AU "
-                  << Format("%.2f", p.au_percent) << "%" << (p.held ? "" : " (below)") << std::endl;
-      });
+      analysis::RunSearch(options, [&](const analysis::SearchPoint& p) { PrintPoint(options, p); });
   if (!result.ok()) return Fail(result.status());
-  const std::string table = analysis::SearchTable(*result, options.min_au_percent);
-  std::cout << table;
+  std::cout << analysis::SearchTable(*result, options);
   std::ofstream csv(options.output + "/search.csv", std::ios::trunc);
-  csv << analysis::SearchCsv(*result);
+  csv << analysis::SearchCsv(*result, options);
   if (!csv) return Fail(Status::IOError("cannot write " + options.output + "/search.csv"));
   return 0;
 }

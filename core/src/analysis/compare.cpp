@@ -61,6 +61,38 @@ void AppendHosts(const std::vector<RunFolder>& runs, std::ostringstream& out) {
   }
 }
 
+// KV-cache runs' QoS verdicts side by side: per class, whether its P95 met
+// its target ("-" where the class had no requests or the run is not a
+// KV-cache run). Nothing when no run is one.
+void AppendKvQos(const std::vector<RunFolder>& runs, std::ostringstream& out) {
+  if (std::none_of(runs.begin(), runs.end(), [](const RunFolder& r) { return r.kv_cache; })) {
+    return;
+  }
+  constexpr std::size_t kName = 32, kValue = 12;
+  out << "\nKV-cache QoS (P95 within target):\n" << Pad("class", kName, false);
+  for (std::size_t i = 0; i < runs.size(); ++i) out << Pad(RunLabel(i), kValue, true);
+  out << "\n";
+  for (const char* name : {"interactive", "responsive", "batch"}) {
+    std::string label = name;
+    for (const RunFolder& r : runs) {
+      for (const KvQosClass& c : r.qos) {
+        if (c.name == name && c.target_p95_ms > 0) {
+          label = std::string(name) + " (" + Number(c.target_p95_ms) + " ms)";
+        }
+      }
+    }
+    out << Pad(label, kName, false);
+    for (const RunFolder& r : runs) {
+      std::string cell = "-";
+      for (const KvQosClass& c : r.qos) {
+        if (c.name == name && c.requests > 0) cell = c.meets_target ? "meets" : "misses";
+      }
+      out << Pad(cell, kValue, true);
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 std::string CompareText(const std::vector<RunFolder>& runs) {
@@ -102,6 +134,7 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
   }
 
   AppendHosts(runs, out);
+  AppendKvQos(runs, out);
 
   // Configuration keys whose values differ between the runs.
   std::set<std::string> keys;

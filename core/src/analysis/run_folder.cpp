@@ -15,7 +15,7 @@ using json = nlohmann::json;
 
 // A figure's name and where summary.json holds it.
 struct FigureSource {
-  const char* name;
+  std::string name;
   std::function<const json*(const json&)> find;
   bool higher_is_better;
 };
@@ -31,75 +31,89 @@ const json* At(const json& root, std::initializer_list<const char*> path) {
   return node->is_number() ? node : nullptr;
 }
 
-const std::vector<FigureSource>& Sources() {
-  static const std::vector<FigureSource> sources = {
-      {"train AU %",
-       [](const json& s) {
-         return At(s, {"metric", "train_au_mean_percentage"});
-       },
-       true},
-      {"train samples/s",
-       [](const json& s) {
-         return At(s, {"metric", "train_throughput_mean_samples_per_second"});
-       },
-       true},
-      {"train MiB/s (nominal)",
-       [](const json& s) {
-         return At(s, {"metric", "train_io_mean_MB_per_second"});
-       },
-       true},
-      {"train MiB/s (read)",
-       [](const json& s) {
-         return At(s, {"iomimic", "train_io_actual_mean_MiB_per_second"});
-       },
-       true},
-      {"eval AU %",
-       [](const json& s) {
-         return At(s, {"metric", "eval_au_mean_percentage"});
-       },
-       true},
-      {"sample read p50 ms",
-       [](const json& s) {
-         return At(s, {"iomimic", "sample_read_latency_ms", "p50"});
-       },
-       false},
-      {"sample read p99 ms",
-       [](const json& s) {
-         return At(s, {"iomimic", "sample_read_latency_ms", "p99"});
-       },
-       false},
-      {"read request p99 ms",
-       [](const json& s) {
-         return At(s, {"iomimic", "read_request_latency_ms", "p99"});
-       },
-       false},
-      {"step data wait p99 ms",
-       [](const json& s) {
-         return At(s, {"iomimic", "latency_ms", "step_data_wait", "p99"});
-       },
-       false},
-      {"checkpoint save GiB/s",
-       [](const json& s) {
-         return At(s, {"metric", "save_checkpoint_io_mean_GB_per_second"});
-       },
-       true},
-      {"checkpoint load GiB/s",
-       [](const json& s) {
-         return At(s, {"metric", "load_checkpoint_io_mean_GB_per_second"});
-       },
-       true},
-      {"accelerators", [](const json& s) { return At(s, {"num_accelerators"}); }, true},
-      {"wall s",
-       [](const json& s) {
-         return At(s, {"iomimic", "wall_seconds"});
-       },
-       false},
-      {"peak RSS MiB",
-       [](const json& s) {
-         return At(s, {"iomimic", "peak_rss_MiB_max_rank"});
-       },
-       false},
+// A source reading the number at `path` of summary.json.
+std::function<const json*(const json&)> Field(std::initializer_list<const char*> path) {
+  return [keys = std::vector<const char*>(path)](const json& s) -> const json* {
+    const json* node = &s;
+    for (const char* k : keys) {
+      if (!node->is_object() || !node->contains(k)) return nullptr;
+      node = &(*node)[k];
+    }
+    return node->is_number() ? node : nullptr;
   };
+}
+
+// kv_cache.tiers.<tier>.<key> of a tier the run had (capacity above 0; the
+// storage tier always exists).
+const json* Tier(const json& s, const char* tier, const char* key) {
+  const json* capacity = At(s, {"kv_cache", "tiers", tier, "capacity_bytes"});
+  if (capacity == nullptr) return nullptr;
+  if (std::string(tier) != "storage" && capacity->get<double>() <= 0) return nullptr;
+  return At(s, {"kv_cache", "tiers", tier, key});
+}
+
+// kv_cache.qos.<name>.<path...> of a class that had requests.
+const json* Qos(const json& s, const char* name, std::initializer_list<const char*> path) {
+  const json* requests = At(s, {"kv_cache", "qos", name, "requests"});
+  if (requests == nullptr || requests->get<double>() <= 0) return nullptr;
+  const json* node = &s["kv_cache"]["qos"][name];
+  return At(*node, path);
+}
+
+// The KV-cache figures (docs/kvcache.md, "Results"), absent from other runs.
+void AddKvSources(std::vector<FigureSource>* sources) {
+  sources->push_back({"kv requests", Field({"kv_cache", "requests"}), true});
+  sources->push_back({"kv requests/s", Field({"kv_cache", "requests_per_second"}), true});
+  sources->push_back(
+      {"kv storage tokens/s", Field({"kv_cache", "aggregate", "storage_tokens_per_second"}), true});
+  sources->push_back({"kv wall tokens/s", Field({"kv_cache", "wall_tokens_per_second"}), true});
+  sources->push_back({"kv hit rate", Field({"kv_cache", "cache", "hit_rate"}), true});
+  for (const char* tier : {"gpu", "cpu", "storage"}) {
+    for (const char* way : {"read", "write"}) {
+      const std::string key = std::string(way) + "_GiB_per_second";
+      sources->push_back({std::string("kv ") + tier + " " + way + " GiB/s",
+                          [tier, key](const json& s) { return Tier(s, tier, key.c_str()); }, true});
+    }
+  }
+  for (const char* what : {"end_to_end", "storage"}) {
+    for (const char* p : {"p50", "p95", "p99"}) {
+      const std::string label = std::string(what) == "storage" ? "storage" : "e2e";
+      sources->push_back(
+          {"kv " + label + " " + p + " ms", Field({"kv_cache", "latency_ms", what, p}), false});
+    }
+  }
+  for (const char* name : {"interactive", "responsive", "batch"}) {
+    sources->push_back({std::string("kv ") + name + " p95 ms",
+                        [name](const json& s) {
+                          return Qos(s, name, {"latency_ms", "p95"});
+                        },
+                        false});
+    sources->push_back({std::string("kv ") + name + " SLA",
+                        [name](const json& s) { return Qos(s, name, {"sla_compliance"}); }, true});
+  }
+}
+
+const std::vector<FigureSource>& Sources() {
+  static const std::vector<FigureSource> sources = [] {
+    std::vector<FigureSource> out = {
+        {"train AU %", Field({"metric", "train_au_mean_percentage"}), true},
+        {"train samples/s", Field({"metric", "train_throughput_mean_samples_per_second"}), true},
+        {"train MiB/s (nominal)", Field({"metric", "train_io_mean_MB_per_second"}), true},
+        {"train MiB/s (read)", Field({"iomimic", "train_io_actual_mean_MiB_per_second"}), true},
+        {"eval AU %", Field({"metric", "eval_au_mean_percentage"}), true},
+        {"sample read p50 ms", Field({"iomimic", "sample_read_latency_ms", "p50"}), false},
+        {"sample read p99 ms", Field({"iomimic", "sample_read_latency_ms", "p99"}), false},
+        {"read request p99 ms", Field({"iomimic", "read_request_latency_ms", "p99"}), false},
+        {"step data wait p99 ms", Field({"iomimic", "latency_ms", "step_data_wait", "p99"}), false},
+        {"checkpoint save GiB/s", Field({"metric", "save_checkpoint_io_mean_GB_per_second"}), true},
+        {"checkpoint load GiB/s", Field({"metric", "load_checkpoint_io_mean_GB_per_second"}), true},
+        {"accelerators", Field({"num_accelerators"}), true},
+        {"wall s", Field({"iomimic", "wall_seconds"}), false},
+        {"peak RSS MiB", Field({"iomimic", "peak_rss_MiB_max_rank"}), false},
+    };
+    AddKvSources(&out);
+    return out;
+  }();
   return sources;
 }
 
@@ -149,6 +163,31 @@ std::vector<HostFigure> ReadHosts(const json* io) {
     f.samples = number(h, "samples");
     f.data_wait_seconds = number(h, "data_wait_seconds");
     out.push_back(f);
+  }
+  return out;
+}
+
+// summary.json's kv_cache.qos, in the order interactive, responsive, batch.
+std::vector<KvQosClass> ReadQos(const json& kv) {
+  std::vector<KvQosClass> out;
+  if (!kv.contains("qos") || !kv["qos"].is_object()) return out;
+  for (const char* name : {"interactive", "responsive", "batch"}) {
+    if (!kv["qos"].contains(name) || !kv["qos"][name].is_object()) continue;
+    const json& q = kv["qos"][name];
+    KvQosClass c;
+    c.name = name;
+    if (q.contains("requests") && q["requests"].is_number()) c.requests = q["requests"];
+    if (q.contains("target_p95_ms") && q["target_p95_ms"].is_number()) {
+      c.target_p95_ms = q["target_p95_ms"];
+    }
+    c.meets_target = q.contains("meets_target") && q["meets_target"].is_boolean() &&
+                     q["meets_target"].get<bool>();
+    if (q.contains("latency_ms") && q["latency_ms"].is_object()) {
+      for (const auto& [k, v] : q["latency_ms"].items()) {
+        if (v.is_number()) c.latency_ms[k] = v.get<double>();
+      }
+    }
+    out.push_back(c);
   }
   return out;
 }
@@ -210,6 +249,10 @@ Result<RunFolder> ReadRunFolder(const std::string& path) {
     }
   }
   run.hosts = ReadHosts(io);
+  if (summary.contains("kv_cache") && summary["kv_cache"].is_object()) {
+    run.kv_cache = true;
+    run.qos = ReadQos(summary["kv_cache"]);
+  }
   if (summary.contains("hostname") && summary["hostname"].is_string()) {
     run.config["host"] = summary["hostname"].get<std::string>();
   }

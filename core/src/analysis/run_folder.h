@@ -34,6 +34,17 @@ struct HostFigure {
   double data_wait_seconds = 0;
 };
 
+// One QoS class of a KV-cache run (summary.json's kv_cache.qos.<name>,
+// docs/kvcache.md): its requests, P95 target, whether the P95 met it, and
+// its end-to-end latency percentiles ("p50", "p95", ... -> ms).
+struct KvQosClass {
+  std::string name;  // interactive, responsive or batch
+  double requests = 0;
+  double target_p95_ms = 0;
+  bool meets_target = false;
+  std::map<std::string, double> latency_ms;
+};
+
 struct RunFolder {
   std::string path;
   std::string status;  // status.json: completed, failed, interrupted ("" when missing)
@@ -44,6 +55,10 @@ struct RunFolder {
   std::map<std::string, std::string> config;
   // Per-host figures, in the run's host order (empty for an older iomimic).
   std::vector<HostFigure> hosts;
+  // A KV-cache run (summary.json has kv_cache): its QoS classes in the
+  // order interactive, responsive, batch (those summary.json holds).
+  bool kv_cache = false;
+  std::vector<KvQosClass> qos;
 
   // The figure `name`, or null.
   const Figure* Find(const std::string& name) const;

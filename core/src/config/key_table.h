@@ -212,7 +212,8 @@
   X("users.document.think_time_max", document_think_time_max, double, 1.5, Number(0, 3600).Iomimic().Doc("Document users: longest think time between requests, seconds.")) \
   X("cache_folder", cache_folder, std::string, "kvcache", Text().NonEmpty().StripSlashes().Iomimic().Doc("Folder of the storage tier's .npy entries, relative to storage.storage_root; rank r uses rank_<r>/ below it.")) \
   X("keep_entries", keep_entries, bool, false, Bool().Iomimic().Doc("Leave the storage tier's remaining .npy entries in the cache folder at the end (False: the run deletes the entries it wrote).")) \
-  X("io_trace_log", io_trace_log, std::string, "", Text().Nullable().NullWhenEmpty().Iomimic().Doc("When set, a CSV of every tier operation (Timestamp, Operation, Object_Size_Bytes, Tier, Key, Phase), the reference's --io-trace-log format; relative to the results folder; rank r > 0 adds .rank<r>."))
+  X("io_trace_log", io_trace_log, std::string, "", Text().Nullable().NullWhenEmpty().Iomimic().Doc("When set, a CSV of every tier operation (Timestamp, Operation, Object_Size_Bytes, Tier, Key, Phase), the reference's --io-trace-log format; relative to the results folder; rank r > 0 adds .rank<r>.")) \
+  X("trace_only", trace_only, bool, false, Bool().Iomimic().Doc("Run the same users, requests, tier decisions and timing logic with no tier transfer (no storage I/O, no memory-tier copies) and write the io_trace_log, as the reference's --io-trace-log mode, which performs no I/O; needs io_trace_log."))
 
 #define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
   X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \

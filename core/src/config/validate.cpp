@@ -95,6 +95,11 @@ Status ResolveKvCacheWorkflow(const YAML::Node& root, const Locator& locator, Co
     IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "generation", u.g0, u.g1));
     IOMIMIC_RETURN_IF_ERROR(CheckRange(check, u.type, "think_time", u.t0, u.t1));
   }
+  if (k.trace_only && k.io_trace_log.empty()) {
+    return check.Fail({"kv_cache.trace_only"},
+                      "True without kv_cache.io_trace_log; a trace-only run performs no I/O and "
+                      "its product is the trace (set kv_cache.io_trace_log: trace.csv)");
+  }
   if (k.num_gpus < k.tensor_parallel) {
     return check.Fail({"kv_cache.num_gpus", "kv_cache.tensor_parallel"},
                       Str(static_cast<std::int64_t>(k.num_gpus)) +

@@ -222,13 +222,14 @@ Status Engine::Prepare() {
   so.model = model_;
   so.tensor_parallel = c_.tensor_parallel;
   so.cancel = &ended_;
+  so.trace_only = c_.trace_only;
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
   const auto [smallest, largest] = ContextBounds(c_);
   IOMIMIC_RETURN_IF_ERROR(
       cache_->CheckEntrySizes(EntryBytes(*model_, smallest, c_.tensor_parallel),
                               EntryBytes(*model_, largest, c_.tensor_parallel)));
-  IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
+  if (!c_.trace_only) IOMIMIC_RETURN_IF_ERROR(session_.storage().CreateDirectories(so.folder));
   if (c_.max_concurrent_allocs > 0) {
     allocs_.emplace(static_cast<std::ptrdiff_t>(c_.max_concurrent_allocs));
   }

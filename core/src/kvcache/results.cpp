@@ -202,6 +202,7 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   o["model"] = c.model;
   o["ranks"] = ranks;
   o["num_users_per_rank"] = c.num_users;
+  o["trace_only"] = c.trace_only;
   o["duration_seconds"] = Num(f.seconds);
   o["requests"] = f.requests;
   o["tokens_generated"] = f.tokens_generated;

@@ -16,6 +16,14 @@ std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
   return MixSeed(seed, std::hash<std::string>{}(key));
 }
 
+// A transfer kv_cache.trace_only skips: no time, no error.
+Status Skipped(OpTiming* timing, OpTiming* second = nullptr) {
+  for (OpTiming* t : {timing, second}) {
+    if (t != nullptr) *t = OpTiming{};
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 double Now() {
@@ -225,6 +233,7 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
 
 Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                            OpTiming* timing) {
+  if (options_.trace_only) return Skipped(timing);
   ContentStream stream(KeySeed(options_.content_seed, key));
   Source source;
   source.stream = &stream;
@@ -234,12 +243,14 @@ Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t byte
 
 Status TierStore::Read(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                        OpTiming* timing) {
+  if (options_.trace_only) return Skipped(timing);
   if (tier == Tier::kStorage) return StorageRead(key, bytes, wb, timing);
   return MemoryRead(tier, key, bytes, wb, timing);
 }
 
 Status TierStore::Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes,
                          WorkerBuffer& wb, OpTiming* read, OpTiming* write) {
+  if (options_.trace_only) return Skipped(read, write);
   const double start = Now();
   const Buffer* block = FindBlock(from, key);
   if (block == nullptr) {
@@ -269,6 +280,7 @@ Status TierStore::RemoveAll(bool keep) {
 }
 
 Status TierStore::Delete(const std::string& key, WorkerBuffer& wb) {
+  if (options_.trace_only) return Status::OK();
   PathOf(key, &wb.path);
   Status st = storage_.Remove(wb.path);
   if (st.ok()) {

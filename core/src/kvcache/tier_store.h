@@ -46,6 +46,9 @@ struct StoreOptions {
   // When it becomes true (the benchmark's end) transfers stop at their next
   // chunk with kAborted; a storage object left half written is removed.
   const std::atomic<bool>* cancel = nullptr;
+  // kv_cache.trace_only: every transfer, deletion and removal is skipped
+  // (its timing zero): the run's logic and trace without I/O.
+  bool trace_only = false;
 };
 
 class TierStore {
