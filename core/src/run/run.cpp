@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "engine/cache_honesty.h"
 #include "engine/checkpointer.h"
 #include "engine/generator.h"
 #include "engine/interrupt.h"
@@ -251,6 +252,8 @@ class WorkloadRun {
     if (!status.ok()) return Fail(status);
     session_ = std::move(opened).value();
     for (const std::string& warning : session_->warnings()) notify_->OnWarning(warning);
+    outcome_.cache_check = engine::CheckDatasetAgainstMemory(c_, cluster_);
+    if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
     // Made after the session and stopped before any return (its destructor),
     // so OnProgress never outlives RunWorkload.
     progress_ = std::make_unique<ProgressTimer>(*session_, observer_, options_.progress_interval);
