@@ -5,13 +5,44 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <set>
 
 namespace iomimic::cluster {
 namespace {
 Cluster* g_instance = nullptr;
+
+// When the current collective began (steady clock, ns; 0: in none) and its
+// name. Collectives are made by one thread at a time (they are ordered).
+std::atomic<std::int64_t> g_waiting_since{0};
+std::atomic<const char*> g_waiting_in{""};
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks the scope of one collective for Cluster::SecondsInCollective.
+class Waiting {
+ public:
+  explicit Waiting(const char* name) {
+    g_waiting_in.store(name, std::memory_order_relaxed);
+    g_waiting_since.store(NowNs(), std::memory_order_release);
+  }
+  ~Waiting() { g_waiting_since.store(0, std::memory_order_release); }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+};
 }  // namespace
+
+double Cluster::SecondsInCollective(const char** name) {
+  const std::int64_t since = g_waiting_since.load(std::memory_order_acquire);
+  if (name != nullptr) *name = g_waiting_in.load(std::memory_order_relaxed);
+  return since == 0 ? 0.0 : static_cast<double>(NowNs() - since) / 1e9;
+}
 
 bool LaunchedByMpi() {
   for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"}) {
@@ -81,11 +112,14 @@ void Cluster::Finalize() {
 }
 
 void Cluster::Barrier() const {
-  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+  if (!mpi_) return;
+  Waiting waiting("barrier");
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 double Cluster::SumDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
   MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   return out;
@@ -93,6 +127,7 @@ double Cluster::SumDouble(double value) const {
 
 std::uint64_t Cluster::SumU64(std::uint64_t value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   std::uint64_t out = 0;
   MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return out;
@@ -100,6 +135,7 @@ std::uint64_t Cluster::SumU64(std::uint64_t value) const {
 
 double Cluster::MaxDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
   MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return out;
@@ -107,6 +143,7 @@ double Cluster::MaxDouble(double value) const {
 
 double Cluster::MinDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
   MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
   return out;
@@ -114,6 +151,7 @@ double Cluster::MinDouble(double value) const {
 
 std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const {
   if (!mpi_) return values;
+  Waiting waiting("allreduce");
   std::vector<double> out(values.size());
   if (!values.empty()) {
     MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
@@ -124,6 +162,7 @@ std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const
 
 std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
   if (!mpi_) return values;
+  Waiting waiting("allreduce");
   std::vector<std::uint64_t> out(values.size());
   if (!values.empty()) {
     MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM,
@@ -134,6 +173,7 @@ std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& va
 
 std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) const {
   if (!mpi_) return {value};
+  Waiting waiting("allgather");
   int len = static_cast<int>(value.size());
   std::vector<int> lens(size_);
   MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -169,6 +209,7 @@ Status Cluster::AgreeOnStatus(const Status& local) const {
 
 bool Cluster::BarrierAnyFailed(bool local_failed) const {
   if (!mpi_) return local_failed;
+  Waiting waiting("step barrier");
   int in = local_failed ? 1 : 0;
   int out = 0;
   MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -177,6 +218,7 @@ bool Cluster::BarrierAnyFailed(bool local_failed) const {
 
 int Cluster::BarrierMax(int local) const {
   if (!mpi_) return local;
+  Waiting waiting("step barrier");
   int out = 0;
   MPI_Allreduce(&local, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return out;
@@ -184,6 +226,7 @@ int Cluster::BarrierMax(int local) const {
 
 std::string Cluster::Broadcast(const std::string& value) const {
   if (!mpi_) return value;
+  Waiting waiting("broadcast");
   int len = rank_ == 0 ? static_cast<int>(value.size()) : 0;
   MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
   std::string out = rank_ == 0 ? value : std::string(static_cast<std::size_t>(len), '\0');

@@ -66,6 +66,12 @@ class Cluster {
   // Rank 0's string on every rank.
   std::string Broadcast(const std::string& value) const;
 
+  // How long this process has been inside one of the collectives above, in
+  // seconds (0 when it is in none), and the collective's name in `name` when
+  // not null. Safe from any thread: a watchdog reads it to tell a rank stuck
+  // waiting for a peer that is gone (docs/cluster.md, "Faults").
+  static double SecondsInCollective(const char** name = nullptr);
+
  private:
   Cluster() = default;
   int rank_ = 0;

@@ -972,11 +972,11 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
                     c.checkpoint.fsync ? ", fsync" : "");
       h << line;
     };
+    checkpoint_line("save", r.checkpoint->saves);
+    checkpoint_line("load", r.checkpoint->loads);
     if (!r.checkpoint->loads.empty()) {
       h << "  checkpoint reads: " << r.checkpoint->read_path << "\n";
     }
-    checkpoint_line("save", r.checkpoint->saves);
-    checkpoint_line("load", r.checkpoint->loads);
   }
   if (r.sample_latency.count() > 0) {
     std::snprintf(line, sizeof(line),

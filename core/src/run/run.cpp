@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -143,6 +144,66 @@ class ProgressTimer {
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
 
+// Watches for a rank stuck in a collective after a signal: when the launcher
+// ends a job because a rank or host died (mpirun sends the survivors SIGTERM,
+// then SIGKILL a second later; srun likewise), the survivors sit in an MPI
+// collective waiting for the dead peer and cannot reach a step boundary. The
+// watch says so on stderr, once per rank, and rank 0 records it in
+// status.json, before the launcher's SIGKILL (docs/cluster.md, "Faults").
+class StuckWatch {
+ public:
+  static constexpr double kStuckSeconds = 0.25;  // in a collective after the signal
+
+  StuckWatch(cluster::Cluster& cluster, std::string folder)
+      : cluster_(cluster), folder_(std::move(folder)) {
+    if (cluster_.size() > 1) thread_ = std::thread([this] { Loop(); });
+  }
+  ~StuckWatch() { Stop(); }
+  StuckWatch(const StuckWatch&) = delete;
+  StuckWatch& operator=(const StuckWatch&) = delete;
+
+  // Ends the thread; idempotent. After it returns the watch writes nothing.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
+      const int signal = engine::InterruptSignal();
+      const char* where = "";
+      const double waited = cluster::Cluster::SecondsInCollective(&where);
+      if (signal == 0 || waited < kStuckSeconds) continue;
+      const std::string what = std::string(engine::SignalName(signal)) + " while waiting " +
+                               std::to_string(static_cast<int>(waited * 1000)) +
+                               " ms for the other ranks (" + where + ")";
+      std::fprintf(stderr,
+                   "iomimic: rank %d on %s: %s: if a rank or host is gone the launcher ends "
+                   "this run (its message names which)\n",
+                   cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
+      if (cluster_.rank() == 0 && !folder_.empty()) {
+        (void)output::WriteStatus(folder_,
+                                  Status::Aborted(what + ": a rank or host may be gone"),
+                                  engine::SignalName(signal));
+      }
+      return;
+    }
+  }
+
+  cluster::Cluster& cluster_;
+  const std::string folder_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
 // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
 std::chrono::system_clock::time_point SharedOrigin(cluster::Cluster& cluster,
                                                    const metrics::Stamp& start) {
@@ -214,6 +275,7 @@ class WorkloadRun {
     IOMIMIC_RETURN_IF_ERROR(Open());
     StartRecording();
     IOMIMIC_RETURN_IF_ERROR(PrepareFolder());
+    stuck_ = std::make_unique<StuckWatch>(cluster_, folder_);
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
     if (training()) {
@@ -238,6 +300,7 @@ class WorkloadRun {
   Status FinishFailed(const Status& st, int agreed_signal = -1) {
     // A failure while a signal stops the run says so (engine/interrupt.h).
     const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
+    if (stuck_ != nullptr) stuck_->Stop();  // this status.json is the last word
     if (cluster_.rank() == 0 && !folder_.empty()) {
       (void)output::WriteStatus(folder_, st, signal != 0 ? engine::SignalName(signal) : nullptr);
     }
@@ -401,6 +464,7 @@ class WorkloadRun {
     outcome_.end = metrics::Stamp::Now();
     outcome_.timeline = sampler_.Stop();
     progress_->Stop();
+    if (stuck_ != nullptr) stuck_->Stop();
   }
 
   // The results files and, on rank 0, status.json.
@@ -427,6 +491,7 @@ class WorkloadRun {
   Notify notify_;
   std::unique_ptr<engine::Session> session_;
   std::unique_ptr<ProgressTimer> progress_;
+  std::unique_ptr<StuckWatch> stuck_;
   std::unique_ptr<engine::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
   metrics::TimelineSampler sampler_;
