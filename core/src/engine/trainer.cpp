@@ -414,11 +414,15 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
 
 }  // namespace
 
-Status CheckDataset(Session& session) {
+namespace {
+
+// The split folders and the first and last file of each split (more with
+// dataset.skip_listing) as this rank sees them.
+Status CheckDatasetFiles(Session& session) {
   const plan::DatasetLayout& layout = session.layout();
   const config::Config& c = session.config();
   Status status;
-  if (session.cluster().rank() == 0) {
+  {
     std::vector<std::pair<plan::Split, std::uint64_t>> splits = {
         {plan::Split::kTrain, c.workflow.train ? layout.num_files(plan::Split::kTrain) : 0},
         {plan::Split::kEval, c.workflow.evaluation ? layout.num_files(plan::Split::kEval) : 0}};
@@ -464,6 +468,29 @@ Status CheckDataset(Session& session) {
         }
       }
     }
+  }
+  return status;
+}
+
+}  // namespace
+
+Status CheckDataset(Session& session) {
+  const plan::DatasetLayout& layout = session.layout();
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  // The first rank of each host looks: a host whose view of the data folder
+  // differs (node-local storage, a mount missing on one client) is named
+  // before training starts, not found by a read mid-epoch.
+  const std::vector<std::string> hosts = cluster.AllGatherStrings(cluster.hostname());
+  const auto first = std::find(hosts.begin(), hosts.end(), cluster.hostname());
+  Status status;
+  if (first - hosts.begin() == cluster.rank()) {
+    status = CheckDatasetFiles(session);
+    if (!status.ok() && cluster.num_hosts() > 1) {
+      status = status.WithContext("on host " + cluster.hostname());
+    }
+  }
+  if (cluster.rank() == 0) {
     // Collective back ends read each step as byte ranges of one shared file:
     // ask the format for the first sample's ranges now, so a format (or a
     // file layout, such as chunked HDF5) that cannot give them is refused
