@@ -27,7 +27,7 @@
 # IOMIMIC_CLUSTER_SLOTS (default 2) the slots per host in the hostfile. Ranks
 # per host other than the hostfile's: `--host h1:1,h2:2,h3:3` (it replaces
 # the hostfile).
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap of start runs in functions too
 
 NAME=${IOMIMIC_CLUSTER_NAME:-iomi}
 NET=${IOMIMIC_CLUSTER_NET:-10.231.0}
@@ -51,6 +51,9 @@ stop() {
   local dir=$1 host
   for host in $(hosts_of "$dir"); do
     ip netns del "$NAME-$host" 2>/dev/null || true
+    # The link too: a namespace whose last user is still going (sockets of a
+    # host whose link was cut) keeps its end of the pair a while.
+    ip link del "$NAME-$host" 2>/dev/null || true
     umount "$dir/uts/$host" 2>/dev/null || true
     umount "$dir/mnt/$host" 2>/dev/null || true
   done
