@@ -115,5 +115,63 @@ def test_dataset_vs_host_memory():
     print("small: %s\nlarge: %s" % (line[0], check))
 
 
+def checkpoint(folder, out, writes, reads, extra=()):
+    """A tiny llama_8b_zero3 checkpoint-only run (writes, then reads)."""
+    return [args().iomimic, "run", "--config-dir", os.path.join(args().source, "workloads"),
+            "workload=llama_8b_zero3", "++workload.checkpoint.checkpoint_folder=" + folder,
+            "++workload.model.num_layers=2", "++workload.model.transformer.hidden_size=256",
+            "++workload.model.transformer.ffn_hidden_size=512",
+            "++workload.model.transformer.vocab_size=1000",
+            "++workload.checkpoint.time_between_checkpoints=0.01",
+            "++workload.checkpoint.num_checkpoints_write=%d" % writes,
+            "++workload.checkpoint.num_checkpoints_read=%d" % reads,
+            "++workload.output.folder=" + out] + list(extra)
+
+
+def check_read_path(out, text, want):
+    got = summary(out)["iomimic"]["checkpoint"].get("read_path")
+    if got != want:
+        fail("%s: read_path %r, expected %r" % (out, got, want))
+    if "checkpoint reads: " + want not in text:
+        fail("%s: the console does not say 'checkpoint reads: %s'" % (out, want))
+
+
+def test_checkpoint_read_paths():
+    """Written and read in one invocation: "may be cached". Read in a later
+    invocation with checkpoint.drop_cache: "page cache dropped, later
+    invocation". On 2 namespace hosts x 2 ranks with recovery_rank_shift, a
+    later invocation reads every shard on the other host: "other host, later
+    invocation"."""
+    w = args().work
+    ck = os.path.join(w, "ck")
+    p = harness.run(checkpoint(ck, os.path.join(w, "same"), 1, 1))
+    check_read_path(os.path.join(w, "same"), p.stdout + p.stderr, "may be cached")
+    p = harness.run(checkpoint(ck, os.path.join(w, "later"), 0, 1,
+                               ["++workload.checkpoint.drop_cache=True"]))
+    check_read_path(os.path.join(w, "later"), p.stdout + p.stderr,
+                    "page cache dropped, later invocation")
+    if summary(os.path.join(w, "later"))["iomimic"]["bytes_read"] <= 0:
+        fail("the later invocation read nothing")
+
+    cluster_tests.ENV.update(IOMIMIC_CLUSTER_NAME="iomc", IOMIMIC_CLUSTER_NET="10.231.79")
+    folder = cluster_tests.start(2)
+    try:
+        shared = os.path.join(w, "shared-ck")
+        hosts = ["mpirun", folder, "-np", "4", "--host", "h1:2,h2:2", "--oversubscribe"]
+        cluster_tests.cluster(*(hosts + checkpoint(shared, os.path.join(w, "cw"), 1, 0)),
+                              timeout=300)
+        out = os.path.join(w, "cr")
+        p = cluster_tests.cluster(*(hosts + checkpoint(
+            shared, out, 0, 1, ["++workload.checkpoint.recovery_rank_shift=True"])), timeout=300)
+        print(p.stdout[-2000:] + p.stderr[-2000:])
+        check_read_path(out, p.stdout + p.stderr, "other host, later invocation")
+        # Without the shift each rank reads its own shard on its own host.
+        out = os.path.join(w, "cn")
+        p = cluster_tests.cluster(*(hosts + checkpoint(shared, out, 0, 1)), timeout=300)
+        check_read_path(out, p.stdout + p.stderr, "later invocation")
+    finally:
+        cluster_tests.cluster("stop", folder, check=False)
+
+
 if __name__ == "__main__":
     harness.main(globals())
