@@ -73,8 +73,8 @@ std::uint64_t CgroupMemoryLimit(const std::string& proc_cgroup, const std::strin
         limit = std::min(limit, SmallestOnPath(cgroup_root + dir, path, "memory.max"));
       }
     } else if (ListsController(controllers, "memory")) {
-      limit = std::min(limit, SmallestOnPath(cgroup_root + "/memory", path,
-                                             "memory.limit_in_bytes"));
+      limit =
+          std::min(limit, SmallestOnPath(cgroup_root + "/memory", path, "memory.limit_in_bytes"));
     }
   }
   return limit;

@@ -38,12 +38,12 @@ std::uint64_t HostMemoryBytes();
 
 // The dataset against the hosts' memory.
 struct CacheCheck {
-  bool checked = false;  // false: the run does not train, nothing was compared
-  std::uint64_t dataset_bytes = 0;   // training set: files x samples x record length
-  std::uint64_t memory_bytes = 0;    // sum over distinct hosts of HostMemoryBytes()
-  int hosts = 0;                     // distinct host names
-  bool fits = false;                 // dataset_bytes <= memory_bytes
-  std::string warning;               // one line when it fits, else empty
+  bool checked = false;             // false: the run does not train, nothing was compared
+  std::uint64_t dataset_bytes = 0;  // training set: files x samples x record length
+  std::uint64_t memory_bytes = 0;   // sum over distinct hosts of HostMemoryBytes()
+  int hosts = 0;                    // distinct host names
+  bool fits = false;                // dataset_bytes <= memory_bytes
+  std::string warning;              // one line when it fits, else empty
 };
 
 // One host's share of the comparison: its name and memory.

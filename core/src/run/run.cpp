@@ -188,8 +188,7 @@ class StuckWatch {
                    "this run (its message names which)\n",
                    cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
       if (cluster_.rank() == 0 && !folder_.empty()) {
-        (void)output::WriteStatus(folder_,
-                                  Status::Aborted(what + ": a rank or host may be gone"),
+        (void)output::WriteStatus(folder_, Status::Aborted(what + ": a rank or host may be gone"),
                                   engine::SignalName(signal));
       }
       return;
