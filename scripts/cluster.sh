@@ -130,6 +130,21 @@ run_mpirun() {
         extra=("${extra[@]:2}") ;;
     esac
   done
+  # An MCA parameter the caller sets replaces the cluster's (mpirun refuses
+  # one named twice).
+  local -a mine=() kept=()
+  local i
+  for ((i = 1; i < $#; i++)); do
+    [ "${!i}" = --mca ] && { local j=$((i + 1)); mine+=("${!j}"); }
+  done
+  for ((i = 0; i < ${#extra[@]}; i++)); do
+    if [ "${extra[i]}" = --mca ] && [[ " ${mine[*]} " == *" ${extra[i + 1]} "* ]]; then
+      i=$((i + 2))
+      continue
+    fi
+    kept+=("${extra[i]}")
+  done
+  extra=("${kept[@]}")
   if [ "$(id -u)" -eq 0 ]; then extra+=(--allow-run-as-root); fi
   exec mpirun "${extra[@]}" "$@"
 }
