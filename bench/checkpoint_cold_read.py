@@ -139,12 +139,12 @@ def table(a, results, size, load):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iomimic", required=True)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--settle", type=float, default=5)
-    ap.add_argument("--dir", default="/tmp/iomimic-bench-coldck")
-    ap.add_argument("--out", default="")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iomimic", required=True, help="the iomimic binary")
+    ap.add_argument("--out", default="", help="append the table to this file")
+    ap.add_argument("--dir", default="/tmp/iomimic-bench-coldck", help="work folder (emptied)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of all arms")
+    ap.add_argument("--settle", type=float, default=5, help="seconds after drop_caches")
     a = ap.parse_args()
     a.iomimic = os.path.abspath(a.iomimic)
     shutil.rmtree(a.dir, ignore_errors=True)

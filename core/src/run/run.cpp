@@ -33,13 +33,40 @@ class Notify {
   RunObserver none_;
 };
 
+// A thread of the run's own (the progress timer, the stuck watch): the mutex
+// and condition variable it waits on and the flag that ends it.
+class RunThread {
+ public:
+  RunThread() = default;
+  RunThread(const RunThread&) = delete;
+  RunThread& operator=(const RunThread&) = delete;
+
+  // Ends the thread; idempotent. After it returns the thread does nothing.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ protected:
+  ~RunThread() = default;  // a derived class calls Stop() in its destructor
+
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
 // The progress timer: a plain thread that wakes every `interval` on a
 // condition variable (docs/observability.md, "Timers and signals", says why
 // not Boost.Asio), reads the session's progress board (engine/progress.h)
 // and hands a snapshot to RunObserver::OnProgress. The reference points of
 // rates (phase start, bytes, samples, compute) are set by the run's thread
 // under the mutex.
-class ProgressTimer {
+class ProgressTimer : public RunThread {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -52,8 +79,6 @@ class ProgressTimer {
     thread_ = std::thread([this] { Loop(); });
   }
   ~ProgressTimer() { Stop(); }
-  ProgressTimer(const ProgressTimer&) = delete;
-  ProgressTimer& operator=(const ProgressTimer&) = delete;
 
   // A phase (generation, training, the checkpoint-only workflow) starts now;
   // `epochs` and `steps_per_epoch` describe training (0 otherwise).
@@ -66,16 +91,6 @@ class ProgressTimer {
     origin_.busy = session_.compute_busy().BusyUntil(now);
     origin_.epochs = epochs;
     origin_.steps_per_epoch = steps_per_epoch;
-  }
-
-  // Ends the thread (no OnProgress call after it returns). Idempotent.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
   }
 
  private:
@@ -136,10 +151,6 @@ class ProgressTimer {
   engine::Session& session_;
   RunObserver* observer_;
   Clock::duration interval_{};
-  std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
   Origin origin_;
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
@@ -150,7 +161,7 @@ class ProgressTimer {
 // collective waiting for the dead peer and cannot reach a step boundary. The
 // watch says so on stderr, once per rank, and rank 0 records it in
 // status.json, before the launcher's SIGKILL (docs/cluster.md, "Faults").
-class StuckWatch {
+class StuckWatch : public RunThread {
  public:
   static constexpr double kStuckSeconds = 0.25;  // in a collective after the signal
 
@@ -159,18 +170,6 @@ class StuckWatch {
     if (cluster_.size() > 1) thread_ = std::thread([this] { Loop(); });
   }
   ~StuckWatch() { Stop(); }
-  StuckWatch(const StuckWatch&) = delete;
-  StuckWatch& operator=(const StuckWatch&) = delete;
-
-  // Ends the thread; idempotent. After it returns the watch writes nothing.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
 
  private:
   void Loop() {
@@ -197,10 +196,6 @@ class StuckWatch {
 
   cluster::Cluster& cluster_;
   const std::string folder_;
-  std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
 };
 
 // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
