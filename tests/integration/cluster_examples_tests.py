@@ -8,6 +8,11 @@ real clusters") are checked, not just shown:
   iomimic command line iomimic accepts (`iomimic config --plan --ranks N`
   with the same arguments) and whose data and results folders lie on volumes
   every worker mounts.
+- s3_dataset_across_hosts: the local radosgw (scripts/s3_server.sh), which
+  listens on the machine's loopback, serves 2 namespace hosts x 1 rank
+  through a forwarder at the bridge address NET.254 (the hosts' only way
+  out): they generate and read an S3 dataset, and both hosts' addresses
+  reach the server. Exit 77 without root, namespaces or Ceph.
 - slurm_example_on_namespace_hosts: the sbatch script itself runs on 2
   namespace hosts (scripts/cluster.sh), its srun lines going through a fake
   srun that maps them to mpirun on the hosts; then mpirun.sh with the
@@ -17,10 +22,13 @@ real clusters") are checked, not just shown:
 Usage: cluster_examples_tests.py TEST --iomimic BIN --source REPO --work DIR
 """
 
+import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
+import threading
 
 import iomimic_tests as harness
 from iomimic_tests import fail
@@ -155,6 +163,96 @@ def test_slurm_example_on_namespace_hosts():
             fail("mpirun.sh over the cluster's hostfile: exit %d" % p.returncode)
         trained_on_both(os.path.join(w, "mpirun-results"))
     finally:
+        cluster_tests.cluster("stop", folder, check=False)
+
+
+def pipe(source, sink):
+    """Copies bytes from source to sink until source ends."""
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            sink.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+class Forwarder(threading.Thread):
+    """TCP from `listen` (an address on the cluster's bridge) to `target`
+    (radosgw on loopback), byte for byte, so that SigV4 signatures made for
+    the bridge address reach the server unchanged; notes each peer's
+    address."""
+
+    def __init__(self, listen, target):
+        super().__init__(daemon=True)
+        self.server = socket.create_server(listen)
+        self.target = target
+        self.peers = set()
+
+    def run(self):
+        while True:
+            try:
+                conn, peer = self.server.accept()
+            except OSError:
+                return
+            self.peers.add(peer[0])
+            upstream = socket.create_connection(self.target)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+
+def test_s3_dataset_across_hosts():
+    folder = cluster_tests.start(2)
+    w = args().work
+    net = ENV["IOMIMIC_CLUSTER_NET"]
+    port = 20000 + int.from_bytes(hashlib.sha1(w.encode()).digest()[:2], "big") % 10000
+    server = os.path.join(w, "s3-server")
+    s3 = os.path.join(args().source, "scripts", "s3_server.sh")
+    try:
+        started = subprocess.run([s3, "start", server], capture_output=True, text=True,
+                                 env=dict(os.environ, IOMIMIC_S3_PORT=str(port),
+                                          IOMIMIC_S3_MEMORY="512M"), timeout=180)
+        if started.returncode != 0:
+            print("SKIP: no local S3 server here:\n" + started.stderr[-2000:])
+            raise SystemExit(77)
+        keys = dict(re.findall(r"export (\w+)=(\S+)", started.stdout))
+        forwarder = Forwarder(("%s.254" % net, port), ("127.0.0.1", port))
+        forwarder.start()
+        endpoint = "http://%s.254:%d" % (net, port)
+        bucket = keys["IOMIMIC_S3_BUCKET"]
+        out = os.path.join(w, "s3-out")
+        cmd = ["mpirun", folder, "-np", "2", "--host", "h1:1,h2:1", "-x", "AWS_ACCESS_KEY_ID",
+               "-x", "AWS_SECRET_ACCESS_KEY", "-x", "AWS_REGION", args().iomimic, "run",
+               "--config-dir", os.path.join(args().source, "workloads"), "workload=quickstart",
+               "++workload.storage.storage_type=s3", "++workload.storage.storage_root=" + bucket,
+               "++workload.storage.storage_options.endpoint_url=" + endpoint,
+               "++workload.dataset.data_folder=s3://%s/hosts%d" % (bucket, os.getpid()),
+               "++workload.output.folder=" + out] + SHRINK.split()
+        env = dict(ENV, **{k: keys[k] for k in
+                           ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")})
+        p = subprocess.run([os.path.join(args().source, "scripts", "cluster.sh")] + cmd,
+                           env=env, capture_output=True, text=True, timeout=300)
+        print(p.stdout[-2000:] + p.stderr[-2000:])
+        if p.returncode != 0:
+            fail("2 hosts x 1 rank on S3 through %s: exit %d" % (endpoint, p.returncode))
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        if s.get("num_hosts") != 2 or s["iomimic"]["bytes_read"] < 16 * 65536:
+            fail("num_hosts %r, bytes_read %r: expected 2 hosts reading the 16 objects" %
+                 (s.get("num_hosts"), s["iomimic"]["bytes_read"]))
+        if not {"%s.1" % net, "%s.2" % net} <= forwarder.peers:
+            fail("the server was reached from %s, not from both hosts" % sorted(forwarder.peers))
+        print("S3 from both hosts (%s), %d bytes read" % (sorted(forwarder.peers),
+                                                          s["iomimic"]["bytes_read"]))
+    finally:
+        subprocess.run([s3, "stop", server], capture_output=True,
+                       env=dict(os.environ, IOMIMIC_S3_PORT=str(port)))
         cluster_tests.cluster("stop", folder, check=False)
 
 
