@@ -246,6 +246,9 @@ def test_s3_dataset_across_hosts():
         if s.get("num_hosts") != 2 or s["iomimic"]["bytes_read"] < 16 * 65536:
             fail("num_hosts %r, bytes_read %r: expected 2 hosts reading the 16 objects" %
                  (s.get("num_hosts"), s["iomimic"]["bytes_read"]))
+        check = s["iomimic"]["cache_check"]
+        if check["client_page_cache"] or check["warning"] is not None:
+            fail("S3 reads are kept in no client page cache, yet: %s" % check)
         if not {"%s.1" % net, "%s.2" % net} <= forwarder.peers:
             fail("the server was reached from %s, not from both hosts" % sorted(forwarder.peers))
         print("S3 from both hosts (%s), %d bytes read" % (sorted(forwarder.peers),

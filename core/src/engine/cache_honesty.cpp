@@ -119,7 +119,8 @@ CacheCheck CompareDatasetToMemory(std::uint64_t dataset_bytes,
   return check;
 }
 
-CacheCheck CheckDatasetAgainstMemory(const config::Config& c, cluster::Cluster& cluster) {
+CacheCheck CheckDatasetAgainstMemory(const config::Config& c, cluster::Cluster& cluster,
+                                     bool client_cache) {
   if (!c.workflow.train) return CacheCheck{};
   const std::uint64_t dataset = c.dataset.num_files_train *
                                 std::max<std::uint64_t>(1, c.dataset.num_samples_per_file) *
@@ -132,7 +133,10 @@ CacheCheck CheckDatasetAgainstMemory(const config::Config& c, cluster::Cluster& 
     ranks[i].host = names[i];
     ranks[i].bytes = std::stoull(memory[i]);
   }
-  return CompareDatasetToMemory(dataset, ranks);
+  CacheCheck check = CompareDatasetToMemory(dataset, ranks);
+  check.client_cache = client_cache;
+  if (!client_cache) check.warning.clear();
+  return check;
 }
 
 }  // namespace iomimic::engine

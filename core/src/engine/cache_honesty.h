@@ -43,6 +43,7 @@ struct CacheCheck {
   std::uint64_t memory_bytes = 0;   // sum over distinct hosts of HostMemoryBytes()
   int hosts = 0;                    // distinct host names
   bool fits = false;                // dataset_bytes <= memory_bytes
+  bool client_cache = true;         // false: the storage keeps no page cache on the client
   std::string warning;              // one line when it fits, else empty
 };
 
@@ -58,7 +59,10 @@ CacheCheck CompareDatasetToMemory(std::uint64_t dataset_bytes,
                                   const std::vector<HostMemory>& ranks);
 
 // Collective: every rank reads its host's memory and all get the same
-// verdict. Not checked (checked false) when the run does not train.
-CacheCheck CheckDatasetAgainstMemory(const config::Config& c, cluster::Cluster& cluster);
+// verdict. Not checked (checked false) when the run does not train. With
+// `client_cache` false (object storage: its reads are not kept in the
+// client's page cache) the figures are recorded without a warning.
+CacheCheck CheckDatasetAgainstMemory(const config::Config& c, cluster::Cluster& cluster,
+                                     bool client_cache);
 
 }  // namespace iomimic::engine

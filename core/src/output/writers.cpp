@@ -408,6 +408,7 @@ json CacheCheckJson(const engine::CacheCheck& check) {
   o["hosts_memory_GB"] = Num(static_cast<double>(check.memory_bytes) / kGiB);
   o["hosts"] = check.hosts;
   o["fits_in_memory"] = check.fits;
+  o["client_page_cache"] = check.client_cache;
   o["warning"] = check.warning.empty() ? json(nullptr) : json(check.warning);
   return o;
 }

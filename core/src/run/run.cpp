@@ -309,7 +309,8 @@ class WorkloadRun {
     if (!status.ok()) return Fail(status);
     session_ = std::move(opened).value();
     for (const std::string& warning : session_->warnings()) notify_->OnWarning(warning);
-    outcome_.cache_check = engine::CheckDatasetAgainstMemory(c_, cluster_);
+    outcome_.cache_check = engine::CheckDatasetAgainstMemory(
+        c_, cluster_, !session_->storage().capabilities().objects);
     if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
     // Made after the session and stopped before any return (its destructor),
     // so OnProgress never outlives RunWorkload.
