@@ -4,7 +4,9 @@
 // world of one, without initialising MPI) and under mpirun. Collective calls must be made by
 // every rank in the same order; AgreeOnStatus is how ranks that failed tell
 // the others, so an error on one rank never leaves the rest waiting in a
-// barrier.
+// barrier. A rank waiting in a collective sleeps between MPI_Test calls
+// instead of busy-polling, leaving the CPU to ranks still at work
+// (docs/cluster.md, "Faults").
 
 #pragma once
 
