@@ -14,9 +14,11 @@
 # (hostname hI, which MPI_Get_processor_name and so iomimic's num_hosts see)
 # and one veth link to a bridge NAME-br, address NET.I/24; the bridge has
 # NET.254 in this namespace, where mpirun runs. No host has a default route:
-# traffic stays between the hosts and mpirun. The file system is not
-# separated: every host sees the same folders (the "shared file system");
-# DIR/hosts/hI is each host's by convention (node-local storage).
+# traffic stays between the hosts and mpirun. The file system is shared:
+# every host sees the same folders (the "shared file system"), except
+# DIR/local, where each host has a mount namespace of its own that shows its
+# DIR/hosts/hI (node-local storage at one path on every host, as on a real
+# cluster: what one host writes there the others do not see).
 #
 # Open MPI starts its daemons on the hosts through DIR/agent, an rsh agent
 # that enters the host's namespaces with nsenter (no sshd). Needs root,
@@ -25,7 +27,7 @@
 # IOMIMIC_CLUSTER_SLOTS (default 2) the slots per host in the hostfile. Ranks
 # per host other than the hostfile's: `--host h1:1,h2:2,h3:3` (it replaces
 # the hostfile).
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap of start runs in functions too
 
 NAME=${IOMIMIC_CLUSTER_NAME:-iomi}
 NET=${IOMIMIC_CLUSTER_NET:-10.231.0}
@@ -49,10 +51,16 @@ stop() {
   local dir=$1 host
   for host in $(hosts_of "$dir"); do
     ip netns del "$NAME-$host" 2>/dev/null || true
+    # The link too: a namespace whose last user is still going (sockets of a
+    # host whose link was cut) keeps its end of the pair a while.
+    ip link del "$NAME-$host" 2>/dev/null || true
     umount "$dir/uts/$host" 2>/dev/null || true
+    umount "$dir/mnt/$host" 2>/dev/null || true
   done
+  umount "$dir/mnt" 2>/dev/null || true
   ip link del "$BRIDGE" 2>/dev/null || true
-  rm -rf "$dir/uts" "$dir/hostfile" "$dir/agent" "$dir/mpirun-args"
+  rm -rf "$dir/uts" "$dir/mnt" "$dir/hostfile" "$dir/agent" "$dir/mpirun-args"
+  rmdir "$dir/local" 2>/dev/null || true
 }
 
 start() {
@@ -62,7 +70,10 @@ start() {
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     die "a cluster named $NAME is running (scripts/cluster.sh stop, or IOMIMIC_CLUSTER_NAME)"
   fi
-  mkdir -p "$dir/uts" "$dir/hosts"
+  mkdir -p "$dir/uts" "$dir/hosts" "$dir/mnt" "$dir/local"
+  # A persistent mount namespace is bound to a file on a private mount.
+  mount --bind "$dir/mnt" "$dir/mnt"
+  mount --make-private "$dir/mnt"
   : >"$dir/hostfile"
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.254/24" dev "$BRIDGE"
@@ -79,6 +90,10 @@ start() {
     touch "$dir/uts/$host"
     unshare --uts="$dir/uts/$host" hostname "$host"
     mkdir -p "$dir/hosts/$host"
+    touch "$dir/mnt/$host"
+    # Mounts made later in this namespace still reach the host (slave).
+    unshare --mount="$dir/mnt/$host" --propagation slave \
+      mount --bind "$dir/hosts/$host" "$dir/local"
   done
   cat >"$dir/agent" <<EOF
 #!/bin/sh
@@ -86,14 +101,20 @@ start() {
 while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
 host=\$1; shift
 [ -e "$dir/uts/\$host" ] || { echo "cluster agent: no host \$host in $dir" >&2; exit 255; }
-exec nsenter --uts="$dir/uts/\$host" --net="/run/netns/$NAME-\$host" -- /bin/sh -c "\$*"
+exec nsenter --uts="$dir/uts/\$host" --net="/run/netns/$NAME-\$host" --mount="$dir/mnt/\$host" \\
+  -- /bin/sh -c "\$*"
 EOF
   chmod +x "$dir/agent"
   # What mpirun needs to use the hosts: the agent, and TCP on the bridge's
   # subnet only (the hosts share no memory segment Open MPI would trust).
+  # TCP keepalive on the daemons' links, so that a host that vanishes (its
+  # link cut, its power lost) ends the job in about 5 s instead of hanging
+  # every other rank for Open MPI's default 300 + 9 x 20 s (docs/cluster.md,
+  # "Faults").
   printf '%s\n' --hostfile "$dir/hostfile" --mca plm_rsh_agent "$dir/agent" \
     --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" \
-    --mca btl tcp,self >"$dir/mpirun-args"
+    --mca btl tcp,self --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
+    --mca oob_tcp_keepalive_probes 3 >"$dir/mpirun-args"
   echo "cluster $NAME: $n hosts (h1..h$n on $NET.0/24), hostfile $dir/hostfile, agent $dir/agent"
 }
 
@@ -109,6 +130,21 @@ run_mpirun() {
         extra=("${extra[@]:2}") ;;
     esac
   done
+  # An MCA parameter the caller sets replaces the cluster's (mpirun refuses
+  # one named twice).
+  local -a mine=() kept=()
+  local i
+  for ((i = 1; i < $#; i++)); do
+    [ "${!i}" = --mca ] && { local j=$((i + 1)); mine+=("${!j}"); }
+  done
+  for ((i = 0; i < ${#extra[@]}; i++)); do
+    if [ "${extra[i]}" = --mca ] && [[ " ${mine[*]} " == *" ${extra[i + 1]} "* ]]; then
+      i=$((i + 2))
+      continue
+    fi
+    kept+=("${extra[i]}")
+  done
+  extra=("${kept[@]}")
   if [ "$(id -u)" -eq 0 ]; then extra+=(--allow-run-as-root); fi
   exec mpirun "${extra[@]}" "$@"
 }

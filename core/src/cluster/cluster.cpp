@@ -5,13 +5,78 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 namespace iomimic::cluster {
 namespace {
 Cluster* g_instance = nullptr;
+
+// When the current collective began (steady clock, ns; 0: in none) and its
+// name. Collectives are made by one thread at a time (they are ordered).
+std::atomic<std::int64_t> g_waiting_since{0};
+std::atomic<const char*> g_waiting_in{""};
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks the scope of one collective for Cluster::SecondsInCollective.
+class Waiting {
+ public:
+  explicit Waiting(const char* name) {
+    g_waiting_in.store(name, std::memory_order_relaxed);
+    g_waiting_since.store(NowNs(), std::memory_order_release);
+  }
+  ~Waiting() { g_waiting_since.store(0, std::memory_order_release); }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+};
+// Completes a non-blocking collective without burning a CPU while other
+// ranks are late: MPI_Test spins for the first 50 us, then sleeps between
+// tests, 10 us doubling to 250 us. A blocking collective busy-polls (or
+// sched_yields, oversubscribed) until the last rank arrives, taking from a
+// small client the CPU that the ranks still reading need
+// (bench/results/checkpoint_cold_read.md, "Waiting ranks").
+void Wait(MPI_Request request) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  std::chrono::microseconds nap(10);
+  for (;;) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    if (Clock::now() - start < std::chrono::microseconds(50)) continue;
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(250));
+  }
+}
+
+// MPI_Allreduce on MPI_COMM_WORLD, waited for with Wait.
+void Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op) {
+  MPI_Request request;
+  MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &request);
+  Wait(request);
+}
+
+// MPI_Bcast from rank 0 on MPI_COMM_WORLD, waited for with Wait.
+void Bcast(void* buffer, int count, MPI_Datatype type) {
+  MPI_Request request;
+  MPI_Ibcast(buffer, count, type, 0, MPI_COMM_WORLD, &request);
+  Wait(request);
+}
 }  // namespace
+
+double Cluster::SecondsInCollective(const char** name) {
+  const std::int64_t since = g_waiting_since.load(std::memory_order_acquire);
+  if (name != nullptr) *name = g_waiting_in.load(std::memory_order_relaxed);
+  return since == 0 ? 0.0 : static_cast<double>(NowNs() - since) / 1e9;
+}
 
 bool LaunchedByMpi() {
   for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"}) {
@@ -81,62 +146,73 @@ void Cluster::Finalize() {
 }
 
 void Cluster::Barrier() const {
-  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+  if (!mpi_) return;
+  Waiting waiting("barrier");
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  Wait(request);
 }
 
 double Cluster::SumDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
-  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM);
   return out;
 }
 
 std::uint64_t Cluster::SumU64(std::uint64_t value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   std::uint64_t out = 0;
-  MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM);
   return out;
 }
 
 double Cluster::MaxDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
-  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX);
   return out;
 }
 
 double Cluster::MinDouble(double value) const {
   if (!mpi_) return value;
+  Waiting waiting("allreduce");
   double out = 0;
-  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MIN);
   return out;
 }
 
 std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const {
   if (!mpi_) return values;
+  Waiting waiting("allreduce");
   std::vector<double> out(values.size());
   if (!values.empty()) {
-    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
-                  MPI_COMM_WORLD);
+    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM);
   }
   return out;
 }
 
 std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
   if (!mpi_) return values;
+  Waiting waiting("allreduce");
   std::vector<std::uint64_t> out(values.size());
   if (!values.empty()) {
-    MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM,
-                  MPI_COMM_WORLD);
+    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM);
   }
   return out;
 }
 
 std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) const {
   if (!mpi_) return {value};
+  Waiting waiting("allgather");
   int len = static_cast<int>(value.size());
   std::vector<int> lens(size_);
-  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Request request;
+  MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &request);
+  Wait(request);
   std::vector<int> displs(size_, 0);
   int total = 0;
   for (int i = 0; i < size_; ++i) {
@@ -144,8 +220,9 @@ std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) con
     total += lens[i];
   }
   std::string all(static_cast<std::size_t>(total), '\0');
-  MPI_Allgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
-                 MPI_COMM_WORLD);
+  MPI_Iallgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
+                  MPI_COMM_WORLD, &request);
+  Wait(request);
   std::vector<std::string> out(size_);
   for (int i = 0; i < size_; ++i) out[i] = all.substr(displs[i], lens[i]);
   return out;
@@ -169,25 +246,28 @@ Status Cluster::AgreeOnStatus(const Status& local) const {
 
 bool Cluster::BarrierAnyFailed(bool local_failed) const {
   if (!mpi_) return local_failed;
+  Waiting waiting("step barrier");
   int in = local_failed ? 1 : 0;
   int out = 0;
-  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  Allreduce(&in, &out, 1, MPI_INT, MPI_MAX);
   return out != 0;
 }
 
 int Cluster::BarrierMax(int local) const {
   if (!mpi_) return local;
+  Waiting waiting("step barrier");
   int out = 0;
-  MPI_Allreduce(&local, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  Allreduce(&local, &out, 1, MPI_INT, MPI_MAX);
   return out;
 }
 
 std::string Cluster::Broadcast(const std::string& value) const {
   if (!mpi_) return value;
+  Waiting waiting("broadcast");
   int len = rank_ == 0 ? static_cast<int>(value.size()) : 0;
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  Bcast(&len, 1, MPI_INT);
   std::string out = rank_ == 0 ? value : std::string(static_cast<std::size_t>(len), '\0');
-  if (len > 0) MPI_Bcast(out.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (len > 0) Bcast(out.data(), len, MPI_CHAR);
   return out;
 }
 

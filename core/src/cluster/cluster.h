@@ -4,7 +4,9 @@
 // world of one, without initialising MPI) and under mpirun. Collective calls must be made by
 // every rank in the same order; AgreeOnStatus is how ranks that failed tell
 // the others, so an error on one rank never leaves the rest waiting in a
-// barrier.
+// barrier. A rank waiting in a collective sleeps between MPI_Test calls
+// instead of busy-polling, leaving the CPU to ranks still at work
+// (docs/cluster.md, "Faults").
 
 #pragma once
 
@@ -65,6 +67,12 @@ class Cluster {
   int BarrierMax(int local) const;
   // Rank 0's string on every rank.
   std::string Broadcast(const std::string& value) const;
+
+  // How long this process has been inside one of the collectives above, in
+  // seconds (0 when it is in none), and the collective's name in `name` when
+  // not null. Safe from any thread: a watchdog reads it to tell a rank stuck
+  // waiting for a peer that is gone (docs/cluster.md, "Faults").
+  static double SecondsInCollective(const char** name = nullptr);
 
  private:
   Cluster() = default;

@@ -152,7 +152,8 @@
   X("time_between_checkpoints", time_between_checkpoints, double, -1, Number(kNoLimitMin, kNoLimit).Doc("Checkpoint-only runs: seconds between checkpoints.")) \
   X("num_checkpoints_write", num_checkpoints_write, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to write.")) \
   X("num_checkpoints_read", num_checkpoints_read, std::int64_t, -1, Int(kNoMin, kNoMax).Doc("Checkpoint-only runs: checkpoints to read back.")) \
-  X("recovery_rank_shift", recovery_rank_shift, bool, false, Bool().Doc("Read another rank's checkpoint on recovery.")) \
+  X("recovery_rank_shift", recovery_rank_shift, bool, false, Bool().Doc("Read another rank's checkpoint on recovery: rank r reads the shard of rank (r + ranks/hosts) mod ranks, one host's worth of ranks on, so that with ranks placed host by host no shard is read on the host that wrote it.")) \
+  X("drop_cache", drop_cache, bool, false, Bool().Iomimic().Doc("Open checkpoint reads with the storage's drop_cache: posix, mmap and gds drop the file's cached pages first (fadvise DONTNEED, clean pages only), so a checkpoint is not read back from the writer's page cache; odirect and s3 have no page cache to drop.")) \
   X("rank_sync", rank_sync, bool, false, Bool().Doc("Barrier after each checkpoint.")) \
   X("randomize_tensor", randomize_tensor, bool, true, Bool().Doc("Random (not zero) checkpoint contents.")) \
   X("checkpoint_mechanism_classname", checkpoint_mechanism_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom checkpoint class; accepted.")) \

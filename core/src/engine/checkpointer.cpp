@@ -71,7 +71,33 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(Session& session,
     }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
+  cp->hosts_ = cluster.AllGatherStrings(cluster.hostname());
   return cp;
+}
+
+int Checkpointer::SourceRank(int rank) const {
+  const cluster::Cluster& cluster = session_.cluster();
+  if (!session_.config().checkpoint.recovery_rank_shift) return rank;
+  // One host's worth of ranks on: with ranks placed host by host (mpirun's
+  // and srun's default), a shard is read on another host than wrote it.
+  // A uniform shift keeps the mapping a permutation on uneven hosts too.
+  const int shift = std::max(1, cluster.size() / std::max(1, cluster.num_hosts()));
+  return (rank + shift) % cluster.size();
+}
+
+std::string Checkpointer::ReadPath(std::uint64_t epoch, std::uint64_t step) const {
+  std::vector<std::string> why;
+  if (session_.config().checkpoint.drop_cache) why.push_back("page cache dropped");
+  bool other_host = !hosts_.empty();
+  for (std::size_t r = 0; r < hosts_.size() && other_host; ++r) {
+    other_host = hosts_[static_cast<std::size_t>(SourceRank(static_cast<int>(r)))] != hosts_[r];
+  }
+  if (other_host) why.push_back("other host");
+  if (saved_.count({epoch, step}) == 0) why.push_back("later invocation");
+  if (why.empty()) return "may be cached";
+  std::string joined;
+  for (const std::string& w : why) joined += (joined.empty() ? "" : ", ") + w;
+  return joined;
 }
 
 std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().syncs; }
@@ -115,6 +141,7 @@ Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {
   OpenOptions options;
   options.mode = OpenMode::kRead;
   options.hint = AccessHint::kSequential;
+  options.drop_cache = session_.config().checkpoint.drop_cache;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(path, options));
   IOMIMIC_ASSIGN_OR_RETURN(Buffer buffer, storage_->Allocate(kChunk));
   std::uint64_t offset = 0;
@@ -158,18 +185,14 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
                              {"epoch", static_cast<std::int64_t>(epoch)},
                              {"step", static_cast<std::int64_t>(step)});
   record->bytes = (storage_->Snapshot() - before).write_bytes;
+  if (status.ok()) saved_.insert({epoch, step});
   return status;
 }
 
 Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
                           metrics::CheckpointRecord* record) {
-  const config::Config& c = session_.config();
-  cluster::Cluster& cluster = session_.cluster();
-  int source = cluster.rank();
-  if (c.checkpoint.recovery_rank_shift) {
-    // Read another host's shard so the client cache cannot serve it.
-    source = (cluster.rank() + cluster.ranks_on_host()) % cluster.size();
-  }
+  const int source = SourceRank(session_.cluster().rank());
+  read_path_ = ReadPath(epoch, step);
   const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
   const plan::RankCheckpoint& files = plan_.ranks[static_cast<std::size_t>(source)];
   IoSnapshot before = storage_->Snapshot();

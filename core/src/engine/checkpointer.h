@@ -15,7 +15,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/counting_storage.h"
 #include "engine/session.h"
@@ -45,11 +48,20 @@ class Checkpointer {
   CountingStorage& storage() { return *storage_; }
   const std::string& storage_name() const { return storage_name_; }
   std::uint64_t fsync_calls() const;
+  // Where the last Load's bytes could come from, the same on every rank:
+  // "page cache dropped" (checkpoint.drop_cache), "other host" (every rank
+  // read a shard written on another host, checkpoint.recovery_rank_shift),
+  // "later invocation" (this process wrote no checkpoint it read), joined by
+  // ", "; "may be cached" when none applies; empty before any Load.
+  const std::string& read_path() const { return read_path_; }
+  // The rank whose shard `rank` reads (checkpoint.recovery_rank_shift).
+  int SourceRank(int rank) const;
 
  private:
   Checkpointer(Session& session) : session_(session) {}
   Status WriteFile(const std::string& path, std::uint64_t bytes);
   Status ReadFile(const std::string& path, std::uint64_t bytes);
+  std::string ReadPath(std::uint64_t epoch, std::uint64_t step) const;
 
   Session& session_;
   plan::CheckpointPlan plan_;
@@ -59,6 +71,9 @@ class Checkpointer {
   CountingStorage* storage_ = nullptr;
   std::string storage_name_;
   Buffer pattern_;  // the bytes every file repeats
+  std::vector<std::string> hosts_;                           // every rank's host name
+  std::set<std::pair<std::uint64_t, std::uint64_t>> saved_;  // (epoch, step) saved here
+  std::string read_path_;
 };
 
 }  // namespace iomimic::engine

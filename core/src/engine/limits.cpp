@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 
+#include "engine/cache_honesty.h"
 #include "plan/plan.h"
 
 namespace iomimic::engine {
@@ -66,9 +67,7 @@ MachineFacts ReadMachineFacts() {
       break;
     }
   }
-  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
-  unsigned long long max = 0;
-  if (cgroup >> max && max > 0) m.memory_bytes = std::min<std::uint64_t>(m.memory_bytes, max);
+  m.memory_bytes = std::min(m.memory_bytes, CgroupMemoryLimit());
   if (m.memory_bytes == 0) m.memory_bytes = std::uint64_t{1} << 30;  // unknown: assume 1 GiB
   return m;
 }

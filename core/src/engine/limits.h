@@ -17,11 +17,12 @@ namespace iomimic::engine {
 
 // What this machine offers one host's ranks together.
 struct MachineFacts {
-  std::uint64_t memory_bytes = 0;  // MemAvailable, capped by the cgroup's memory.max
+  std::uint64_t memory_bytes = 0;  // MemAvailable, capped by the cgroup's limit (v1 or v2)
   unsigned cpus = 1;               // hardware threads
 };
 
-// Reads /proc/meminfo and /sys/fs/cgroup/memory.max; falls back to the
+// Reads /proc/meminfo and the cgroups' memory limits (CgroupMemoryLimit,
+// engine/cache_honesty.h); falls back to the
 // physical memory (sysconf) when those cannot be read.
 MachineFacts ReadMachineFacts();
 

@@ -414,56 +414,81 @@ Status EvalEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& ac
 
 }  // namespace
 
-Status CheckDataset(Session& session) {
+namespace {
+
+// The split folders and the first and last file of each split (more with
+// dataset.skip_listing) as this rank sees them.
+Status CheckDatasetFiles(Session& session) {
   const plan::DatasetLayout& layout = session.layout();
   const config::Config& c = session.config();
   Status status;
-  if (session.cluster().rank() == 0) {
-    std::vector<std::pair<plan::Split, std::uint64_t>> splits = {
-        {plan::Split::kTrain, c.workflow.train ? layout.num_files(plan::Split::kTrain) : 0},
-        {plan::Split::kEval, c.workflow.evaluation ? layout.num_files(plan::Split::kEval) : 0}};
-    for (auto [split, files] : splits) {
-      if (files == 0 || !status.ok()) continue;
-      const std::string dir = layout.SplitDirectory(split);
-      Result<FileInfo> d = session.storage().Stat(dir);
-      if (!d.ok() && !d.status().IsNotFound()) {
-        status = d.status().WithContext("checking the data folder");
+  std::vector<std::pair<plan::Split, std::uint64_t>> splits = {
+      {plan::Split::kTrain, c.workflow.train ? layout.num_files(plan::Split::kTrain) : 0},
+      {plan::Split::kEval, c.workflow.evaluation ? layout.num_files(plan::Split::kEval) : 0}};
+  for (auto [split, files] : splits) {
+    if (files == 0 || !status.ok()) continue;
+    const std::string dir = layout.SplitDirectory(split);
+    Result<FileInfo> d = session.storage().Stat(dir);
+    if (!d.ok() && !d.status().IsNotFound()) {
+      status = d.status().WithContext("checking the data folder");
+      break;
+    }
+    if (!d.ok() || !d->is_directory) {
+      status = Status::NotFound("data folder " + dir +
+                                " does not exist; generate the dataset first with "
+                                "'iomimic generate' or ++workload.workflow.generate_data=True");
+      break;
+    }
+    // iomimic never lists a folder: the plan names the files. It checks
+    // the first and the last; with MLPerf's fork's dataset.skip_listing,
+    // the first, the last and every listing_validation_interval-th as the
+    // fork does, or none when that interval is 0.
+    std::vector<std::uint64_t> checked;
+    const std::uint64_t interval = c.dataset.listing_validation_interval;
+    if (!c.dataset.skip_listing) {
+      checked = {0, files - 1};
+    } else if (interval > 0) {
+      for (std::uint64_t i = 0; i < files; i += interval) checked.push_back(i);
+      if (checked.back() != files - 1) checked.push_back(files - 1);
+    }
+    for (std::uint64_t i : checked) {
+      const std::string path = layout.FilePath(split, i);
+      Result<FileInfo> f = session.storage().Stat(path);
+      if (!f.ok() && !f.status().IsNotFound()) {  // a link loop, EACCES: not "missing"
+        status = f.status().WithContext("checking the dataset");
         break;
       }
-      if (!d.ok() || !d->is_directory) {
-        status = Status::NotFound("data folder " + dir +
-                                  " does not exist; generate the dataset first with "
-                                  "'iomimic generate' or ++workload.workflow.generate_data=True");
+      if (!f.ok()) {
+        status = Status::NotFound("dataset incomplete: " + path + " is missing (expected " +
+                                  std::to_string(files) + " " + plan::SplitName(split) +
+                                  " files); generate it with 'iomimic generate' or "
+                                  "++workload.workflow.generate_data=True");
         break;
-      }
-      // iomimic never lists a folder: the plan names the files. It checks
-      // the first and the last; with MLPerf's fork's dataset.skip_listing,
-      // the first, the last and every listing_validation_interval-th as the
-      // fork does, or none when that interval is 0.
-      std::vector<std::uint64_t> checked;
-      const std::uint64_t interval = c.dataset.listing_validation_interval;
-      if (!c.dataset.skip_listing) {
-        checked = {0, files - 1};
-      } else if (interval > 0) {
-        for (std::uint64_t i = 0; i < files; i += interval) checked.push_back(i);
-        if (checked.back() != files - 1) checked.push_back(files - 1);
-      }
-      for (std::uint64_t i : checked) {
-        const std::string path = layout.FilePath(split, i);
-        Result<FileInfo> f = session.storage().Stat(path);
-        if (!f.ok() && !f.status().IsNotFound()) {  // a link loop, EACCES: not "missing"
-          status = f.status().WithContext("checking the dataset");
-          break;
-        }
-        if (!f.ok()) {
-          status = Status::NotFound("dataset incomplete: " + path + " is missing (expected " +
-                                    std::to_string(files) + " " + plan::SplitName(split) +
-                                    " files); generate it with 'iomimic generate' or "
-                                    "++workload.workflow.generate_data=True");
-          break;
-        }
       }
     }
+  }
+  return status;
+}
+
+}  // namespace
+
+Status CheckDataset(Session& session) {
+  const plan::DatasetLayout& layout = session.layout();
+  const config::Config& c = session.config();
+  cluster::Cluster& cluster = session.cluster();
+  // The first rank of each host looks: a host whose view of the data folder
+  // differs (node-local storage, a mount missing on one client) is named
+  // before training starts, not found by a read mid-epoch.
+  const std::vector<std::string> hosts = cluster.AllGatherStrings(cluster.hostname());
+  const auto first = std::find(hosts.begin(), hosts.end(), cluster.hostname());
+  Status status;
+  if (first - hosts.begin() == cluster.rank()) {
+    status = CheckDatasetFiles(session);
+    if (!status.ok() && cluster.num_hosts() > 1) {
+      status = status.WithContext("on host " + cluster.hostname());
+    }
+  }
+  if (cluster.rank() == 0) {
     // Collective back ends read each step as byte ranges of one shared file:
     // ask the format for the first sample's ranges now, so a format (or a
     // file layout, such as chunked HDF5) that cannot give them is refused

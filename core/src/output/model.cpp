@@ -662,6 +662,7 @@ CheckpointResults CollectCheckpoint(const RunOutcome& outcome, const config::Con
   }
   ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
   ck.loads = CollectCheckpoints(loads, {}, cluster);
+  if (!ck.loads.empty()) ck.read_path = outcome.checkpointer->read_path();
   return ck;
 }
 
@@ -730,6 +731,7 @@ Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& ou
                                                : 0;
   r.hostname = cluster.hostname();
   CollectHosts(cluster, c, &r);
+  r.cache_check = outcome.cache_check;
   if (outcome.train) r.train = CollectTrain(*outcome.train, c, r.accelerators, cluster);
   if (outcome.kv_cache) {
     r.kv_cache = kvcache::CollectKvResults(*outcome.kv_cache, cluster);

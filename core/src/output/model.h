@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/cache_honesty.h"
 #include "engine/checkpointer.h"
 #include "engine/generator.h"
 #include "engine/session.h"
@@ -59,6 +60,8 @@ struct RunOutcome {
   bool telemetry_sampled = false;
   metrics::TelemetrySources telemetry_sources;
   std::vector<metrics::TelemetryRow> telemetry;
+  // The training set against the hosts' memory (engine/cache_honesty.h).
+  engine::CacheCheck cache_check;
 };
 
 // One host's telemetry (host_telemetry.csv), sampled by its lowest rank.
@@ -160,6 +163,9 @@ struct CheckpointResults {
   std::uint64_t parameters = 0;
   std::vector<CheckpointEvent> saves;
   std::vector<CheckpointEvent> loads;
+  // Where the loads' bytes could come from (Checkpointer::ReadPath); empty
+  // without loads.
+  std::string read_path;
   double size_gib() const { return static_cast<double>(size_bytes) / (1024.0 * 1024.0 * 1024.0); }
 };
 
@@ -223,6 +229,7 @@ struct RunResults {
   std::vector<double> host_memory_gib;  // per host
   std::vector<double> host_cpus;        // per host
   double data_size_per_host_gib = 0;    // DLIO's estimate, for potential_caching
+  engine::CacheCheck cache_check;       // the training set against the hosts' memory
 
   std::optional<GenerateResults> generate;
   std::optional<TrainResults> train;

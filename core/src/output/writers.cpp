@@ -398,6 +398,19 @@ json CheckpointJson(const CheckpointResults& ck) {
   o["parameters"] = ck.parameters;
   o["saves"] = CheckpointDetails(ck.saves);
   o["loads"] = CheckpointDetails(ck.loads);
+  if (!ck.read_path.empty()) o["read_path"] = ck.read_path;
+  return o;
+}
+
+// The training set against the hosts' memory (engine/cache_honesty.h).
+json CacheCheckJson(const engine::CacheCheck& check) {
+  json o;
+  o["dataset_GB"] = Num(static_cast<double>(check.dataset_bytes) / kGiB);
+  o["hosts_memory_GB"] = Num(static_cast<double>(check.memory_bytes) / kGiB);
+  o["hosts"] = check.hosts;
+  o["fits_in_memory"] = check.fits;
+  o["client_page_cache"] = check.client_cache;
+  o["warning"] = check.warning.empty() ? json(nullptr) : json(check.warning);
   return o;
 }
 
@@ -586,6 +599,7 @@ json IomimicJson(const RunResults& r, const config::LoadedManifest& manifest) {
   io["hosts"] = HostsJson(r);
   if (r.train) AddTrainFigures(*r.train, static_cast<double>(c.dataset.record_length_bytes), &io);
   if (r.checkpoint) io["checkpoint"] = CheckpointJson(*r.checkpoint);
+  if (r.cache_check.checked) io["cache_check"] = CacheCheckJson(r.cache_check);
   AddReadFigures(r, &io);
   io["io_counters"] = IoCountersJson(r);
   if (r.trace) {
@@ -1096,6 +1110,9 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
     };
     checkpoint_line("save", r.checkpoint->saves);
     checkpoint_line("load", r.checkpoint->loads);
+    if (!r.checkpoint->loads.empty()) {
+      h << "  checkpoint reads: " << r.checkpoint->read_path << "\n";
+    }
   }
   if (r.kv_cache) h << kvcache::KvConsoleLines(*r.kv_cache);
   if (r.sample_latency.count() > 0) {

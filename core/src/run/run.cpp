@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "engine/cache_honesty.h"
 #include "engine/checkpointer.h"
 #include "engine/generator.h"
 #include "engine/interrupt.h"
@@ -33,13 +35,40 @@ class Notify {
   RunObserver none_;
 };
 
+// A thread of the run's own (the progress timer, the stuck watch): the mutex
+// and condition variable it waits on and the flag that ends it.
+class RunThread {
+ public:
+  RunThread() = default;
+  RunThread(const RunThread&) = delete;
+  RunThread& operator=(const RunThread&) = delete;
+
+  // Ends the thread; idempotent. After it returns the thread does nothing.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ protected:
+  ~RunThread() = default;  // a derived class calls Stop() in its destructor
+
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
 // The progress timer: a plain thread that wakes every `interval` on a
 // condition variable (docs/observability.md, "Timers and signals", says why
 // not Boost.Asio), reads the session's progress board (engine/progress.h)
 // and hands a snapshot to RunObserver::OnProgress. The reference points of
 // rates (phase start, bytes, samples, compute) are set by the run's thread
 // under the mutex.
-class ProgressTimer {
+class ProgressTimer : public RunThread {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -52,8 +81,6 @@ class ProgressTimer {
     thread_ = std::thread([this] { Loop(); });
   }
   ~ProgressTimer() { Stop(); }
-  ProgressTimer(const ProgressTimer&) = delete;
-  ProgressTimer& operator=(const ProgressTimer&) = delete;
 
   // A phase (generation, training, the checkpoint-only workflow) starts now;
   // `epochs` and `steps_per_epoch` describe training (0 otherwise).
@@ -66,16 +93,6 @@ class ProgressTimer {
     origin_.busy = session_.compute_busy().BusyUntil(now);
     origin_.epochs = epochs;
     origin_.steps_per_epoch = steps_per_epoch;
-  }
-
-  // Ends the thread (no OnProgress call after it returns). Idempotent.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
   }
 
  private:
@@ -138,12 +155,51 @@ class ProgressTimer {
   engine::Session& session_;
   RunObserver* observer_;
   Clock::duration interval_{};
-  std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
   Origin origin_;
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
+};
+
+// Watches for a rank stuck in a collective after a signal: when the launcher
+// ends a job because a rank or host died (mpirun sends the survivors SIGTERM,
+// then SIGKILL a second later; srun likewise), the survivors sit in an MPI
+// collective waiting for the dead peer and cannot reach a step boundary. The
+// watch says so on stderr, once per rank, and rank 0 records it in
+// status.json, before the launcher's SIGKILL (docs/cluster.md, "Faults").
+class StuckWatch : public RunThread {
+ public:
+  static constexpr double kStuckSeconds = 0.25;  // in a collective after the signal
+
+  StuckWatch(cluster::Cluster& cluster, std::string folder)
+      : cluster_(cluster), folder_(std::move(folder)) {
+    if (cluster_.size() > 1) thread_ = std::thread([this] { Loop(); });
+  }
+  ~StuckWatch() { Stop(); }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
+      const int signal = engine::InterruptSignal();
+      const char* where = "";
+      const double waited = cluster::Cluster::SecondsInCollective(&where);
+      if (signal == 0 || waited < kStuckSeconds) continue;
+      const std::string what = std::string(engine::SignalName(signal)) + " while waiting " +
+                               std::to_string(static_cast<int>(waited * 1000)) +
+                               " ms for the other ranks (" + where + ")";
+      std::fprintf(stderr,
+                   "iomimic: rank %d on %s: %s: if a rank or host is gone the launcher ends "
+                   "this run (its message names which)\n",
+                   cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
+      if (cluster_.rank() == 0 && !folder_.empty()) {
+        (void)output::WriteStatus(folder_, Status::Aborted(what + ": a rank or host may be gone"),
+                                  engine::SignalName(signal));
+      }
+      return;
+    }
+  }
+
+  cluster::Cluster& cluster_;
+  const std::string folder_;
 };
 
 // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
@@ -217,6 +273,7 @@ class WorkloadRun {
     IOMIMIC_RETURN_IF_ERROR(Open());
     StartRecording();
     IOMIMIC_RETURN_IF_ERROR(PrepareFolder());
+    stuck_ = std::make_unique<StuckWatch>(cluster_, folder_);
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
     if (c_.workflow.kv_cache) {
@@ -243,6 +300,7 @@ class WorkloadRun {
   Status FinishFailed(const Status& st, int agreed_signal = -1) {
     // A failure while a signal stops the run says so (engine/interrupt.h).
     const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
+    if (stuck_ != nullptr) stuck_->Stop();  // this status.json is the last word
     if (cluster_.rank() == 0 && !folder_.empty()) {
       (void)output::WriteStatus(folder_, st, signal != 0 ? engine::SignalName(signal) : nullptr);
     }
@@ -257,6 +315,9 @@ class WorkloadRun {
     if (!status.ok()) return Fail(status);
     session_ = std::move(opened).value();
     for (const std::string& warning : session_->warnings()) notify_->OnWarning(warning);
+    outcome_.cache_check = engine::CheckDatasetAgainstMemory(
+        c_, cluster_, !session_->storage().capabilities().objects);
+    if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
     // Made after the session and stopped before any return (its destructor),
     // so OnProgress never outlives RunWorkload.
     progress_ = std::make_unique<ProgressTimer>(*session_, observer_, options_.progress_interval);
@@ -450,6 +511,7 @@ class WorkloadRun {
       outcome_.telemetry_sampled = true;
     }
     progress_->Stop();
+    if (stuck_ != nullptr) stuck_->Stop();
   }
 
   // The results files and, on rank 0, status.json.
@@ -476,6 +538,7 @@ class WorkloadRun {
   Notify notify_;
   std::unique_ptr<engine::Session> session_;
   std::unique_ptr<ProgressTimer> progress_;
+  std::unique_ptr<StuckWatch> stuck_;
   std::unique_ptr<engine::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""Faults across the hosts of the namespace test cluster (scripts/cluster.sh,
+docs/cluster.md "Faults"). Each test starts its own hosts and stops them
+whatever happened; exit 77 (skipped) without root or namespaces.
+
+- killed_host_ends_run: kill -9 of one host's ranks mid-training ends every
+  other rank within 10 s, with the launcher naming the host and each
+  survivor saying why it stops; rank 0's status.json records it.
+- lost_host_ends_run: one host's link cut mid-training (the host vanishes
+  without its processes dying) ends the run within 10 s, not after Open
+  MPI's default 8 minutes of TCP keepalive.
+- host_without_data_named: a dataset on node-local storage (DIR/local, each
+  host's own) that one host lacks is one error naming that host and the
+  missing path, before training starts.
+
+Usage: cluster_fault_tests.py TEST --iomimic BIN --source REPO --work DIR
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import iomimic_tests as harness
+from iomimic_tests import fail
+from cluster_tests import ENV, cluster, start
+
+
+# A cluster name and subnet apart from cluster_tests.py's, so that both can
+# run at once (cluster_tests.cluster and start use this same dict).
+ENV.update(IOMIMIC_CLUSTER_NAME="iomx", IOMIMIC_CLUSTER_NET="10.231.78")
+
+
+def args():
+    return harness.ARGS
+
+
+def quickstart(data, out, extra=()):
+    return [args().iomimic, "run", "--config-dir", os.path.join(args().source, "workloads"),
+            "workload=quickstart", "++workload.dataset.data_folder=" + data,
+            "++workload.dataset.num_files_train=64", "++workload.dataset.num_files_eval=0",
+            "++workload.dataset.record_length_bytes=65536",
+            "++workload.dataset.record_length_bytes_stdev=0", "++workload.reader.batch_size=1",
+            "++workload.workflow.evaluation=False", "++workload.output.folder=" + out] + list(extra)
+
+
+def host_pids(host, comm=None):
+    """The processes in host's network namespace (named `comm` if given)."""
+    ns = ENV["IOMIMIC_CLUSTER_NAME"] + "-" + host
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    pids = []
+    for pid in out.split():
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if comm is None or name == comm:
+            pids.append(int(pid))
+    return pids
+
+
+def train_then(folder, fault, name):
+    """Starts a long 2 hosts x 2 ranks training run, lets it train, applies
+    `fault` to h2 and returns (seconds from the fault to mpirun's exit, its
+    exit status, its output, the run folder)."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, name)
+    # The dataset first, so the fault lands in training.
+    cluster("mpirun", folder, "-np", "1", "--host", "h1:1",
+            *quickstart(data, os.path.join(args().work, "gen"),
+                        ["++workload.workflow.train=False"]), timeout=120)
+    cmd = [os.path.join(args().source, "scripts", "cluster.sh"), "mpirun", folder, "-np", "4",
+           "--host", "h1:2,h2:2", "--oversubscribe"] + quickstart(
+               data, out, ["++workload.workflow.generate_data=False",
+                           "++workload.train.epochs=1000", "++workload.train.computation_time=0.02"])
+    log = open(os.path.join(args().work, name + ".log"), "w+")
+    p = subprocess.Popen(cmd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while "epoch 2:" not in open(log.name).read():
+            if p.poll() is not None or time.time() > deadline:
+                fail("the run did not reach its second epoch:\n" + open(log.name).read()[-3000:])
+            time.sleep(0.2)
+        fault()
+        t0 = time.time()
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            fail("%s: mpirun still running 30 s after the fault (a hang)" % name)
+        seconds = time.time() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in host_pids("h1", "iomimic") + host_pids("h2", "iomimic"):
+            os.kill(pid, signal.SIGKILL)
+    text = open(log.name).read()
+    print(text[-4000:])
+    print("%s: mpirun exit %d, %.2f s after the fault" % (name, rc, seconds))
+    return seconds, rc, text, out
+
+
+def check_ended(name, seconds, rc, text, out, launcher_says):
+    if rc == 0:
+        fail("%s: the run exited 0 after a host failed" % name)
+    if seconds > 10:
+        fail("%s: the other ranks took %.1f s to exit (limit 10 s)" % (name, seconds))
+    if launcher_says not in text:
+        fail("%s: the launcher's message does not name h2 (%r)" % (name, launcher_says))
+    left = host_pids("h1", "iomimic")
+    if left:
+        fail("%s: ranks left running on h1: %s" % (name, left))
+    for rank in (0, 1):
+        if "iomimic: rank %d on h1: SIGTERM while waiting" % rank not in text:
+            fail("%s: rank %d did not say why it stopped" % (name, rank))
+    with open(os.path.join(out, "status.json")) as f:
+        status = json.load(f)
+    if status.get("signal") != "SIGTERM" or "other ranks" not in status.get("error", ""):
+        fail("%s: status.json does not record the stop: %s" % (name, status))
+
+
+def test_killed_host_ends_run():
+    folder = start(2)
+    try:
+        def kill_h2_ranks():
+            pids = host_pids("h2", "iomimic")
+            if len(pids) != 2:
+                fail("expected 2 iomimic ranks on h2, found %s" % pids)
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+        seconds, rc, text, out = train_then(folder, kill_h2_ranks, "killed")
+        check_ended("killed", seconds, rc, text, out, "on node h2 exited on signal 9")
+    finally:
+        cluster("stop", folder, check=False)
+
+
+def test_lost_host_ends_run():
+    folder = start(2)
+    ns = ENV["IOMIMIC_CLUSTER_NAME"] + "-h2"
+    try:
+        def cut_h2():
+            subprocess.run(["ip", "-n", ns, "link", "set", "eth0", "down"], check=True)
+        seconds, rc, text, out = train_then(folder, cut_h2, "lost")
+        check_ended("lost", seconds, rc, text, out, "Remote daemon: ")
+        if "on node h2" not in text:
+            fail("lost: the launcher does not name h2")
+    finally:
+        for pid in host_pids("h2"):  # cut off: nothing can tell them to go
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        cluster("stop", folder, check=False)
+
+
+def test_host_without_data_named():
+    folder = start(2)
+    try:
+        local = os.path.join(folder, "local", "data")
+        out = os.path.join(args().work, "out")
+        # Generated on h1 only: DIR/local on h2 is h2's own, empty.
+        cluster("mpirun", folder, "-np", "1", "--host", "h1:1",
+                *quickstart(local, os.path.join(args().work, "gen"),
+                            ["++workload.workflow.train=False"]), timeout=120)
+        if not os.path.isdir(os.path.join(folder, "hosts", "h1", "data", "train")):
+            fail("the dataset did not land in h1's node-local folder")
+        p = cluster("mpirun", folder, "-np", "4", "--host", "h1:2,h2:2", "--oversubscribe",
+                    *quickstart(local, out, ["++workload.workflow.generate_data=False"]),
+                    check=False, timeout=120)
+        text = p.stdout + p.stderr
+        print(text[-3000:])
+        want = "on host h2: data folder %s/train does not exist" % local
+        errors = [l for l in text.splitlines() if l.startswith("iomimic: error:")]
+        if p.returncode == 0 or len(errors) != 1 or want not in errors[0]:
+            fail("expected one error naming h2 and %s/train, got exit %d and %s" %
+                 (local, p.returncode, errors))
+        if "epoch 1:" in text:
+            fail("training started before the missing data folder was found")
+        with open(os.path.join(out, "status.json")) as f:
+            if want not in json.load(f).get("error", ""):
+                fail("status.json does not name h2 and the path")
+    finally:
+        cluster("stop", folder, check=False)
+
+
+if __name__ == "__main__":
+    harness.main(globals())
