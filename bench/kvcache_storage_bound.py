@@ -15,10 +15,12 @@ or cgroup v2 io.max) of each --caps value (MiB/s, reads and writes), which
 every process of the set-up (fio, iomimic, the reference) runs inside.
 
 Part 1 (storage-bound): per round and set-up, alternating the set-ups'
-order from round to round: fio (write+fsync then dropped-cache reads of
-objects the size of the run's entries) gives the set-up's bandwidth; then
-iomimic and the reference run the same model, users, seed and duration with
-no GPU or host-memory tier, so every entry lives on the throttled disk. The
+order from round to round: iomimic and the reference run the same model,
+users, seed and request count (--requests: the same requests on both
+set-ups) with no GPU or host-memory tier, so every entry lives on the
+throttled disk; fio (one object at a time per user, written with fsync on
+close and reread with the cache dropped, the run's mean entry size and
+read:write mix) gives the set-up's bandwidth for that pattern. The
 table gives storage tokens/s of each and the ratio of the fast set-up to the
 slow one beside fio's ratio.
 
@@ -166,7 +168,7 @@ def find_key(obj, key):
     return None
 
 
-def run_iomimic(a, root, out, overrides, wrap=lambda x: x):
+def run_iomimic(a, root, out, overrides, wrap=lambda x: x, requests=0):
     """One KV-cache run; returns (summary.json, wall seconds, CPU seconds)."""
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(root, ignore_errors=True)
@@ -175,7 +177,8 @@ def run_iomimic(a, root, out, overrides, wrap=lambda x: x):
     argv = [a.iomimic, "run", "workload=kvcache_opt1_8b",
             "++workload.kv_cache.model=" + a.model,
             "++workload.kv_cache.num_users=%d" % a.users,
-            "++workload.kv_cache.duration=%d" % a.duration,
+            "++workload.kv_cache.duration=%d" % (a.duration if not requests else 600),
+            "++workload.kv_cache.max_requests=%d" % requests,
             "++workload.kv_cache.seed=42", "++workload.kv_cache.gpu_mem_gb=0",
             "++workload.kv_cache.cpu_mem_gb=0", "++workload.kv_cache.generation_mode=none",
             "++workload.kv_cache.storage_capacity_gb=%g" % a.capacity_gb,
@@ -191,13 +194,14 @@ def run_iomimic(a, root, out, overrides, wrap=lambda x: x):
         return json.load(f), wall, cpu.seconds
 
 
-def run_reference(a, cache, wrap=lambda x: x):
+def run_reference(a, cache, wrap=lambda x: x, requests=0):
     """One kv-cache.py run with the same knobs; returns its results JSON."""
     shutil.rmtree(cache, ignore_errors=True)
     os.makedirs(cache)
     out = cache + ".json"
     argv = ["/usr/bin/python3", "kv-cache.py", "--config", a.reference_config, "--model", a.model,
-            "--num-users", str(a.users), "--duration", str(a.duration), "--gpu-mem-gb", "0",
+            "--num-users", str(a.users), "--duration", str(a.duration if not requests else 600),
+            "--max-requests", str(requests), "--gpu-mem-gb", "0",
             "--cpu-mem-gb", "0", "--storage-capacity-gb", "%g" % a.capacity_gb,
             "--cache-dir", cache, "--generation-mode", "none", "--seed", "42",
             "--output", out]
@@ -235,7 +239,8 @@ def storage_bound(a, lines):
             for cap in order:
                 wrap = throttles[cap].wrap
                 summary, _, _ = run_iomimic(a, os.path.join(a.work, "iom"),
-                                            os.path.join(a.work, "iom-out"), [], wrap)
+                                            os.path.join(a.work, "iom-out"), [], wrap,
+                                            a.requests)
                 figures[cap]["iomimic"].append(
                     find_key(summary, "storage_throughput_tokens_per_sec"))
                 # fio: this run's pattern (mean entry size, fsync per object,
@@ -246,7 +251,7 @@ def storage_bound(a, lines):
                 w, rd, s, _ = run_fio("kv", os.path.join(a.work, "fio"), size, nfiles, a.users,
                                       loops, wrap)
                 figures[cap]["fio"].append((w + rd) / MIB / s)
-                ref = run_reference(a, os.path.join(a.work, "ref"), wrap)
+                ref = run_reference(a, os.path.join(a.work, "ref"), wrap, a.requests)
                 figures[cap]["reference"].append(ref["summary"]["storage_throughput_tokens_per_sec"])
                 print("round %d, %g MiB/s: fio %.1f MiB/s, iomimic %.1f tok/s, reference %.1f tok/s"
                       % (rnd + 1, cap, figures[cap]["fio"][-1], figures[cap]["iomimic"][-1],
@@ -322,7 +327,12 @@ def main():
     ap.add_argument("--caps", default="40,120")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--users", type=int, default=6)
-    ap.add_argument("--duration", type=int, default=30)
+    ap.add_argument("--duration", type=int, default=20,
+                    help="seconds of each client-cost run")
+    ap.add_argument("--requests", type=int, default=40,
+                    help="requests of each storage-bound run: the same requests on both "
+                    "set-ups (a run cut at a duration would keep only the small requests on "
+                    "the slow one)")
     ap.add_argument("--model", default="tiny-1b")
     ap.add_argument("--capacity-gb", type=float, default=4)
     ap.add_argument("--scale-templates", type=int, default=16,
@@ -338,10 +348,10 @@ def main():
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     lines = ["# KV-cache offload: storage-bound figures (bench/kvcache_storage_bound.py)", "",
-             "iomimic %s; %s; load before: %s; model %s, %d users, %d s per run, seed 42, no GPU "
+             "iomimic %s; %s; load before: %s; model %s, %d users, %d requests per storage-bound run and %d s per client-cost run, seed 42, no GPU "
              "or host tier, the reference's user templates with token ranges / %d, %d rounds." % (
                  commit, benchlib.machine(with_fio=True), benchlib.loadavg(), a.model, a.users,
-                 a.duration, a.scale_templates, a.rounds), ""]
+                 a.requests, a.duration, a.scale_templates, a.rounds), ""]
     if a.skip != "storage":
         storage_bound(a, lines)
     if a.skip != "client":

@@ -328,8 +328,12 @@ def test_study_design_example():
     print(p.stdout + p.stderr)
     if p.returncode != 0:
         fail("the example's sweep failed")
-    if "warning" in p.stderr:
-        fail("the example's manifests draw warnings")
+    # The cache check's warning (the example's small datasets fit in memory,
+    # docs/cluster.md "Cache honesty") is the run's, not the manifests'.
+    warnings = [l for l in p.stderr.splitlines()
+                if "warning" in l and "the training set (" not in l]
+    if warnings:
+        fail("the example's manifests draw warnings: %s" % warnings)
     print("the %d experiments took %.1f s" % (len(rows), time.time() - start))
     runs = os.path.join(study, "design.csv.runs")
     with open(os.path.join(runs, "results.csv")) as f:

@@ -108,6 +108,16 @@ fs::path FreshDir(const std::string& name) {
   return dir;
 }
 
+// The warnings but the cache check's (engine/cache_honesty.h), which every
+// run of these tiny datasets gets: they fit in any host's memory.
+std::vector<std::string> OtherWarnings(const std::vector<std::string>& warnings) {
+  std::vector<std::string> out;
+  for (const std::string& w : warnings) {
+    if (!w.starts_with("the training set (")) out.push_back(w);
+  }
+  return out;
+}
+
 TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the model") {
   const fs::path work = FreshDir("ok");
   const config::LoadedManifest manifest = Manifest(work, {});
@@ -142,7 +152,9 @@ TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the 
   CHECK(summary.find("\"train_au_percentage\"") != std::string::npos);
   const std::string console = output::ConsoleSummary(*r, manifest, recorder.folder);
   CHECK(console.find("train: 2 epochs x 4 steps") != std::string::npos);
-  CHECK(recorder.warnings.empty());
+  CHECK(OtherWarnings(recorder.warnings).empty());
+  // 8 samples of 64 KiB fit in memory: the observer hears it.
+  CHECK(recorder.warnings.size() == 1);
   fs::remove_all(work);
 }
 
@@ -154,8 +166,9 @@ TEST_CASE("RunWorkload warns when DLIO's throughput formula will read 0 (2 steps
   Result<output::RunResults> r =
       run::RunWorkload(manifest, Plugins(), cluster::Cluster::Get(), {}, &recorder);
   REQUIRE_MESSAGE(r.ok(), r.status().message());
-  REQUIRE(recorder.warnings.size() == 1);
-  CHECK(recorder.warnings[0].starts_with("training runs 2 step(s) per epoch"));
+  const std::vector<std::string> warnings = OtherWarnings(recorder.warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].starts_with("training runs 2 step(s) per epoch"));
   fs::remove_all(work);
 }
 
