@@ -360,5 +360,31 @@ def test_kvcache_workflow_max_requests_and_signal():
         fail("ran %s s" % s["kv_cache"]["duration_seconds"])
 
 
+def test_kvcache_workflow_content_ratio():
+    """Entries are incompressible random blocks by default; a manifest that
+    asks for iomimic.compress_percentage gets entries that compress by it."""
+    import zlib
+
+    def ratio(name, extra):
+        cmd, root, out = quickstart(name, seconds=2, extra=[
+            "++workload.kv_cache.num_users=1", "++workload.kv_cache.cpu_mem_gb=0",
+            "++workload.kv_cache.max_requests=2"] + extra)
+        run(cmd)
+        objects = sorted(glob.glob(os.path.join(root, "kvcache", "rank_0", "*.npy")))
+        if not objects:
+            fail("%s: no .npy entry kept" % name)
+        with open(objects[0], "rb") as f:
+            data = f.read()[HEADER:HEADER + (4 << 20)]
+        return len(zlib.compress(data, 1)) / len(data)
+
+    plain = ratio("content_plain", [])
+    half = ratio("content_half", ["++workload.iomimic.compress_percentage=50"])
+    if plain < 0.99:
+        fail("default entries compress to %.2f of their size" % plain)
+    if not 0.45 < half < 0.6:
+        fail("compress_percentage 50: entries compress to %.2f of their size" % half)
+    print("entries compress to %.3f (default) and %.3f (compress_percentage 50)" % (plain, half))
+
+
 if __name__ == "__main__":
     harness.main(globals())

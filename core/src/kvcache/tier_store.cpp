@@ -234,7 +234,7 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
 Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                            OpTiming* timing) {
   if (options_.trace_only) return Skipped(timing);
-  ContentStream stream(KeySeed(options_.content_seed, key));
+  ContentStream stream(KeySeed(options_.content_seed, key), options_.content);
   Source source;
   source.stream = &stream;
   if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);

@@ -41,6 +41,10 @@ struct StoreOptions {
   std::uint64_t transfer_size = 16ULL << 20;
   double gpu_copy_bytes_per_second = 25e9;
   std::uint64_t content_seed = 42;
+  // What entries hold (iomimic.content, compress_percentage,
+  // dedupe_percentage): by default random blocks that storage can neither
+  // compress nor deduplicate; a manifest that asks for a ratio gets it.
+  ContentOptions content;
   const ModelSpec* model = nullptr;
   std::uint64_t tensor_parallel = 1;
   // When it becomes true (the benchmark's end) transfers stop at their next
