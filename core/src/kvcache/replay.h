@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "iomimic/storage.h"
+#include "kvcache/models.h"
 #include "kvcache/trace.h"
 #include "metrics/histogram.h"
 
@@ -74,8 +75,8 @@ Result<std::string> ReplayObjectPath(const std::string& root, const std::string&
 
 // The .npy header (version 1.0) of a flat array holding `bytes` bytes:
 // float16 ('<f2') when bytes is even, else uint8 ('|u1'). It is always
-// kNpyHeaderBytes long (64-byte aligned; the shape has at most 20 digits).
-inline constexpr std::size_t kNpyHeaderBytes = 128;
+// kNpyHeaderBytes long (kvcache/models.h: 64-byte aligned; the shape has at
+// most 20 digits).
 // Writes that header to out[0, kNpyHeaderBytes). Allocates nothing.
 void FillNpyHeader(std::uint64_t bytes, std::byte* out);
 // The same header as a string.
