@@ -241,7 +241,7 @@ TEST_CASE("shipped workload values") {
   }
 }
 
-TEST_CASE("storage_type s3: options win over storage_options; credentials are redacted") {
+TEST_CASE("storage_type s3: options win over storage_options, credentials are redacted") {
   const LoadedManifest m = MustLoad(R"(
 storage:
   storage_type: s3

@@ -57,7 +57,7 @@ TEST_CASE("kvcache tier store: a storage entry is a .npy object of unique 4 KiB 
   CHECK(r.total >= r.device);
 }
 
-TEST_CASE("kvcache tier store: a demotion moves the same bytes; deletes and the end") {
+TEST_CASE("kvcache tier store: a demotion moves the same bytes, deletes and the end") {
   const ModelSpec* model = *FindModel("tiny-1b");
   testing::MemoryStorage storage;
   TierStore store(storage, Options(model, 65536));

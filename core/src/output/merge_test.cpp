@@ -78,7 +78,7 @@ TEST_CASE("GroupByHost: 1, 2 and 3 ranks per host add up to the totals exactly")
 }
 
 TEST_CASE(
-    "timeline.csv: a host row per host and interval sums its ranks; AU over its accelerators") {
+    "timeline.csv: a host row per host and interval sums its ranks, AU over its accelerators") {
   RunResults r;
   r.accelerators_per_process = 1;
   r.rank_hosts = {"h1", "h2", "h2"};
@@ -127,7 +127,7 @@ TEST_CASE("RankFigures' text keeps every figure exactly and rejects garbage") {
   CHECK_FALSE(DecodeRankFigures("", &back));
 }
 
-TEST_CASE("Host telemetry: /proc/stat, meminfo, diskstats and net/dev parse; intervals differ") {
+TEST_CASE("Host telemetry: /proc/stat, meminfo, diskstats and net/dev parse, intervals differ") {
   metrics::ProcCounters a, b;
   metrics::ParseProcStat("cpu  100 10 50 800 40 5 5 0 0 0\ncpu0 1 2 3 4\n", &a);
   CHECK(a.cpu_user == 110);
@@ -191,7 +191,7 @@ TEST_CASE("Host telemetry: /proc/stat, meminfo, diskstats and net/dev parse; int
   CHECK_FALSE(metrics::DecodeTelemetry("R 1 2 3\n", &back_sources, &back));
 }
 
-TEST_CASE("BlockDeviceOf: tmpfs has none and says so; a missing folder takes its parent's") {
+TEST_CASE("BlockDeviceOf: tmpfs has none and says so, a missing folder takes its parent's") {
   std::string note;
   CHECK(metrics::BlockDeviceOf("/dev/shm", &note).empty());
   CHECK(note.find("tmpfs") != std::string::npos);
