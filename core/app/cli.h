@@ -31,15 +31,15 @@ inline constexpr const char* kDefaultWorkload = "quickstart";
 
 // --- The commands (core/app/commands/<name>.cpp) --------------------------
 
-int CmdRun(int argc, char** argv);          // run.cpp
-int CmdGenerate(int argc, char** argv);     // run.cpp
-int CmdConfig(int argc, char** argv);       // config.cpp
-int CmdPlugins(int argc, char** argv);      // plugins.cpp
-int CmdConformance(int argc, char** argv);  // conformance.cpp
-int CmdReport(int argc, char** argv);       // report.cpp
-int CmdCompare(int argc, char** argv);      // compare.cpp
-int CmdSweep(int argc, char** argv);        // sweep.cpp
-int CmdSearch(int argc, char** argv);       // search.cpp
+int CmdRun(int argc, char** argv);               // run.cpp
+int CmdGenerate(int argc, char** argv);          // run.cpp
+int CmdConfig(int argc, char** argv);            // config.cpp
+int CmdPlugins(int argc, char** argv);           // plugins.cpp
+int CmdConformance(int argc, char** argv);       // conformance.cpp
+int CmdReport(int argc, char** argv);            // report.cpp
+int CmdCompare(int argc, char** argv);           // compare.cpp
+int CmdSweep(int argc, char** argv);             // sweep.cpp
+int CmdSearch(int argc, char** argv);            // search.cpp
 int CmdKvcacheReplay(int argc, char** argv);     // kvcache_replay.cpp
 int CmdKvCacheReference(int argc, char** argv);  // kvcache_reference.cpp: as kv-cache.py
 

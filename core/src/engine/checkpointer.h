@@ -70,7 +70,7 @@ class Checkpointer {
   std::unique_ptr<CountingStorage> own_storage_;
   CountingStorage* storage_ = nullptr;
   std::string storage_name_;
-  Buffer pattern_;  // the bytes every file repeats
+  Buffer pattern_;                                           // the bytes every file repeats
   std::vector<std::string> hosts_;                           // every rank's host name
   std::set<std::pair<std::uint64_t, std::uint64_t>> saved_;  // (epoch, step) saved here
   std::string read_path_;

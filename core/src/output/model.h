@@ -132,8 +132,8 @@ struct TrainResults {
   // Bytes the storage layer read per epoch over all ranks / the slowest
   // rank's training time of the epoch.
   std::vector<double> actual_MiB_per_second;
-  double seconds = 0;  // the epochs' training time, each epoch its slowest rank's
-  std::uint64_t bytes_read = 0;                       // all epochs, all ranks
+  double seconds = 0;            // the epochs' training time, each epoch its slowest rank's
+  std::uint64_t bytes_read = 0;  // all epochs, all ranks
   std::vector<std::uint64_t> minor_faults_per_epoch;  // summed over ranks
   double barrier_mean_ms = 0;                         // per-step barrier wait
   double compute_requested_seconds = 0;               // all accelerators
