@@ -80,17 +80,21 @@ std::uint64_t CgroupMemoryLimit(const std::string& proc_cgroup, const std::strin
   return limit;
 }
 
-std::uint64_t HostMemoryBytes() {
-  std::uint64_t total = 0;
+std::uint64_t MeminfoBytes(const char* key) {
+  const std::string prefix = std::string(key) + ":";
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
   while (std::getline(meminfo, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
     unsigned long long kib = 0;
-    if (std::sscanf(line.c_str(), "MemTotal: %llu kB", &kib) == 1) {
-      total = static_cast<std::uint64_t>(kib) * 1024;
-      break;
-    }
+    if (std::sscanf(line.c_str() + prefix.size(), "%llu kB", &kib) != 1) return 0;
+    return static_cast<std::uint64_t>(kib) * 1024;
   }
+  return 0;
+}
+
+std::uint64_t HostMemoryBytes() {
+  const std::uint64_t total = MeminfoBytes("MemTotal");
   const std::uint64_t limit = CgroupMemoryLimit();
   if (total == 0) return limit == kNoLimit ? 0 : limit;
   return std::min(total, limit);

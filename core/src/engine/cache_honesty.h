@@ -36,6 +36,10 @@ std::uint64_t CgroupMemoryLimit(const std::string& proc_cgroup = "/proc/self/cgr
 // and CgroupMemoryLimit(). 0 when neither can be read.
 std::uint64_t HostMemoryBytes();
 
+// The /proc/meminfo field `key` ("MemTotal", "MemAvailable") in bytes, or 0
+// when it cannot be read.
+std::uint64_t MeminfoBytes(const char* key);
+
 // The dataset against the hosts' memory.
 struct CacheCheck {
   bool checked = false;             // false: the run does not train, nothing was compared

@@ -58,14 +58,8 @@ MachineFacts ReadMachineFacts() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) m.memory_bytes = static_cast<std::uint64_t>(pages) * page;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    unsigned long long kib = 0;
-    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
-      m.memory_bytes = static_cast<std::uint64_t>(kib) * 1024;
-      break;
-    }
+  if (const std::uint64_t available = MeminfoBytes("MemAvailable"); available > 0) {
+    m.memory_bytes = available;
   }
   m.memory_bytes = std::min(m.memory_bytes, CgroupMemoryLimit());
   if (m.memory_bytes == 0) m.memory_bytes = std::uint64_t{1} << 30;  // unknown: assume 1 GiB
