@@ -22,6 +22,7 @@ enum class Kind {
   kRefusedValue,  // a value for such a feature
   kCacheDir,      // --cache-dir: storage.storage_root and kv_cache.cache_folder
   kOutput,        // --output: the results file, its folder the run folder
+  kTraceLog,      // --io-trace-log: the trace, and no I/O (the reference's trace mode)
   kSeed,
 };
 
@@ -74,7 +75,7 @@ constexpr Flag kFlags[] = {
     {"--replay-cycles", Kind::kIgnored, Value::kWhole, ""},
     {"--prefill-only", Kind::kRefused, Value::kNone, ""},
     {"--decode-only", Kind::kRefused, Value::kNone, ""},
-    {"--io-trace-log", Kind::kKey, Value::kText, "io_trace_log"},
+    {"--io-trace-log", Kind::kTraceLog, Value::kText, ""},
     {"--enable-latency-tracing", Kind::kIgnoredSwitch, Value::kNone, ""},
 };
 
@@ -173,6 +174,14 @@ Status Apply(const Flag& f, const std::string& v, ReferenceCommandLine* out,
                               (folder.empty() ? std::string(".") : folder.string()));
       break;
     }
+    case Kind::kTraceLog:
+      // The reference's trace mode (its docs/io_trace_log_usage.md): the
+      // whole simulation runs, no tier I/O is performed, every operation is
+      // written to FILE (relative to the working directory, as there).
+      if (v.empty()) return Status::InvalidArgument("kv-cache.py: --io-trace-log names no file");
+      (*keys)["io_trace_log"] = fs::absolute(fs::path(v)).lexically_normal().string();
+      (*keys)["trace_only"] = "True";
+      break;
     case Kind::kSeed:
       out->seed = std::stoull(v);
       break;
@@ -191,8 +200,10 @@ const char* ReferenceCommandLineHelp() {
          "Mapped onto kv_cache.<key>: --model, --num-users, --duration, --gpu-mem-gb,\n"
          "--num-gpus, --tensor-parallel, --cpu-mem-gb, --generation-mode,\n"
          "--disable-multi-turn, --disable-prefix-caching, --max-concurrent-allocs,\n"
-         "--request-rate, --max-requests, --storage-capacity-gb, --io-trace-log, --seed;\n"
-         "--cache-dir DIR: storage.storage_root and kv_cache.cache_folder; --output FILE:\n"
+         "--request-rate, --max-requests, --storage-capacity-gb, --seed; --io-trace-log FILE:\n"
+         "the reference's trace mode (kv_cache.trace_only: the operations are written to\n"
+         "FILE, none is performed); --cache-dir DIR: storage.storage_root and\n"
+         "kv_cache.cache_folder; --output FILE:\n"
          "the run folder is FILE's folder and FILE gets the reference's results.\n"
          "Accepted, changing nothing: --log-level, --performance-profile, --xlsx-output,\n"
          "--config, --enable-latency-tracing and the values of features left off.\n"

@@ -79,6 +79,25 @@ TEST_CASE("reference cli: flags left out take the reference's defaults") {
   CHECK(ParseReferenceCommandLine({"--help"})->help);
 }
 
+// The reference's --io-trace-log is its trace mode: the simulation runs and
+// no tier I/O is performed (its docs/io_trace_log_usage.md).
+TEST_CASE("reference cli: --io-trace-log is the reference's trace mode, without I/O") {
+  Result<ReferenceCommandLine> c =
+      ParseReferenceCommandLine({"--io-trace-log", "/tmp/traces/../kv_trace.csv.zst"});
+  REQUIRE(c.ok());
+  CHECK(Has(*c, "++workload.kv_cache.io_trace_log=/tmp/kv_trace.csv.zst"));
+  CHECK(Has(*c, "++workload.kv_cache.trace_only=True"));
+  // A relative file is the working directory's, as for the reference.
+  c = ParseReferenceCommandLine({"--io-trace-log=t.csv"});
+  REQUIRE(c.ok());
+  CHECK(Has(*c, "++workload.kv_cache.io_trace_log=" +
+                    (std::filesystem::current_path() / "t.csv").string()));
+  // Without the flag, the operations are performed.
+  c = ParseReferenceCommandLine({"--max-requests=4"});
+  REQUIRE(c.ok());
+  for (const std::string& arg : c->run_args) CHECK(arg.find("trace_only") == std::string::npos);
+}
+
 TEST_CASE("reference cli: bad command lines are one clear error") {
   struct Case {
     std::vector<std::string> args;
@@ -94,6 +113,7 @@ TEST_CASE("reference cli: bad command lines are one clear error") {
       {{"--enable-rag"}, StatusCode::kNotSupported, "--enable-rag is not supported"},
       {{"--dataset-path", "sharegpt.json"}, StatusCode::kNotSupported, "--dataset-path"},
       {{"--cache-dir", "/"}, StatusCode::kInvalidArgument, "--cache-dir '/'"},
+      {{"--io-trace-log="}, StatusCode::kInvalidArgument, "--io-trace-log names no file"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.want);
