@@ -128,6 +128,10 @@ def test_compare_kvcache_runs():
         fail("the CPU tier row should have A's figure and '-' for B: %s\n%s" % (cpu, out))
     if any(name.startswith("kv gpu") for name in rows):
         fail("a GPU tier row for runs without one:\n" + out)
+    # A KV-cache run's hosts have no training figures: no per-host block of
+    # zeros.
+    if "per host:" in out:
+        fail("a per-host training block for two KV-cache runs:\n" + out)
     for q in ("interactive", "responsive", "batch"):
         line = [l for l in out.splitlines() if l.startswith(q + " (")]
         if len(line) != 1:

@@ -28,11 +28,14 @@ std::string Pad(const std::string& s, std::size_t width, bool right) {
 // Keys that differ between every run by construction.
 bool RunSpecific(const std::string& key) { return key == "output.folder"; }
 
-// Per-host figures side by side: a row per host and figure, a column per
-// run ("-" where a run had no such host). Nothing when no run has hosts.
+// Per-host training figures side by side: a row per host and figure, a
+// column per run ("-" where a run had no such host, or is a KV-cache run,
+// whose hosts have no training figures). Nothing when no training run has
+// hosts.
 void AppendHosts(const std::vector<RunFolder>& runs, std::ostringstream& out) {
   std::vector<std::string> names;
   for (const RunFolder& r : runs) {
+    if (r.kv_cache) continue;
     for (const HostFigure& h : r.hosts) {
       if (std::find(names.begin(), names.end(), h.host) == names.end()) names.push_back(h.host);
     }
@@ -53,7 +56,7 @@ void AppendHosts(const std::vector<RunFolder>& runs, std::ostringstream& out) {
       for (const RunFolder& r : runs) {
         auto it = std::find_if(r.hosts.begin(), r.hosts.end(),
                                [&](const HostFigure& h) { return h.host == name; });
-        const bool known = it != r.hosts.end() && std::isfinite((*it).*field);
+        const bool known = !r.kv_cache && it != r.hosts.end() && std::isfinite((*it).*field);
         out << Pad(known ? Number((*it).*field) : "-", kValue, true);
       }
       out << "\n";
