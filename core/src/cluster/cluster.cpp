@@ -230,10 +230,14 @@ std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) con
 
 Status Cluster::AgreeOnStatus(const Status& local) const {
   if (size_ == 1) return local;
-  std::vector<std::string> all = AllGatherStrings(local.ok() ? std::string() : local.message());
-  if (!local.ok()) {
+  // On several hosts a failure names its host: what one host sees (a
+  // node-local folder, a mount, a device) is often not what the others see.
+  const Status named =
+      local.ok() || num_hosts_ == 1 ? local : local.WithContext("on host " + hostname_);
+  std::vector<std::string> all = AllGatherStrings(named.ok() ? std::string() : named.message());
+  if (!named.ok()) {
     failure_agreed_ = true;
-    return local;
+    return named;
   }
   for (int r = 0; r < size_; ++r) {
     if (!all[r].empty()) {

@@ -55,6 +55,7 @@ class Cluster {
   std::vector<std::string> AllGatherStrings(const std::string& value) const;
   // Returns OK on every rank only if `local` is OK on every rank. Otherwise
   // every rank gets an error: its own, or "aborted: rank N failed: <msg>".
+  // On more than one host a failure's message starts "on host <name>: ".
   Status AgreeOnStatus(const Status& local) const;
   // True once AgreeOnStatus has returned an error here: every rank then
   // holds the failure, and rank 0 alone needs to report it.

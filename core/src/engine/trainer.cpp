@@ -483,10 +483,7 @@ Status CheckDataset(Session& session) {
   const auto first = std::find(hosts.begin(), hosts.end(), cluster.hostname());
   Status status;
   if (first - hosts.begin() == cluster.rank()) {
-    status = CheckDatasetFiles(session);
-    if (!status.ok() && cluster.num_hosts() > 1) {
-      status = status.WithContext("on host " + cluster.hostname());
-    }
+    status = CheckDatasetFiles(session);  // AgreeOnStatus names the host
   }
   if (cluster.rank() == 0) {
     // Collective back ends read each step as byte ranges of one shared file:
