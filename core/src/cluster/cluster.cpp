@@ -228,6 +228,29 @@ std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) con
   return out;
 }
 
+std::vector<std::string> Cluster::GatherStringsToRoot(const std::string& value) const {
+  if (!mpi_) return {value};
+  Waiting waiting("gather");
+  int len = static_cast<int>(value.size());
+  std::vector<int> lens(rank_ == 0 ? size_ : 0);
+  MPI_Request request;
+  MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  Wait(request);
+  std::vector<int> displs(lens.size(), 0);
+  int total = 0;
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    displs[i] = total;
+    total += lens[i];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Igatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+               MPI_COMM_WORLD, &request);
+  Wait(request);
+  std::vector<std::string> out(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i) out[i] = all.substr(displs[i], lens[i]);
+  return out;
+}
+
 Status Cluster::AgreeOnStatus(const Status& local) const {
   if (size_ == 1) return local;
   // On several hosts a failure names its host: what one host sees (a

@@ -53,6 +53,11 @@ class Cluster {
   std::vector<std::uint64_t> SumU64s(const std::vector<std::uint64_t>& values) const;
   // Gathers one string per rank on every rank (index = rank).
   std::vector<std::string> AllGatherStrings(const std::string& value) const;
+  // Gathers one string per rank on rank 0 only (index = rank); the other
+  // ranks get an empty vector. For what only rank 0 writes (timeline rows,
+  // events, per-file counters): at 1,024 ranks an all-gather of those sends
+  // every rank the whole run's tens of megabytes.
+  std::vector<std::string> GatherStringsToRoot(const std::string& value) const;
   // Returns OK on every rank only if `local` is OK on every rank. Otherwise
   // every rank gets an error: its own, or "aborted: rank N failed: <msg>".
   // On more than one host a failure's message starts "on host <name>: ".

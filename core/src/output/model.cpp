@@ -434,7 +434,8 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
       mine.push_back(std::move(file));
     }
   }
-  MergeIoCounters(cluster.AllGatherStrings(EncodeFileCounters(mine, origin_steady)),
+  // Only rank 0 writes them (io_counters.csv, summary.json).
+  MergeIoCounters(cluster.GatherStringsToRoot(EncodeFileCounters(mine, origin_steady)),
                   session.config().iomimic.io_counters_top, &r);
 }
 
@@ -680,16 +681,19 @@ void CollectPlugins(engine::Session& session, const config::Config& c, RunResult
   r->shuffle_random_seed = session.shuffle_seeds().random_seed;
 }
 
-// Timeline rows and events of every rank, the events in time order.
+// Timeline rows and events of every rank, the events in time order, on rank 0.
 void CollectTimeline(const RunOutcome& outcome, cluster::Cluster& cluster, RunResults* r) {
-  const std::vector<std::string> rows = cluster.AllGatherStrings(EncodeTimeline(outcome.timeline));
+  // Only rank 0 writes them (timeline.csv, events.csv): the other ranks'
+  // results keep none.
+  const std::vector<std::string> rows =
+      cluster.GatherStringsToRoot(EncodeTimeline(outcome.timeline));
   for (std::size_t rank = 0; rank < rows.size(); ++rank) {
     for (const metrics::TimelineRow& row : DecodeTimeline(rows[rank])) {
       r->timeline.push_back({static_cast<int>(rank), row});
     }
   }
   const std::vector<std::string> events =
-      cluster.AllGatherStrings(EncodeEvents(RankEvents(outcome, cluster.rank())));
+      cluster.GatherStringsToRoot(EncodeEvents(RankEvents(outcome, cluster.rank())));
   for (std::size_t rank = 0; rank < events.size(); ++rank) {
     for (EventEntry& e : DecodeEvents(events[rank], static_cast<int>(rank))) {
       r->events.push_back(std::move(e));

@@ -237,6 +237,9 @@ struct RunResults {
   std::optional<kvcache::KvResults> kv_cache;  // workflow.kv_cache, all ranks
 
   IoTotals io;
+  // On rank 0 only (the other ranks' results hold none of io_counters,
+  // io_counters_total, io_counters_paths, timeline and events: only rank 0
+  // writes them).
   // io_counters.csv: the top iomimic.io_counters_top paths by bytes read and
   // written over all ranks, then one "others" row when paths were left out;
   // io_counters_total: the same counters over every path (summary.json).
@@ -271,7 +274,7 @@ struct RunResults {
   std::string read_pattern;
   double read_pattern_factor = 1;
 
-  // Every rank's timeline rows and events, by rank, then time.
+  // Every rank's timeline rows and events, by rank, then time (rank 0 only).
   double timeline_interval = 0;  // seconds; 0 = no timeline
   std::vector<TimelineEntry> timeline;
   std::vector<EventEntry> events;
