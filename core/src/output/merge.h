@@ -1,8 +1,8 @@
 // The cross-rank merge of the results (output/model.cpp): each rank's
 // records as text for Cluster::GatherStringsToRoot or AllGatherStrings and
 // back, and the per-path counters' merge. Linear in the ranks' records (a
-// map by path for the counters); the unit benchmark in merge_test.cpp times it for 1,024 ranks
-// (docs/cluster.md, "Scale").
+// map by path for the counters); the unit benchmark in merge_test.cpp
+// times it for 1,024 ranks (docs/cluster.md, "Scale").
 
 #pragma once
 
