@@ -37,31 +37,52 @@ class Waiting {
   Waiting(const Waiting&) = delete;
   Waiting& operator=(const Waiting&) = delete;
 };
+// How long a rank waiting in a collective keeps the CPU.
+enum class WaitPolicy {
+  // Results, set-up, checkpoints: waits that may be long, on clients whose
+  // ranks still reading need the CPU.
+  kPatient,
+  // The per-step barrier: a wait of about the ranks' skew in one step, whose
+  // every extra microsecond lowers AU (bench/au_fidelity.py).
+  kStep,
+};
+
 // Completes a non-blocking collective without burning a CPU while other
-// ranks are late: MPI_Test spins for the first 50 us, then sleeps between
-// tests, 10 us doubling to 250 us. A blocking collective busy-polls (or
-// sched_yields, oversubscribed) until the last rank arrives, taking from a
-// small client the CPU that the ranks still reading need
-// (bench/results/checkpoint_cold_read.md, "Waiting ranks").
-void Wait(MPI_Request request) {
+// ranks are late: MPI_Test spins for the first 50 us (kStep: then yields the
+// CPU between tests up to 1 ms), then sleeps between tests, 10 us doubling
+// to 250 us. A blocking collective busy-polls (or sched_yields,
+// oversubscribed) until the last rank arrives, taking from a small client
+// the CPU that the ranks still reading need
+// (bench/results/checkpoint_cold_read.md, "Waiting ranks"); sleeping at
+// once, the per-step barrier cost DLRM's 375 us steps 1.2 AU points on 2
+// ranks (bench/results/hot_path.md, "AU fidelity").
+void Wait(MPI_Request request, WaitPolicy policy = WaitPolicy::kPatient) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  const Clock::duration yield_until =
+      policy == WaitPolicy::kStep ? std::chrono::milliseconds(1) : Clock::duration::zero();
   std::chrono::microseconds nap(10);
   for (;;) {
     int done = 0;
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done != 0) return;
-    if (Clock::now() - start < std::chrono::microseconds(50)) continue;
+    const Clock::duration waited = Clock::now() - start;
+    if (waited < std::chrono::microseconds(50)) continue;
+    if (waited < yield_until) {
+      std::this_thread::yield();
+      continue;
+    }
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(250));
   }
 }
 
 // MPI_Allreduce on MPI_COMM_WORLD, waited for with Wait.
-void Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op) {
+void Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op,
+               WaitPolicy policy = WaitPolicy::kPatient) {
   MPI_Request request;
   MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &request);
-  Wait(request);
+  Wait(request, policy);
 }
 
 // MPI_Bcast from rank 0 on MPI_COMM_WORLD, waited for with Wait.
@@ -276,7 +297,7 @@ bool Cluster::BarrierAnyFailed(bool local_failed) const {
   Waiting waiting("step barrier");
   int in = local_failed ? 1 : 0;
   int out = 0;
-  Allreduce(&in, &out, 1, MPI_INT, MPI_MAX);
+  Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, WaitPolicy::kStep);
   return out != 0;
 }
 
@@ -284,7 +305,7 @@ int Cluster::BarrierMax(int local) const {
   if (!mpi_) return local;
   Waiting waiting("step barrier");
   int out = 0;
-  Allreduce(&local, &out, 1, MPI_INT, MPI_MAX);
+  Allreduce(&local, &out, 1, MPI_INT, MPI_MAX, WaitPolicy::kStep);
   return out;
 }
 
