@@ -55,7 +55,7 @@ enum class WaitPolicy {
 // the CPU that the ranks still reading need
 // (bench/results/checkpoint_cold_read.md, "Waiting ranks"); sleeping at
 // once, the per-step barrier cost DLRM's 375 us steps 1.2 AU points on 2
-// ranks (bench/results/hot_path.md, "AU fidelity").
+// ranks (bench/results/hot_path.md, "AU when the storage is not the limit").
 void Wait(MPI_Request request, WaitPolicy policy = WaitPolicy::kPatient) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
