@@ -175,7 +175,7 @@ Status Apply(const Flag& f, const std::string& v, ReferenceCommandLine* out,
       break;
     }
     case Kind::kTraceLog:
-      // The reference's trace mode (its docs/io_trace_log_usage.md): the
+      // The reference's trace mode (docs/kvcache-reference.md, "The reference's I/O trace"): the
       // whole simulation runs, no tier I/O is performed, every operation is
       // written to FILE (relative to the working directory, as there).
       if (v.empty()) return Status::InvalidArgument("kv-cache.py: --io-trace-log names no file");

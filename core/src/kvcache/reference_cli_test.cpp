@@ -80,7 +80,7 @@ TEST_CASE("reference cli: flags left out take the reference's defaults") {
 }
 
 // The reference's --io-trace-log is its trace mode: the simulation runs and
-// no tier I/O is performed (its docs/io_trace_log_usage.md).
+// no tier I/O is performed (docs/kvcache-reference.md, "The reference's I/O trace").
 TEST_CASE("reference cli: --io-trace-log is the reference's trace mode, without I/O") {
   Result<ReferenceCommandLine> c =
       ParseReferenceCommandLine({"--io-trace-log", "/tmp/traces/../kv_trace.csv.zst"});
