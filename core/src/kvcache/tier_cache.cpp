@@ -66,9 +66,16 @@ TierCache::Map::iterator TierCache::LeastRecent(int tier) {
 void TierCache::Touch(Map::iterator it) {
   Entry& e = it->second;
   const int t = static_cast<int>(e.tier);
-  lru_[t].erase({e.tick, &it->first});
+  // The set's node is moved, not freed and made again: a touch allocates
+  // nothing.
+  auto node = lru_[t].extract({e.tick, &it->first});
   e.tick = ++clock_;
-  lru_[t].insert({e.tick, &it->first});
+  if (node.empty()) {
+    lru_[t].insert({e.tick, &it->first});
+    return;
+  }
+  node.value() = {e.tick, &it->first};
+  lru_[t].insert(std::move(node));
 }
 
 bool TierCache::EnsureSpace(int tier, std::uint64_t bytes, int depth, std::vector<TierOp>* ops) {
@@ -100,7 +107,7 @@ bool TierCache::EnsureSpace(int tier, std::uint64_t bytes, int depth, std::vecto
     }
     Entry& v = victim->second;
     if (!last && !EnsureSpace(next, v.bytes, depth + 1, ops)) return false;
-    lru_[tier].erase({v.tick, &victim->first});
+    auto node = lru_[tier].extract({v.tick, &victim->first});
     used_[tier] -= v.bytes;
     --count_[tier];
     TierOp op;
@@ -117,7 +124,7 @@ bool TierCache::EnsureSpace(int tier, std::uint64_t bytes, int depth, std::vecto
       op.to = static_cast<Tier>(next);
       v.tier = op.to;
       v.state = State::kBusy;
-      lru_[next].insert({v.tick, &victim->first});
+      lru_[next].insert(std::move(node));  // same tick: its place in the order
       ++count_[next];
       ++counters_.demotions[tier];
     }
