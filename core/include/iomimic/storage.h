@@ -243,8 +243,9 @@ class Storage {
   // end. Thread-safe for distinct ranges.
   virtual Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
                                 std::span<const std::byte> source) {
-    IOMIMIC_RETURN_IF_ERROR(
-        CheckBufferRange(destination, offset, source.size(), name() + ": CopyIntoBuffer"));
+    if (offset > destination.size() || source.size() > destination.size() - offset) {
+      return CheckBufferRange(destination, offset, source.size(), name() + ": CopyIntoBuffer");
+    }
     if (!destination.host_accessible()) {
       return Status::NotSupported(name() + ": CopyIntoBuffer: cannot copy into device memory");
     }
@@ -258,8 +259,9 @@ class Storage {
   // device-to-host copy. Errors and the default as CopyIntoBuffer's.
   virtual Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
                                  std::span<std::byte> destination) {
-    IOMIMIC_RETURN_IF_ERROR(
-        CheckBufferRange(source, offset, destination.size(), name() + ": CopyOutOfBuffer"));
+    if (offset > source.size() || destination.size() > source.size() - offset) {
+      return CheckBufferRange(source, offset, destination.size(), name() + ": CopyOutOfBuffer");
+    }
     if (!source.host_accessible()) {
       return Status::NotSupported(name() + ": CopyOutOfBuffer: cannot copy out of device memory");
     }

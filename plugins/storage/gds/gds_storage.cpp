@@ -727,19 +727,22 @@ Result<GdsOptions> ParseOptions(const PluginOptions& given) {
 template <typename Copy>
 Status DeviceBufferCopy(State& state, const Buffer& buffer, std::size_t offset, std::size_t bytes,
                         bool out, Copy copy) {
-  const std::string what = out ? "gds: CopyOutOfBuffer" : "gds: CopyIntoBuffer";
+  // Strings are built only for errors: the copies are a hot path.
+  const char* what = out ? "gds: CopyOutOfBuffer" : "gds: CopyIntoBuffer";
   try {
     IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(buffer, offset, bytes, what));
     if (bytes == 0) return Status::OK();
     std::byte* device = const_cast<std::byte*>(buffer.data()) + offset;
     if (state.registry.Find(device, bytes).where != Where::kDevice) {
-      return Status::InvalidArgument(what + ": the " + std::to_string(buffer.size()) +
+      return Status::InvalidArgument(std::string(what) + ": the " +
+                                     std::to_string(buffer.size()) +
                                      "-byte device buffer is not one of this storage's (Allocate)");
     }
     const Clock::time_point start = Clock::now();
     Status status = copy(device);
     if (!status.ok()) {
-      return status.WithContext(what + " of " + std::to_string(bytes) + " bytes at offset " +
+      return status.WithContext(std::string(what) + " of " + std::to_string(bytes) +
+                                " bytes at offset " +
                                 std::to_string(offset) + " (data path " + state.data_path + ")");
     }
     const int k = out ? 1 : 0;

@@ -529,7 +529,7 @@ TEST_CASE("gds: CopyIntoBuffer and CopyOutOfBuffer round-trip through device mem
   CHECK(storage->stats().h2d_copies == 1);  // the host copy is not a device copy
 }
 
-TEST_CASE("gds: buffer copies take at least the modelled link's time (emulated)") {
+TEST_CASE("gds: buffer copies take at least the modelled link time (emulated)") {
   constexpr double kBandwidth = 64.0 * 1024 * 1024;  // "64M" per second
   const auto data = Pattern(4 * 1024 * 1024, 32);    // 4 chunks of 1 MiB
   const double expected = static_cast<double>(data.size()) / kBandwidth;  // 62.5 ms
