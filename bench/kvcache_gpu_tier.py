@@ -10,14 +10,16 @@ tests/integration/kvcache_workflow_tests.py). Run it the day a GPU is lent:
 
   bench/kvcache_gpu_tier.py --iomimic build/bin/iomimic [--repeat 3]
       [--gpu-mem-gb 0.5] [--users 4] [--seconds 20] [--gds-mode auto]
-      [--work DIR] [--markdown OUT.md]
+      [--cuda-runtime /abs/libcudart.so.12] [--work DIR] [--markdown OUT.md]
 
 It builds nothing: --iomimic is a built binary whose plugin folder
-(<bin>/../lib/iomimic/plugins) holds the gds plugin. Each repeat runs
-workloads/kvcache_quickstart.yaml shrunk to --seconds with a --gpu-mem-gb
-accelerator tier twice, accelerator=gds (the gds plugin's option mode
---gds-mode: auto takes cufile, else cuda-bounce) and accelerator=emulated,
-the order alternating between repeats. The first gds run must report
+(<bin>/../lib/iomimic/plugins) holds the gds plugin (--cuda-runtime: the
+plugin's cuda_runtime option, where libcudart is not on the loader's search
+path, e.g. NVIDIA's Python wheels; scripts/gpu_check.sh finds it). Each
+repeat runs workloads/kvcache_quickstart.yaml shrunk to --seconds with a
+--gpu-mem-gb accelerator tier twice, accelerator=gds (the gds plugin's
+option mode --gds-mode: auto takes cufile, else cuda-bounce) and
+accelerator=emulated, the order alternating between repeats. The first gds run must report
 kv_cache.accelerator_path gds:cuda-bounce or gds:cufile in summary.json;
 otherwise (no GPU, no CUDA runtime) the script exits 2 with one line saying
 what ran instead.
@@ -57,6 +59,8 @@ def run(a, variant, repeat):
            "++workload.kv_cache.accelerator=" + variant]
     if variant == "gds":
         cmd.append("++workload.kv_cache.accelerator_options.mode=" + a.gds_mode)
+        if a.cuda_runtime:
+            cmd.append("++workload.kv_cache.accelerator_options.cuda_runtime=" + a.cuda_runtime)
     subprocess.run(["rm", "-rf", out], check=True)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=a.work)
     if p.returncode != 0:
@@ -110,6 +114,7 @@ def main():
     ap.add_argument("--users", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--gds-mode", default="auto", choices=("auto", "cufile", "cuda-bounce"))
+    ap.add_argument("--cuda-runtime", default="")
     ap.add_argument("--work", default="/tmp/iomimic_kvcache_gpu_tier")
     ap.add_argument("--markdown")
     a = ap.parse_args()
