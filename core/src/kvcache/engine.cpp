@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/dlio_compat.h"
 #include "engine/interrupt.h"
 #include "kvcache/models.h"
 #include "kvcache/tier_store.h"
@@ -133,8 +134,8 @@ class Engine {
   const KvRunOptions& options_;
   const ModelSpec* model_ = nullptr;
   std::unique_ptr<TierCache> cache_;
-  // kv_cache.accelerator gds: the gds storage holding the accelerator tier's
-  // entries; outlives store_, whose entries are its buffers.
+  // The device-memory storage plugin holding the accelerator tier's entries
+  // (kv_cache.accelerator); outlives store_, whose entries are its buffers.
   plugin::StorageStack accelerator_;
   std::unique_ptr<TierStore> store_;
   std::unique_ptr<OpSink> own_sink_;
@@ -262,46 +263,49 @@ Status Engine::Prepare() {
   return Status::OK();
 }
 
-// kv_cache.accelerator (docs/kvcache.md, "Tiers"): the gds storage plugin's
-// device memory for the accelerator tier, or host memory (emulated); the
-// choice and its reason go to the results.
+// kv_cache.accelerator (docs/kvcache.md, "Tiers and eviction"): the device
+// memory of the storage plugin config::kAcceleratorStorageBackend for the
+// accelerator tier, or host memory (emulated); the choice and its reason go
+// to the results.
 Status Engine::OpenAccelerator(StoreOptions* so) {
   const std::string& want = c_.accelerator;
+  const std::string plugin(config::kAcceleratorStorageBackend);
   figures_.accelerator_path = "emulated (host memory, gpu_copy_gbps)";
   if (want == "emulated") {
     figures_.accelerator_reason = "kv_cache.accelerator=emulated";
     return Status::OK();
   }
-  // The gds plugin's options; its emulated link runs at gpu_copy_gbps
-  // unless they say otherwise.
+  // The plugin's options; its emulated link runs at gpu_copy_gbps unless
+  // they say otherwise.
   std::map<std::string, std::string> options = c_.accelerator_options;
   options.emplace("h2d_bandwidth", std::to_string(static_cast<std::uint64_t>(
                                        std::llround(c_.gpu_copy_gbps * 1e9))));
-  Result<plugin::StorageStack> gds =
+  Result<plugin::StorageStack> made =
       options_.registry == nullptr
           ? Result<plugin::StorageStack>(Status::NotFound("no plugin registry"))
-          : plugin::StorageStack::Open(*options_.registry, "gds", options,
+          : plugin::StorageStack::Open(*options_.registry, plugin, options,
                                        session_.cluster().rank(), session_.cluster().size());
-  if (!gds.ok()) {
-    if (want == "gds") {
-      return gds.status().WithContext("kv_cache.accelerator=gds: the gds storage plugin");
-    }
-    figures_.accelerator_reason = "auto: the gds storage plugin did not open (" +
-                                  gds.status().message() + ")";
+  if (!made.ok()) {
+    if (want == plugin) return made.status().WithContext("kv_cache.accelerator=" + plugin);
+    figures_.accelerator_reason = "auto: the " + plugin + " storage plugin did not open (" +
+                                  made.status().message() + ")";
     return Status::OK();
   }
-  const std::string path = gds->top()->capabilities().data_path;
+  // A real GPU's data paths (the plugin's capabilities().data_path).
+  const std::string path = made->top()->capabilities().data_path;
   if (want == "auto" && path != "cufile" && path != "cuda-bounce") {
-    figures_.accelerator_reason = "auto: the gds storage plugin found no GPU (its data path is " +
-                                  path + "; its option report=true logs why)";
+    figures_.accelerator_reason = "auto: the " + plugin +
+                                  " storage plugin found no GPU (its data path is " + path +
+                                  "; its option report=true logs why)";
     return Status::OK();
   }
-  accelerator_ = std::move(gds).value();
+  accelerator_ = std::move(made).value();
   so->accelerator = accelerator_.top();
-  figures_.accelerator_path = "gds:" + path;
-  figures_.accelerator_reason =
-      want == "gds" ? "kv_cache.accelerator=gds"
-                    : "auto: the gds storage plugin found a GPU (data path " + path + ")";
+  figures_.accelerator_path = plugin + ":" + path;
+  figures_.accelerator_reason = want == plugin ? "kv_cache.accelerator=" + plugin
+                                               : "auto: the " + plugin +
+                                                     " storage plugin found a GPU (data path " +
+                                                     path + ")";
   return Status::OK();
 }
 

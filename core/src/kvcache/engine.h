@@ -67,9 +67,10 @@ struct KvFigures {
   std::uint64_t qos_requests[kQosCount] = {}, qos_violations[kQosCount] = {};
   TierFigures tier[kTierCount];
   // Where the accelerator tier kept its entries (kv_cache.accelerator; empty
-  // without the tier): "emulated (host memory, gpu_copy_gbps)", "gds:emulated",
-  // "gds:cuda-bounce" or "gds:cufile"; why that one; and the gds plugin's
-  // figures (its copies; summed over the ranks when merged).
+  // without the tier): "emulated (host memory, gpu_copy_gbps)", or the
+  // device-memory plugin's name and data path ("<plugin>:emulated",
+  // "<plugin>:cuda-bounce", ...; docs/kvcache.md); why that one; and the
+  // plugin's figures (its copies; summed over the ranks when merged).
   std::string accelerator_path, accelerator_reason;
   std::vector<StorageStatistic> accelerator_statistics;
 };
@@ -79,16 +80,16 @@ struct KvRunOptions {
   // used instead when given.
   std::string trace_path;
   OpSink* sink = nullptr;
-  // Where kv_cache.accelerator gds or auto finds the gds storage plugin
+  // Where kv_cache.accelerator finds its device-memory storage plugin
   // (null: nowhere, as if it were not installed).
   const plugin::Registry* registry = nullptr;
 };
 
 // Runs the workflow on this rank (no collective call). Errors: the tier
 // capacity checks (naming the key), the storage's (naming the object), a
-// back end refusing deletes (naming it), kv_cache.accelerator gds where the
-// gds plugin does not open or cannot allocate an entry (naming gds, the
-// bytes).
+// back end refusing deletes (naming it), a kv_cache.accelerator plugin that
+// was asked for and does not open or cannot allocate an entry (naming the
+// plugin, the bytes).
 Result<KvFigures> RunKvCache(engine::Session& session, const KvRunOptions& options);
 
 }  // namespace iomimic::kvcache

@@ -88,7 +88,7 @@ void Histograms(Figures& f, F visit) {
   }
 }
 
-// The accelerator tier's path, reason and gds figures over the ranks
+// The accelerator tier's path, reason and plugin figures over the ranks
 // (collective): rank 0's path and reason when every rank took the same path,
 // else "mixed" and each rank's in the reason; the figures summed by name.
 void MergeAccelerator(const KvFigures& local, cluster::Cluster& cluster, KvFigures* all) {

@@ -2,8 +2,8 @@
 //   accelerator  kv_cache.accelerator emulated: host memory owned by the run,
 //                each copy taking at least bytes / gpu_copy_gbps (a
 //                host-device copy over PCIe), no real device involved;
-//                gds: a buffer of the gds storage plugin per entry
-//                (Storage::Allocate: device memory), written with
+//                with a device-memory storage plugin (StoreOptions::
+//                accelerator): a buffer of it per entry (Allocate), written with
 //                CopyIntoBuffer and read with CopyOutOfBuffer through the
 //                worker's buffer, freed when the entry leaves the tier;
 //   host         host memory owned by the run (real memcpy);
@@ -57,8 +57,8 @@ struct StoreOptions {
   // kv_cache.trace_only: every transfer, deletion and removal is skipped
   // (its timing zero): the run's logic and trace without I/O.
   bool trace_only = false;
-  // kv_cache.accelerator gds: the storage whose Allocate holds the
-  // accelerator tier's entries (device memory) and whose CopyIntoBuffer and
+  // kv_cache.accelerator's device-memory plugin: the storage whose Allocate
+  // holds the accelerator tier's entries (device memory) and whose CopyIntoBuffer and
   // CopyOutOfBuffer move them; it times the copies itself. Null: host memory
   // and gpu_copy_gbps. Must outlive the TierStore.
   Storage* accelerator = nullptr;
