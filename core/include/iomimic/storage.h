@@ -178,9 +178,8 @@ inline Status CheckBufferRange(const Buffer& buffer, std::size_t offset, std::si
                                std::string_view who) {
   if (offset <= buffer.size() && size <= buffer.size() - offset) return Status::OK();
   return Status::InvalidArgument(std::string(who) + ": " + std::to_string(size) +
-                                 " bytes at offset " + std::to_string(offset) +
-                                 " end past the " + std::to_string(buffer.size()) +
-                                 "-byte buffer");
+                                 " bytes at offset " + std::to_string(offset) + " end past the " +
+                                 std::to_string(buffer.size()) + "-byte buffer");
 }
 
 class Storage {

@@ -278,8 +278,8 @@ Status Engine::OpenAccelerator(StoreOptions* so) {
   // The plugin's options; its emulated link runs at gpu_copy_gbps unless
   // they say otherwise.
   std::map<std::string, std::string> options = c_.accelerator_options;
-  options.emplace("h2d_bandwidth", std::to_string(static_cast<std::uint64_t>(
-                                       std::llround(c_.gpu_copy_gbps * 1e9))));
+  options.emplace("h2d_bandwidth",
+                  std::to_string(static_cast<std::uint64_t>(std::llround(c_.gpu_copy_gbps * 1e9))));
   Result<plugin::StorageStack> made =
       options_.registry == nullptr
           ? Result<plugin::StorageStack>(Status::NotFound("no plugin registry"))
@@ -287,8 +287,8 @@ Status Engine::OpenAccelerator(StoreOptions* so) {
                                        session_.cluster().rank(), session_.cluster().size());
   if (!made.ok()) {
     if (want == plugin) return made.status().WithContext("kv_cache.accelerator=" + plugin);
-    figures_.accelerator_reason = "auto: the " + plugin + " storage plugin did not open (" +
-                                  made.status().message() + ")";
+    figures_.accelerator_reason =
+        "auto: the " + plugin + " storage plugin did not open (" + made.status().message() + ")";
     return Status::OK();
   }
   // A real GPU's data paths (the plugin's capabilities().data_path).
@@ -302,10 +302,10 @@ Status Engine::OpenAccelerator(StoreOptions* so) {
   accelerator_ = std::move(made).value();
   so->accelerator = accelerator_.top();
   figures_.accelerator_path = plugin + ":" + path;
-  figures_.accelerator_reason = want == plugin ? "kv_cache.accelerator=" + plugin
-                                               : "auto: the " + plugin +
-                                                     " storage plugin found a GPU (data path " +
-                                                     path + ")";
+  figures_.accelerator_reason =
+      want == plugin
+          ? "kv_cache.accelerator=" + plugin
+          : "auto: the " + plugin + " storage plugin found a GPU (data path " + path + ")";
   return Status::OK();
 }
 

@@ -118,8 +118,8 @@ class TierStore {
   Result<Buffer> NewBlock(Tier tier, const std::string& key, std::uint64_t bytes);
   Status EnsureBuffer(WorkerBuffer& wb);
   bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
-  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source& source,
-                      WorkerBuffer& wb, OpTiming* timing);
+  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source& source, WorkerBuffer& wb,
+                      OpTiming* timing);
   Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                      OpTiming* timing);
   Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source& source,

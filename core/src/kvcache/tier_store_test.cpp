@@ -39,15 +39,13 @@ class ScrambledDevice final : public ForwardingStorage {
         std::malloc(size), size, [](void*, void* p, std::size_t) { std::free(p); }, nullptr,
         MemoryKind::kDevice);
   }
-  Status CopyIntoBuffer(Buffer& to, std::size_t offset,
-                        std::span<const std::byte> from) override {
+  Status CopyIntoBuffer(Buffer& to, std::size_t offset, std::span<const std::byte> from) override {
     IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(to, offset, from.size(), "scrambled"));
     for (std::size_t i = 0; i < from.size(); ++i) to.data()[offset + i] = from[i] ^ kKey;
     copies_in += from.size();
     return Status::OK();
   }
-  Status CopyOutOfBuffer(const Buffer& from, std::size_t offset,
-                         std::span<std::byte> to) override {
+  Status CopyOutOfBuffer(const Buffer& from, std::size_t offset, std::span<std::byte> to) override {
     IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(from, offset, to.size(), "scrambled"));
     for (std::size_t i = 0; i < to.size(); ++i) to[i] = from.data()[offset + i] ^ kKey;
     copies_out += to.size();

@@ -734,16 +734,15 @@ Status DeviceBufferCopy(State& state, const Buffer& buffer, std::size_t offset, 
     if (bytes == 0) return Status::OK();
     std::byte* device = const_cast<std::byte*>(buffer.data()) + offset;
     if (state.registry.Find(device, bytes).where != Where::kDevice) {
-      return Status::InvalidArgument(std::string(what) + ": the " +
-                                     std::to_string(buffer.size()) +
+      return Status::InvalidArgument(std::string(what) + ": the " + std::to_string(buffer.size()) +
                                      "-byte device buffer is not one of this storage's (Allocate)");
     }
     const Clock::time_point start = Clock::now();
     Status status = copy(device);
     if (!status.ok()) {
       return status.WithContext(std::string(what) + " of " + std::to_string(bytes) +
-                                " bytes at offset " +
-                                std::to_string(offset) + " (data path " + state.data_path + ")");
+                                " bytes at offset " + std::to_string(offset) + " (data path " +
+                                state.data_path + ")");
     }
     const int k = out ? 1 : 0;
     state.counters.copies[k].fetch_add(1, std::memory_order_relaxed);

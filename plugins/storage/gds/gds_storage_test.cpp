@@ -510,8 +510,9 @@ TEST_CASE("gds: CopyIntoBuffer and CopyOutOfBuffer round-trip through device mem
   // Ranges past the end: InvalidArgument naming the offset and the sizes.
   auto past = sdk.CopyIntoBuffer(*device, 299000, std::span(data).first(2000));
   CHECK(past.code() == StatusCode::kInvalidArgument);
-  CHECK(Contains(past.message(), "gds: CopyIntoBuffer: 2000 bytes at offset 299000 end past the "
-                                 "300000-byte buffer"));
+  CHECK(Contains(past.message(),
+                 "gds: CopyIntoBuffer: 2000 bytes at offset 299000 end past the "
+                 "300000-byte buffer"));
   auto beyond = sdk.CopyOutOfBuffer(*device, 300001, std::span(back).first(0));
   CHECK(beyond.code() == StatusCode::kInvalidArgument);
   CHECK(Contains(beyond.message(), "offset 300001"));
@@ -530,8 +531,8 @@ TEST_CASE("gds: CopyIntoBuffer and CopyOutOfBuffer round-trip through device mem
 }
 
 TEST_CASE("gds: buffer copies take at least the modelled link time (emulated)") {
-  constexpr double kBandwidth = 64.0 * 1024 * 1024;  // "64M" per second
-  const auto data = Pattern(4 * 1024 * 1024, 32);    // 4 chunks of 1 MiB
+  constexpr double kBandwidth = 64.0 * 1024 * 1024;                       // "64M" per second
+  const auto data = Pattern(4 * 1024 * 1024, 32);                         // 4 chunks of 1 MiB
   const double expected = static_cast<double>(data.size()) / kBandwidth;  // 62.5 ms
   auto storage = MakeEmulated({{"h2d_bandwidth", "64M"}, {"staging_size", "1M"}});
   auto device = storage->Allocate(data.size());
