@@ -22,7 +22,9 @@ option mode --gds-mode: auto takes cufile, else cuda-bounce) and
 accelerator=emulated, the order alternating between repeats. The first gds run must report
 kv_cache.accelerator_path gds:cuda-bounce or gds:cufile in summary.json;
 otherwise (no GPU, no CUDA runtime) the script exits 2 with one line saying
-what ran instead.
+what ran instead and why (the gds plugin's report=true line).
+--allow-emulated accepts gds:emulated instead: only for checking this script
+on a machine without a GPU (its figures then say nothing about a GPU).
 
 Printed per variant, medians (min-max) over the repeats:
   - the gpu tier's read and write GiB/s over the run (bytes / run seconds),
@@ -58,7 +60,8 @@ def run(a, variant, repeat):
            "++workload.kv_cache.gpu_mem_gb=%g" % a.gpu_mem_gb,
            "++workload.kv_cache.accelerator=" + variant]
     if variant == "gds":
-        cmd.append("++workload.kv_cache.accelerator_options.mode=" + a.gds_mode)
+        cmd += ["++workload.kv_cache.accelerator_options.mode=" + a.gds_mode,
+                "++workload.kv_cache.accelerator_options.report=true"]
         if a.cuda_runtime:
             cmd.append("++workload.kv_cache.accelerator_options.cuda_runtime=" + a.cuda_runtime)
     subprocess.run(["rm", "-rf", out], check=True)
@@ -68,9 +71,11 @@ def run(a, variant, repeat):
     with open(os.path.join(out, "summary.json")) as f:
         kv = json.load(f)["kv_cache"]
     path = kv.get("accelerator_path", "")
-    if variant == "gds" and path not in GPU_PATHS:
+    if variant == "gds" and path not in GPU_PATHS and not (a.allow_emulated and
+                                                           path == "gds:emulated"):
+        why = [line for line in p.stderr.splitlines() if "gds: rank 0: data path" in line]
         print("no GPU found: kv_cache.accelerator=gds ran on %r (%s), not %s; this check needs a "
-              "CUDA GPU and its runtime" % (path, kv.get("accelerator_reason", ""),
+              "CUDA GPU and its runtime" % (path, why[0] if why else kv.get("accelerator_reason"),
                                             " or ".join(GPU_PATHS)), file=sys.stderr)
         sys.exit(2)
     return kv
@@ -115,6 +120,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--gds-mode", default="auto", choices=("auto", "cufile", "cuda-bounce"))
     ap.add_argument("--cuda-runtime", default="")
+    ap.add_argument("--allow-emulated", action="store_true")
     ap.add_argument("--work", default="/tmp/iomimic_kvcache_gpu_tier")
     ap.add_argument("--markdown")
     a = ap.parse_args()
