@@ -340,6 +340,78 @@ def test_kvcache_workflow_trace_only():
         fail("trace_only without io_trace_log: exit %d, %s" % (p.returncode, p.stderr))
 
 
+TIER_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "eviction_reads",
+                 "eviction_writes", "eviction_read_bytes", "eviction_write_bytes", "deletes",
+                 "delete_bytes")
+EMULATED_ACCELERATOR = "emulated (host memory, gpu_copy_gbps)"
+
+
+def test_kvcache_workflow_gds_accelerator():
+    """kv_cache.accelerator=gds (docs/kvcache.md, "Tiers"): the accelerator
+    tier's entries are device buffers of the gds storage plugin, written and
+    read with Storage::CopyIntoBuffer and CopyOutOfBuffer; without a GPU (CI)
+    on the plugin's emulated path. One user and max_requests make the tier
+    decisions those of accelerator=emulated, so every tier moves the same
+    bytes, and the gds figures count the accelerator tier's bytes exactly.
+    auto says what it chose and why; a gds plugin that cannot open its forced
+    mode, and an unknown value, are one error line each."""
+    runs = {}
+    for accel in ("emulated", "gds", "auto"):
+        cmd, _, out = quickstart("accel_" + accel, seconds=60, extra=[
+            "++workload.kv_cache.num_users=1", "++workload.kv_cache.max_requests=15",
+            "++workload.kv_cache.gpu_mem_gb=0.03125",
+            "++workload.kv_cache.accelerator=" + accel])
+        cmd.remove("-q")
+        p = run(cmd)
+        runs[accel] = load_summary(out)["kv_cache"]
+        path = runs[accel]["accelerator_path"]
+        if "kv-cache accelerator tier: " + path not in p.stdout:
+            fail("%s: the console does not name the accelerator path %s" % (accel, path))
+    emulated, gds, auto = runs["emulated"], runs["gds"], runs["auto"]
+    if (emulated["accelerator_path"], emulated["accelerator_statistics"]) != (
+            EMULATED_ACCELERATOR, {}):
+        fail("accelerator=emulated: %s %s" % (emulated["accelerator_path"],
+                                              emulated["accelerator_statistics"]))
+    if (gds["accelerator_path"], gds["accelerator_reason"]) != ("gds:emulated",
+                                                                "kv_cache.accelerator=gds"):
+        fail("accelerator=gds: %s (%s)" % (gds["accelerator_path"], gds["accelerator_reason"]))
+    if auto["accelerator_path"] == EMULATED_ACCELERATOR:
+        if "found no GPU" not in auto["accelerator_reason"]:
+            fail("auto: %s" % auto["accelerator_reason"])
+    elif auto["accelerator_path"] not in ("gds:cuda-bounce", "gds:cufile"):
+        fail("auto took %s (%s)" % (auto["accelerator_path"], auto["accelerator_reason"]))
+    for name, kv in runs.items():
+        if kv["requests"] != 15:
+            fail("%s: %d requests" % (name, kv["requests"]))
+    gpu = gds["tiers"]["gpu"]
+    if gpu["writes"] == 0 or gpu["reads"] == 0 or gpu["eviction_reads"] == 0:
+        fail("the accelerator tier saw too little traffic to compare: %s" % gpu)
+    for tier in ("gpu", "cpu", "storage"):
+        a = {k: emulated["tiers"][tier][k] for k in TIER_COUNTERS}
+        b = {k: gds["tiers"][tier][k] for k in TIER_COUNTERS}
+        if a != b:
+            fail("tier %s: emulated %s, gds %s" % (tier, a, b))
+    stats = gds["accelerator_statistics"]
+    expect = {"gds_h2d_copy_bytes": gpu["write_bytes"] + gpu["eviction_write_bytes"],
+              "gds_d2h_copy_bytes": gpu["read_bytes"] + gpu["eviction_read_bytes"],
+              "gds_staged_bytes": 0}
+    got = {k: stats.get(k) for k in expect}
+    if got != expect or stats["gds_device_allocations"] < gpu["writes"]:
+        fail("gds figures %s, expected %s and %d allocations" % (stats, expect, gpu["writes"]))
+    if stats["gds_h2d_copy_seconds"] <= 0 or stats["gds_d2h_copy_seconds"] <= 0:
+        fail("gds copy seconds: %s" % stats)
+    print("accelerator tier: %d writes, %d reads, %d demotions, %.1f MiB to and %.1f MiB from "
+          "the gds plugin's device memory" % (gpu["writes"], gpu["reads"], gpu["eviction_reads"],
+                                              expect["gds_h2d_copy_bytes"] / 2**20,
+                                              expect["gds_d2h_copy_bytes"] / 2**20))
+    gds_options = "++workload.kv_cache.accelerator_options."
+    expect_error(["++workload.kv_cache.gpu_mem_gb=0.03125", "++workload.kv_cache.accelerator=gds",
+                  gds_options + "mode=cufile",
+                  gds_options + "cufile_library=/nonexistent/libcufile.so.0"],
+                 "kv_cache.accelerator=gds")
+    expect_error(["++workload.kv_cache.accelerator=tpu"], "kv_cache.accelerator")
+
+
 def test_kvcache_workflow_max_requests_and_signal():
     """max_requests ends the run at exactly that many requests; SIGINT ends
     it with its figures, status interrupted and exit 130."""

@@ -149,6 +149,16 @@ class ForwardingStorage : public Storage {
   // Buffers come from the inner back end: it knows its alignment and memory
   // kind, and reads through a decorated File land in them directly.
   Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
+  // The inner back end's: the buffers are its own.
+  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                        std::span<const std::byte> source) override {
+    return inner_->CopyIntoBuffer(destination, offset, source);
+  }
+  // The inner back end's: the buffers are its own.
+  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                         std::span<std::byte> destination) override {
+    return inner_->CopyOutOfBuffer(source, offset, destination);
+  }
 
  protected:
   // Returns the File handed to the caller for `file` (never null), which the

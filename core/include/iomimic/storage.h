@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -169,6 +170,18 @@ class File {
   virtual const std::string& path() const = 0;
 };
 
+// OK when `size` bytes at `offset` lie inside `buffer`; otherwise
+// InvalidArgument "<who>: <size> bytes at offset <offset> end past the
+// <buffer size>-byte buffer". For Storage::CopyIntoBuffer and CopyOutOfBuffer
+// and their overrides. Only building an error message can throw.
+inline Status CheckBufferRange(const Buffer& buffer, std::size_t offset, std::size_t size,
+                               std::string_view who) {
+  if (offset <= buffer.size() && size <= buffer.size() - offset) return Status::OK();
+  return Status::InvalidArgument(std::string(who) + ": " + std::to_string(size) +
+                                 " bytes at offset " + std::to_string(offset) + " end past the " +
+                                 std::to_string(buffer.size()) + "-byte buffer");
+}
+
 class Storage {
  public:
   Storage() = default;
@@ -216,6 +229,45 @@ class Storage {
       return Status::ResourceExhausted("cannot allocate " + std::to_string(size) + " bytes");
     }
     return b;
+  }
+
+  // Copies `source` (host memory) into `destination`, a buffer from this
+  // storage's Allocate, starting `offset` bytes in; the copy is complete when
+  // it returns. Into device memory this is a host-to-device copy (what a
+  // KV-cache accelerator tier does to place an entry, docs/kvcache.md).
+  // InvalidArgument (CheckBufferRange) when the range ends past the buffer.
+  // The default copies into host-accessible buffers with memcpy and returns
+  // NotSupported for device buffers: a back end whose Allocate hands out
+  // device memory overrides it. Decorators forward it to their inner back
+  // end. Thread-safe for distinct ranges.
+  virtual Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                                std::span<const std::byte> source) {
+    if (offset > destination.size() || source.size() > destination.size() - offset) {
+      return CheckBufferRange(destination, offset, source.size(), name() + ": CopyIntoBuffer");
+    }
+    if (!destination.host_accessible()) {
+      return Status::NotSupported(name() + ": CopyIntoBuffer: cannot copy into device memory");
+    }
+    if (!source.empty()) std::memcpy(destination.data() + offset, source.data(), source.size());
+    return Status::OK();
+  }
+
+  // Copies destination.size() bytes of `source`, a buffer from this
+  // storage's Allocate, starting `offset` bytes in, into `destination` (host
+  // memory); complete when it returns. Out of device memory this is a
+  // device-to-host copy. Errors and the default as CopyIntoBuffer's.
+  virtual Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                                 std::span<std::byte> destination) {
+    if (offset > source.size() || destination.size() > source.size() - offset) {
+      return CheckBufferRange(source, offset, destination.size(), name() + ": CopyOutOfBuffer");
+    }
+    if (!source.host_accessible()) {
+      return Status::NotSupported(name() + ": CopyOutOfBuffer: cannot copy out of device memory");
+    }
+    if (!destination.empty()) {
+      std::memcpy(destination.data(), source.data() + offset, destination.size());
+    }
+    return Status::OK();
   }
 };
 

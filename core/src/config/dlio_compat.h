@@ -25,6 +25,11 @@ namespace iomimic::config {
 // end lands in device memory.
 inline constexpr std::string_view kFileStorageBackend = "posix";
 
+// The storage plugin whose device memory holds the KV-cache accelerator tier
+// with kv_cache.accelerator set to this same name (docs/kvcache.md, "Tiers
+// and eviction"): its Allocate, CopyIntoBuffer and CopyOutOfBuffer.
+inline constexpr std::string_view kAcceleratorStorageBackend = "gds";
+
 // MLPerf Storage v3.0's object-storage keys that the config keeps no member
 // for (docs/s3.md, "MLPerf Storage v3.0's spellings").
 struct ObjectStorageKeys {

@@ -48,6 +48,7 @@ const Words kKvCacheModels = {
     "tiny-1b",     "mistral-7b", "llama2-7b",    "llama3.1-8b", "llama3.1-70b-instruct",
     "deepseek-v3", "qwen3-32b",  "gpt-oss-120b", "gpt-oss-20b"};
 const Words kKvGenerationModes = {"none", "fast", "realistic"};
+const Words kKvAccelerators = {"auto", "gds", "emulated"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {

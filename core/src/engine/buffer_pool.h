@@ -103,6 +103,15 @@ class ReaderStorage final : public Storage {
   Result<FileInfo> Stat(const std::string& path) override { return inner_.Stat(path); }
   std::vector<StorageStatistic> Statistics() const override { return inner_.Statistics(); }
   Result<Buffer> Allocate(std::size_t size) override { return pool_.Acquire(size); }
+  // The pool's buffers are the inner storage's (BufferPool allocates them there).
+  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                        std::span<const std::byte> source) override {
+    return inner_.CopyIntoBuffer(destination, offset, source);
+  }
+  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                         std::span<std::byte> destination) override {
+    return inner_.CopyOutOfBuffer(source, offset, destination);
+  }
 
  private:
   Storage& inner_;

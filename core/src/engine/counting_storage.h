@@ -125,6 +125,14 @@ class CountingStorage final : public Storage {
   }
   Result<FileInfo> Stat(const std::string& path) override;
   Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
+  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                        std::span<const std::byte> source) override {
+    return inner_->CopyIntoBuffer(destination, offset, source);
+  }
+  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                         std::span<std::byte> destination) override {
+    return inner_->CopyOutOfBuffer(source, offset, destination);
+  }
   std::vector<StorageStatistic> Statistics() const override { return inner_->Statistics(); }
 
   IoCounters& counters() { return counters_; }

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <queue>
@@ -14,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/dlio_compat.h"
 #include "engine/interrupt.h"
 #include "kvcache/models.h"
 #include "kvcache/tier_store.h"
@@ -104,6 +107,7 @@ class Engine {
 
  private:
   Status Prepare();
+  Status OpenAccelerator(StoreOptions* so);
   std::array<std::uint64_t, kTierCount> Capacities() const;
   void UserLoop(std::size_t index);
   bool NextConversationTurn(std::size_t index, bool end, Request* r);
@@ -130,6 +134,9 @@ class Engine {
   const KvRunOptions& options_;
   const ModelSpec* model_ = nullptr;
   std::unique_ptr<TierCache> cache_;
+  // The device-memory storage plugin holding the accelerator tier's entries
+  // (kv_cache.accelerator); outlives store_, whose entries are its buffers.
+  plugin::StorageStack accelerator_;
   std::unique_ptr<TierStore> store_;
   std::unique_ptr<OpSink> own_sink_;
   OpSink* sink_ = nullptr;
@@ -228,6 +235,7 @@ Status Engine::Prepare() {
   so.tensor_parallel = c_.tensor_parallel;
   so.cancel = &ended_;
   so.trace_only = c_.trace_only;
+  if (c_.gpu_mem_gb > 0) IOMIMIC_RETURN_IF_ERROR(OpenAccelerator(&so));
   store_ = std::make_unique<TierStore>(session_.storage(), so);
   cache_ = std::make_unique<TierCache>(Capacities());
   const auto [smallest, largest] = ContextBounds(c_);
@@ -252,6 +260,52 @@ Status Engine::Prepare() {
     plan_ = std::make_unique<ReferencePlan>(*population_, draw);
   }
   conversations_.resize(users_.size());
+  return Status::OK();
+}
+
+// kv_cache.accelerator (docs/kvcache.md, "Tiers and eviction"): the device
+// memory of the storage plugin config::kAcceleratorStorageBackend for the
+// accelerator tier, or host memory (emulated); the choice and its reason go
+// to the results.
+Status Engine::OpenAccelerator(StoreOptions* so) {
+  const std::string& want = c_.accelerator;
+  const std::string plugin(config::kAcceleratorStorageBackend);
+  figures_.accelerator_path = "emulated (host memory, gpu_copy_gbps)";
+  if (want == "emulated") {
+    figures_.accelerator_reason = "kv_cache.accelerator=emulated";
+    return Status::OK();
+  }
+  // The plugin's options; its emulated link runs at gpu_copy_gbps unless
+  // they say otherwise.
+  std::map<std::string, std::string> options = c_.accelerator_options;
+  options.emplace("h2d_bandwidth",
+                  std::to_string(static_cast<std::uint64_t>(std::llround(c_.gpu_copy_gbps * 1e9))));
+  Result<plugin::StorageStack> made =
+      options_.registry == nullptr
+          ? Result<plugin::StorageStack>(Status::NotFound("no plugin registry"))
+          : plugin::StorageStack::Open(*options_.registry, plugin, options,
+                                       session_.cluster().rank(), session_.cluster().size());
+  if (!made.ok()) {
+    if (want == plugin) return made.status().WithContext("kv_cache.accelerator=" + plugin);
+    figures_.accelerator_reason =
+        "auto: the " + plugin + " storage plugin did not open (" + made.status().message() + ")";
+    return Status::OK();
+  }
+  // A real GPU's data paths (the plugin's capabilities().data_path).
+  const std::string path = made->top()->capabilities().data_path;
+  if (want == "auto" && path != "cufile" && path != "cuda-bounce") {
+    figures_.accelerator_reason = "auto: the " + plugin +
+                                  " storage plugin found no GPU (its data path is " + path +
+                                  "; its option report=true logs why)";
+    return Status::OK();
+  }
+  accelerator_ = std::move(made).value();
+  so->accelerator = accelerator_.top();
+  figures_.accelerator_path = plugin + ":" + path;
+  figures_.accelerator_reason =
+      want == plugin
+          ? "kv_cache.accelerator=" + plugin
+          : "auto: the " + plugin + " storage plugin found a GPU (data path " + path + ")";
   return Status::OK();
 }
 
@@ -571,6 +625,9 @@ void Engine::Finish(double seconds) {
   figures_.seconds = seconds;
   figures_.storage_cut_short_bytes_written = store_->cut_short_written();
   figures_.storage_cut_short_bytes_read = store_->cut_short_read();
+  if (accelerator_.top() != nullptr) {
+    figures_.accelerator_statistics = accelerator_.top()->Statistics();
+  }
   const CacheCounters n = cache_->counters();
   figures_.forced = n.forced;
   for (int t = 0; t < kTierCount; ++t) {

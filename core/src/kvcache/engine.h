@@ -14,9 +14,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/session.h"
 #include "iomimic/status.h"
+#include "iomimic/storage.h"
 #include "kvcache/op_sink.h"
 #include "kvcache/tier_cache.h"
 #include "kvcache/users.h"
@@ -64,6 +66,13 @@ struct KvFigures {
   metrics::LatencyHistogram qos_end_to_end[kQosCount];
   std::uint64_t qos_requests[kQosCount] = {}, qos_violations[kQosCount] = {};
   TierFigures tier[kTierCount];
+  // Where the accelerator tier kept its entries (kv_cache.accelerator; empty
+  // without the tier): "emulated (host memory, gpu_copy_gbps)", or the
+  // device-memory plugin's name and data path ("<plugin>:emulated",
+  // "<plugin>:cuda-bounce", ...; docs/kvcache.md); why that one; and the
+  // plugin's figures (its copies; summed over the ranks when merged).
+  std::string accelerator_path, accelerator_reason;
+  std::vector<StorageStatistic> accelerator_statistics;
 };
 
 struct KvRunOptions {
@@ -71,11 +80,16 @@ struct KvRunOptions {
   // used instead when given.
   std::string trace_path;
   OpSink* sink = nullptr;
+  // Where kv_cache.accelerator finds its device-memory storage plugin
+  // (null: nowhere, as if it were not installed).
+  const plugin::Registry* registry = nullptr;
 };
 
 // Runs the workflow on this rank (no collective call). Errors: the tier
 // capacity checks (naming the key), the storage's (naming the object), a
-// back end refusing deletes (naming it).
+// back end refusing deletes (naming it), a kv_cache.accelerator plugin that
+// was asked for and does not open or cannot allocate an entry (naming the
+// plugin, the bytes).
 Result<KvFigures> RunKvCache(engine::Session& session, const KvRunOptions& options);
 
 }  // namespace iomimic::kvcache

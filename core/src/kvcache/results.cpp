@@ -1,7 +1,9 @@
 #include "kvcache/results.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -82,6 +84,46 @@ void Histograms(Figures& f, F visit) {
     for (auto* h :
          {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host}) {
       visit(*h);
+    }
+  }
+}
+
+// The accelerator tier's path, reason and plugin figures over the ranks
+// (collective): rank 0's path and reason when every rank took the same path,
+// else "mixed" and each rank's in the reason; the figures summed by name.
+void MergeAccelerator(const KvFigures& local, cluster::Cluster& cluster, KvFigures* all) {
+  const std::vector<std::string> paths = cluster.AllGatherStrings(local.accelerator_path);
+  const std::vector<std::string> reasons = cluster.AllGatherStrings(local.accelerator_reason);
+  std::string mine;
+  for (const StorageStatistic& s : local.accelerator_statistics) {
+    char value[40];
+    std::snprintf(value, sizeof value, " %.17g\n", s.value);
+    mine += s.name + value;
+  }
+  const std::vector<std::string> stats = cluster.AllGatherStrings(mine);
+  if (paths.empty()) return;
+  if (std::adjacent_find(paths.begin(), paths.end(), std::not_equal_to<>()) == paths.end()) {
+    all->accelerator_path = paths[0];
+    all->accelerator_reason = reasons[0];
+  } else {
+    all->accelerator_path = "mixed";
+    for (std::size_t r = 0; r < paths.size(); ++r) {
+      all->accelerator_reason += (r == 0 ? "rank " : "; rank ") + std::to_string(r) + ": " +
+                                 paths[r] + " (" + reasons[r] + ")";
+    }
+  }
+  std::vector<StorageStatistic>& sums = all->accelerator_statistics;
+  for (const std::string& text : stats) {
+    std::istringstream in(text);
+    StorageStatistic s;
+    while (in >> s.name >> s.value) {
+      auto it = std::find_if(sums.begin(), sums.end(),
+                             [&](const StorageStatistic& x) { return x.name == s.name; });
+      if (it == sums.end()) {
+        sums.push_back(s);
+      } else {
+        it->value += s.value;
+      }
     }
   }
 }
@@ -221,6 +263,13 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
         TierJson(f.tier[t], f.seconds, f.cache_hits);
   }
   o["tiers"] = std::move(tiers);
+  if (!f.accelerator_path.empty()) {
+    o["accelerator_path"] = f.accelerator_path;
+    o["accelerator_reason"] = f.accelerator_reason;
+    json stats = json::object();
+    for (const StorageStatistic& s : f.accelerator_statistics) stats[s.name] = Num(s.value);
+    o["accelerator_statistics"] = std::move(stats);
+  }
   o["storage_header_bytes_written"] = f.storage_header_bytes_written;
   o["storage_header_bytes_read"] = f.storage_header_bytes_read;
   o["storage_cut_short_bytes_written"] = f.storage_cut_short_bytes_written;
@@ -282,6 +331,7 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
   Histograms(local, [&](const metrics::LatencyHistogram& h) { mine.push_back(&h); });
   i = 0;
   Histograms(out.all, [&](metrics::LatencyHistogram& h) { h = Merge(*mine[i++], cluster); });
+  MergeAccelerator(local, cluster, &out.all);
   const KvRankFigures me = RankFigures(local, cluster.rank());
   char text[512];
   std::snprintf(text, sizeof text, "%d %llu %.17g %.17g %.17g %.17g %.17g %.17g %.17g", me.rank,
@@ -359,6 +409,10 @@ std::string KvConsoleLines(const KvResults& results) {
                 static_cast<unsigned long long>(f.tokens_generated), f.seconds,
                 Rate(static_cast<double>(f.tokens_generated), f.seconds), tokens);
   out << line;
+  if (!f.accelerator_path.empty()) {
+    out << "  kv-cache accelerator tier: " << f.accelerator_path << " (" << f.accelerator_reason
+        << ")\n";
+  }
   for (int t = 0; t < kTierCount; ++t) {
     const TierFigures& x = f.tier[t];
     if (x.reads + x.writes + x.evict_reads + x.evict_writes == 0) continue;

@@ -91,23 +91,57 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
   }
 }
 
-Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
-                              WorkerBuffer& wb, OpTiming* timing) {
-  const double start = Now();
+Status TierStore::FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out) {
+  if (source.stream != nullptr) {
+    source.stream->Fill(out);
+  } else if (source.memory != nullptr) {
+    std::memcpy(out.data(), source.memory + offset, out.size());
+  } else {
+    const double start = Now();
+    Status st = options_.accelerator->CopyOutOfBuffer(*source.device, offset, out);
+    source.device_seconds += Now() - start;
+    return st;
+  }
+  return Status::OK();
+}
+
+Result<Buffer> TierStore::NewBlock(Tier tier, const std::string& key, std::uint64_t bytes) {
+  if (OnDevice(tier)) {
+    Result<Buffer> made = options_.accelerator->Allocate(static_cast<std::size_t>(bytes));
+    if (!made.ok()) {
+      return made.status().WithContext("kv_cache: the accelerator tier (" +
+                                       options_.accelerator->name() + ") cannot allocate " +
+                                       std::to_string(bytes) + " bytes for entry " + key);
+    }
+    return made;
+  }
   Buffer block = Buffer::AllocateHost(bytes, 64);
   if (bytes != 0 && block.empty()) {
     return Status::ResourceExhausted("kv_cache: cannot allocate " + std::to_string(bytes) +
                                      " bytes for the " + std::string(TierName(tier)) + " tier");
   }
-  if (source.memory != nullptr) {
+  return block;
+}
+
+Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes,
+                              Source& source, WorkerBuffer& wb, OpTiming* timing) {
+  const double start = Now();
+  const bool device = OnDevice(tier);
+  IOMIMIC_ASSIGN_OR_RETURN(Buffer block, NewBlock(tier, key, bytes));
+  if (source.memory != nullptr && !device) {
     std::memcpy(block.data(), source.memory, bytes);
   } else {
     IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
     for (std::uint64_t done = 0; done < bytes;) {
       if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
-      source.stream->Fill(wb.buffer.span().first(n));
-      std::memcpy(block.data() + done, wb.buffer.data(), n);
+      std::span<std::byte> chunk = wb.buffer.span().first(n);
+      IOMIMIC_RETURN_IF_ERROR(FillFrom(source, done, chunk));
+      if (device) {  // host to device: the worker's buffer into the entry's
+        IOMIMIC_RETURN_IF_ERROR(options_.accelerator->CopyIntoBuffer(block, done, chunk));
+      } else {
+        std::memcpy(block.data() + done, chunk.data(), n);
+      }
       done += n;
     }
   }
@@ -115,8 +149,9 @@ Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t b
     std::lock_guard<std::mutex> lock(mutex_);
     memory_[MemoryIndex(tier)][key] = std::move(block);
   }
-  EmulateCopy(tier, bytes, start);
-  timing->total = timing->device = timing->host = Now() - start;
+  if (!device) EmulateCopy(tier, bytes, start);
+  // A demotion's copies out of the accelerator are its read, not this write.
+  timing->total = timing->device = timing->host = Now() - start - source.device_seconds;
   return Status::OK();
 }
 
@@ -129,18 +164,24 @@ Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t by
     return Status::Internal("kv_cache: entry " + key + " missing from the " +
                             std::string(TierName(tier)) + " tier");
   }
+  const bool device = OnDevice(tier);
   for (std::uint64_t done = 0; done < bytes;) {
     if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
-    std::memcpy(wb.buffer.data(), block->data() + done, n);
+    if (device) {  // device to host, into the worker's buffer
+      IOMIMIC_RETURN_IF_ERROR(
+          options_.accelerator->CopyOutOfBuffer(*block, done, wb.buffer.span().first(n)));
+    } else {
+      std::memcpy(wb.buffer.data(), block->data() + done, n);
+    }
     done += n;
   }
-  EmulateCopy(tier, bytes, start);
+  if (!device) EmulateCopy(tier, bytes, start);
   timing->total = timing->device = timing->host = Now() - start;
   return Status::OK();
 }
 
-Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Source source,
+Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Source& source,
                                WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
@@ -164,14 +205,12 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
       std::memcpy(chunk.data(), header + offset, at);
     }
     std::span<std::byte> body = chunk.subspan(at);
-    if (source.memory != nullptr) {
-      std::memcpy(body.data(), source.memory + payload, body.size());
-    } else {
-      source.stream->Fill(body);
-    }
+    Status st = FillFrom(source, payload, body);
     payload += body.size();
-    Status st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
-                            : file->WriteAt(offset, chunk);
+    if (st.ok()) {
+      st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
+                       : file->WriteAt(offset, chunk);
+    }
     if (!st.ok()) {
       if (st.code() == StatusCode::kAborted) cut_written_ += offset;
       (void)file->Abort();
@@ -188,8 +227,9 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
     std::lock_guard<std::mutex> lock(mutex_);
     stored_[key] = true;
   }
-  timing->total = end - start;
-  timing->host = written - start;
+  // A demotion's copies out of the accelerator are its read, not this write.
+  timing->total = end - start - source.device_seconds;
+  timing->host = written - start - source.device_seconds;
   timing->device = end - written;
   return Status::OK();
 }
@@ -257,12 +297,17 @@ Status TierStore::Demote(Tier from, Tier to, const std::string& key, std::uint64
     return Status::Internal("kv_cache: entry " + key + " missing from the " +
                             std::string(TierName(from)) + " tier");
   }
-  EmulateCopy(from, bytes, start);  // the device-to-host copy out of the accelerator
-  read->total = read->device = read->host = Now() - start;
   Source source;
-  source.memory = block->data();
+  if (OnDevice(from)) {
+    source.device = block;  // copied out chunk by chunk as the write goes
+  } else {
+    EmulateCopy(from, bytes, start);  // the device-to-host copy out of the accelerator
+    source.memory = block->data();
+  }
+  const double modelled = Now() - start;
   Status st = to == Tier::kStorage ? StorageWrite(key, bytes, source, wb, write)
                                    : MemoryWrite(to, key, bytes, source, wb, write);
+  read->total = read->device = read->host = OnDevice(from) ? source.device_seconds : modelled;
   if (st.ok()) FreeBlock(from, key);
   return st;
 }

@@ -1,7 +1,11 @@
 // Where the KV-cache tiers keep their bytes (docs/kvcache.md, "Tiers"):
-//   accelerator  emulated device memory: host memory owned by the run, each
-//                copy taking at least bytes / gpu_copy_gbps (a host-device
-//                copy over PCIe), no real device involved;
+//   accelerator  kv_cache.accelerator emulated: host memory owned by the run,
+//                each copy taking at least bytes / gpu_copy_gbps (a
+//                host-device copy over PCIe), no real device involved;
+//                with a device-memory storage plugin (StoreOptions::
+//                accelerator): a buffer of it per entry (Allocate), written with
+//                CopyIntoBuffer and read with CopyOutOfBuffer through the
+//                worker's buffer, freed when the entry leaves the tier;
 //   host         host memory owned by the run (real memcpy);
 //   storage      one .npy object per entry through the session's storage
 //                plugin (any back end or decorator): written whole, then
@@ -53,6 +57,11 @@ struct StoreOptions {
   // kv_cache.trace_only: every transfer, deletion and removal is skipped
   // (its timing zero): the run's logic and trace without I/O.
   bool trace_only = false;
+  // kv_cache.accelerator's device-memory plugin: the storage whose Allocate
+  // holds the accelerator tier's entries (device memory) and whose CopyIntoBuffer and
+  // CopyOutOfBuffer move them; it times the copies itself. Null: host memory
+  // and gpu_copy_gbps. Must outlive the TierStore.
+  Storage* accelerator = nullptr;
 };
 
 class TierStore {
@@ -97,15 +106,23 @@ class TierStore {
  private:
   struct Source {
     const std::byte* memory = nullptr;  // copy from here, or
-    ContentStream* stream = nullptr;    // fill from here
+    ContentStream* stream = nullptr;    // fill from here, or
+    const Buffer* device = nullptr;     // copy out of this accelerator entry,
+    double device_seconds = 0;          // in this many seconds (the demotion's read)
   };
+  // Fills `out` with the source's bytes at `offset` (a stream: its next bytes).
+  Status FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out);
+  bool OnDevice(Tier tier) const {
+    return tier == Tier::kAccelerator && options_.accelerator != nullptr;
+  }
+  Result<Buffer> NewBlock(Tier tier, const std::string& key, std::uint64_t bytes);
   Status EnsureBuffer(WorkerBuffer& wb);
   bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
-  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source source, WorkerBuffer& wb,
+  Status StorageWrite(const std::string& key, std::uint64_t bytes, Source& source, WorkerBuffer& wb,
                       OpTiming* timing);
   Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                      OpTiming* timing);
-  Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source source,
+  Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source& source,
                      WorkerBuffer& wb, OpTiming* timing);
   Status MemoryRead(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                     OpTiming* timing);

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "iomimic/forwarding_storage.h"
 #include "iomimic/testing/memory_storage.h"
 
 namespace iomimic::kvcache {
@@ -17,6 +18,45 @@ class NoDeleteStorage final : public testing::MemoryStorage {
  public:
   std::string name() const override { return "appendonly"; }
   Status Remove(const std::string&) override { return Status::NotSupported("no deletes"); }
+};
+
+// An accelerator whose "device" buffers hold every byte XOR 0x5A (host
+// memory underneath): only CopyIntoBuffer and CopyOutOfBuffer see the
+// entry's bytes, so a tier store that touched device memory directly would
+// move wrong ones. Allocations beyond `limit` bytes in all fail.
+class ScrambledDevice final : public ForwardingStorage {
+ public:
+  explicit ScrambledDevice(Storage* inner, std::uint64_t limit = ~0ull)
+      : ForwardingStorage(inner), limit_(limit) {}
+  std::string name() const override { return "scrambled"; }
+  Result<Buffer> Allocate(std::size_t size) override {
+    if (size > limit_ - allocated) {
+      return Status::ResourceExhausted("out of device memory for " + std::to_string(size));
+    }
+    allocated += size;
+    ++allocations;
+    return Buffer(
+        std::malloc(size), size, [](void*, void* p, std::size_t) { std::free(p); }, nullptr,
+        MemoryKind::kDevice);
+  }
+  Status CopyIntoBuffer(Buffer& to, std::size_t offset, std::span<const std::byte> from) override {
+    IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(to, offset, from.size(), "scrambled"));
+    for (std::size_t i = 0; i < from.size(); ++i) to.data()[offset + i] = from[i] ^ kKey;
+    copies_in += from.size();
+    return Status::OK();
+  }
+  Status CopyOutOfBuffer(const Buffer& from, std::size_t offset, std::span<std::byte> to) override {
+    IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(from, offset, to.size(), "scrambled"));
+    for (std::size_t i = 0; i < to.size(); ++i) to[i] = from.data()[offset + i] ^ kKey;
+    copies_out += to.size();
+    return Status::OK();
+  }
+
+  static constexpr std::byte kKey{0x5A};
+  std::uint64_t allocated = 0, allocations = 0, copies_in = 0, copies_out = 0;
+
+ private:
+  std::uint64_t limit_;
 };
 
 StoreOptions Options(const ModelSpec* model, std::uint64_t transfer = 4096) {
@@ -105,6 +145,60 @@ TEST_CASE("kvcache tier store: the end cuts a transfer short and leaves no half 
   OpTiming t;
   CHECK(store.WriteNew(Tier::kStorage, "x", 1 << 20, wb, &t).code() == StatusCode::kAborted);
   CHECK_FALSE(storage.Has("kv/rank_0/x.npy"));
+}
+
+TEST_CASE("kvcache tier store: a device accelerator moves its entries only through the copies") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage storage;
+  ScrambledDevice device(&storage);
+  StoreOptions o = Options(model, 65536);
+  o.accelerator = &device;
+  TierStore store(storage, o);
+  TierStore::WorkerBuffer wb;
+  const std::uint64_t bytes = EntryBytes(*model, 10, 1);  // 245760: four 64 KiB chunks
+  OpTiming t, read, write;
+  REQUIRE(store.WriteNew(Tier::kAccelerator, "g", bytes, wb, &t).ok());
+  REQUIRE(store.WriteNew(Tier::kAccelerator, "h", bytes, wb, &t).ok());
+  CHECK(device.allocations == 2);
+  CHECK(device.copies_in == 2 * bytes);
+  REQUIRE(store.Read(Tier::kAccelerator, "g", bytes, wb, &t).ok());
+  CHECK(device.copies_out == bytes);
+  // Out of the accelerator to storage, and through the host tier.
+  REQUIRE(store.Demote(Tier::kAccelerator, Tier::kStorage, "g", bytes, wb, &read, &write).ok());
+  REQUIRE(store.Demote(Tier::kAccelerator, Tier::kHost, "h", bytes, wb, &read, &write).ok());
+  // The copies out of the device are the demotion's read, not its write.
+  CHECK(read.total > 0);
+  CHECK(write.total >= 0);
+  REQUIRE(store.Demote(Tier::kHost, Tier::kStorage, "h", bytes, wb, &read, &write).ok());
+  CHECK(device.copies_out == 3 * bytes);
+  // The same bytes as entries written straight to storage.
+  testing::MemoryStorage other;
+  TierStore direct(other, Options(model, 4096));
+  for (const char* key : {"g", "h"}) {
+    REQUIRE(direct.WriteNew(Tier::kStorage, key, bytes, wb, &t).ok());
+    const std::string path = std::string("kv/rank_0/") + key + ".npy";
+    CHECK(storage.Bytes(path) == other.Bytes(path));
+  }
+  // Demoted entries left the accelerator.
+  CHECK(store.Read(Tier::kAccelerator, "g", bytes, wb, &t).code() == StatusCode::kInternal);
+}
+
+TEST_CASE("kvcache tier store: an accelerator out of device memory is one error naming it") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage storage;
+  ScrambledDevice device(&storage, 300000);
+  StoreOptions o = Options(model);
+  o.accelerator = &device;
+  TierStore store(storage, o);
+  TierStore::WorkerBuffer wb;
+  const std::uint64_t bytes = EntryBytes(*model, 10, 1);
+  OpTiming t;
+  REQUIRE(store.WriteNew(Tier::kAccelerator, "a", bytes, wb, &t).ok());
+  Status st = store.WriteNew(Tier::kAccelerator, "b", bytes, wb, &t);
+  CHECK(st.code() == StatusCode::kResourceExhausted);
+  CHECK(st.message() ==
+        "kv_cache: the accelerator tier (scrambled) cannot allocate 245760 bytes for entry b: "
+        "out of device memory for 245760");
 }
 
 }  // namespace iomimic::kvcache

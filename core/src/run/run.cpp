@@ -489,6 +489,7 @@ class WorkloadRun {
   Status KvCache() {
     progress_->MarkPhaseStart(0, 0);
     kvcache::KvRunOptions options;
+    options.registry = &registry_;
     if (!c_.kv_cache.io_trace_log.empty()) {
       const std::string& name = c_.kv_cache.io_trace_log;
       options.trace_path = (name.front() == '/' ? name : folder_ + "/" + name) +

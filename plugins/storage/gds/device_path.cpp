@@ -30,7 +30,7 @@ std::byte* AlignedZeroed(std::size_t bytes) {
 class EmulatedPath final : public DevicePath {
  public:
   EmulatedPath(double bytes_per_second, double latency_seconds)
-      : link_(bytes_per_second, latency_seconds) {}
+      : link_(bytes_per_second, latency_seconds), back_link_(bytes_per_second, latency_seconds) {}
 
   DataPathKind kind() const override { return DataPathKind::kEmulated; }
 
@@ -87,7 +87,15 @@ class EmulatedPath final : public DevicePath {
     return Status::OK();
   }
 
-  Status WaitHostToDevice(StagingBuffer& via) override {
+  Status StartDeviceToHost(std::byte* host, const void* device, std::size_t bytes,
+                           StagingBuffer& via) override {
+    const Clock::time_point done = back_link_.Reserve(bytes);
+    std::memcpy(host, device, bytes);
+    via.copy_done = std::max(via.copy_done, done);
+    return Status::OK();
+  }
+
+  Status WaitCopies(StagingBuffer& via) override {
     WaitUntil(via.copy_done);
     return Status::OK();
   }
@@ -98,7 +106,8 @@ class EmulatedPath final : public DevicePath {
   }
 
  private:
-  H2dLinkModel link_;
+  H2dLinkModel link_;       // host to device
+  H2dLinkModel back_link_;  // device to host
 };
 
 // --- CUDA memory shared by cuda-bounce and cufile ---------------------------------
@@ -172,14 +181,17 @@ class CudaMemory {
     buffer = StagingBuffer();
   }
 
-  // Starts copying pinned host memory to the device on `stream`.
-  Status StartCopyIn(void* device, const std::byte* host, std::size_t bytes,
-                     CudaStream stream) const {
+  // Starts copying between pinned host memory and the device on `stream`:
+  // `kind` kCudaMemcpyHostToDevice or kCudaMemcpyDeviceToHost.
+  Status StartCopy(void* to, const void* from, std::size_t bytes, int kind,
+                   CudaStream stream) const {
     IOMIMIC_RETURN_IF_ERROR(Select());
-    CudaError e = cuda_->MemcpyAsync(device, host, bytes, kCudaMemcpyHostToDevice, stream);
+    CudaError e = cuda_->MemcpyAsync(to, from, bytes, kind, stream);
     if (e != kCudaSuccess) {
-      return Status::IOError("cudaMemcpyAsync of " + Bytes(bytes) +
-                             " host to device: " + cuda_->ErrorText(e));
+      return Status::IOError(
+          "cudaMemcpyAsync of " + Bytes(bytes) +
+          (kind == kCudaMemcpyHostToDevice ? " host to device: " : " device to host: ") +
+          cuda_->ErrorText(e));
     }
     return Status::OK();
   }
@@ -189,7 +201,7 @@ class CudaMemory {
     IOMIMIC_RETURN_IF_ERROR(Select());
     CudaError e = cuda_->StreamSynchronize(stream);
     if (e != kCudaSuccess) {
-      return Status::IOError("cudaStreamSynchronize after host-to-device copies: " +
+      return Status::IOError("cudaStreamSynchronize after copies between host and device: " +
                              cuda_->ErrorText(e));
     }
     return Status::OK();
@@ -231,9 +243,13 @@ class CudaBouncePath : public DevicePath {
 
   Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
                            StagingBuffer& via) override {
-    return memory_.StartCopyIn(device, host, bytes, via.stream);
+    return memory_.StartCopy(device, host, bytes, kCudaMemcpyHostToDevice, via.stream);
   }
-  Status WaitHostToDevice(StagingBuffer& via) override { return memory_.WaitCopies(via.stream); }
+  Status StartDeviceToHost(std::byte* host, const void* device, std::size_t bytes,
+                           StagingBuffer& via) override {
+    return memory_.StartCopy(host, device, bytes, kCudaMemcpyDeviceToHost, via.stream);
+  }
+  Status WaitCopies(StagingBuffer& via) override { return memory_.WaitCopies(via.stream); }
 
   Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) override {
     return memory_.ToHost(host, device, bytes);

@@ -78,14 +78,21 @@ class DevicePath {
   // Staged paths, and cufile for the files cuFile refused: starts copying
   // `bytes` from `host` (inside `via`) to `device` (cudaMemcpyAsync on the
   // buffer's stream; emulated: the memcpy, with the modelled link booked).
-  // Until WaitHostToDevice(via) returns, `via` must not be written, reused or
+  // Until WaitCopies(via) returns, `via` must not be written, reused or
   // released, and `device` must not be read. Copies started from one buffer
   // complete in order.
   virtual Status StartHostToDevice(void* device, const std::byte* host, std::size_t bytes,
                                    StagingBuffer& via) = 0;
-  // Returns when every copy started from `via` is complete (emulated: when
-  // the modelled copy would be).
-  virtual Status WaitHostToDevice(StagingBuffer& via) = 0;
+  // The other direction (Storage::CopyOutOfBuffer): starts copying `bytes`
+  // from `device` to `host` (inside `via`): cudaMemcpyAsync device-to-host
+  // on the buffer's stream; emulated: the memcpy, with the modelled link of
+  // the other direction booked (a PCIe link carries both at once). Until
+  // WaitCopies(via) returns, `host` must not be read and `via` not reused.
+  virtual Status StartDeviceToHost(std::byte* host, const void* device, std::size_t bytes,
+                                   StagingBuffer& via) = 0;
+  // Returns when every copy started from `via`, either way, is complete
+  // (emulated: when the modelled copy would be).
+  virtual Status WaitCopies(StagingBuffer& via) = 0;
 
   // Copies device memory back to the host (verification and tests).
   virtual Status DeviceToHost(std::byte* host, const void* device, std::size_t bytes) = 0;

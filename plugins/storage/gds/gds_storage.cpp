@@ -158,6 +158,27 @@ class StagingPool {
   std::vector<StagingBuffer> free_;
 };
 
+// The staging buffers of one transfer: a second one when the transfer spans
+// more than one buffer and pinned memory for it is to be had (one still
+// works: each copy out of it is waited for before it is reused).
+struct StagingPair {
+  StagingPool::Lease first;
+  std::optional<StagingPool::Lease> second;
+
+  int count() const { return second ? 2 : 1; }
+  StagingBuffer& buffer(int k) { return k == 1 && second ? second->buffer() : first.buffer(); }
+};
+
+Result<StagingPair> AcquirePair(StagingPool& pool, std::size_t bytes) {
+  IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease first, pool.Acquire());
+  StagingPair pair{std::move(first), std::nullopt};
+  if (bytes > pair.first.buffer().capacity) {
+    Result<StagingPool::Lease> more = pool.Acquire();
+    if (more.ok()) pair.second.emplace(std::move(more).value());
+  }
+  return pair;
+}
+
 struct Counters {
   std::atomic<std::uint64_t> device_reads{0};
   std::atomic<std::uint64_t> device_bytes{0};
@@ -168,6 +189,10 @@ struct Counters {
   std::atomic<std::uint64_t> allocations{0};
   std::atomic<std::uint64_t> cache_hits{0};
   std::atomic<std::uint64_t> refused_files{0};
+  // Buffer copies, [0] host to device (CopyIntoBuffer), [1] device to host.
+  std::atomic<std::uint64_t> copies[2] = {0, 0};
+  std::atomic<std::uint64_t> copy_bytes[2] = {0, 0};
+  std::atomic<std::uint64_t> copy_nanos[2] = {0, 0};
 };
 
 // Everything the storage, its files and its buffers share. Buffers keep it
@@ -234,6 +259,11 @@ struct State {
     path->FreeDevice(block, rounded);
   }
 
+  // CopyIntoBuffer's copy of `host` to `device` (inside one device block).
+  Status CopyIn(std::byte* device, std::span<const std::byte> host);
+  // CopyOutOfBuffer's copy of `device` (inside one device block) to `host`.
+  Status CopyOut(std::span<std::byte> host, const std::byte* device);
+
   // cufile, mode=auto: whether files on the device `dev` are staged because
   // cuFile refused one of them. Registering every file again would cost a
   // refusal (and a cuFile log entry) per file.
@@ -272,6 +302,72 @@ struct State {
   std::mutex refused_mu;
   std::vector<dev_t> refused_devices;  // cufile: devices whose files cuFile refused
 };
+
+// Chunks of the staging size, two buffers alternating: a chunk is copied
+// into staging memory while the previous one goes to the device.
+Status State::CopyIn(std::byte* device, std::span<const std::byte> host) {
+  IOMIMIC_ASSIGN_OR_RETURN(StagingPair pair, AcquirePair(staging, host.size()));
+  bool pending[2] = {false, false};
+  Status status;
+  std::size_t done = 0;
+  for (int k = 0; done < host.size(); k = (k + 1) % pair.count()) {
+    StagingBuffer& b = pair.buffer(k);
+    if (pending[k]) {
+      pending[k] = false;
+      status = path->WaitCopies(b);
+      if (!status.ok()) break;
+    }
+    const std::size_t n = std::min(host.size() - done, b.capacity);
+    std::memcpy(b.data, host.data() + done, n);
+    status = path->StartHostToDevice(device + done, b.data, n, b);
+    if (!status.ok()) break;
+    pending[k] = true;
+    done += n;
+  }
+  // Every path out waits: a staging buffer goes back only when no copy uses it.
+  for (int k = 0; k < 2; ++k) {
+    if (!pending[k]) continue;
+    Status waited = path->WaitCopies(pair.buffer(k));
+    if (status.ok()) status = waited;
+  }
+  return status;
+}
+
+// The mirror of CopyIn: a chunk is copied out of staging memory to `host`
+// while the next one comes from the device.
+Status State::CopyOut(std::span<std::byte> host, const std::byte* device) {
+  IOMIMIC_ASSIGN_OR_RETURN(StagingPair pair, AcquirePair(staging, host.size()));
+  struct InFlight {
+    std::size_t at = 0, n = 0;
+    bool pending = false;
+  } flight[2];
+  // Waits for the copy into buffer `k` and moves its bytes to `host`.
+  auto land = [&](int k) -> Status {
+    if (!flight[k].pending) return Status::OK();
+    flight[k].pending = false;
+    StagingBuffer& b = pair.buffer(k);
+    IOMIMIC_RETURN_IF_ERROR(path->WaitCopies(b));
+    std::memcpy(host.data() + flight[k].at, b.data, flight[k].n);
+    return Status::OK();
+  };
+  Status status;
+  std::size_t done = 0;
+  for (int k = 0; done < host.size(); k = (k + 1) % pair.count()) {
+    status = land(k);
+    if (!status.ok()) break;
+    StagingBuffer& b = pair.buffer(k);
+    const std::size_t n = std::min(host.size() - done, b.capacity);
+    status = path->StartDeviceToHost(b.data, device + done, n, b);
+    if (!status.ok()) break;
+    flight[k] = {done, n, true};
+    done += n;
+  }
+  for (int k = 0; k < 2; ++k) {
+    Status landed = land(k);
+    if (status.ok()) status = landed;
+  }
+  return status;
+}
 
 namespace {
 
@@ -480,15 +576,9 @@ class GdsFile final : public File {
   Result<std::size_t> ReadStaged(std::uint64_t offset, std::span<std::byte> destination) {
     DevicePath& device = *state_->path;
     Counters& counters = state_->counters;
-    IOMIMIC_ASSIGN_OR_RETURN(StagingPool::Lease first, state_->staging.Acquire());
-    std::optional<StagingPool::Lease> second;
-    if (destination.size() > first.buffer().capacity) {
-      // One buffer still works (each copy is waited for before the next
-      // read) when pinned memory for a second is not to be had.
-      Result<StagingPool::Lease> more = state_->staging.Acquire();
-      if (more.ok()) second.emplace(std::move(more).value());
-    }
-    StagingBuffer* buffers[2] = {&first.buffer(), second ? &second->buffer() : &first.buffer()};
+    IOMIMIC_ASSIGN_OR_RETURN(StagingPair pair, AcquirePair(state_->staging, destination.size()));
+    StagingBuffer* buffers[2] = {&pair.buffer(0), &pair.buffer(1)};
+    const bool second = pair.count() == 2;
     bool pending[2] = {false, false};
     Clock::duration storage{};
     Clock::duration h2d{};
@@ -498,7 +588,7 @@ class GdsFile final : public File {
       if (!pending[k]) return Status::OK();
       pending[k] = false;
       const Clock::time_point t = Clock::now();
-      Status s = device.WaitHostToDevice(*buffers[k]);
+      Status s = device.WaitCopies(*buffers[k]);
       h2d += Clock::now() - t;
       return s;
     };
@@ -631,6 +721,42 @@ Result<GdsOptions> ParseOptions(const PluginOptions& given) {
   return out;
 }
 
+// Storage::CopyIntoBuffer (`out` false) or CopyOutOfBuffer (`out` true) of
+// `bytes` at `offset` of `buffer`, a device buffer: the checks, `copy`
+// (which moves the bytes of the device range it is given) and the counting.
+template <typename Copy>
+Status DeviceBufferCopy(State& state, const Buffer& buffer, std::size_t offset, std::size_t bytes,
+                        bool out, Copy copy) {
+  // Strings are built only for errors: the copies are a hot path.
+  const char* what = out ? "gds: CopyOutOfBuffer" : "gds: CopyIntoBuffer";
+  try {
+    IOMIMIC_RETURN_IF_ERROR(CheckBufferRange(buffer, offset, bytes, what));
+    if (bytes == 0) return Status::OK();
+    std::byte* device = const_cast<std::byte*>(buffer.data()) + offset;
+    if (state.registry.Find(device, bytes).where != Where::kDevice) {
+      return Status::InvalidArgument(std::string(what) + ": the " + std::to_string(buffer.size()) +
+                                     "-byte device buffer is not one of this storage's (Allocate)");
+    }
+    const Clock::time_point start = Clock::now();
+    Status status = copy(device);
+    if (!status.ok()) {
+      return status.WithContext(std::string(what) + " of " + std::to_string(bytes) +
+                                " bytes at offset " + std::to_string(offset) + " (data path " +
+                                state.data_path + ")");
+    }
+    const int k = out ? 1 : 0;
+    state.counters.copies[k].fetch_add(1, std::memory_order_relaxed);
+    state.counters.copy_bytes[k].fetch_add(bytes, std::memory_order_relaxed);
+    state.counters.copy_nanos[k].fetch_add(Nanos(Clock::now() - start), std::memory_order_relaxed);
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("gds: out of memory copying " + std::to_string(bytes) +
+                                     " bytes between host and device");
+  } catch (...) {
+    return Status::Internal("gds: unexpected exception copying between host and device");
+  }
+}
+
 // Logs the data path choice once per process and choice (several storages
 // with the same choice log it once).
 void LogChoiceOnce(const State& state) {
@@ -752,6 +878,20 @@ Result<Buffer> GdsStorage::Allocate(std::size_t size) {
   }
 }
 
+Status GdsStorage::CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                                  std::span<const std::byte> source) {
+  if (destination.host_accessible()) return Storage::CopyIntoBuffer(destination, offset, source);
+  return DeviceBufferCopy(*state_, destination, offset, source.size(), false,
+                          [&](std::byte* device) { return state_->CopyIn(device, source); });
+}
+
+Status GdsStorage::CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                                   std::span<std::byte> destination) {
+  if (source.host_accessible()) return Storage::CopyOutOfBuffer(source, offset, destination);
+  return DeviceBufferCopy(*state_, source, offset, destination.size(), true,
+                          [&](std::byte* device) { return state_->CopyOut(destination, device); });
+}
+
 const std::string& GdsStorage::data_path() const { return state_->data_path; }
 
 const std::string& GdsStorage::path_reason() const { return state_->reason; }
@@ -768,6 +908,12 @@ GdsStats GdsStorage::stats() const {
   s.allocations = c.allocations.load(std::memory_order_relaxed);
   s.allocation_cache_hits = c.cache_hits.load(std::memory_order_relaxed);
   s.cufile_refused_files = c.refused_files.load(std::memory_order_relaxed);
+  s.h2d_copies = c.copies[0].load(std::memory_order_relaxed);
+  s.h2d_copy_bytes = c.copy_bytes[0].load(std::memory_order_relaxed);
+  s.h2d_copy_seconds = static_cast<double>(c.copy_nanos[0].load(std::memory_order_relaxed)) * 1e-9;
+  s.d2h_copies = c.copies[1].load(std::memory_order_relaxed);
+  s.d2h_copy_bytes = c.copy_bytes[1].load(std::memory_order_relaxed);
+  s.d2h_copy_seconds = static_cast<double>(c.copy_nanos[1].load(std::memory_order_relaxed)) * 1e-9;
   return s;
 }
 
@@ -783,6 +929,12 @@ std::vector<StorageStatistic> GdsStorage::Statistics() const {
       {"gds_device_allocations", static_cast<double>(s.allocations)},
       {"gds_allocation_cache_hits", static_cast<double>(s.allocation_cache_hits)},
       {"gds_cufile_refused_files", static_cast<double>(s.cufile_refused_files)},
+      {"gds_h2d_copies", static_cast<double>(s.h2d_copies)},
+      {"gds_h2d_copy_bytes", static_cast<double>(s.h2d_copy_bytes)},
+      {"gds_h2d_copy_seconds", s.h2d_copy_seconds},
+      {"gds_d2h_copies", static_cast<double>(s.d2h_copies)},
+      {"gds_d2h_copy_bytes", static_cast<double>(s.d2h_copy_bytes)},
+      {"gds_d2h_copy_seconds", s.d2h_copy_seconds},
   };
 }
 
@@ -793,7 +945,8 @@ std::string GdsStorage::ReportLine() const {
                 "iomimic: gds: rank %d: data path %s [%s]: staged %llu bytes into device memory "
                 "in %llu reads (storage %.6f s, host-to-device %.6f s); %llu bytes in %llu reads "
                 "went to host memory; %llu device allocations (%llu from the cache); "
-                "%llu files staged because cuFile refused them",
+                "%llu files staged because cuFile refused them; buffer copies: %llu bytes in %llu "
+                "to the device (%.6f s), %llu bytes in %llu from it (%.6f s)",
                 state_->rank, state_->data_path.c_str(), state_->path->Describe().c_str(),
                 static_cast<unsigned long long>(s.device_bytes),
                 static_cast<unsigned long long>(s.device_reads), s.storage_seconds, s.h2d_seconds,
@@ -801,7 +954,11 @@ std::string GdsStorage::ReportLine() const {
                 static_cast<unsigned long long>(s.host_reads),
                 static_cast<unsigned long long>(s.allocations),
                 static_cast<unsigned long long>(s.allocation_cache_hits),
-                static_cast<unsigned long long>(s.cufile_refused_files));
+                static_cast<unsigned long long>(s.cufile_refused_files),
+                static_cast<unsigned long long>(s.h2d_copy_bytes),
+                static_cast<unsigned long long>(s.h2d_copies), s.h2d_copy_seconds,
+                static_cast<unsigned long long>(s.d2h_copy_bytes),
+                static_cast<unsigned long long>(s.d2h_copies), s.d2h_copy_seconds);
   return text;
 }
 

@@ -54,6 +54,13 @@ struct GdsStats {
   // (cuFileHandleRegister), read through pinned staging memory instead. Their
   // reads count as staged: storage_seconds and h2d_seconds.
   std::uint64_t cufile_refused_files = 0;
+  // CopyIntoBuffer (host to device) and CopyOutOfBuffer (device to host):
+  // calls, bytes and the seconds they took (each call ends with its copies
+  // complete). Summed over threads.
+  std::uint64_t h2d_copies = 0, h2d_copy_bytes = 0;
+  double h2d_copy_seconds = 0;
+  std::uint64_t d2h_copies = 0, d2h_copy_bytes = 0;
+  double d2h_copy_seconds = 0;
 };
 
 struct State;  // shared by the storage, its files and its buffers
@@ -72,6 +79,18 @@ class GdsStorage final : public FileSystemStorage {
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
   // Device memory (MemoryKind::kDevice), whatever the data path.
   Result<Buffer> Allocate(std::size_t size) override;
+  // Host to device into a buffer from Allocate, through the pinned staging
+  // buffers in staging_size chunks, two alternating (a chunk is copied to
+  // the device while the next one is staged): cudaMemcpyAsync and
+  // cudaStreamSynchronize on cufile and cuda-bounce; emulated, a memcpy into
+  // the host arena held to the modelled link (h2d_bandwidth, h2d_latency).
+  // Errors name gds and the offset. Host-accessible buffers: a memcpy.
+  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                        std::span<const std::byte> source) override;
+  // Device to host, the same way (emulated: a link of its own, the same
+  // bandwidth and latency).
+  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                         std::span<std::byte> destination) override;
 
   // "cufile", "cuda-bounce" or "emulated".
   const std::string& data_path() const;
@@ -83,7 +102,10 @@ class GdsStorage final : public FileSystemStorage {
   GdsStats stats() const;
   // stats() for the results: gds_staged_bytes, gds_device_reads,
   // gds_storage_seconds, gds_h2d_seconds, gds_host_bytes, gds_host_reads,
-  // gds_device_allocations, gds_allocation_cache_hits.
+  // gds_device_allocations, gds_allocation_cache_hits,
+  // gds_cufile_refused_files, then the buffer copies: gds_h2d_copies,
+  // gds_h2d_copy_bytes, gds_h2d_copy_seconds, gds_d2h_copies,
+  // gds_d2h_copy_bytes, gds_d2h_copy_seconds.
   std::vector<StorageStatistic> Statistics() const override;
   // The report line (what report=true logs at destruction).
   std::string ReportLine() const;

@@ -466,6 +466,95 @@ TEST_CASE("gds: device allocations are tracked, reused and outlive the storage s
   b->Reset();
 }
 
+namespace {
+
+// The value of statistic `name` in `storage.Statistics()`, -1 when absent.
+double Statistic(const iomimic::Storage& storage, const std::string& name) {
+  for (const auto& s : storage.Statistics()) {
+    if (s.name == name) return s.value;
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("gds: CopyIntoBuffer and CopyOutOfBuffer round-trip through device memory") {
+  // Several staging chunks (64 KiB), an odd size and an offset into the buffer.
+  auto storage = MakeForTest({{"staging_size", "64K"}});
+  const auto data = Pattern(200003, 31);
+  auto device = storage->Allocate(300000);
+  REQUIRE(device.ok());
+  REQUIRE(device->kind() == MemoryKind::kDevice);
+  iomimic::Storage& sdk = *storage;  // through the SDK's virtual methods
+  REQUIRE(sdk.CopyIntoBuffer(*device, 1000, data).ok());
+  CHECK(DeviceBytes(*storage, device->data() + 1000, data.size()) == data);
+  std::vector<std::byte> back(data.size());
+  REQUIRE(sdk.CopyOutOfBuffer(*device, 1000, back).ok());
+  CHECK(back == data);
+  // A part of it, from inside.
+  std::vector<std::byte> part(5000);
+  REQUIRE(sdk.CopyOutOfBuffer(*device, 1000 + 70000, part).ok());
+  CHECK(std::equal(part.begin(), part.end(), data.begin() + 70000));
+  const auto s = storage->stats();
+  CHECK(s.h2d_copies == 1);
+  CHECK(s.h2d_copy_bytes == data.size());
+  CHECK(s.d2h_copies == 2);
+  CHECK(s.d2h_copy_bytes == data.size() + part.size());
+  CHECK(s.h2d_copy_seconds > 0);
+  CHECK(s.d2h_copy_seconds > 0);
+  CHECK(s.device_bytes == 0);  // not reads
+  CHECK(Statistic(sdk, "gds_h2d_copy_bytes") == static_cast<double>(data.size()));
+  CHECK(Statistic(sdk, "gds_d2h_copies") == 2);
+  CHECK(Contains(storage->ReportLine(), "buffer copies: 200003 bytes in 1 to the device"));
+
+  // Ranges past the end: InvalidArgument naming the offset and the sizes.
+  auto past = sdk.CopyIntoBuffer(*device, 299000, std::span(data).first(2000));
+  CHECK(past.code() == StatusCode::kInvalidArgument);
+  CHECK(Contains(past.message(),
+                 "gds: CopyIntoBuffer: 2000 bytes at offset 299000 end past the "
+                 "300000-byte buffer"));
+  auto beyond = sdk.CopyOutOfBuffer(*device, 300001, std::span(back).first(0));
+  CHECK(beyond.code() == StatusCode::kInvalidArgument);
+  CHECK(Contains(beyond.message(), "offset 300001"));
+  CHECK(sdk.CopyOutOfBuffer(*device, 300000, std::span(back).first(0)).ok());  // empty, at the end
+  // Another storage's device buffer is refused; a host buffer is a memcpy.
+  auto other = MakeForTest();
+  auto foreign = other->Allocate(1000);
+  REQUIRE(foreign.ok());
+  auto refused = sdk.CopyIntoBuffer(*foreign, 0, std::span(data).first(10));
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK(Contains(refused.message(), "not one of this storage's"));
+  Buffer host = Buffer::AllocateHost(100);
+  REQUIRE(sdk.CopyIntoBuffer(host, 10, std::span(data).first(90)).ok());
+  CHECK(std::equal(host.data() + 10, host.data() + 100, data.begin()));
+  CHECK(storage->stats().h2d_copies == 1);  // the host copy is not a device copy
+}
+
+TEST_CASE("gds: buffer copies take at least the modelled link time (emulated)") {
+  constexpr double kBandwidth = 64.0 * 1024 * 1024;                       // "64M" per second
+  const auto data = Pattern(4 * 1024 * 1024, 32);                         // 4 chunks of 1 MiB
+  const double expected = static_cast<double>(data.size()) / kBandwidth;  // 62.5 ms
+  auto storage = MakeEmulated({{"h2d_bandwidth", "64M"}, {"staging_size", "1M"}});
+  auto device = storage->Allocate(data.size());
+  REQUIRE(device.ok());
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE(storage->CopyIntoBuffer(*device, 0, data).ok());
+  const double in = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<std::byte> back(data.size());
+  start = std::chrono::steady_clock::now();
+  REQUIRE(storage->CopyOutOfBuffer(*device, 0, back).ok());
+  const double out =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(back == data);
+  CAPTURE(expected);
+  CHECK(in >= expected * 0.999);
+  CHECK(out >= expected * 0.999);
+  const auto s = storage->stats();
+  CHECK(s.h2d_copy_seconds >= expected * 0.999);
+  CHECK(s.d2h_copy_seconds >= expected * 0.999);
+  CHECK(s.h2d_copy_seconds <= in);
+}
+
 TEST_CASE("gds: several threads stage concurrently") {
   TempDir dir;
   auto storage = MakeForTest({{"staging_size", "256K"}});
@@ -618,6 +707,41 @@ TEST_CASE("gds: cuda-bounce stages through pinned memory and a stream (fake runt
   CHECK(after.device_blocks == before.device_blocks);
   CHECK(after.pinned_blocks == before.pinned_blocks);
   CHECK(after.streams == before.streams);
+  CHECK(after.violations == 0);
+}
+
+TEST_CASE("gds: cuda-bounce buffer copies go through pinned memory both ways (fake runtime)") {
+  const CudaCounters before = FakeCuda();
+  long d2h_before[2];
+  auto d2h = FakeSymbol<void (*)(long*)>(IOMIMIC_GDS_FAKE_CUDART, "fake_cuda_d2h_counters");
+  d2h(d2h_before);
+  {
+    auto storage = Make({{"mode", "cuda-bounce"},
+                         {"cuda_runtime", IOMIMIC_GDS_FAKE_CUDART},
+                         {"staging_size", "64K"}});
+    const auto data = Pattern(200000, 33);
+    auto device = storage->Allocate(data.size());
+    REQUIRE(device.ok());
+    // The stand-in copies at cudaStreamSynchronize: the bytes are right only
+    // if each copy was waited for before its staging buffer was reused.
+    REQUIRE(storage->CopyIntoBuffer(*device, 0, data).ok());
+    std::vector<std::byte> back(data.size());
+    REQUIRE(storage->CopyOutOfBuffer(*device, 0, back).ok());
+    CHECK(back == data);
+    const CudaCounters during = FakeCuda();
+    long d2h_during[2];
+    d2h(d2h_during);
+    CHECK(during.h2d_copies - before.h2d_copies == 4);  // 200000 bytes in 64 KiB chunks
+    CHECK(during.h2d_bytes - before.h2d_bytes == static_cast<long>(data.size()));
+    CHECK(d2h_during[0] - d2h_before[0] == 4);
+    CHECK(d2h_during[1] - d2h_before[1] == static_cast<long>(data.size()));
+    CHECK(during.syncs - before.syncs == 8);  // each copy waited for once
+    CHECK(storage->stats().h2d_copy_bytes == data.size());
+    CHECK(storage->stats().d2h_copy_bytes == data.size());
+  }
+  const CudaCounters after = FakeCuda();
+  CHECK(after.device_blocks == before.device_blocks);
+  CHECK(after.pinned_blocks == before.pinned_blocks);
   CHECK(after.violations == 0);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "iomimic/forwarding_storage.h"
@@ -37,6 +38,25 @@ class DeviceMemoryStorage final : public ForwardingStorage {
     return Buffer(
         p, size, [](void*, void* data, std::size_t) { std::free(data); }, nullptr,
         MemoryKind::kDevice);
+  }
+
+  // A memcpy: the "device" memory is host memory underneath.
+  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
+                        std::span<const std::byte> source) override {
+    IOMIMIC_RETURN_IF_ERROR(
+        CheckBufferRange(destination, offset, source.size(), "device-mem: CopyIntoBuffer"));
+    if (!source.empty()) std::memcpy(destination.data() + offset, source.data(), source.size());
+    return Status::OK();
+  }
+  // A memcpy, as CopyIntoBuffer.
+  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
+                         std::span<std::byte> destination) override {
+    IOMIMIC_RETURN_IF_ERROR(
+        CheckBufferRange(source, offset, destination.size(), "device-mem: CopyOutOfBuffer"));
+    if (!destination.empty()) {
+      std::memcpy(destination.data(), source.data() + offset, destination.size());
+    }
+    return Status::OK();
   }
 
   // How many buffers Allocate handed out (not thread-safe: tests only).

@@ -42,6 +42,8 @@ struct Fake {
   int count_error = kSuccess;  // what cudaGetDeviceCount returns
   long h2d_copies = 0;
   long h2d_bytes = 0;
+  long d2h_copies = 0;  // cudaMemcpyAsync device to pinned (Storage::CopyOutOfBuffer)
+  long d2h_bytes = 0;
   long syncs = 0;
   long violations = 0;     // calls that break the documented contract
   long max_in_flight = 0;  // most copies queued at a time, all streams together
@@ -176,9 +178,11 @@ __attribute__((visibility("default"))) int cudaStreamDestroy(void* stream) {
 __attribute__((visibility("default"))) int cudaMemcpyAsync(void* dst, const void* src,
                                                            std::size_t n, int kind, void* stream) {
   std::lock_guard<std::mutex> lock(F().mu);
-  // The bounce path must copy pinned -> device (kind 1) on a live stream.
-  if (kind != 1 || !Inside(F().device, dst, n) || !Inside(F().pinned, src, n) ||
-      F().streams.count(stream) == 0) {
+  // The bounce path must copy pinned -> device (kind 1), or device ->
+  // pinned (kind 2, CopyOutOfBuffer), on a live stream.
+  const bool h2d = kind == 1 && Inside(F().device, dst, n) && Inside(F().pinned, src, n);
+  const bool d2h = kind == 2 && Inside(F().pinned, dst, n) && Inside(F().device, src, n);
+  if (!(h2d || d2h) || F().streams.count(stream) == 0) {
     ++F().violations;
     return kErrorInvalidValue;
   }
@@ -187,8 +191,13 @@ __attribute__((visibility("default"))) int cudaMemcpyAsync(void* dst, const void
   long in_flight = 0;
   for (const auto& [other, copies] : F().queued) in_flight += static_cast<long>(copies.size());
   F().max_in_flight = std::max(F().max_in_flight, in_flight);
-  ++F().h2d_copies;
-  F().h2d_bytes += static_cast<long>(n);
+  if (h2d) {
+    ++F().h2d_copies;
+    F().h2d_bytes += static_cast<long>(n);
+  } else {
+    ++F().d2h_copies;
+    F().d2h_bytes += static_cast<long>(n);
+  }
   return kSuccess;
 }
 
@@ -224,14 +233,14 @@ __attribute__((visibility("default"))) void fake_cuda_set_count_error(int error)
   F().count_error = error;
 }
 
-// Returns {live device blocks, live pinned blocks, live streams, H2D copies,
-// H2D bytes, stream syncs, contract violations}.
-// The most host-to-device copies that were in flight at once; resets it.
+// The most copies that were in flight at once; resets it.
 __attribute__((visibility("default"))) long fake_cuda_max_in_flight() {
   std::lock_guard<std::mutex> lock(F().mu);
   return std::exchange(F().max_in_flight, 0);
 }
 
+// Returns {live device blocks, live pinned blocks, live streams, H2D copies,
+// H2D bytes, stream syncs, contract violations}.
 __attribute__((visibility("default"))) void fake_cuda_counters(long out[7]) {
   std::lock_guard<std::mutex> lock(F().mu);
   out[0] = static_cast<long>(F().device.size());
@@ -241,6 +250,13 @@ __attribute__((visibility("default"))) void fake_cuda_counters(long out[7]) {
   out[4] = F().h2d_bytes;
   out[5] = F().syncs;
   out[6] = F().violations;
+}
+
+// Returns {D2H copies, D2H bytes} (cudaMemcpyAsync device to pinned).
+__attribute__((visibility("default"))) void fake_cuda_d2h_counters(long out[2]) {
+  std::lock_guard<std::mutex> lock(F().mu);
+  out[0] = F().d2h_copies;
+  out[1] = F().d2h_bytes;
 }
 
 }  // extern "C"
