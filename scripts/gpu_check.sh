@@ -3,7 +3,8 @@
 # "Checked on a GPU"): its unit tests on each data path (emulated, cuda-bounce, cufile: the
 # device bytes are copied back and compared), then a shrunk unet3d_h100 run
 # (npz, decode off) on posix and on every gds path, with the summary's figures
-# in one table. Needs a bundle made by scripts/bundle.sh (with the program
+# in one table, and the KV-cache accelerator tier in device memory
+# (bench/kvcache_gpu_tier.py, OUT/kvcache_gpu_tier.md). Needs a bundle made by scripts/bundle.sh (with the program
 # iomimic_storage_gds_test) and the CUDA runtime and cuFile libraries
 # somewhere under /usr, /opt or the Python site-packages (NVIDIA's wheels).
 #
@@ -137,6 +138,16 @@ if [[ "${GPU_CHECK_UDEV:-0}" == 1 ]]; then
     ++workload.storage.options.mode=cufile ++workload.storage.options.report=true \
     "++workload.storage.options.cuda_runtime=$cudart" \
     "++workload.storage.options.cufile_library=$cufile"
+fi
+
+step "KV-cache accelerator tier in device memory (bench/kvcache_gpu_tier.py)"
+kv_args=(--iomimic "$iomimic" --work "$work/kvcache" --markdown "$out/kvcache_gpu_tier.md")
+[[ -n "$cudart" ]] && kv_args+=(--cuda-runtime "$cudart")
+if python3 "$repo/bench/kvcache_gpu_tier.py" "${kv_args[@]}"; then
+  echo "kvcache gpu tier: passed"
+else
+  echo "kvcache gpu tier: FAILED"
+  failed=1
 fi
 
 step "table"
