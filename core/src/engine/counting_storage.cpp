@@ -192,7 +192,7 @@ class CountingFile final : public File {
 Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
                                                     const OpenOptions& options) {
   auto t = Clock::now();
-  Result<std::unique_ptr<File>> f = inner_->Open(path, options);
+  Result<std::unique_ptr<File>> f = inner().Open(path, options);
   const std::uint64_t open_ns = NanosSince(t);
   counters_.open_latency.Record(open_ns);
   TraceOp(tracer_, "open", t, open_ns);
@@ -206,7 +206,7 @@ Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
 
 Result<FileInfo> CountingStorage::Stat(const std::string& path) {
   auto t = Clock::now();
-  Result<FileInfo> info = inner_->Stat(path);
+  Result<FileInfo> info = inner().Stat(path);
   const std::uint64_t ns = NanosSince(t);
   counters_.stat_latency.Record(ns);
   TraceOp(tracer_, "stat", t, ns);

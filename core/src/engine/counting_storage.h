@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "iomimic/forwarding_storage.h"
 #include "iomimic/storage.h"
 #include "metrics/histogram.h"
 #include "metrics/trace.h"
@@ -108,32 +109,17 @@ struct FileCounters {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> CommonSizes(std::size_t n = 4) const;
 };
 
-class CountingStorage final : public Storage {
+// Counts every operation of the back end it wraps (its own name and
+// capabilities are the inner one's); everything it does not count is
+// forwarded as ForwardingStorage does.
+class CountingStorage final : public ForwardingStorage {
  public:
   // `inner` must outlive this object.
-  explicit CountingStorage(Storage* inner) : inner_(inner) {}
+  explicit CountingStorage(Storage* inner) : ForwardingStorage(inner) {}
 
-  std::string name() const override { return inner_->name(); }
-  StorageCapabilities capabilities() const override { return inner_->capabilities(); }
+  std::string name() const override { return inner().name(); }
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
-  Status CreateDirectories(const std::string& path) override {
-    return inner_->CreateDirectories(path);
-  }
-  Status Remove(const std::string& path) override { return inner_->Remove(path); }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return inner_->Rename(from, to);
-  }
   Result<FileInfo> Stat(const std::string& path) override;
-  Result<Buffer> Allocate(std::size_t size) override { return inner_->Allocate(size); }
-  Status CopyIntoBuffer(Buffer& destination, std::size_t offset,
-                        std::span<const std::byte> source) override {
-    return inner_->CopyIntoBuffer(destination, offset, source);
-  }
-  Status CopyOutOfBuffer(const Buffer& source, std::size_t offset,
-                         std::span<std::byte> destination) override {
-    return inner_->CopyOutOfBuffer(source, offset, destination);
-  }
-  std::vector<StorageStatistic> Statistics() const override { return inner_->Statistics(); }
 
   IoCounters& counters() { return counters_; }
   IoSnapshot Snapshot() const;
@@ -150,7 +136,6 @@ class CountingStorage final : public Storage {
   void AddFileCounters(const std::string& path, const FileCounters& counters);
 
  private:
-  Storage* inner_;
   IoCounters counters_;
   metrics::Tracer* tracer_ = nullptr;
   mutable std::mutex files_mutex_;
