@@ -18,6 +18,7 @@ Usage: cluster_fault_tests.py TEST --iomimic BIN --source REPO --work DIR
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -181,6 +182,32 @@ def test_host_without_data_named():
         with open(os.path.join(out, "status.json")) as f:
             if want not in json.load(f).get("error", ""):
                 fail("status.json does not name h2 and the path")
+    finally:
+        cluster("stop", folder, check=False)
+
+
+def test_host_without_output_folder_named():
+    """The results folder on node-local storage: rank 0 makes it on h1, and
+    the ranks on h2, which write their own per-rank files, find no such
+    folder there. The one error names h2 (the host that failed), not h1
+    (the host that reports it), however many times the failure is agreed
+    between the ranks on its way out."""
+    folder = start(2)
+    try:
+        data = os.path.join(args().work, "data")
+        out = os.path.join(folder, "local", "out")
+        p = cluster("mpirun", folder, "-np", "4", "--host", "h1:2,h2:2", "--oversubscribe",
+                    *quickstart(data, out, ["++workload.train.epochs=1"]),
+                    check=False, timeout=180)
+        text = p.stdout + p.stderr
+        print(text[-3000:])
+        errors = [l for l in text.splitlines() if l.startswith("iomimic: error:")]
+        if p.returncode == 0 or len(errors) != 1:
+            fail("expected one error line, got exit %d and %s" % (p.returncode, errors))
+        if not re.search(r"rank [23] failed: on host h2: ", errors[0]):
+            fail("the error does not name a rank of h2 and h2: %s" % errors[0])
+        if "on host h1" in errors[0] or errors[0].count("on host") != 1:
+            fail("the error names the wrong host, or a host twice: %s" % errors[0])
     finally:
         cluster("stop", folder, check=False)
 

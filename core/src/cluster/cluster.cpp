@@ -276,8 +276,10 @@ Status Cluster::AgreeOnStatus(const Status& local) const {
   if (size_ == 1) return local;
   // On several hosts a failure names its host: what one host sees (a
   // node-local folder, a mount, a device) is often not what the others see.
-  const Status named =
-      local.ok() || num_hosts_ == 1 ? local : local.WithContext("on host " + hostname_);
+  // Only a failure not yet agreed: a status agreed before (this rank's own,
+  // named then, or another rank's "rank N failed: ...") is passed on as it is.
+  const bool name_host = !local.ok() && num_hosts_ > 1 && !failure_agreed_;
+  const Status named = name_host ? local.WithContext("on host " + hostname_) : local;
   std::vector<std::string> all = AllGatherStrings(named.ok() ? std::string() : named.message());
   if (!named.ok()) {
     failure_agreed_ = true;

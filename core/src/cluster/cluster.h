@@ -60,7 +60,8 @@ class Cluster {
   std::vector<std::string> GatherStringsToRoot(const std::string& value) const;
   // Returns OK on every rank only if `local` is OK on every rank. Otherwise
   // every rank gets an error: its own, or "aborted: rank N failed: <msg>".
-  // On more than one host a failure's message starts "on host <name>: ".
+  // On more than one host the first failure agreed names its host: its
+  // message starts "on host <name>: ".
   Status AgreeOnStatus(const Status& local) const;
   // True once AgreeOnStatus has returned an error here: every rank then
   // holds the failure, and rank 0 alone needs to report it.

@@ -179,7 +179,15 @@ Status Apply(const Flag& f, const std::string& v, ReferenceCommandLine* out,
       // whole simulation runs, no tier I/O is performed, every operation is
       // written to FILE (relative to the working directory, as there).
       if (v.empty()) return Status::InvalidArgument("kv-cache.py: --io-trace-log names no file");
-      (*keys)["io_trace_log"] = fs::absolute(fs::path(v)).lexically_normal().string();
+      {
+        std::error_code ec;
+        const fs::path file = fs::absolute(fs::path(v), ec);
+        if (ec) {
+          return Status::InvalidArgument("kv-cache.py: --io-trace-log '" + v +
+                                         "': " + ec.message());
+        }
+        (*keys)["io_trace_log"] = file.lexically_normal().string();
+      }
       (*keys)["trace_only"] = "True";
       break;
     case Kind::kSeed:
