@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "iomimic/testing/memory_storage.h"
@@ -66,23 +67,34 @@ TEST_CASE("latency: a constant delay per read and write, never shorter, not doub
   auto f = storage->Open("/d/a", {OpenMode::kRead});
   REQUIRE(f.ok());
   std::vector<std::byte> buf(100);
-  constexpr int kOps = 20;
-  auto t0 = Clock::now();
-  for (int i = 0; i < kOps; ++i) REQUIRE((*f)->ReadAt(static_cast<std::uint64_t>(i), buf).ok());
-  const double per_read = Seconds(Clock::now() - t0) / kOps;
-  MESSAGE("mean read time with delay 10ms: " << per_read * 1e3 << " ms");
-  CHECK(per_read >= 0.010);
-  CHECK(per_read < 0.019);
+  // Every operation takes at least the delay. "Not doubled" is judged on
+  // the fastest one: a doubled delay makes every operation 20 ms or more,
+  // while a loaded machine (CI runs two tests at once) only stretches some;
+  // a mean over all of them failed there at 22.5 ms with one delay.
+  auto timed = [](auto op) {
+    double fastest = 1e9, slowest = 0;
+    for (int i = 0; i < 10; ++i) {
+      const auto t0 = Clock::now();
+      op(i);
+      const double s = Seconds(Clock::now() - t0);
+      fastest = std::min(fastest, s);
+      slowest = std::max(slowest, s);
+    }
+    return std::make_pair(fastest, slowest);
+  };
+  const auto [read_min, read_max] =
+      timed([&](int i) { REQUIRE((*f)->ReadAt(static_cast<std::uint64_t>(i), buf).ok()); });
+  MESSAGE("read time with delay 10ms: " << read_min * 1e3 << " to " << read_max * 1e3 << " ms");
+  CHECK(read_min >= 0.010);
+  CHECK(read_min < 0.019);
 
   auto w = storage->Open("/d/b", {OpenMode::kWrite});
   REQUIRE(w.ok());
-  t0 = Clock::now();
-  for (int i = 0; i < 10; ++i)
-    REQUIRE((*w)->WriteAt(static_cast<std::uint64_t>(i) * 100, buf).ok());
-  const double per_write = Seconds(Clock::now() - t0) / 10;
-  MESSAGE("mean write time with delay 10ms: " << per_write * 1e3 << " ms");
-  CHECK(per_write >= 0.010);
-  CHECK(per_write < 0.019);
+  const auto [write_min, write_max] =
+      timed([&](int i) { REQUIRE((*w)->WriteAt(static_cast<std::uint64_t>(i) * 100, buf).ok()); });
+  MESSAGE("write time with delay 10ms: " << write_min * 1e3 << " to " << write_max * 1e3 << " ms");
+  CHECK(write_min >= 0.010);
+  CHECK(write_min < 0.019);
   CHECK(mem.Content("/d/b").size() == 1000);
 }
 
