@@ -226,50 +226,55 @@ std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& va
   return out;
 }
 
+namespace {
+// The offsets of strings of `lens` bytes laid end to end; their total.
+int Displacements(const std::vector<int>& lens, std::vector<int>* displs) {
+  displs->assign(lens.size(), 0);
+  int total = 0;
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    (*displs)[i] = total;
+    total += lens[i];
+  }
+  return total;
+}
+
+// `all` cut back into the strings it was gathered from.
+std::vector<std::string> Split(const std::string& all, const std::vector<int>& lens,
+                               const std::vector<int>& displs) {
+  std::vector<std::string> out(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i) out[i] = all.substr(displs[i], lens[i]);
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) const {
   if (!mpi_) return {value};
   Waiting waiting("allgather");
   int len = static_cast<int>(value.size());
-  std::vector<int> lens(size_);
+  std::vector<int> lens(size_), displs;
   MPI_Request request;
   MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &request);
   Wait(request);
-  std::vector<int> displs(size_, 0);
-  int total = 0;
-  for (int i = 0; i < size_; ++i) {
-    displs[i] = total;
-    total += lens[i];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
+  std::string all(static_cast<std::size_t>(Displacements(lens, &displs)), '\0');
   MPI_Iallgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
                   MPI_COMM_WORLD, &request);
   Wait(request);
-  std::vector<std::string> out(size_);
-  for (int i = 0; i < size_; ++i) out[i] = all.substr(displs[i], lens[i]);
-  return out;
+  return Split(all, lens, displs);
 }
 
 std::vector<std::string> Cluster::GatherStringsToRoot(const std::string& value) const {
   if (!mpi_) return {value};
   Waiting waiting("gather");
   int len = static_cast<int>(value.size());
-  std::vector<int> lens(rank_ == 0 ? size_ : 0);
+  std::vector<int> lens(rank_ == 0 ? size_ : 0), displs;  // counts matter on the root only
   MPI_Request request;
   MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
   Wait(request);
-  std::vector<int> displs(lens.size(), 0);
-  int total = 0;
-  for (std::size_t i = 0; i < lens.size(); ++i) {
-    displs[i] = total;
-    total += lens[i];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
+  std::string all(static_cast<std::size_t>(Displacements(lens, &displs)), '\0');
   MPI_Igatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
                MPI_COMM_WORLD, &request);
   Wait(request);
-  std::vector<std::string> out(lens.size());
-  for (std::size_t i = 0; i < lens.size(); ++i) out[i] = all.substr(displs[i], lens[i]);
-  return out;
+  return Split(all, lens, displs);
 }
 
 Status Cluster::AgreeOnStatus(const Status& local) const {

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "metrics/host_info.h"
+
 namespace iomimic::engine {
 namespace {
 
@@ -81,16 +83,13 @@ std::uint64_t CgroupMemoryLimit(const std::string& proc_cgroup, const std::strin
 }
 
 std::uint64_t MeminfoBytes(const char* key) {
-  const std::string prefix = std::string(key) + ":";
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    unsigned long long kib = 0;
-    if (std::sscanf(line.c_str() + prefix.size(), "%llu kB", &kib) != 1) return 0;
-    return static_cast<std::uint64_t>(kib) * 1024;
-  }
-  return 0;
+  // The reader DLIO's host_meminfo uses (metrics/host_info.h).
+  const std::map<std::string, std::string> meminfo =
+      metrics::ReadKeyValues("/proc/meminfo", /*skip_processor=*/false);
+  const auto it = meminfo.find(key);
+  unsigned long long kib = 0;
+  if (it == meminfo.end() || std::sscanf(it->second.c_str(), "%llu kB", &kib) != 1) return 0;
+  return static_cast<std::uint64_t>(kib) * 1024;
 }
 
 std::uint64_t HostMemoryBytes() {
