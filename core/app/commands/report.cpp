@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "analysis/run_folder.h"
 #include "cli.h"
 
 namespace iomimic::app {
@@ -48,6 +49,12 @@ int CmdReport(int argc, char** argv) {
   if (!page.ok()) return Fail(page.status());
   if (Status s = WriteHtml(output, *page); !s.ok()) return Fail(s.WithContext("report"));
   std::cout << "report: wrote " << output << std::endl;
+  for (const std::string& f : folders) {
+    if (sweeps > 0) break;
+    // A folder whose merge never happened: say what the page stands on.
+    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f);
+    if (run.ok() && run->partial) std::cout << "report: " << f << ": " << run->partial_note << "\n";
+  }
   return 0;
 }
 

@@ -106,6 +106,7 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
     out << "  " << RunLabel(i) << "  " << runs[i].path;
     if (!runs[i].status.empty()) out << "  (" << runs[i].status << ")";
     out << "\n";
+    if (runs[i].partial) out << "      " << runs[i].partial_note << "\n";
   }
 
   // Figures: one row each, a column per run, then ratios to A.

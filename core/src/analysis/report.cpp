@@ -331,12 +331,15 @@ Status AddIoCounters(const std::string& dir, json* run) {
 // listed in "missing"; a malformed one in "problems" (the page shows both).
 Result<json> RunData(const std::string& dir, const std::string& label) {
   IOMIMIC_ASSIGN_OR_RETURN(const RunFolder folder, ReadRunFolder(dir));
-  IOMIMIC_ASSIGN_OR_RETURN(const std::string summary_text, ReadText(dir + "/summary.json"));
+  // A folder whose merge never happened has a summary of the same shape
+  // from the ranks' records (analysis/run_folder.h).
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string summary_text, SummaryText(dir));
   json summary = json::parse(summary_text, nullptr, /*allow_exceptions=*/false);
   json run;
   run["label"] = label;
   run["path"] = dir;
   run["status"] = folder.status;
+  if (folder.partial) run["partial"] = folder.partial_note;
   json figures = json::array();
   for (const Figure& f : folder.figures) {
     figures.push_back({f.name, f.present ? Num(f.value) : json(nullptr), f.higher_is_better});

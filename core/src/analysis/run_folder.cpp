@@ -2,15 +2,20 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "output/rank_ledger.h"
+
 namespace iomimic::analysis {
 namespace {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // A figure's name and where summary.json holds it.
@@ -192,7 +197,156 @@ std::vector<KvQosClass> ReadQos(const json& kv) {
   return out;
 }
 
+// The resolved manifest of a folder without summary.json: the `workload`
+// node of <output_subdir>/config.yaml (.hydra unless the run chose another),
+// as summary.json's iomimic.manifest.resolved holds it; empty when none.
+std::string ResolvedFromConfigFile(const std::string& path) {
+  std::vector<std::string> candidates = {path + "/.hydra/config.yaml"};
+  std::error_code ec;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) candidates.push_back(it->path().string() + "/config.yaml");
+  }
+  for (const std::string& file : candidates) {
+    if (!fs::is_regular_file(file, ec)) continue;
+    try {
+      const YAML::Node root = YAML::LoadFile(file);
+      if (!root["workload"]) continue;
+      YAML::Emitter e;
+      e << root["workload"];
+      return e.c_str();
+    } catch (const YAML::Exception&) {
+      continue;
+    }
+  }
+  return "";
+}
+
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? std::nan("") : sum / static_cast<double>(v.size());
+}
+
+double Stdev(const std::vector<double>& v) {
+  if (v.size() < 2) return v.empty() ? std::nan("") : 0.0;
+  const double m = Mean(v);
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return std::sqrt(sq / static_cast<double>(v.size()));
+}
+
+json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Per-epoch training AU (mean over the accelerators) and throughput (their
+// sum) over the epochs that every reporting accelerator finished whole.
+void AddPartialMetric(const std::vector<output::RankRecord>& records, json* summary) {
+  std::map<std::uint64_t, std::pair<std::vector<double>, double>> by_epoch;  // AU list, tput sum
+  std::size_t accelerators = 0;
+  for (const output::RankRecord& r : records) {
+    for (const output::RankRecord::Accelerator& a : r.accelerators) {
+      ++accelerators;
+      for (const output::RankEpoch& e : a.epochs) {
+        if (e.partial) continue;
+        auto& [aus, tput] = by_epoch[e.epoch];
+        aus.push_back(e.au_percent);
+        tput += e.samples_per_second;
+      }
+    }
+  }
+  std::vector<double> au, throughput;
+  for (const auto& [epoch, figures] : by_epoch) {
+    if (figures.first.size() != accelerators) continue;  // not every rank's
+    au.push_back(Mean(figures.first));
+    throughput.push_back(figures.second);
+  }
+  json metric = json::object();
+  if (!au.empty()) {
+    metric["train_au_percentage"] = au;
+    metric["train_au_mean_percentage"] = NumOrNull(Mean(au));
+    metric["train_au_stdev_percentage"] = NumOrNull(Stdev(au));
+    metric["train_throughput_samples_per_second"] = throughput;
+    metric["train_throughput_mean_samples_per_second"] = NumOrNull(Mean(throughput));
+    metric["train_throughput_stdev_samples_per_second"] = NumOrNull(Stdev(throughput));
+  }
+  (*summary)["metric"] = metric;
+  (*summary)["num_accelerators"] = accelerators;
+}
+
+std::string JoinInts(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+// The partial summary of a folder whose merge never happened (SummaryText).
+Result<json> PartialSummary(const std::string& path) {
+  const std::vector<output::RankRecord> records = output::ReadRankRecords(path);
+  Result<json> status = ReadJson(path + "/status.json");
+  if (records.empty() && !status.ok()) {
+    return Status::NotFound("no " + path + "/summary.json, and no ranks/ records either");
+  }
+  int ranks = 0;
+  for (const output::RankRecord& r : records) ranks = std::max(ranks, r.ranks);
+  std::vector<int> reported, silent;
+  std::vector<std::string> silent_hosts;
+  std::vector<bool> seen(static_cast<std::size_t>(ranks), false);
+  for (const output::RankRecord& r : records) {
+    if (r.rank >= 0 && r.rank < ranks) seen[r.rank] = true;
+    if (r.state == "running") {
+      silent.push_back(r.rank);
+      if (std::find(silent_hosts.begin(), silent_hosts.end(), r.host) == silent_hosts.end()) {
+        silent_hosts.push_back(r.host);
+      }
+    } else {
+      reported.push_back(r.rank);
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (!seen[r]) silent.push_back(r);
+  }
+  std::sort(silent.begin(), silent.end());
+  json summary;
+  AddPartialMetric(records, &summary);
+  if (!records.empty()) summary["hostname"] = records.front().host;
+  std::string note = "partial: no summary.json (the merge did not finish); figures from the "
+                     "records of " + std::to_string(reported.size()) + " of " +
+                     std::to_string(ranks) + " ranks";
+  if (!silent.empty()) {
+    note += "; no answer from rank(s) " + JoinInts(silent);
+    if (!silent_hosts.empty()) {
+      std::string hosts;
+      for (const std::string& h : silent_hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+      note += " (host " + hosts + ")";
+    }
+  }
+  json partial = {{"note", note}, {"ranks", ranks}, {"reported_ranks", reported},
+                  {"silent_ranks", silent}};
+  if (status.ok()) {
+    for (const char* key : {"status", "signal", "error", "lost_hosts", "lost_ranks"}) {
+      if (status->contains(key)) partial[key] = (*status)[key];
+    }
+  }
+  json io;
+  io["partial"] = partial;
+  if (const std::string resolved = ResolvedFromConfigFile(path); !resolved.empty()) {
+    io["manifest"] = {{"resolved", resolved}};
+  }
+  summary["iomimic"] = io;
+  return summary;
+}
+
 }  // namespace
+
+Result<std::string> SummaryText(const std::string& path) {
+  std::ifstream in(path + "/summary.json");
+  if (in) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(const json partial, PartialSummary(path));
+  return partial.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 const Figure* RunFolder::Find(const std::string& name) const {
   for (const Figure& f : figures) {
@@ -213,7 +367,14 @@ const std::vector<std::string>& FigureNames() {
 Result<RunFolder> ReadRunFolder(const std::string& path) {
   RunFolder run;
   run.path = path;
-  IOMIMIC_ASSIGN_OR_RETURN(const json summary, ReadJson(path + "/summary.json"));
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string text, SummaryText(path));
+  const json summary = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_discarded()) return Status::Corruption(path + "/summary.json is not valid JSON");
+  if (const json* partial = summary.contains("iomimic") ? &summary["iomimic"] : nullptr;
+      partial != nullptr && partial->contains("partial")) {
+    run.partial = true;
+    run.partial_note = (*partial)["partial"].value("note", std::string("partial"));
+  }
   if (Result<json> status = ReadJson(path + "/status.json"); status.ok()) {
     if (status->contains("status") && (*status)["status"].is_string()) {
       run.status = (*status)["status"].get<std::string>();

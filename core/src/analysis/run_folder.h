@@ -60,13 +60,30 @@ struct RunFolder {
   bool kv_cache = false;
   std::vector<KvQosClass> qos;
 
+  // A run whose merge never happened (killed, a host lost: docs/cluster.md,
+  // "Faults"): no summary.json, its figures added up from the ranks'
+  // records (ranks/<rank>.json) of the ranks that wrote one. `partial_note`
+  // says so, with the ranks and hosts that are missing.
+  bool partial = false;
+  std::string partial_note;
+
   // The figure `name`, or null.
   const Figure* Find(const std::string& name) const;
 };
 
-// Reads `path`/summary.json (and status.json). kNotFound when the folder
-// holds no summary; kCorruption with the file's name when it does not parse.
+// Reads `path`/summary.json (and status.json), or, when the folder has no
+// summary.json but the ranks' records, the partial figures they add up to.
+// kNotFound when the folder holds neither; kCorruption with the file's name
+// when one does not parse.
 Result<RunFolder> ReadRunFolder(const std::string& path);
+
+// summary.json's text, or for a folder without one a summary of the same
+// shape from the ranks' records: DLIO's per-epoch AU and throughput lists
+// and means over the whole epochs every reporting rank finished,
+// num_accelerators (those that reported), hostname, the resolved manifest
+// from <output_subdir>/config.yaml and iomimic.partial (the note, the
+// ranks reported, the ranks and hosts missing). kNotFound when neither.
+Result<std::string> SummaryText(const std::string& path);
 
 // Names of the figures ReadRunFolder fills, in order.
 const std::vector<std::string>& FigureNames();

@@ -331,6 +331,8 @@ Status TrainEpoch(Session& session, std::vector<std::unique_ptr<Accelerator>>& a
     if (any_failed) break;
     if (agreed != 0) {
       interrupted = agreed;
+      // Stopped after the epoch's last step, the epoch is whole.
+      for (metrics::EpochRecord& r : records) r.partial = step + 1 < steps;
       break;
     }
     board.step.store(step + 1, std::memory_order_relaxed);
@@ -470,6 +472,28 @@ Status CheckDatasetFiles(Session& session) {
   return status;
 }
 
+// Collective: when the dataset check failed on several hosts, each failure
+// names them all ("...; 3 hosts lack it: h2, h3, h4"), so a user fixes every
+// mount at once rather than one per run (AgreeOnStatus reports the lowest
+// failing rank's message and its host).
+Status NameEveryHostWithout(cluster::Cluster& cluster, const std::vector<std::string>& hosts,
+                            const Status& status) {
+  const std::vector<std::string> failed =
+      cluster.AllGatherStrings(status.ok() ? std::string() : std::string("x"));
+  std::vector<std::string> failed_hosts;
+  for (std::size_t r = 0; r < failed.size() && r < hosts.size(); ++r) {
+    if (failed[r].empty()) continue;
+    if (std::find(failed_hosts.begin(), failed_hosts.end(), hosts[r]) == failed_hosts.end()) {
+      failed_hosts.push_back(hosts[r]);
+    }
+  }
+  if (status.ok() || failed_hosts.size() < 2) return status;
+  std::string list;
+  for (const std::string& h : failed_hosts) list += (list.empty() ? "" : ", ") + h;
+  return Status(status.code(), status.message() + "; " + std::to_string(failed_hosts.size()) +
+                                   " hosts fail this check: " + list);
+}
+
 }  // namespace
 
 Status CheckDataset(Session& session) {
@@ -507,7 +531,7 @@ Status CheckDataset(Session& session) {
       }
     }
   }
-  return session.cluster().AgreeOnStatus(status);
+  return cluster.AgreeOnStatus(NameEveryHostWithout(cluster, hosts, status));
 }
 
 Result<CheckpointOnlyResult> RunCheckpointOnly(Session& session, Checkpointer& checkpointer) {
@@ -627,7 +651,10 @@ Result<TrainResult> Train(Session& session, const TrainOptions& options) {
     // Page faults are the process's: counted once, on its first accelerator.
     records[0].minor_faults = MinorFaults() - faults_before;
     if (options.on_epoch) options.on_epoch(records[0]);
-    for (std::size_t i = 0; i < per_process; ++i) accs[i]->epochs.push_back(std::move(records[i]));
+    for (std::size_t i = 0; i < per_process; ++i) {
+      accs[i]->epochs.push_back(std::move(records[i]));
+      if (options.on_epochs_so_far) options.on_epochs_so_far(accs[i]->id, accs[i]->epochs);
+    }
     if (interrupted != 0) {  // the epochs so far are the result
       result.interrupted_by = interrupted;
       break;

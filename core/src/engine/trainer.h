@@ -30,6 +30,11 @@ struct TrainOptions {
   // Called after each epoch of the process's first accelerator with its
   // record (progress output).
   std::function<void(const metrics::EpochRecord&)> on_epoch;
+  // Called on every rank after each epoch (a partial one included), once
+  // per accelerator of the process, with its id and its epochs so far, so
+  // that the run folder holds each rank's figures as soon as they are known
+  // (output/rank_ledger.h).
+  std::function<void(int id, const std::vector<metrics::EpochRecord>& epochs)> on_epochs_so_far;
   // Writes checkpoints on the manifest's schedule when set.
   Checkpointer* checkpointer = nullptr;
 };

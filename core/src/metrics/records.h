@@ -81,6 +81,10 @@ struct EpochRecord {
   std::optional<PhaseRecord> eval;
   std::vector<CheckpointRecord> saves;
   std::uint64_t minor_faults = 0;  // of the whole process during the epoch (getrusage)
+  // A signal stopped training before the epoch's last step (engine/interrupt.h):
+  // its figures are not an epoch's and stay out of the means (docs/cluster.md,
+  // "Faults").
+  bool partial = false;
   // /proc/meminfo when the epoch started (DLIO's per-epoch host_meminfo).
   std::map<std::string, std::string> host_meminfo;
 };

@@ -80,9 +80,16 @@ std::vector<std::pair<std::string, double>> SumStatistics(const std::vector<Stor
 }
 
 // Per-epoch AU and throughput over all accelerators of all ranks.
+// The epochs that count in the per-epoch series and means: all but a last
+// one a signal cut short (metrics::EpochRecord::partial; the ranks agree on
+// where they stopped, so every rank leaves the same one out).
+std::size_t WholeEpochs(const std::vector<metrics::EpochRecord>& epochs) {
+  return !epochs.empty() && epochs.back().partial ? epochs.size() - 1 : epochs.size();
+}
+
 void CollectPhaseSeries(const engine::TrainResult& train, const config::Config& c, int accelerators,
                         cluster::Cluster& cluster, TrainResults* out) {
-  const std::size_t n = train.epochs.size();
+  const std::size_t n = WholeEpochs(train.epochs);
   std::vector<double> local(4 * n);
   for (const engine::AcceleratorRecords& a : train.accelerators) {
     for (std::size_t i = 0; i < n && i < a.epochs.size(); ++i) {
@@ -121,13 +128,20 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
   t.steps_per_epoch = train.train_steps_per_epoch;
   t.eval_steps_per_epoch = train.eval_steps_per_epoch;
   CollectPhaseSeries(train, c, accelerators, cluster, &t);
+  if (WholeEpochs(train.epochs) < train.epochs.size()) {
+    const metrics::EpochRecord& cut = train.epochs.back();
+    std::uint64_t steps = 0;
+    for (const metrics::PhaseRecord& b : cut.blocks) steps += b.compute.size();
+    t.partial_epoch = PartialEpoch{cut.epoch, steps};
+  }
 
   // Bytes and wall time are the process's: its accelerators share one
   // storage counter and step in lockstep, so the first one's epochs stand
   // for the process.
   std::vector<std::uint64_t> bytes;
   std::vector<double> wall;
-  for (const metrics::EpochRecord& e : train.epochs) {
+  for (std::size_t i = 0; i < WholeEpochs(train.epochs); ++i) {
+    const metrics::EpochRecord& e = train.epochs[i];
     std::uint64_t b = 0;
     double w = 0;
     for (const metrics::PhaseRecord& block : e.blocks) {
@@ -495,22 +509,28 @@ RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
   f.io_seconds =
       static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
   if (!outcome.train) return f;
-  for (const metrics::EpochRecord& e : outcome.train->epochs) {
-    for (const metrics::PhaseRecord& b : e.blocks) f.train_bytes_read += b.bytes_read;
+  // The whole epochs', as the run's train_bytes_read and training seconds.
+  for (std::size_t i = 0; i < WholeEpochs(outcome.train->epochs); ++i) {
+    for (const metrics::PhaseRecord& b : outcome.train->epochs[i].blocks) {
+      f.train_bytes_read += b.bytes_read;
+    }
   }
   for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
     double au = 0, throughput = 0;
-    for (const metrics::EpochRecord& e : a.epochs) {
-      const EpochMetrics m = ComputeEpochMetrics(e, session.config());
-      au += m.train.au_percent;
-      throughput += m.train.samples_per_second;
+    const std::size_t whole = WholeEpochs(a.epochs);
+    for (std::size_t i = 0; i < a.epochs.size(); ++i) {
+      const metrics::EpochRecord& e = a.epochs[i];
       for (const metrics::PhaseRecord& b : e.blocks) {
         for (double v : b.load) f.data_wait_seconds += v;
       }
+      if (i >= whole) continue;  // a partial epoch stays out of the means
+      const EpochMetrics m = ComputeEpochMetrics(e, session.config());
+      au += m.train.au_percent;
+      throughput += m.train.samples_per_second;
     }
-    if (!a.epochs.empty()) {
-      f.au_percent_sum += au / static_cast<double>(a.epochs.size());
-      f.samples_per_second_sum += throughput / static_cast<double>(a.epochs.size());
+    if (whole > 0) {
+      f.au_percent_sum += au / static_cast<double>(whole);
+      f.samples_per_second_sum += throughput / static_cast<double>(whole);
     }
   }
   return f;

@@ -123,8 +123,16 @@ struct HostFacts {
   std::string processor;
 };
 
+// The epoch a signal cut short: run, but left out of every per-epoch series
+// and mean (summary.json's iomimic.partial_epoch).
+struct PartialEpoch {
+  std::uint64_t epoch = 0;
+  std::uint64_t steps = 0;  // done before the stop, of steps_per_epoch
+};
+
 struct TrainResults {
-  std::uint64_t epochs = 0;
+  std::uint64_t epochs = 0;  // run, a partial one included
+  std::optional<PartialEpoch> partial_epoch;
   std::uint64_t steps_per_epoch = 0;
   std::uint64_t eval_steps_per_epoch = 0;
   PhaseSeries train;

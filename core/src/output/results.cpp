@@ -188,11 +188,18 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
   return WriteTextFile(sub + "/hydra.yaml", hydra);
 }
 
-Status WriteStatus(const std::string& folder, const Status& run_status, const char* signal) {
+Status WriteStatus(const std::string& folder, const Status& run_status, const char* signal,
+                   const StatusDetails& details) {
   json o;
   o["status"] = signal != nullptr ? "interrupted" : run_status.ok() ? "completed" : "failed";
   if (signal != nullptr) o["signal"] = signal;
   if (!run_status.ok()) o["error"] = run_status.message();
+  if (!details.lost_ranks.empty()) {
+    o["lost_hosts"] = details.lost_hosts;
+    o["lost_ranks"] = details.lost_ranks;
+  }
+  if (details.written_by_rank != 0) o["written_by_rank"] = details.written_by_rank;
+  if (!details.results.empty()) o["results"] = details.results;
   o["end"] = Timestamp(std::chrono::system_clock::now());
   return WriteTextFile(folder + "/status.json",
                        o.dump(2, ' ', false, json::error_handler_t::replace) + "\n");

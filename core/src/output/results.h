@@ -19,10 +19,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "engine/session.h"
 #include "output/model.h"
+#include "output/rank_ledger.h"
 
 namespace iomimic::output {
 
@@ -51,10 +53,23 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
 Result<RunResults> WriteResults(const std::string& folder, engine::Session& session,
                                 const RunOutcome& outcome);
 
-// Rank 0: status.json with "completed" or "failed" and the error message;
+// What status.json adds when a run did not end as one (docs/run-folder.md).
+struct StatusDetails {
+  int written_by_rank = 0;  // the lowest rank that answered, when rank 0 did not
+  // Ranks whose record (output/rank_ledger.h) never answered the signal, and
+  // their hosts in rank order: the lost ones.
+  std::vector<int> lost_ranks;
+  std::vector<std::string> lost_hosts;
+  // Which results the folder holds, in words; empty for a complete run.
+  std::string results;
+};
+
+// status.json with "completed" or "failed" and the error message;
 // "interrupted" and "signal": <name> when `signal` is set (a run stopped by
-// SIGINT, SIGTERM or SIGHUP, engine/interrupt.h), with an error if any.
+// SIGINT, SIGTERM or SIGHUP, engine/interrupt.h), with an error if any, and
+// the details when given. Written atomically (WriteTextFile), by rank 0, or
+// by the lowest rank alive when rank 0 is lost.
 Status WriteStatus(const std::string& folder, const Status& run_status,
-                   const char* signal = nullptr);
+                   const char* signal = nullptr, const StatusDetails& details = {});
 
 }  // namespace iomimic::output

@@ -1,6 +1,9 @@
 #include "output/writers.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -225,6 +228,8 @@ json PerEpochStats(const std::vector<metrics::EpochRecord>& epochs, double check
     for (const auto& r : e.saves) {
       es["save_ckpt" + std::to_string(r.index)] = CheckpointStats(r, checkpoint_gib);
     }
+    // Only an interrupted run has one (its last): left out of the means.
+    if (e.partial) es["partial"] = true;
     stats[std::to_string(e.epoch)] = es;
   }
   return stats;
@@ -245,12 +250,32 @@ std::string Timestamp(std::chrono::system_clock::time_point t) {
   return out;
 }
 
+std::string PerEpochStatsText(const std::vector<metrics::EpochRecord>& epochs,
+                              double checkpoint_gib) {
+  return Dump(PerEpochStats(epochs, checkpoint_gib)) + "\n";
+}
+
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::out | std::ios::trunc);
-  if (!out) return Status::IOError("cannot create " + path);
-  out << text;
-  out.close();
-  if (!out) return Status::IOError("cannot write " + path);
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // Hidden and unique per process; each path has one writer at a time.
+  const std::string aside = dir + "." + name + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(aside, std::ios::out | std::ios::trunc);
+    if (!out) return Status::IOError("cannot create " + path);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(aside.c_str());
+      return Status::IOError("cannot write " + path);
+    }
+  }
+  if (std::rename(aside.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(aside.c_str());
+    return Status::FromErrno(err, "cannot replace " + path);
+  }
   return Status::OK();
 }
 
@@ -286,7 +311,7 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
   for (const engine::AcceleratorRecords& acc : outcome.train->accelerators) {
     const std::string id = std::to_string(acc.id);
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
-                                          Dump(PerEpochStats(acc.epochs, checkpoint_gib)) + "\n"));
+                                          PerEpochStatsText(acc.epochs, checkpoint_gib)));
     std::uint64_t k = 1;
     IOMIMIC_RETURN_IF_ERROR(
         WriteAcceleratorOutput(folder + "/" + id + "_output.json", host, acc.epochs, c, &k));
@@ -371,8 +396,18 @@ void AddTrainFigures(const TrainResults& t, double record, json* io) {
   json& o = *io;
   o["train_steps_per_epoch"] = t.steps_per_epoch;
   o["eval_steps_per_epoch"] = t.eval_steps_per_epoch;
+  // A signal's partial epoch: in the per-rank files, out of every mean.
+  o["partial_epoch"] =
+      t.partial_epoch ? json{{"epoch", t.partial_epoch->epoch},
+                             {"steps", t.partial_epoch->steps},
+                             {"in_means", false}}
+                      : json(nullptr);
   o["train_io_actual_MiB_per_second"] = NumList(t.actual_MiB_per_second);
   o["train_io_actual_mean_MiB_per_second"] = Num(metrics::Summarize(t.actual_MiB_per_second).mean);
+  // Bytes over time: what the hosts' train_io_MiB_per_second add up to
+  // (the mean above is a mean of per-epoch rates, as DLIO's figures are).
+  o["train_io_actual_overall_MiB_per_second"] =
+      Num(t.seconds > 0 ? static_cast<double>(t.bytes_read) / kMiB / t.seconds : 0.0);
   o["train_io_nominal_mean_MiB_per_second"] = Num(t.train.throughput.mean * record / kMiB);
   o["train_bytes_read"] = t.bytes_read;
   o["barrier_mean_ms"] = Num(t.barrier_mean_ms);

@@ -27,8 +27,17 @@ namespace iomimic::output {
 // DLIO's timestamp: local time, "%Y-%m-%dT%H:%M:%S.%f", no zone.
 std::string Timestamp(std::chrono::system_clock::time_point t);
 
-// Creates or truncates `path` and writes `text`; the error names the path.
+// Writes `text` to `path` atomically: into a hidden file beside it, then
+// renamed over it, so that a reader, or a process killed mid-write (a
+// launcher's SIGKILL), finds the old file or the new one, never a torn one
+// (docs/cluster.md, "Faults"). The error names the path.
 Status WriteTextFile(const std::string& path, const std::string& text);
+
+// <id>_per_epoch_stats.json's text (docs/dlio-compat.md §5.3): per epoch its
+// start, end, duration, blocks, evaluation and checkpoint saves; an epoch a
+// signal cut short carries "partial": true.
+std::string PerEpochStatsText(const std::vector<metrics::EpochRecord>& epochs,
+                              double checkpoint_gib);
 
 // summary.json's text: DLIO's keys (metric, hosts, epochs, ...) in DLIO's
 // order, then iomimic's own object.

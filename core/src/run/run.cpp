@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -159,47 +160,142 @@ class ProgressTimer : public RunThread {
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
 
-// Watches for a rank stuck in a collective after a signal: when the launcher
-// ends a job because a rank or host died (mpirun sends the survivors SIGTERM,
-// then SIGKILL a second later; srun likewise), the survivors sit in an MPI
-// collective waiting for the dead peer and cannot reach a step boundary. The
-// watch says so on stderr, once per rank, and rank 0 records it in
-// status.json, before the launcher's SIGKILL (docs/cluster.md, "Faults").
-class StuckWatch : public RunThread {
+// Watches for a signal (engine/interrupt.h) from a thread of its own, so
+// that what the rank knows is on disk before the launcher's SIGKILL (Open
+// MPI allows odls_base_sigkill_timeout, 1 s by default, after its SIGTERM;
+// docs/cluster.md, "Faults"):
+// - at once, the rank's record (output/rank_ledger.h) says "interrupted" and
+//   rank 0's status.json says so, with the merge still to come;
+// - when the rank then sits in a collective (a rank or host that is gone
+//   never arrives; mpirun sends the survivors SIGTERM), it says so on
+//   stderr, and the lowest rank that answered the signal writes status.json
+//   naming the ranks, and their hosts, whose records never answered: the
+//   lost ones. rank 0 need not be alive for that.
+class FaultWatch : public RunThread {
  public:
   static constexpr double kStuckSeconds = 0.25;  // in a collective after the signal
 
-  StuckWatch(cluster::Cluster& cluster, std::string folder)
-      : cluster_(cluster), folder_(std::move(folder)) {
-    if (cluster_.size() > 1) thread_ = std::thread([this] { Loop(); });
+  FaultWatch(cluster::Cluster& cluster, std::string folder, output::RankLedger* ledger,
+             std::vector<std::string> rank_hosts)
+      : cluster_(cluster),
+        folder_(std::move(folder)),
+        ledger_(ledger),
+        rank_hosts_(std::move(rank_hosts)) {
+    if (!folder_.empty()) thread_ = std::thread([this] { Loop(); });
   }
-  ~StuckWatch() { Stop(); }
+  ~FaultWatch() { Stop(); }
 
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mutex_);
+    bool noted = false, said = false;
+    std::vector<int> reported;  // the lost ranks status.json names
+    bool wrote_lost = false;
     while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
       const int signal = engine::InterruptSignal();
+      if (signal == 0) continue;
+      if (!noted) {
+        noted = true;
+        NoteSignal(signal);
+      }
       const char* where = "";
       const double waited = cluster::Cluster::SecondsInCollective(&where);
-      if (signal == 0 || waited < kStuckSeconds) continue;
+      if (cluster_.size() == 1 || waited < kStuckSeconds) continue;
       const std::string what = std::string(engine::SignalName(signal)) + " while waiting " +
                                std::to_string(static_cast<int>(waited * 1000)) +
                                " ms for the other ranks (" + where + ")";
-      std::fprintf(stderr,
-                   "iomimic: rank %d on %s: %s: if a rank or host is gone the launcher ends "
-                   "this run (its message names which)\n",
-                   cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
-      if (cluster_.rank() == 0 && !folder_.empty()) {
-        (void)output::WriteStatus(folder_, Status::Aborted(what + ": a rank or host may be gone"),
-                                  engine::SignalName(signal));
+      if (!said) {
+        said = true;
+        std::fprintf(stderr,
+                     "iomimic: rank %d on %s: %s: if a rank or host is gone the launcher ends "
+                     "this run (its message names which)\n",
+                     cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
       }
-      return;
+      // Who is lost, written by the lowest rank that answered; looked at
+      // again while the wait lasts, as late answers arrive.
+      std::vector<int> silent;
+      if (!LowestAnswering(&silent)) continue;
+      if (wrote_lost && silent == reported) continue;
+      wrote_lost = true;
+      reported = silent;
+      WriteLost(signal, what, silent);
     }
+  }
+
+  // The rank's record and, on rank 0, status.json: interrupted, results to come.
+  void NoteSignal(int signal) {
+    if (ledger_ != nullptr) {
+      (void)ledger_->Stopped("interrupted", engine::SignalName(signal), "");
+    }
+    if (cluster_.rank() == 0) {
+      output::StatusDetails details;
+      details.results =
+          "per-rank only so far: ranks/<rank>.json and <id>_per_epoch_stats.json; "
+          "summary.json follows when the merge finishes";
+      (void)output::WriteStatus(folder_, Status::OK(), engine::SignalName(signal), details);
+    }
+  }
+
+  // True when no lower rank answered the signal (its record is not
+  // "running"): this rank then speaks for the survivors. `silent` receives
+  // every rank that has not answered (read only then: one file per lower
+  // rank otherwise, not the whole world's).
+  bool LowestAnswering(std::vector<int>* silent) const {
+    for (int r = 0; r < cluster_.rank(); ++r) {
+      Result<output::RankRecord> record = output::ReadRankRecord(folder_, r);
+      if (record.ok() && record->state != "running") return false;
+    }
+    *silent = output::SilentRanks(folder_, cluster_.size());
+    return true;
+  }
+
+  void WriteLost(int signal, const std::string& what, const std::vector<int>& silent) {
+    output::StatusDetails details;
+    details.written_by_rank = cluster_.rank();
+    details.lost_ranks = silent;
+    std::string error = what;
+    if (silent.empty()) {
+      error += ": every rank answered the signal; a rank or host may be gone";
+    } else {
+      for (int r : silent) {
+        const std::string& host =
+            r < static_cast<int>(rank_hosts_.size()) ? rank_hosts_[r] : std::string("?");
+        if (std::find(details.lost_hosts.begin(), details.lost_hosts.end(), host) ==
+            details.lost_hosts.end()) {
+          details.lost_hosts.push_back(host);
+        }
+      }
+      error += ": no answer from " + ListRanks(silent) + " on host" +
+               (details.lost_hosts.size() > 1 ? "s " : " ") + Join(details.lost_hosts) +
+               ": lost (killed, or cut off from the others)";
+    }
+    details.results =
+        "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
+        "no merge (summary.json) after a lost rank";
+    (void)output::WriteStatus(folder_, Status::Aborted(error), engine::SignalName(signal),
+                              details);
+  }
+
+  static std::string Join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  }
+
+  // "rank 3" or "ranks 2, 3" (the first 16, then how many more).
+  static std::string ListRanks(const std::vector<int>& ranks) {
+    std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < ranks.size() && i < 16; ++i) {
+      out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+    }
+    if (ranks.size() > 16) out += " and " + std::to_string(ranks.size() - 16) + " more";
+    return out;
   }
 
   cluster::Cluster& cluster_;
   const std::string folder_;
+  output::RankLedger* ledger_;
+  const std::vector<std::string> rank_hosts_;
 };
 
 // The run-wide origin of timeline.csv and events.csv: rank 0's clock.
@@ -273,7 +369,8 @@ class WorkloadRun {
     IOMIMIC_RETURN_IF_ERROR(Open());
     StartRecording();
     IOMIMIC_RETURN_IF_ERROR(PrepareFolder());
-    stuck_ = std::make_unique<StuckWatch>(cluster_, folder_);
+    IOMIMIC_RETURN_IF_ERROR(StartLedger());
+    watch_ = std::make_unique<FaultWatch>(cluster_, folder_, ledger_.get(), outcome_.rank_hosts);
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
     if (c_.workflow.kv_cache) {
@@ -300,7 +397,11 @@ class WorkloadRun {
   Status FinishFailed(const Status& st, int agreed_signal = -1) {
     // A failure while a signal stops the run says so (engine/interrupt.h).
     const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
-    if (stuck_ != nullptr) stuck_->Stop();  // this status.json is the last word
+    if (watch_ != nullptr) watch_->Stop();  // this status.json is the last word
+    if (ledger_ != nullptr) {
+      (void)ledger_->Stopped(signal != 0 ? "interrupted" : "failed",
+                             signal != 0 ? engine::SignalName(signal) : nullptr, st.message());
+    }
     if (cluster_.rank() == 0 && !folder_.empty()) {
       (void)output::WriteStatus(folder_, st, signal != 0 ? engine::SignalName(signal) : nullptr);
     }
@@ -384,6 +485,20 @@ class WorkloadRun {
     return Status::OK();
   }
 
+  // This rank's record in the run folder (output/rank_ledger.h), written
+  // from now on as the rank learns something: its epochs, a signal, its end.
+  Status StartLedger() {
+    const double checkpoint_gib =
+        checkpointer_ != nullptr
+            ? static_cast<double>(checkpointer_->plan().total_bytes()) / output::kGiB
+            : 0.0;
+    ledger_ = std::make_unique<output::RankLedger>(folder_, c_, cluster_.rank(), cluster_.size(),
+                                                   cluster_.hostname(), checkpoint_gib);
+    Status status = cluster_.AgreeOnStatus(ledger_->Start());
+    if (!status.ok()) return Fail(status);
+    return Status::OK();
+  }
+
   Status GenerateData() {
     // The command line's thread count, else reader.write_threads (MLPerf's
     // fork), where 1 means sized to the machine, as the fork auto-sizes it.
@@ -455,6 +570,12 @@ class WorkloadRun {
     train.on_epoch = [this](const metrics::EpochRecord& e) {
       notify_->OnEpochEnd(e, output::ComputeEpochMetrics(e, c_));
     };
+    // Each epoch's figures in the run folder at once, with no collective:
+    // a run killed later keeps them (output/rank_ledger.h).
+    train.on_epochs_so_far = [this](int id, const std::vector<metrics::EpochRecord>& epochs) {
+      Status written = ledger_->EpochsSoFar(id, epochs);
+      if (!written.ok() && ledger_status_.ok()) ledger_status_ = written;
+    };
     train.checkpointer = checkpointer_.get();
     Result<engine::TrainResult> trained = engine::Train(*session_, train);
     if (!trained.ok()) return FinishFailed(trained.status());
@@ -512,22 +633,39 @@ class WorkloadRun {
       outcome_.telemetry_sampled = true;
     }
     progress_->Stop();
-    if (stuck_ != nullptr) stuck_->Stop();
   }
 
   // The results files and, on rank 0, status.json.
   Result<output::RunResults> Finish() {
     StopRecording();
+    DelayResultsForTesting();
     Result<output::RunResults> results = output::WriteResults(folder_, *session_, outcome_);
-    Status status = cluster_.AgreeOnStatus(results.status());
+    Status status = results.status();
+    if (status.ok()) status = ledger_status_;
+    status = cluster_.AgreeOnStatus(status);
     if (!status.ok()) return FinishFailed(status);
+    watch_->Stop();  // the merge is done: this status.json is the last word
+    const int signal = results->interrupted_by;
+    const char* name = signal != 0 ? engine::SignalName(signal) : nullptr;
+    (void)ledger_->Stopped(signal != 0 ? "interrupted" : "completed", name, "");
     if (cluster_.rank() == 0) {
-      const int signal = results->interrupted_by;
-      status = output::WriteStatus(folder_, Status::OK(),
-                                   signal != 0 ? engine::SignalName(signal) : nullptr);
+      status = output::WriteStatus(folder_, Status::OK(), name);
       if (!status.ok()) return Fail(status);
     }
     return results;
+  }
+
+  // IOMIMIC_TEST_RESULTS_DELAY_SECONDS: waits that long before the merge, as
+  // a merge over a thousand ranks takes seconds; the fault tests use it to
+  // show that a launcher's SIGKILL during the merge loses nothing the ranks
+  // knew (docs/cluster.md, "Faults").
+  static void DelayResultsForTesting() {
+    const char* value = std::getenv("IOMIMIC_TEST_RESULTS_DELAY_SECONDS");
+    if (value == nullptr || *value == '\0') return;
+    const double seconds = std::strtod(value, nullptr);
+    if (seconds > 0 && seconds < 3600) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
   }
 
   config::LoadedManifest manifest_;  // with generate_only's workflow
@@ -539,7 +677,9 @@ class WorkloadRun {
   Notify notify_;
   std::unique_ptr<engine::Session> session_;
   std::unique_ptr<ProgressTimer> progress_;
-  std::unique_ptr<StuckWatch> stuck_;
+  std::unique_ptr<output::RankLedger> ledger_;
+  Status ledger_status_;  // the first failure to write the rank's record
+  std::unique_ptr<FaultWatch> watch_;  // after ledger_, which it writes
   std::unique_ptr<engine::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
