@@ -141,6 +141,14 @@ class ConsoleObserver : public run::RunObserver {
         t.accelerators_per_process, static_cast<unsigned long long>(t.read_threads)));
   }
   void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
+    if (e.partial) {  // a signal stopped it: not an epoch's figures
+      console_->Line(Format("  epoch %llu: stopped after %llu step(s), %.2f s (partial: left out "
+                            "of the means)",
+                            static_cast<unsigned long long>(e.epoch),
+                            static_cast<unsigned long long>(m.train.steps),
+                            metrics::Seconds(e.start, e.end)));
+      return;
+    }
     console_->Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (accelerator 0)%s",
                           static_cast<unsigned long long>(e.epoch),
                           metrics::Seconds(e.start, e.end), m.train.au_percent,

@@ -292,7 +292,7 @@ Result<json> PartialSummary(const std::string& path) {
   std::vector<bool> seen(static_cast<std::size_t>(ranks), false);
   for (const output::RankRecord& r : records) {
     if (r.rank >= 0 && r.rank < ranks) seen[r.rank] = true;
-    if (r.state == "running") {
+    if (r.state == "running" || r.state == "cut_off") {
       silent.push_back(r.rank);
       if (std::find(silent_hosts.begin(), silent_hosts.end(), r.host) == silent_hosts.end()) {
         silent_hosts.push_back(r.host);

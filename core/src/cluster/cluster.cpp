@@ -1,11 +1,16 @@
 #include "cluster/cluster.h"
 
 #define OMPI_SKIP_MPICXX 1
+#include <arpa/inet.h>
 #include <mpi.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -97,6 +102,45 @@ double Cluster::SecondsInCollective(const char** name) {
   const std::int64_t since = g_waiting_since.load(std::memory_order_acquire);
   if (name != nullptr) *name = g_waiting_in.load(std::memory_order_relaxed);
   return since == 0 ? 0.0 : static_cast<double>(NowNs() - since) / 1e9;
+}
+
+bool Cluster::LauncherReachable(double timeout_seconds, std::string* where) {
+  // "<jobid>.<vpid>;tcp://<ipv4>:<port>[;...]", as Open MPI 4 sets it.
+  const char* uri = std::getenv("OMPI_MCA_orte_hnp_uri");
+  if (uri == nullptr) return true;
+  const std::string text(uri);
+  const std::size_t at = text.find("tcp://");
+  if (at == std::string::npos) return true;
+  const std::size_t colon = text.find(':', at + 6);
+  if (colon == std::string::npos) return true;
+  const std::string host = text.substr(at + 6, colon - at - 6);
+  const int port = std::atoi(text.c_str() + colon + 1);
+  if (where != nullptr) *where = host + ":" + std::to_string(port);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (port <= 0 || port > 65535 || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return true;
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;
+  bool reached = false;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+    reached = true;
+  } else if (errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout_seconds * 1000)) == 1) {
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+      // Refused: the host answered (mpirun is gone, not the route).
+      reached = error == 0 || error == ECONNREFUSED;
+    }
+  } else {
+    reached = errno == ECONNREFUSED;
+  }
+  ::close(fd);
+  return reached;
 }
 
 bool LaunchedByMpi() {

@@ -81,6 +81,15 @@ class Cluster {
   // waiting for a peer that is gone (docs/cluster.md, "Faults").
   static double SecondsInCollective(const char** name = nullptr);
 
+  // Whether this process can still reach its launcher over the network: a
+  // TCP connection to Open MPI's mpirun (OMPI_MCA_orte_hnp_uri), opened and
+  // closed within `timeout_seconds`. False only when the connection cannot
+  // be made (no route, timed out): this host is cut off from the job, as a
+  // cut link leaves it, while the ranks on the other side still reach
+  // mpirun. True when unknown (another launcher, no address). `where`
+  // receives the address tried. Any thread; does not use MPI.
+  static bool LauncherReachable(double timeout_seconds, std::string* where);
+
  private:
   Cluster() = default;
   int rank_ = 0;

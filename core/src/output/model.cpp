@@ -131,7 +131,7 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
   if (WholeEpochs(train.epochs) < train.epochs.size()) {
     const metrics::EpochRecord& cut = train.epochs.back();
     std::uint64_t steps = 0;
-    for (const metrics::PhaseRecord& b : cut.blocks) steps += b.compute.size();
+    for (const metrics::PhaseRecord& b : cut.blocks) steps += b.steps();
     t.partial_epoch = PartialEpoch{cut.epoch, steps};
   }
 

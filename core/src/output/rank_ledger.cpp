@@ -156,7 +156,9 @@ std::vector<int> SilentRanks(const std::string& folder, int ranks) {
   std::vector<int> silent;
   for (int r = 0; r < ranks; ++r) {
     Result<RankRecord> record = ReadRankRecord(folder, r);
-    if (!record.ok() || record->state == "running") silent.push_back(r);
+    if (!record.ok() || record->state == "running" || record->state == "cut_off") {
+      silent.push_back(r);
+    }
   }
   return silent;
 }
@@ -209,6 +211,11 @@ Status RankLedger::Stopped(const std::string& state, const char* signal,
   if (signal != nullptr) record_.signal = signal;
   if (!error.empty()) record_.error = error;
   return started_ ? WriteRecordLocked() : Status::OK();
+}
+
+std::string RankLedger::state() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return record_.state;
 }
 
 Status RankLedger::WriteRecordLocked() {

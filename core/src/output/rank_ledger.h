@@ -53,7 +53,9 @@ struct RankRecord {
   int ranks = 1;
   std::string host;
   long pid = 0;
-  std::string state;   // running, interrupted, failed or completed
+  // running, interrupted, failed, completed, or cut_off (after a signal,
+  // the rank found it cannot reach the launcher: its host is cut off)
+  std::string state;
   std::string signal;  // SIGINT, SIGTERM, SIGHUP; empty when none
   std::string error;   // empty when none
   std::string updated;
@@ -72,9 +74,9 @@ Result<RankRecord> ReadRankRecord(const std::string& folder, int rank);
 // left out).
 std::vector<RankRecord> ReadRankRecords(const std::string& folder);
 
-// The ranks of 0..ranks-1 whose record is missing or still "running": after
-// a signal every live rank rewrites its record within ~50 ms, so these are
-// the ranks (or hosts) that are gone.
+// The ranks of 0..ranks-1 whose record is missing, still "running" or
+// "cut_off": after a signal every live rank rewrites its record within
+// ~50 ms, so these are the ranks (or hosts) that are gone or cut off.
 std::vector<int> SilentRanks(const std::string& folder, int ranks);
 
 // One rank's ledger. Thread-safe: the run's thread records epochs, a
@@ -101,7 +103,8 @@ class RankLedger {
   // "interrupted" but "completed"/"failed" from the run's own end.
   Status Stopped(const std::string& state, const char* signal, const std::string& error);
 
-  bool started() const { return started_; }
+  // The state last recorded.
+  std::string state();
 
  private:
   Status WriteRecordLocked();

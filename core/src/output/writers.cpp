@@ -1111,6 +1111,14 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
                   t.train.throughput.mean, t.train.throughput.mean * record / kMiB,
                   metrics::Summarize(t.actual_MiB_per_second).mean);
     h << line;
+    if (t.partial_epoch) {
+      std::snprintf(line, sizeof(line),
+                    "  epoch %llu stopped after %llu step(s): partial, left out of the means "
+                    "above\n",
+                    static_cast<unsigned long long>(t.partial_epoch->epoch),
+                    static_cast<unsigned long long>(t.partial_epoch->steps));
+      h << line;
+    }
     // AU counts the steps after metric.exclude_start_steps and before
     // exclude_end_steps of each epoch: with no step left, AU is 0 by design.
     const std::uint64_t excluded = c.output.exclude_start_steps + c.output.exclude_end_steps;

@@ -188,7 +188,8 @@ class FaultWatch : public RunThread {
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mutex_);
-    bool noted = false, said = false;
+    bool noted = false, said = false, probed = false;
+    std::chrono::steady_clock::time_point next_look{};
     std::vector<int> reported;  // the lost ranks status.json names
     bool wrote_lost = false;
     while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
@@ -211,8 +212,23 @@ class FaultWatch : public RunThread {
                      "this run (its message names which)\n",
                      cluster_.rank(), cluster_.hostname().c_str(), what.c_str());
       }
+      if (!probed) {
+        // A cut link leaves this host's ranks alive, signalled by their own
+        // daemon, and waiting like the others: only the network tells the
+        // two sides apart.
+        probed = true;
+        std::string launcher;
+        if (!cluster::Cluster::LauncherReachable(0.3, &launcher) && ledger_ != nullptr) {
+          (void)ledger_->Stopped("cut_off", engine::SignalName(signal),
+                                 "host " + cluster_.hostname() + " cannot reach mpirun at " +
+                                     launcher + ": cut off from the job");
+        }
+      }
       // Who is lost, written by the lowest rank that answered; looked at
-      // again while the wait lasts, as late answers arrive.
+      // again every 250 ms while the wait lasts, as late answers arrive.
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_look) continue;
+      next_look = now + std::chrono::milliseconds(250);
       std::vector<int> silent;
       if (!LowestAnswering(&silent)) continue;
       if (wrote_lost && silent == reported) continue;
@@ -236,14 +252,15 @@ class FaultWatch : public RunThread {
     }
   }
 
-  // True when no lower rank answered the signal (its record is not
-  // "running"): this rank then speaks for the survivors. `silent` receives
-  // every rank that has not answered (read only then: one file per lower
-  // rank otherwise, not the whole world's).
+  // True when no lower rank answered the signal from the job's side (its
+  // record is neither "running" nor "cut_off"): this rank then speaks for
+  // the survivors. `silent` receives every rank lost (read only then: one
+  // file per lower rank otherwise, not the whole world's).
   bool LowestAnswering(std::vector<int>* silent) const {
+    if (ledger_ != nullptr && ledger_->state() == "cut_off") return false;
     for (int r = 0; r < cluster_.rank(); ++r) {
       Result<output::RankRecord> record = output::ReadRankRecord(folder_, r);
-      if (record.ok() && record->state != "running") return false;
+      if (record.ok() && record->state != "running" && record->state != "cut_off") return false;
     }
     *silent = output::SilentRanks(folder_, cluster_.size());
     return true;
