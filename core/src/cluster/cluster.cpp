@@ -25,6 +25,13 @@ Cluster* g_instance = nullptr;
 std::atomic<std::int64_t> g_waiting_since{0};
 std::atomic<const char*> g_waiting_in{""};
 
+// The longest nap of a patient wait: 250 us, or 1 ms on a host with more
+// ranks than CPUs. There every rank waking each 250 us to poll MPI kept the
+// CPUs busy polling: at 128 ranks on 4 hosts of 2 CPUs each collective of
+// the results took 40-100 ms, and 1 ms naps cut the merge from 5.6 s to
+// 2.1 s (docs/cluster.md, "Scale"). Set once at Init.
+std::chrono::microseconds g_patient_nap_cap(250);
+
 std::int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -78,7 +85,8 @@ void Wait(MPI_Request request, WaitPolicy policy = WaitPolicy::kPatient) {
       continue;
     }
     std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(250));
+    nap = std::min(nap * 2, policy == WaitPolicy::kPatient ? g_patient_nap_cap
+                                                           : std::chrono::microseconds(250));
   }
 }
 
@@ -183,6 +191,9 @@ Cluster& Cluster::Init(int* argc, char*** argv) {
   int node_rank = 0;
   MPI_Comm_rank(node, &node_rank);
   MPI_Comm_size(node, &c->ranks_on_host_);
+  if (c->ranks_on_host_ > sysconf(_SC_NPROCESSORS_ONLN)) {
+    g_patient_nap_cap = std::chrono::microseconds(1000);
+  }
   int leader = node_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &c->num_hosts_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   // Host index = number of leaders with a lower world rank than ours.
@@ -260,6 +271,16 @@ std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const
   return out;
 }
 
+std::vector<double> Cluster::MaxDoubles(const std::vector<double>& values) const {
+  if (!mpi_) return values;
+  Waiting waiting("allreduce");
+  std::vector<double> out(values.size());
+  if (!values.empty()) {
+    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_MAX);
+  }
+  return out;
+}
+
 std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
   if (!mpi_) return values;
   Waiting waiting("allreduce");
@@ -293,17 +314,26 @@ std::vector<std::string> Split(const std::string& all, const std::vector<int>& l
 
 std::vector<std::string> Cluster::AllGatherStrings(const std::string& value) const {
   if (!mpi_) return {value};
+  // Gathered to rank 0, then broadcast: O(ranks) messages. Open MPI's
+  // non-blocking all-gathers (libnbc) send every rank's piece to every rank,
+  // ranks x ranks messages: over TCP at 128 ranks on 4 hosts that made the
+  // results' merge take 9.9 s against 2.0 s at 64 (docs/cluster.md, "Scale").
+  std::vector<std::string> all = GatherStringsToRoot(value);
   Waiting waiting("allgather");
-  int len = static_cast<int>(value.size());
-  std::vector<int> lens(size_), displs;
-  MPI_Request request;
-  MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &request);
-  Wait(request);
-  std::string all(static_cast<std::size_t>(Displacements(lens, &displs)), '\0');
-  MPI_Iallgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
-                  MPI_COMM_WORLD, &request);
-  Wait(request);
-  return Split(all, lens, displs);
+  std::vector<int> lens(size_);
+  if (rank_ == 0) {
+    for (int r = 0; r < size_; ++r) lens[r] = static_cast<int>(all[r].size());
+  }
+  Bcast(lens.data(), size_, MPI_INT);
+  std::vector<int> displs;
+  std::string joined(static_cast<std::size_t>(Displacements(lens, &displs)), '\0');
+  if (rank_ == 0) {
+    for (int r = 0; r < size_; ++r) joined.replace(displs[r], lens[r], all[r]);
+  }
+  // MPI counts are ints: a broadcast above 2 GiB would need chunks, far
+  // beyond what any rank gathers here (tens of bytes to kilobytes each).
+  Bcast(joined.data(), static_cast<int>(joined.size()), MPI_CHAR);
+  return Split(joined, lens, displs);
 }
 
 std::vector<std::string> Cluster::GatherStringsToRoot(const std::string& value) const {

@@ -51,6 +51,10 @@ class Cluster {
   // Element-wise sums; every rank passes vectors of the same length.
   std::vector<double> SumDoubles(const std::vector<double>& values) const;
   std::vector<std::uint64_t> SumU64s(const std::vector<std::uint64_t>& values) const;
+  // Element-wise maxima (a minimum is the maximum of the negated values):
+  // one collective for many figures, where each collective costs a round of
+  // every rank being scheduled (oversubscribed clients, thousands of ranks).
+  std::vector<double> MaxDoubles(const std::vector<double>& values) const;
   // Gathers one string per rank on every rank (index = rank).
   std::vector<std::string> AllGatherStrings(const std::string& value) const;
   // Gathers one string per rank on rank 0 only (index = rank); the other

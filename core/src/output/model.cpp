@@ -33,14 +33,38 @@ HostFacts ReadHostFacts() {
   return h;
 }
 
-// Merges a histogram over all ranks.
-metrics::LatencyHistogram MergeHistogram(const metrics::LatencyHistogram& local,
-                                         cluster::Cluster& cluster) {
-  std::vector<std::uint64_t> summed = cluster.SumU64s(local.Export());
-  double max = cluster.MaxDouble(static_cast<double>(local.max_ns()));
-  double min = cluster.MinDouble(local.count() == 0 ? 1e300 : static_cast<double>(local.min_ns()));
-  return metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(max),
-                                           min >= 1e300 ? 0 : static_cast<std::uint64_t>(min));
+// Merges histograms over all ranks, in two collectives however many there
+// are: one sum of every bucket, one maximum of every extreme (a minimum is
+// the maximum of its negation). Each collective costs a round of every rank
+// being scheduled, tens of milliseconds on an oversubscribed client at 128
+// ranks (docs/cluster.md, "Scale").
+std::vector<metrics::LatencyHistogram> MergeHistograms(
+    const std::vector<const metrics::LatencyHistogram*>& local, cluster::Cluster& cluster) {
+  std::vector<std::uint64_t> buckets;
+  std::vector<std::size_t> sizes;
+  std::vector<double> extremes;
+  for (const metrics::LatencyHistogram* h : local) {
+    const std::vector<std::uint64_t> exported = h->Export();
+    sizes.push_back(exported.size());
+    buckets.insert(buckets.end(), exported.begin(), exported.end());
+    extremes.push_back(static_cast<double>(h->max_ns()));
+    extremes.push_back(-(h->count() == 0 ? 1e300 : static_cast<double>(h->min_ns())));
+  }
+  buckets = cluster.SumU64s(buckets);
+  extremes = cluster.MaxDoubles(extremes);
+  std::vector<metrics::LatencyHistogram> out;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    const std::vector<std::uint64_t> summed(buckets.begin() + static_cast<std::ptrdiff_t>(at),
+                                            buckets.begin() +
+                                                static_cast<std::ptrdiff_t>(at + sizes[i]));
+    at += sizes[i];
+    const double min = -extremes[2 * i + 1];
+    out.push_back(metrics::LatencyHistogram::Import(
+        summed, static_cast<std::uint64_t>(extremes[2 * i]),
+        min >= 1e300 ? 0 : static_cast<std::uint64_t>(min)));
+  }
+  return out;
 }
 
 // A back end's statistics summed over the ranks, in rank 0's order. Gathered
@@ -153,8 +177,9 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
     t.minor_faults_per_epoch.push_back(e.minor_faults);
   }
   bytes = cluster.SumU64s(bytes);
+  const std::vector<double> slowest_wall = cluster.MaxDoubles(wall);  // one collective
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const double slowest = cluster.MaxDouble(wall[i]);
+    const double slowest = slowest_wall[i];
     t.actual_MiB_per_second.push_back(slowest > 0 ? static_cast<double>(bytes[i]) / kMiB / slowest
                                                   : 0);
     t.seconds += slowest;
@@ -176,11 +201,14 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
       }
     }
   }
-  t.compute_measured_seconds = cluster.SumDouble(measured);
-  t.compute_requested_seconds = cluster.SumDouble(requested);
-  const double all_barrier = cluster.SumDouble(barrier_sum);
-  const std::uint64_t all_n = cluster.SumU64(barrier_n);
-  t.barrier_mean_ms = all_n > 0 ? all_barrier / static_cast<double>(all_n) * 1e3 : 0;
+  // One collective for the four sums (counts below 2^53 are exact as doubles).
+  const std::vector<double> sums =
+      cluster.SumDoubles({measured, requested, barrier_sum, static_cast<double>(barrier_n)});
+  t.compute_measured_seconds = sums[0];
+  t.compute_requested_seconds = sums[1];
+  const double all_barrier = sums[2];
+  const double all_n = sums[3];
+  t.barrier_mean_ms = all_n > 0 ? all_barrier / all_n * 1e3 : 0;
   return t;
 }
 
@@ -621,8 +649,6 @@ OutcomeHistograms RecordOutcome(const RunOutcome& outcome) {
 // read latency among them.
 void CollectHistograms(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
   cluster::Cluster& cluster = session.cluster();
-  r->sample_latency = MergeHistogram(session.sample_latency(), cluster);
-  r->read_latency = MergeHistogram(session.storage().counters().read_latency, cluster);
   const engine::IoCounters& io_counters = session.storage().counters();
   const OutcomeHistograms mine = RecordOutcome(outcome);
   const std::pair<const char*, const metrics::LatencyHistogram*> all[] = {
@@ -637,7 +663,14 @@ void CollectHistograms(engine::Session& session, const RunOutcome& outcome, RunR
       {"eval_step_data_wait", &mine.eval_data_wait},
       {"checkpoint_save", &mine.saves},
       {"checkpoint_load", &mine.loads}};
-  for (const auto& [name, h] : all) r->histograms.emplace_back(name, MergeHistogram(*h, cluster));
+  std::vector<const metrics::LatencyHistogram*> local;
+  for (const auto& [name, h] : all) local.push_back(h);
+  std::vector<metrics::LatencyHistogram> merged = MergeHistograms(local, cluster);
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    r->histograms.emplace_back(all[i].first, std::move(merged[i]));
+  }
+  r->sample_latency = r->histograms[0].second;  // sample_read
+  r->read_latency = r->histograms[2].second;    // storage_read
 }
 
 // Generation's figures over ranks (every rank takes part, generating or not).
@@ -645,13 +678,19 @@ GenerateResults CollectGenerate(const RunOutcome& outcome, cluster::Cluster& clu
   const engine::GenerateReport none;
   const engine::GenerateReport& g = outcome.generate ? *outcome.generate : none;
   GenerateResults gen;
-  gen.files_written = cluster.SumU64(g.files_written);
-  gen.files_written_by_all_ranks = cluster.SumU64(g.files_written_by_all_ranks);
-  gen.files_skipped = cluster.SumU64(g.files_skipped);
-  gen.bytes_written = cluster.SumU64(g.bytes_written);
-  gen.bytes_written_per_rank.assign(static_cast<std::size_t>(ranks), 0);
-  gen.bytes_written_per_rank[static_cast<std::size_t>(cluster.rank())] = g.bytes_written;
-  gen.bytes_written_per_rank = cluster.SumU64s(gen.bytes_written_per_rank);
+  // One sum: the four totals, then each rank's bytes in its own slot.
+  std::vector<std::uint64_t> sums(4 + static_cast<std::size_t>(ranks), 0);
+  sums[0] = g.files_written;
+  sums[1] = g.files_written_by_all_ranks;
+  sums[2] = g.files_skipped;
+  sums[3] = g.bytes_written;
+  sums[4 + static_cast<std::size_t>(cluster.rank())] = g.bytes_written;
+  sums = cluster.SumU64s(sums);
+  gen.files_written = sums[0];
+  gen.files_written_by_all_ranks = sums[1];
+  gen.files_skipped = sums[2];
+  gen.bytes_written = sums[3];
+  gen.bytes_written_per_rank.assign(sums.begin() + 4, sums.end());
   gen.seconds = cluster.MaxDouble(g.seconds);
   return gen;
 }
