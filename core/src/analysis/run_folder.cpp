@@ -311,18 +311,26 @@ Result<json> PartialSummary(const std::string& path) {
   std::string note = "partial: no summary.json (the merge did not finish); figures from the "
                      "records of " + std::to_string(reported.size()) + " of " +
                      std::to_string(ranks) + " ranks";
+  if (status.ok() && status->contains("lost_hosts") && (*status)["lost_hosts"].is_array()) {
+    std::string hosts;
+    for (const json& h : (*status)["lost_hosts"]) {
+      if (h.is_string()) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
+    }
+    note += "; lost host(s) " + hosts + " (status.json)";
+  }
   if (!silent.empty()) {
-    note += "; no answer from rank(s) " + JoinInts(silent);
+    note += "; no final state from rank(s) " + JoinInts(silent);
     if (!silent_hosts.empty()) {
       std::string hosts;
       for (const std::string& h : silent_hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-      note += " (host " + hosts + ")";
+      note += " (on " + hosts + ")";
     }
   }
   json partial = {{"note", note}, {"ranks", ranks}, {"reported_ranks", reported},
                   {"silent_ranks", silent}};
   if (status.ok()) {
-    for (const char* key : {"status", "signal", "error", "lost_hosts", "lost_ranks"}) {
+    for (const char* key :
+         {"status", "signal", "error", "lost_hosts", "lost_ranks", "unanswered_ranks"}) {
       if (status->contains(key)) partial[key] = (*status)[key];
     }
   }

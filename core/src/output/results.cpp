@@ -81,6 +81,8 @@ std::string FileThisRunWouldOverwrite(const std::string& folder, const config::C
         config.hydra.output_subdir + "/hydra.yaml", config.output.log_file}) {
     if (!name.empty() && fs::exists(folder + "/" + name, ec)) return folder + "/" + name;
   }
+  // The ranks' records of a run that ended before its status.json.
+  if (fs::exists(folder + "/" + kRankFolder, ec)) return folder + "/" + kRankFolder;
   // Per-accelerator files: <n>_output.json, <n>_per_epoch_stats.json, <n>_samples.csv.
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -198,6 +200,7 @@ Status WriteStatus(const std::string& folder, const Status& run_status, const ch
     o["lost_hosts"] = details.lost_hosts;
     o["lost_ranks"] = details.lost_ranks;
   }
+  if (!details.unanswered_ranks.empty()) o["unanswered_ranks"] = details.unanswered_ranks;
   if (details.written_by_rank != 0) o["written_by_rank"] = details.written_by_rank;
   if (!details.results.empty()) o["results"] = details.results;
   o["end"] = Timestamp(std::chrono::system_clock::now());

@@ -60,6 +60,9 @@ struct StatusDetails {
   // their hosts in rank order: the lost ones.
   std::vector<int> lost_ranks;
   std::vector<std::string> lost_hosts;
+  // Ranks that had not answered when it was written, without a sign of a
+  // fault (alive, or killed by the launcher before they could answer).
+  std::vector<int> unanswered_ranks;
   // Which results the folder holds, in words; empty for a complete run.
   std::string results;
 };

@@ -1,6 +1,9 @@
 #include "run/run.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -266,31 +269,79 @@ class FaultWatch : public RunThread {
     return true;
   }
 
+  // status.json from the ranks that have not answered (`silent`), told
+  // apart: a host none of whose ranks answered is lost (killed, or cut off:
+  // a cut_off record is silent); a silent rank on this host whose process
+  // is gone is lost; the other silent ranks had not answered yet, which on
+  // an oversubscribed client that the launcher kills a second after its
+  // SIGTERM is no sign of a fault (bench/results/results_scale.md).
   void WriteLost(int signal, const std::string& what, const std::vector<int>& silent) {
     output::StatusDetails details;
     details.written_by_rank = cluster_.rank();
-    details.lost_ranks = silent;
-    std::string error = what;
-    if (silent.empty()) {
-      error += ": every rank answered the signal; a rank or host may be gone";
-    } else {
-      for (int r : silent) {
-        const std::string& host =
-            r < static_cast<int>(rank_hosts_.size()) ? rank_hosts_[r] : std::string("?");
-        if (std::find(details.lost_hosts.begin(), details.lost_hosts.end(), host) ==
+    std::vector<int> dead;
+    for (int r : silent) {
+      if (HostSilent(HostOf(r), silent)) {
+        details.lost_ranks.push_back(r);
+        if (std::find(details.lost_hosts.begin(), details.lost_hosts.end(), HostOf(r)) ==
             details.lost_hosts.end()) {
-          details.lost_hosts.push_back(host);
+          details.lost_hosts.push_back(HostOf(r));
         }
+      } else if (ProcessGone(r)) {
+        details.lost_ranks.push_back(r);
+        dead.push_back(r);
+      } else {
+        details.unanswered_ranks.push_back(r);
       }
-      error += ": no answer from " + ListRanks(silent) + " on host" +
+    }
+    std::string error = what;
+    if (!details.lost_hosts.empty()) {
+      std::vector<int> on_lost_hosts;
+      for (int r : details.lost_ranks) {
+        if (std::find(dead.begin(), dead.end(), r) == dead.end()) on_lost_hosts.push_back(r);
+      }
+      error += ": no answer from " + ListRanks(on_lost_hosts) + " on host" +
                (details.lost_hosts.size() > 1 ? "s " : " ") + Join(details.lost_hosts) +
                ": lost (killed, or cut off from the others)";
+    }
+    if (!dead.empty()) {
+      error += std::string(details.lost_hosts.empty() ? ": " : "; ") + ListRanks(dead) + " on " +
+               cluster_.hostname() + ": process gone";
+    }
+    if (details.lost_ranks.empty()) {
+      error += ": no rank or host found lost";
+    }
+    if (!details.unanswered_ranks.empty()) {
+      error += "; " + std::to_string(details.unanswered_ranks.size()) +
+               " other rank(s) had not answered yet (busy, or killed by the launcher first)";
     }
     details.results =
         "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
         "no merge (summary.json) after a lost rank";
     (void)output::WriteStatus(folder_, Status::Aborted(error), engine::SignalName(signal),
                               details);
+  }
+
+  const std::string& HostOf(int rank) const {
+    static const std::string unknown = "?";
+    return rank >= 0 && rank < static_cast<int>(rank_hosts_.size()) ? rank_hosts_[rank] : unknown;
+  }
+
+  // Whether every rank of `host` is in `silent`.
+  bool HostSilent(const std::string& host, const std::vector<int>& silent) const {
+    for (int r = 0; r < static_cast<int>(rank_hosts_.size()); ++r) {
+      if (rank_hosts_[r] == host && std::find(silent.begin(), silent.end(), r) == silent.end()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A rank on this host whose record names a process that no longer exists.
+  bool ProcessGone(int rank) const {
+    if (HostOf(rank) != cluster_.hostname()) return false;
+    Result<output::RankRecord> record = output::ReadRankRecord(folder_, rank);
+    if (!record.ok() || record->pid <= 0) return false;
+    return ::kill(static_cast<pid_t>(record->pid), 0) != 0 && errno == ESRCH;
   }
 
   static std::string Join(const std::vector<std::string>& items) {

@@ -1,0 +1,152 @@
+#include "output/rank_ledger.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/run_folder.h"
+
+namespace iomimic::output {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("iomimic_ledger_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// An epoch of `steps` steps of 10 ms compute each, 8 MiB read.
+metrics::EpochRecord Epoch(std::uint64_t n, std::uint64_t steps, bool partial = false) {
+  metrics::EpochRecord e;
+  e.epoch = n;
+  e.start = metrics::Stamp::Now();
+  e.end = e.start;
+  e.end.mono += std::chrono::milliseconds(10 * steps);
+  e.end.wall += std::chrono::milliseconds(10 * steps);
+  metrics::PhaseRecord b;
+  b.start = e.start;
+  b.end = e.end;
+  for (std::uint64_t i = 0; i < steps; ++i) {
+    b.load.push_back(0.0);
+    b.proc.push_back(0.01);
+    b.compute.push_back(0.01);
+  }
+  b.bytes_read = 8 << 20;
+  e.blocks.push_back(b);
+  e.partial = partial;
+  return e;
+}
+
+config::Config TestConfig() {
+  config::Config c;
+  c.reader.batch_size = 4;
+  return c;
+}
+
+TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
+  TempDir dir;
+  const config::Config c = TestConfig();
+  RankLedger ledger(dir.path(), c, 3, 4, "h2", 0.0);
+  REQUIRE(ledger.Start().ok());
+  Result<RankRecord> r = ReadRankRecord(dir.path(), 3);
+  REQUIRE(r.ok());
+  CHECK(r->state == "running");
+  CHECK(r->host == "h2");
+  CHECK(r->ranks == 4);
+
+  std::vector<metrics::EpochRecord> epochs = {Epoch(1, 10)};
+  REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
+  epochs.push_back(Epoch(2, 3, /*partial=*/true));
+  REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
+  CHECK(fs::exists(dir.path() + "/3_per_epoch_stats.json"));
+  std::ifstream stats(dir.path() + "/3_per_epoch_stats.json");
+  const std::string text((std::istreambuf_iterator<char>(stats)), {});
+  CHECK(text.find("\"partial\": true") != std::string::npos);
+
+  REQUIRE(ledger.Stopped("interrupted", "SIGTERM", "").ok());
+  r = ReadRankRecord(dir.path(), 3);
+  REQUIRE(r.ok());
+  CHECK(r->state == "interrupted");
+  CHECK(r->signal == "SIGTERM");
+  REQUIRE(r->accelerators.size() == 1);
+  REQUIRE(r->accelerators[0].epochs.size() == 2);
+  CHECK(!r->accelerators[0].epochs[0].partial);
+  CHECK(r->accelerators[0].epochs[0].steps == 10);
+  CHECK(r->accelerators[0].epochs[0].bytes_read == (8u << 20));
+  CHECK(r->accelerators[0].epochs[1].partial);
+  // No file is left aside by the atomic writes.
+  for (const auto& entry : fs::directory_iterator(dir.path() + "/ranks")) {
+    CHECK(entry.path().filename().string().front() != '.');
+  }
+}
+
+TEST_CASE("rank ledger: a rank without a record, or still running, is silent") {
+  TempDir dir;
+  const config::Config c = TestConfig();
+  RankLedger r0(dir.path(), c, 0, 3, "h1", 0.0), r2(dir.path(), c, 2, 3, "h2", 0.0);
+  REQUIRE(r0.Start().ok());
+  REQUIRE(r2.Start().ok());
+  CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{0, 1, 2});
+  REQUIRE(r0.Stopped("interrupted", "SIGTERM", "").ok());
+  CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{1, 2});
+  REQUIRE(r2.Stopped("cut_off", "SIGTERM", "cannot reach mpirun").ok());
+  CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{1, 2});  // cut off counts as lost
+}
+
+TEST_CASE("rank ledger: a run folder without summary.json reads as partial") {
+  TempDir dir;
+  const config::Config c = TestConfig();
+  {
+    RankLedger a(dir.path(), c, 0, 3, "h1", 0.0), b(dir.path(), c, 1, 3, "h1", 0.0);
+    REQUIRE(a.Start().ok());
+    REQUIRE(b.Start().ok());
+    REQUIRE(a.EpochsSoFar(0, {Epoch(1, 10), Epoch(2, 10), Epoch(3, 2, true)}).ok());
+    REQUIRE(b.EpochsSoFar(1, {Epoch(1, 10), Epoch(2, 10)}).ok());
+    REQUIRE(a.Stopped("interrupted", "SIGTERM", "").ok());
+    REQUIRE(b.Stopped("interrupted", "SIGTERM", "").ok());
+  }
+  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path());
+  REQUIRE(run.ok());
+  CHECK(run->partial);
+  CHECK(run->partial_note.find("records of 2 of 3 ranks") != std::string::npos);
+  CHECK(run->partial_note.find("no final state from rank(s) 2") != std::string::npos);
+  const analysis::Figure* accelerators = run->Find("accelerators");
+  REQUIRE(accelerators != nullptr);
+  CHECK(accelerators->value == 2);
+  // The two whole epochs both ranks finished; the partial third left out.
+  const analysis::Figure* tput = run->Find("train samples/s");
+  REQUIRE(tput != nullptr);
+  CHECK(tput->value > 0);
+  Result<std::string> summary = analysis::SummaryText(dir.path());
+  REQUIRE(summary.ok());
+  const nlohmann::json parsed = nlohmann::json::parse(*summary);
+  CHECK(parsed["metric"]["train_au_percentage"].size() == 2);
+  CHECK(parsed["iomimic"]["partial"]["silent_ranks"] == nlohmann::json::array({2}));
+}
+
+TEST_CASE("rank ledger: an empty folder is not a run") {
+  TempDir dir;
+  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path());
+  CHECK(run.status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace iomimic::output
