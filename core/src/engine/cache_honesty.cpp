@@ -406,8 +406,9 @@ std::pair<std::uint64_t, std::uint64_t> MeasureMyShare(Session& session, bool cl
                                                        metrics::PageResidency* residency) {
   const plan::DatasetLayout& layout = session.layout();
   const cluster::Cluster& cluster = session.cluster();
+  const std::uint64_t most = session.config().iomimic.cache_check_files;
   const std::vector<std::uint64_t> sample =
-      SampleIndices(layout.num_files(plan::Split::kTrain), kCacheCheckSampleFiles);
+      SampleIndices(layout.num_files(plan::Split::kTrain), most);
   std::vector<std::string> paths;
   std::uint64_t files = 0, bytes = 0;
   for (std::size_t j = static_cast<std::size_t>(cluster.rank()); j < sample.size();
@@ -419,7 +420,9 @@ std::pair<std::uint64_t, std::uint64_t> MeasureMyShare(Session& session, bool cl
     bytes += info->size;
     paths.push_back(path);
   }
-  if (client_cache) {
+  if (most == 0) {
+    residency->why_not = "iomimic.cache_check_files is 0";
+  } else if (client_cache) {
     *residency = MeasureResidency(paths);
   } else {
     residency->why_not = "object storage: its reads do not go through this host's page cache";

@@ -116,10 +116,6 @@ std::string CheckpointReadLabel(const ResidencyTotals& totals, const std::string
 // when k >= n. Pure, for tests.
 std::vector<std::uint64_t> SampleIndices(std::uint64_t n, std::uint64_t k);
 
-// Training files whose size and residency the dataset check measures at most
-// (an even sample beyond that, shared among the ranks).
-inline constexpr std::uint64_t kCacheCheckSampleFiles = 256;
-
 // A share of the training set this large in the page cache at start is
 // warned about.
 inline constexpr double kResidentWarningFraction = 0.01;
@@ -165,8 +161,9 @@ CacheCheck CompareDatasetToMemory(CacheCheck dataset, const std::vector<HostMemo
 
 // Collective: every rank reads its host's memory and stats and measures its
 // share of the training files (an even sample of at most
-// kCacheCheckSampleFiles, kept out of the run's I/O counters), and all get
-// the same verdict. Not checked (checked false) when the run does not
+// iomimic.cache_check_files, kept out of the run's I/O counters; none when
+// 0, the nominal size then standing for the files'), and all get the same
+// verdict. Not checked (checked false) when the run does not
 // train. Call it after the dataset exists and before training reads it. On
 // storage without a client page cache (objects: s3) the figures are
 // recorded without a warning.
