@@ -214,7 +214,7 @@ Result<std::uint64_t> ResidentBytesByMincore(int fd, std::uint64_t size) {
   }
   if (size == 0) return std::uint64_t{0};
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) return Status::FromErrno(errno, "mmap");
+  if (map == MAP_FAILED) return Status::FromErrno(errno, "mapping the file");
   const std::uint64_t page = PageBytes();
   const std::uint64_t pages = (size + page - 1) / page;
   constexpr std::uint64_t kPagesPerCall = 1u << 18;

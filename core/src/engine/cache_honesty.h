@@ -20,9 +20,9 @@
 // Residency is a side measurement of the core, not storage I/O: it maps the
 // files and asks the kernel which pages are cached (cachestat(2), or
 // mincore(2) before Linux 6.5, as fincore does), reading no data. It applies
-// to back ends whose paths are local files (posix, odirect, mmap, gds,
-// mpiio with plain paths); object storage (s3) keeps no page cache on the
-// client and is reported as not measured, with why.
+// to back ends whose paths are local files (the file-system back ends of
+// docs/plugins.md); object storage (StorageCapabilities::objects) keeps no
+// page cache on the client and is reported as not measured, with why.
 
 #pragma once
 
@@ -165,7 +165,7 @@ CacheCheck CompareDatasetToMemory(CacheCheck dataset, const std::vector<HostMemo
 // 0, the nominal size then standing for the files'), and all get the same
 // verdict. Not checked (checked false) when the run does not
 // train. Call it after the dataset exists and before training reads it. On
-// storage without a client page cache (objects: s3) the figures are
+// storage without a client page cache (object storage) the figures are
 // recorded without a warning.
 CacheCheck CheckDatasetAgainstMemory(Session& session);
 
