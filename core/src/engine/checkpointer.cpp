@@ -4,6 +4,7 @@
 #include <map>
 
 #include "config/dlio_compat.h"
+#include "engine/cache_honesty.h"
 #include "engine/generator.h"
 #include "iomimic/random.h"
 
@@ -85,7 +86,7 @@ int Checkpointer::SourceRank(int rank) const {
   return (rank + shift) % cluster.size();
 }
 
-std::string Checkpointer::ReadPath(std::uint64_t epoch, std::uint64_t step) const {
+std::string Checkpointer::ReadConditions(std::uint64_t epoch, std::uint64_t step) const {
   std::vector<std::string> why;
   if (session_.config().checkpoint.drop_cache) why.push_back("page cache dropped");
   bool other_host = !hosts_.empty();
@@ -94,10 +95,31 @@ std::string Checkpointer::ReadPath(std::uint64_t epoch, std::uint64_t step) cons
   }
   if (other_host) why.push_back("other host");
   if (saved_.count({epoch, step}) == 0) why.push_back("later invocation");
-  if (why.empty()) return "may be cached";
   std::string joined;
   for (const std::string& w : why) joined += (joined.empty() ? "" : ", ") + w;
   return joined;
+}
+
+metrics::PageResidency Checkpointer::MeasureBeforeRead(const std::vector<std::string>& paths) {
+  if (storage_->capabilities().objects) {
+    metrics::PageResidency none;
+    none.why_not = "object storage: its reads do not go through this host's page cache";
+    return none;
+  }
+  if (session_.config().checkpoint.drop_cache) {
+    // The storage drops the pages at open (OpenOptions::drop_cache), inside
+    // the timed read; it does so here first, so that the measurement sees
+    // what the read will find (a dirty page the drop cannot drop stays).
+    // Through the back end itself: not counted as the run's I/O.
+    OpenOptions options;
+    options.mode = OpenMode::kRead;
+    options.drop_cache = true;
+    for (const std::string& path : paths) {
+      Result<std::unique_ptr<File>> file = storage_->uncounted().Open(path, options);
+      if (file.ok()) (void)(*file)->Close();
+    }
+  }
+  return MeasureResidency(paths);
 }
 
 std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().syncs; }
@@ -192,14 +214,17 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
 Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
                           metrics::CheckpointRecord* record) {
   const int source = SourceRank(session_.cluster().rank());
-  read_path_ = ReadPath(epoch, step);
+  read_conditions_ = ReadConditions(epoch, step);
   const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
   const plan::RankCheckpoint& files = plan_.ranks[static_cast<std::size_t>(source)];
+  std::vector<std::string> paths;
+  for (const plan::CheckpointFile& f : files.files) paths.push_back(dir + "/" + f.name);
+  record->residency = MeasureBeforeRead(paths);
   IoSnapshot before = storage_->Snapshot();
   record->start = metrics::Stamp::Now();
   Status status;
-  for (const plan::CheckpointFile& f : files.files) {
-    status = ReadFile(dir + "/" + f.name, f.bytes)
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    status = ReadFile(paths[i], files.files[i].bytes)
                  .WithContext("reading checkpoint (storage '" + storage_name_ + "')");
     if (!status.ok()) break;
   }

@@ -40,7 +40,9 @@ class Checkpointer {
   // the caller places barriers as DLIO does. Fills `record` (this rank).
   Status Save(std::uint64_t epoch, std::uint64_t step, metrics::CheckpointRecord* record);
   // Reads back this rank's files of checkpoint (epoch, step) (another rank's
-  // with checkpoint.recovery_rank_shift), checking sizes and content.
+  // with checkpoint.recovery_rank_shift), checking sizes and content. First,
+  // untimed, how much of those files is in the page cache (with
+  // checkpoint.drop_cache after dropping it) goes into record->residency.
   Status Load(std::uint64_t epoch, std::uint64_t step, metrics::CheckpointRecord* record);
 
   const plan::CheckpointPlan& plan() const { return plan_; }
@@ -48,12 +50,14 @@ class Checkpointer {
   CountingStorage& storage() { return *storage_; }
   const std::string& storage_name() const { return storage_name_; }
   std::uint64_t fsync_calls() const;
-  // Where the last Load's bytes could come from, the same on every rank:
-  // "page cache dropped" (checkpoint.drop_cache), "other host" (every rank
-  // read a shard written on another host, checkpoint.recovery_rank_shift),
-  // "later invocation" (this process wrote no checkpoint it read), joined by
-  // ", "; "may be cached" when none applies; empty before any Load.
-  const std::string& read_path() const { return read_path_; }
+  // What was meant to keep the last Load off the page cache, the same on
+  // every rank: "page cache dropped" (checkpoint.drop_cache), "other host"
+  // (every rank read a shard written on another host,
+  // checkpoint.recovery_rank_shift), "later invocation" (this process wrote
+  // no checkpoint it read), joined by ", "; empty when none applies or
+  // before any Load. Context only: what each Load found in the page cache
+  // is its record's `residency` (engine/cache_honesty.h CheckpointReadLabel).
+  const std::string& read_conditions() const { return read_conditions_; }
   // The rank whose shard `rank` reads (checkpoint.recovery_rank_shift).
   int SourceRank(int rank) const;
 
@@ -61,7 +65,8 @@ class Checkpointer {
   Checkpointer(Session& session) : session_(session) {}
   Status WriteFile(const std::string& path, std::uint64_t bytes);
   Status ReadFile(const std::string& path, std::uint64_t bytes);
-  std::string ReadPath(std::uint64_t epoch, std::uint64_t step) const;
+  std::string ReadConditions(std::uint64_t epoch, std::uint64_t step) const;
+  metrics::PageResidency MeasureBeforeRead(const std::vector<std::string>& paths);
 
   Session& session_;
   plan::CheckpointPlan plan_;
@@ -73,7 +78,7 @@ class Checkpointer {
   Buffer pattern_;                                           // the bytes every file repeats
   std::vector<std::string> hosts_;                           // every rank's host name
   std::set<std::pair<std::uint64_t, std::uint64_t>> saved_;  // (epoch, step) saved here
-  std::string read_path_;
+  std::string read_conditions_;
 };
 
 }  // namespace iomimic::engine

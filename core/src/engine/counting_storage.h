@@ -122,6 +122,11 @@ class CountingStorage final : public ForwardingStorage {
   Result<FileInfo> Stat(const std::string& path) override;
 
   IoCounters& counters() { return counters_; }
+  // The back end itself, for side measurements that are not the run's I/O
+  // (engine/cache_honesty.h: the dataset check's stat sample, a checkpoint's
+  // cache drop before its residency is measured): nothing done through it
+  // is counted or traced.
+  Storage& uncounted() { return inner(); }
   IoSnapshot Snapshot() const;
 
   // Records every operation (open, read, write, fsync, close, stat) into

@@ -65,11 +65,24 @@ struct PhaseRecord {
 // million short steps does not write a million rows.
 inline constexpr double kBarrierEventSeconds = 0.001;
 
+// What of some files was in this host's page cache when it was measured
+// (engine/cache_honesty.h MeasureResidency).
+struct PageResidency {
+  bool measured = false;             // false: why_not says why
+  std::uint64_t files = 0;           // files measured
+  std::uint64_t bytes = 0;           // their bytes (sizes)
+  std::uint64_t resident_bytes = 0;  // of `bytes`, in the page cache
+  std::string why_not;               // empty when measured
+};
+
 struct CheckpointRecord {
   std::uint64_t index = 1;
   Stamp start;
   Stamp end;
   std::uint64_t bytes = 0;
+  // Loads: this rank's files in the page cache right before the timed read
+  // (not part of it); saves: not measured.
+  PageResidency residency;
   double duration() const { return Seconds(start, end); }
 };
 

@@ -722,7 +722,16 @@ CheckpointResults CollectCheckpoint(const RunOutcome& outcome, const config::Con
   }
   ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
   ck.loads = CollectCheckpoints(loads, {}, cluster);
-  if (!ck.loads.empty()) ck.read_path = outcome.checkpointer->read_path();
+  // What each load found in the page cache, summed over ranks, labels it
+  // (engine/cache_honesty.h).
+  engine::ResidencyTotals all_loads;
+  for (std::size_t k = 0; k < ck.loads.size() && k < loads.size(); ++k) {
+    ck.loads[k].residency = engine::SumResidency(loads[k].residency, cluster);
+    all_loads = engine::AddResidency(all_loads, ck.loads[k].residency);
+  }
+  if (!ck.loads.empty()) {
+    ck.read_path = engine::CheckpointReadLabel(all_loads, outcome.checkpointer->read_conditions());
+  }
   return ck;
 }
 

@@ -161,6 +161,9 @@ struct CheckpointEvent {
   int slowest_rank = 0;
   int fastest_rank = 0;
   double min_rank_GiB_per_second = 0;  // the slowest rank's own rate
+  // Loads: the files' bytes in the page cache right before the read, summed
+  // over ranks (ranks 0: a save, not measured).
+  engine::ResidencyTotals residency;
 };
 
 struct CheckpointResults {
@@ -171,8 +174,9 @@ struct CheckpointResults {
   std::uint64_t parameters = 0;
   std::vector<CheckpointEvent> saves;
   std::vector<CheckpointEvent> loads;
-  // Where the loads' bytes could come from (Checkpointer::ReadPath); empty
-  // without loads.
+  // What the loads found in the page cache, with what was meant to keep
+  // them cold (engine/cache_honesty.h CheckpointReadLabel); empty without
+  // loads.
   std::string read_path;
   double size_gib() const { return static_cast<double>(size_bytes) / (1024.0 * 1024.0 * 1024.0); }
 };

@@ -109,6 +109,12 @@ json CheckpointDetails(const std::vector<CheckpointEvent>& events) {
     d["min_rank_throughput_GiB_per_second"] = Num(e.min_rank_GiB_per_second);
     d["slowest_rank"] = e.slowest_rank;
     d["fastest_rank"] = e.fastest_rank;
+    if (e.residency.ranks > 0) {  // a load (engine/cache_honesty.h)
+      const bool measured = e.residency.all_measured();
+      d["resident_bytes"] = measured ? json(e.residency.resident_bytes) : json(nullptr);
+      d["resident_fraction"] = measured ? json(Num(e.residency.fraction())) : json(nullptr);
+      d["read_path"] = engine::ResidencyVerdict(e.residency);
+    }
     out.push_back(d);
   }
   return out;
@@ -441,6 +447,15 @@ json CheckpointJson(const CheckpointResults& ck) {
 json CacheCheckJson(const engine::CacheCheck& check) {
   json o;
   o["dataset_GB"] = Num(static_cast<double>(check.dataset_bytes) / kGiB);
+  o["nominal_GB"] = Num(static_cast<double>(check.nominal_bytes) / kGiB);
+  o["files"] = check.files;
+  o["files_measured"] = check.files_measured;
+  o["resident_fraction"] =
+      check.residency_measured ? json(Num(check.resident_fraction())) : json(nullptr);
+  o["resident_GB"] = check.residency_measured
+                         ? json(Num(static_cast<double>(check.resident_bytes) / kGiB))
+                         : json(nullptr);
+  if (!check.residency_measured) o["residency_not_measured"] = check.residency_why_not;
   o["hosts_memory_GB"] = Num(static_cast<double>(check.memory_bytes) / kGiB);
   o["hosts"] = check.hosts;
   o["fits_in_memory"] = check.fits;

@@ -484,9 +484,6 @@ class WorkloadRun {
     if (!status.ok()) return Fail(status);
     session_ = std::move(opened).value();
     for (const std::string& warning : session_->warnings()) notify_->OnWarning(warning);
-    outcome_.cache_check = engine::CheckDatasetAgainstMemory(
-        c_, cluster_, !session_->storage().capabilities().objects);
-    if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
     // Made after the session and stopped before any return (its destructor),
     // so OnProgress never outlives RunWorkload.
     progress_ = std::make_unique<ProgressTimer>(*session_, observer_, options_.progress_interval);
@@ -618,6 +615,10 @@ class WorkloadRun {
   Status TrainModel() {
     Status status = engine::CheckDataset(*session_);
     if (!status.ok()) return FinishFailed(status);
+    // The files as they are on storage and in the page cache right before
+    // training reads them (engine/cache_honesty.h).
+    outcome_.cache_check = engine::CheckDatasetAgainstMemory(*session_);
+    if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
     engine::TrainOptions train;
     train.accelerators_per_process = c_.iomimic.accelerators_per_process;
     if (c_.iomimic.sample_log) {
