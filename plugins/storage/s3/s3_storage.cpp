@@ -8,7 +8,7 @@
 namespace iomimic::s3 {
 
 // The descriptor's flags, and what capabilities() may claim (async with read_mode ranged).
-constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC;
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_ENDPOINT;
 namespace {
 
 std::string Lower(std::string text) {
@@ -641,8 +641,13 @@ Status S3Storage::Rename(const std::string& from, const std::string& to) {
   copy.key = target.key;
   copy.headers = {"x-amz-copy-source: /" + UriEncode(source.bucket, false) + "/" +
                   UriEncode(source.key, true)};
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(copy));
-  if (copy.body.find("<Error>") != std::string::npos) return StatusForHttp(copy);
+  Status copied = client_->Perform(copy);
+  if (copied.ok() && copy.body.find("<Error>") != std::string::npos) copied = StatusForHttp(copy);
+  if (!copied.ok()) {
+    // The copy is a PUT of the target; the caller asked to move the source.
+    return Status(copied.code(), "s3: rename " + Describe(source.bucket, source.key) + " to " +
+                                     Describe(target.bucket, target.key) + ": " + copied.message());
+  }
   Request remove;
   remove.method = "DELETE";
   remove.bucket = source.bucket;
