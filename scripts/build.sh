@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds iomimic into ./build (Release). Uses ccache when present.
 #
-#   scripts/build.sh          the tool and its plugins only (scripts/quickstart.sh)
-#   scripts/build.sh --test   that, plus every test binary and the conformance
-#                             suites (scripts/test.sh)
+#   scripts/build.sh          the tool, its plugins and the conformance suites
+#                             (iomimic-conformance, when doctest is installed)
+#                             (scripts/quickstart.sh)
+#   scripts/build.sh --test   that, plus every test binary (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1

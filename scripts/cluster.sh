@@ -24,9 +24,11 @@
 # that enters the host's namespaces with nsenter (no sshd). Needs root,
 # iproute2 and util-linux (nsenter, unshare). Environment: IOMIMIC_CLUSTER_NAME
 # (default iomi) and IOMIMIC_CLUSTER_NET (default 10.231.0) to run two at once,
-# IOMIMIC_CLUSTER_SLOTS (default 2) the slots per host in the hostfile. Ranks
-# per host other than the hostfile's: `--host h1:1,h2:2,h3:3` (it replaces
-# the hostfile).
+# IOMIMIC_CLUSTER_SLOTS (default 2) the slots per host in the hostfile,
+# IOMIMIC_CLUSTER_SIGKILL_TIMEOUT (default 30) the seconds `mpirun` passes as
+# odls_base_sigkill_timeout (the ranks' grace between SIGTERM and SIGKILL,
+# see run_mpirun). Ranks per host other than the hostfile's: `--host
+# h1:1,h2:2,h3:3` (it replaces the hostfile).
 set -Eeuo pipefail  # -E: the ERR trap of start runs in functions too
 
 NAME=${IOMIMIC_CLUSTER_NAME:-iomi}
@@ -123,6 +125,12 @@ run_mpirun() {
   [ -f "$dir/mpirun-args" ] || die "no cluster in $dir (scripts/cluster.sh start N $dir)"
   local -a extra=() arg
   mapfile -t extra <"$dir/mpirun-args"
+  # On Ctrl-C or a failed rank, Open MPI 4.1 waits odls_base_sigkill_timeout
+  # seconds, sends the ranks SIGTERM, waits as long again, then SIGKILL. Its
+  # default of 1 s cuts iomimic off while it writes its results; with this
+  # grace mpirun ends 2 x the grace after a Ctrl-C or a failure instead of
+  # 2 s (docs/cluster.md, "Faults").
+  extra+=(--mca odls_base_sigkill_timeout "${IOMIMIC_CLUSTER_SIGKILL_TIMEOUT:-30}")
   # A host list or hostfile of the caller's replaces the cluster's hostfile.
   for arg in "$@"; do
     case "$arg" in

@@ -2,8 +2,10 @@
 # Installs the Debian 12 packages iomimic needs, when any is missing. Safe to
 # run repeatedly: it does nothing when all are present.
 #
-#   scripts/deps.sh          what building and running need (scripts/quickstart.sh)
-#   scripts/deps.sh --test   that, plus what the test suite needs: doctest, the
+#   scripts/deps.sh          what building and running need (scripts/quickstart.sh),
+#                            doctest included: the installed conformance suites
+#                            (`iomimic conformance`) are a doctest program
+#   scripts/deps.sh --test   that, plus what the test suite needs: the
 #                            interoperability peers (numpy, h5py, PIL, tifffile,
 #                            DuckDB's Node.js client), fio and strace, a local
 #                            radosgw for the S3 tests, clang for the fuzzers,
@@ -20,9 +22,9 @@ BUILD_PACKAGES=(
   libsnappy-dev liblz4-dev libzstd-dev
   libcurl4-openssl-dev
   libjs-chart.js
+  doctest-dev
 )
 TEST_PACKAGES=(
-  doctest-dev
   ceph-mon ceph-osd radosgw python3-boto3
   python3 python3-numpy python3-h5py python3-pil python3-tifffile python3-protobuf python3-crc32c python3-crcmod
   fio strace

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A local S3 server for tests and benchmarks: Ceph's radosgw on loopback,
 # backed by a single-node cluster (one monitor, one OSD keeping its objects in
-# memory), without cephx. radosgw checks SigV4 signatures strictly.
+# memory), without cephx. radosgw checks SigV4 signatures strictly. Every
+# daemon listens on 127.0.0.1 only: the monitor and radosgw by their
+# addresses below, the OSD by `public addr` and `cluster addr` (without them
+# it binds 0.0.0.0:6800-6803; s3_tests.py's s3_server_loopback_only checks).
 #
 #   scripts/s3_server.sh start [DIR]   starts it (prints the environment to use)
 #   scripts/s3_server.sh stop  [DIR]   stops it and removes DIR
@@ -79,6 +82,8 @@ start() {
 [global]
 fsid = $fsid
 mon host = v2:127.0.0.1:$MON_PORT
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
 mon initial members = a
 auth cluster required = none
 auth service required = none

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "cluster/cluster.h"
@@ -33,7 +34,39 @@ std::set<std::string> SplitNames(const std::string& text) {
   return out;
 }
 
+bool AddRoots(const std::string& text, std::map<std::string, std::string>* roots,
+              std::string* bad) {
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    std::string root = eq == std::string::npos ? "" : item.substr(eq + 1);
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    if (eq == 0 || root.empty()) {
+      *bad = item;
+      return false;
+    }
+    (*roots)[item.substr(0, eq)] = root;
+  }
+  return true;
+}
+
+std::string RootFor(const plugin::PluginInfo& info) {
+  if (info.kind != plugin::Kind::kStorage || (info.capabilities & IOMIMIC_CAP_ENDPOINT) == 0) {
+    return "";
+  }
+  auto given = TheSettings().roots.find(info.name);
+  return given == TheSettings().roots.end() ? "" : given->second;
+}
+
 namespace {
+
+// One line on stdout, outside doctest's reports, for a plugin left out.
+void SayLeftOut(const plugin::PluginInfo& info, const std::string& why) {
+  std::cout << "iomimic-conformance: " << plugin::KindName(info.kind) << " plugin '" << info.name
+            << "' skipped: " << why << "\n";
+}
 
 std::vector<std::string> TestDirs() {
   std::vector<std::string> dirs = TheSettings().plugin_dirs;
@@ -60,15 +93,22 @@ bool InTestDirs(const plugin::PluginInfo& info, const std::vector<std::string>& 
 
 std::vector<plugin::PluginInfo> Select(plugin::Kind kind) {
   std::vector<plugin::PluginInfo> out;
-  std::set<std::string> skip;
-  if (const char* env = std::getenv("IOMIMIC_CONFORMANCE_SKIP")) skip = SplitNames(env);
+  std::set<std::string> skip = TheSettings().skip;
+  if (const char* env = std::getenv("IOMIMIC_CONFORMANCE_SKIP")) skip.merge(SplitNames(env));
   const std::vector<std::string> dirs = TestDirs();
   for (const plugin::PluginInfo& info : TheRegistry().plugins()) {
     if (info.kind != kind || !InTestDirs(info, dirs)) continue;
     if (!TheSettings().only.empty() && TheSettings().only.count(info.name) == 0) continue;
     if (skip.count(info.name) != 0) {
-      MESSAGE(plugin::KindName(kind)
-              << " plugin '" << info.name << "' skipped (IOMIMIC_CONFORMANCE_SKIP)");
+      SayLeftOut(info, "named by --skip or IOMIMIC_CONFORMANCE_SKIP");
+      continue;
+    }
+    if ((info.capabilities & IOMIMIC_CAP_ENDPOINT) != 0 && RootFor(info).empty()) {
+      SayLeftOut(info,
+                 "it keeps its data on a server (capability 'endpoint') and no bucket "
+                 "was given for it; configure its endpoint and keys (its options or "
+                 "environment) and run with --root " +
+                     info.name + "=BUCKET");
       continue;
     }
     // Back ends built on MPI (mpiio) run here as one MPI process of their

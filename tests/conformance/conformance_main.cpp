@@ -5,8 +5,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,17 +17,22 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: iomimic-conformance [--plugin-dir DIR]... [--plugin NAME]... [--storage NAME]...\n"
-    "                           [doctest options]\n"
+    "usage: iomimic-conformance [--plugin-dir DIR]... [--plugin NAME]... [--skip NAME]...\n"
+    "                           [--root NAME=BUCKET]... [--storage NAME]... [doctest options]\n"
     "Runs the storage and format conformance suites against plugins: those in each\n"
     "--plugin-dir (default: the plugin folder beside the binary), only the --plugin\n"
-    "names when given. --storage names the back ends formats are written through\n"
-    "(default posix,odirect,mmap,memory,gds,mpiio,faulty,latency). Exit status 0 when\n"
-    "every case passed.\n";
+    "names when given, never the --skip names. A back end that keeps its data on a\n"
+    "server (capability 'endpoint', such as s3) is tested under the bucket --root\n"
+    "gives it, with the endpoint and keys it reads itself; without one it is skipped\n"
+    "with a line saying so. --storage names the back ends formats are written through\n"
+    "(default posix,odirect,mmap,memory,gds,mpiio,faulty,latency). Environment:\n"
+    "IOMIMIC_CONFORMANCE_PLUGIN_DIR, IOMIMIC_CONFORMANCE_SKIP, IOMIMIC_CONFORMANCE_ROOT\n"
+    "(as --plugin-dir, --skip, --root). Exit status 0 when every case passed.\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  using iomimic::conformance::AddRoots;
   using iomimic::conformance::SplitNames;
   using iomimic::conformance::TheSettings;
   std::vector<char*> rest{argv[0]};
@@ -53,6 +60,16 @@ int main(int argc, char** argv) {
       TheSettings().plugin_dirs.push_back(v);
     } else if (value("--plugin", &v)) {
       for (const std::string& n : SplitNames(v)) TheSettings().only.insert(n);
+    } else if (value("--skip", &v)) {
+      TheSettings().skip.merge(SplitNames(v));
+    } else if (value("--root", &v)) {
+      std::string bad;
+      if (!AddRoots(v, &TheSettings().roots, &bad)) {
+        std::cerr << "iomimic-conformance: error: --root '" << bad
+                  << "': expected NAME=BUCKET (a storage plugin's name and the bucket, or "
+                     "bucket/prefix, its cases write under)\n";
+        return 2;
+      }
     } else if (value("--storage", &v)) {
       if (!storages_given) TheSettings().storages.clear();
       storages_given = true;
@@ -60,6 +77,17 @@ int main(int argc, char** argv) {
     } else {
       rest.push_back(argv[i]);
     }
+  }
+  // The environment's roots, for names the command line left without one.
+  if (const char* env = std::getenv("IOMIMIC_CONFORMANCE_ROOT")) {
+    std::map<std::string, std::string> from_env;
+    std::string bad;
+    if (!AddRoots(env, &from_env, &bad)) {
+      std::cerr << "iomimic-conformance: error: IOMIMIC_CONFORMANCE_ROOT item '" << bad
+                << "': expected NAME=BUCKET items separated by commas\n";
+      return 2;
+    }
+    TheSettings().roots.merge(from_env);
   }
   doctest::Context context(static_cast<int>(rest.size()), rest.data());
   return context.run();

@@ -262,8 +262,9 @@ TEST_CASE("format conformance: descriptor and traits agree") {
     CHECK(((info.capabilities & IOMIMIC_CAP_HOST_DECODE) != 0) == t.needs_host_decode);
     CHECK(((info.capabilities & IOMIMIC_CAP_MULTI_SAMPLE) != 0) == t.multi_sample_files);
     // Storage capability flags do not belong on a format.
-    CHECK((info.capabilities & (IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO | IOMIMIC_CAP_COLLECTIVE |
-                                IOMIMIC_CAP_DEVICE_MEMORY | IOMIMIC_CAP_DECORATOR)) == 0);
+    CHECK((info.capabilities &
+           (IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_DIRECT_IO | IOMIMIC_CAP_COLLECTIVE |
+            IOMIMIC_CAP_DEVICE_MEMORY | IOMIMIC_CAP_DECORATOR | IOMIMIC_CAP_ENDPOINT)) == 0);
     // A spec it cannot write is refused with a reason, before any file.
     FileSpec none = SpecFor(*format, "/nowhere", "x", 0);
     none.num_samples = 0;

@@ -4,14 +4,18 @@
 // from the contract in iomimic/storage.h. Cases adapt to what a back end
 // says it is (capabilities(): alignment, device memory, queue depth).
 //
-// Which plugins: conformance.h (--plugin-dir, --plugin,
-// IOMIMIC_CONFORMANCE_SKIP). Each plugin is opened with the options its
-// descriptor declares for the suite (conformance_options: decorators wrap a
-// posix instance and behave, faulty with error_rate 0, latency with 10us).
-// Plugins built
-// on MPI run in a singleton MPI process (one rank). Files go to a fresh
-// folder under the temporary directory ($TMPDIR or /tmp; keep it on a real
-// file system such as ext4 so O_DIRECT alignment is enforced).
+// Which plugins: conformance.h (--plugin-dir, --plugin, --skip, --root).
+// Each plugin is opened with the options its descriptor declares for the
+// suite (conformance_options: decorators wrap a posix instance and behave,
+// faulty with error_rate 0, latency with 10us). Plugins built on MPI run in
+// a singleton MPI process (one rank). Files go to a fresh folder under the
+// temporary directory ($TMPDIR or /tmp; keep it on a real file system such
+// as ext4 so O_DIRECT alignment is enforced); a back end on a server
+// (IOMIMIC_CAP_ENDPOINT) writes under a fresh prefix of the bucket --root
+// gave it instead, and what a case wrote there is removed after it. Back
+// ends that keep objects (capabilities().objects, storage.h) are held to
+// that contract where it differs from files: folders are prefixes that
+// exist while something is under them, and read-write opens may be refused.
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "iomimic/forwarding_storage.h"
 #include "iomimic/iomimic.h"
 #include "iomimic/testing/posix_test_storage.h"
 #include "plugin/registry.h"
@@ -102,6 +108,47 @@ Instance Create(const PluginInfo& info) {
 
 using iomimic::testing::TempDir;
 
+// A back end on a server, seen through a recorder of what the cases write,
+// so that it is removed afterwards (the bucket is not the suite's to empty).
+class RecordingStorage final : public iomimic::ForwardingStorage {
+ public:
+  explicit RecordingStorage(Storage* inner) : ForwardingStorage(inner), inner_(inner) {}
+  // Removes every file a case wrote and left (best effort: the cases are
+  // judged already).
+  ~RecordingStorage() override {
+    for (const std::string& path : written_) {
+      Result<iomimic::FileInfo> st = inner_->Stat(path);
+      if (st.ok() && !st->is_directory) (void)inner_->Remove(path);
+    }
+  }
+  std::string name() const override { return inner_->name(); }
+  Result<std::unique_ptr<File>> Open(const std::string& path,
+                                     const iomimic::OpenOptions& options) override {
+    if (options.mode != OpenMode::kRead) Record(path);
+    return ForwardingStorage::Open(path, options);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    Record(to);
+    return ForwardingStorage::Rename(from, to);
+  }
+
+ private:
+  void Record(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    written_.insert(path);
+  }
+  Storage* inner_;
+  std::mutex mutex_;
+  std::set<std::string> written_;
+};
+
+// A folder of its own for each case under `root` (a bucket, or bucket/prefix).
+fs::path FolderUnder(const std::string& root) {
+  static std::atomic<int> cases{0};
+  return fs::path(root) /
+         ("iomimic-conformance-" + std::to_string(::getpid()) + "-" + std::to_string(++cases));
+}
+
 // Runs `body(storage, info, folder)` for every plugin under test, each in a
 // fresh folder, with the plugin's name in every failure report.
 template <typename Body>
@@ -111,6 +158,16 @@ void ForEachStorage(Body&& body) {
   for (const PluginInfo& info : Plugins()) {
     INFO("storage plugin '" << info.name << "'");
     Instance instance = Create(info);
+    const std::string root = iomimic::conformance::RootFor(info);
+    if (!root.empty()) {
+      INFO("under " << root);
+      RecordingStorage recorder(instance.storage);
+      const fs::path dir = FolderUnder(root);
+      const Status made = recorder.CreateDirectories(dir.string());
+      REQUIRE_MESSAGE(made.ok(), made.ToString());
+      body(recorder, info, dir);
+      continue;
+    }
     TempDir dir;
     // The folder exists on the machine; a back end that keeps its own
     // namespace (an in-memory one) learns of it the way the core tells it.
@@ -187,11 +244,21 @@ TEST_CASE("storage conformance: CreateDirectories makes parents and accepts exis
     REQUIRE(s.CreateDirectories(deep).ok());
     CHECK(s.CreateDirectories(deep).ok());
     CHECK(s.CreateDirectories((dir / "a").string()).ok());
-    Result<iomimic::FileInfo> st = s.Stat(deep);
-    REQUIRE(st.ok());
-    CHECK(st->is_directory);
+    // Objects: a folder is a prefix, which exists once something is under it.
+    const bool objects = s.capabilities().objects;
+    if (!objects) {
+      Result<iomimic::FileInfo> st = s.Stat(deep);
+      REQUIRE(st.ok());
+      CHECK(st->is_directory);
+    }
     WriteFile(s, deep + "/f.bin", Pattern(10, 1));
     CHECK(s.Stat(deep + "/f.bin")->size == 10);
+    for (const std::string& folder : {deep, (dir / "a").string()}) {
+      CAPTURE(folder);
+      Result<iomimic::FileInfo> st = s.Stat(folder);
+      REQUIRE_MESSAGE(st.ok(), st.status().ToString());
+      CHECK(st->is_directory);
+    }
   });
 }
 
@@ -302,6 +369,18 @@ TEST_CASE("storage conformance: Size, Sync, truncation and read-write opens") {
       REQUIRE(f->Close().ok());
     }
     CHECK(s.Stat(path)->size == 150);
+    if (s.capabilities().objects) {
+      // Objects are written whole, then read: a back end may refuse
+      // read-write opens, saying so and naming the object.
+      Result<std::unique_ptr<File>> rw = s.Open(path, {OpenMode::kReadWrite});
+      if (!rw.ok()) {
+        CHECK(rw.status().code() == iomimic::StatusCode::kNotSupported);
+        CHECK(Mentions(rw.status(), path));
+        WriteFile(s, path, Pattern(7, 5));
+        CHECK(ReadFile(s, path) == Pattern(7, 5));
+        return;
+      }
+    }
     {
       // kReadWrite keeps the content; writes in the middle and past the end.
       std::unique_ptr<File> f = OpenOk(s, path, OpenMode::kReadWrite);
@@ -517,7 +596,9 @@ TEST_CASE("storage conformance: errors name the path, closed files refuse furthe
     Status wr = w->WriteAt(0, buf);
     REQUIRE_FALSE(wr.ok());
     CHECK(Mentions(wr, (dir / "w.bin").string()));
-    // Writing below a missing folder names the file.
+    // Writing below a missing folder names the file (objects have no
+    // folders to miss).
+    if (s.capabilities().objects) return;
     const std::string orphan = (dir / "no-such-dir" / "f.bin").string();
     Result<std::unique_ptr<File>> o = s.Open(orphan, {OpenMode::kWrite});
     REQUIRE_FALSE(o.ok());

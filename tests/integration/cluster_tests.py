@@ -41,7 +41,11 @@ def free_subnet():
     return "10.232.0"
 
 
-ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME=CLUSTER, IOMIMIC_CLUSTER_NET=free_subnet())
+# The tests measure how fast a fault ends a run, with Open MPI's own SIGKILL
+# grace of 1 s: cluster.sh's default of 30 s would add a minute to each
+# (cluster_examples_tests.py checks that default).
+ENV = dict(os.environ, IOMIMIC_CLUSTER_NAME=CLUSTER, IOMIMIC_CLUSTER_NET=free_subnet(),
+           IOMIMIC_CLUSTER_SIGKILL_TIMEOUT="1")
 
 
 def args():

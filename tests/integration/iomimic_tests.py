@@ -504,6 +504,54 @@ def test_out_of_tree_plugin():
             fail("the run did not use %s on %s: %s" % (fmt, storage, used))
 
 
+def test_conformance_skips_endpoint_backends():
+    """`iomimic conformance --plugin-dir <the build's plugins>` with no S3
+    server configured (no AWS_*, no IOMIMIC_CONFORMANCE_*) passes: the back
+    end that needs an endpoint (s3, capability 'endpoint') is left out with
+    one line saying why, every other plugin is tested (docs/plugins.md,
+    "Conformance suites"). A --root without a bucket is one error line."""
+    plugin_dir = os.path.normpath(os.path.join(os.path.dirname(ARGS.iomimic), "..", "lib",
+                                               "iomimic", "plugins"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("AWS_") and not k.startswith("IOMIMIC_CONFORMANCE_")}
+    cmd = [ARGS.iomimic, "conformance", "--plugin-dir", plugin_dir]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, cwd=ARGS.work, capture_output=True, text=True, env=env, timeout=600)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode != 0 or "Status: SUCCESS" not in p.stdout:
+        fail("the conformance suites must pass on a build with no S3 set up")
+    skipped = [l for l in p.stdout.splitlines() if " skipped: " in l]
+    if (len(skipped) != 1 or "storage plugin 's3' skipped" not in skipped[0] or
+            "capability 'endpoint'" not in skipped[0] or "--root s3=BUCKET" not in skipped[0]):
+        fail("expected one line saying s3 was skipped and why, got %s" % skipped)
+    tested = re.search(r"plugins under test:(.*)", p.stdout).group(1)
+    for name in ("storage posix", "storage faulty", "format npz"):
+        if name not in tested:
+            fail("'%s' must be under test: %s" % (name, tested))
+    if "storage s3" in tested:
+        fail("s3 must not be under test without a bucket")
+    p = run(cmd + ["--root", "s3"], expect_ok=False)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    if p.returncode != 2 or len(lines) != 1 or "--root 's3': expected NAME=BUCKET" not in lines[0]:
+        fail("a --root without a bucket must be one error line and exit 2")
+
+
+def test_conformance_installed_without_tests():
+    """A build configured without the tests (-DIOMIMIC_BUILD_TESTS=OFF, as
+    scripts/quickstart.sh builds) still builds and installs
+    iomimic-conformance, which `iomimic conformance` runs (docs/plugins.md);
+    only configured here, not built."""
+    build = os.path.join(ARGS.work, "no-tests")
+    run([ARGS.cmake, "-S", ARGS.source, "-B", build, "-DIOMIMIC_BUILD_TESTS=OFF",
+         "-DCMAKE_BUILD_TYPE=Release"])
+    install_script = os.path.join(build, "tests", "conformance", "cmake_install.cmake")
+    if not os.path.exists(install_script) or "iomimic-conformance" not in open(install_script).read():
+        fail("without the tests, iomimic-conformance must still be installed (%s)" % install_script)
+    tests = os.path.join(build, "tests", "conformance", "CTestTestfile.cmake")
+    if os.path.exists(tests) and "conformance." in open(tests).read():
+        fail("without the tests, no conformance ctest may be registered")
+
+
 def test_format_storage_matrix():
     """Every format plugin on every storage plugin: generate, train, read back."""
     p = run([ARGS.iomimic, "plugins"])
@@ -513,8 +561,8 @@ def test_format_storage_matrix():
         if len(cols) >= 4 and cols[0] in ("format", "storage"):
             if "decorator" in cols[3]:
                 continue  # decorators wrap another back end; tested on their own
-            if cols[1] == "s3":
-                continue  # needs a server: tests/integration/s3_tests.py
+            if "endpoint" in cols[3]:
+                continue  # s3, on a server: tests/integration/s3_tests.py
             if "device-memory" in cols[3]:
                 device.add(cols[1])
             (formats if cols[0] == "format" else storages).append(cols[1])

@@ -222,5 +222,86 @@ def test_fork_keys():
         fail("dataset.data_gen_method=fast was not refused:\n" + p.stderr)
 
 
+def one_error(p, what):
+    """The single `iomimic: error:` line of a refused command (warnings
+    aside), with a non-zero exit."""
+    lines = [l for l in p.stderr.splitlines() if l.strip() and ": warning: " not in l]
+    if p.returncode == 0 or len(lines) != 1 or not lines[0].startswith("iomimic: error: "):
+        fail("%s: expected one 'iomimic: error:' line and a non-zero exit, got exit %d:\n%s" %
+             (what, p.returncode, p.stderr))
+    print("%s: %s" % (what, lines[0]))
+    return lines[0]
+
+
+def test_fork_refusals_name_their_source():
+    """The messages a user hits with MLPerf Storage v3.0's object-storage and
+    checkpoint files (issue 31, item 8), on manifests of their shapes: every
+    problem of pytorch_file_backend's shape in one line, a refused tfrecord
+    saying it is DLIO's default for a missing dataset.format, pytorch with
+    tfrecord accepted through storage_library s3dlio as the fork accepts it,
+    az:// from reader.data_loader_root and llama3_1t's default-mode rank count
+    at the manifest's line, and an empty endpoint_url refused, not sent to
+    AWS."""
+    def manifest(name, text):
+        path = work(name + ".yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    backend = manifest("file_backend", "model: resnet50\n"
+                       "workflow: {generate_data: False, train: True}\n"
+                       "dataset:\n  data_folder: /tmp/unused\n  num_files_train: 4\n"
+                       "reader:\n  data_loader: pytorch\n"
+                       "  data_loader_classname: torch.utils.data.DataLoader\n"
+                       "  data_loader_root: file:///tmp/dlio_data/train\n")
+    line = one_error(run([args().iomimic, "config", backend], expect_ok=False), "file backend")
+    for needle in ("file_backend.yaml:7:16: error: reader.data_loader: the pytorch loader cannot "
+                   "read tfrecord files (dataset.format is not set: DLIO's default is tfrecord)",
+                   "file_backend.yaml:7:16: reader.data_loader: 'pytorch' does not match "
+                   "framework 'tensorflow' (framework is not set: DLIO's default is tensorflow)",
+                   "file_backend.yaml:8:26: reader.data_loader_classname: needs "
+                   "reader.data_loader_sampler"):
+        if needle not in line:
+            fail("file backend: %r not in the error" % needle)
+    if line.count("; also ") != 2:
+        fail("file backend: the three problems must be named in one line")
+    s3dlio = manifest("s3dlio", "framework: pytorch\n"
+                      "dataset: {data_folder: /tmp/unused, num_files_train: 4}\n"
+                      "reader:\n  data_loader: pytorch\n  storage_library: s3dlio\n"
+                      "  data_loader_root: s3://my-bucket/training-data\n"
+                      "  storage_options: {endpoint_url: \"http://localhost:9000\"}\n")
+    p = run([args().iomimic, "config", s3dlio])
+    if "format: tfrecord" not in p.stdout or "data_folder: s3://my-bucket/training-data" not in p.stdout:
+        fail("pytorch with tfrecord through s3dlio must load, as the fork accepts it")
+    azure = manifest("azure", "framework: pytorch\n"
+                     "dataset: {data_folder: /tmp/unused, format: npz}\n"
+                     "reader:\n  data_loader: pytorch\n  storage_library: s3dlio\n"
+                     "  data_loader_root: az://mlperf-container/training-data\n")
+    line = one_error(run([args().iomimic, "config", azure], expect_ok=False), "azure")
+    if ("azure.yaml:6:21: error: reader.data_loader_root (read as dataset.data_folder): "
+            "'az://mlperf-container/training-data' uses az://") not in line:
+        fail("azure: the error must name reader.data_loader_root at its line")
+    llama = manifest("llama1t", "model:\n  name: llama_1t\n  type: transformer\n"
+                     "  num_layers: 128\n  parallelism:\n    tensor: 8\n    pipeline: 64\n"
+                     "framework: pytorch\n"
+                     "workflow: {generate_data: False, train: False, checkpoint: True}\n"
+                     "checkpoint: {checkpoint_folder: %s, num_checkpoints_write: 1}\n"
+                     % work("ckpt"))
+    line = one_error(run([args().iomimic, "run", llama, "++workload.output.folder=" + work("out")],
+                         expect_ok=False), "llama_1t")
+    if ("llama1t.yaml:6:13: error: model.parallelism.tensor: checkpointing in checkpoint.mode "
+            "default needs a world size that is a multiple of tensor x pipeline parallelism "
+            "(8 x 64 = 512), got 1 rank(s)") not in line:
+        fail("llama_1t: the rank-count error must name the manifest's line")
+    env = {k: "" for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")}
+    p = run([args().iomimic, "run", "workload=quickstart", "++workload.storage.storage_type=s3",
+             "++workload.storage.storage_root=bucket",
+             "++workload.storage.storage_options.endpoint_url=",
+             "++workload.output.folder=" + work("s3out")], expect_ok=False, env=env)
+    line = one_error(p, "empty endpoint_url")
+    if "option 'endpoint_url' is empty" not in line or "storage plugin 's3'" not in line:
+        fail("empty endpoint_url: must be refused naming the plugin and the option")
+
+
 if __name__ == "__main__":
     harness.main(globals())

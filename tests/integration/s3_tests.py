@@ -162,6 +162,75 @@ def test_s3_server_stop():
 
 # --- tests --------------------------------------------------------------------
 
+def listening_addresses(pid):
+    """(address, port) of every TCP socket process `pid` listens on, read as
+    `ss -ltnp` reads them (/proc/<pid>/fd and /proc/<pid>/net/tcp{,6})."""
+    inodes = set()
+    for fd in glob.glob("/proc/%d/fd/*" % pid):
+        try:
+            m = re.match(r"socket:\[(\d+)\]", os.readlink(fd))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    out = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        try:
+            lines = open("/proc/%d/net/%s" % (pid, table)).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
+                continue
+            addr, port = cols[1].split(":")
+            raw = bytes.fromhex(addr)
+            if width == 8:
+                text = ".".join(str(b) for b in reversed(raw))
+            else:  # four little-endian 32-bit words
+                words = [raw[i:i + 4][::-1] for i in range(0, 16, 4)]
+                text = "[" + b"".join(words).hex() + "]"
+            out.append((text, int(port, 16)))
+    return out
+
+
+def test_s3_server_loopback_only():
+    """Every daemon of scripts/s3_server.sh (monitor, OSD, radosgw) listens
+    on 127.0.0.1 only (docs/s3.md: a server on loopback); the OSD bound
+    0.0.0.0:6800-6803 until it was given public and cluster addresses."""
+    server_env()
+    seen = 0
+    for name in ("mon", "osd", "radosgw"):
+        pid = int(open(os.path.join(server_dir(), name + ".pid")).read().strip())
+        listening = listening_addresses(pid)
+        if not listening:
+            fail("%s (pid %d) listens on nothing that /proc shows" % (name, pid))
+        for addr, port in listening:
+            print("%s listens on %s:%d" % (name, addr, port))
+            seen += 1
+            if addr != "127.0.0.1":
+                fail("%s listens on %s:%d, outside loopback" % (name, addr, port))
+    print("%d listening sockets, all on 127.0.0.1" % seen)
+
+
+def test_s3_conformance():
+    """The storage conformance suite on s3 against the server, under a fresh
+    prefix of its bucket (--root), as docs/plugins.md describes: every case
+    runs on s3 and passes, and what the cases wrote is removed."""
+    env = s3_env()
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("conformance")
+    p = run([args().iomimic, "conformance", "--plugin", "s3", "--root",
+             "s3=%s/%s" % (bucket, prefix)], env=env)
+    if "plugins under test: storage s3" not in p.stdout or "Status: SUCCESS" not in p.stdout:
+        fail("the conformance cases must run on s3 and pass")
+    m = re.search(r"assertions:\s+(\d+) \|\s+(\d+) passed", p.stdout)
+    if not m or int(m.group(1)) < 100 or m.group(1) != m.group(2):
+        fail("expected the storage cases' assertions, all passed")
+    left = list_keys(boto3_client(env), bucket, prefix + "/")
+    if left:
+        fail("the cases left objects: %s" % sorted(left)[:5])
+
 def test_s3_plugin_unit_live():
     """The plugin's own tests, live cases included, against the server."""
     env = s3_env()

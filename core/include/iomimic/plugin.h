@@ -62,6 +62,12 @@
 #define IOMIMIC_CAP_COLLECTIVE (1ull << 2)     // storage: MPI collective I/O
 #define IOMIMIC_CAP_DEVICE_MEMORY (1ull << 3)  // storage: lands data in device memory
 #define IOMIMIC_CAP_DECORATOR (1ull << 4)      // storage: wraps another back end
+// storage: keeps its data on a server reached through a network endpoint (an
+// object store): paths are "<bucket>/<key>" on that server, so a local
+// temporary folder means nothing to it. The conformance suite runs its cases
+// only under a bucket it is given (--root NAME=BUCKET) and otherwise skips it
+// with one line saying so (docs/plugins.md, "Conformance suites").
+#define IOMIMIC_CAP_ENDPOINT (1ull << 5)
 #define IOMIMIC_CAP_PARTIAL_READS (1ull << 8)  // format: reads only a sample's bytes
 #define IOMIMIC_CAP_HOST_DECODE (1ull << 9)    // format: decoding needs host memory
 #define IOMIMIC_CAP_MULTI_SAMPLE (1ull << 10)  // format: several samples per file

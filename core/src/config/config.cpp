@@ -76,6 +76,18 @@ std::string ReadTypeName(ReadType type) {
   return "on_demand";
 }
 
+Status ErrorAt(const Config& config, std::initializer_list<std::string_view> paths,
+               std::string_view what) {
+  for (std::string_view path : paths) {
+    auto at = config.origins.where.find(path);
+    if (at == config.origins.where.end()) continue;
+    const bool from_override = at->second.starts_with("override '");
+    return Status::InvalidArgument(at->second + (from_override ? ": " : ": error: ") +
+                                   std::string(path) + ": " + std::string(what));
+  }
+  return Status::InvalidArgument(std::string(*paths.begin()) + ": " + std::string(what));
+}
+
 std::string Diagnostic::ToString() const {
   std::string text = file;
   if (line > 0) {

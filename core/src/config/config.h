@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/key_table.h"
@@ -133,6 +135,16 @@ struct HydraConfig {
   friend bool operator==(const HydraConfig&, const HydraConfig&) = default;
 };
 
+// Where each key of a loaded manifest was set, for errors found after
+// loading (the checkpoint plan against the world size, ErrorAt): by path,
+// "<file>:<line>:<col>" or "override '<text>'". Not part of the
+// configuration's value: Configs that differ only here are equal, and ToYaml
+// leaves it out.
+struct KeyOrigins {
+  std::map<std::string, std::string, std::less<>> where;
+  friend bool operator==(const KeyOrigins&, const KeyOrigins&) { return true; }
+};
+
 struct Config {
   ModelConfig model;
   IOMIMIC_KEYS_ROOT(IOMIMIC_CONFIG_MEMBER)
@@ -149,9 +161,17 @@ struct Config {
   KvCacheConfig kv_cache;
   IomimicConfig iomimic;
   HydraConfig hydra;
+  KeyOrigins origins;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
+
+// An InvalidArgument error about a value of `config` found after loading,
+// placed like a manifest error: "<file>:<line>:<col>: error: <path>: <what>"
+// (or "override '<text>': <path>: <what>") at the first of `paths` the
+// manifest or an override sets, else "<first path>: <what>".
+Status ErrorAt(const Config& config, std::initializer_list<std::string_view> paths,
+               std::string_view what);
 
 #undef IOMIMIC_CONFIG_MEMBER
 

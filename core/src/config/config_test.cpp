@@ -322,9 +322,22 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
 )");
   CHECK(m.config.storage.backend == "s3");
   CHECK(m.config.dataset.data_folder == "s3://my-bucket/training-data");
-  // Protocols no back end speaks, and a key given twice.
-  CHECK(Contains(LoadError("storage: {storage_type: s3dlio, storage_root: \"az://c/x\"}\n"),
-                 "az://, which no iomimic storage back end speaks"));
+  // Protocols no back end speaks, at the key that holds them, as written
+  // (pytorch_s3dlio_azure's reader.data_loader_root), and a key given twice.
+  CHECK(LoadError("storage: {storage_type: s3dlio, storage_root: \"az://c/x\"}\n") ==
+        "t.yaml:1:47: error: storage.storage_root: 'az://c/x' uses az://, which no iomimic "
+        "storage back end speaks (the object back end speaks the S3 API; Azure Blob and Google "
+        "Cloud Storage need a storage plugin of their own, docs/plugins.md)");
+  CHECK(Contains(LoadError("dataset: {data_folder: /tmp/x}\nreader:\n  storage_library: s3dlio\n"
+                           "  data_loader_root: az://mlperf-container/training-data\n"),
+                 "t.yaml:4:21: error: reader.data_loader_root (read as dataset.data_folder): "
+                 "'az://mlperf-container/training-data' uses az://"));
+  CHECK(Contains(LoadError("reader: {data_loader_root: s3://b/x}\n",
+                           {"++workload.reader.data_loader_root=gs://b/y"}),
+                 "override '++workload.reader.data_loader_root=gs://b/y': "
+                 "reader.data_loader_root (read as dataset.data_folder): 'gs://b/y' uses gs://"));
+  CHECK(Contains(LoadError("checkpoint:\n  checkpoint_folder: az://c/ck\n"),
+                 "t.yaml:2:22: error: checkpoint.checkpoint_folder: 'az://c/ck' uses az://"));
   CHECK(Contains(LoadError("storage: {storage_type: object, protocol: gcs}\n"), "gcs://"));
   CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
                  "reader.storage_root: conflicts with storage.storage_root (line 1)"));
@@ -1415,12 +1428,52 @@ TEST_CASE("cross-key validation (docs/dlio-compat.md §1.8)") {
   CHECK(LoadError("checkpoint: {mode: subset}\n") ==
         "t.yaml:1:20: error: checkpoint.mode: subset needs model.parallelism.data (the data "
         "parallelism of the full job)");
+  // A refused default says where it came from (issue 31, item 8).
   CHECK(LoadError("framework: pytorch\nreader:\n  data_loader: pytorch\n") ==
         "t.yaml:3:16: error: reader.data_loader: the pytorch loader cannot read tfrecord files "
-        "(use tensorflow or dali)");
+        "(dataset.format is not set: DLIO's default is tfrecord); use the tensorflow or dali "
+        "loader, another dataset.format, or storage_library: s3dlio (MLPerf Storage's DLIO fork "
+        "reads tfrecord with pytorch through s3dlio)");
+  CHECK(LoadError("framework: pytorch\ndataset: {format: tfrecord}\nreader:\n"
+                  "  data_loader: pytorch\n") ==
+        "t.yaml:4:16: error: reader.data_loader: the pytorch loader cannot read tfrecord files; "
+        "use the tensorflow or dali loader, another dataset.format, or storage_library: s3dlio "
+        "(MLPerf Storage's DLIO fork reads tfrecord with pytorch through s3dlio)");
   CHECK(LoadError("dataset: {format: npz}\nreader:\n  data_loader: pytorch\n") ==
         "t.yaml:3:16: error: reader.data_loader: 'pytorch' does not match framework "
+        "'tensorflow' (framework is not set: DLIO's default is tensorflow)");
+  CHECK(LoadError("framework: tensorflow\ndataset: {format: npz}\nreader: {data_loader: "
+                  "pytorch}\n") ==
+        "t.yaml:3:23: error: reader.data_loader: 'pytorch' does not match framework "
         "'tensorflow'");
+  // MLPerf Storage's fork reads tfrecord with pytorch through s3dlio
+  // (ConfigArguments.validate), wherever storage_library is written; and
+  // only training and evaluation read.
+  for (const std::string library :
+       {"reader: {data_loader: pytorch}\nstorage: {storage_library: s3dlio}\n",
+        "reader: {data_loader: pytorch, storage_library: s3dlio}\n",
+        "reader: {data_loader: pytorch}\nstorage: {storage_options: {storage_library: "
+        "s3dlio}}\n"}) {
+    CAPTURE(library);
+    CHECK(MustLoad("framework: pytorch\n" + library).config.dataset.format == "tfrecord");
+  }
+  CHECK(Contains(LoadError("framework: pytorch\nreader: {data_loader: pytorch}\n"
+                           "storage: {storage_library: minio}\n"),
+                 "cannot read tfrecord files"));
+  CHECK(MustLoad("framework: pytorch\nreader: {data_loader: pytorch}\n"
+                 "workflow: {generate_data: True, train: False}\n")
+            .config.reader.data_loader == "pytorch");
+  // Every problem at once, in one line: the first as usual, each other one
+  // after "; also" with its own position (MLPerf's pytorch_file_backend.yaml
+  // has these three).
+  CHECK(LoadError("reader:\n  data_loader: pytorch\n  data_loader_classname: my.Loader\n") ==
+        "t.yaml:2:16: error: reader.data_loader: the pytorch loader cannot read tfrecord files "
+        "(dataset.format is not set: DLIO's default is tfrecord); use the tensorflow or dali "
+        "loader, another dataset.format, or storage_library: s3dlio (MLPerf Storage's DLIO fork "
+        "reads tfrecord with pytorch through s3dlio); also t.yaml:2:16: reader.data_loader: "
+        "'pytorch' does not match framework 'tensorflow' (framework is not set: DLIO's default "
+        "is tensorflow); also t.yaml:3:26: reader.data_loader_classname: needs "
+        "reader.data_loader_sampler (iterative or index)");
   CHECK(MustLoad("framework: pytorch\ndataset: {format: npz}\nreader: {data_loader: dali}\n")
             .config.reader.data_loader == "dali");
   CHECK(MustLoad("framework: pytorch\n").config.reader.data_loader == "tensorflow");

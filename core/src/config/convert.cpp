@@ -794,9 +794,14 @@ Status Converter::ApplyRules(Config* config) {
       per_rank && per_rank->value.IsScalar()) {
     object.use_mpi_endpoint_distribution = ParseBool(per_rank->value.Scalar()).value_or(false);
   }
-  const Status selected = SelectDlioBackend(Get(storage, "backend").has_value(), object, config);
+  std::string refused_key = "storage";
+  const Status selected =
+      SelectDlioBackend(Get(storage, "backend").has_value(), object, config, &refused_key);
   if (!selected.ok()) {
-    return locator_.Error(storage.node.Mark(), "storage", selected.message());
+    // At the key that holds the refused value (reader.data_loader_root,
+    // moved to dataset.data_folder, keeps its line: Locator::MovedFrom).
+    const std::optional<YAML::Node> at = FindPath(sections_.at("").node, refused_key);
+    return locator_.Error(at ? at->Mark() : storage.node.Mark(), refused_key, selected.message());
   }
   return Status::OK();
 }

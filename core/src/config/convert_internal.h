@@ -24,7 +24,9 @@ Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* confi
                    std::vector<Diagnostic>* warnings);
 
 // The cross-key checks of docs/dlio-compat.md §1.8 that need no knowledge of the MPI
-// job. Errors point at the offending key in `root` when it is there.
+// job. Errors point at the offending key in `root` when it is there; every
+// problem found is in the one error, the first as usual and each other one
+// after "; also " with its own position.
 Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator);
 
 // The KV-cache workflow (workflow.kv_cache, docs/kvcache.md): training's

@@ -1,6 +1,7 @@
 #include "config/dlio_compat.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "config/scalar_internal.h"
@@ -27,15 +28,22 @@ constexpr std::string_view kObjectOptionKeys[] = {
     "s3_force_path_style", "s3_max_attempts", "storage_library"};
 constexpr std::string_view kMpiIoBackend = "mpiio";
 
-// Formats a DLIO data loader cannot read, and why.
+// Formats a DLIO data loader cannot read, why and what would, and the
+// client library with which MLPerf Storage's DLIO fork reads them after all
+// (ConfigArguments.validate: pytorch reads tfrecord through s3dlio).
 struct LoaderRefusal {
   std::string_view loader;
   std::string_view format;
-  std::string_view reason;
+  LoaderCannotReadWhy why;
+  std::string_view library;
 };
 constexpr LoaderRefusal kLoaderRefusals[] = {
-    {"pytorch", "tfrecord",
-     "the pytorch loader cannot read tfrecord files (use tensorflow or dali)"},
+    {"pytorch",
+     "tfrecord",
+     {"the pytorch loader cannot read tfrecord files",
+      "use the tensorflow or dali loader, another dataset.format, or storage_library: s3dlio "
+      "(MLPerf Storage's DLIO fork reads tfrecord with pytorch through s3dlio)"},
+     "s3dlio"},
 };
 
 // MLPerf Storage v3.0's object-storage storage types.
@@ -68,21 +76,25 @@ std::string AfterScheme(const std::string& path) {
 // Where a run's data lives.
 enum class Place { kFiles, kDirectFiles, kObjects };
 
-Result<Place> PlaceOf(std::string_view what, std::string_view scheme) {
+// The place `value` (of key `key`) names by its URI scheme `scheme`; an
+// error says why not, without the key, and sets `*refused` to the key.
+Result<Place> PlaceOf(std::string_view key, const std::string& value, std::string_view scheme,
+                      std::string* refused) {
   if (scheme == kFileScheme) return Place::kFiles;
   if (scheme == kDirectScheme) return Place::kDirectFiles;
   if (scheme == kObjectScheme) return Place::kObjects;
-  for (std::string_view refused : kRefusedSchemes) {
-    if (scheme == refused) {
+  *refused = std::string(key);
+  for (std::string_view refused_scheme : kRefusedSchemes) {
+    if (scheme == refused_scheme) {
       return Status::InvalidArgument(
-          std::string(what) + " uses " + std::string(scheme) +
+          "'" + value + "' uses " + std::string(scheme) +
           "://, which no iomimic storage back end speaks (the object back end speaks the S3 "
           "API; Azure Blob and Google Cloud Storage need a storage plugin of their own, "
           "docs/plugins.md)");
     }
   }
-  return Status::InvalidArgument(std::string(what) + ": unknown URI scheme '" +
-                                 std::string(scheme) + "://' (file, direct and s3 are known)");
+  return Status::InvalidArgument("'" + value + "': unknown URI scheme '" + std::string(scheme) +
+                                 "://' (file, direct and s3 are known)");
 }
 
 // The S3 back end's options from DLIO's storage_options and MLPerf v3's
@@ -114,7 +126,8 @@ void ObjectOptions(const ObjectStorageKeys& keys, const StorageConfig& storage,
 
 }  // namespace
 
-Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config) {
+Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config,
+                         std::string* refused_key) {
   StorageConfig& storage = config->storage;
   // Where the data lives: storage_root's URI scheme, else the data folder's,
   // else storage.protocol with an object storage type.
@@ -123,15 +136,15 @@ Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Conf
   const std::string data_scheme(SchemeOf(config->dataset.data_folder));
   if (!root_scheme.empty()) {
     IOMIMIC_ASSIGN_OR_RETURN(
-        place, PlaceOf("storage.storage_root '" + storage.storage_root + "'", root_scheme));
+        place, PlaceOf("storage.storage_root", storage.storage_root, root_scheme, refused_key));
   } else if (!data_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(
-        place, PlaceOf("dataset.data_folder '" + config->dataset.data_folder + "'", data_scheme));
+    IOMIMIC_ASSIGN_OR_RETURN(place, PlaceOf("dataset.data_folder", config->dataset.data_folder,
+                                            data_scheme, refused_key));
   } else if (IsObjectStorageType(storage.storage_type)) {
     place = Place::kObjects;
     if (!keys.protocol.empty() && keys.protocol != kObjectScheme) {
-      IOMIMIC_ASSIGN_OR_RETURN(place,
-                               PlaceOf("storage.protocol '" + keys.protocol + "'", keys.protocol));
+      IOMIMIC_ASSIGN_OR_RETURN(
+          place, PlaceOf("storage.protocol", keys.protocol, keys.protocol, refused_key));
     }
   }
   // Paths inside the place: file:// and direct:// name local paths;
@@ -156,9 +169,8 @@ Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Conf
   std::string& checkpoints = config->checkpoint.checkpoint_folder;
   const std::string checkpoint_scheme(SchemeOf(checkpoints));
   if (!checkpoint_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(
-        const Place at,
-        PlaceOf("checkpoint.checkpoint_folder '" + checkpoints + "'", checkpoint_scheme));
+    IOMIMIC_ASSIGN_OR_RETURN(const Place at, PlaceOf("checkpoint.checkpoint_folder", checkpoints,
+                                                     checkpoint_scheme, refused_key));
     if (at != Place::kObjects) checkpoints = AfterScheme(checkpoints);
     if (config->checkpoint.backend.empty() && at != place) {
       switch (at) {
@@ -194,11 +206,13 @@ Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Conf
   return Status::OK();
 }
 
-std::string_view LoaderCannotRead(std::string_view loader, std::string_view format) {
+std::optional<LoaderCannotReadWhy> LoaderCannotRead(std::string_view loader,
+                                                    std::string_view format,
+                                                    std::string_view storage_library) {
   for (const LoaderRefusal& r : kLoaderRefusals) {
-    if (r.loader == loader && r.format == format) return r.reason;
+    if (r.loader == loader && r.format == format && r.library != storage_library) return r.why;
   }
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace iomimic::config

@@ -11,6 +11,7 @@
 
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,11 +56,26 @@ struct ObjectStorageKeys {
 // - Files: reader.odirect or storage_type direct_fs (the fork) -> the
 //   O_DIRECT back end; reader.file_access shared/mpio/collective -> the
 //   MPI-IO back end (independent, or collective reads of a whole step).
-// file:// and direct:// prefixes are removed from the folders.
-Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config);
+// file:// and direct:// prefixes are removed from the folders. An error
+// names the value and why it is refused, and `*refused_key` the key that
+// holds it (storage.storage_root, storage.protocol, dataset.data_folder,
+// checkpoint.checkpoint_folder), for the caller to locate in the manifest.
+Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config,
+                         std::string* refused_key);
 
-// DLIO's data loaders that cannot read a format: "" when `loader` reads
-// `format`, else the reason (the pytorch loader cannot read TFRecord files).
-std::string_view LoaderCannotRead(std::string_view loader, std::string_view format);
+// Why a DLIO data loader cannot read a format, and what would.
+struct LoaderCannotReadWhy {
+  std::string_view reason;  // "the pytorch loader cannot read tfrecord files"
+  std::string_view remedy;  // the loaders, formats or client library that would
+};
+
+// DLIO's data loaders that cannot read a format: nullopt when `loader` reads
+// `format` with the client library `storage_library` (storage_options'
+// storage_library, MLPerf Storage v3; "" for none), else why not. The
+// pytorch loader cannot read TFRecord files, except through s3dlio in
+// MLPerf Storage's DLIO fork.
+std::optional<LoaderCannotReadWhy> LoaderCannotRead(std::string_view loader,
+                                                    std::string_view format,
+                                                    std::string_view storage_library);
 
 }  // namespace iomimic::config

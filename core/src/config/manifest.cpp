@@ -147,11 +147,12 @@ Status Load(const std::string& text, const std::string& file,
   // Overrides may have set a legacy shape again (e.g. ++workload.model=name).
   IOMIMIC_RETURN_IF_ERROR(CanonicalizeLegacy(root, locator, nullptr));
   IOMIMIC_RETURN_IF_ERROR(ResolveInterpolations(root, locator, &warnings));
-  IOMIMIC_RETURN_IF_ERROR(MoveReaderStorageKeys(root, locator));
+  IOMIMIC_RETURN_IF_ERROR(MoveReaderStorageKeys(root, &locator));
   WarnUnknownKeys(root, locator, &warnings);
   IOMIMIC_RETURN_IF_ERROR(ConvertTree(root, locator, &manifest->config, &warnings));
   IOMIMIC_RETURN_IF_ERROR(ResolveKvCacheWorkflow(root, locator, &manifest->config));
   IOMIMIC_RETURN_IF_ERROR(ValidateConfig(manifest->config, root, locator));
+  RecordKeyOrigins(root, locator, &manifest->config.origins.where);
   SortWarnings(file, &warnings);
   return Status::OK();
 }

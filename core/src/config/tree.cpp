@@ -176,15 +176,35 @@ const std::string* Locator::OverrideFor(std::string_view path) const {
   }
 }
 
+void Locator::SetMovedFrom(const std::string& path, const std::string& from) {
+  moved_[path] = from;
+}
+
 Status Locator::Error(const YAML::Mark& mark, std::string_view path, std::string_view what) const {
+  std::string shown(path);
+  std::string_view written = path;
+  if (auto moved = moved_.find(path); moved != moved_.end()) {
+    shown = moved->second + " (read as " + shown + ")";
+    written = moved->second;
+  }
   std::string message;
-  if (const std::string* text = OverrideFor(path)) {
+  if (const std::string* text = OverrideFor(written)) {
     message = "override '" + *text + "': ";
+  } else if (const std::string* target = OverrideFor(path)) {
+    message = "override '" + *target + "': ";
   } else {
     message = file_ + Position(mark) + ": error: ";
   }
-  message.append(path).append(": ").append(what);
+  message.append(shown).append(": ").append(what);
   return Status::InvalidArgument(std::move(message));
+}
+
+std::string Locator::Where(const YAML::Mark& mark, std::string_view path) const {
+  auto moved = moved_.find(path);
+  if (const std::string* text = OverrideFor(moved == moved_.end() ? path : moved->second)) {
+    return "override '" + *text + "'";
+  }
+  return file_ + Position(mark);
 }
 
 Status Locator::FileError(const YAML::Mark& mark, std::string_view what) const {
@@ -367,7 +387,7 @@ Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
   return Status::OK();
 }
 
-Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
+Status MoveReaderStorageKeys(YAML::Node root, Locator* locator) {
   std::optional<YAML::Node> reader = Child(root, "reader");
   if (!reader || !reader->IsMap()) return Status::OK();
   // reader.<key> -> <section>.<target>.
@@ -424,16 +444,16 @@ Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
         const std::string child = JoinPath(to, key);
         const bool same = have->value.IsScalar() && it->second.IsScalar() &&
                           have->value.Scalar() == it->second.Scalar();
-        if (!same && locator.OverrideFor(child) == nullptr) {
-          return locator.Error(it->first.Mark(), JoinPath(from, key),
-                               "conflicts with " + child + "; give only one of them");
+        if (!same && locator->OverrideFor(child) == nullptr) {
+          return locator->Error(it->first.Mark(), JoinPath(from, key),
+                                "conflicts with " + child + "; give only one of them");
         }
       }
       reader->remove(std::string(m.key));
       continue;
     }
     // A command-line override of the target wins over the file's reader key.
-    if (current && locator.OverrideFor(to) != nullptr) {
+    if (current && locator->OverrideFor(to) != nullptr) {
       reader->remove(std::string(m.key));
       continue;
     }
@@ -445,16 +465,37 @@ Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator) {
         if (current->key.Mark().line >= 0) {
           where = " (line " + std::to_string(current->key.Mark().line + 1) + ")";
         }
-        return locator.Error(entry->key.Mark(), from,
-                             "conflicts with " + to + where + "; give only one of them");
+        return locator->Error(entry->key.Mark(), from,
+                              "conflicts with " + to + where + "; give only one of them");
       }
       reader->remove(std::string(m.key));
       continue;
     }
     if (m.wins) section->remove(std::string(m.target));
     MoveEntry(*reader, m.key, *section, m.target);
+    locator->SetMovedFrom(to, from);
   }
   return Status::OK();
+}
+
+void RecordKeyOrigins(const YAML::Node& root, const Locator& locator,
+                      std::map<std::string, std::string, std::less<>>* origins) {
+  struct Walk {
+    const Locator& locator;
+    std::map<std::string, std::string, std::less<>>* origins;
+    void operator()(const YAML::Node& map, const std::string& path) const {
+      for (auto it = map.begin(); it != map.end(); ++it) {
+        const std::string child = JoinPath(path, KeyText(it->first));
+        if (it->second.IsMap()) {
+          (*this)(it->second, child);
+        } else {
+          const YAML::Mark mark = it->second.IsNull() ? it->first.Mark() : it->second.Mark();
+          origins->emplace(child, locator.Where(mark, child));
+        }
+      }
+    }
+  };
+  if (root.IsMap()) Walk{locator, origins}(root, "");
 }
 
 }  // namespace iomimic::config::internal

@@ -35,6 +35,10 @@ class Locator {
   void ClearOverride(const std::string& path);
   // The override that set `path` or one of its parents, or nullptr.
   const std::string* OverrideFor(std::string_view path) const;
+  // Records that the value now at `path` was written at `from` (MLPerf v3's
+  // reader.data_loader_root, read as dataset.data_folder): errors about
+  // `path` then name `from` as written, "<from> (read as <path>)".
+  void SetMovedFrom(const std::string& path, const std::string& from);
 
   // InvalidArgument "<file>:<line>:<col>: error: <path>: <what>", or
   // "override '<text>': <path>: <what>" when an override set `path`. The
@@ -42,12 +46,16 @@ class Locator {
   Status Error(const YAML::Mark& mark, std::string_view path, std::string_view what) const;
   // InvalidArgument "<file>:<line>:<col>: error: <what>" (no key involved).
   Status FileError(const YAML::Mark& mark, std::string_view what) const;
+  // Where the value of `path` at `mark` comes from: "<file>:<line>:<col>"
+  // ("<file>" without a position), or "override '<text>'".
+  std::string Where(const YAML::Mark& mark, std::string_view path) const;
   // A warning about the key at `path` that starts at `mark`.
   Diagnostic Warning(const YAML::Mark& mark, std::string_view path, std::string message) const;
 
  private:
   std::string file_;
   std::map<std::string, std::string, std::less<>> overrides_;  // path -> override text
+  std::map<std::string, std::string, std::less<>> moved_;      // path -> as written
 };
 
 // A key and its value inside a map.
@@ -111,8 +119,14 @@ Status CanonicalizeLegacy(YAML::Node root, const Locator& locator,
 // its training data from reader.data_loader_root. Moves them to storage.*,
 // dataset.data_folder (replacing it) and checkpoint.checkpoint_folder, so
 // one set of rules reads them; the same key in both places with different
-// values is an error naming the reader's line.
-Status MoveReaderStorageKeys(YAML::Node root, const Locator& locator);
+// values is an error naming the reader's line. Each moved key is recorded
+// in `locator` (SetMovedFrom), so later errors name the key as written.
+Status MoveReaderStorageKeys(YAML::Node root, Locator* locator);
+
+// Records where every value of `root` (each key that is not a map) was
+// set, by path, into `origins` (Config::origins, for config::ErrorAt).
+void RecordKeyOrigins(const YAML::Node& root, const Locator& locator,
+                      std::map<std::string, std::string, std::less<>>* origins);
 
 // Resolves OmegaConf interpolations in every scalar below `root` (the
 // workload root, after overrides) in place, as Hydra does when DLIO loads a

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/convert_internal.h"  // declares ValidateConfig
 #include "config/dlio_compat.h"
@@ -110,91 +111,157 @@ Status ResolveKvCacheWorkflow(const YAML::Node& root, const Locator& locator, Co
   return Status::OK();
 }
 
-Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator) {
-  const Validator check(root, locator);
-  const DatasetConfig& dataset = config.dataset;
-  const ModelConfig& model = config.model;
-  const ReaderConfig& reader = config.reader;
-  const CheckpointConfig& checkpoint = config.checkpoint;
+namespace {
 
+// The problems of one manifest, gathered so that one error line names them
+// all: a user fixing a file learns of every problem at once.
+class Problems {
+ public:
+  void Add(Status problem) {
+    if (!problem.ok()) found_.push_back(std::move(problem));
+  }
+  // OK, the one problem, or the first followed by "; also <where>: <path>:
+  // <what>" for each other one (its "error: " left out).
+  Status Joined() const {
+    if (found_.empty()) return Status::OK();
+    std::string text = found_.front().message();
+    for (std::size_t i = 1; i < found_.size(); ++i) {
+      std::string more = found_[i].message();
+      if (const std::size_t at = more.find(": error: "); at != std::string::npos) {
+        more.erase(at, std::string_view(": error").size());
+      }
+      text += "; also " + more;
+    }
+    return Status(found_.front().code(), std::move(text));
+  }
+
+ private:
+  std::vector<Status> found_;
+};
+
+// Names that become path components, and sizes that contradict each other.
+void CheckNamesAndSizes(const Config& config, const Validator& check, Problems* problems) {
+  const DatasetConfig& dataset = config.dataset;
   // Names that become path components must stay inside their folders
   // (issue 13, defect 6; docs/security.md).
   if (std::string why = NotAName(dataset.file_prefix); !why.empty()) {
-    return check.Fail({"dataset.file_prefix"},
-                      "'" + dataset.file_prefix + "' " + why +
-                          "; it must be a file name prefix (files are named "
-                          "<prefix>_<i>_of_<n>.<ext> inside the data folder)");
+    problems->Add(check.Fail({"dataset.file_prefix"},
+                             "'" + dataset.file_prefix + "' " + why +
+                                 "; it must be a file name prefix (files are named "
+                                 "<prefix>_<i>_of_<n>.<ext> inside the data folder)"));
   }
-  if (std::string why = NotAName(model.name); !why.empty() && !model.name.empty()) {
-    return check.Fail({"model.name"}, "'" + model.name + "' " + why +
-                                          "; it must be a plain name (results go to "
-                                          "hydra_log/<model.name>/<time> unless "
-                                          "output.folder is set)");
+  if (std::string why = NotAName(config.model.name); !why.empty() && !config.model.name.empty()) {
+    problems->Add(check.Fail({"model.name"}, "'" + config.model.name + "' " + why +
+                                                 "; it must be a plain name (results go to "
+                                                 "hydra_log/<model.name>/<time> unless "
+                                                 "output.folder is set)"));
   }
   if (std::string why = LeavesFolder(config.hydra.output_subdir); !why.empty()) {
     // Set only by an override (hydra.output_subdir=...), never in the tree.
-    return Status::InvalidArgument("hydra.output_subdir: '" + config.hydra.output_subdir + "' " +
-                                   why + "; it must be a folder inside the output folder");
+    problems->Add(Status::InvalidArgument("hydra.output_subdir: '" + config.hydra.output_subdir +
+                                          "' " + why +
+                                          "; it must be a folder inside the output folder"));
   }
   if (!dataset.record_dims.empty() && dataset.record_length_bytes_stdev > 0) {
-    return check.Fail({"dataset.record_length_bytes_stdev", "dataset.record_dims"},
-                      "must be 0 when dataset.record_dims is set (give record_length_bytes "
-                      "with a stdev instead of record_dims)");
+    problems->Add(check.Fail({"dataset.record_length_bytes_stdev", "dataset.record_dims"},
+                             "must be 0 when dataset.record_dims is set (give record_length_bytes "
+                             "with a stdev instead of record_dims)"));
   }
+}
+
+// The model's parallelism and the checkpoint mode.
+void CheckModelAndCheckpoint(const Config& config, const Validator& check, Problems* problems) {
+  const ModelConfig& model = config.model;
+  const CheckpointConfig& checkpoint = config.checkpoint;
   if (checkpoint.num_checkpoints_write > 0 &&
       checkpoint.num_checkpoints_read > checkpoint.num_checkpoints_write) {
-    return check.Fail({"checkpoint.num_checkpoints_read", "checkpoint.num_checkpoints_write"},
-                      Str(checkpoint.num_checkpoints_read) +
-                          " exceeds checkpoint.num_checkpoints_write (" +
-                          Str(checkpoint.num_checkpoints_write) + ")");
+    problems->Add(check.Fail(
+        {"checkpoint.num_checkpoints_read", "checkpoint.num_checkpoints_write"},
+        Str(checkpoint.num_checkpoints_read) + " exceeds checkpoint.num_checkpoints_write (" +
+            Str(checkpoint.num_checkpoints_write) + ")"));
   }
   if (model.pipeline_parallelism > 1 && model.zero_stage == 3) {
-    return check.Fail({"model.parallelism.zero_stage", "model.parallelism.pipeline"},
-                      "ZeRO stage 3 does not work with pipeline parallelism "
-                      "(model.parallelism.pipeline is " +
-                          Str(model.pipeline_parallelism) + ")");
+    problems->Add(check.Fail({"model.parallelism.zero_stage", "model.parallelism.pipeline"},
+                             "ZeRO stage 3 does not work with pipeline parallelism "
+                             "(model.parallelism.pipeline is " +
+                                 Str(model.pipeline_parallelism) + ")"));
   }
   if (model.num_layers > 0 && model.num_layers < model.pipeline_parallelism) {
-    return check.Fail({"model.num_layers", "model.parallelism.pipeline"},
-                      "model.num_layers (" + Str(model.num_layers) +
-                          ") must be at least model.parallelism.pipeline (" +
-                          Str(model.pipeline_parallelism) + ")");
+    problems->Add(check.Fail({"model.num_layers", "model.parallelism.pipeline"},
+                             "model.num_layers (" + Str(model.num_layers) +
+                                 ") must be at least model.parallelism.pipeline (" +
+                                 Str(model.pipeline_parallelism) + ")"));
   }
   if (model.data_parallelism > 0 && checkpoint.mode == "default") {
-    return check.Fail({"model.parallelism.data", "checkpoint.mode"},
-                      "may be set only with checkpoint.mode: subset (the default mode derives "
-                      "it from the world size); MLPerf Storage's mlpstorage runs these files "
-                      "with ++workload.checkpoint.mode=subset when fewer processes than "
-                      "model.parallelism.data x tensor x pipeline write the checkpoint, and the "
-                      "DLIO fork refuses them in default mode too");
+    problems->Add(check.Fail(
+        {"model.parallelism.data", "checkpoint.mode"},
+        "may be set only with checkpoint.mode: subset (the default mode derives it from the "
+        "world size); MLPerf Storage's mlpstorage runs these files with "
+        "++workload.checkpoint.mode=subset when fewer processes than model.parallelism.data x "
+        "tensor x pipeline write the checkpoint, and the DLIO fork refuses them in default mode "
+        "too"));
   }
   if (checkpoint.mode == "subset" && model.data_parallelism <= 0) {
-    return check.Fail({"checkpoint.mode"},
-                      "subset needs model.parallelism.data (the data parallelism of the full "
-                      "job)");
+    problems->Add(check.Fail({"checkpoint.mode"},
+                             "subset needs model.parallelism.data (the data parallelism of the "
+                             "full job)"));
   }
+  if (checkpoint.ksm_present && checkpoint.randomize_tensor) {
+    problems->Add(check.Fail({"checkpoint.ksm", "checkpoint.randomize_tensor"},
+                             "needs checkpoint.randomize_tensor: False (KSM merges identical "
+                             "pages)"));
+  }
+}
+
+// " (<key> is not set: DLIO's default is <value>)" when the manifest leaves
+// `key` out, so a refusal of a default says where the value came from.
+std::string DefaultNote(const YAML::Node& root, std::string_view key, const std::string& value) {
+  if (FindPath(root, key).has_value()) return "";
+  return " (" + std::string(key) + " is not set: DLIO's default is " + value + ")";
+}
+
+// The data loader against the format and the framework, as DLIO's
+// ConfigArguments.validate checks them.
+void CheckReader(const Config& config, const YAML::Node& root, const Validator& check,
+                 Problems* problems) {
+  const ReaderConfig& reader = config.reader;
   if (reader.data_loader_given) {
-    const std::string_view refusal = LoaderCannotRead(reader.data_loader, dataset.format);
-    if (!refusal.empty()) {
-      return check.Fail({"reader.data_loader", "dataset.format"}, std::string(refusal));
+    const auto library = config.storage.storage_options.find("storage_library");
+    const std::optional<LoaderCannotReadWhy> refusal =
+        LoaderCannotRead(reader.data_loader, config.dataset.format,
+                         library == config.storage.storage_options.end() ? "" : library->second);
+    // Only training and evaluation read (ConfigArguments.validate).
+    const bool reads = config.workflow.train || config.workflow.evaluation;
+    if (refusal && reads) {
+      problems->Add(check.Fail({"reader.data_loader", "dataset.format"},
+                               std::string(refusal->reason) +
+                                   DefaultNote(root, "dataset.format", config.dataset.format) +
+                                   "; " + std::string(refusal->remedy)));
     }
     const bool mismatch = (config.framework == "tensorflow" && reader.data_loader == "pytorch") ||
                           (config.framework == "pytorch" && reader.data_loader == "tensorflow");
     if (mismatch) {
-      return check.Fail(
-          {"reader.data_loader", "framework"},
-          "'" + reader.data_loader + "' does not match framework '" + config.framework + "'");
+      problems->Add(check.Fail({"reader.data_loader", "framework"},
+                               "'" + reader.data_loader + "' does not match framework '" +
+                                   config.framework + "'" +
+                                   DefaultNote(root, "framework", config.framework)));
     }
   }
-  if (checkpoint.ksm_present && checkpoint.randomize_tensor) {
-    return check.Fail({"checkpoint.ksm", "checkpoint.randomize_tensor"},
-                      "needs checkpoint.randomize_tensor: False (KSM merges identical pages)");
-  }
   if (!reader.data_loader_classname.empty() && reader.data_loader_sampler.empty()) {
-    return check.Fail({"reader.data_loader_classname"},
-                      "needs reader.data_loader_sampler (iterative or index)");
+    problems->Add(check.Fail({"reader.data_loader_classname"},
+                             "needs reader.data_loader_sampler (iterative or index)"));
   }
-  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateConfig(const Config& config, const YAML::Node& root, const Locator& locator) {
+  const Validator check(root, locator);
+  Problems problems;
+  CheckNamesAndSizes(config, check, &problems);
+  CheckModelAndCheckpoint(config, check, &problems);
+  CheckReader(config, root, check, &problems);
+  return problems.Joined();
 }
 
 }  // namespace iomimic::config::internal

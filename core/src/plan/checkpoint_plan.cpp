@@ -82,6 +82,43 @@ std::uint64_t TransformerParameters(const config::ModelConfig& model) {
   return 2 * s.vocab * s.h + s.layers * per_layer + s.h;
 }
 
+namespace {
+
+// The job's data parallelism on `world_size` ranks, whose model parallelism
+// is `mp` (tensor x pipeline): the world size's share in checkpoint.mode
+// default, model.parallelism.data in subset. Errors are placed at the
+// manifest's line, as its other errors are (config::ErrorAt).
+Result<int> DataParallelism(const config::Config& config, int world_size, int mp) {
+  const config::ModelConfig& m = config.model;
+  if (config.checkpoint.mode == "subset") {
+    if (m.data_parallelism <= 0) {
+      return Status::InvalidArgument("checkpoint.mode subset needs model.parallelism.data");
+    }
+    const int data = static_cast<int>(m.data_parallelism);
+    if (world_size > data * mp) {
+      return config::ErrorAt(
+          config, {"model.parallelism.data", "checkpoint.mode"},
+          "subset checkpointing: " + std::to_string(world_size) +
+              " ranks exceed the job's DP x TP x PP = " + std::to_string(data * mp));
+    }
+    return data;
+  }
+  if (world_size % mp != 0) {
+    return config::ErrorAt(
+        config, {"model.parallelism.tensor", "model.parallelism.pipeline", "checkpoint.mode"},
+        "checkpointing in checkpoint.mode default needs a world size that is a multiple of "
+        "tensor x pipeline parallelism (" +
+            std::to_string(std::max<std::int64_t>(1, m.tensor_parallelism)) + " x " +
+            std::to_string(std::max<std::int64_t>(1, m.pipeline_parallelism)) + " = " +
+            std::to_string(mp) + "), got " + std::to_string(world_size) +
+            " rank(s); run with a multiple of " + std::to_string(mp) +
+            " ranks or use checkpoint.mode: subset with model.parallelism.data");
+  }
+  return world_size / mp;
+}
+
+}  // namespace
+
 Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_size) {
   const config::ModelConfig& m = config.model;
   CheckpointPlan plan;
@@ -89,27 +126,7 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
   plan.pipeline = static_cast<int>(std::max<std::int64_t>(1, m.pipeline_parallelism));
   plan.zero_stage = static_cast<int>(m.zero_stage);
   const int mp = plan.tensor * plan.pipeline;
-  const bool subset = config.checkpoint.mode == "subset";
-  if (subset) {
-    if (m.data_parallelism <= 0) {
-      return Status::InvalidArgument("checkpoint.mode subset needs model.parallelism.data");
-    }
-    plan.data = static_cast<int>(m.data_parallelism);
-    if (world_size > plan.data * mp) {
-      return Status::InvalidArgument(
-          "subset checkpointing: " + std::to_string(world_size) +
-          " ranks exceed the job's DP x TP x PP = " + std::to_string(plan.data * mp));
-    }
-  } else {
-    if (world_size % mp != 0) {
-      return Status::InvalidArgument(
-          "checkpointing needs a world size that is a multiple of tensor x pipeline parallelism (" +
-          std::to_string(plan.tensor) + " x " + std::to_string(plan.pipeline) + " = " +
-          std::to_string(mp) + "), got " + std::to_string(world_size) +
-          " rank(s); run with more ranks or use checkpoint.mode: subset");
-    }
-    plan.data = world_size / mp;
-  }
+  IOMIMIC_ASSIGN_OR_RETURN(plan.data, DataParallelism(config, world_size, mp));
   const std::uint64_t job_ranks = static_cast<std::uint64_t>(plan.data) * mp;
   const std::uint64_t model_dt = DatatypeBytes(m.model_datatype);
   const std::uint64_t opt_dt = DatatypeBytes(m.optimizer_datatype);

@@ -92,6 +92,21 @@ TEST_CASE(
   auto bad = PlanCheckpoint(c, 2);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("multiple of tensor x pipeline") != std::string::npos);
+  // At the manifest's line, as a manifest error (issue 31, item 8:
+  // MLPerf's llama3_1t on too few ranks).
+  const std::string& text = bad.status().message();
+  CHECK(text.find("llama_70b.yaml:8:13: error: model.parallelism.tensor: checkpointing in "
+                  "checkpoint.mode default "
+                  "needs a world size that is a multiple of tensor x pipeline parallelism (8 x 4 "
+                  "= 32), got 2 rank(s)") != std::string::npos);
+  auto from_override = config::LoadManifestFromString(
+      "model: {type: transformer, num_layers: 8}\nworkflow: {checkpoint: True}\n", "o.yaml",
+      {"++workload.model.parallelism.pipeline=4"});
+  REQUIRE(from_override.ok());
+  auto refused = PlanCheckpoint(from_override->config, 3);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("override '++workload.model.parallelism.pipeline=4': "
+                                        "model.parallelism.pipeline: checkpointing") == 0);
   c.model.tensor_parallelism = 1;
   c.model.pipeline_parallelism = 1;
   c.model.zero_stage = 3;

@@ -23,6 +23,7 @@ std::string CapabilityNames(std::uint64_t flags) {
       {IOMIMIC_CAP_COLLECTIVE, "collective"},
       {IOMIMIC_CAP_DEVICE_MEMORY, "device-memory"},
       {IOMIMIC_CAP_DECORATOR, "decorator"},
+      {IOMIMIC_CAP_ENDPOINT, "endpoint"},
       {IOMIMIC_CAP_PARTIAL_READS, "partial-reads"},
       {IOMIMIC_CAP_HOST_DECODE, "host-decode"},
       {IOMIMIC_CAP_MULTI_SAMPLE, "multi-sample"},

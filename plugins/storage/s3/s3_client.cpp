@@ -260,13 +260,23 @@ std::string XmlElement(std::string_view xml, std::string_view tag, std::size_t* 
   return DecodeEntities(xml.substr(from, end - from));
 }
 
+namespace {
+
+// "GET s3://bucket/key", and " at <endpoint>" with several endpoints.
+std::string Attempted(const Request& r) {
+  std::string text = r.method + " " + Describe(r.bucket, r.key);
+  if (!r.endpoint.empty()) text += " at " + r.endpoint;
+  return text;
+}
+
+}  // namespace
+
 Status StatusForHttp(const Request& r) {
   std::size_t at = 0;
   const std::string code = XmlElement(r.body, "Code", &at);
   at = 0;
   const std::string message = XmlElement(r.body, "Message", &at);
-  std::string text =
-      "s3: " + r.method + " " + Describe(r.bucket, r.key) + ": HTTP " + std::to_string(r.http_code);
+  std::string text = "s3: " + Attempted(r) + ": HTTP " + std::to_string(r.http_code);
   if (!code.empty()) text += " " + code;
   if (!message.empty()) text += " (" + message + ")";
   if (r.http_code == 403) {
@@ -527,8 +537,7 @@ void SettleRequest(CURL* e, Request* r, CURLcode code) {
     return;
   }
   if (code != CURLE_OK) {
-    const std::string text =
-        "s3: " + r->method + " " + Describe(r->bucket, r->key) + ": " + curl_easy_strerror(code);
+    const std::string text = "s3: " + Attempted(*r) + ": " + curl_easy_strerror(code);
     if (code == CURLE_WRITE_ERROR && !r->download.empty()) {
       r->status = Status::Corruption(text + " (the object is larger than the " +
                                      std::to_string(r->download.size()) +
@@ -588,6 +597,7 @@ void Client::StartRequest(Connection& c, Pass& pass, std::size_t slot, Request* 
   r->upload_position = 0;
   r->retryable = false;
   pass.endpoint[slot] = PickEndpoint();
+  r->endpoint = endpoints_.size() > 1 ? endpoints_[pass.endpoint[slot]] : std::string();
   std::string url = BucketUrl(options_, endpoints_[pass.endpoint[slot]], r->bucket);
   if (!r->key.empty()) url += "/" + UriEncode(r->key, true);
   if (!r->query.empty()) url += "?" + CanonicalQuery(r->query);

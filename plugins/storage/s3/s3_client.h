@@ -146,6 +146,9 @@ struct Request {
   bool too_large = false;            // see max_body
   std::string etag;                  // PUT of a part: its ETag
   int attempts = 0;
+  // With several endpoints (endpoint_urls): the one the last attempt went
+  // to, which its errors name; empty with one endpoint.
+  std::string endpoint;
 
   // Internal: upload cursor; whether the last failure may pass when tried again.
   std::size_t upload_position = 0;
@@ -224,8 +227,9 @@ class Client {
 };
 
 // The Status of a finished request that failed: names the method, the
-// object (s3://bucket/key), the HTTP code and the S3 error code and message
-// from the body. 404 (NoSuchKey, NoSuchBucket) -> kNotFound; 403 -> kIOError
+// object (s3://bucket/key) and, with several endpoints, the endpoint ("at
+// http://host:port"), the HTTP code and the S3 error code and message from
+// the body. 404 (NoSuchKey, NoSuchBucket) -> kNotFound; 403 -> kIOError
 // "access denied"; 409/412 -> kAlreadyExists; others kIOError.
 Status StatusForHttp(const Request& request);
 

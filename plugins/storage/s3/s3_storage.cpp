@@ -8,7 +8,7 @@
 namespace iomimic::s3 {
 
 // The descriptor's flags, and what capabilities() may claim (async with read_mode ranged).
-constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC;
+constexpr std::uint64_t kCapabilities = IOMIMIC_CAP_ASYNC | IOMIMIC_CAP_ENDPOINT;
 namespace {
 
 std::string Lower(std::string text) {
@@ -399,6 +399,18 @@ Status ParseConnection(const PluginOptions& opts, const char* (*environment)(con
   if (c.region.empty()) c.region = env("AWS_REGION");
   if (c.region.empty()) c.region = env("AWS_DEFAULT_REGION");
   if (c.region.empty()) c.region = "us-east-1";
+  IOMIMIC_ASSIGN_OR_RETURN(const std::string endpoint_urls, opts.GetString("endpoint_urls", ""));
+  // An endpoint_url given empty (a ${VAR} or an override of an unset
+  // variable) is a mistake, not a wish for AWS: refused rather than sent to
+  // AWS's regional endpoint without a word. Left out, it means AWS.
+  if (c.endpoint.empty() && opts.Has("endpoint_url") && endpoint_urls.empty()) {
+    return Status::InvalidArgument(
+        opts.owner() +
+        ": option 'endpoint_url' is empty (an unset variable?) and neither "
+        "AWS_ENDPOINT_URL_S3 nor AWS_ENDPOINT_URL is set; give the endpoint "
+        "(http(s)://host:port), or leave the option out for AWS's regional endpoint (https://s3." +
+        c.region + ".amazonaws.com)");
+  }
   if (c.endpoint.empty()) c.endpoint = "https://s3." + c.region + ".amazonaws.com";
   IOMIMIC_ASSIGN_OR_RETURN(c.access_key_id, opts.GetString("access_key_id", ""));
   IOMIMIC_ASSIGN_OR_RETURN(c.secret_access_key, opts.GetString("secret_access_key", ""));
@@ -611,8 +623,9 @@ Status S3Storage::CreateDirectories(const std::string& path) {
   IOMIMIC_ASSIGN_OR_RETURN(Request r, Head(name.bucket, ""));
   if (r.http_code == 404) {
     return Status::NotFound("s3: bucket '" + name.bucket + "' does not exist (at " +
-                            options_.client.endpoint + "); create it, or set storage_root / the " +
-                            "folders to an existing bucket");
+                            (r.endpoint.empty() ? options_.client.endpoint : r.endpoint) +
+                            "); create it, or set storage_root / the folders to an existing "
+                            "bucket");
   }
   std::lock_guard lock(buckets_mutex_);
   checked_buckets_.push_back(name.bucket);
@@ -641,8 +654,13 @@ Status S3Storage::Rename(const std::string& from, const std::string& to) {
   copy.key = target.key;
   copy.headers = {"x-amz-copy-source: /" + UriEncode(source.bucket, false) + "/" +
                   UriEncode(source.key, true)};
-  IOMIMIC_RETURN_IF_ERROR(client_->Perform(copy));
-  if (copy.body.find("<Error>") != std::string::npos) return StatusForHttp(copy);
+  Status copied = client_->Perform(copy);
+  if (copied.ok() && copy.body.find("<Error>") != std::string::npos) copied = StatusForHttp(copy);
+  if (!copied.ok()) {
+    // The copy is a PUT of the target; the caller asked to move the source.
+    return Status(copied.code(), "s3: rename " + Describe(source.bucket, source.key) + " to " +
+                                     Describe(target.bucket, target.key) + ": " + copied.message());
+  }
   Request remove;
   remove.method = "DELETE";
   remove.bucket = source.bucket;
@@ -746,8 +764,8 @@ Result<std::unique_ptr<Storage>> CreateS3Storage(const PluginContext& context) {
 namespace {
 const IomimicOptionSpec kS3Options[] = {
     {"endpoint_url", "string", "",
-     "http(s)://host:port of the S3 service; empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or "
-     "AWS's regional endpoint"},
+     "http(s)://host:port of the S3 service; empty: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL "
+     "(refused when neither is set); left out: those, else AWS's regional endpoint"},
     {"region", "string", "", "SigV4 region; empty: AWS_REGION, AWS_DEFAULT_REGION, us-east-1"},
     {"access_key_id", "string", "", "access key; empty: AWS_ACCESS_KEY_ID (never printed)"},
     {"secret_access_key", "string", "", "secret key; empty: AWS_SECRET_ACCESS_KEY (never printed)"},

@@ -127,6 +127,55 @@ TEST_CASE("s3: XML elements and error statuses") {
   r.http_code = 404;
   r.body = "<Error><Code>NoSuchKey</Code></Error>";
   CHECK(iomimic::s3::StatusForHttp(r).IsNotFound());
+  // With several endpoints, the one the request went to.
+  r.endpoint = "http://rgw2:9000";
+  r.http_code = 503;
+  r.body = "<Error><Code>SlowDown</Code></Error>";
+  CHECK(iomimic::s3::StatusForHttp(r).message().find(
+            "s3: GET s3://bkt/k/1 at http://rgw2:9000: HTTP 503 SlowDown") == 0);
+}
+
+TEST_CASE("s3: an empty endpoint_url is refused unless the environment gives one") {
+  g_env = {{"AWS_ACCESS_KEY_ID", "K"}, {"AWS_SECRET_ACCESS_KEY", "S"}};
+  // Given empty (an unset ${AWS_ENDPOINT_URL}): refused, naming the option.
+  auto empty = Parse({{"endpoint_url", ""}, {"region", "eu-west-1"}});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.status().message() ==
+        "storage plugin 's3': option 'endpoint_url' is empty (an unset variable?) and neither "
+        "AWS_ENDPOINT_URL_S3 nor AWS_ENDPOINT_URL is set; give the endpoint "
+        "(http(s)://host:port), or leave the option out for AWS's regional endpoint "
+        "(https://s3.eu-west-1.amazonaws.com)");
+  // Left out: AWS's regional endpoint, as the AWS SDKs choose.
+  auto absent = Parse({{"region", "eu-west-1"}});
+  REQUIRE(absent.ok());
+  CHECK(absent->client.endpoint == "https://s3.eu-west-1.amazonaws.com");
+  // Empty with an endpoint from the environment, or with endpoint_urls: fine.
+  g_env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:7480";
+  auto from_env = Parse({{"endpoint_url", ""}});
+  REQUIRE(from_env.ok());
+  CHECK(from_env->client.endpoint == "http://127.0.0.1:7480");
+  g_env.erase("AWS_ENDPOINT_URL");
+  CHECK(Parse({{"endpoint_url", ""}, {"endpoint_urls", "http://a:1,http://b:2"}}).ok());
+}
+
+TEST_CASE("s3: with several endpoints, a failed request names its endpoint") {
+  g_env = {{"AWS_ACCESS_KEY_ID", "K"}, {"AWS_SECRET_ACCESS_KEY", "S"}};
+  auto o = Parse(
+      {{"endpoint_urls", "http://127.0.0.1:9, http://127.0.0.1:19"}, {"s3_max_attempts", "1"}});
+  REQUIRE(o.ok());
+  auto client = iomimic::s3::Client::Create(o->client);
+  REQUIRE(client.ok());
+  for (const char* endpoint : {"http://127.0.0.1:9", "http://127.0.0.1:19"}) {
+    iomimic::s3::Request r;
+    r.method = "HEAD";
+    r.bucket = "b";
+    r.key = "k";
+    iomimic::Status s = (*client)->Perform(r);
+    REQUIRE_FALSE(s.ok());
+    CAPTURE(s.message());
+    // Round robin: the first request to the first endpoint, the next to the second.
+    CHECK(s.message().find(std::string("s3: HEAD s3://b/k at ") + endpoint + ": ") == 0);
+  }
 }
 
 TEST_CASE("s3: options, environment fallbacks, and no credential in messages") {

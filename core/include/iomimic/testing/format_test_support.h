@@ -215,6 +215,7 @@ inline std::string DescribeFormatPlugin(const IomimicPluginDescriptor& d) {
       {IOMIMIC_CAP_COLLECTIVE, "collective"},
       {IOMIMIC_CAP_DEVICE_MEMORY, "device_memory"},
       {IOMIMIC_CAP_DECORATOR, "decorator"},
+      {IOMIMIC_CAP_ENDPOINT, "endpoint"},
       {IOMIMIC_CAP_PARTIAL_READS, "partial_reads"},
       {IOMIMIC_CAP_HOST_DECODE, "host_decode"},
       {IOMIMIC_CAP_MULTI_SAMPLE, "multi_sample"}};
