@@ -25,7 +25,7 @@
 # iproute2 and util-linux (nsenter, unshare). Environment: IOMIMIC_CLUSTER_NAME
 # (default iomi) and IOMIMIC_CLUSTER_NET (default 10.231.0) to run two at once,
 # IOMIMIC_CLUSTER_SLOTS (default 2) the slots per host in the hostfile,
-# IOMIMIC_CLUSTER_SIGKILL_TIMEOUT (default 30) the seconds `mpirun` passes as
+# IOMIMIC_CLUSTER_SIGKILL_TIMEOUT (default 10) the seconds `mpirun` passes as
 # odls_base_sigkill_timeout (the ranks' grace between SIGTERM and SIGKILL,
 # see run_mpirun). Ranks per host other than the hostfile's: `--host
 # h1:1,h2:2,h3:3` (it replaces the hostfile).
@@ -130,7 +130,7 @@ run_mpirun() {
   # default of 1 s cuts iomimic off while it writes its results; with this
   # grace mpirun ends 2 x the grace after a Ctrl-C or a failure instead of
   # 2 s (docs/cluster.md, "Faults").
-  extra+=(--mca odls_base_sigkill_timeout "${IOMIMIC_CLUSTER_SIGKILL_TIMEOUT:-30}")
+  extra+=(--mca odls_base_sigkill_timeout "${IOMIMIC_CLUSTER_SIGKILL_TIMEOUT:-10}")
   # A host list or hostfile of the caller's replaces the cluster's hostfile.
   for arg in "$@"; do
     case "$arg" in

@@ -9,7 +9,7 @@
 # [$DATA-checkpoints: beside the dataset, on the storage under test] and
 # RESULTS [/shared/iomimic/results/$WORKLOAD-<time>]: all on the shared file
 # system (every rank writes its <rank>_output.json into RESULTS), MPIRUN
-# [mpirun], SIGKILL_GRACE [30] (seconds, see below) and OVERRIDES (more
+# [mpirun], SIGKILL_GRACE [10] (seconds, see below) and OVERRIDES (more
 # ++workload.k=v, space separated).
 set -euo pipefail
 
@@ -20,7 +20,7 @@ RANKS_PER_HOST=${RANKS_PER_HOST:-4}
 DATA=${DATA:-/shared/iomimic/data/$WORKLOAD}
 CHECKPOINTS=${CHECKPOINTS:-$DATA-checkpoints}
 RESULTS=${RESULTS:-/shared/iomimic/results/$WORKLOAD-$(date +%Y%m%d-%H%M%S)}
-SIGKILL_GRACE=${SIGKILL_GRACE:-30}
+SIGKILL_GRACE=${SIGKILL_GRACE:-10}
 read -r -a MPIRUN <<<"${MPIRUN:-mpirun}"
 read -r -a EXTRA <<<"${OVERRIDES:-}"
 

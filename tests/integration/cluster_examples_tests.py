@@ -99,7 +99,7 @@ import json, os, sys
 with open(os.environ["LAUNCH_LOG"], "a") as f:
     f.write(json.dumps([os.path.basename(sys.argv[0])] + sys.argv[1:]) + "\\n")
 """
-GRACE = ["--mca", "odls_base_sigkill_timeout", "30"]
+GRACE = ["--mca", "odls_base_sigkill_timeout", "10"]
 
 
 def recorded(names, command, env, what):
@@ -311,8 +311,8 @@ def test_cluster_examples_launch_lines():
                     dict(env, IOMIMIC_CLUSTER_SIGKILL_TIMEOUT="7"), "cluster-env")
     grace = lambda cmd: [cmd[i + 2] for i in range(len(cmd) - 2)
                          if cmd[i:i + 2] == ["--mca", "odls_base_sigkill_timeout"]]
-    if grace(default[0]) != ["30"] or grace(mine[0]) != ["5"] or grace(envs[0]) != ["7"]:
-        fail("cluster.sh mpirun: grace %s by default (30 expected), %s given 5, %s with "
+    if grace(default[0]) != ["10"] or grace(mine[0]) != ["5"] or grace(envs[0]) != ["7"]:
+        fail("cluster.sh mpirun: grace %s by default (10 expected), %s given 5, %s with "
              "IOMIMIC_CLUSTER_SIGKILL_TIMEOUT=7" % (grace(default[0]), grace(mine[0]),
                                                     grace(envs[0])))
     print("launch lines: srun repeats --cpus-per-task=%s; every mpirun has the grace; "
