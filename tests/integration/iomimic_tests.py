@@ -217,6 +217,76 @@ def test_rerun_skips_complete_files_and_keeps_results():
         fail("the user's file was modified")
 
 
+# Every format that writes files, and the compression it can change to (issue
+# 31: generating again with other parameters must not reuse the old files).
+REGEN_FORMATS = [("npz", "zip"), ("npy", None), ("hdf5", "gzip"), ("png", None),
+                 ("tiff", None), ("jpeg", None), ("tfrecord", None), ("csv", None),
+                 ("parquet", "snappy"), ("indexed_binary", None), ("mmap_indexed_binary", None)]
+IMAGE_FORMATS = ("png", "tiff", "jpeg")  # one sample per file
+
+
+def regen_state(data):
+    """{file name: (size, first 4 KiB)} of every data file under data/train."""
+    out = {}
+    for path in glob.glob(os.path.join(data, "train", "**", "*"), recursive=True):
+        if os.path.isfile(path) and not os.path.basename(path).startswith("."):
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, data)] = (os.path.getsize(path), f.read(4096))
+    return out
+
+
+def regenerate(fmt, data, out, step, changes):
+    ov = ["++workload.dataset.format=" + fmt, "++workload.dataset.data_folder=" + data,
+          "++workload.dataset.num_files_train=4", "++workload.dataset.num_files_eval=0",
+          "++workload.dataset.record_length_bytes_stdev=0",
+          "++workload.output.folder=%s-%d" % (out, step)] + changes
+    if fmt == "tfrecord":
+        ov += ["++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow"]
+    return run([ARGS.iomimic, "generate", workload("default")] + ov)
+
+
+def test_regeneration_follows_parameters():
+    """For every format: generating again with another record length, another
+    number of samples per file or another compression writes the files again
+    (and says which parameter changed); with the same parameters it skips
+    them. Before issue 31, content-sized formats (images, csv, hdf5,
+    compressed parquet) kept the old files."""
+    for fmt, compression in REGEN_FORMATS:
+        data = os.path.join(ARGS.work, "data-" + fmt)
+        out = os.path.join(ARGS.work, "out-" + fmt)
+        n1, n2 = ("1", "1") if fmt in IMAGE_FORMATS else ("4", "8")
+        base = ["++workload.dataset.record_length_bytes=16384",
+                "++workload.dataset.num_samples_per_file=" + n1]
+        steps = [(base, None),
+                 (base, "0 files"),  # the same parameters: every file skipped
+                 (["++workload.dataset.record_length_bytes=4096",
+                   "++workload.dataset.num_samples_per_file=" + n1], "shape")]
+        if n1 != n2:
+            steps.append((["++workload.dataset.record_length_bytes=4096",
+                           "++workload.dataset.num_samples_per_file=" + n2], "samples"))
+        if compression:
+            steps.append((["++workload.dataset.record_length_bytes=4096",
+                           "++workload.dataset.num_samples_per_file=" + n2,
+                           "++workload.dataset.compression=" + compression], "compression"))
+        before = None
+        for k, (changes, expect) in enumerate(steps):
+            p = regenerate(fmt, data, out, k, changes)
+            state = regen_state(data)
+            if not state:
+                fail("%s: no data files under %s" % (fmt, data))
+            if expect == "0 files":
+                if "generated 0 files (4 already complete)" not in p.stdout or state != before:
+                    fail("%s: the same parameters did not skip the complete files" % fmt)
+            elif expect is not None:
+                if "written again: made with other generation parameters (%s " % expect \
+                        not in p.stdout:
+                    fail("%s: changing %s did not write the files again:\n%s" %
+                         (fmt, expect, p.stdout))
+                if state == before:
+                    fail("%s: changing %s left the files as they were" % (fmt, expect))
+            before = state
+
+
 def test_default_workload_runs_shrunk():
     """DLIO's default.yaml, unmodified, with overrides that only shrink it."""
     data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")

@@ -129,6 +129,14 @@ class ConsoleObserver : public run::RunObserver {
                static_cast<unsigned long long>(g.files_skipped), mib, g.seconds,
                g.seconds > 0 ? mib / g.seconds : 0.0),
         /*always=*/!trains_);
+    if (g.files_rewritten > 0) {
+      // Never silent: the files the run trains on are not those it found.
+      console_->Line(Format("  %llu of them written again: made with other generation "
+                            "parameters (%s)",
+                            static_cast<unsigned long long>(g.files_rewritten),
+                            g.rewrite_reason.c_str()),
+                     /*always=*/true);
+    }
   }
   void OnTrainStart(const run::TrainStart& t) override {
     const int accelerators = t.ranks * t.accelerators_per_process;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -35,7 +36,9 @@ std::string TemporaryPath(const std::string& path) {
 
 namespace {
 
-enum class Outcome { kWritten, kSkipped };
+// kRewritten: written again, over a file of iomimic's whose completeness
+// record holds other generation parameters.
+enum class Outcome { kWritten, kSkipped, kRewritten };
 
 // Most bytes per collective write round of shared-file generation (per rank).
 constexpr std::uint64_t kSharedChunk = std::uint64_t{32} << 20;
@@ -60,41 +63,115 @@ Status SyncPath(Storage& storage, const std::string& path) {
 }
 
 constexpr std::string_view kRecordHeader = "iomimic completeness record 1\nsize ";
+constexpr std::string_view kRecordHeader2 = "iomimic completeness record 2\nsize ";
+constexpr std::uint64_t kRecordMaxBytes = 64 * 1024;
+
+// The generation parameters that decide a file's bytes, one "key value"
+// line each: the completeness record keeps them, so that a dataset
+// generated again with other parameters is written again, never reused as
+// it is (issue 31; DLIO rewrites its files). The path and the file's index
+// are not among them: they name the file.
+std::string GenerationParameters(const Format& format, const FileSpec& spec) {
+  std::string text = "format " + format.name() + "\nshape ";
+  for (std::size_t i = 0; i < spec.sample_shape.size(); ++i) {
+    text += (i > 0 ? "," : "") + std::to_string(spec.sample_shape[i]);
+  }
+  text += "\ndtype " + spec.element_type.descr;
+  text += "\nsamples " + std::to_string(spec.num_samples);
+  text += "\nseed " + std::to_string(spec.seed);
+  text += "\ncompression " + spec.compression + " " + std::to_string(spec.compression_level);
+  text += "\ncontent " + std::to_string(static_cast<int>(spec.content.kind)) + " " +
+          std::to_string(spec.content.compress_percentage) + " " +
+          std::to_string(spec.content.dedupe_percentage);
+  for (const auto& [key, value] : spec.parameters) {
+    if (key == "generation_buffer_size") continue;  // how, not what, it writes
+    text += "\nparameter " + key + "=" + value;
+  }
+  return text + "\n";
+}
+
+// The manifest keys behind a parameter line's key, for the message that
+// says why files are written again.
+std::string ManifestKeysOf(const std::string& key) {
+  if (key == "shape") return "record_length_bytes / record_dims";
+  if (key == "samples") return "num_samples_per_file";
+  if (key == "dtype") return "record_element_type";
+  if (key == "seed") return "the seed";
+  if (key == "compression") return "compression";
+  if (key == "content") return "iomimic.content";
+  if (key == "format") return "format";
+  return "dataset." + key;
+}
+
+// The first line of `was` and `now` that differs, as "<key> (<manifest
+// keys>): <old> -> <new>".
+std::string FirstChange(const std::string& was, const std::string& now) {
+  std::istringstream a(was), b(now);
+  std::string la, lb;
+  while (true) {
+    const bool ga = static_cast<bool>(std::getline(a, la));
+    const bool gb = static_cast<bool>(std::getline(b, lb));
+    if (!ga && !gb) return "";
+    if (ga && gb && la == lb) continue;
+    const std::string line = ga ? la : lb;
+    const std::size_t space = line.find(' ');
+    std::string key = line.substr(0, space);
+    std::string old_value = ga ? la.substr(std::min(la.size(), space + 1)) : "(none)";
+    std::string new_value = gb ? lb.substr(std::min(lb.size(), lb.find(' ') + 1)) : "(none)";
+    if (key == "parameter") {
+      key = old_value.substr(0, old_value.find('='));
+    }
+    return key + " (" + ManifestKeysOf(key) + "): " + old_value + " -> " + new_value;
+  }
+}
 
 // Writes the completeness record of `path` (a file of `size` bytes, synced
-// already): temporary name, fsync, rename.
-Status WriteCompletenessRecord(Storage& storage, const std::string& path, std::uint64_t size) {
+// already) with its generation parameters. `durable`: temporary name,
+// fsync, rename, as formats without a predictable size need (the record is
+// what makes their file complete); otherwise written in place, as a file of
+// the format's exact size is complete by its size, and a record lost or torn
+// by a crash only means no parameters to compare.
+Status WriteCompletenessRecord(Storage& storage, const std::string& path, std::uint64_t size,
+                               const std::string& parameters, bool durable = true) {
   const std::string record = CompletenessRecordPath(path);
-  const std::string partial = TemporaryPath(record);
-  const std::string text = std::string(kRecordHeader) + std::to_string(size) + "\n";
+  const std::string partial = durable ? TemporaryPath(record) : record;
+  const std::string text = std::string(kRecordHeader2) + std::to_string(size) + "\n" + parameters;
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.expected_size = text.size();
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
   Status s = file->WriteAt(0, std::as_bytes(std::span(text.data(), text.size())));
-  if (s.ok()) s = file->Sync();
+  if (s.ok() && durable) s = file->Sync();
   Status closed = file->Close();
   file.reset();
   if (s.ok()) s = closed;
-  if (s.ok()) s = storage.Rename(partial, record);
+  if (s.ok() && durable) s = storage.Rename(partial, record);
   if (!s.ok()) {
-    (void)storage.Remove(partial);  // our own temporary file
+    (void)storage.Remove(partial);  // our own temporary file (or record)
     return s.WithContext("writing the completeness record " + record);
   }
   return Status::OK();
 }
 
-// The size recorded for `path`, or nullopt when it has no record (or one that
-// does not parse).
-Result<std::optional<std::uint64_t>> ReadCompletenessRecord(Storage& storage,
-                                                            const std::string& path) {
+// A completeness record as read back: the size iomimic wrote and, from
+// record version 2 on, the generation parameters.
+struct CompletenessRecord {
+  std::uint64_t size = 0;
+  std::optional<std::string> parameters;
+};
+
+// The record of `path`, or nullopt when it has none (or one that does not
+// parse).
+Result<std::optional<CompletenessRecord>> ReadCompletenessRecord(Storage& storage,
+                                                                 const std::string& path) {
+  using Found = std::optional<CompletenessRecord>;
   const std::string record = CompletenessRecordPath(path);
   Result<FileInfo> info = storage.Stat(record);
   if (!info.ok()) {
-    if (info.status().IsNotFound()) return std::optional<std::uint64_t>();
+    if (info.status().IsNotFound()) return Found();
     return info.status();
   }
-  if (info->is_directory || info->size > 256) return std::optional<std::uint64_t>();
+  if (info->is_directory || info->size > kRecordMaxBytes) return Found();
   OpenOptions options;
   options.mode = OpenMode::kRead;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(record, options));
@@ -103,18 +180,25 @@ Result<std::optional<std::uint64_t>> ReadCompletenessRecord(Storage& storage,
   (void)file->Close();
   if (!got.ok()) return got.status().WithContext("reading the completeness record " + record);
   text.resize(*got);
-  if (!text.starts_with(kRecordHeader)) return std::optional<std::uint64_t>();
-  const std::string digits = text.substr(kRecordHeader.size());
+  const bool v2 = text.starts_with(kRecordHeader2);
+  if (!v2 && !text.starts_with(kRecordHeader)) return Found();
+  const std::string rest = text.substr(kRecordHeader.size());  // both headers have one length
   char* end = nullptr;
-  const unsigned long long value = std::strtoull(digits.c_str(), &end, 10);
-  if (end == digits.c_str() || *end != '\n') return std::optional<std::uint64_t>();
-  return std::optional<std::uint64_t>(value);
+  const unsigned long long value = std::strtoull(rest.c_str(), &end, 10);
+  if (end == rest.c_str() || *end != '\n') return Found();
+  CompletenessRecord out;
+  out.size = value;
+  if (v2) out.parameters = std::string(end + 1);
+  return Found(out);
 }
 
 // What to do with `spec`'s file: kWritten (write it: absent, or complete but
-// missing a companion file such as an index), kSkipped (complete), or an
-// error when a file is there that cannot be trusted (never overwritten).
-Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
+// missing a companion file such as an index), kRewritten (iomimic's own
+// file, by its completeness record, made with other generation parameters:
+// `why` receives the first change), kSkipped (complete, same parameters),
+// or an error when a file is there that cannot be trusted (never
+// overwritten).
+Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::string* why) {
   Storage& storage = session.storage();
   Format& format = session.format();
   const std::string& path = spec.path;
@@ -129,6 +213,15 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
   const std::string keep =
       "; refusing to overwrite it (remove it to regenerate it, or set dataset.data_folder to "
       "another folder)";
+  IOMIMIC_ASSIGN_OR_RETURN(std::optional<CompletenessRecord> recorded,
+                           ReadCompletenessRecord(storage, path));
+  if (recorded && recorded->parameters) {
+    const std::string now = GenerationParameters(format, spec);
+    if (*recorded->parameters != now) {
+      *why = FirstChange(*recorded->parameters, now);
+      return Outcome::kRewritten;
+    }
+  }
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
   // An object under its final name was written whole (StorageCapabilities::
   // objects): it is complete when its size is the format's, or, for formats
@@ -143,17 +236,15 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
                                    "-byte files" + keep);
     }
   } else {
-    IOMIMIC_ASSIGN_OR_RETURN(std::optional<std::uint64_t> recorded,
-                             ReadCompletenessRecord(storage, path));
     if (!recorded) {
       return Status::AlreadyExists(
           path + " exists without a completeness record (" + CompletenessRecordPath(path) +
           "; format '" + format.name() +
           "' files have no predictable size), so it may be cut short or not be iomimic's" + keep);
     }
-    if (*recorded != existing->size) {
+    if (recorded->size != existing->size) {
       return Status::AlreadyExists(path + " has " + std::to_string(existing->size) +
-                                   " bytes, but iomimic wrote " + std::to_string(*recorded) +
+                                   " bytes, but iomimic wrote " + std::to_string(recorded->size) +
                                    " (its completeness record): it was cut short or changed" +
                                    keep);
     }
@@ -168,15 +259,29 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec) {
   return Outcome::kSkipped;
 }
 
-Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
+// Before writing a file again over iomimic's own (kRewritten): its record
+// goes first, then the file, so that a crash midway leaves no old file
+// under a record, or a record, that could pass as the new one.
+Status RemoveStale(Storage& storage, const std::string& path) {
+  Status s = storage.Remove(CompletenessRecordPath(path));
+  if (s.ok() || s.IsNotFound()) s = storage.Remove(path);
+  if (s.IsNotFound()) s = Status::OK();
+  return s.WithContext("removing " + path + ", generated with other parameters");
+}
+
+// Writes (or skips) one file. `why` receives the first changed generation
+// parameter of a file written again (kRewritten).
+Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::string* why) {
   Storage& storage = session.storage();
   Format& format = session.format();
   FileSpec spec = session.layout().Spec(global_index, session.element_type());
   const std::string& path = spec.path;
 
-  IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideExisting(session, spec));
+  IOMIMIC_ASSIGN_OR_RETURN(const Outcome outcome, DecideExisting(session, spec, why));
   if (outcome == Outcome::kSkipped) return outcome;
+  if (outcome == Outcome::kRewritten) IOMIMIC_RETURN_IF_ERROR(RemoveStale(storage, path));
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
+  const std::string parameters = GenerationParameters(format, spec);
 
   OpenOptions options;
   options.mode = OpenMode::kWrite;
@@ -192,10 +297,17 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
     } else {
       (void)file->Abort();
     }
+    // Its record after it: an object without one is complete by existing,
+    // and written again only when a record says other parameters.
+    if (written.ok()) {
+      Result<FileInfo> info = storage.Stat(path);
+      written = info.ok() ? WriteCompletenessRecord(storage, path, info->size, parameters, false)
+                          : info.status();
+    }
     if (!written.ok()) {
       return written.WithContext("generating " + path + " (format '" + format.name() + "')");
     }
-    return Outcome::kWritten;
+    return outcome;
   }
   const std::string partial = TemporaryPath(path);
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
@@ -204,34 +316,47 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index) {
   Status closed = file->Close();
   file.reset();
   if (written.ok()) written = closed;
+  // A file without a predictable size is complete by its record: durable,
+  // before the file takes its name. Another keeps its parameters in one
+  // written after, in place (WriteCompletenessRecord).
   if (written.ok() && !expected.ok()) {
     Result<FileInfo> info = storage.Stat(partial);
-    written = info.ok() ? WriteCompletenessRecord(storage, path, info->size) : info.status();
+    written = info.ok() ? WriteCompletenessRecord(storage, path, info->size, parameters)
+                        : info.status();
   }
   if (written.ok()) written = storage.Rename(partial, path);
+  if (written.ok() && expected.ok()) {
+    written = WriteCompletenessRecord(storage, path, *expected, parameters, false);
+  }
   if (!written.ok()) {
     (void)storage.Remove(partial);  // our own partial file, never the user's
     return written.WithContext("generating " + path + " (format '" + format.name() + "')");
   }
-  return Outcome::kWritten;
+  return outcome;
 }
 
 // Decides, on rank 0, what to do with a file that may exist already: the
 // same rules as GenerateOne. Every rank gets the answer or the error.
-Result<Outcome> DecideShared(Session& session, const FileSpec& spec) {
+Result<Outcome> DecideShared(Session& session, const FileSpec& spec, std::string* why) {
   cluster::Cluster& cluster = session.cluster();
   Status status;
   std::string verdict = "write";
   if (cluster.rank() == 0) {
-    Result<Outcome> decided = DecideExisting(session, spec);
+    Result<Outcome> decided = DecideExisting(session, spec, why);
     if (!decided.ok()) {
       status = decided.status();
     } else if (*decided == Outcome::kSkipped) {
       verdict = "skip";
+    } else if (*decided == Outcome::kRewritten) {
+      verdict = "rewrite";
+      status = RemoveStale(session.storage(), spec.path);
     }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
-  return cluster.Broadcast(verdict) == "skip" ? Outcome::kSkipped : Outcome::kWritten;
+  const std::string agreed = cluster.Broadcast(verdict);
+  return agreed == "skip"      ? Outcome::kSkipped
+         : agreed == "rewrite" ? Outcome::kRewritten
+                               : Outcome::kWritten;
 }
 
 // Rank 0 writes the frame of the file under its temporary name; every rank
@@ -330,10 +455,10 @@ Status WriteSharedPayload(Session& session, const FileSpec& spec, const PayloadL
 }
 
 // Writes one file with every rank (shared-file generation).
-Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
+Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index, std::string* why) {
   cluster::Cluster& cluster = session.cluster();
   FileSpec spec = session.layout().Spec(global_index, session.element_type());
-  IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideShared(session, spec));
+  IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideShared(session, spec, why));
   if (outcome == Outcome::kSkipped) return outcome;
   const std::string partial = TemporaryPath(spec.path);
   Result<PayloadLayout> layout = WriteSharedFrame(session, spec, partial);
@@ -349,10 +474,16 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index) {
                                 std::to_string(layout->file_size));
     } else {
       status = SyncPath(session.storage(), partial);
-      if (status.ok() && !session.format().ExpectedFileSize(spec).ok()) {
-        status = WriteCompletenessRecord(session.storage(), spec.path, info->size);
+      const std::string parameters = GenerationParameters(session.format(), spec);
+      const bool sized = session.format().ExpectedFileSize(spec).ok();
+      if (status.ok() && !sized) {
+        status = WriteCompletenessRecord(session.storage(), spec.path, info->size, parameters);
       }
       if (status.ok()) status = session.storage().Rename(partial, spec.path);
+      if (status.ok() && sized) {
+        status = WriteCompletenessRecord(session.storage(), spec.path, info->size, parameters,
+                                         false);
+      }
     }
   }
   status = cluster.AgreeOnStatus(status);
@@ -464,18 +595,23 @@ Result<GenerateReport> Generate(Session& session, unsigned threads,
   board.files_done.store(0, std::memory_order_relaxed);
   board.files_total.store(shared.size() + mine.size(), std::memory_order_relaxed);
   for (std::uint64_t f : shared) {
-    Result<Outcome> r = GenerateShared(session, f);
+    std::string why;
+    Result<Outcome> r = GenerateShared(session, f, &why);
     if (!r.ok()) return r.status();
     board.files_done.fetch_add(1, std::memory_order_relaxed);
     if (cluster.rank() == 0) {
-      (*r == Outcome::kWritten ? report.files_written : report.files_skipped) += 1;
-      if (*r == Outcome::kWritten) report.files_written_by_all_ranks += 1;
+      (*r == Outcome::kSkipped ? report.files_skipped : report.files_written) += 1;
+      if (*r != Outcome::kSkipped) report.files_written_by_all_ranks += 1;
+      if (*r == Outcome::kRewritten) {
+        report.files_rewritten += 1;
+        if (report.rewrite_reason.empty()) report.rewrite_reason = why;
+      }
     }
   }
 
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
-  std::atomic<std::uint64_t> written{0}, skipped{0};
+  std::atomic<std::uint64_t> written{0}, skipped{0}, rewritten{0};
   std::mutex error_mutex;
   Status first_error;
   auto worker = [&] {
@@ -493,14 +629,19 @@ Result<GenerateReport> Generate(Session& session, unsigned threads,
       }
       std::size_t i = next.fetch_add(1);
       if (i >= mine.size()) return;
-      Result<Outcome> r = GenerateOne(session, mine[i]);
+      std::string why;
+      Result<Outcome> r = GenerateOne(session, mine[i], &why);
       if (!r.ok()) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (first_error.ok()) first_error = r.status();
         failed.store(true);
         return;
       }
-      (*r == Outcome::kWritten ? written : skipped).fetch_add(1);
+      (*r == Outcome::kSkipped ? skipped : written).fetch_add(1);
+      if (*r == Outcome::kRewritten && rewritten.fetch_add(1) == 0) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        report.rewrite_reason = why;
+      }
       board.files_done.fetch_add(1, std::memory_order_relaxed);
     }
   };
@@ -512,6 +653,7 @@ Result<GenerateReport> Generate(Session& session, unsigned threads,
 
   report.files_written += written.load();
   report.files_skipped += skipped.load();
+  report.files_rewritten += rewritten.load();
   report.bytes_written = (session.storage().Snapshot() - before).write_bytes;
   report.start = start;
   report.end = metrics::Stamp::Now();

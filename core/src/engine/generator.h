@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "engine/session.h"
 #include "metrics/records.h"
@@ -26,6 +27,10 @@ struct GenerateReport {
   std::uint64_t files_written = 0;               // this rank (files written in parts: rank 0)
   std::uint64_t files_written_by_all_ranks = 0;  // in parts (rank 0 counts them)
   std::uint64_t files_skipped = 0;               // already complete
+  // Of files_written: iomimic's own files made with other generation
+  // parameters (their completeness record says which), written again.
+  std::uint64_t files_rewritten = 0;
+  std::string rewrite_reason;  // the first change seen, e.g. "samples (...): 16 -> 1000"
   std::uint64_t bytes_written = 0;               // counted by the storage layer
   double seconds = 0;                            // wall time of this rank's generation
   metrics::Stamp start;                          // when this rank's generation began

@@ -184,6 +184,10 @@ struct CheckpointResults {
 struct GenerateResults {
   std::uint64_t files_written = 0;
   std::uint64_t files_skipped = 0;
+  // Of files_written: written again over files made with other generation
+  // parameters, and the first change seen (engine::GenerateReport).
+  std::uint64_t files_rewritten = 0;
+  std::string rewrite_reason;
   std::uint64_t files_written_by_all_ranks = 0;
   std::uint64_t bytes_written = 0;
   std::vector<std::uint64_t> bytes_written_per_rank;

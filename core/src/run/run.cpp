@@ -584,6 +584,15 @@ class WorkloadRun {
     GenerateTotals totals;
     totals.files_written = cluster_.SumU64(report->files_written);
     totals.files_skipped = cluster_.SumU64(report->files_skipped);
+    totals.files_rewritten = cluster_.SumU64(report->files_rewritten);
+    if (totals.files_rewritten > 0) {  // the first rank's reason that has one
+      for (const std::string& why : cluster_.GatherStringsToRoot(report->rewrite_reason)) {
+        if (!why.empty()) {
+          totals.rewrite_reason = why;
+          break;
+        }
+      }
+    }
     totals.bytes_written = cluster_.SumU64(report->bytes_written);
     totals.seconds = cluster_.MaxDouble(report->seconds);
     notify_->OnGenerateEnd(totals);
