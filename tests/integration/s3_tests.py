@@ -434,6 +434,36 @@ def test_s3_resume_skips_complete_objects():
         fail("the user's object was overwritten")
 
 
+def test_s3_regenerates_changed_parameters():
+    """Generating again on s3 with another record length or compression
+    writes the objects again (jpeg, whose size depends on its content, and
+    compressed parquet); the completeness records live under the sibling
+    prefix <data_folder>.iomimic-records/, never among the data objects.
+    Before issue 31 an object counted as complete because it existed."""
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    for fmt, change in (("jpeg", "++workload.dataset.record_length_bytes=4096"),
+                        ("parquet", "++workload.dataset.compression=snappy")):
+        prefix = uniq("regen-" + fmt)
+        extra = ["++workload.dataset.num_samples_per_file=%d" % (1 if fmt == "jpeg" else 8)]
+        run([args().iomimic, "generate"] + small(env, prefix, work("regen-%s-1" % fmt), fmt,
+                                                  files=4, extra=extra), env=env)
+        before = list_keys(client, bucket, prefix + "/")
+        p = run([args().iomimic, "generate"] + small(env, prefix, work("regen-%s-2" % fmt), fmt,
+                                                      files=4, extra=extra + [change]), env=env)
+        after = list_keys(client, bucket, prefix + "/")
+        print("%s: %s -> %s" % (fmt, sorted(before.values()), sorted(after.values())))
+        if "4 of them written again" not in p.stdout or before == after:
+            fail("%s on s3: %s did not write the objects again:\n%s" % (fmt, change, p.stdout))
+        if any(".iomimic" in k for k in after):
+            fail("%s on s3: record objects among the data: %s" % (fmt, sorted(after)))
+        records = list_keys(client, bucket, prefix + ".iomimic-records/")
+        if len(records) != 4:
+            fail("%s on s3: %d records under %s.iomimic-records/, expected 4" %
+                 (fmt, len(records), prefix))
+
+
 def test_s3_credentials_in_no_output_file():
     """Credentials given in the manifest (DLIO's storage_options) and as
     overrides appear in no file of the run folder, nor in its output."""

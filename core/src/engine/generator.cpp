@@ -125,15 +125,29 @@ std::string FirstChange(const std::string& was, const std::string& now) {
   }
 }
 
-// Writes the completeness record of `path` (a file of `size` bytes, synced
+// Where the completeness record of the data file `path` lives: beside it
+// (".<name>.iomimic-complete") on a file system; on object storage under a
+// sibling prefix of the data folder ("<data_folder>.iomimic-records/<path
+// below the folder>"), so that a reader listing the dataset's prefix, as
+// DLIO's S3 readers do, finds only data objects.
+std::string RecordPathOf(Session& session, const std::string& path) {
+  const std::string& folder = session.layout().data_folder();
+  if (session.storage().capabilities().objects && !folder.empty() &&
+      path.size() > folder.size() + 1 && path.compare(0, folder.size(), folder) == 0 &&
+      path[folder.size()] == '/') {
+    return folder + ".iomimic-records" + path.substr(folder.size());
+  }
+  return CompletenessRecordPath(path);
+}
+
+// Writes the completeness record `record` of a file of `size` bytes (synced
 // already) with its generation parameters. `durable`: temporary name,
 // fsync, rename, as formats without a predictable size need (the record is
 // what makes their file complete); otherwise written in place, as a file of
 // the format's exact size is complete by its size, and a record lost or torn
 // by a crash only means no parameters to compare.
-Status WriteCompletenessRecord(Storage& storage, const std::string& path, std::uint64_t size,
+Status WriteCompletenessRecord(Storage& storage, const std::string& record, std::uint64_t size,
                                const std::string& parameters, bool durable = true) {
-  const std::string record = CompletenessRecordPath(path);
   const std::string partial = durable ? TemporaryPath(record) : record;
   const std::string text = std::string(kRecordHeader2) + std::to_string(size) + "\n" + parameters;
   OpenOptions options;
@@ -160,12 +174,11 @@ struct CompletenessRecord {
   std::optional<std::string> parameters;
 };
 
-// The record of `path`, or nullopt when it has none (or one that does not
-// parse).
+// The record at `record`, or nullopt when there is none (or one that does
+// not parse).
 Result<std::optional<CompletenessRecord>> ReadCompletenessRecord(Storage& storage,
-                                                                 const std::string& path) {
+                                                                 const std::string& record) {
   using Found = std::optional<CompletenessRecord>;
-  const std::string record = CompletenessRecordPath(path);
   Result<FileInfo> info = storage.Stat(record);
   if (!info.ok()) {
     if (info.status().IsNotFound()) return Found();
@@ -213,8 +226,9 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
   const std::string keep =
       "; refusing to overwrite it (remove it to regenerate it, or set dataset.data_folder to "
       "another folder)";
+  const std::string record = RecordPathOf(session, path);
   IOMIMIC_ASSIGN_OR_RETURN(std::optional<CompletenessRecord> recorded,
-                           ReadCompletenessRecord(storage, path));
+                           ReadCompletenessRecord(storage, record));
   if (recorded && recorded->parameters) {
     const std::string now = GenerationParameters(format, spec);
     if (*recorded->parameters != now) {
@@ -238,7 +252,7 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
   } else {
     if (!recorded) {
       return Status::AlreadyExists(
-          path + " exists without a completeness record (" + CompletenessRecordPath(path) +
+          path + " exists without a completeness record (" + record +
           "; format '" + format.name() +
           "' files have no predictable size), so it may be cut short or not be iomimic's" + keep);
     }
@@ -262,8 +276,9 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
 // Before writing a file again over iomimic's own (kRewritten): its record
 // goes first, then the file, so that a crash midway leaves no old file
 // under a record, or a record, that could pass as the new one.
-Status RemoveStale(Storage& storage, const std::string& path) {
-  Status s = storage.Remove(CompletenessRecordPath(path));
+Status RemoveStale(Session& session, const std::string& path) {
+  Storage& storage = session.storage();
+  Status s = storage.Remove(RecordPathOf(session, path));
   if (s.ok() || s.IsNotFound()) s = storage.Remove(path);
   if (s.IsNotFound()) s = Status::OK();
   return s.WithContext("removing " + path + ", generated with other parameters");
@@ -279,7 +294,8 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
 
   IOMIMIC_ASSIGN_OR_RETURN(const Outcome outcome, DecideExisting(session, spec, why));
   if (outcome == Outcome::kSkipped) return outcome;
-  if (outcome == Outcome::kRewritten) IOMIMIC_RETURN_IF_ERROR(RemoveStale(storage, path));
+  if (outcome == Outcome::kRewritten) IOMIMIC_RETURN_IF_ERROR(RemoveStale(session, path));
+  const std::string record = RecordPathOf(session, path);
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
   const std::string parameters = GenerationParameters(format, spec);
 
@@ -301,7 +317,7 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
     // and written again only when a record says other parameters.
     if (written.ok()) {
       Result<FileInfo> info = storage.Stat(path);
-      written = info.ok() ? WriteCompletenessRecord(storage, path, info->size, parameters, false)
+      written = info.ok() ? WriteCompletenessRecord(storage, record, info->size, parameters, false)
                           : info.status();
     }
     if (!written.ok()) {
@@ -321,12 +337,12 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
   // written after, in place (WriteCompletenessRecord).
   if (written.ok() && !expected.ok()) {
     Result<FileInfo> info = storage.Stat(partial);
-    written = info.ok() ? WriteCompletenessRecord(storage, path, info->size, parameters)
+    written = info.ok() ? WriteCompletenessRecord(storage, record, info->size, parameters)
                         : info.status();
   }
   if (written.ok()) written = storage.Rename(partial, path);
   if (written.ok() && expected.ok()) {
-    written = WriteCompletenessRecord(storage, path, *expected, parameters, false);
+    written = WriteCompletenessRecord(storage, record, *expected, parameters, false);
   }
   if (!written.ok()) {
     (void)storage.Remove(partial);  // our own partial file, never the user's
@@ -349,7 +365,7 @@ Result<Outcome> DecideShared(Session& session, const FileSpec& spec, std::string
       verdict = "skip";
     } else if (*decided == Outcome::kRewritten) {
       verdict = "rewrite";
-      status = RemoveStale(session.storage(), spec.path);
+      status = RemoveStale(session, spec.path);
     }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
@@ -477,12 +493,13 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index, std
       const std::string parameters = GenerationParameters(session.format(), spec);
       const bool sized = session.format().ExpectedFileSize(spec).ok();
       if (status.ok() && !sized) {
-        status = WriteCompletenessRecord(session.storage(), spec.path, info->size, parameters);
+        status = WriteCompletenessRecord(session.storage(), RecordPathOf(session, spec.path),
+                                         info->size, parameters);
       }
       if (status.ok()) status = session.storage().Rename(partial, spec.path);
       if (status.ok() && sized) {
-        status = WriteCompletenessRecord(session.storage(), spec.path, info->size, parameters,
-                                         false);
+        status = WriteCompletenessRecord(session.storage(), RecordPathOf(session, spec.path),
+                                         info->size, parameters, false);
       }
     }
   }
