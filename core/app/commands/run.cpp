@@ -131,11 +131,11 @@ class ConsoleObserver : public run::RunObserver {
         /*always=*/!trains_);
     if (g.files_rewritten > 0) {
       // Never silent: the files the run trains on are not those it found.
-      console_->Line(Format("  %llu of them written again: made with other generation "
-                            "parameters (%s)",
-                            static_cast<unsigned long long>(g.files_rewritten),
-                            g.rewrite_reason.c_str()),
-                     /*always=*/true);
+      console_->Line(
+          Format("  %llu of them written again: made with other generation "
+                 "parameters (%s)",
+                 static_cast<unsigned long long>(g.files_rewritten), g.rewrite_reason.c_str()),
+          /*always=*/true);
     }
   }
   void OnTrainStart(const run::TrainStart& t) override {
@@ -150,11 +150,11 @@ class ConsoleObserver : public run::RunObserver {
   }
   void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
     if (e.partial) {  // a signal stopped it: not an epoch's figures
-      console_->Line(Format("  epoch %llu: stopped after %llu step(s), %.2f s (partial: left out "
-                            "of the means)",
-                            static_cast<unsigned long long>(e.epoch),
-                            static_cast<unsigned long long>(m.train.steps),
-                            metrics::Seconds(e.start, e.end)));
+      console_->Line(
+          Format("  epoch %llu: stopped after %llu step(s), %.2f s (partial: left out "
+                 "of the means)",
+                 static_cast<unsigned long long>(e.epoch),
+                 static_cast<unsigned long long>(m.train.steps), metrics::Seconds(e.start, e.end)));
       return;
     }
     console_->Line(Format("  epoch %llu: %.2f s, AU %.2f%%, %.1f samples/s (accelerator 0)%s",

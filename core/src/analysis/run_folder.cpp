@@ -308,9 +308,10 @@ Result<json> PartialSummary(const std::string& path) {
   json summary;
   AddPartialMetric(records, &summary);
   if (!records.empty()) summary["hostname"] = records.front().host;
-  std::string note = "partial: no summary.json (the merge did not finish); figures from the "
-                     "records of " + std::to_string(reported.size()) + " of " +
-                     std::to_string(ranks) + " ranks";
+  std::string note =
+      "partial: no summary.json (the merge did not finish); figures from the "
+      "records of " +
+      std::to_string(reported.size()) + " of " + std::to_string(ranks) + " ranks";
   if (status.ok() && status->contains("lost_hosts") && (*status)["lost_hosts"].is_array()) {
     std::string hosts;
     for (const json& h : (*status)["lost_hosts"]) {
@@ -326,8 +327,8 @@ Result<json> PartialSummary(const std::string& path) {
       note += " (on " + hosts + ")";
     }
   }
-  json partial = {{"note", note}, {"ranks", ranks}, {"reported_ranks", reported},
-                  {"silent_ranks", silent}};
+  json partial = {
+      {"note", note}, {"ranks", ranks}, {"reported_ranks", reported}, {"silent_ranks", silent}};
   if (status.ok()) {
     for (const char* key :
          {"status", "signal", "error", "lost_hosts", "lost_ranks", "unanswered_ranks"}) {

@@ -252,8 +252,7 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
   } else {
     if (!recorded) {
       return Status::AlreadyExists(
-          path + " exists without a completeness record (" + record +
-          "; format '" + format.name() +
+          path + " exists without a completeness record (" + record + "; format '" + format.name() +
           "' files have no predictable size), so it may be cut short or not be iomimic's" + keep);
     }
     if (recorded->size != existing->size) {

@@ -30,10 +30,10 @@ struct GenerateReport {
   // Of files_written: iomimic's own files made with other generation
   // parameters (their completeness record says which), written again.
   std::uint64_t files_rewritten = 0;
-  std::string rewrite_reason;  // the first change seen, e.g. "samples (...): 16 -> 1000"
-  std::uint64_t bytes_written = 0;               // counted by the storage layer
-  double seconds = 0;                            // wall time of this rank's generation
-  metrics::Stamp start;                          // when this rank's generation began
+  std::string rewrite_reason;       // the first change seen, e.g. "samples (...): 16 -> 1000"
+  std::uint64_t bytes_written = 0;  // counted by the storage layer
+  double seconds = 0;               // wall time of this rank's generation
+  metrics::Stamp start;             // when this rank's generation began
   metrics::Stamp end;
 };
 

@@ -55,14 +55,14 @@ std::vector<metrics::LatencyHistogram> MergeHistograms(
   std::vector<metrics::LatencyHistogram> out;
   std::size_t at = 0;
   for (std::size_t i = 0; i < local.size(); ++i) {
-    const std::vector<std::uint64_t> summed(buckets.begin() + static_cast<std::ptrdiff_t>(at),
-                                            buckets.begin() +
-                                                static_cast<std::ptrdiff_t>(at + sizes[i]));
+    const std::vector<std::uint64_t> summed(
+        buckets.begin() + static_cast<std::ptrdiff_t>(at),
+        buckets.begin() + static_cast<std::ptrdiff_t>(at + sizes[i]));
     at += sizes[i];
     const double min = -extremes[2 * i + 1];
-    out.push_back(metrics::LatencyHistogram::Import(
-        summed, static_cast<std::uint64_t>(extremes[2 * i]),
-        min >= 1e300 ? 0 : static_cast<std::uint64_t>(min)));
+    out.push_back(
+        metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(extremes[2 * i]),
+                                          min >= 1e300 ? 0 : static_cast<std::uint64_t>(min)));
   }
   return out;
 }

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -140,8 +140,8 @@ std::vector<RankRecord> ReadRankRecords(const std::string& folder) {
     const std::string name = it->path().filename().string();
     if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
     const std::string digits = name.substr(0, name.size() - 5);
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
-                                       [](char c) { return c >= '0' && c <= '9'; })) {
+    if (digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
     Result<RankRecord> r = ReadRankRecord(folder, std::stoi(digits));
@@ -190,7 +190,7 @@ Status RankLedger::EpochsSoFar(int id, const std::vector<metrics::EpochRecord>& 
   std::lock_guard<std::mutex> lock(mutex_);
   IOMIMIC_RETURN_IF_ERROR(
       WriteTextFile(folder_ + "/" + std::to_string(id) + "_per_epoch_stats.json",
-                          PerEpochStatsText(epochs, checkpoint_gib_)));
+                    PerEpochStatsText(epochs, checkpoint_gib_)));
   auto it = std::find_if(record_.accelerators.begin(), record_.accelerators.end(),
                          [id](const RankRecord::Accelerator& a) { return a.id == id; });
   if (it == record_.accelerators.end()) {
@@ -204,8 +204,7 @@ Status RankLedger::EpochsSoFar(int id, const std::vector<metrics::EpochRecord>& 
   return started_ ? WriteRecordLocked() : Status::OK();
 }
 
-Status RankLedger::Stopped(const std::string& state, const char* signal,
-                           const std::string& error) {
+Status RankLedger::Stopped(const std::string& state, const char* signal, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
   record_.state = state;
   if (signal != nullptr) record_.signal = signal;
@@ -220,9 +219,9 @@ std::string RankLedger::state() {
 
 Status RankLedger::WriteRecordLocked() {
   record_.updated = Timestamp(std::chrono::system_clock::now());
-  return WriteTextFile(RecordPath(folder_, record_.rank),
-                             RecordJson(record_).dump(-1, ' ', false, json::error_handler_t::replace) +
-                                 "\n");
+  return WriteTextFile(
+      RecordPath(folder_, record_.rank),
+      RecordJson(record_).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace iomimic::output

@@ -403,11 +403,10 @@ void AddTrainFigures(const TrainResults& t, double record, json* io) {
   o["train_steps_per_epoch"] = t.steps_per_epoch;
   o["eval_steps_per_epoch"] = t.eval_steps_per_epoch;
   // A signal's partial epoch: in the per-rank files, out of every mean.
-  o["partial_epoch"] =
-      t.partial_epoch ? json{{"epoch", t.partial_epoch->epoch},
-                             {"steps", t.partial_epoch->steps},
-                             {"in_means", false}}
-                      : json(nullptr);
+  o["partial_epoch"] = t.partial_epoch ? json{{"epoch", t.partial_epoch->epoch},
+                                              {"steps", t.partial_epoch->steps},
+                                              {"in_means", false}}
+                                       : json(nullptr);
   o["train_io_actual_MiB_per_second"] = NumList(t.actual_MiB_per_second);
   o["train_io_actual_mean_MiB_per_second"] = Num(metrics::Summarize(t.actual_MiB_per_second).mean);
   // Bytes over time: what the hosts' train_io_MiB_per_second add up to

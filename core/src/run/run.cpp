@@ -317,8 +317,7 @@ class FaultWatch : public RunThread {
     details.results =
         "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
         "no merge (summary.json) after a lost rank";
-    (void)output::WriteStatus(folder_, Status::Aborted(error), engine::SignalName(signal),
-                              details);
+    (void)output::WriteStatus(folder_, Status::Aborted(error), engine::SignalName(signal), details);
   }
 
   const std::string& HostOf(int rank) const {
@@ -756,7 +755,7 @@ class WorkloadRun {
   std::unique_ptr<engine::Session> session_;
   std::unique_ptr<ProgressTimer> progress_;
   std::unique_ptr<output::RankLedger> ledger_;
-  Status ledger_status_;  // the first failure to write the rank's record
+  Status ledger_status_;               // the first failure to write the rank's record
   std::unique_ptr<FaultWatch> watch_;  // after ledger_, which it writes
   std::unique_ptr<engine::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
