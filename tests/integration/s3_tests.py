@@ -435,22 +435,29 @@ def test_s3_resume_skips_complete_objects():
 
 
 def test_s3_regenerates_changed_parameters():
-    """Generating again on s3 with another record length or compression
-    writes the objects again (jpeg, whose size depends on its content, and
-    compressed parquet); the completeness records live under the sibling
+    """Generating again on s3 with another record length (every format) or
+    compression writes the objects again; the completeness records live
+    under the sibling
     prefix <data_folder>.iomimic-records/, never among the data objects.
     Before issue 31 an object counted as complete because it existed."""
     env = s3_env()
     client = boto3_client(env)
     bucket = env["IOMIMIC_S3_BUCKET"]
-    for fmt, change in (("jpeg", "++workload.dataset.record_length_bytes=4096"),
-                        ("parquet", "++workload.dataset.compression=snappy")):
-        prefix = uniq("regen-" + fmt)
-        extra = ["++workload.dataset.num_samples_per_file=%d" % (1 if fmt == "jpeg" else 8)]
-        run([args().iomimic, "generate"] + small(env, prefix, work("regen-%s-1" % fmt), fmt,
+    cases = [(fmt, "++workload.dataset.record_length_bytes=4096")
+             for fmt in ("npz", "npy", "hdf5", "png", "tiff", "jpeg", "tfrecord", "csv",
+                         "parquet", "indexed_binary", "mmap_indexed_binary")]
+    cases += [("npz", "++workload.dataset.compression=zip"),
+              ("parquet", "++workload.dataset.compression=snappy")]
+    for fmt, change in cases:
+        prefix = uniq("regen-%s-%s" % (fmt, change.split(".")[-1].split("=")[0]))
+        one = fmt in ("png", "tiff", "jpeg")  # one image per file
+        extra = ["++workload.dataset.num_samples_per_file=%d" % (1 if one else 8)]
+        if fmt == "tfrecord":  # read by the tensorflow loader
+            extra += ["++workload.framework=tensorflow", "++workload.reader.data_loader=tensorflow"]
+        run([args().iomimic, "generate"] + small(env, prefix, work(prefix + "-1"), fmt,
                                                   files=4, extra=extra), env=env)
         before = list_keys(client, bucket, prefix + "/")
-        p = run([args().iomimic, "generate"] + small(env, prefix, work("regen-%s-2" % fmt), fmt,
+        p = run([args().iomimic, "generate"] + small(env, prefix, work(prefix + "-2"), fmt,
                                                       files=4, extra=extra + [change]), env=env)
         after = list_keys(client, bucket, prefix + "/")
         print("%s: %s -> %s" % (fmt, sorted(before.values()), sorted(after.values())))
