@@ -79,7 +79,10 @@ def own_cgroup_folder():
 
 
 def files_under(folder):
-    return [os.path.join(root, name) for root, _, names in os.walk(folder) for name in names]
+    """The data files under `folder`: not the hidden completeness records
+    (.<name>.iomimic-complete, docs/security.md)."""
+    return [os.path.join(root, name) for root, _, names in os.walk(folder) for name in names
+            if not name.startswith(".")]
 
 
 def drop_page_cache(folder):

@@ -141,7 +141,10 @@ std::string RecordPathOf(Session& session, const std::string& path) {
 }
 
 // Writes the completeness record `record` of a file of `size` bytes (synced
-// already) with its generation parameters. `durable`: temporary name,
+// already) with its generation parameters. Records are iomimic's own
+// bookkeeping: callers write them through the storage below the counting
+// layer (CountingStorage::uncounted), so that a run's I/O figures are the
+// workload's. `durable`: temporary name,
 // fsync, rename, as formats without a predictable size need (the record is
 // what makes their file complete); otherwise written in place, as a file of
 // the format's exact size is complete by its size, and a record lost or torn
@@ -228,7 +231,7 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
       "another folder)";
   const std::string record = RecordPathOf(session, path);
   IOMIMIC_ASSIGN_OR_RETURN(std::optional<CompletenessRecord> recorded,
-                           ReadCompletenessRecord(storage, record));
+                           ReadCompletenessRecord(session.storage().uncounted(), record));
   if (recorded && recorded->parameters) {
     const std::string now = GenerationParameters(format, spec);
     if (*recorded->parameters != now) {
@@ -277,7 +280,7 @@ Result<Outcome> DecideExisting(Session& session, const FileSpec& spec, std::stri
 // under a record, or a record, that could pass as the new one.
 Status RemoveStale(Session& session, const std::string& path) {
   Storage& storage = session.storage();
-  Status s = storage.Remove(RecordPathOf(session, path));
+  Status s = session.storage().uncounted().Remove(RecordPathOf(session, path));
   if (s.ok() || s.IsNotFound()) s = storage.Remove(path);
   if (s.IsNotFound()) s = Status::OK();
   return s.WithContext("removing " + path + ", generated with other parameters");
@@ -295,6 +298,8 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
   if (outcome == Outcome::kSkipped) return outcome;
   if (outcome == Outcome::kRewritten) IOMIMIC_RETURN_IF_ERROR(RemoveStale(session, path));
   const std::string record = RecordPathOf(session, path);
+  // Records are iomimic's bookkeeping, not the workload's I/O: not counted.
+  Storage& records = session.storage().uncounted();
   Result<std::uint64_t> expected = format.ExpectedFileSize(spec);
   const std::string parameters = GenerationParameters(format, spec);
 
@@ -316,7 +321,7 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
     // and written again only when a record says other parameters.
     if (written.ok()) {
       Result<FileInfo> info = storage.Stat(path);
-      written = info.ok() ? WriteCompletenessRecord(storage, record, info->size, parameters, false)
+      written = info.ok() ? WriteCompletenessRecord(records, record, info->size, parameters, false)
                           : info.status();
     }
     if (!written.ok()) {
@@ -336,12 +341,12 @@ Result<Outcome> GenerateOne(Session& session, std::uint64_t global_index, std::s
   // written after, in place (WriteCompletenessRecord).
   if (written.ok() && !expected.ok()) {
     Result<FileInfo> info = storage.Stat(partial);
-    written = info.ok() ? WriteCompletenessRecord(storage, record, info->size, parameters)
+    written = info.ok() ? WriteCompletenessRecord(records, record, info->size, parameters)
                         : info.status();
   }
   if (written.ok()) written = storage.Rename(partial, path);
   if (written.ok() && expected.ok()) {
-    written = WriteCompletenessRecord(storage, record, *expected, parameters, false);
+    written = WriteCompletenessRecord(records, record, *expected, parameters, false);
   }
   if (!written.ok()) {
     (void)storage.Remove(partial);  // our own partial file, never the user's
@@ -492,12 +497,14 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index, std
       const std::string parameters = GenerationParameters(session.format(), spec);
       const bool sized = session.format().ExpectedFileSize(spec).ok();
       if (status.ok() && !sized) {
-        status = WriteCompletenessRecord(session.storage(), RecordPathOf(session, spec.path),
+        status = WriteCompletenessRecord(session.storage().uncounted(),
+                                         RecordPathOf(session, spec.path),
                                          info->size, parameters);
       }
       if (status.ok()) status = session.storage().Rename(partial, spec.path);
       if (status.ok() && sized) {
-        status = WriteCompletenessRecord(session.storage(), RecordPathOf(session, spec.path),
+        status = WriteCompletenessRecord(session.storage().uncounted(),
+                                         RecordPathOf(session, spec.path),
                                          info->size, parameters, false);
       }
     }
