@@ -115,7 +115,8 @@ std::vector<std::string> OtherWarnings(const std::vector<std::string>& warnings)
   for (const std::string& w : warnings) {
     // The cache check's (engine/cache_honesty.h): the training set fits in
     // memory, or was in the page cache when training started.
-    if (!w.starts_with("the training set (") && w.find("of the training set") == std::string::npos) {
+    if (!w.starts_with("the training set (") &&
+        w.find("of the training set") == std::string::npos) {
       out.push_back(w);
     }
   }

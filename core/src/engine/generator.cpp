@@ -498,14 +498,13 @@ Result<Outcome> GenerateShared(Session& session, std::uint64_t global_index, std
       const bool sized = session.format().ExpectedFileSize(spec).ok();
       if (status.ok() && !sized) {
         status = WriteCompletenessRecord(session.storage().uncounted(),
-                                         RecordPathOf(session, spec.path),
-                                         info->size, parameters);
+                                         RecordPathOf(session, spec.path), info->size, parameters);
       }
       if (status.ok()) status = session.storage().Rename(partial, spec.path);
       if (status.ok() && sized) {
-        status = WriteCompletenessRecord(session.storage().uncounted(),
-                                         RecordPathOf(session, spec.path),
-                                         info->size, parameters, false);
+        status =
+            WriteCompletenessRecord(session.storage().uncounted(), RecordPathOf(session, spec.path),
+                                    info->size, parameters, false);
       }
     }
   }
