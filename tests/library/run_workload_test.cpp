@@ -108,12 +108,12 @@ fs::path FreshDir(const std::string& name) {
   return dir;
 }
 
-// The warnings but the cache check's (engine/cache_honesty.h), which every
+// The warnings but the cache check's (session/cache_honesty.h), which every
 // run of these tiny datasets gets: they fit in any host's memory.
 std::vector<std::string> OtherWarnings(const std::vector<std::string>& warnings) {
   std::vector<std::string> out;
   for (const std::string& w : warnings) {
-    // The cache check's (engine/cache_honesty.h): the training set fits in
+    // The cache check's (session/cache_honesty.h): the training set fits in
     // memory, or was in the page cache when training started.
     if (!w.starts_with("the training set (") &&
         w.find("of the training set") == std::string::npos) {

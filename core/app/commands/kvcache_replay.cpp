@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "config/dlio_compat.h"
-#include "engine/interrupt.h"
+#include "session/interrupt.h"
 #include "kvcache/replay.h"
 #include "kvcache/trace.h"
 
@@ -141,8 +141,8 @@ int CmdKvcacheReplay(int argc, char** argv) {
       plugin::StorageStack::Open(registry, a.storage, *options, 0, 1);
   if (!stack.ok()) return Fail(stack.status());
 
-  engine::InstallInterruptHandlers();
-  a.replay.stop = [] { return engine::InterruptSignal() != 0; };
+  session::InstallInterruptHandlers();
+  a.replay.stop = [] { return session::InterruptSignal() != 0; };
   std::cout << "kvcache-replay: " << rows->size() << " rows from " << a.positional[0] << " on "
             << stack->Describe() << " under " << a.replay.root << " (" << a.timing << ", "
             << a.replay.threads << " thread(s))" << std::endl;
@@ -152,7 +152,7 @@ int CmdKvcacheReplay(int argc, char** argv) {
   if (!a.output.empty()) {
     if (Status s = WriteResult(a.output, *result); !s.ok()) return Fail(s);
   }
-  const int signal = engine::InterruptSignal();
+  const int signal = session::InterruptSignal();
   return signal != 0 ? 128 + signal : 0;
 }
 

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "cluster/cluster.h"
-#include "engine/interrupt.h"
+#include "session/interrupt.h"
 #include "output/writers.h"
 
 namespace iomimic::app {
@@ -224,7 +224,7 @@ void PrintClosing(Console* console, const output::RunResults& results,
   }
 }
 
-// Stopped by a signal at a step boundary (engine/interrupt.h): the
+// Stopped by a signal at a step boundary (session/interrupt.h): the
 // statistics of the steps done are written, status.json says "interrupted",
 // and the exit status is 128 + the signal, as for a process the signal
 // killed.
@@ -234,7 +234,7 @@ int ExitInterrupted(cluster::Cluster& cluster, Console* console, int signal,
   // (mpirun kills the rest of the job when one rank does).
   cluster.Barrier();
   const std::string line =
-      std::string("iomimic: interrupted by ") + engine::SignalName(signal) +
+      std::string("iomimic: interrupted by ") + session::SignalName(signal) +
       (folder.empty() ? std::string() : "; statistics of the steps done are in " + folder);
   if (cluster.rank() == 0) std::cerr << line << std::endl;
   console->LogOnly(line);
@@ -248,7 +248,7 @@ int RunManifest(const std::string& command, const CommonArgs& args,
   const bool terminal = StdoutIsTerminal();
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   // After MPI_Init, so that these handlers are the ones in place.
-  engine::InstallInterruptHandlers();
+  session::InstallInterruptHandlers();
   const bool leader = cluster.rank() == 0;
   // Every rank read the same manifest: its warnings are printed once.
   if (leader) PrintManifestWarnings(manifest);
@@ -266,7 +266,7 @@ int RunManifest(const std::string& command, const CommonArgs& args,
   if (!results.ok()) {
     // A failure while a signal stops the run exits as the signal would.
     const int code = Fail(results.status());
-    const int signal = engine::InterruptSignal();
+    const int signal = session::InterruptSignal();
     return signal != 0 ? 128 + signal : code;
   }
   if (leader) {

@@ -74,7 +74,7 @@ class Cluster {
   // learns whether any rank failed (an allreduce, as cheap as a barrier).
   bool BarrierAnyFailed(bool local_failed) const;
   // The same barrier with a value: every rank learns the largest `local`
-  // (failure and interrupt, engine/interrupt.h, in one allreduce).
+  // (failure and interrupt, session/interrupt.h, in one allreduce).
   int BarrierMax(int local) const;
   // Rank 0's string on every rank.
   std::string Broadcast(const std::string& value) const;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/dlio_compat.h"
-#include "engine/interrupt.h"
+#include "session/interrupt.h"
 #include "kvcache/models.h"
 #include "kvcache/tier_store.h"
 
@@ -100,7 +100,7 @@ struct ByPriority {
 
 class Engine {
  public:
-  Engine(engine::Session& session, const KvRunOptions& options)
+  Engine(session::Session& session, const KvRunOptions& options)
       : session_(session), c_(session.config().kv_cache), options_(options) {}
 
   Result<KvFigures> Run();
@@ -129,7 +129,7 @@ class Engine {
   void Stop();
   void Finish(double seconds);
 
-  engine::Session& session_;
+  session::Session& session_;
   const config::KvCacheConfig& c_;
   const KvRunOptions& options_;
   const ModelSpec* model_ = nullptr;
@@ -222,7 +222,7 @@ Status Engine::Prepare() {
   seed_ = c_.seed + static_cast<std::uint64_t>(rank);
   StoreOptions so;
   so.folder =
-      engine::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" + std::to_string(rank);
+      session::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" + std::to_string(rank);
   so.transfer_size = c_.transfer_size;
   so.gpu_copy_bytes_per_second = c_.gpu_copy_gbps * 1e9;
   so.content_seed = seed_;
@@ -641,7 +641,7 @@ void Engine::Finish(double seconds) {
 
 Result<KvFigures> Engine::Run() {
   IOMIMIC_RETURN_IF_ERROR(Prepare());
-  engine::PhaseScope phase(session_.progress(), engine::RunPhase::kKvCache);
+  session::PhaseScope phase(session_.progress(), session::RunPhase::kKvCache);
   const std::size_t workers = std::min<std::size_t>(users_.size(), kMaxWorkers);
   const double start = Now();
   std::vector<std::thread> threads;
@@ -651,7 +651,7 @@ Result<KvFigures> Engine::Run() {
   const double until = start + c_.duration;
   {
     std::unique_lock<std::mutex> lock(queue_mutex_);
-    while (!stopping_ && Now() < until && engine::InterruptSignal() == 0) {
+    while (!stopping_ && Now() < until && session::InterruptSignal() == 0) {
       const double left = std::min(0.05, until - Now());
       if (left > 0) done_changed_.wait_for(lock, std::chrono::duration<double>(left));
     }
@@ -661,7 +661,7 @@ Result<KvFigures> Engine::Run() {
   for (std::thread& t : threads) t.join();
   if (!failure_.ok()) return failure_;
   Finish(seconds);
-  figures_.interrupted_by = engine::InterruptSignal();
+  figures_.interrupted_by = session::InterruptSignal();
   IOMIMIC_RETURN_IF_ERROR(store_->RemoveAll(c_.keep_entries));
   if (own_sink_ != nullptr) IOMIMIC_RETURN_IF_ERROR(own_sink_->Close());
   return std::move(figures_);
@@ -681,7 +681,7 @@ double QosTargetP95Ms(QosLevel qos) {
   return 1000;
 }
 
-Result<KvFigures> RunKvCache(engine::Session& session, const KvRunOptions& options) {
+Result<KvFigures> RunKvCache(session::Session& session, const KvRunOptions& options) {
   Engine engine(session, options);
   return engine.Run();
 }

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/session.h"
+#include "session/session.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 #include "kvcache/op_sink.h"
@@ -90,6 +90,6 @@ struct KvRunOptions {
 // back end refusing deletes (naming it), a kv_cache.accelerator plugin that
 // was asked for and does not open or cannot allocate an entry (naming the
 // plugin, the bytes).
-Result<KvFigures> RunKvCache(engine::Session& session, const KvRunOptions& options);
+Result<KvFigures> RunKvCache(session::Session& session, const KvRunOptions& options);
 
 }  // namespace iomimic::kvcache

@@ -66,7 +66,7 @@ struct PhaseRecord {
 inline constexpr double kBarrierEventSeconds = 0.001;
 
 // What of some files was in this host's page cache when it was measured
-// (engine/cache_honesty.h MeasureResidency).
+// (session/cache_honesty.h MeasureResidency).
 struct PageResidency {
   bool measured = false;             // false: why_not says why
   std::uint64_t files = 0;           // files measured
@@ -94,7 +94,7 @@ struct EpochRecord {
   std::optional<PhaseRecord> eval;
   std::vector<CheckpointRecord> saves;
   std::uint64_t minor_faults = 0;  // of the whole process during the epoch (getrusage)
-  // A signal stopped training before the epoch's last step (engine/interrupt.h):
+  // A signal stopped training before the epoch's last step (session/interrupt.h):
   // its figures are not an epoch's and stay out of the means (docs/cluster.md,
   // "Faults").
   bool partial = false;

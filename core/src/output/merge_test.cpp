@@ -223,9 +223,9 @@ std::pair<double, double> MergeSeconds(int ranks, std::size_t* text_bytes) {
     for (int i = 0; i < kEvents; ++i)
       ev[i] = {rank, "train_block", 1, std::uint64_t(i), 1.0, 2.0, 9};
     events[rank] = EncodeEvents(ev);
-    std::vector<std::pair<std::string, engine::FileCounters>> mine;
+    std::vector<std::pair<std::string, session::FileCounters>> mine;
     for (int i = 0; i < kFiles + 4; ++i) {
-      engine::FileCounters c;
+      session::FileCounters c;
       c.opens = 1;
       c.reads = 4;
       c.bytes_read = 4 << 20;

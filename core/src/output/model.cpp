@@ -111,11 +111,11 @@ std::size_t WholeEpochs(const std::vector<metrics::EpochRecord>& epochs) {
   return !epochs.empty() && epochs.back().partial ? epochs.size() - 1 : epochs.size();
 }
 
-void CollectPhaseSeries(const engine::TrainResult& train, const config::Config& c, int accelerators,
+void CollectPhaseSeries(const train::TrainResult& train, const config::Config& c, int accelerators,
                         cluster::Cluster& cluster, TrainResults* out) {
   const std::size_t n = WholeEpochs(train.epochs);
   std::vector<double> local(4 * n);
-  for (const engine::AcceleratorRecords& a : train.accelerators) {
+  for (const train::AcceleratorRecords& a : train.accelerators) {
     for (std::size_t i = 0; i < n && i < a.epochs.size(); ++i) {
       const EpochMetrics m = ComputeEpochMetrics(a.epochs[i], c);
       local[i] += m.train.au_percent;
@@ -145,7 +145,7 @@ void CollectPhaseSeries(const engine::TrainResult& train, const config::Config& 
   }
 }
 
-TrainResults CollectTrain(const engine::TrainResult& train, const config::Config& c,
+TrainResults CollectTrain(const train::TrainResult& train, const config::Config& c,
                           int accelerators, cluster::Cluster& cluster) {
   TrainResults t;
   t.epochs = train.epochs.size();
@@ -191,7 +191,7 @@ TrainResults CollectTrain(const engine::TrainResult& train, const config::Config
 
   double barrier_sum = 0, measured = 0, requested = 0;
   std::uint64_t barrier_n = 0;
-  for (const engine::AcceleratorRecords& a : train.accelerators) {
+  for (const train::AcceleratorRecords& a : train.accelerators) {
     for (const metrics::EpochRecord& e : a.epochs) {
       for (const metrics::PhaseRecord& b : e.blocks) {
         for (double v : b.barrier) barrier_sum += v;
@@ -373,7 +373,7 @@ std::vector<EventEntry> DecodeEvents(const std::string& text, int rank) {
 
 // One rank's per-path counters as text for AllGatherStrings: per path its
 // length, the path, then every counter; timestamps from the run's origin.
-std::string EncodeFileCounters(const std::vector<std::pair<std::string, engine::FileCounters>>& all,
+std::string EncodeFileCounters(const std::vector<std::pair<std::string, session::FileCounters>>& all,
                                std::int64_t steady_to_origin_ns) {
   std::ostringstream out;
   auto since = [&](std::int64_t t) { return t == 0 ? 0 : t - steady_to_origin_ns; };
@@ -391,14 +391,14 @@ std::string EncodeFileCounters(const std::vector<std::pair<std::string, engine::
   return out.str();
 }
 
-std::vector<std::pair<std::string, engine::FileCounters>> DecodeFileCounters(
+std::vector<std::pair<std::string, session::FileCounters>> DecodeFileCounters(
     const std::string& text) {
-  std::vector<std::pair<std::string, engine::FileCounters>> all;
+  std::vector<std::pair<std::string, session::FileCounters>> all;
   TextCursor in(text);
   std::size_t length = 0;
   while (!in.AtEnd() && in.Next(&length)) {
     std::string path;
-    engine::FileCounters c;
+    session::FileCounters c;
     in.Bytes(length, &path);
     in.Next(&c.opens) && in.Next(&c.stats) && in.Next(&c.reads) && in.Next(&c.writes) &&
         in.Next(&c.bytes_read) && in.Next(&c.bytes_written) && in.Next(&c.max_byte_read) &&
@@ -460,7 +460,7 @@ void MergeIoCounters(const std::vector<std::string>& ranks, std::uint64_t top, R
 namespace {
 
 // Every rank's per-path counters gathered and merged (MergeIoCounters).
-void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunResults& r) {
+void CollectIoCounters(session::Session& session, const RunOutcome& outcome, RunResults& r) {
   cluster::Cluster& cluster = session.cluster();
   // steady_clock ticks of the origin: this rank's start stamp pairs the two clocks.
   const std::int64_t origin_steady =
@@ -469,7 +469,7 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
       std::chrono::duration_cast<std::chrono::nanoseconds>(outcome.start.wall - outcome.origin)
           .count();
   // The checkpointer's own storage, when it has one, counts its files apart.
-  std::vector<std::pair<std::string, engine::FileCounters>> mine =
+  std::vector<std::pair<std::string, session::FileCounters>> mine =
       session.storage().FileCountersByPath();
   if (outcome.checkpointer != nullptr && &outcome.checkpointer->storage() != &session.storage()) {
     for (auto& file : outcome.checkpointer->storage().FileCountersByPath()) {
@@ -483,7 +483,7 @@ void CollectIoCounters(engine::Session& session, const RunOutcome& outcome, RunR
 
 // results.read_pattern: what one epoch reads of the format's files, so that a
 // reader of the results can tell a deliberate reread from a fault.
-void DescribeReadPattern(const config::Config& c, engine::Session& session, RunResults* r) {
+void DescribeReadPattern(const config::Config& c, session::Session& session, RunResults* r) {
   const FormatTraits& t = session.format().traits();
   const std::uint64_t spf = std::max<std::uint64_t>(1, c.dataset.num_samples_per_file);
   if (c.iomimic.random_read_bytes > 0) {
@@ -525,15 +525,15 @@ void CollectHosts(cluster::Cluster& cluster, const config::Config& c, RunResults
 
 // This rank's figures for the per-host rows, from the same counters and
 // records the run's totals sum (so that the hosts add up to them).
-RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
-                       const engine::IoSnapshot& io, int accelerators_per_process) {
+RankFigures OwnFigures(session::Session& session, const RunOutcome& outcome,
+                       const session::IoSnapshot& io, int accelerators_per_process) {
   RankFigures f;
   f.host = session.cluster().hostname();
   f.accelerators = accelerators_per_process;
   f.bytes_read = io.read_bytes;
   f.bytes_written = io.write_bytes;
   f.samples = session.sample_latency().count();
-  const engine::IoCounters& counters = session.storage().counters();
+  const session::IoCounters& counters = session.storage().counters();
   f.io_seconds =
       static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
   if (!outcome.train) return f;
@@ -543,7 +543,7 @@ RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
       f.train_bytes_read += b.bytes_read;
     }
   }
-  for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+  for (const train::AcceleratorRecords& a : outcome.train->accelerators) {
     double au = 0, throughput = 0;
     const std::size_t whole = WholeEpochs(a.epochs);
     for (std::size_t i = 0; i < a.epochs.size(); ++i) {
@@ -566,8 +566,8 @@ RankFigures OwnFigures(engine::Session& session, const RunOutcome& outcome,
 
 // The rank-to-host map and the per-host rows: every rank's figures gathered
 // as one line of text each and grouped by host (O(ranks), output/hosts.h).
-void CollectHostFigures(engine::Session& session, const RunOutcome& outcome,
-                        const engine::IoSnapshot& io, RunResults* r) {
+void CollectHostFigures(session::Session& session, const RunOutcome& outcome,
+                        const session::IoSnapshot& io, RunResults* r) {
   const std::vector<std::string> lines = session.cluster().AllGatherStrings(
       EncodeRankFigures(OwnFigures(session, outcome, io, r->accelerators_per_process)));
   std::vector<RankFigures> ranks(lines.size());
@@ -598,9 +598,9 @@ void CollectTelemetry(const RunOutcome& outcome, cluster::Cluster& cluster, RunR
 }
 
 // The storage's totals over ranks, its per-path counters and the trace's.
-void CollectIo(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
+void CollectIo(session::Session& session, const RunOutcome& outcome, RunResults* r) {
   cluster::Cluster& cluster = session.cluster();
-  const engine::IoSnapshot io = session.storage().Snapshot();
+  const session::IoSnapshot io = session.storage().Snapshot();
   CollectHostFigures(session, outcome, io, r);
   const std::vector<std::uint64_t> io_total = cluster.SumU64s(
       {io.opens, io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs, io.errors});
@@ -624,7 +624,7 @@ OutcomeHistograms RecordOutcome(const RunOutcome& outcome) {
   OutcomeHistograms h;
   auto seconds = [](double s) { return static_cast<std::uint64_t>(std::max(0.0, s) * 1e9); };
   if (outcome.train) {
-    for (const engine::AcceleratorRecords& a : outcome.train->accelerators) {
+    for (const train::AcceleratorRecords& a : outcome.train->accelerators) {
       for (const metrics::EpochRecord& e : a.epochs) {
         for (const metrics::PhaseRecord& b : e.blocks) {
           for (double v : b.load) h.data_wait.Record(seconds(v));
@@ -647,9 +647,9 @@ OutcomeHistograms RecordOutcome(const RunOutcome& outcome) {
 
 // Every histogram (histograms.json) merged over ranks, sample and storage
 // read latency among them.
-void CollectHistograms(engine::Session& session, const RunOutcome& outcome, RunResults* r) {
+void CollectHistograms(session::Session& session, const RunOutcome& outcome, RunResults* r) {
   cluster::Cluster& cluster = session.cluster();
-  const engine::IoCounters& io_counters = session.storage().counters();
+  const session::IoCounters& io_counters = session.storage().counters();
   const OutcomeHistograms mine = RecordOutcome(outcome);
   const std::pair<const char*, const metrics::LatencyHistogram*> all[] = {
       {"sample_read", &session.sample_latency()},
@@ -675,8 +675,8 @@ void CollectHistograms(engine::Session& session, const RunOutcome& outcome, RunR
 
 // Generation's figures over ranks (every rank takes part, generating or not).
 GenerateResults CollectGenerate(const RunOutcome& outcome, cluster::Cluster& cluster, int ranks) {
-  const engine::GenerateReport none;
-  const engine::GenerateReport& g = outcome.generate ? *outcome.generate : none;
+  const train::GenerateReport none;
+  const train::GenerateReport& g = outcome.generate ? *outcome.generate : none;
   GenerateResults gen;
   // One sum: the four totals, then each rank's bytes in its own slot.
   std::vector<std::uint64_t> sums(4 + static_cast<std::size_t>(ranks), 0);
@@ -723,21 +723,21 @@ CheckpointResults CollectCheckpoint(const RunOutcome& outcome, const config::Con
   ck.saves = CollectCheckpoints(saves, save_epochs, cluster);
   ck.loads = CollectCheckpoints(loads, {}, cluster);
   // What each load found in the page cache, summed over ranks, labels it
-  // (engine/cache_honesty.h).
-  engine::ResidencyTotals all_loads;
+  // (session/cache_honesty.h).
+  session::ResidencyTotals all_loads;
   for (std::size_t k = 0; k < ck.loads.size() && k < loads.size(); ++k) {
-    ck.loads[k].residency = engine::SumResidency(loads[k].residency, cluster);
-    all_loads = engine::AddResidency(all_loads, ck.loads[k].residency);
+    ck.loads[k].residency = session::SumResidency(loads[k].residency, cluster);
+    all_loads = session::AddResidency(all_loads, ck.loads[k].residency);
   }
   if (!ck.loads.empty()) {
-    ck.read_path = engine::CheckpointReadLabel(all_loads, outcome.checkpointer->read_conditions());
+    ck.read_path = session::CheckpointReadLabel(all_loads, outcome.checkpointer->read_conditions());
   }
   return ck;
 }
 
 // The plugins (options redacted), the storage's chain, place and alignment,
 // and the shuffle's seed.
-void CollectPlugins(engine::Session& session, const config::Config& c, RunResults* r) {
+void CollectPlugins(session::Session& session, const config::Config& c, RunResults* r) {
   r->storage = {session.storage_info(), config::Redacted(c.storage.options)};
   if (session.has_format()) {
     r->format = PluginResults{session.format_info(), config::Redacted(c.dataset.options)};
@@ -788,7 +788,7 @@ EpochMetrics ComputeEpochMetrics(const metrics::EpochRecord& epoch, const config
   return m;
 }
 
-Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& outcome) {
+Result<RunResults> CollectResults(session::Session& session, const RunOutcome& outcome) {
   cluster::Cluster& cluster = session.cluster();
   const config::Config& c = session.config();
   RunResults r;

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "config/config.h"
-#include "engine/cache_honesty.h"
-#include "engine/checkpointer.h"
-#include "engine/generator.h"
-#include "engine/session.h"
-#include "engine/trainer.h"
+#include "session/cache_honesty.h"
+#include "train/checkpointer.h"
+#include "train/generator.h"
+#include "session/session.h"
+#include "train/trainer.h"
 #include "kvcache/results.h"
 #include "metrics/histogram.h"
 #include "metrics/host_telemetry.h"
@@ -42,13 +42,13 @@ inline constexpr double kGiB = 1024.0 * kMiB;
 struct RunOutcome {
   metrics::Stamp start;
   metrics::Stamp end;
-  std::optional<engine::GenerateReport> generate;
-  std::optional<engine::TrainResult> train;
-  std::optional<engine::CheckpointOnlyResult> checkpoint_only;
+  std::optional<train::GenerateReport> generate;
+  std::optional<train::TrainResult> train;
+  std::optional<train::CheckpointOnlyResult> checkpoint_only;
   // The KV-cache workflow's figures of this rank (workflow.kv_cache).
   std::optional<kvcache::KvFigures> kv_cache;
   // Set when the run checkpoints (training with checkpoints or checkpoint-only).
-  engine::Checkpointer* checkpointer = nullptr;
+  train::Checkpointer* checkpointer = nullptr;
   // The run-wide time origin (rank 0's wall clock) and this rank's timeline
   // rows (empty when iomimic.timeline_interval is 0).
   std::chrono::system_clock::time_point origin{};
@@ -60,8 +60,8 @@ struct RunOutcome {
   bool telemetry_sampled = false;
   metrics::TelemetrySources telemetry_sources;
   std::vector<metrics::TelemetryRow> telemetry;
-  // The training set against the hosts' memory (engine/cache_honesty.h).
-  engine::CacheCheck cache_check;
+  // The training set against the hosts' memory (session/cache_honesty.h).
+  session::CacheCheck cache_check;
 };
 
 // One host's telemetry (host_telemetry.csv), sampled by its lowest rank.
@@ -163,7 +163,7 @@ struct CheckpointEvent {
   double min_rank_GiB_per_second = 0;  // the slowest rank's own rate
   // Loads: the files' bytes in the page cache right before the read, summed
   // over ranks (ranks 0: a save, not measured).
-  engine::ResidencyTotals residency;
+  session::ResidencyTotals residency;
 };
 
 struct CheckpointResults {
@@ -175,7 +175,7 @@ struct CheckpointResults {
   std::vector<CheckpointEvent> saves;
   std::vector<CheckpointEvent> loads;
   // What the loads found in the page cache, with what was meant to keep
-  // them cold (engine/cache_honesty.h CheckpointReadLabel); empty without
+  // them cold (session/cache_honesty.h CheckpointReadLabel); empty without
   // loads.
   std::string read_path;
   double size_gib() const { return static_cast<double>(size_bytes) / (1024.0 * 1024.0 * 1024.0); }
@@ -185,7 +185,7 @@ struct GenerateResults {
   std::uint64_t files_written = 0;
   std::uint64_t files_skipped = 0;
   // Of files_written: written again over files made with other generation
-  // parameters, and the first change seen (engine::GenerateReport).
+  // parameters, and the first change seen (train::GenerateReport).
   std::uint64_t files_rewritten = 0;
   std::string rewrite_reason;
   std::uint64_t files_written_by_all_ranks = 0;
@@ -212,7 +212,7 @@ struct IoCounterRow {
   int rank = -1;  // the one rank that used the path; -1 when shared (Darshan's)
   std::string path;
   std::uint64_t files = 1;  // paths summed into this row
-  engine::FileCounters counters;
+  session::FileCounters counters;
 };
 
 // Trace figures of the run (iomimic.trace), summed over ranks.
@@ -245,7 +245,7 @@ struct RunResults {
   std::vector<double> host_memory_gib;  // per host
   std::vector<double> host_cpus;        // per host
   double data_size_per_host_gib = 0;    // DLIO's estimate, for potential_caching
-  engine::CacheCheck cache_check;       // the training set against the hosts' memory
+  session::CacheCheck cache_check;       // the training set against the hosts' memory
 
   std::optional<GenerateResults> generate;
   std::optional<TrainResults> train;
@@ -260,7 +260,7 @@ struct RunResults {
   // written over all ranks, then one "others" row when paths were left out;
   // io_counters_total: the same counters over every path (summary.json).
   std::vector<IoCounterRow> io_counters;
-  engine::FileCounters io_counters_total;
+  session::FileCounters io_counters_total;
   std::uint64_t io_counters_paths = 0;       // distinct paths over all ranks
   std::optional<TraceTotals> trace;          // when iomimic.trace is on
   metrics::LatencyHistogram sample_latency;  // open + read + close of a sample, all ranks
@@ -296,7 +296,7 @@ struct RunResults {
   std::vector<EventEntry> events;
 
   // The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run at a step
-  // boundary, or 0 when it ran to its end (engine/interrupt.h).
+  // boundary, or 0 when it ran to its end (session/interrupt.h).
   int interrupted_by = 0;
 
   // Filled after the per-accelerator files are written (their cost counts).
@@ -309,6 +309,6 @@ struct RunResults {
 // host facts, hostname and checkpoint timestamps are the calling rank's
 // (summary.json, written by rank 0, shows rank 0's, as DLIO's does). Reads
 // the session's counters and the outcome's records; writes nothing.
-Result<RunResults> CollectResults(engine::Session& session, const RunOutcome& outcome);
+Result<RunResults> CollectResults(session::Session& session, const RunOutcome& outcome);
 
 }  // namespace iomimic::output

@@ -208,7 +208,7 @@ Status WriteStatus(const std::string& folder, const Status& run_status, const ch
                        o.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-Result<RunResults> WriteResults(const std::string& folder, engine::Session& session,
+Result<RunResults> WriteResults(const std::string& folder, session::Session& session,
                                 const RunOutcome& outcome) {
   const auto output_start = std::chrono::steady_clock::now();
   cluster::Cluster& cluster = session.cluster();

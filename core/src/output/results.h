@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "engine/session.h"
+#include "session/session.h"
 #include "output/model.h"
 #include "output/rank_ledger.h"
 
@@ -50,7 +50,7 @@ Status WriteConfigFiles(const std::string& folder, const config::LoadedManifest&
 // per-accelerator files and, on rank 0, summary.json. The model returned has
 // the peak RSS and output time measured after the per-rank files, so their
 // cost is counted.
-Result<RunResults> WriteResults(const std::string& folder, engine::Session& session,
+Result<RunResults> WriteResults(const std::string& folder, session::Session& session,
                                 const RunOutcome& outcome);
 
 // What status.json adds when a run did not end as one (docs/run-folder.md).
@@ -69,7 +69,7 @@ struct StatusDetails {
 
 // status.json with "completed" or "failed" and the error message;
 // "interrupted" and "signal": <name> when `signal` is set (a run stopped by
-// SIGINT, SIGTERM or SIGHUP, engine/interrupt.h), with an error if any, and
+// SIGINT, SIGTERM or SIGHUP, session/interrupt.h), with an error if any, and
 // the details when given. Written atomically (WriteTextFile), by rank 0, or
 // by the lowest rank alive when rank 0 is lost.
 Status WriteStatus(const std::string& folder, const Status& run_status,

@@ -22,8 +22,8 @@ using json = nlohmann::ordered_json;
 using metrics::PhaseMetrics;
 using metrics::Seconds;
 
-// Darshan's access-size bin names (engine::FileCounters::SizeBin).
-constexpr const char* kSizeBinNames[engine::FileCounters::kSizeBins] = {
+// Darshan's access-size bin names (session::FileCounters::SizeBin).
+constexpr const char* kSizeBinNames[session::FileCounters::kSizeBins] = {
     "0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",
     "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS"};
 
@@ -109,11 +109,11 @@ json CheckpointDetails(const std::vector<CheckpointEvent>& events) {
     d["min_rank_throughput_GiB_per_second"] = Num(e.min_rank_GiB_per_second);
     d["slowest_rank"] = e.slowest_rank;
     d["fastest_rank"] = e.fastest_rank;
-    if (e.residency.ranks > 0) {  // a load (engine/cache_honesty.h)
+    if (e.residency.ranks > 0) {  // a load (session/cache_honesty.h)
       const bool measured = e.residency.all_measured();
       d["resident_bytes"] = measured ? json(e.residency.resident_bytes) : json(nullptr);
       d["resident_fraction"] = measured ? json(Num(e.residency.fraction())) : json(nullptr);
-      d["read_path"] = engine::ResidencyVerdict(e.residency);
+      d["read_path"] = session::ResidencyVerdict(e.residency);
     }
     out.push_back(d);
   }
@@ -314,7 +314,7 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResul
   host["host_cpuinfo"] = ToJson(h.cpuinfo);
   host["host_meminfo"] = ToJson(h.meminfo);
   host["hostname"] = results.hostname;
-  for (const engine::AcceleratorRecords& acc : outcome.train->accelerators) {
+  for (const train::AcceleratorRecords& acc : outcome.train->accelerators) {
     const std::string id = std::to_string(acc.id);
     IOMIMIC_RETURN_IF_ERROR(WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
                                           PerEpochStatsText(acc.epochs, checkpoint_gib)));
@@ -442,8 +442,8 @@ json CheckpointJson(const CheckpointResults& ck) {
   return o;
 }
 
-// The training set against the hosts' memory (engine/cache_honesty.h).
-json CacheCheckJson(const engine::CacheCheck& check) {
+// The training set against the hosts' memory (session/cache_honesty.h).
+json CacheCheckJson(const session::CacheCheck& check) {
   json o;
   o["dataset_GB"] = Num(static_cast<double>(check.dataset_bytes) / kGiB);
   o["nominal_GB"] = Num(static_cast<double>(check.nominal_bytes) / kGiB);
@@ -465,7 +465,7 @@ json CacheCheckJson(const engine::CacheCheck& check) {
 
 // Darshan's POSIX counters over every path and rank (io_counters.csv).
 json IoCountersJson(const RunResults& r) {
-  const engine::FileCounters& c = r.io_counters_total;
+  const session::FileCounters& c = r.io_counters_total;
   json o;
   o["paths"] = r.io_counters_paths;
   o["opens"] = c.opens;
@@ -477,7 +477,7 @@ json IoCountersJson(const RunResults& r) {
   o["seq_reads"] = c.seq_reads;
   o["consec_reads"] = c.consec_reads;
   json bins_read = json::object(), bins_write = json::object();
-  for (int i = 0; i < engine::FileCounters::kSizeBins; ++i) {
+  for (int i = 0; i < session::FileCounters::kSizeBins; ++i) {
     bins_read[kSizeBinNames[i]] = c.read_size_bins[i];
     bins_write[kSizeBinNames[i]] = c.write_size_bins[i];
   }
@@ -874,7 +874,7 @@ std::string IoCountersCsv(const RunResults& r) {
   out << ",read_time_s,write_time_s,meta_time_s,open_start_s,open_end_s,close_start_s,"
          "close_end_s\n";
   for (const IoCounterRow& row : r.io_counters) {
-    const engine::FileCounters& c = row.counters;
+    const session::FileCounters& c = row.counters;
     out << row.rank << ',' << CsvField(row.path) << ',' << row.files << ',' << c.opens << ','
         << c.stats << ',' << c.reads << ',' << c.writes << ',' << c.bytes_read << ','
         << c.bytes_written << ',' << c.max_byte_read << ',' << c.max_byte_written << ','

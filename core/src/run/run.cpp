@@ -14,12 +14,12 @@
 #include <optional>
 #include <thread>
 
-#include "engine/cache_honesty.h"
-#include "engine/checkpointer.h"
-#include "engine/generator.h"
-#include "engine/interrupt.h"
-#include "engine/session.h"
-#include "engine/trainer.h"
+#include "session/cache_honesty.h"
+#include "train/checkpointer.h"
+#include "train/generator.h"
+#include "session/interrupt.h"
+#include "session/session.h"
+#include "train/trainer.h"
 #include "kvcache/engine.h"
 #include "metrics/host_telemetry.h"
 #include "output/results.h"
@@ -68,7 +68,7 @@ class RunThread {
 
 // The progress timer: a plain thread that wakes every `interval` on a
 // condition variable (docs/observability.md, "Timers and signals", says why
-// not Boost.Asio), reads the session's progress board (engine/progress.h)
+// not Boost.Asio), reads the session's progress board (session/progress.h)
 // and hands a snapshot to RunObserver::OnProgress. The reference points of
 // rates (phase start, bytes, samples, compute) are set by the run's thread
 // under the mutex.
@@ -76,7 +76,7 @@ class ProgressTimer : public RunThread {
  public:
   using Clock = std::chrono::steady_clock;
 
-  ProgressTimer(engine::Session& session, RunObserver* observer, double interval_seconds)
+  ProgressTimer(session::Session& session, RunObserver* observer, double interval_seconds)
       : session_(session), observer_(observer) {
     if (observer_ == nullptr || !(interval_seconds > 0)) return;
     interval_ = std::chrono::duration_cast<Clock::duration>(
@@ -121,7 +121,7 @@ class ProgressTimer : public RunThread {
   }
 
   Progress Take(const Origin& origin) {
-    const engine::ProgressBoard& b = session_.progress();
+    const session::ProgressBoard& b = session_.progress();
     const Clock::time_point now = Clock::now();
     Progress p;
     p.phase = static_cast<Progress::Phase>(static_cast<int>(b.Phase()));
@@ -156,14 +156,14 @@ class ProgressTimer : public RunThread {
     return p;
   }
 
-  engine::Session& session_;
+  session::Session& session_;
   RunObserver* observer_;
   Clock::duration interval_{};
   Origin origin_;
   std::uint64_t last_train_steps_done_ = 0;  // the timer thread's own
 };
 
-// Watches for a signal (engine/interrupt.h) from a thread of its own, so
+// Watches for a signal (session/interrupt.h) from a thread of its own, so
 // that what the rank knows is on disk before the launcher's SIGKILL (Open
 // MPI allows odls_base_sigkill_timeout, 1 s by default, after its SIGTERM;
 // docs/cluster.md, "Faults"):
@@ -196,7 +196,7 @@ class FaultWatch : public RunThread {
     std::vector<int> reported;  // the lost ranks status.json names
     bool wrote_lost = false;
     while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
-      const int signal = engine::InterruptSignal();
+      const int signal = session::InterruptSignal();
       if (signal == 0) continue;
       if (!noted) {
         noted = true;
@@ -205,7 +205,7 @@ class FaultWatch : public RunThread {
       const char* where = "";
       const double waited = cluster::Cluster::SecondsInCollective(&where);
       if (cluster_.size() == 1 || waited < kStuckSeconds) continue;
-      const std::string what = std::string(engine::SignalName(signal)) + " while waiting " +
+      const std::string what = std::string(session::SignalName(signal)) + " while waiting " +
                                std::to_string(static_cast<int>(waited * 1000)) +
                                " ms for the other ranks (" + where + ")";
       if (!said) {
@@ -222,7 +222,7 @@ class FaultWatch : public RunThread {
         probed = true;
         std::string launcher;
         if (!cluster::Cluster::LauncherReachable(0.3, &launcher) && ledger_ != nullptr) {
-          (void)ledger_->Stopped("cut_off", engine::SignalName(signal),
+          (void)ledger_->Stopped("cut_off", session::SignalName(signal),
                                  "host " + cluster_.hostname() + " cannot reach mpirun at " +
                                      launcher + ": cut off from the job");
         }
@@ -244,14 +244,14 @@ class FaultWatch : public RunThread {
   // The rank's record and, on rank 0, status.json: interrupted, results to come.
   void NoteSignal(int signal) {
     if (ledger_ != nullptr) {
-      (void)ledger_->Stopped("interrupted", engine::SignalName(signal), "");
+      (void)ledger_->Stopped("interrupted", session::SignalName(signal), "");
     }
     if (cluster_.rank() == 0) {
       output::StatusDetails details;
       details.results =
           "per-rank only so far: ranks/<rank>.json and <id>_per_epoch_stats.json; "
           "summary.json follows when the merge finishes";
-      (void)output::WriteStatus(folder_, Status::OK(), engine::SignalName(signal), details);
+      (void)output::WriteStatus(folder_, Status::OK(), session::SignalName(signal), details);
     }
   }
 
@@ -317,7 +317,7 @@ class FaultWatch : public RunThread {
     details.results =
         "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
         "no merge (summary.json) after a lost rank";
-    (void)output::WriteStatus(folder_, Status::Aborted(error), engine::SignalName(signal), details);
+    (void)output::WriteStatus(folder_, Status::Aborted(error), session::SignalName(signal), details);
   }
 
   const std::string& HostOf(int rank) const {
@@ -377,9 +377,9 @@ std::chrono::system_clock::time_point SharedOrigin(cluster::Cluster& cluster,
 }
 
 // One row of timeline.csv: the session's counters now.
-metrics::ActivitySample SampleActivity(engine::Session& session) {
+metrics::ActivitySample SampleActivity(session::Session& session) {
   metrics::ActivitySample a;
-  const engine::IoSnapshot io = session.storage().Snapshot();
+  const session::IoSnapshot io = session.storage().Snapshot();
   a.bytes_read = io.read_bytes;
   a.bytes_written = io.write_bytes;
   a.read_requests = io.read_ops;
@@ -387,7 +387,7 @@ metrics::ActivitySample SampleActivity(engine::Session& session) {
   a.samples = session.sample_latency().count();
   a.steps = session.steps();
   a.compute_seconds = session.compute_busy().BusyUntil(std::chrono::steady_clock::now());
-  const engine::IoCounters& counters = session.storage().counters();
+  const session::IoCounters& counters = session.storage().counters();
   a.io_seconds =
       static_cast<double>(counters.read_latency.sum_ns() + counters.write_latency.sum_ns()) / 1e9;
   a.barrier_seconds = session.barrier_seconds();
@@ -397,13 +397,13 @@ metrics::ActivitySample SampleActivity(engine::Session& session) {
 // storage.post_generation_settle_seconds (MLPerf's fork): storage that makes
 // new files visible late gets time before training reads them. In slices, so
 // that a signal is seen at once (training then stops at its first step
-// boundary, engine/interrupt.h).
+// boundary, session/interrupt.h).
 void SettleAfterGeneration(double seconds) {
   using SteadyClock = std::chrono::steady_clock;
   const SteadyClock::time_point until =
       SteadyClock::now() +
       std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
-  while (SteadyClock::now() < until && engine::InterruptSignal() == 0) {
+  while (SteadyClock::now() < until && session::InterruptSignal() == 0) {
     std::this_thread::sleep_until(
         std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
   }
@@ -462,23 +462,23 @@ class WorkloadRun {
   // `agreed_signal`: the signal the ranks agreed on, when they did (-1: rank
   // 0's own).
   Status FinishFailed(const Status& st, int agreed_signal = -1) {
-    // A failure while a signal stops the run says so (engine/interrupt.h).
-    const int signal = agreed_signal >= 0 ? agreed_signal : engine::InterruptSignal();
+    // A failure while a signal stops the run says so (session/interrupt.h).
+    const int signal = agreed_signal >= 0 ? agreed_signal : session::InterruptSignal();
     if (watch_ != nullptr) watch_->Stop();  // this status.json is the last word
     if (ledger_ != nullptr) {
       (void)ledger_->Stopped(signal != 0 ? "interrupted" : "failed",
-                             signal != 0 ? engine::SignalName(signal) : nullptr, st.message());
+                             signal != 0 ? session::SignalName(signal) : nullptr, st.message());
     }
     if (cluster_.rank() == 0 && !folder_.empty()) {
-      (void)output::WriteStatus(folder_, st, signal != 0 ? engine::SignalName(signal) : nullptr);
+      (void)output::WriteStatus(folder_, st, signal != 0 ? session::SignalName(signal) : nullptr);
     }
     return Fail(st);
   }
 
   // The session, its warnings, the progress timer and the checkpointer.
   Status Open() {
-    Result<std::unique_ptr<engine::Session>> opened =
-        engine::Session::Open(manifest_, registry_, cluster_);
+    Result<std::unique_ptr<session::Session>> opened =
+        session::Session::Open(manifest_, registry_, cluster_);
     Status status = cluster_.AgreeOnStatus(opened.status());
     if (!status.ok()) return Fail(status);
     session_ = std::move(opened).value();
@@ -487,8 +487,8 @@ class WorkloadRun {
     // so OnProgress never outlives RunWorkload.
     progress_ = std::make_unique<ProgressTimer>(*session_, observer_, options_.progress_interval);
     if (c_.workflow.checkpoint) {
-      Result<std::unique_ptr<engine::Checkpointer>> made =
-          engine::Checkpointer::Create(*session_, registry_);
+      Result<std::unique_ptr<train::Checkpointer>> made =
+          train::Checkpointer::Create(*session_, registry_);
       if (!made.ok()) return Fail(made.status());
       checkpointer_ = std::move(made).value();
     }
@@ -508,7 +508,7 @@ class WorkloadRun {
             outcome_.rank_hosts.begin() ==
         cluster_.rank();
     if (c_.iomimic.timeline_interval > 0) {
-      engine::Session* session = session_.get();
+      session::Session* session = session_.get();
       std::function<void(const metrics::TimelineRow&)> on_row;
       if (host_sampler) {
         StartTelemetry();
@@ -528,7 +528,7 @@ class WorkloadRun {
   void StartTelemetry() {
     const bool objects = session_->storage().capabilities().objects;
     telemetry_.Start(
-        engine::ResolveDataPath(c_, c_.dataset.data_folder),
+        session::ResolveDataPath(c_, c_.dataset.data_folder),
         objects ? "object storage (" + session_->storage_chain() + "): no block device" : "");
   }
 
@@ -576,8 +576,8 @@ class WorkloadRun {
     start.threads = threads;
     notify_->OnGenerateStart(start);
     progress_->MarkPhaseStart(0, 0);
-    std::optional<engine::GenerateReport> so_far;
-    Result<engine::GenerateReport> report = engine::Generate(*session_, threads, &so_far);
+    std::optional<train::GenerateReport> so_far;
+    Result<train::GenerateReport> report = train::Generate(*session_, threads, &so_far);
     if (!report.ok()) return GenerateFailed(report.status(), so_far);
     outcome_.generate = *report;
     GenerateTotals totals;
@@ -601,18 +601,18 @@ class WorkloadRun {
     return Status::OK();
   }
 
-  // Stopped by a signal (engine/interrupt.h): summary.json gets the figures
+  // Stopped by a signal (session/interrupt.h): summary.json gets the figures
   // of the files done, as an interrupted training run gets its epochs. Every
   // rank agreed on the failure and holds `so_far` alike; the signal may have
   // reached some ranks only, so they agree on it.
-  Status GenerateFailed(const Status& status, const std::optional<engine::GenerateReport>& so_far) {
+  Status GenerateFailed(const Status& status, const std::optional<train::GenerateReport>& so_far) {
     const int signal =
         so_far.has_value()
-            ? static_cast<int>(cluster_.MaxDouble(static_cast<double>(engine::InterruptSignal())))
+            ? static_cast<int>(cluster_.MaxDouble(static_cast<double>(session::InterruptSignal())))
             : -1;
     if (signal > 0) {
       // Every rank exits as the signalled one does (128 + the signal).
-      engine::NoteAgreedInterrupt(signal);
+      session::NoteAgreedInterrupt(signal);
       outcome_.generate = *so_far;
       StopRecording();
       (void)output::WriteResults(folder_, *session_, outcome_);
@@ -621,13 +621,13 @@ class WorkloadRun {
   }
 
   Status TrainModel() {
-    Status status = engine::CheckDataset(*session_);
+    Status status = train::CheckDataset(*session_);
     if (!status.ok()) return FinishFailed(status);
     // The files as they are on storage and in the page cache right before
-    // training reads them (engine/cache_honesty.h).
-    outcome_.cache_check = engine::CheckDatasetAgainstMemory(*session_);
+    // training reads them (session/cache_honesty.h).
+    outcome_.cache_check = session::CheckDatasetAgainstMemory(*session_);
     if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
-    engine::TrainOptions train;
+    train::TrainOptions train;
     train.accelerators_per_process = c_.iomimic.accelerators_per_process;
     if (c_.iomimic.sample_log) {
       train.sample_log_path = [this](int id) {
@@ -654,7 +654,7 @@ class WorkloadRun {
       if (!written.ok() && ledger_status_.ok()) ledger_status_ = written;
     };
     train.checkpointer = checkpointer_.get();
-    Result<engine::TrainResult> trained = engine::Train(*session_, train);
+    Result<train::TrainResult> trained = train::Train(*session_, train);
     if (!trained.ok()) return FinishFailed(trained.status());
     outcome_.train = std::move(trained).value();
     return Status::OK();
@@ -675,8 +675,8 @@ class WorkloadRun {
     start.fsync = c_.checkpoint.fsync;
     notify_->OnCheckpointOnlyStart(start);
     progress_->MarkPhaseStart(0, 0);
-    Result<engine::CheckpointOnlyResult> done =
-        engine::RunCheckpointOnly(*session_, *checkpointer_);
+    Result<train::CheckpointOnlyResult> done =
+        train::RunCheckpointOnly(*session_, *checkpointer_);
     if (!done.ok()) return FinishFailed(done.status());
     outcome_.checkpoint_only = std::move(done).value();
     return Status::OK();
@@ -723,7 +723,7 @@ class WorkloadRun {
     if (!status.ok()) return FinishFailed(status);
     watch_->Stop();  // the merge is done: this status.json is the last word
     const int signal = results->interrupted_by;
-    const char* name = signal != 0 ? engine::SignalName(signal) : nullptr;
+    const char* name = signal != 0 ? session::SignalName(signal) : nullptr;
     (void)ledger_->Stopped(signal != 0 ? "interrupted" : "completed", name, "");
     if (cluster_.rank() == 0) {
       status = output::WriteStatus(folder_, Status::OK(), name);
@@ -752,12 +752,12 @@ class WorkloadRun {
   const RunOptions& options_;
   RunObserver* observer_;
   Notify notify_;
-  std::unique_ptr<engine::Session> session_;
+  std::unique_ptr<session::Session> session_;
   std::unique_ptr<ProgressTimer> progress_;
   std::unique_ptr<output::RankLedger> ledger_;
   Status ledger_status_;               // the first failure to write the rank's record
   std::unique_ptr<FaultWatch> watch_;  // after ledger_, which it writes
-  std::unique_ptr<engine::Checkpointer> checkpointer_;
+  std::unique_ptr<train::Checkpointer> checkpointer_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
   metrics::TimelineSampler sampler_;
