@@ -19,6 +19,7 @@
 #include "output/writers.h"
 #include "plugin/registry.h"
 #include "run/run.h"
+#include "train/results.h"
 
 namespace {
 
@@ -45,7 +46,7 @@ class Recorder : public run::RunObserver {
   void OnTrainStart(const run::TrainStart& t) override {
     calls.push_back("train " + std::to_string(t.epochs) + "x" + std::to_string(t.steps_per_epoch));
   }
-  void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
+  void OnEpochEnd(const metrics::EpochRecord& e, const metrics::EpochMetrics& m) override {
     calls.push_back("epoch " + std::to_string(e.epoch));
     epoch_au.push_back(m.train.au_percent);
   }
@@ -136,16 +137,16 @@ TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the 
                                              "train 2x4", "epoch 1",    "epoch 2"};
   CHECK(recorder.calls == expected);
   CHECK(recorder.folder == (work / "out").string());
-  REQUIRE(r->train.has_value());
-  CHECK(r->train->epochs == 2);
-  CHECK(r->train->steps_per_epoch == 4);
+  REQUIRE(r->Find<train::TrainingResults>()->train.has_value());
+  CHECK(r->Find<train::TrainingResults>()->train->epochs == 2);
+  CHECK(r->Find<train::TrainingResults>()->train->steps_per_epoch == 4);
   // The live epoch figures and the model's are the same computation.
-  REQUIRE(r->train->train.au_percent.size() == 2);
-  CHECK(r->train->train.au_percent[0] == doctest::Approx(recorder.epoch_au[0]));
-  CHECK(r->train->train.au_percent[1] == doctest::Approx(recorder.epoch_au[1]));
+  REQUIRE(r->Find<train::TrainingResults>()->train->train.au_percent.size() == 2);
+  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[0] == doctest::Approx(recorder.epoch_au[0]));
+  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[1] == doctest::Approx(recorder.epoch_au[1]));
   CHECK(r->io.bytes_read >= 2 * 8 * 65536);
-  REQUIRE(r->generate.has_value());
-  CHECK(r->generate->files_written == 8);
+  REQUIRE(r->Find<train::TrainingResults>()->generate.has_value());
+  CHECK(r->Find<train::TrainingResults>()->generate->files_written == 8);
   CHECK(r->accelerators == 1);
   CHECK(r->peak_rss_mib > 0);
 
@@ -207,8 +208,8 @@ TEST_CASE("RunWorkload generate_only writes the data and a run folder of its own
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   const std::vector<std::string> expected = {"folder", "generate 8", "generated 8"};
   CHECK(recorder.calls == expected);
-  CHECK_FALSE(r->train.has_value());
-  CHECK(r->generate->files_written == 8);
+  CHECK_FALSE(r->Find<train::TrainingResults>()->train.has_value());
+  CHECK(r->Find<train::TrainingResults>()->generate->files_written == 8);
   // In a named folder: its subfolder generate/, leaving the folder itself to
   // the training run.
   CHECK(recorder.folder == (work / "out" / "generate").string());

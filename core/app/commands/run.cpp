@@ -148,7 +148,7 @@ class ConsoleObserver : public run::RunObserver {
         static_cast<unsigned long long>(t.batch_size), accelerators, t.ranks,
         t.accelerators_per_process, static_cast<unsigned long long>(t.read_threads)));
   }
-  void OnEpochEnd(const metrics::EpochRecord& e, const output::EpochMetrics& m) override {
+  void OnEpochEnd(const metrics::EpochRecord& e, const metrics::EpochMetrics& m) override {
     if (e.partial) {  // a signal stopped it: not an epoch's figures
       console_->Line(
           Format("  epoch %llu: stopped after %llu step(s), %.2f s (partial: left out "
@@ -213,9 +213,9 @@ void PrintClosing(Console* console, const output::RunResults& results,
   if (generate_only) {
     console->Line("results in " + folder);
   } else if (!folder.empty()) {
-    // DLIO's [METRIC] block describes training and checkpoints; the KV-cache
-    // workflow's figures are in the summary lines below.
-    if (!results.kv_cache) {
+    // DLIO's [METRIC] block describes training and checkpoints (train/
+    // results.h); other workflows' figures are in the summary lines below.
+    if (results.Find<train::TrainingResults>() != nullptr) {
       std::string metric = output::MetricBlock(results, manifest.config);
       if (!metric.empty() && metric.back() == '\n') metric.pop_back();
       console->Line(metric);

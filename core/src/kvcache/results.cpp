@@ -7,35 +7,25 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "metrics/figures_json.h"
+#include "metrics/rank_merge.h"
+#include "output/model.h"
+#include "output/writers.h"
+#include "session/session.h"
+
 namespace iomimic::kvcache {
 namespace {
 
 using json = nlohmann::ordered_json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json Num(double v) { return metrics::JsonNumber<json>(v); }
 double Ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
 // P50 to P99.99 of `h` in milliseconds (the reference's percentiles, and P90).
 json Latency(const metrics::LatencyHistogram& h) {
-  json o;
-  o["count"] = h.count();
-  o["mean"] = Num(h.mean_ns() / 1e6);
-  static constexpr std::pair<const char*, double> kQ[] = {{"p50", 0.50},   {"p90", 0.90},
-                                                          {"p95", 0.95},   {"p99", 0.99},
-                                                          {"p999", 0.999}, {"p9999", 0.9999}};
-  for (const auto& [name, q] : kQ) o[name] = Num(h.count() ? Ms(h.Percentile(q)) : 0);
-  o["max"] = Num(Ms(h.max_ns()));
-  return o;
-}
-
-metrics::LatencyHistogram Merge(const metrics::LatencyHistogram& h, cluster::Cluster& cluster) {
-  const std::vector<std::uint64_t> summed = cluster.SumU64s(h.Export());
-  const double max = cluster.MaxDouble(static_cast<double>(h.max_ns()));
-  const double min = cluster.MinDouble(h.count() ? static_cast<double>(h.min_ns()) : 1e300);
-  return metrics::LatencyHistogram::Import(summed, static_cast<std::uint64_t>(max),
-                                           min >= 1e300 ? 0 : static_cast<std::uint64_t>(min));
+  return metrics::PercentilesJson<json>(h, metrics::kReferenceQuantiles);
 }
 
 // Every counter of KvFigures, in one fixed order, through `visit`.
@@ -329,8 +319,9 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
       static_cast<int>(cluster.MaxDouble(static_cast<double>(local.interrupted_by)));
   std::vector<const metrics::LatencyHistogram*> mine;
   Histograms(local, [&](const metrics::LatencyHistogram& h) { mine.push_back(&h); });
+  std::vector<metrics::LatencyHistogram> merged = metrics::MergeOverRanks(mine, cluster);
   i = 0;
-  Histograms(out.all, [&](metrics::LatencyHistogram& h) { h = Merge(*mine[i++], cluster); });
+  Histograms(out.all, [&](metrics::LatencyHistogram& h) { h = std::move(merged[i++]); });
   MergeAccelerator(local, cluster, &out.all);
   const KvRankFigures me = RankFigures(local, cluster.rank());
   char text[512];
@@ -350,7 +341,10 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
   return out;
 }
 
-std::string KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) {
+namespace {
+
+// summary.json's "kv_cache" object.
+json KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) {
   double tokens = 0, read = 0, write = 0, wall = 0, e2e = 0, storage = 0;
   json per_rank = json::array();
   for (const KvRankFigures& r : results.ranks) {
@@ -382,9 +376,10 @@ std::string KvCacheJson(const KvResults& results, const config::KvCacheConfig& c
   agg["max_rank_storage_p95_ms"] = Num(storage);
   o["aggregate"] = std::move(agg);
   o["per_rank"] = std::move(per_rank);
-  return o.dump(2, ' ', false, json::error_handler_t::replace);
+  return o;
 }
 
+// <rank>_kv_cache.json's text: the same object for one rank's figures.
 std::string KvRankJson(const KvFigures& local, int rank, const config::KvCacheConfig& config) {
   const KvRankFigures me = RankFigures(local, rank);
   json o = FiguresJson(local, config, 1, me.storage_tokens_per_second);
@@ -392,6 +387,7 @@ std::string KvRankJson(const KvFigures& local, int rank, const config::KvCacheCo
   return o.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+// A few console lines (each ending in a newline).
 std::string KvConsoleLines(const KvResults& results) {
   const KvFigures& f = results.all;
   double tokens = 0, read = 0, e2e = 0;
@@ -433,6 +429,34 @@ std::string KvConsoleLines(const KvResults& results) {
                 Ms(f.end_to_end.Percentile(0.95)), e2e, Ms(f.storage.Percentile(0.95)), read);
   out << line;
   return out.str();
+}
+
+}  // namespace
+
+Status KvCacheResults::Collect(session::Session& session, output::RunResults& run) {
+  merged_ = CollectKvResults(local_, session.cluster());
+  if (merged_.all.interrupted_by != 0) run.interrupted_by = merged_.all.interrupted_by;
+  return Status::OK();
+}
+
+void KvCacheResults::AddToSummary(const output::RunResults& run,
+                                  const config::LoadedManifest& manifest, json& summary,
+                                  json& iomimic) const {
+  (void)run, (void)iomimic;
+  summary["kv_cache"] = KvCacheJson(merged_, manifest.config.kv_cache);
+}
+
+Status KvCacheResults::WriteRankFiles(const std::string& folder, const output::RunResults& run,
+                                      const config::Config& config) {
+  // <rank>_kv_cache.json: each rank's own figures, as training's per-rank files.
+  return output::WriteTextFile(folder + "/" + std::to_string(run.rank) + "_kv_cache.json",
+                               KvRankJson(local_, run.rank, config.kv_cache));
+}
+
+std::string KvCacheResults::ConsoleLines(const output::RunResults& run,
+                                         const config::Config& config) const {
+  (void)run, (void)config;
+  return KvConsoleLines(merged_);
 }
 
 }  // namespace iomimic::kvcache

@@ -2,7 +2,8 @@
 // figures merged (MLPerf Storage v3.0 rules, section 6.3.4: storage read bandwidth
 // and storage tokens/s summed over the ranks, the largest rank's P95), and
 // their renderings: summary.json's kv_cache object, the per-rank file
-// <rank>_kv_cache.json and the console lines.
+// <rank>_kv_cache.json and the console lines, given to output/ through
+// KvCacheResults (output/workflow_results.h).
 #pragma once
 
 #include <string>
@@ -11,6 +12,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "kvcache/engine.h"
+#include "output/workflow_results.h"
 
 namespace iomimic::kvcache {
 
@@ -38,13 +40,29 @@ KvRankFigures RankFigures(const KvFigures& f, int rank);
 // Collective: every rank calls it with its figures and gets the run's.
 KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster);
 
-// summary.json's "kv_cache" object as JSON text.
-std::string KvCacheJson(const KvResults& results, const config::KvCacheConfig& config);
+// This rank's KV-cache figures and, after Collect, the run's (KvResults).
+class KvCacheResults final : public output::WorkflowResults {
+ public:
+  explicit KvCacheResults(KvFigures local) : local_(std::move(local)) {}
 
-// <rank>_kv_cache.json's text: the same object for one rank's figures.
-std::string KvRankJson(const KvFigures& local, int rank, const config::KvCacheConfig& config);
+  // This rank's figures, as given.
+  const KvFigures& local() const { return local_; }
+  // The run's, after Collect.
+  const KvResults& merged() const { return merged_; }
 
-// A few console lines (each ending in a newline).
-std::string KvConsoleLines(const KvResults& results);
+  // output::WorkflowResults (output/workflow_results.h).
+  int interrupted_by() const override { return local_.interrupted_by; }
+  Status Collect(session::Session& session, output::RunResults& run) override;
+  void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
+                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+  Status WriteRankFiles(const std::string& folder, const output::RunResults& run,
+                        const config::Config& config) override;
+  std::string ConsoleLines(const output::RunResults& run,
+                           const config::Config& config) const override;
+
+ private:
+  KvFigures local_;
+  KvResults merged_;
+};
 
 }  // namespace iomimic::kvcache

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "config/config.h"
+
 namespace iomimic::metrics {
 namespace {
 
@@ -80,6 +82,20 @@ MeanStdev Summarize(const std::vector<double>& values) {
   for (double v : values) var += (v - s.mean) * (v - s.mean);
   s.stdev = std::sqrt(var / n);
   return s;
+}
+
+EpochMetrics ComputeEpochMetrics(const EpochRecord& epoch, const config::Config& c) {
+  EpochMetrics m;
+  for (const PhaseRecord& b : epoch.blocks) {
+    m.blocks.push_back(TrainBlockMetrics(b, c.output.exclude_start_steps,
+                                         c.output.exclude_end_steps, c.reader.batch_size));
+  }
+  m.train = CombineBlocks(m.blocks);
+  if (epoch.eval) {
+    m.eval = EvalMetrics(*epoch.eval, c.output.exclude_start_steps, c.output.exclude_end_steps,
+                         c.reader.batch_size_eval);
+  }
+  return m;
 }
 
 }  // namespace iomimic::metrics

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace iomimic::config {
+struct Config;
+}  // namespace iomimic::config
+
 namespace iomimic::metrics {
 
 // A moment, on the monotonic clock (for durations) and the wall clock (for
@@ -120,6 +124,20 @@ PhaseMetrics EvalMetrics(const PhaseRecord& eval, std::uint64_t exclude_start,
                          std::uint64_t exclude_end, std::uint64_t batch_size);
 // Step-weighted average over blocks (DLIO's per-epoch value).
 PhaseMetrics CombineBlocks(const std::vector<PhaseMetrics>& blocks);
+
+// One epoch of one accelerator: each training block, the epoch's combined
+// training figure (DLIO's step-weighted mean of its blocks) and evaluation.
+struct EpochMetrics {
+  std::vector<PhaseMetrics> blocks;
+  PhaseMetrics train;
+  std::optional<PhaseMetrics> eval;
+};
+
+// DLIO's per-epoch formulas with the manifest's step exclusions and batch
+// sizes (output.metric.exclude_*_steps, reader.batch_size[_eval]). The one
+// place AU and throughput are derived from records: the results, the
+// per-accelerator files and the live console line all call it.
+EpochMetrics ComputeEpochMetrics(const EpochRecord& epoch, const config::Config& config);
 
 struct MeanStdev {
   double mean = 0;

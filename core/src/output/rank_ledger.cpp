@@ -109,7 +109,7 @@ RankEpoch SummarizeEpoch(const metrics::EpochRecord& e, const config::Config& co
   out.epoch = e.epoch;
   out.partial = e.partial;
   out.seconds = metrics::Seconds(e.start, e.end);
-  const EpochMetrics m = ComputeEpochMetrics(e, config);
+  const metrics::EpochMetrics m = metrics::ComputeEpochMetrics(e, config);
   out.steps = m.train.steps;
   out.au_percent = m.train.au_percent;
   out.samples_per_second = m.train.samples_per_second;

@@ -213,26 +213,25 @@ Result<RunResults> WriteResults(const std::string& folder, session::Session& ses
   const auto output_start = std::chrono::steady_clock::now();
   cluster::Cluster& cluster = session.cluster();
   IOMIMIC_ASSIGN_OR_RETURN(RunResults results, CollectResults(session, outcome));
-  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteAcceleratorFiles(
-      folder, cluster.rank(), results, outcome, session.config(), &results.max_steps_per_entry)));
-  if (outcome.kv_cache) {
-    // <rank>_kv_cache.json: each rank's own figures, as training's per-rank files.
-    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(WriteTextFile(
-        folder + "/" + std::to_string(cluster.rank()) + "_kv_cache.json",
-        kvcache::KvRankJson(*outcome.kv_cache, cluster.rank(), session.config().kv_cache))));
+  // Each workflow's own per-rank files, then its lines in the run's log
+  // (rank 0; training: DLIO's progress lines, where DLIO's users and
+  // MLPerf's tools look for them; the [METRIC] block follows them).
+  for (const std::shared_ptr<WorkflowResults>& w : results.workflows) {
+    IOMIMIC_RETURN_IF_ERROR(
+        cluster.AgreeOnStatus(w->WriteRankFiles(folder, results, session.config())));
   }
   Status logged;
-  if (cluster.rank() == 0 && outcome.train && !outcome.train->accelerators.empty()) {
-    // DLIO's progress lines in the run's log (dlio.log), where DLIO's users
-    // and MLPerf's tools look for them; the [METRIC] block follows them.
+  if (cluster.rank() == 0) {
     const config::Config& c = session.config();
-    const std::string log_path = folder + "/" + c.output.log_file;
-    std::ofstream log(log_path, std::ios::out | std::ios::app);
-    log << DlioProgressLog(outcome.train->accelerators.front().epochs, c,
-                           outcome.train->train_steps_per_epoch,
-                           outcome.train->eval_steps_per_epoch, results.accelerators, folder);
-    log.close();
-    if (!log) logged = Status::IOError("cannot append DLIO's progress lines to " + log_path);
+    std::string text;
+    for (const auto& w : results.workflows) text += w->LogText(results, c, folder);
+    if (!text.empty()) {
+      const std::string log_path = folder + "/" + c.output.log_file;
+      std::ofstream log(log_path, std::ios::out | std::ios::app);
+      log << text;
+      log.close();
+      if (!log) logged = Status::IOError("cannot append DLIO's progress lines to " + log_path);
+    }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(logged));
   if (session.tracer().enabled()) {

@@ -3,9 +3,8 @@
 // (the CLI, a sweep, a test) can render a run it did not make.
 //
 //   summary.json                 SummaryJson (rank 0); DLIO's keys + "iomimic"
-//   <id>_per_epoch_stats.json    WriteAcceleratorFiles, one per accelerator
-//   <id>_output.json             WriteAcceleratorFiles; streamed, per-step
-//                                lists bounded by iomimic.max_step_list
+//   the workflows' own files     WorkflowResults::WriteRankFiles
+//                                (output/workflow_results.h)
 //   io_counters.csv              IoCountersCsv (rank 0)
 //   console                      ConsoleSummary
 //
@@ -16,6 +15,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "config/config.h"
@@ -42,16 +43,6 @@ std::string PerEpochStatsText(const std::vector<metrics::EpochRecord>& epochs,
 // summary.json's text: DLIO's keys (metric, hosts, epochs, ...) in DLIO's
 // order, then iomimic's own object.
 std::string SummaryJson(const RunResults& results, const config::LoadedManifest& manifest);
-
-// This rank's per-accelerator files from the outcome's records:
-// <id>_per_epoch_stats.json and <id>_output.json per emulated accelerator
-// (the id is the rank when each process emulates one, as DLIO names them),
-// or <rank>_per_epoch_stats.json for a checkpoint-only run. `results` gives
-// the host facts and checkpoint size. `max_steps_per_entry` receives the
-// largest number of steps one entry of a per-step list stands for.
-Status WriteAcceleratorFiles(const std::string& folder, int rank, const RunResults& results,
-                             const RunOutcome& outcome, const config::Config& config,
-                             std::uint64_t* max_steps_per_entry);
 
 // timeline.csv's text (tidy, for pandas): one row per interval and rank,
 // then one row per host and interval with rank "host" (its ranks' sums; AU
@@ -84,31 +75,30 @@ std::string HistogramsJson(const RunResults& results);
 
 // DLIO's closing "[METRIC]" block, line for line as DLIO writes it to the
 // console and dlio.log (MLPerf Storage's rules take their figures of merit
-// from these lines): accelerators, training AU, samples/s and MB/s (mean
-// and stdev over epochs), train_au_meet_expectation, checkpoint save/load
-// duration and GB/s when checkpoints ran, and the evaluation's figures.
+// from these lines): the accelerators, then each workflow's lines
+// (WorkflowResults::MetricLines; training: AU, samples/s and MB/s, mean and
+// stdev over epochs, train_au_meet_expectation, checkpoint save/load
+// duration and GB/s, the evaluation's figures).
 std::string MetricBlock(const RunResults& results, const config::Config& config);
 
-// DLIO's progress lines (its log level OUTPUT, "[OUTPUT] <timestamp> ..."),
-// which rank 0 logs as training goes, rebuilt from accelerator 0's records
-// with their own timestamps, in time order: per epoch "Starting epoch <e>:
-// <n> steps expected" and "Ending epoch <e> - <n> steps completed in <d> s";
-// per block "Starting block <b>", "Ending block <b> - <n> steps completed in
-// <d> s" and the block's "[Training] Accelerator Utilization [AU] (%)",
-// "[Training] Throughput (samples/second)" (times the accelerators, as DLIO)
-// and "[Training] Computation time per step (second)"; per evaluation
-// "Starting eval", "Ending eval", "[Eval] Accelerator Utilization [AU] (%)"
-// and "[Eval] Throughput (samples/second)"; per checkpoint "Starting
-// checkpoint <k> after total step <s> for epoch <e>" and "Ending checkpoint
-// <k> for epoch <e>". Ends with "Saved outputs in <folder>".
-std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
-                            const config::Config& config, std::uint64_t steps_per_epoch,
-                            std::uint64_t eval_steps_per_epoch, int accelerators,
-                            const std::string& folder);
-
-// A few lines for the terminal: workload, plugins, the phase figures, the
-// checkpoint rates (rank 0's), latency, bytes and where the results are.
+// A few lines for the terminal: workload, plugins, each workflow's lines
+// (WorkflowResults::ConsoleLines), latency, bytes, the workflows' notes and
+// where the results are.
 std::string ConsoleSummary(const RunResults& results, const config::LoadedManifest& manifest,
                            const std::string& folder);
+
+// JSON text as every results file writes it: 4-space indent, invalid UTF-8
+// replaced.
+std::string DumpJson(const nlohmann::ordered_json& value);
+
+// A map of strings as a JSON object.
+nlohmann::ordered_json StringMapJson(const std::map<std::string, std::string>& m);
+
+// A checkpoint's entry in a per-epoch stats file: this rank's own start,
+// end, duration and throughput (docs/dlio-compat.md §5.3).
+nlohmann::ordered_json CheckpointStatsJson(const metrics::CheckpointRecord& r, double size_gib);
+
+// `v` with two decimals ("%.2f"), as DLIO's per-epoch durations.
+std::string FixedTwo(double v);
 
 }  // namespace iomimic::output

@@ -14,16 +14,18 @@
 #include <optional>
 #include <thread>
 
-#include "session/cache_honesty.h"
-#include "train/checkpointer.h"
-#include "train/generator.h"
-#include "session/interrupt.h"
-#include "session/session.h"
-#include "train/trainer.h"
 #include "kvcache/engine.h"
+#include "kvcache/results.h"
 #include "metrics/host_telemetry.h"
 #include "output/results.h"
 #include "plan/plan.h"
+#include "session/cache_honesty.h"
+#include "session/interrupt.h"
+#include "session/session.h"
+#include "train/checkpointer.h"
+#include "train/generator.h"
+#include "train/results.h"
+#include "train/trainer.h"
 
 namespace iomimic::run {
 namespace {
@@ -520,7 +522,7 @@ class WorkloadRun {
           outcome_.origin, c_.iomimic.timeline_interval,
           [session] { return SampleActivity(*session); }, std::move(on_row));
     }
-    outcome_.checkpointer = checkpointer_.get();
+    train_.checkpointer = checkpointer_.get();
   }
 
   // This host's telemetry: the disk under the data folder (none for an
@@ -579,7 +581,7 @@ class WorkloadRun {
     std::optional<train::GenerateReport> so_far;
     Result<train::GenerateReport> report = train::Generate(*session_, threads, &so_far);
     if (!report.ok()) return GenerateFailed(report.status(), so_far);
-    outcome_.generate = *report;
+    train_.generate = *report;
     GenerateTotals totals;
     totals.files_written = cluster_.SumU64(report->files_written);
     totals.files_skipped = cluster_.SumU64(report->files_skipped);
@@ -613,8 +615,9 @@ class WorkloadRun {
     if (signal > 0) {
       // Every rank exits as the signalled one does (128 + the signal).
       session::NoteAgreedInterrupt(signal);
-      outcome_.generate = *so_far;
+      train_.generate = *so_far;
       StopRecording();
+      HandOverResults();
       (void)output::WriteResults(folder_, *session_, outcome_);
     }
     return FinishFailed(status, signal);
@@ -625,8 +628,8 @@ class WorkloadRun {
     if (!status.ok()) return FinishFailed(status);
     // The files as they are on storage and in the page cache right before
     // training reads them (session/cache_honesty.h).
-    outcome_.cache_check = session::CheckDatasetAgainstMemory(*session_);
-    if (!outcome_.cache_check.warning.empty()) notify_->OnWarning(outcome_.cache_check.warning);
+    train_.cache_check = session::CheckDatasetAgainstMemory(*session_);
+    if (!train_.cache_check.warning.empty()) notify_->OnWarning(train_.cache_check.warning);
     train::TrainOptions train;
     train.accelerators_per_process = c_.iomimic.accelerators_per_process;
     if (c_.iomimic.sample_log) {
@@ -645,7 +648,7 @@ class WorkloadRun {
     notify_->OnTrainStart(start);
     progress_->MarkPhaseStart(start.epochs, start.steps_per_epoch);
     train.on_epoch = [this](const metrics::EpochRecord& e) {
-      notify_->OnEpochEnd(e, output::ComputeEpochMetrics(e, c_));
+      notify_->OnEpochEnd(e, metrics::ComputeEpochMetrics(e, c_));
     };
     // Each epoch's figures in the run folder at once, with no collective:
     // a run killed later keeps them (output/rank_ledger.h).
@@ -656,7 +659,7 @@ class WorkloadRun {
     train.checkpointer = checkpointer_.get();
     Result<train::TrainResult> trained = train::Train(*session_, train);
     if (!trained.ok()) return FinishFailed(trained.status());
-    outcome_.train = std::move(trained).value();
+    train_.train = std::move(trained).value();
     return Status::OK();
   }
 
@@ -678,7 +681,7 @@ class WorkloadRun {
     Result<train::CheckpointOnlyResult> done =
         train::RunCheckpointOnly(*session_, *checkpointer_);
     if (!done.ok()) return FinishFailed(done.status());
-    outcome_.checkpoint_only = std::move(done).value();
+    train_.checkpoint_only = std::move(done).value();
     return Status::OK();
   }
 
@@ -696,7 +699,7 @@ class WorkloadRun {
     Result<kvcache::KvFigures> done = kvcache::RunKvCache(*session_, options);
     Status status = cluster_.AgreeOnStatus(done.status());
     if (!status.ok()) return FinishFailed(status);
-    outcome_.kv_cache = std::move(done).value();
+    kv_cache_ = std::move(done).value();
     return Status::OK();
   }
 
@@ -712,9 +715,23 @@ class WorkloadRun {
     progress_->Stop();
   }
 
+  // Each workflow's results of this rank, handed to output/ (output/
+  // workflow_results.h); the one place that names the workflows' results.
+  // Every rank hands over the same workflows (their merges are collective).
+  void HandOverResults() {
+    if (train_.generate || train_.train || train_.checkpoint_only || train_.checkpointer) {
+      outcome_.workflows.push_back(std::make_shared<train::TrainingResults>(std::move(train_)));
+    }
+    if (kv_cache_) {
+      outcome_.workflows.push_back(
+          std::make_shared<kvcache::KvCacheResults>(std::move(*kv_cache_)));
+    }
+  }
+
   // The results files and, on rank 0, status.json.
   Result<output::RunResults> Finish() {
     StopRecording();
+    HandOverResults();
     DelayResultsForTesting();
     Result<output::RunResults> results = output::WriteResults(folder_, *session_, outcome_);
     Status status = results.status();
@@ -758,6 +775,9 @@ class WorkloadRun {
   Status ledger_status_;               // the first failure to write the rank's record
   std::unique_ptr<FaultWatch> watch_;  // after ledger_, which it writes
   std::unique_ptr<train::Checkpointer> checkpointer_;
+  // This rank's records of each workflow, until HandOverResults.
+  train::TrainingResults::Local train_;
+  std::optional<kvcache::KvFigures> kv_cache_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
   metrics::TimelineSampler sampler_;

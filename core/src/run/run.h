@@ -18,6 +18,7 @@
 #include "metrics/records.h"
 #include "output/model.h"
 #include "plugin/registry.h"
+#include "train/results.h"
 
 namespace iomimic::run {
 
@@ -101,7 +102,7 @@ struct CheckpointStart {
 // Generation totals over all ranks: the results model's generation figures
 // (files written and skipped, bytes, the slowest rank's seconds; the
 // per-rank bytes are left empty here).
-using GenerateTotals = output::GenerateResults;
+using GenerateTotals = train::GenerateResults;
 
 // What a front end learns while a run goes on. Every method but OnProgress
 // is called on every rank (a front end that prints checks its rank), from
@@ -123,8 +124,8 @@ class RunObserver {
   virtual void OnGenerateEnd(const GenerateTotals& totals) { (void)totals; }
   virtual void OnTrainStart(const TrainStart& start) { (void)start; }
   // After each epoch, with this process's first accelerator's record and its
-  // figures (output::ComputeEpochMetrics).
-  virtual void OnEpochEnd(const metrics::EpochRecord& record, const output::EpochMetrics& metrics) {
+  // figures (metrics::ComputeEpochMetrics).
+  virtual void OnEpochEnd(const metrics::EpochRecord& record, const metrics::EpochMetrics& metrics) {
     (void)record;
     (void)metrics;
   }
