@@ -245,6 +245,52 @@ def regenerate(fmt, data, out, step, changes):
     return run([ARGS.iomimic, "generate", workload("default")] + ov)
 
 
+def test_metadata_workflow():
+    """workflow.metadata (core/src/metadata/): every file stat'ed
+    train.epochs times over by 2 ranks, beside training, with its own summary
+    keys, histogram, events and console line; a missing file is an error
+    naming it."""
+    data = os.path.join(ARGS.work, "data")
+    out = os.path.join(ARGS.work, "out")
+    ov = small_overrides(data, out, files=16, eval_files=4, epochs=3,
+                         extra=["++workload.workflow.metadata=True",
+                                "++workload.workflow.evaluation=True"])
+    p = mpirun(2, [ARGS.iomimic, "run", workload("quickstart")] + ov)
+    s = json.load(open(os.path.join(out, "summary.json")))
+    m = s["iomimic"].get("metadata")
+    if not m:
+        fail("summary.json has no iomimic.metadata")
+    if (m["files"], m["passes"], m["stats"]) != (20, 3, 60):
+        fail("metadata: files, passes, stats %r, expected (20, 3, 60)" % (
+            (m["files"], m["passes"], m["stats"]),))
+    sizes = sum(os.path.getsize(f) for f in glob.glob(os.path.join(data, "*", "*", "*.npz")))
+    if m["bytes_listed"] != 3 * sizes:
+        fail("metadata: bytes_listed %d, expected 3 x %d" % (m["bytes_listed"], sizes))
+    if m["latency_ms"]["count"] != 60:
+        fail("metadata latency count %d" % m["latency_ms"]["count"])
+    if s["iomimic"]["latency_ms"]["metadata_stat"]["count"] != 60:
+        fail("histograms: metadata_stat is not the workflow's 60 stats")
+    if s["iomimic"]["latency_ms"]["storage_stat"]["count"] < 60:
+        fail("the stats did not go through the counting storage")
+    if s["epochs"] != 3 or not s["metric"].get("train_au_percentage"):
+        fail("training beside the metadata workflow lost its figures")
+    passes = [r for r in csv.DictReader(open(os.path.join(out, "events.csv")))
+              if r["event"] == "stat_pass"]
+    if sorted(r["rank"] for r in passes) != ["0", "1"]:
+        fail("events.csv: one stat_pass per rank expected, got %r" % passes)
+    if "metadata: 60 stats of 20 files" not in p.stdout:
+        fail("no metadata line on the console")
+    victim = sorted(glob.glob(os.path.join(data, "train", "*", "*.npz")))[5]
+    os.remove(victim)
+    ov = [o for o in ov if "generate_data" not in o and "output.folder" not in o]
+    p = run([ARGS.iomimic, "run", workload("quickstart"), "++workload.workflow.train=False",
+             "++workload.workflow.generate_data=False",
+             "++workload.output.folder=" + os.path.join(ARGS.work, "out2")] + ov,
+            expect_ok=False)
+    if p.returncode == 0 or not re.search(r"metadata workflow: .*" + re.escape(victim), p.stderr):
+        fail("a missing file should fail the metadata workflow and be named")
+
+
 def test_regeneration_follows_parameters():
     """For every format: generating again with another record length, another
     number of samples per file or another compression writes the files again

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 # The workflows: siblings on the session, listed by run/ only.
-WORKFLOWS = {"train", "kvcache"}
+WORKFLOWS = {"train", "kvcache", "metadata"}
 BASE = {"cluster", "config", "metrics", "plan", "plugin"}
 
 # What each folder of core/src may include besides itself and the SDK
@@ -31,6 +31,7 @@ ALLOWED = {
     "output": BASE | {"session"},
     "train": BASE | {"session", "output"},
     "kvcache": BASE | {"session", "output"},
+    "metadata": BASE | {"session", "output"},
     "analysis": BASE | {"output"},
     "run": BASE | {"session", "output", "analysis"} | WORKFLOWS,
 }

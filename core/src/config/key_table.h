@@ -57,7 +57,8 @@
   X("evaluation", evaluation, bool, false, Bool().Doc("Evaluate after epochs (evaluation.*).")) \
   X("checkpoint", checkpoint, bool, false, Bool().Doc("Write (and read) checkpoints (checkpoint.*).")) \
   X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself.")) \
-  X("kv_cache", kv_cache, bool, false, Bool().Iomimic().Doc("Run the KV-cache offload workflow (MLPerf Storage v3.0's kv-cache benchmark; kv_cache.*, docs/kvcache.md) instead of training; workflow.train then defaults to False and may not be True."))
+  X("kv_cache", kv_cache, bool, false, Bool().Iomimic().Doc("Run the KV-cache offload workflow (MLPerf Storage v3.0's kv-cache benchmark; kv_cache.*, docs/kvcache.md) instead of training; workflow.train then defaults to False and may not be True.")) \
+  X("metadata", metadata, bool, false, Bool().Iomimic().Doc("Stat every file of the dataset train.epochs times over (reader.read_threads threads per rank, no data read) before training, and report the storage's metadata rate (summary.json iomimic.metadata; docs/architecture.md)."))
 
 #define IOMIMIC_KEYS_STORAGE(X)                                                                   \
   X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type; s3 selects the s3 back end (storage_root the bucket, s3://bucket/... folders).")) \

@@ -16,6 +16,7 @@
 
 #include "kvcache/engine.h"
 #include "kvcache/results.h"
+#include "metadata/stat_files.h"
 #include "metrics/host_telemetry.h"
 #include "output/results.h"
 #include "plan/plan.h"
@@ -442,6 +443,7 @@ class WorkloadRun {
     watch_ = std::make_unique<FaultWatch>(cluster_, folder_, ledger_.get(), outcome_.rank_hosts);
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
+    if (c_.workflow.metadata) IOMIMIC_RETURN_IF_ERROR(Metadata());
     if (c_.workflow.kv_cache) {
       IOMIMIC_RETURN_IF_ERROR(KvCache());
     } else if (training()) {
@@ -703,6 +705,16 @@ class WorkloadRun {
     return Status::OK();
   }
 
+  // The metadata workflow (metadata/stat_files.h): every file stat'ed.
+  Status Metadata() {
+    progress_->MarkPhaseStart(0, 0);
+    Result<metadata::StatFigures> done = metadata::StatFiles(*session_);
+    Status status = cluster_.AgreeOnStatus(done.status());
+    if (!status.ok()) return FinishFailed(status);
+    stat_files_ = std::move(done).value();
+    return Status::OK();
+  }
+
   // The run's end: the timeline and the progress timer stop.
   void StopRecording() {
     outcome_.end = metrics::Stamp::Now();
@@ -721,6 +733,9 @@ class WorkloadRun {
   void HandOverResults() {
     if (train_.generate || train_.train || train_.checkpoint_only || train_.checkpointer) {
       outcome_.workflows.push_back(std::make_shared<train::TrainingResults>(std::move(train_)));
+    }
+    if (stat_files_) {
+      outcome_.workflows.push_back(std::make_shared<metadata::StatResults>(*stat_files_));
     }
     if (kv_cache_) {
       outcome_.workflows.push_back(
@@ -778,6 +793,7 @@ class WorkloadRun {
   // This rank's records of each workflow, until HandOverResults.
   train::TrainingResults::Local train_;
   std::optional<kvcache::KvFigures> kv_cache_;
+  std::optional<metadata::StatFigures> stat_files_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
   metrics::TimelineSampler sampler_;
