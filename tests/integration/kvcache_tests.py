@@ -50,8 +50,22 @@ def test_kvcache_replay_posix():
     out = os.path.join(args().work, "out")
     run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "posix", "--root", objects,
          "--threads", "2", "--transfer-size", "65536", "--keep-objects", "--output", out])
-    with open(os.path.join(out, "kvcache_replay.json")) as f:
-        result = json.load(f)
+    # A run like any other (docs/kvcache-reference.md): its figures in
+    # summary.json's kv_cache_replay, status.json completed, the replay's
+    # histograms and its span in events.csv.
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    result = summary["kv_cache_replay"]
+    with open(os.path.join(out, "status.json")) as f:
+        if json.load(f)["status"] != "completed":
+            fail("status.json does not say completed")
+    hist = summary["iomimic"]["latency_ms"]
+    if hist["kv_replay_write"]["count"] != result["writes"]["ops"]:
+        fail("histograms: kv_replay_write holds %d, %d writes" %
+             (hist["kv_replay_write"]["count"], result["writes"]["ops"]))
+    with open(os.path.join(out, "events.csv")) as f:
+        if not any(r["event"] == "kv_replay" for r in csv.DictReader(f)):
+            fail("events.csv has no kv_replay span")
     got = {name: [g["ops"], g["bytes"]] for name, g in result["groups"].items()}
     if got != dict(groups):
         fail("groups %s, the trace has %s" % (got, dict(groups)))
@@ -81,17 +95,19 @@ def test_kvcache_replay_posix():
         if a.nbytes != size or a.ndim != 1:
             fail("%s.npy holds %s %s, the trace says %d bytes" % (key, a.dtype, a.shape, size))
     # Again into the same root: refused, nothing overwritten.
-    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root", objects], expect_ok=False)
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--root", objects, "--output",
+             os.path.join(args().work, "out_again")], expect_ok=False)
     if p.returncode != 1 or "exists before the replay" not in p.stderr:
         fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
     # Same output folder: refused.
     p = run([args().iomimic, "kvcache-replay", trace_path(), "--root",
              os.path.join(args().work, "o2"), "--output", out], expect_ok=False)
-    if p.returncode != 1 or "kvcache_replay.json exists" not in p.stderr:
-        fail("an existing kvcache_replay.json was not refused (exit %d)" % p.returncode)
+    if p.returncode != 1 or "already holds the results of another run" not in p.stderr:
+        fail("a run folder with results was not refused (exit %d)" % p.returncode)
     # Without --keep-objects nothing is left.
     clean = os.path.join(args().work, "clean")
-    run([args().iomimic, "kvcache-replay", trace_path(), "--root", clean, "--timing", "recorded"])
+    run([args().iomimic, "kvcache-replay", trace_path(), "--root", clean, "--timing", "recorded",
+         "--output", os.path.join(args().work, "out_clean")])
     left = [os.path.join(d, f) for d, _, files in os.walk(clean) for f in files]
     if left:
         fail("objects left after the replay: %s" % left)
@@ -127,7 +143,8 @@ def test_kvcache_replay_s3():
     prefix = s3_tests.uniq("kvreplay")
     root = "s3://%s/%s" % (bucket, prefix)
     run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root,
-         "--threads", "3", "--keep-objects"], env=env)
+         "--threads", "3", "--keep-objects", "--output", os.path.join(args().work, "s3_1")],
+        env=env)
     sizes = {}
     with open(trace_path(), newline="") as f:
         for row in csv.DictReader(f):
@@ -141,13 +158,13 @@ def test_kvcache_replay_s3():
     body = client.get_object(Bucket=bucket, Key="%s/layer0/user0.npy" % prefix)["Body"].read()
     if np.load(io.BytesIO(body)).nbytes != 1001:
         fail("layer0/user0.npy does not load as 1001 bytes")
-    p = run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root],
-            env=env, expect_ok=False)
+    p = run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root", root,
+             "--output", os.path.join(args().work, "s3_2")], env=env, expect_ok=False)
     if p.returncode != 1 or "exists before the replay" not in p.stderr:
         fail("a replay over existing objects was not refused (exit %d)" % p.returncode)
     clean = s3_tests.uniq("kvreplay_clean")
     run([args().iomimic, "kvcache-replay", trace_path(), "--storage", "s3", "--root",
-         "s3://%s/%s" % (bucket, clean)], env=env)
+         "s3://%s/%s" % (bucket, clean), "--output", os.path.join(args().work, "s3_3")], env=env)
     if s3_tests.list_keys(client, bucket, clean + "/"):
         fail("objects left under %s" % clean)
 

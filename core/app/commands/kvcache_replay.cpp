@@ -2,18 +2,15 @@
 // Storage's KV-cache reference (kv-cache.py --io-trace-log) on any storage
 // back end: Tier-2 writes create .npy objects, Tier-2 reads read them whole
 // past the page cache (core/src/kvcache/replay.h, docs/kvcache-reference.md).
+// It is `iomimic run workload=kvcache_replay` with the options as overrides
+// (kv_cache.replay_*): a run like any other, in a run folder.
 
 #include <boost/program_options.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
 
 #include "cli.h"
 #include "config/dlio_compat.h"
-#include "session/interrupt.h"
-#include "kvcache/replay.h"
-#include "kvcache/trace.h"
 
 namespace iomimic::app {
 
@@ -29,7 +26,10 @@ struct ReplayArgs {
   std::vector<std::string> storage_options;
   std::string timing = "fast";
   std::string output;
-  kvcache::ReplayOptions replay;
+  std::string root = "kvcache_replay";
+  unsigned threads = 1;
+  std::size_t transfer_bytes = 16u << 20;
+  bool keep_objects = false;
 };
 
 po::options_description ReplayOptionsOf(ReplayArgs* a) {
@@ -39,19 +39,20 @@ po::options_description ReplayOptionsOf(ReplayArgs* a) {
       "storage plugin the objects go to (default: the plain file back end)")(
       "storage-option", po::value<std::vector<std::string>>(&a->storage_options),
       "KEY=VALUE option of the storage plugin (repeatable; 'iomimic plugins -v' lists them)")(
-      "root", po::value<std::string>(&a->replay.root),
+      "root", po::value<std::string>(&a->root),
       "folder of the objects, in the storage's namespace (default: kvcache_replay)")(
       "timing", po::value<std::string>(&a->timing),
       "fast: each operation as soon as a thread and its key are free (default); recorded: "
       "also not before its time in the trace")(
-      "threads", po::value<unsigned>(&a->replay.threads),
+      "threads", po::value<unsigned>(&a->threads),
       "operations in flight on different keys (default 1)")(
-      "transfer-size", po::value<std::size_t>(&a->replay.transfer_bytes),
+      "transfer-size", po::value<std::size_t>(&a->transfer_bytes),
       "bytes per read or write call (default 16 MiB)")("keep-objects",
-                                                       po::bool_switch(&a->replay.keep_objects),
+                                                       po::bool_switch(&a->keep_objects),
                                                        "leave the objects in place at the end")(
       "output,o", po::value<std::string>(&a->output),
-      "folder for kvcache_replay.json (the figures below, latencies in seconds)")(
+      "run folder (default: hydra_log/kvcache_replay/<date>-<time>); summary.json's "
+      "kv_cache_replay holds the figures, latencies in seconds")(
       "plugin-dir", po::value<std::vector<std::string>>(&a->plugin_dirs),
       "extra plugin folder, searched first (repeatable)");
   return opts;
@@ -84,41 +85,36 @@ bool ParseReplayArgs(int argc, char** argv, ReplayArgs* a, int* exit_code) {
     *exit_code = Usage("--timing must be 'fast' or 'recorded', not '" + a->timing + "'");
     return false;
   }
-  a->replay.timing =
-      a->timing == "recorded" ? kvcache::ReplayTiming::kRecorded : kvcache::ReplayTiming::kFast;
-  if (a->replay.threads == 0 || a->replay.transfer_bytes == 0) {
+  if (a->threads == 0 || a->transfer_bytes == 0) {
     *exit_code = Usage("--threads and --transfer-size must be at least 1");
     return false;
   }
   return true;
 }
 
-Result<std::map<std::string, std::string>> StorageOptionsOf(const ReplayArgs& a) {
-  std::map<std::string, std::string> options;
+// The `iomimic run` command line of the replay.
+Result<std::vector<std::string>> RunArgsOf(const ReplayArgs& a) {
+  std::vector<std::string> run{"iomimic", "workload=kvcache_replay"};
+  for (const std::string& dir : a.plugin_dirs) run.insert(run.end(), {"--plugin-dir", dir});
+  std::error_code ec;
+  const fs::path trace = fs::absolute(a.positional[0], ec);
+  const std::string w = "++workload.";
+  run.push_back(w + "kv_cache.replay_trace=" + (ec ? a.positional[0] : trace.string()));
+  run.push_back(w + "kv_cache.cache_folder=" + a.root);
+  run.push_back(w + "kv_cache.replay_timing=" + a.timing);
+  run.push_back(w + "kv_cache.replay_threads=" + std::to_string(a.threads));
+  run.push_back(w + "kv_cache.transfer_size=" + std::to_string(a.transfer_bytes));
+  run.push_back(w + "kv_cache.keep_entries=" + (a.keep_objects ? "True" : "False"));
+  run.push_back(w + "storage.backend=" + a.storage);
   for (const std::string& kv : a.storage_options) {
     const std::size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Status::InvalidArgument("--storage-option '" + kv + "' is not KEY=VALUE");
     }
-    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    run.push_back(w + "storage.options." + kv);
   }
-  return options;
-}
-
-// Writes <output>/kvcache_replay.json, refusing to replace one.
-Status WriteResult(const std::string& folder, const kvcache::ReplayResult& result) {
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec) return Status::IOError("cannot create " + folder + ": " + ec.message());
-  const fs::path path = fs::path(folder) / "kvcache_replay.json";
-  if (fs::exists(path)) {
-    return Status::AlreadyExists(path.string() + " exists; choose another --output");
-  }
-  std::ofstream out(path);
-  out << kvcache::ReplayResultJson(result);
-  out.close();
-  if (!out) return Status::IOError("cannot write " + path.string());
-  return Status::OK();
+  if (!a.output.empty()) run.push_back(w + "output.folder=" + a.output);
+  return run;
 }
 
 }  // namespace
@@ -127,33 +123,12 @@ int CmdKvcacheReplay(int argc, char** argv) {
   ReplayArgs a;
   int code = 0;
   if (!ParseReplayArgs(argc, argv, &a, &code)) return code;
-  if (!a.output.empty() && fs::exists(fs::path(a.output) / "kvcache_replay.json")) {
-    return Fail(Status::AlreadyExists(a.output + "/kvcache_replay.json exists; choose another "
-                                                 "--output"));
-  }
-  Result<std::vector<kvcache::TraceRow>> rows = kvcache::ReadTrace(a.positional[0]);
-  if (!rows.ok()) return Fail(rows.status());
-  Result<std::map<std::string, std::string>> options = StorageOptionsOf(a);
-  if (!options.ok()) return Fail(options.status());
-  plugin::Registry registry;
-  registry.Discover(plugin::Registry::SearchPath(a.plugin_dirs, {}));
-  Result<plugin::StorageStack> stack =
-      plugin::StorageStack::Open(registry, a.storage, *options, 0, 1);
-  if (!stack.ok()) return Fail(stack.status());
-
-  session::InstallInterruptHandlers();
-  a.replay.stop = [] { return session::InterruptSignal() != 0; };
-  std::cout << "kvcache-replay: " << rows->size() << " rows from " << a.positional[0] << " on "
-            << stack->Describe() << " under " << a.replay.root << " (" << a.timing << ", "
-            << a.replay.threads << " thread(s))" << std::endl;
-  Result<kvcache::ReplayResult> result = kvcache::Replay(*stack->top(), *rows, a.replay);
-  if (!result.ok()) return Fail(result.status());
-  std::cout << kvcache::ReplayResultText(*result);
-  if (!a.output.empty()) {
-    if (Status s = WriteResult(a.output, *result); !s.ok()) return Fail(s);
-  }
-  const int signal = session::InterruptSignal();
-  return signal != 0 ? 128 + signal : 0;
+  Result<std::vector<std::string>> run = RunArgsOf(a);
+  if (!run.ok()) return Fail(run.status());
+  std::vector<char*> cargs;
+  for (std::string& arg : *run) cargs.push_back(arg.data());
+  cargs.push_back(nullptr);
+  return CmdRun(static_cast<int>(run->size()), cargs.data());
 }
 
 }  // namespace iomimic::app

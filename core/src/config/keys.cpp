@@ -49,6 +49,7 @@ const Words kKvCacheModels = {
     "deepseek-v3", "qwen3-32b",  "gpt-oss-120b", "gpt-oss-20b"};
 const Words kKvGenerationModes = {"none", "fast", "realistic"};
 const Words kKvAccelerators = {"auto", "gds", "emulated"};
+const Words kKvReplayTimings = {"fast", "recorded"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {

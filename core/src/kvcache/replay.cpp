@@ -7,10 +7,15 @@
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
 #include "iomimic/random.h"
+#include "metrics/figures_json.h"
+#include "metrics/rank_merge.h"
+#include "output/model.h"
+#include "session/interrupt.h"
 
 namespace iomimic::kvcache {
 
@@ -340,32 +345,23 @@ Result<ReplayResult> Replay(Storage& storage, const std::vector<TraceRow>& rows,
 
 namespace {
 
-nlohmann::json LatencyJson(const metrics::LatencyHistogram& h) {
-  nlohmann::json j;
-  if (h.count() == 0) return j;
-  auto s = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e9; };
-  j["mean"] = h.mean_ns() / 1e9;
-  j["p50"] = s(h.Percentile(0.50));
-  j["p90"] = s(h.Percentile(0.90));
-  j["p95"] = s(h.Percentile(0.95));
-  j["p99"] = s(h.Percentile(0.99));
-  j["p999"] = s(h.Percentile(0.999));
-  j["max"] = s(h.max_ns());
-  return j;
-}
+using json = nlohmann::ordered_json;
 
-nlohmann::json OpsJson(const ReplayGroup& g, const metrics::LatencyHistogram& h, double elapsed) {
-  nlohmann::json j{{"ops", g.ops}, {"bytes", g.bytes}};
-  j["latency_seconds"] = LatencyJson(h);
+// Latency percentiles in seconds, as kvcache_replay.json had them.
+json OpsJson(const ReplayGroup& g, const metrics::LatencyHistogram& h, double elapsed) {
+  json j;
+  j["ops"] = g.ops;
+  j["bytes"] = g.bytes;
+  j["latency_seconds"] = metrics::PercentilesJson<json>(h, metrics::kReferenceQuantiles, 1e9);
   j["bytes_per_second"] = elapsed > 0 ? static_cast<double>(g.bytes) / elapsed : 0.0;
   return j;
 }
 
-}  // namespace
-
-std::string ReplayResultJson(const ReplayResult& r) {
-  nlohmann::json j;
-  for (const auto& [name, g] : r.groups) j["groups"][name] = {{"ops", g.ops}, {"bytes", g.bytes}};
+json ReplayJson(const ReplayResult& r) {
+  json j;
+  json groups = json::object();
+  for (const auto& [name, g] : r.groups) groups[name] = {{"ops", g.ops}, {"bytes", g.bytes}};
+  j["groups"] = std::move(groups);
   j["reads"] = OpsJson(r.reads, r.read_ns, r.elapsed_s);
   j["writes"] = OpsJson(r.writes, r.write_ns, r.elapsed_s);
   j["skipped_memory_tiers"] = {{"ops", r.skipped.ops}, {"bytes", r.skipped.bytes}};
@@ -376,8 +372,10 @@ std::string ReplayResultJson(const ReplayResult& r) {
   j["late_ops"] = r.late_ops;
   j["max_late_seconds"] = r.max_late_s;
   j["stopped"] = r.stopped;
-  return j.dump(2) + "\n";
+  return j;
 }
+
+}  // namespace
 
 std::string ReplayResultText(const ReplayResult& r) {
   char line[256];
@@ -406,6 +404,104 @@ std::string ReplayResultText(const ReplayResult& r) {
                 r.elapsed_s, r.trace_span_s, static_cast<unsigned long long>(r.late_ops),
                 r.max_late_s, r.stopped ? "; stopped early" : "");
   return out + line;
+}
+
+Result<RankReplay> ReplayTrace(session::Session& session) {
+  const config::KvCacheConfig& c = session.config().kv_cache;
+  IOMIMIC_ASSIGN_OR_RETURN(std::vector<TraceRow> rows, ReadTrace(c.replay_trace));
+  ReplayOptions options;
+  options.root = session::ResolveDataPath(session.config(), c.cache_folder);
+  if (session.cluster().size() > 1) {
+    options.root += "/rank_" + std::to_string(session.cluster().rank());
+  }
+  options.timing = c.replay_timing == "recorded" ? ReplayTiming::kRecorded : ReplayTiming::kFast;
+  options.threads = static_cast<unsigned>(c.replay_threads);
+  options.transfer_bytes = static_cast<std::size_t>(c.transfer_size);
+  options.keep_objects = c.keep_entries;
+  options.stop = [] { return session::InterruptSignal() != 0; };
+  RankReplay replay;
+  replay.start = metrics::Stamp::Now();
+  IOMIMIC_ASSIGN_OR_RETURN(replay.result, Replay(session.storage(), rows, options));
+  replay.end = metrics::Stamp::Now();
+  return replay;
+}
+
+int ReplayResults::interrupted_by() const {
+  return local_.result.stopped ? session::InterruptSignal() : 0;
+}
+
+void ReplayResults::AddEvents(std::chrono::system_clock::time_point origin, int rank,
+                              std::vector<output::EventEntry>* events) const {
+  events->push_back({rank, "kv_replay", 0, 0, output::SinceOrigin(origin, local_.start),
+                     output::SinceOrigin(origin, local_.end),
+                     local_.result.reads.bytes + local_.result.writes.bytes});
+}
+
+std::vector<std::pair<std::string, metrics::LatencyHistogram>> ReplayResults::Histograms() const {
+  return {{"kv_replay_read", local_.result.read_ns}, {"kv_replay_write", local_.result.write_ns}};
+}
+
+Status ReplayResults::Collect(session::Session& session, output::RunResults& run) {
+  (void)run;
+  cluster::Cluster& cluster = session.cluster();
+  const ReplayResult& mine = local_.result;
+  // The groups by name, as text (every rank replays the same trace, so the
+  // names agree; a sum by name keeps it right if they did not).
+  std::string groups;
+  for (const auto& [name, g] : mine.groups) {
+    groups += std::to_string(g.ops) + " " + std::to_string(g.bytes) + " " + name + "\n";
+  }
+  merged_ = ReplayResult{};
+  for (const std::string& text : cluster.AllGatherStrings(groups)) {
+    std::istringstream in(text);
+    std::uint64_t ops = 0, bytes = 0;
+    std::string name;
+    while (in >> ops >> bytes && std::getline(in >> std::ws, name)) {
+      merged_.groups[name].ops += ops;
+      merged_.groups[name].bytes += bytes;
+    }
+  }
+  const std::vector<std::uint64_t> sums = cluster.SumU64s(
+      {mine.reads.ops, mine.reads.bytes, mine.writes.ops, mine.writes.bytes, mine.skipped.ops,
+       mine.skipped.bytes, mine.header_bytes, mine.setup_objects, mine.late_ops,
+       mine.stopped ? 1u : 0u});
+  merged_.reads = {sums[0], sums[1]};
+  merged_.writes = {sums[2], sums[3]};
+  merged_.skipped = {sums[4], sums[5]};
+  merged_.header_bytes = sums[6];
+  merged_.setup_objects = sums[7];
+  merged_.late_ops = sums[8];
+  merged_.stopped = sums[9] > 0;
+  const std::vector<double> maxima =
+      cluster.MaxDoubles({mine.elapsed_s, mine.trace_span_s, mine.max_late_s});
+  merged_.elapsed_s = maxima[0];
+  merged_.trace_span_s = maxima[1];
+  merged_.max_late_s = maxima[2];
+  std::vector<metrics::LatencyHistogram> merged =
+      metrics::MergeOverRanks({&mine.read_ns, &mine.write_ns}, cluster);
+  merged_.read_ns = merged[0];
+  merged_.write_ns = merged[1];
+  return Status::OK();
+}
+
+void ReplayResults::AddToSummary(const output::RunResults& run,
+                                 const config::LoadedManifest& manifest, json& summary,
+                                 json& iomimic) const {
+  (void)run, (void)iomimic;
+  json o = ReplayJson(merged_);
+  o["trace"] = manifest.config.kv_cache.replay_trace;
+  o["timing"] = manifest.config.kv_cache.replay_timing;
+  o["threads"] = manifest.config.kv_cache.replay_threads;
+  summary["kv_cache_replay"] = std::move(o);
+}
+
+std::string ReplayResults::ConsoleLines(const output::RunResults& run,
+                                        const config::Config& config) const {
+  (void)run, (void)config;
+  std::string out;
+  std::istringstream lines(ReplayResultText(merged_));
+  for (std::string line; std::getline(lines, line);) out += "  kv-replay " + line + "\n";
+  return out;
 }
 
 }  // namespace iomimic::kvcache

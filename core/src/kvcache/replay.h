@@ -32,6 +32,9 @@
 #include "kvcache/models.h"
 #include "kvcache/trace.h"
 #include "metrics/histogram.h"
+#include "metrics/records.h"
+#include "output/workflow_results.h"
+#include "session/session.h"
 
 namespace iomimic::kvcache {
 
@@ -87,11 +90,48 @@ std::string NpyHeaderForBytes(std::uint64_t bytes);
 Result<ReplayResult> Replay(Storage& storage, const std::vector<TraceRow>& rows,
                             const ReplayOptions& options);
 
-// The result as a JSON object (groups, reads and writes with latency
-// percentiles in seconds, skipped, elapsed, throughput).
-std::string ReplayResultJson(const ReplayResult& result);
-
 // The result as a few lines of text for a terminal.
 std::string ReplayResultText(const ReplayResult& result);
+
+// The replay as the KV-cache workflow of a run (kv_cache.replay_trace): this
+// rank replays the trace on the session's storage under kv_cache.cache_folder
+// (resolved against storage.storage_root; with several ranks, rank r under
+// <cache_folder>/rank_<r>), with kv_cache.replay_threads threads,
+// kv_cache.replay_timing, kv_cache.transfer_size bytes per call, keeping the
+// objects when kv_cache.keep_entries says so; a signal stops it after the
+// operations in flight (session/interrupt.h).
+struct RankReplay {
+  ReplayResult result;
+  metrics::Stamp start, end;
+};
+Result<RankReplay> ReplayTrace(session::Session& session);
+
+// This rank's replay and, after Collect, the run's (counts summed over the
+// ranks, histograms merged, elapsed the slowest rank's): summary.json's
+// kv_cache_replay (groups, reads and writes with latency percentiles in
+// seconds, skipped memory tiers, elapsed, late starts), the histograms
+// kv_replay_read and kv_replay_write, a kv_replay span per rank in
+// events.csv and the console lines.
+class ReplayResults final : public output::WorkflowResults {
+ public:
+  explicit ReplayResults(RankReplay local) : local_(std::move(local)) {}
+
+  const ReplayResult& merged() const { return merged_; }
+
+  // output::WorkflowResults (output/workflow_results.h).
+  int interrupted_by() const override;
+  void AddEvents(std::chrono::system_clock::time_point origin, int rank,
+                 std::vector<output::EventEntry>* events) const override;
+  std::vector<std::pair<std::string, metrics::LatencyHistogram>> Histograms() const override;
+  Status Collect(session::Session& session, output::RunResults& run) override;
+  void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
+                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+  std::string ConsoleLines(const output::RunResults& run,
+                           const config::Config& config) const override;
+
+ private:
+  RankReplay local_;
+  ReplayResult merged_;
+};
 
 }  // namespace iomimic::kvcache

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kvcache/engine.h"
+#include "kvcache/replay.h"
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
 #include "metrics/host_telemetry.h"
@@ -691,6 +692,13 @@ class WorkloadRun {
   // the results merge the ranks'.
   Status KvCache() {
     progress_->MarkPhaseStart(0, 0);
+    if (!c_.kv_cache.replay_trace.empty()) {  // a reference trace replayed (kvcache/replay.h)
+      Result<kvcache::RankReplay> replayed = kvcache::ReplayTrace(*session_);
+      Status status = cluster_.AgreeOnStatus(replayed.status());
+      if (!status.ok()) return FinishFailed(status);
+      kv_replay_ = std::move(replayed).value();
+      return Status::OK();
+    }
     kvcache::KvRunOptions options;
     options.registry = &registry_;
     if (!c_.kv_cache.io_trace_log.empty()) {
@@ -736,6 +744,9 @@ class WorkloadRun {
     }
     if (stat_files_) {
       outcome_.workflows.push_back(std::make_shared<metadata::StatResults>(*stat_files_));
+    }
+    if (kv_replay_) {
+      outcome_.workflows.push_back(std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
     }
     if (kv_cache_) {
       outcome_.workflows.push_back(
@@ -793,6 +804,7 @@ class WorkloadRun {
   // This rank's records of each workflow, until HandOverResults.
   train::TrainingResults::Local train_;
   std::optional<kvcache::KvFigures> kv_cache_;
+  std::optional<kvcache::RankReplay> kv_replay_;
   std::optional<metadata::StatFigures> stat_files_;
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
