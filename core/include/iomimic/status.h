@@ -13,11 +13,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
+
+#include "iomimic/enum_names.h"
 
 namespace iomimic {
 
@@ -36,35 +39,28 @@ enum class StatusCode : int {
   kVersionMismatch = 11,   // plugin ABI or format version does not match
 };
 
+namespace status_internal {
+// StatusCodeName's table, in the order of StatusCode's values.
+inline constexpr std::string_view kCodeNames[] = {
+    "ok",
+    "not found",
+    "already exists",
+    "invalid argument",
+    "io error",
+    "corruption",
+    "not supported",
+    "out of range",
+    "resource exhausted",
+    "aborted",
+    "internal error",
+    "version mismatch",
+};
+static_assert(std::size(kCodeNames) == static_cast<std::size_t>(StatusCode::kVersionMismatch) + 1);
+}  // namespace status_internal
+
 // Returns a short lower-case name for `code`, e.g. "io error".
 constexpr std::string_view StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "ok";
-    case StatusCode::kNotFound:
-      return "not found";
-    case StatusCode::kAlreadyExists:
-      return "already exists";
-    case StatusCode::kInvalidArgument:
-      return "invalid argument";
-    case StatusCode::kIOError:
-      return "io error";
-    case StatusCode::kCorruption:
-      return "corruption";
-    case StatusCode::kNotSupported:
-      return "not supported";
-    case StatusCode::kOutOfRange:
-      return "out of range";
-    case StatusCode::kResourceExhausted:
-      return "resource exhausted";
-    case StatusCode::kAborted:
-      return "aborted";
-    case StatusCode::kInternal:
-      return "internal error";
-    case StatusCode::kVersionMismatch:
-      return "version mismatch";
-  }
-  return "unknown";
+  return EnumName(code, status_internal::kCodeNames, "unknown");
 }
 
 class [[nodiscard]] Status {

@@ -451,6 +451,23 @@ Result<std::string> Page(const std::string& title, json data, const ReportOption
   return page;
 }
 
+// The page data of `kind` ("report", "compare") with each run's RunData,
+// labelled A, B, ... (one run alone unlabelled when `label_one` is false).
+Result<json> RunsPageData(const char* kind, const std::vector<std::string>& run_dirs,
+                          bool label_one) {
+  json data;
+  data["kind"] = kind;
+  json runs = json::array();
+  const bool labels = label_one || run_dirs.size() > 1;
+  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+    Result<json> run = RunData(run_dirs[i], labels ? RunLabel(i) : "");
+    if (!run.ok()) return run.status().WithContext(kind);
+    runs.push_back(std::move(run).value());
+  }
+  data["runs"] = runs;
+  return data;
+}
+
 }  // namespace
 
 bool IsSweepFolder(const std::string& dir) {
@@ -460,15 +477,7 @@ bool IsSweepFolder(const std::string& dir) {
 
 Result<std::string> RunReportHtml(const std::vector<std::string>& run_dirs,
                                   const ReportOptions& options) {
-  json data;
-  data["kind"] = "report";
-  json runs = json::array();
-  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    Result<json> run = RunData(run_dirs[i], run_dirs.size() > 1 ? RunLabel(i) : "");
-    if (!run.ok()) return run.status().WithContext("report");
-    runs.push_back(std::move(run).value());
-  }
-  data["runs"] = runs;
+  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("report", run_dirs, false));
   std::string title = "iomimic report: " + run_dirs.front();
   if (run_dirs.size() > 1) title += " and " + std::to_string(run_dirs.size() - 1) + " more";
   return Page(title, std::move(data), options);
@@ -476,15 +485,7 @@ Result<std::string> RunReportHtml(const std::vector<std::string>& run_dirs,
 
 Result<std::string> CompareHtml(const std::vector<std::string>& run_dirs,
                                 const ReportOptions& options) {
-  json data;
-  data["kind"] = "compare";
-  json runs = json::array();
-  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    Result<json> run = RunData(run_dirs[i], RunLabel(i));
-    if (!run.ok()) return run.status().WithContext("compare");
-    runs.push_back(std::move(run).value());
-  }
-  data["runs"] = runs;
+  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("compare", run_dirs, true));
   data["figure_names"] = FigureNames();
   return Page("iomimic compare: " + std::to_string(run_dirs.size()) + " runs", std::move(data),
               options);

@@ -1,37 +1,18 @@
 #include "analysis/report.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "iomimic/testing/posix_test_storage.h"
+
 namespace iomimic::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("iomimic_report_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string path() const { return path_.string(); }
-  void Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-  }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -158,12 +139,12 @@ TEST_CASE("report: errors name the file") {
   CHECK(page.status().message().find("summary.json") != std::string::npos);
 
   dir.Write("summary.json", kSummary);
-  page = RunReportHtml({dir.path()}, {dir.path() + "/none.js"});
+  page = RunReportHtml({dir.path()}, {(dir.path() / "none.js").string()});
   REQUIRE_FALSE(page.ok());
   CHECK(page.status().message().find("none.js") != std::string::npos);
 
   dir.Write("notchart.js", "var x = 1;");
-  page = RunReportHtml({dir.path()}, {dir.path() + "/notchart.js"});
+  page = RunReportHtml({dir.path()}, {(dir.path() / "notchart.js").string()});
   REQUIRE_FALSE(page.ok());
   CHECK(page.status().message().find("does not look like Chart.js") != std::string::npos);
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 namespace iomimic::cluster {
 namespace {
@@ -103,6 +104,38 @@ void Bcast(void* buffer, int count, MPI_Datatype type) {
   MPI_Request request;
   MPI_Ibcast(buffer, count, type, 0, MPI_COMM_WORLD, &request);
   Wait(request);
+}
+
+// MPI's datatype of T.
+template <typename T>
+MPI_Datatype MpiType() {
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, std::uint64_t>);
+  if constexpr (std::is_same_v<T, double>) {
+    return MPI_DOUBLE;
+  } else {
+    return MPI_UINT64_T;
+  }
+}
+
+// `value` combined with `op` over the ranks (Allreduce, counted as waiting).
+template <typename T>
+T ReduceOne(T value, MPI_Op op) {
+  Waiting waiting("allreduce");
+  T out{};
+  Allreduce(&value, &out, 1, MpiType<T>(), op);
+  return out;
+}
+
+// Each element of `values` combined with `op` over the ranks, which all pass
+// as many (Allreduce, counted as waiting).
+template <typename T>
+std::vector<T> ReduceEach(const std::vector<T>& values, MPI_Op op) {
+  Waiting waiting("allreduce");
+  std::vector<T> out(values.size());
+  if (!values.empty()) {
+    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MpiType<T>(), op);
+  }
+  return out;
 }
 }  // namespace
 
@@ -229,66 +262,26 @@ void Cluster::Barrier() const {
   Wait(request);
 }
 
-double Cluster::SumDouble(double value) const {
-  if (!mpi_) return value;
-  Waiting waiting("allreduce");
-  double out = 0;
-  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM);
-  return out;
-}
+double Cluster::SumDouble(double value) const { return mpi_ ? ReduceOne(value, MPI_SUM) : value; }
 
 std::uint64_t Cluster::SumU64(std::uint64_t value) const {
-  if (!mpi_) return value;
-  Waiting waiting("allreduce");
-  std::uint64_t out = 0;
-  Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM);
-  return out;
+  return mpi_ ? ReduceOne(value, MPI_SUM) : value;
 }
 
-double Cluster::MaxDouble(double value) const {
-  if (!mpi_) return value;
-  Waiting waiting("allreduce");
-  double out = 0;
-  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX);
-  return out;
-}
+double Cluster::MaxDouble(double value) const { return mpi_ ? ReduceOne(value, MPI_MAX) : value; }
 
-double Cluster::MinDouble(double value) const {
-  if (!mpi_) return value;
-  Waiting waiting("allreduce");
-  double out = 0;
-  Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MIN);
-  return out;
-}
+double Cluster::MinDouble(double value) const { return mpi_ ? ReduceOne(value, MPI_MIN) : value; }
 
 std::vector<double> Cluster::SumDoubles(const std::vector<double>& values) const {
-  if (!mpi_) return values;
-  Waiting waiting("allreduce");
-  std::vector<double> out(values.size());
-  if (!values.empty()) {
-    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM);
-  }
-  return out;
+  return mpi_ ? ReduceEach(values, MPI_SUM) : values;
 }
 
 std::vector<double> Cluster::MaxDoubles(const std::vector<double>& values) const {
-  if (!mpi_) return values;
-  Waiting waiting("allreduce");
-  std::vector<double> out(values.size());
-  if (!values.empty()) {
-    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_MAX);
-  }
-  return out;
+  return mpi_ ? ReduceEach(values, MPI_MAX) : values;
 }
 
 std::vector<std::uint64_t> Cluster::SumU64s(const std::vector<std::uint64_t>& values) const {
-  if (!mpi_) return values;
-  Waiting waiting("allreduce");
-  std::vector<std::uint64_t> out(values.size());
-  if (!values.empty()) {
-    Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM);
-  }
-  return out;
+  return mpi_ ? ReduceEach(values, MPI_SUM) : values;
 }
 
 namespace {

@@ -1,9 +1,11 @@
 #include "config/config.h"
 
 #include <cmath>
+#include <iterator>
 #include <numbers>
 
 #include "config/scalar_internal.h"
+#include "iomimic/enum_names.h"
 
 namespace iomimic::config {
 namespace {
@@ -44,6 +46,28 @@ double Distribution::Expected() const {
   return 0;
 }
 
+const char* Distribution::KindName(Kind kind) {
+  static constexpr const char* kNames[] = {"constant", "normal",      "uniform",
+                                           "gamma",    "exponential", "poisson"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(Kind::kPoisson) + 1);
+  return EnumName(kind, kNames, "constant");
+}
+
+std::span<const Distribution::Param> Distribution::Params(Kind kind) {
+  static const std::vector<Param> kParams[] = {
+      {},
+      {{"mean", &Distribution::mean}, {"stdev", &Distribution::stdev}},
+      {{"min", &Distribution::min}, {"max", &Distribution::max}},
+      {{"shape", &Distribution::shape}, {"scale", &Distribution::scale}},
+      {{"scale", &Distribution::scale}},
+      {{"lam", &Distribution::lam}},
+  };
+  static_assert(std::size(kParams) == static_cast<std::size_t>(Kind::kPoisson) + 1);
+  const auto index = static_cast<std::size_t>(kind);
+  if (index >= std::size(kParams)) return {};
+  return kParams[index];
+}
+
 Result<Distribution> ParseDistributionScalar(const std::string& text) {
   const std::optional<double> value = internal::ParseDouble(internal::Trim(text));
   if (!value) {
@@ -55,25 +79,15 @@ Result<Distribution> ParseDistributionScalar(const std::string& text) {
 }
 
 std::string ShuffleModeName(ShuffleMode mode) {
-  switch (mode) {
-    case ShuffleMode::kOff:
-      return "off";
-    case ShuffleMode::kSeed:
-      return "seed";
-    case ShuffleMode::kRandom:
-      return "random";
-  }
-  return "off";
+  static constexpr const char* kNames[] = {"off", "seed", "random"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(ShuffleMode::kRandom) + 1);
+  return EnumName(mode, kNames, "off");
 }
 
 std::string ReadTypeName(ReadType type) {
-  switch (type) {
-    case ReadType::kOnDemand:
-      return "on_demand";
-    case ReadType::kMemory:
-      return "memory";
-  }
-  return "on_demand";
+  static constexpr const char* kNames[] = {"on_demand", "memory"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(ReadType::kMemory) + 1);
+  return EnumName(type, kNames, "on_demand");
 }
 
 Status ErrorAt(const Config& config, std::initializer_list<std::string_view> paths,

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,18 @@ struct Distribution {
   bool is_zero() const { return kind == Kind::kConstant && mean == 0; }
   // The expected value of a draw (for planning and reports).
   double Expected() const;
+
+  // One parameter of a distribution's manifest map and the member it fills.
+  struct Param {
+    const char* name;
+    double Distribution::*member;
+  };
+  // The manifest's `type` of `kind` ("constant", "normal", "uniform", ...).
+  static const char* KindName(Kind kind);
+  // The parameters a `kind` distribution's map lists, in the order the
+  // emitter writes them (normal: mean, stdev; constant: none, the mean is
+  // written as a number).
+  static std::span<const Param> Params(Kind kind);
 
   friend bool operator==(const Distribution&, const Distribution&) = default;
 };

@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "iomimic/testing/posix_test_storage.h"
+
 namespace iomimic::config {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 // The workload files shipped in the repository (workloads/: DLIO's
 // configs/workload/*.yaml and quickstart.yaml). Empty when not there.
@@ -66,30 +69,6 @@ bool HasWarning(const LoadedManifest& manifest, const std::string& part) {
   return std::any_of(manifest.warnings.begin(), manifest.warnings.end(),
                      [&](const Diagnostic& d) { return Contains(d.message, part); });
 }
-
-// A scratch folder removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("iomimic_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  const fs::path& path() const { return path_; }
-  void Write(const fs::path& relative, const std::string& text) const {
-    fs::create_directories((path_ / relative).parent_path());
-    std::ofstream(path_ / relative) << text;
-  }
-
- private:
-  fs::path path_;
-};
-
 TEST_CASE("config.yaml leaves out the nulls DLIO cannot read back") {
   // DLIO turns reader.data_loader_sampler into its DataLoaderSampler enum
   // when the key is present: a null there is "None is not a valid

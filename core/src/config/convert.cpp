@@ -80,24 +80,6 @@ std::string StripTrailingSlashes(std::string path) {
   return path;
 }
 
-const char* DistributionTypeName(Distribution::Kind kind) {
-  switch (kind) {
-    case Distribution::Kind::kConstant:
-      return "constant";
-    case Distribution::Kind::kNormal:
-      return "normal";
-    case Distribution::Kind::kUniform:
-      return "uniform";
-    case Distribution::Kind::kGamma:
-      return "gamma";
-    case Distribution::Kind::kExponential:
-      return "exponential";
-    case Distribution::Kind::kPoisson:
-      return "poisson";
-  }
-  return "constant";
-}
-
 // A section of the manifest: a map, or a null node when absent or empty.
 struct Section {
   YAML::Node node;
@@ -156,6 +138,11 @@ class Converter {
   // null, where `nullable`), and fails on a value of the wrong type or range.
   Result<Section> Sub(const Section& parent, std::string_view key);
   Status Bool(const Section& section, std::string_view key, bool* out);
+  // A number parsed by `parse` within [min, max]; out of range, the error
+  // says what `range` words. UInt, Int and Number are this with their types.
+  template <typename T>
+  Status Ranged(const Section& section, std::string_view key, T* out, T min, T max, bool nullable,
+                std::optional<T> (*parse)(std::string_view), std::string (*range)(T, T));
   Status UInt(const Section& section, std::string_view key, std::uint64_t* out,
               std::uint64_t min = 0, std::uint64_t max = kMaxUInt, bool nullable = false);
   Status Int(const Section& section, std::string_view key, std::int64_t* out,
@@ -227,43 +214,34 @@ Status Converter::Bool(const Section& section, std::string_view key, bool* out) 
   return Status::OK();
 }
 
-Status Converter::UInt(const Section& section, std::string_view key, std::uint64_t* out,
-                       std::uint64_t min, std::uint64_t max, bool nullable) {
+template <typename T>
+Status Converter::Ranged(const Section& section, std::string_view key, T* out, T min, T max,
+                         bool nullable, std::optional<T> (*parse)(std::string_view),
+                         std::string (*range)(T, T)) {
   const std::optional<Entry> entry = Get(section, key);
   if (!entry || (nullable && entry->value.IsNull())) return Status::OK();
   const YAML::Node& node = entry->value;
-  const std::string path = JoinPath(section.path, key);
-  const std::optional<std::uint64_t> value =
-      node.IsScalar() ? ParseUInt(node.Scalar()) : std::optional<std::uint64_t>();
-  if (!value || *value < min || *value > max) return Expected(*entry, path, UIntRange(min, max));
+  const std::optional<T> value = node.IsScalar() ? parse(node.Scalar()) : std::optional<T>();
+  if (!value || *value < min || *value > max) {
+    return Expected(*entry, JoinPath(section.path, key), range(min, max));
+  }
   *out = *value;
   return Status::OK();
+}
+
+Status Converter::UInt(const Section& section, std::string_view key, std::uint64_t* out,
+                       std::uint64_t min, std::uint64_t max, bool nullable) {
+  return Ranged(section, key, out, min, max, nullable, &ParseUInt, &UIntRange);
 }
 
 Status Converter::Int(const Section& section, std::string_view key, std::int64_t* out,
                       std::int64_t min, std::int64_t max) {
-  const std::optional<Entry> entry = Get(section, key);
-  if (!entry) return Status::OK();
-  const YAML::Node& node = entry->value;
-  const std::string path = JoinPath(section.path, key);
-  const std::optional<std::int64_t> value =
-      node.IsScalar() ? ParseInt(node.Scalar()) : std::optional<std::int64_t>();
-  if (!value || *value < min || *value > max) return Expected(*entry, path, IntRange(min, max));
-  *out = *value;
-  return Status::OK();
+  return Ranged(section, key, out, min, max, false, &ParseInt, &IntRange);
 }
 
 Status Converter::Number(const Section& section, std::string_view key, double* out, double min,
                          double max) {
-  const std::optional<Entry> entry = Get(section, key);
-  if (!entry) return Status::OK();
-  const YAML::Node& node = entry->value;
-  const std::string path = JoinPath(section.path, key);
-  const std::optional<double> value =
-      node.IsScalar() ? ParseDouble(node.Scalar()) : std::optional<double>();
-  if (!value || *value < min || *value > max) return Expected(*entry, path, NumberRange(min, max));
-  *out = *value;
-  return Status::OK();
+  return Ranged(section, key, out, min, max, false, &ParseDouble, &NumberRange);
 }
 
 Status Converter::String(const Section& section, std::string_view key, std::string* out,
@@ -515,7 +493,7 @@ Status Converter::Time(const Section& section, std::string_view key, std::string
     if (explicit_type && distribution.kind != Distribution::Kind::kNormal) {
       Warn(node, stdev_path,
            "'" + stdev_path + "' is ignored: '" + path + "' is a " +
-               DistributionTypeName(distribution.kind) + " distribution");
+               Distribution::KindName(distribution.kind) + " distribution");
     } else if (!has_mean) {
       return Bad(*entry, stdev_path, "given without " + path);
     } else {

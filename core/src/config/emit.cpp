@@ -90,38 +90,14 @@ class Writer {
     out_ << YAML::EndMap;
   }
   void Time(std::string_view key, const Distribution& time) {
-    using Kind = Distribution::Kind;
-    if (time.kind == Kind::kConstant) {
+    if (time.kind == Distribution::Kind::kConstant) {
       Number(key, time.mean);
       return;
     }
     BeginSection(key);
-    switch (time.kind) {
-      case Kind::kConstant:
-        break;
-      case Kind::kNormal:
-        String("type", "normal");
-        Number("mean", time.mean);
-        Number("stdev", time.stdev);
-        break;
-      case Kind::kUniform:
-        String("type", "uniform");
-        Number("min", time.min);
-        Number("max", time.max);
-        break;
-      case Kind::kGamma:
-        String("type", "gamma");
-        Number("shape", time.shape);
-        Number("scale", time.scale);
-        break;
-      case Kind::kExponential:
-        String("type", "exponential");
-        Number("scale", time.scale);
-        break;
-      case Kind::kPoisson:
-        String("type", "poisson");
-        Number("lam", time.lam);
-        break;
+    String("type", Distribution::KindName(time.kind));
+    for (const Distribution::Param& p : Distribution::Params(time.kind)) {
+      Number(p.name, time.*p.member);
     }
     EndSection();
   }
@@ -140,55 +116,48 @@ class Writer {
 // Writes one key's value from `c`.
 void WriteKey(const internal::KeyDef& key, std::string_view leaf, const Config& c, Writer& w) {
   const internal::KeySpec& k = key.spec;
-  Config& config = const_cast<Config&>(c);  // the accessors only read here
-  std::visit(
-      [&](auto&& get) {
-        using Get = std::decay_t<decltype(get)>;
-        if constexpr (!std::is_same_v<Get, std::monostate>) {
-          const auto& v = get(config);
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, bool>) {
-            if (k.type == internal::ValueType::kPresence) {
-              if (v) w.StringMap(leaf, {});  // enabled by its presence
-            } else {
-              w.Bool(leaf, v);
-            }
-          } else if constexpr (std::is_same_v<V, std::uint64_t>) {
-            if (k.null_when_zero && v == 0) {
-              w.Null(leaf);
-            } else {
-              w.UInt(leaf, v);
-            }
-          } else if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
-            w.Int(leaf, v);
-          } else if constexpr (std::is_same_v<V, double>) {
-            w.Number(leaf, v);
-          } else if constexpr (std::is_same_v<V, std::string>) {
-            if (k.omit_when_empty && v.empty()) {
-              // Left out: DLIO reads a null here as an invalid enum value.
-            } else if (k.null_when_empty) {
-              w.OptionalString(leaf, v);
-            } else {
-              w.String(leaf, v);
-            }
-          } else if constexpr (std::is_same_v<V, UIntVector>) {
-            w.UIntList(leaf, v);
-          } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
-            w.StringList(leaf, v);
-          } else if constexpr (std::is_same_v<V, TextMap>) {
-            w.StringMap(leaf, v);
-          } else if constexpr (std::is_same_v<V, Distribution>) {
-            w.Time(leaf, v);
-          } else if constexpr (std::is_same_v<V, ShuffleMode>) {
-            w.String(leaf, ShuffleModeName(v));
-          } else if constexpr (std::is_same_v<V, ReadType>) {
-            w.String(leaf, ReadTypeName(v));
-          } else if constexpr (std::is_same_v<V, RecordList>) {
-            w.RecordList(leaf, *k.fields, v);
-          }
-        }
-      },
-      key.field);
+  internal::VisitValue(key, c, [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, bool>) {
+      if (k.type == internal::ValueType::kPresence) {
+        if (v) w.StringMap(leaf, {});  // enabled by its presence
+      } else {
+        w.Bool(leaf, v);
+      }
+    } else if constexpr (std::is_same_v<V, std::uint64_t>) {
+      if (k.null_when_zero && v == 0) {
+        w.Null(leaf);
+      } else {
+        w.UInt(leaf, v);
+      }
+    } else if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
+      w.Int(leaf, v);
+    } else if constexpr (std::is_same_v<V, double>) {
+      w.Number(leaf, v);
+    } else if constexpr (std::is_same_v<V, std::string>) {
+      if (k.omit_when_empty && v.empty()) {
+        // Left out: DLIO reads a null here as an invalid enum value.
+      } else if (k.null_when_empty) {
+        w.OptionalString(leaf, v);
+      } else {
+        w.String(leaf, v);
+      }
+    } else if constexpr (std::is_same_v<V, UIntVector>) {
+      w.UIntList(leaf, v);
+    } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+      w.StringList(leaf, v);
+    } else if constexpr (std::is_same_v<V, TextMap>) {
+      w.StringMap(leaf, v);
+    } else if constexpr (std::is_same_v<V, Distribution>) {
+      w.Time(leaf, v);
+    } else if constexpr (std::is_same_v<V, ShuffleMode>) {
+      w.String(leaf, ShuffleModeName(v));
+    } else if constexpr (std::is_same_v<V, ReadType>) {
+      w.String(leaf, ReadTypeName(v));
+    } else if constexpr (std::is_same_v<V, RecordList>) {
+      w.RecordList(leaf, *k.fields, v);
+    }
+  });
 }
 
 // Every key of the table with a Config member, in the table's order, nested

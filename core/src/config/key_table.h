@@ -21,6 +21,7 @@
 // Rows are listed in DLIO's order (docs/dlio-compat.md), which is also the
 // order of `iomimic config` and of docs/manifest.md. Defaults are DLIO's.
 // A type with a comma in it needs an alias (config.h: TextMap, UIntVector).
+// The six keys of each kv_cache.users type are one IOMIMIC_KV_USER_KEYS row.
 //
 // Keys that are accepted and checked but hold nothing (DLIO keys iomimic does
 // not use) are A(path, spec) rows of IOMIMIC_KEYS_ACCEPTED.
@@ -175,6 +176,17 @@
 #define IOMIMIC_KEYS_METRIC(X)                                                                    \
   X("au", au, double, 0.90, Number(0, 1).Doc("AU threshold (0-1) for *_au_meet_expectation."))
 
+// The six keys of one user type of kv_cache.users (the reference's
+// user_templates, docs/kvcache.md): `user` the type, `Name` the word that
+// begins each row's documentation, then the defaults (the reference's).
+#define IOMIMIC_KV_USER_KEYS(X, user, Name, context_min, context_max, generation_min, generation_max, think_time_min, think_time_max) \
+  X("users." #user ".context_min", user##_context_min, std::uint64_t, context_min, UInt(1, kNoMax).Iomimic().Doc(Name " users: smallest context (prompt) length in tokens a user is drawn with.")) \
+  X("users." #user ".context_max", user##_context_max, std::uint64_t, context_max, UInt(1, kNoMax).Iomimic().Doc(Name " users: largest context length in tokens.")) \
+  X("users." #user ".generation_min", user##_generation_min, std::uint64_t, generation_min, UInt(1, kNoMax).Iomimic().Doc(Name " users: fewest tokens generated per request a user is drawn with.")) \
+  X("users." #user ".generation_max", user##_generation_max, std::uint64_t, generation_max, UInt(1, kNoMax).Iomimic().Doc(Name " users: most tokens generated per request.")) \
+  X("users." #user ".think_time_min", user##_think_time_min, double, think_time_min, Number(0, 3600).Iomimic().Doc(Name " users: shortest think time between requests, seconds.")) \
+  X("users." #user ".think_time_max", user##_think_time_max, double, think_time_max, Number(0, 3600).Iomimic().Doc(Name " users: longest think time between requests, seconds."))
+
 #define IOMIMIC_KEYS_KV_CACHE(X)                                                                  \
   X("model", model, std::string, "llama3.1-8b", Choice(kKvCacheModels).Iomimic().Doc("Model whose KV cache is offloaded (the reference's model table: bytes per token from layers, KV heads, head size; MLA for deepseek-v3).")) \
   X("num_users", num_users, std::uint64_t, 100, UInt(1, 100000).Iomimic().Doc("Simulated users, each issuing requests after a think time.")) \
@@ -196,24 +208,9 @@
   X("storage_capacity_gb", storage_capacity_gb, double, 0, Number(0, 1e9).Iomimic().Doc("Storage tier capacity, GiB; the least recently used entries are deleted beyond it; 0 = 95 % of the free space of a local cache folder, unlimited on object storage.")) \
   X("decode_batch_size", decode_batch_size, std::uint64_t, 32, UInt(1, kNoMax).Iomimic().Doc("Tokens per decode batch: a decode reads the entry once, then once per batch of generated tokens.")) \
   X("transfer_size", transfer_size, std::uint64_t, 16ULL << 20, UInt(4096, 1ULL << 32).Iomimic().Doc("Bytes per storage request and per worker buffer: larger entries are written and read in several requests (the reference writes each in one).")) \
-  X("users.chatbot.context_min", chatbot_context_min, std::uint64_t, 512, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: smallest context (prompt) length in tokens a user is drawn with.")) \
-  X("users.chatbot.context_max", chatbot_context_max, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: largest context length in tokens.")) \
-  X("users.chatbot.generation_min", chatbot_generation_min, std::uint64_t, 50, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: fewest tokens generated per request a user is drawn with.")) \
-  X("users.chatbot.generation_max", chatbot_generation_max, std::uint64_t, 200, UInt(1, kNoMax).Iomimic().Doc("Chatbot users: most tokens generated per request.")) \
-  X("users.chatbot.think_time_min", chatbot_think_time_min, double, 0.1, Number(0, 3600).Iomimic().Doc("Chatbot users: shortest think time between requests, seconds.")) \
-  X("users.chatbot.think_time_max", chatbot_think_time_max, double, 0.5, Number(0, 3600).Iomimic().Doc("Chatbot users: longest think time between requests, seconds.")) \
-  X("users.coding.context_min", coding_context_min, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Coding users: smallest context (prompt) length in tokens a user is drawn with.")) \
-  X("users.coding.context_max", coding_context_max, std::uint64_t, 25000, UInt(1, kNoMax).Iomimic().Doc("Coding users: largest context length in tokens.")) \
-  X("users.coding.generation_min", coding_generation_min, std::uint64_t, 100, UInt(1, kNoMax).Iomimic().Doc("Coding users: fewest tokens generated per request a user is drawn with.")) \
-  X("users.coding.generation_max", coding_generation_max, std::uint64_t, 500, UInt(1, kNoMax).Iomimic().Doc("Coding users: most tokens generated per request.")) \
-  X("users.coding.think_time_min", coding_think_time_min, double, 0.2, Number(0, 3600).Iomimic().Doc("Coding users: shortest think time between requests, seconds.")) \
-  X("users.coding.think_time_max", coding_think_time_max, double, 1.0, Number(0, 3600).Iomimic().Doc("Coding users: longest think time between requests, seconds.")) \
-  X("users.document.context_min", document_context_min, std::uint64_t, 4096, UInt(1, kNoMax).Iomimic().Doc("Document users: smallest context (prompt) length in tokens a user is drawn with.")) \
-  X("users.document.context_max", document_context_max, std::uint64_t, 16384, UInt(1, kNoMax).Iomimic().Doc("Document users: largest context length in tokens.")) \
-  X("users.document.generation_min", document_generation_min, std::uint64_t, 200, UInt(1, kNoMax).Iomimic().Doc("Document users: fewest tokens generated per request a user is drawn with.")) \
-  X("users.document.generation_max", document_generation_max, std::uint64_t, 800, UInt(1, kNoMax).Iomimic().Doc("Document users: most tokens generated per request.")) \
-  X("users.document.think_time_min", document_think_time_min, double, 0.3, Number(0, 3600).Iomimic().Doc("Document users: shortest think time between requests, seconds.")) \
-  X("users.document.think_time_max", document_think_time_max, double, 1.5, Number(0, 3600).Iomimic().Doc("Document users: longest think time between requests, seconds.")) \
+  IOMIMIC_KV_USER_KEYS(X, chatbot, "Chatbot", 512, 4096, 50, 200, 0.1, 0.5) \
+  IOMIMIC_KV_USER_KEYS(X, coding, "Coding", 4096, 25000, 100, 500, 0.2, 1.0) \
+  IOMIMIC_KV_USER_KEYS(X, document, "Document", 4096, 16384, 200, 800, 0.3, 1.5) \
   X("cache_folder", cache_folder, std::string, "kvcache", Text().NonEmpty().StripSlashes().Iomimic().Doc("Folder of the storage tier's .npy entries, relative to storage.storage_root; rank r uses rank_<r>/ below it.")) \
   X("keep_entries", keep_entries, bool, false, Bool().Iomimic().Doc("Leave the storage tier's remaining .npy entries in the cache folder at the end (False: the run deletes the entries it wrote).")) \
   X("io_trace_log", io_trace_log, std::string, "", Text().Nullable().NullWhenEmpty().Iomimic().Doc("When set, a CSV of every tier operation (Timestamp, Operation, Object_Size_Bytes, Tier, Key, Phase), the reference's --io-trace-log format; relative to the results folder; rank r > 0 adds .rank<r>.")) \

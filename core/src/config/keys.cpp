@@ -2,6 +2,7 @@
 // reference generated from it (docs/manifest.md).
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <type_traits>
@@ -10,6 +11,7 @@
 
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
+#include "iomimic/enum_names.h"
 
 namespace iomimic::config::internal {
 
@@ -215,48 +217,35 @@ std::string TypeName(const KeySpec& k) {
 // would write it.
 std::string DefaultText(const KeyDef& key) {
   static Config defaults;
-  return std::visit(
-      [&](auto&& get) -> std::string {
-        using Get = std::decay_t<decltype(get)>;
-        if constexpr (std::is_same_v<Get, std::monostate>) {
-          return "";
-        } else {
-          const auto& v = get(defaults);
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, bool>) {
-            return v ? "True" : "False";
-          } else if constexpr (std::is_same_v<V, std::uint64_t> ||
-                               std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
-            if (key.spec.null_when_zero && v == 0) return "null";
-            return std::to_string(v);
-          } else if constexpr (std::is_same_v<V, double>) {
-            return FormatDouble(v);
-          } else if constexpr (std::is_same_v<V, std::string>) {
-            return v.empty() ? (key.spec.null_when_empty ? "null" : "\"\"") : v;
-          } else if constexpr (std::is_same_v<V, Distribution>) {
-            return FormatDouble(v.mean);
-          } else if constexpr (std::is_same_v<V, ShuffleMode>) {
-            return ShuffleModeName(v);
-          } else if constexpr (std::is_same_v<V, ReadType>) {
-            return ReadTypeName(v);
-          } else {
-            return v.empty() ? "[]" : "...";  // lists and maps
-          }
-        }
-      },
-      key.field);
+  std::string text;
+  VisitValue(key, defaults, [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, bool>) {
+      text = v ? "True" : "False";
+    } else if constexpr (std::is_same_v<V, std::uint64_t> || std::is_same_v<V, std::int64_t> ||
+                         std::is_same_v<V, int>) {
+      text = key.spec.null_when_zero && v == 0 ? "null" : std::to_string(v);
+    } else if constexpr (std::is_same_v<V, double>) {
+      text = FormatDouble(v);
+    } else if constexpr (std::is_same_v<V, std::string>) {
+      text = v.empty() ? (key.spec.null_when_empty ? "null" : "\"\"") : v;
+    } else if constexpr (std::is_same_v<V, Distribution>) {
+      text = FormatDouble(v.mean);
+    } else if constexpr (std::is_same_v<V, ShuffleMode>) {
+      text = ShuffleModeName(v);
+    } else if constexpr (std::is_same_v<V, ReadType>) {
+      text = ReadTypeName(v);
+    } else {
+      text = v.empty() ? "[]" : "...";  // lists and maps
+    }
+  });
+  return text;
 }
 
 std::string OriginName(Origin origin) {
-  switch (origin) {
-    case Origin::kDlio:
-      return "DLIO";
-    case Origin::kMlperf:
-      return "MLPerf";
-    case Origin::kIomimic:
-      return "iomimic";
-  }
-  return "";
+  static constexpr const char* kNames[] = {"DLIO", "MLPerf", "iomimic"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(Origin::kIomimic) + 1);
+  return EnumName(origin, kNames, "");
 }
 
 }  // namespace
@@ -345,42 +334,35 @@ std::string ManifestKeysMarkdown() { return internal::KeysMarkdown(); }
 
 std::map<std::string, std::string> FormatParameters(const Config& config) {
   std::map<std::string, std::string> out;
-  Config& c = const_cast<Config&>(config);  // the accessors only read here
   for (const internal::KeyDef& key : internal::Keys()) {
     if (!key.spec.format_param || !key.path.starts_with("dataset.")) continue;
     const std::string name = key.path.substr(8);
-    std::visit(
-        [&](auto&& get) {
-          using Get = std::decay_t<decltype(get)>;
-          if constexpr (!std::is_same_v<Get, std::monostate>) {
-            const auto& v = get(c);
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, RecordList>) {
-              std::string text;
-              for (const std::vector<std::string>& record : v) {
-                if (!text.empty()) text += ';';
-                for (std::size_t i = 0; i < record.size(); ++i) {
-                  text += (i > 0 ? ":" : "") + record[i];
-                }
-              }
-              if (!text.empty()) out[name] = text;
-            } else if constexpr (std::is_same_v<V, UIntVector>) {
-              std::string text;
-              for (std::uint64_t x : v) text += (text.empty() ? "" : ",") + std::to_string(x);
-              if (!text.empty()) out[name] = text;
-            } else if constexpr (std::is_same_v<V, std::uint64_t> ||
-                                 std::is_same_v<V, std::int64_t> || std::is_same_v<V, int>) {
-              out[name] = std::to_string(v);
-            } else if constexpr (std::is_same_v<V, double>) {
-              out[name] = internal::FormatDouble(v);
-            } else if constexpr (std::is_same_v<V, bool>) {
-              out[name] = v ? "true" : "false";
-            } else if constexpr (std::is_same_v<V, std::string>) {
-              out[name] = v;
-            }
+    internal::VisitValue(key, config, [&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, RecordList>) {
+        std::string text;
+        for (const std::vector<std::string>& record : v) {
+          if (!text.empty()) text += ';';
+          for (std::size_t i = 0; i < record.size(); ++i) {
+            text += (i > 0 ? ":" : "") + record[i];
           }
-        },
-        key.field);
+        }
+        if (!text.empty()) out[name] = text;
+      } else if constexpr (std::is_same_v<V, UIntVector>) {
+        std::string text;
+        for (std::uint64_t x : v) text += (text.empty() ? "" : ",") + std::to_string(x);
+        if (!text.empty()) out[name] = text;
+      } else if constexpr (std::is_same_v<V, std::uint64_t> || std::is_same_v<V, std::int64_t> ||
+                           std::is_same_v<V, int>) {
+        out[name] = std::to_string(v);
+      } else if constexpr (std::is_same_v<V, double>) {
+        out[name] = internal::FormatDouble(v);
+      } else if constexpr (std::is_same_v<V, bool>) {
+        out[name] = v ? "true" : "false";
+      } else if constexpr (std::is_same_v<V, std::string>) {
+        out[name] = v;
+      }
+    });
   }
   return out;
 }

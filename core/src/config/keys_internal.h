@@ -10,6 +10,8 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -129,6 +131,20 @@ struct KeyDef {
   KeySpec spec;
   FieldRef field;
 };
+
+// Calls `f` with the value of `key` in `config` (a const reference of its
+// member's type); does nothing for a key that is only accepted (no member).
+template <typename F>
+void VisitValue(const KeyDef& key, const Config& config, F&& f) {
+  Config& c = const_cast<Config&>(config);  // the accessors only read here
+  std::visit(
+      [&](auto&& get) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(get)>, std::monostate>) {
+          f(std::as_const(get(c)));
+        }
+      },
+      key.field);
+}
 
 // Every key, in the table's order (DLIO's section order).
 const std::vector<KeyDef>& Keys();

@@ -343,37 +343,49 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
 
 namespace {
 
+// The ranks' figures together (summary.json's kv_cache.aggregate): rates
+// summed, p95 latencies the largest rank's.
+KvRankFigures Aggregate(const std::vector<KvRankFigures>& ranks) {
+  KvRankFigures all;
+  for (const KvRankFigures& r : ranks) {
+    all.storage_tokens_per_second += r.storage_tokens_per_second;
+    all.wall_tokens_per_second += r.wall_tokens_per_second;
+    all.storage_read_GiB_per_second += r.storage_read_GiB_per_second;
+    all.storage_write_GiB_per_second += r.storage_write_GiB_per_second;
+    all.end_to_end_p95_ms = std::max(all.end_to_end_p95_ms, r.end_to_end_p95_ms);
+    all.storage_p95_ms = std::max(all.storage_p95_ms, r.storage_p95_ms);
+  }
+  return all;
+}
+
+// The rates both kv_cache.per_rank and kv_cache.aggregate list, in order.
+void AddRates(const KvRankFigures& r, json& o) {
+  o["storage_tokens_per_second"] = Num(r.storage_tokens_per_second);
+  o["wall_tokens_per_second"] = Num(r.wall_tokens_per_second);
+  o["storage_read_GiB_per_second"] = Num(r.storage_read_GiB_per_second);
+  o["storage_write_GiB_per_second"] = Num(r.storage_write_GiB_per_second);
+}
+
 // summary.json's "kv_cache" object.
 json KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) {
-  double tokens = 0, read = 0, write = 0, wall = 0, e2e = 0, storage = 0;
   json per_rank = json::array();
   for (const KvRankFigures& r : results.ranks) {
-    tokens += r.storage_tokens_per_second;
-    wall += r.wall_tokens_per_second;
-    read += r.storage_read_GiB_per_second;
-    write += r.storage_write_GiB_per_second;
-    e2e = std::max(e2e, r.end_to_end_p95_ms);
-    storage = std::max(storage, r.storage_p95_ms);
     json o;
     o["rank"] = r.rank;
     o["requests"] = r.requests;
     o["seconds"] = Num(r.seconds);
-    o["storage_tokens_per_second"] = Num(r.storage_tokens_per_second);
-    o["wall_tokens_per_second"] = Num(r.wall_tokens_per_second);
-    o["storage_read_GiB_per_second"] = Num(r.storage_read_GiB_per_second);
-    o["storage_write_GiB_per_second"] = Num(r.storage_write_GiB_per_second);
+    AddRates(r, o);
     o["end_to_end_p95_ms"] = Num(r.end_to_end_p95_ms);
     o["storage_p95_ms"] = Num(r.storage_p95_ms);
     per_rank.push_back(std::move(o));
   }
-  json o = FiguresJson(results.all, config, static_cast<int>(results.ranks.size()), tokens);
+  const KvRankFigures total = Aggregate(results.ranks);
+  json o = FiguresJson(results.all, config, static_cast<int>(results.ranks.size()),
+                       total.storage_tokens_per_second);
   json agg;
-  agg["storage_tokens_per_second"] = Num(tokens);
-  agg["wall_tokens_per_second"] = Num(wall);
-  agg["storage_read_GiB_per_second"] = Num(read);
-  agg["storage_write_GiB_per_second"] = Num(write);
-  agg["max_rank_end_to_end_p95_ms"] = Num(e2e);
-  agg["max_rank_storage_p95_ms"] = Num(storage);
+  AddRates(total, agg);
+  agg["max_rank_end_to_end_p95_ms"] = Num(total.end_to_end_p95_ms);
+  agg["max_rank_storage_p95_ms"] = Num(total.storage_p95_ms);
   o["aggregate"] = std::move(agg);
   o["per_rank"] = std::move(per_rank);
   return o;
@@ -390,12 +402,7 @@ std::string KvRankJson(const KvFigures& local, int rank, const config::KvCacheCo
 // A few console lines (each ending in a newline).
 std::string KvConsoleLines(const KvResults& results) {
   const KvFigures& f = results.all;
-  double tokens = 0, read = 0, e2e = 0;
-  for (const KvRankFigures& r : results.ranks) {
-    tokens += r.storage_tokens_per_second;
-    read += r.storage_read_GiB_per_second;
-    e2e = std::max(e2e, r.end_to_end_p95_ms);
-  }
+  const KvRankFigures total = Aggregate(results.ranks);
   std::ostringstream out;
   char line[512];
   std::snprintf(line, sizeof line,
@@ -403,7 +410,8 @@ std::string KvConsoleLines(const KvResults& results) {
                 "tokens/s storage\n",
                 static_cast<unsigned long long>(f.requests),
                 static_cast<unsigned long long>(f.tokens_generated), f.seconds,
-                Rate(static_cast<double>(f.tokens_generated), f.seconds), tokens);
+                Rate(static_cast<double>(f.tokens_generated), f.seconds),
+                total.storage_tokens_per_second);
   out << line;
   if (!f.accelerator_path.empty()) {
     out << "  kv-cache accelerator tier: " << f.accelerator_path << " (" << f.accelerator_reason
@@ -426,7 +434,8 @@ std::string KvConsoleLines(const KvResults& results) {
   std::snprintf(line, sizeof line,
                 "  kv-cache latency: end-to-end p95 %.2f ms (largest rank's %.2f ms), storage p95 "
                 "%.2f ms; storage read %.3f GiB/s summed over ranks\n",
-                Ms(f.end_to_end.Percentile(0.95)), e2e, Ms(f.storage.Percentile(0.95)), read);
+                Ms(f.end_to_end.Percentile(0.95)), total.end_to_end_p95_ms,
+                Ms(f.storage.Percentile(0.95)), total.storage_read_GiB_per_second);
   out << line;
   return out.str();
 }

@@ -1,5 +1,9 @@
 #include "kvcache/tier_cache.h"
 
+#include <iterator>
+
+#include "iomimic/enum_names.h"
+
 namespace iomimic::kvcache {
 namespace {
 
@@ -17,15 +21,9 @@ std::string Bytes(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 }  // namespace
 
 std::string_view TierName(Tier tier) {
-  switch (tier) {
-    case Tier::kAccelerator:
-      return "gpu";
-    case Tier::kHost:
-      return "cpu";
-    case Tier::kStorage:
-      return "storage";
-  }
-  return "storage";
+  static constexpr std::string_view kNames[] = {"gpu", "cpu", "storage"};
+  static_assert(std::size(kNames) == kTierCount);
+  return EnumName(tier, kNames, "storage");
 }
 
 TierCache::TierCache(std::array<std::uint64_t, kTierCount> capacity, CachePolicy policy)

@@ -5,30 +5,23 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 #ifdef IOMIMIC_HAVE_ZSTD
 #include <zstd.h>
 #endif
 
+#include "iomimic/enum_names.h"
+
 namespace iomimic::kvcache {
 
 const char* TraceOpName(TraceOp op) { return op == TraceOp::kWrite ? "Write" : "Read"; }
 
 const char* TracePhaseName(TracePhase phase) {
-  switch (phase) {
-    case TracePhase::kPrefill:
-      return "Prefill";
-    case TracePhase::kDecode:
-      return "Decode";
-    case TracePhase::kBoth:
-      return "Both";
-    case TracePhase::kEvict:
-      return "Evict";
-    case TracePhase::kNone:
-      break;
-  }
-  return "";
+  static constexpr const char* kNames[] = {"", "Prefill", "Decode", "Both", "Evict"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(TracePhase::kEvict) + 1);
+  return EnumName(phase, kNames, "");
 }
 
 const char* TraceTierName(int tier) {

@@ -2,33 +2,23 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <utility>
+
+#include "iomimic/enum_names.h"
 
 namespace iomimic::kvcache {
 
-const char* UserTypeName(UserType type) {
-  switch (type) {
-    case UserType::kChatbot:
-      return "chatbot";
-    case UserType::kCoding:
-      return "coding";
-    case UserType::kDocument:
-      return "document";
-  }
-  return "chatbot";
-}
+namespace {
+constexpr const char* kUserTypeNames[] = {"chatbot", "coding", "document"};
+static_assert(std::size(kUserTypeNames) == static_cast<std::size_t>(UserType::kDocument) + 1);
+constexpr const char* kQosLevelNames[] = {"interactive", "responsive", "batch"};
+static_assert(std::size(kQosLevelNames) == static_cast<std::size_t>(QosLevel::kBatch) + 1);
+}  // namespace
 
-const char* QosLevelName(QosLevel level) {
-  switch (level) {
-    case QosLevel::kInteractive:
-      return "interactive";
-    case QosLevel::kResponsive:
-      return "responsive";
-    case QosLevel::kBatch:
-      return "batch";
-  }
-  return "batch";
-}
+const char* UserTypeName(UserType type) { return EnumName(type, kUserTypeNames, "chatbot"); }
+
+const char* QosLevelName(QosLevel level) { return EnumName(level, kQosLevelNames, "batch"); }
 
 UserTemplates ReferenceUserTemplates() {
   UserTemplates t;

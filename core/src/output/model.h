@@ -81,17 +81,6 @@ struct HostFacts {
   std::string processor;
 };
 
-// Storage-layer counters summed over ranks.
-struct IoTotals {
-  std::uint64_t files_opened = 0;
-  std::uint64_t read_requests = 0;
-  std::uint64_t bytes_read = 0;
-  std::uint64_t write_requests = 0;
-  std::uint64_t bytes_written = 0;
-  std::uint64_t fsync_calls = 0;
-  std::uint64_t errors = 0;
-};
-
 // One row of io_counters.csv: Darshan's POSIX counters of one path summed
 // over every rank that used it, or of the files past the top K ("others").
 // Timestamps in `counters` are nanoseconds from the run's origin.
@@ -142,7 +131,7 @@ struct RunResults {
   // Collect (training: the sum of each epoch's slowest rank); 0 = none.
   double host_rate_seconds = 0;
 
-  IoTotals io;
+  session::IoSnapshot io;  // storage-layer counters summed over ranks
   // On rank 0 only (the other ranks' results hold none of io_counters,
   // io_counters_total, io_counters_paths, timeline and events: only rank 0
   // writes them).

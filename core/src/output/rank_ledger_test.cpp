@@ -1,7 +1,6 @@
 #include "output/rank_ledger.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,29 +8,13 @@
 #include <string>
 
 #include "analysis/run_folder.h"
+#include "iomimic/testing/posix_test_storage.h"
 
 namespace iomimic::output {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("iomimic_ledger_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 // An epoch of `steps` steps of 10 ms compute each, 8 MiB read.
 metrics::EpochRecord Epoch(std::uint64_t n, std::uint64_t steps, bool partial = false) {
@@ -76,8 +59,8 @@ TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
   REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
   epochs.push_back(Epoch(2, 3, /*partial=*/true));
   REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
-  CHECK(fs::exists(dir.path() + "/3_per_epoch_stats.json"));
-  std::ifstream stats(dir.path() + "/3_per_epoch_stats.json");
+  CHECK(fs::exists(dir.path() / "3_per_epoch_stats.json"));
+  std::ifstream stats(dir.path() / "3_per_epoch_stats.json");
   const std::string text((std::istreambuf_iterator<char>(stats)), {});
   CHECK(text.find("\"partial\": true") != std::string::npos);
 
@@ -93,7 +76,7 @@ TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
   CHECK(r->accelerators[0].epochs[0].bytes_read == (8u << 20));
   CHECK(r->accelerators[0].epochs[1].partial);
   // No file is left aside by the atomic writes.
-  for (const auto& entry : fs::directory_iterator(dir.path() + "/ranks")) {
+  for (const auto& entry : fs::directory_iterator(dir.path() / "ranks")) {
     CHECK(entry.path().filename().string().front() != '.');
   }
 }

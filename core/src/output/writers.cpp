@@ -75,27 +75,24 @@ json PluginJson(const PluginResults& p) {
   return o;
 }
 
+// A span of per_epoch_stats.json: its start, end and duration (DLIO's two
+// decimals).
+json SpanStats(const metrics::Stamp& start, const metrics::Stamp& end) {
+  json o;
+  o["start"] = Timestamp(start.wall);
+  o["end"] = Timestamp(end.wall);
+  o["duration"] = FixedTwo(Seconds(start, end));
+  return o;
+}
+
 json PerEpochStats(const std::vector<metrics::EpochRecord>& epochs, double checkpoint_gib) {
   json stats = json::object();
   for (const metrics::EpochRecord& e : epochs) {
-    json es;
-    es["start"] = Timestamp(e.start.wall);
-    es["end"] = Timestamp(e.end.wall);
-    es["duration"] = FixedTwo(Seconds(e.start, e.end));
+    json es = SpanStats(e.start, e.end);
     for (const metrics::PhaseRecord& b : e.blocks) {
-      json bs;
-      bs["start"] = Timestamp(b.start.wall);
-      bs["end"] = Timestamp(b.end.wall);
-      bs["duration"] = FixedTwo(Seconds(b.start, b.end));
-      es["block" + std::to_string(b.index)] = bs;
+      es["block" + std::to_string(b.index)] = SpanStats(b.start, b.end);
     }
-    if (e.eval) {
-      json ev;
-      ev["start"] = Timestamp(e.eval->start.wall);
-      ev["end"] = Timestamp(e.eval->end.wall);
-      ev["duration"] = FixedTwo(Seconds(e.eval->start, e.eval->end));
-      es["eval"] = ev;
-    }
+    if (e.eval) es["eval"] = SpanStats(e.eval->start, e.eval->end);
     for (const auto& r : e.saves) {
       es["save_ckpt" + std::to_string(r.index)] = CheckpointStatsJson(r, checkpoint_gib);
     }

@@ -96,7 +96,7 @@ class ProgressTimer : public RunThread {
     std::lock_guard<std::mutex> lock(mutex_);
     const Clock::time_point now = Clock::now();
     origin_.start = now;
-    origin_.bytes_written = session_.storage().Snapshot().write_bytes;
+    origin_.bytes_written = session_.storage().Snapshot().bytes_written;
     origin_.samples = session_.sample_latency().count();
     origin_.busy = session_.compute_busy().BusyUntil(now);
     origin_.epochs = epochs;
@@ -134,7 +134,7 @@ class ProgressTimer : public RunThread {
     p.ranks = session_.cluster().size();
     p.files_done = b.files_done.load(std::memory_order_relaxed);
     p.files_total = b.files_total.load(std::memory_order_relaxed);
-    const std::uint64_t written = session_.storage().Snapshot().write_bytes;
+    const std::uint64_t written = session_.storage().Snapshot().bytes_written;
     p.bytes_written = written > origin.bytes_written ? written - origin.bytes_written : 0;
     p.epoch = b.epoch.load(std::memory_order_relaxed);
     p.epochs = origin.epochs;
@@ -321,7 +321,8 @@ class FaultWatch : public RunThread {
     details.results =
         "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
         "no merge (summary.json) after a lost rank";
-    (void)output::WriteStatus(folder_, Status::Aborted(error), session::SignalName(signal), details);
+    (void)output::WriteStatus(folder_, Status::Aborted(error), session::SignalName(signal),
+                              details);
   }
 
   const std::string& HostOf(int rank) const {
@@ -384,10 +385,10 @@ std::chrono::system_clock::time_point SharedOrigin(cluster::Cluster& cluster,
 metrics::ActivitySample SampleActivity(session::Session& session) {
   metrics::ActivitySample a;
   const session::IoSnapshot io = session.storage().Snapshot();
-  a.bytes_read = io.read_bytes;
-  a.bytes_written = io.write_bytes;
-  a.read_requests = io.read_ops;
-  a.write_requests = io.write_ops;
+  a.bytes_read = io.bytes_read;
+  a.bytes_written = io.bytes_written;
+  a.read_requests = io.read_requests;
+  a.write_requests = io.write_requests;
   a.samples = session.sample_latency().count();
   a.steps = session.steps();
   a.compute_seconds = session.compute_busy().BusyUntil(std::chrono::steady_clock::now());
@@ -681,8 +682,7 @@ class WorkloadRun {
     start.fsync = c_.checkpoint.fsync;
     notify_->OnCheckpointOnlyStart(start);
     progress_->MarkPhaseStart(0, 0);
-    Result<train::CheckpointOnlyResult> done =
-        train::RunCheckpointOnly(*session_, *checkpointer_);
+    Result<train::CheckpointOnlyResult> done = train::RunCheckpointOnly(*session_, *checkpointer_);
     if (!done.ok()) return FinishFailed(done.status());
     train_.checkpoint_only = std::move(done).value();
     return Status::OK();
@@ -746,7 +746,8 @@ class WorkloadRun {
       outcome_.workflows.push_back(std::make_shared<metadata::StatResults>(*stat_files_));
     }
     if (kv_replay_) {
-      outcome_.workflows.push_back(std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
+      outcome_.workflows.push_back(
+          std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
     }
     if (kv_cache_) {
       outcome_.workflows.push_back(

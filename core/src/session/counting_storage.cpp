@@ -132,18 +132,10 @@ class CountingFile final : public File {
   }
   Result<std::uint64_t> Size() override { return inner_->Size(); }
   Status Close() override {
-    auto t = Clock::now();
-    Status s = inner_->Close();
-    if (!closed_) FinishClose(t, NanosSince(t));
-    closed_ = true;
-    return s;
+    return Ending([](File& inner) { return inner.Close(); });
   }
   Status Abort() override {
-    auto t = Clock::now();
-    Status s = inner_->Abort();
-    if (!closed_) FinishClose(t, NanosSince(t));
-    closed_ = true;
-    return s;
+    return Ending([](File& inner) { return inner.Abort(); });
   }
   const std::string& path() const override { return inner_->path(); }
 
@@ -165,6 +157,17 @@ class CountingFile final : public File {
     }
     ++rec_.read_size_bins[FileCounters::SizeBin(bytes)];
     rec_.AddAccessSize(bytes);
+  }
+
+  // Ends the inner file with `end` (its Close or Abort), timed; the first
+  // end of the file is counted as its close.
+  template <typename End>
+  Status Ending(End&& end) {
+    auto t = Clock::now();
+    Status s = end(*inner_);
+    if (!closed_) FinishClose(t, NanosSince(t));
+    closed_ = true;
+    return s;
   }
 
   void FinishClose(Clock::time_point start, std::uint64_t ns) {
@@ -304,12 +307,12 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> FileCounters::CommonSizes(
 
 IoSnapshot CountingStorage::Snapshot() const {
   IoSnapshot s;
-  s.opens = counters_.opens.load();
-  s.read_ops = counters_.read_ops.load();
-  s.read_bytes = counters_.read_bytes.load();
-  s.write_ops = counters_.write_ops.load();
-  s.write_bytes = counters_.write_bytes.load();
-  s.syncs = counters_.syncs.load();
+  s.files_opened = counters_.opens.load();
+  s.read_requests = counters_.read_ops.load();
+  s.bytes_read = counters_.read_bytes.load();
+  s.write_requests = counters_.write_ops.load();
+  s.bytes_written = counters_.write_bytes.load();
+  s.fsync_calls = counters_.syncs.load();
   s.errors = counters_.errors.load();
   return s;
 }

@@ -48,13 +48,18 @@ struct IoCounters {
   metrics::LatencyHistogram stat_latency;   // Storage::Stat
 };
 
-// A snapshot of the plain counters (for per-phase deltas).
+// A snapshot of the plain counters (for per-phase deltas; summed over the
+// ranks, the results' totals: output::RunResults::io).
 struct IoSnapshot {
-  std::uint64_t opens = 0, read_ops = 0, read_bytes = 0, write_ops = 0, write_bytes = 0, syncs = 0,
-                errors = 0;
+  std::uint64_t files_opened = 0, read_requests = 0, bytes_read = 0, write_requests = 0,
+                bytes_written = 0, fsync_calls = 0, errors = 0;
   IoSnapshot operator-(const IoSnapshot& o) const {
-    return {opens - o.opens,         read_ops - o.read_ops,       read_bytes - o.read_bytes,
-            write_ops - o.write_ops, write_bytes - o.write_bytes, syncs - o.syncs,
+    return {files_opened - o.files_opened,
+            read_requests - o.read_requests,
+            bytes_read - o.bytes_read,
+            write_requests - o.write_requests,
+            bytes_written - o.bytes_written,
+            fsync_calls - o.fsync_calls,
             errors - o.errors};
   }
 };

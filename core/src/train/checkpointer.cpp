@@ -4,9 +4,9 @@
 #include <map>
 
 #include "config/dlio_compat.h"
+#include "iomimic/random.h"
 #include "session/cache_honesty.h"
 #include "train/generator.h"
-#include "iomimic/random.h"
 
 namespace iomimic::train {
 namespace {
@@ -122,7 +122,7 @@ metrics::PageResidency Checkpointer::MeasureBeforeRead(const std::vector<std::st
   return session::MeasureResidency(paths);
 }
 
-std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().syncs; }
+std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().fsync_calls; }
 
 Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
   // checkpoint.atomic (the default): the file is written under a temporary
@@ -206,7 +206,7 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
   session_.tracer().Complete("checkpoint", "checkpoint_save", record->start.mono, record->end.mono,
                              {"epoch", static_cast<std::int64_t>(epoch)},
                              {"step", static_cast<std::int64_t>(step)});
-  record->bytes = (storage_->Snapshot() - before).write_bytes;
+  record->bytes = (storage_->Snapshot() - before).bytes_written;
   if (status.ok()) saved_.insert({epoch, step});
   return status;
 }
@@ -232,7 +232,7 @@ Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
   session_.tracer().Complete("checkpoint", "checkpoint_load", record->start.mono, record->end.mono,
                              {"epoch", static_cast<std::int64_t>(epoch)},
                              {"step", static_cast<std::int64_t>(step)});
-  record->bytes = (storage_->Snapshot() - before).read_bytes;
+  record->bytes = (storage_->Snapshot() - before).bytes_read;
   return status;
 }
 

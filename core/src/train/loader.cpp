@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "iomimic/random.h"
 #include "session/buffer_pool.h"
 #include "train/checksum.h"
-#include "iomimic/random.h"
 
 namespace iomimic::train {
 
@@ -366,14 +368,11 @@ Status Loader::Drain(Reader& reader, std::uint64_t step, bool helping) {
     if (helping) session_.AddSharedSample();
     std::uint64_t bytes = 0;
     Status status = ReadSampleOf(reader, step, index, &bytes);
-    bool last = false;
-    BatchInfo batch;
-    Status batch_status;
+    std::optional<std::pair<BatchInfo, Status>> finished;
     {
       std::lock_guard<std::mutex> lock(w.mutex);
       if (status.ok()) {
-        w.batch.samples += 1;
-        w.batch.sample_bytes += bytes;
+        w.Add(bytes);
         if (log_samples_) w.batch.refs[index] = plan_->Sample(step * bs + index);
       } else if (w.status.ok()) {
         // The batch fails: nobody claims its other samples.
@@ -381,14 +380,9 @@ Status Loader::Drain(Reader& reader, std::uint64_t step, bool helping) {
         w.left -= bs - w.next;
         w.next = bs;
       }
-      last = --w.left == 0;
-      if (last) {
-        batch = std::move(w.batch);
-        batch_status = w.status;
-        w.batch = BatchInfo();
-      }
+      if (--w.left == 0) finished = w.Finish();
     }
-    if (last) Publish(step, std::move(batch), std::move(batch_status));
+    if (finished) Publish(step, std::move(finished->first), std::move(finished->second));
     if (!status.ok()) return status;
   }
 }
@@ -541,9 +535,7 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
     std::uint64_t bytes = 0;
     Status status = ReadRef(reader, item.ref, index, &bytes);
     Work& w = work_[step % depth_];
-    bool publish = false;
-    BatchInfo batch;
-    Status batch_status;
+    std::optional<std::pair<BatchInfo, Status>> finished;
     {
       std::lock_guard<std::mutex> lock(w.mutex);
       if (w.step != step) return;  // the batch failed and the pass moved on
@@ -552,20 +544,14 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
       } else if (!status.ok()) {
         // Published at once: the other readers' samples of it no longer count.
         w.status = status;
-        publish = true;
+        finished = w.Finish();
       } else {
-        w.batch.samples += 1;
-        w.batch.sample_bytes += bytes;
+        w.Add(bytes);
         if (log_samples_) w.batch.refs[index] = item.ref;
-        publish = --w.left == 0;
-      }
-      if (publish) {
-        batch = std::move(w.batch);
-        batch_status = w.status;
-        w.batch = BatchInfo();
+        if (--w.left == 0) finished = w.Finish();
       }
     }
-    if (publish) Publish(step, std::move(batch), std::move(batch_status));
+    if (finished) Publish(step, std::move(finished->first), std::move(finished->second));
     if (!status.ok()) return;
   }
 }

@@ -34,11 +34,12 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "train/compute.h"
-#include "session/session.h"
 #include "plan/plan.h"
+#include "session/session.h"
+#include "train/compute.h"
 
 namespace iomimic::train {
 
@@ -133,6 +134,19 @@ class Loader {
     std::uint64_t left = 0;  // samples not yet finished
     BatchInfo batch;         // counts so far; refs by sample index
     Status status;           // the first failure
+
+    // Under `mutex`: counts a sample whose payload was `bytes`.
+    void Add(std::uint64_t bytes) {
+      batch.samples += 1;
+      batch.sample_bytes += bytes;
+    }
+    // Under `mutex`: hands over the batch and its status for Publish,
+    // leaving empty counts behind.
+    std::pair<BatchInfo, Status> Finish() {
+      std::pair<BatchInfo, Status> out{std::move(batch), status};
+      batch = BatchInfo();
+      return out;
+    }
   };
   class Reader;
 

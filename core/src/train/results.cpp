@@ -67,8 +67,8 @@ void CollectPhaseSeries(const TrainResult& train, const config::Config& c, int a
   }
 }
 
-TrainResults CollectTrain(const TrainResult& train, const config::Config& c,
-                          int accelerators, cluster::Cluster& cluster) {
+TrainResults CollectTrain(const TrainResult& train, const config::Config& c, int accelerators,
+                          cluster::Cluster& cluster) {
   TrainResults t;
   t.epochs = train.epochs.size();
   t.steps_per_epoch = train.train_steps_per_epoch;
@@ -201,16 +201,17 @@ json CheckpointDetails(const std::vector<CheckpointEvent>& events) {
     d["duration_max_seconds"] = JsonNumber<json>(e.max_seconds);
     d["duration_min_seconds"] = JsonNumber<json>(e.min_seconds);
     d["throughput_GiB_per_second"] =
-        JsonNumber<json>(e.max_seconds > 0
-                ? static_cast<double>(e.bytes) / (1024.0 * 1024.0 * 1024.0) / e.max_seconds
-                : 0.0);
+        JsonNumber<json>(e.max_seconds > 0 ? static_cast<double>(e.bytes) /
+                                                 (1024.0 * 1024.0 * 1024.0) / e.max_seconds
+                                           : 0.0);
     d["min_rank_throughput_GiB_per_second"] = JsonNumber<json>(e.min_rank_GiB_per_second);
     d["slowest_rank"] = e.slowest_rank;
     d["fastest_rank"] = e.fastest_rank;
     if (e.residency.ranks > 0) {  // a load (session/cache_honesty.h)
       const bool measured = e.residency.all_measured();
       d["resident_bytes"] = measured ? json(e.residency.resident_bytes) : json(nullptr);
-      d["resident_fraction"] = measured ? json(JsonNumber<json>(e.residency.fraction())) : json(nullptr);
+      d["resident_fraction"] =
+          measured ? json(JsonNumber<json>(e.residency.fraction())) : json(nullptr);
       d["read_path"] = session::ResidencyVerdict(e.residency);
     }
     out.push_back(d);
@@ -274,7 +275,8 @@ Status WriteAcceleratorOutput(const std::string& path, const json& host,
     json aus = json::object(), tps = json::object();
     for (std::size_t i = 0; i < e.blocks.size(); ++i) {
       aus["block" + std::to_string(e.blocks[i].index)] = JsonNumber<json>(m.blocks[i].au_percent);
-      tps["block" + std::to_string(e.blocks[i].index)] = JsonNumber<json>(m.blocks[i].samples_per_second);
+      tps["block" + std::to_string(e.blocks[i].index)] =
+          JsonNumber<json>(m.blocks[i].samples_per_second);
     }
     if (m.eval) {
       aus["eval"] = JsonNumber<json>(m.eval->au_percent);
@@ -326,9 +328,11 @@ void AddCheckpointMetric(const CheckpointResults& ck, json* metric) {
   // DLIO writes NaN for an empty list; strict JSON gets null.
   const bool any_save = !saves.empty();
   m["save_checkpoint_io_mean_GB_per_second"] = any_save ? JsonNumber<json>(st.mean) : json(nullptr);
-  m["save_checkpoint_io_stdev_GB_per_second"] = any_save ? JsonNumber<json>(st.stdev) : json(nullptr);
+  m["save_checkpoint_io_stdev_GB_per_second"] =
+      any_save ? JsonNumber<json>(st.stdev) : json(nullptr);
   m["save_checkpoint_duration_mean_seconds"] = any_save ? JsonNumber<json>(sd.mean) : json(nullptr);
-  m["save_checkpoint_duration_stdev_seconds"] = any_save ? JsonNumber<json>(sd.stdev) : json(nullptr);
+  m["save_checkpoint_duration_stdev_seconds"] =
+      any_save ? JsonNumber<json>(sd.stdev) : json(nullptr);
   if (!loads.empty()) {
     const metrics::MeanStdev lt = metrics::Summarize(Rates(gib, loads));
     const metrics::MeanStdev ld = metrics::Summarize(loads);
@@ -362,23 +366,26 @@ void AddTrainFigures(const TrainResults& t, double record, json* io) {
                                               {"in_means", false}}
                                        : json(nullptr);
   o["train_io_actual_MiB_per_second"] = metrics::JsonNumbers<json>(t.actual_MiB_per_second);
-  o["train_io_actual_mean_MiB_per_second"] = JsonNumber<json>(metrics::Summarize(t.actual_MiB_per_second).mean);
+  o["train_io_actual_mean_MiB_per_second"] =
+      JsonNumber<json>(metrics::Summarize(t.actual_MiB_per_second).mean);
   // Bytes over time: what the hosts' train_io_MiB_per_second add up to
   // (the mean above is a mean of per-epoch rates, as DLIO's figures are).
   o["train_io_actual_overall_MiB_per_second"] =
       JsonNumber<json>(t.seconds > 0 ? static_cast<double>(t.bytes_read) / kMiB / t.seconds : 0.0);
-  o["train_io_nominal_mean_MiB_per_second"] = JsonNumber<json>(t.train.throughput.mean * record / kMiB);
+  o["train_io_nominal_mean_MiB_per_second"] =
+      JsonNumber<json>(t.train.throughput.mean * record / kMiB);
   o["train_bytes_read"] = t.bytes_read;
   o["barrier_mean_ms"] = JsonNumber<json>(t.barrier_mean_ms);
   o["compute_requested_seconds"] = JsonNumber<json>(t.compute_requested_seconds);
   o["compute_measured_seconds"] = JsonNumber<json>(t.compute_measured_seconds);
   o["compute_error_percent"] =
       JsonNumber<json>(t.compute_requested_seconds > 0
-              ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
-                    t.compute_requested_seconds
-              : 0.0);
+                           ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
+                                 t.compute_requested_seconds
+                           : 0.0);
   // Time the emulated compute took beyond what was asked: not counted in AU.
-  o["compute_overshoot_seconds"] = JsonNumber<json>(t.compute_measured_seconds - t.compute_requested_seconds);
+  o["compute_overshoot_seconds"] =
+      JsonNumber<json>(t.compute_measured_seconds - t.compute_requested_seconds);
   o["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
 }
 
@@ -436,7 +443,8 @@ json GenerateJson(const GenerateResults& g, const std::string& data_path) {
 }
 
 // Generation's figures over ranks (every rank takes part, generating or not).
-GenerateResults CollectGenerate(const TrainingResults::Local& outcome, cluster::Cluster& cluster, int ranks) {
+GenerateResults CollectGenerate(const TrainingResults::Local& outcome, cluster::Cluster& cluster,
+                                int ranks) {
   const GenerateReport none;
   const GenerateReport& g = outcome.generate ? *outcome.generate : none;
   GenerateResults gen;
@@ -607,7 +615,7 @@ OutcomeHistograms RecordOutcome(const TrainingResults::Local& outcome) {
 // (as the run's train_bytes_read), waits for data and each accelerator's
 // mean AU and throughput.
 void AddHostFigures(const TrainingResults::Local& outcome, const config::Config& c,
-                     output::RankFigures& f) {
+                    output::RankFigures& f) {
   if (!outcome.train) return;
   // The whole epochs', as the run's train_bytes_read and training seconds.
   for (std::size_t i = 0; i < WholeEpochs(outcome.train->epochs); ++i) {
@@ -642,15 +650,18 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const output::
   if (outcome.checkpoint_only) {
     json epoch1 = json::object();
     for (const auto& r : outcome.checkpoint_only->saves) {
-      epoch1["save_ckpt" + std::to_string(r.index)] = output::CheckpointStatsJson(r, checkpoint_gib);
+      epoch1["save_ckpt" + std::to_string(r.index)] =
+          output::CheckpointStatsJson(r, checkpoint_gib);
     }
     for (const auto& r : outcome.checkpoint_only->loads) {
-      epoch1["load_ckpt" + std::to_string(r.index)] = output::CheckpointStatsJson(r, checkpoint_gib);
+      epoch1["load_ckpt" + std::to_string(r.index)] =
+          output::CheckpointStatsJson(r, checkpoint_gib);
     }
     json stats = json::object();
     stats["1"] = epoch1;
-    IOMIMIC_RETURN_IF_ERROR(output::WriteTextFile(
-        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", output::DumpJson(stats) + "\n"));
+    IOMIMIC_RETURN_IF_ERROR(
+        output::WriteTextFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
+                              output::DumpJson(stats) + "\n"));
   }
   if (!outcome.train) return Status::OK();
   const output::HostFacts& h = results.host;
@@ -665,14 +676,53 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const output::
   host["hostname"] = results.hostname;
   for (const AcceleratorRecords& acc : outcome.train->accelerators) {
     const std::string id = std::to_string(acc.id);
-    IOMIMIC_RETURN_IF_ERROR(output::WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
-                                          output::PerEpochStatsText(acc.epochs, checkpoint_gib)));
+    IOMIMIC_RETURN_IF_ERROR(
+        output::WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
+                              output::PerEpochStatsText(acc.epochs, checkpoint_gib)));
     std::uint64_t k = 1;
     IOMIMIC_RETURN_IF_ERROR(
         WriteAcceleratorOutput(folder + "/" + id + "_output.json", host, acc.epochs, c, &k));
     *max_steps_per_entry = std::max(*max_steps_per_entry, k);
   }
   return Status::OK();
+}
+
+// "[METRIC] <what>: <mean> (<stdev>)", `digits` decimals: a line of DLIO's
+// [METRIC] block.
+std::string MetricLine(const std::string& what, double mean, double stdev, int digits = 4) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "[METRIC] %s: %.*f (%.*f)\n", what.c_str(), digits, mean,
+                digits, stdev);
+  return line;
+}
+
+// DLIO's wording of a phase's [METRIC] lines, which differs between training
+// and evaluation, as do the decimals of the throughputs.
+struct PhaseMetricWords {
+  const char* au;         // AU (percent)
+  const char* samples;    // throughput, samples per second
+  const char* megabytes;  // throughput, MB per second
+  const char* meets;      // AU at least metric.au
+  int throughput_digits;
+};
+constexpr PhaseMetricWords kTrainMetricWords{
+    "Training Accelerator Utilization [AU] (%)", "Training Throughput (samples/second)",
+    "Training I/O Throughput (MB/second)", "train_au_meet_expectation", 4};
+constexpr PhaseMetricWords kEvalMetricWords{
+    "Eval Accelerator Utilization [AU] (%)", "Eval Throughput (samples/second)",
+    "Eval Throughput (MB/second)", "eval_au_meet_expectation", 6};
+
+// A phase's [METRIC] lines: AU, throughput in samples and MB per second, and
+// whether the AU meets metric.au.
+std::string PhaseMetricLines(const PhaseMetricWords& words, const PhaseSeries& s,
+                             const config::Config& c) {
+  const double record = static_cast<double>(c.dataset.record_length_bytes);
+  const int digits = words.throughput_digits;
+  return MetricLine(words.au, s.au.mean, s.au.stdev) +
+         MetricLine(words.samples, s.throughput.mean, s.throughput.stdev, digits) +
+         MetricLine(words.megabytes, s.throughput.mean * record / kMiB,
+                    s.throughput.stdev * record / kMiB, digits) +
+         "[METRIC] " + words.meets + ": " + (MeetsAu(c, s.au.mean) ? "success" : "fail") + "\n";
 }
 
 }  // namespace
@@ -774,11 +824,10 @@ std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
   });
   std::string out;
   for (const Entry& l : lines) out += l.text + "\n";
-  out += "[OUTPUT] " + output::Timestamp(std::chrono::system_clock::now()) + " Saved outputs in " + folder +
-         "\n";
+  out += "[OUTPUT] " + output::Timestamp(std::chrono::system_clock::now()) + " Saved outputs in " +
+         folder + "\n";
   return out;
 }
-
 
 int TrainingResults::accelerators_per_process() const {
   return local_.train ? local_.train->accelerators_per_process : 1;
@@ -795,8 +844,7 @@ void TrainingResults::AddEvents(std::chrono::system_clock::time_point origin, in
   RankEvents(local_, origin, rank, events);
 }
 
-std::vector<std::pair<std::string, metrics::LatencyHistogram>> TrainingResults::Histograms()
-    const {
+std::vector<std::pair<std::string, metrics::LatencyHistogram>> TrainingResults::Histograms() const {
   OutcomeHistograms h = RecordOutcome(local_);
   return {{"step_data_wait", std::move(h.data_wait)},
           {"eval_step_data_wait", std::move(h.eval_data_wait)},
@@ -866,25 +914,8 @@ std::string TrainingResults::MetricLines(const output::RunResults& run,
                                          const config::Config& c) const {
   (void)run;
   const TrainingResults& r = *this;
-  const double record = static_cast<double>(c.dataset.record_length_bytes);
-  char line[256];
   std::string out;
-  if (r.train && r.train->epochs > 0) {
-    const PhaseSeries& t = r.train->train;
-    std::snprintf(line, sizeof(line),
-                  "[METRIC] Training Accelerator Utilization [AU] (%%): %.4f (%.4f)\n", t.au.mean,
-                  t.au.stdev);
-    out += line;
-    std::snprintf(line, sizeof(line),
-                  "[METRIC] Training Throughput (samples/second): %.4f (%.4f)\n", t.throughput.mean,
-                  t.throughput.stdev);
-    out += line;
-    std::snprintf(line, sizeof(line), "[METRIC] Training I/O Throughput (MB/second): %.4f (%.4f)\n",
-                  t.throughput.mean * record / kMiB, t.throughput.stdev * record / kMiB);
-    out += line;
-    out += std::string("[METRIC] train_au_meet_expectation: ") +
-           (MeetsAu(c, t.au.mean) ? "success" : "fail") + "\n";
-  }
+  if (r.train && r.train->epochs > 0) out += PhaseMetricLines(kTrainMetricWords, r.train->train, c);
   if (r.checkpoint) {
     const double gib = r.checkpoint->size_gib();
     auto figures = [&](const char* what, const std::vector<CheckpointEvent>& events) {
@@ -892,35 +923,16 @@ std::string TrainingResults::MetricLines(const output::RunResults& run,
       const std::vector<double> durations = Rank0Durations(events);
       const metrics::MeanStdev d = metrics::Summarize(durations);
       const metrics::MeanStdev t = metrics::Summarize(Rates(gib, durations));
-      std::snprintf(line, sizeof(line), "[METRIC] Checkpoint %s duration (seconds): %.4f (%.4f)\n",
-                    what, d.mean, d.stdev);
-      out += line;
-      std::snprintf(line, sizeof(line),
-                    "[METRIC] Checkpoint %s I/O Throughput (GB/second): %.4f (%.4f)\n", what,
-                    t.mean, t.stdev);
-      out += line;
+      out += MetricLine("Checkpoint " + std::string(what) + " duration (seconds)", d.mean, d.stdev);
+      out += MetricLine("Checkpoint " + std::string(what) + " I/O Throughput (GB/second)", t.mean,
+                        t.stdev);
     };
     figures("save", r.checkpoint->saves);
     figures("load", r.checkpoint->loads);
   }
-  if (r.train && r.train->eval) {
-    const PhaseSeries& e = *r.train->eval;
-    std::snprintf(line, sizeof(line),
-                  "[METRIC] Eval Accelerator Utilization [AU] (%%): %.4f (%.4f)\n", e.au.mean,
-                  e.au.stdev);
-    out += line;
-    std::snprintf(line, sizeof(line), "[METRIC] Eval Throughput (samples/second): %.6f (%.6f)\n",
-                  e.throughput.mean, e.throughput.stdev);
-    out += line;
-    std::snprintf(line, sizeof(line), "[METRIC] Eval Throughput (MB/second): %.6f (%.6f)\n",
-                  e.throughput.mean * record / kMiB, e.throughput.stdev * record / kMiB);
-    out += line;
-    out += std::string("[METRIC] eval_au_meet_expectation: ") +
-           (MeetsAu(c, e.au.mean) ? "success" : "fail") + "\n";
-  }
+  if (r.train && r.train->eval) out += PhaseMetricLines(kEvalMetricWords, *r.train->eval, c);
   return out;
 }
-
 
 std::string TrainingResults::ConsoleLines(const output::RunResults& run,
                                           const config::Config& c) const {
@@ -1014,6 +1026,5 @@ std::string TrainingResults::ConsoleNotes(const output::RunResults& run,
   }
   return h.str();
 }
-
 
 }  // namespace iomimic::train

@@ -12,18 +12,20 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "iomimic/file_system.h"
+#include "iomimic/posix_io.h"
 #include "iomimic/storage.h"
 
 namespace iomimic::testing {
 
 namespace fs = std::filesystem;
 
-// A file opened by PosixStorage: pread/pwrite, retried on EINTR.
+// A file opened by PosixStorage: whole pread/pwrite transfers (posix_io.h).
 class PosixFile final : public File {
  public:
   PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
@@ -31,31 +33,10 @@ class PosixFile final : public File {
     if (fd_ >= 0) ::close(fd_);
   }
   Result<std::size_t> ReadAt(std::uint64_t offset, std::span<std::byte> destination) override {
-    std::size_t done = 0;
-    while (done < destination.size()) {
-      const ssize_t n = ::pread(fd_, destination.data() + done, destination.size() - done,
-                                static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pread " + path_ + " at offset " + std::to_string(offset));
-      }
-      if (n == 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    return done;
+    return PreadFull(fd_, destination, offset, path_);
   }
   Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
-    std::size_t done = 0;
-    while (done < source.size()) {
-      const ssize_t n = ::pwrite(fd_, source.data() + done, source.size() - done,
-                                 static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pwrite " + path_ + " at offset " + std::to_string(offset));
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    return Status::OK();
+    return PwriteFull(fd_, source, offset, path_);
   }
   Status Sync() override {
     return ::fsync(fd_) == 0 ? Status::OK() : Status::FromErrno(errno, "fsync " + path_);
@@ -109,6 +90,12 @@ class TempDir {
     fs::remove_all(path_, ec);
   }
   const fs::path& path() const { return path_; }
+  // Writes `text` to the file `relative` below the folder, creating the
+  // folders on its way.
+  void Write(const fs::path& relative, const std::string& text) const {
+    fs::create_directories((path_ / relative).parent_path());
+    std::ofstream(path_ / relative) << text;
+  }
 
  private:
   fs::path path_;
