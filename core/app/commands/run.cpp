@@ -13,8 +13,8 @@
 
 #include "cli.h"
 #include "cluster/cluster.h"
-#include "session/interrupt.h"
 #include "output/writers.h"
+#include "session/interrupt.h"
 
 namespace iomimic::app {
 

@@ -461,10 +461,10 @@ Status ReplayResults::Collect(session::Session& session, output::RunResults& run
       merged_.groups[name].bytes += bytes;
     }
   }
-  const std::vector<std::uint64_t> sums = cluster.SumU64s(
-      {mine.reads.ops, mine.reads.bytes, mine.writes.ops, mine.writes.bytes, mine.skipped.ops,
-       mine.skipped.bytes, mine.header_bytes, mine.setup_objects, mine.late_ops,
-       mine.stopped ? 1u : 0u});
+  const std::vector<std::uint64_t> sums =
+      cluster.SumU64s({mine.reads.ops, mine.reads.bytes, mine.writes.ops, mine.writes.bytes,
+                       mine.skipped.ops, mine.skipped.bytes, mine.header_bytes, mine.setup_objects,
+                       mine.late_ops, mine.stopped ? 1u : 0u});
   merged_.reads = {sums[0], sums[1]};
   merged_.writes = {sums[2], sums[3]};
   merged_.skipped = {sums[4], sums[5]};

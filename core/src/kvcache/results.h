@@ -54,7 +54,8 @@ class KvCacheResults final : public output::WorkflowResults {
   int interrupted_by() const override { return local_.interrupted_by; }
   Status Collect(session::Session& session, output::RunResults& run) override;
   void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
-                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+                    nlohmann::ordered_json& summary,
+                    nlohmann::ordered_json& iomimic) const override;
   Status WriteRankFiles(const std::string& folder, const output::RunResults& run,
                         const config::Config& config) override;
   std::string ConsoleLines(const output::RunResults& run,

@@ -134,8 +134,9 @@ std::vector<EventEntry> DecodeEvents(const std::string& text, int rank) {
 
 // One rank's per-path counters as text for AllGatherStrings: per path its
 // length, the path, then every counter; timestamps from the run's origin.
-std::string EncodeFileCounters(const std::vector<std::pair<std::string, session::FileCounters>>& all,
-                               std::int64_t steady_to_origin_ns) {
+std::string EncodeFileCounters(
+    const std::vector<std::pair<std::string, session::FileCounters>>& all,
+    std::int64_t steady_to_origin_ns) {
   std::ostringstream out;
   auto since = [&](std::int64_t t) { return t == 0 ? 0 : t - steady_to_origin_ns; };
   for (const auto& [path, c] : all) {
@@ -340,12 +341,9 @@ void CollectHistograms(session::Session& session, const RunOutcome& outcome, Run
     for (auto& named : w->Histograms()) workflows.push_back(std::move(named));
   }
   std::vector<std::pair<std::string, const metrics::LatencyHistogram*>> all = {
-      {"sample_read", &session.sample_latency()},
-      {"storage_open", &io_counters.open_latency},
-      {"storage_read", &io_counters.read_latency},
-      {"storage_write", &io_counters.write_latency},
-      {"storage_fsync", &io_counters.fsync_latency},
-      {"storage_close", &io_counters.close_latency},
+      {"sample_read", &session.sample_latency()},    {"storage_open", &io_counters.open_latency},
+      {"storage_read", &io_counters.read_latency},   {"storage_write", &io_counters.write_latency},
+      {"storage_fsync", &io_counters.fsync_latency}, {"storage_close", &io_counters.close_latency},
       {"storage_stat", &io_counters.stat_latency}};
   for (const auto& [name, h] : workflows) all.emplace_back(name, &h);
   std::vector<const metrics::LatencyHistogram*> local;
@@ -413,7 +411,8 @@ Result<RunResults> CollectResults(session::Session& session, const RunOutcome& o
   r.ranks = cluster.size();
   r.rank = cluster.rank();
   for (const std::shared_ptr<WorkflowResults>& w : outcome.workflows) {
-    r.accelerators_per_process = std::max(r.accelerators_per_process, w->accelerators_per_process());
+    r.accelerators_per_process =
+        std::max(r.accelerators_per_process, w->accelerators_per_process());
     if (r.interrupted_by == 0) r.interrupted_by = w->interrupted_by();
   }
   r.accelerators = r.ranks * r.accelerators_per_process;

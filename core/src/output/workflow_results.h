@@ -93,7 +93,8 @@ class WorkflowResults {
   // summary.json: the workflow's keys in the top-level object (`summary`,
   // where DLIO's keys live) and in iomimic's own object (`iomimic`).
   virtual void AddToSummary(const RunResults& run, const config::LoadedManifest& manifest,
-                            nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const = 0;
+                            nlohmann::ordered_json& summary,
+                            nlohmann::ordered_json& iomimic) const = 0;
   // Writes this rank's own files into the run folder (training's
   // <id>_per_epoch_stats.json and <id>_output.json, the KV-cache workflow's
   // <rank>_kv_cache.json); the caller agrees on the status over the ranks.

@@ -321,7 +321,8 @@ class FaultWatch : public RunThread {
     details.results =
         "partial: ranks/<rank>.json and <id>_per_epoch_stats.json of the ranks that answered; "
         "no merge (summary.json) after a lost rank";
-    (void)output::WriteStatus(folder_, Status::Aborted(error), session::SignalName(signal), details);
+    (void)output::WriteStatus(folder_, Status::Aborted(error), session::SignalName(signal),
+                              details);
   }
 
   const std::string& HostOf(int rank) const {
@@ -681,8 +682,7 @@ class WorkloadRun {
     start.fsync = c_.checkpoint.fsync;
     notify_->OnCheckpointOnlyStart(start);
     progress_->MarkPhaseStart(0, 0);
-    Result<train::CheckpointOnlyResult> done =
-        train::RunCheckpointOnly(*session_, *checkpointer_);
+    Result<train::CheckpointOnlyResult> done = train::RunCheckpointOnly(*session_, *checkpointer_);
     if (!done.ok()) return FinishFailed(done.status());
     train_.checkpoint_only = std::move(done).value();
     return Status::OK();
@@ -746,7 +746,8 @@ class WorkloadRun {
       outcome_.workflows.push_back(std::make_shared<metadata::StatResults>(*stat_files_));
     }
     if (kv_replay_) {
-      outcome_.workflows.push_back(std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
+      outcome_.workflows.push_back(
+          std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
     }
     if (kv_cache_) {
       outcome_.workflows.push_back(

@@ -4,9 +4,9 @@
 #include <map>
 
 #include "config/dlio_compat.h"
+#include "iomimic/random.h"
 #include "session/cache_honesty.h"
 #include "train/generator.h"
-#include "iomimic/random.h"
 
 namespace iomimic::train {
 namespace {

@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "metrics/records.h"
 #include "session/interrupt.h"
 #include "session/limits.h"
-#include "metrics/records.h"
 
 namespace iomimic::train {
 
@@ -288,7 +288,8 @@ Status RemoveStale(session::Session& session, const std::string& path) {
 
 // Writes (or skips) one file. `why` receives the first changed generation
 // parameter of a file written again (kRewritten).
-Result<Outcome> GenerateOne(session::Session& session, std::uint64_t global_index, std::string* why) {
+Result<Outcome> GenerateOne(session::Session& session, std::uint64_t global_index,
+                            std::string* why) {
   Storage& storage = session.storage();
   Format& format = session.format();
   FileSpec spec = session.layout().Spec(global_index, session.element_type());
@@ -415,8 +416,8 @@ Result<PayloadLayout> WriteSharedFrame(session::Session& session, const FileSpec
 // (4 KiB to kSharedChunk; kSharedChunk when unset), one
 // File::WriteAtAll per round on every rank. A per-round vote stops all ranks
 // together when one fails.
-Status WriteSharedPayload(session::Session& session, const FileSpec& spec, const PayloadLayout& layout,
-                          const std::string& partial) {
+Status WriteSharedPayload(session::Session& session, const FileSpec& spec,
+                          const PayloadLayout& layout, const std::string& partial) {
   cluster::Cluster& cluster = session.cluster();
   const auto ranks = static_cast<std::uint64_t>(cluster.size());
   const auto rank = static_cast<std::uint64_t>(cluster.rank());
@@ -475,7 +476,8 @@ Status WriteSharedPayload(session::Session& session, const FileSpec& spec, const
 }
 
 // Writes one file with every rank (shared-file generation).
-Result<Outcome> GenerateShared(session::Session& session, std::uint64_t global_index, std::string* why) {
+Result<Outcome> GenerateShared(session::Session& session, std::uint64_t global_index,
+                               std::string* why) {
   cluster::Cluster& cluster = session.cluster();
   FileSpec spec = session.layout().Spec(global_index, session.element_type());
   IOMIMIC_ASSIGN_OR_RETURN(Outcome outcome, DecideShared(session, spec, why));
@@ -558,8 +560,9 @@ Status CheckSpaceForGeneration(session::Session& session) {
     const auto limit =
         static_cast<std::uint64_t>(free_bytes / per_sample / static_cast<double>(missing));
     if (limit > 0 || first.num_samples > 1) {
-      return session::CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
-                            space, "dataset.num_samples_per_file", d.num_samples_per_file, limit);
+      return session::CheckFreeSpace(layout.data_folder(), missing,
+                                     per_file * static_cast<double>(missing), space,
+                                     "dataset.num_samples_per_file", d.num_samples_per_file, limit);
     }
     // Not even one sample per file fits: the sample size is at fault.
     return session::CheckFreeSpace(
@@ -572,8 +575,9 @@ Status CheckSpaceForGeneration(session::Session& session) {
   const auto fit = static_cast<std::uint64_t>(free_bytes / std::max(1.0, per_file));
   const std::uint64_t possible = std::min(fit, space.free_inodes) + present;
   const std::uint64_t limit = possible > d.num_files_eval ? possible - d.num_files_eval : 0;
-  return session::CheckFreeSpace(layout.data_folder(), missing, per_file * static_cast<double>(missing),
-                        space, "dataset.num_files_train", d.num_files_train, limit);
+  return session::CheckFreeSpace(layout.data_folder(), missing,
+                                 per_file * static_cast<double>(missing), space,
+                                 "dataset.num_files_train", d.num_files_train, limit);
 }
 
 Result<GenerateReport> Generate(session::Session& session, unsigned threads,
@@ -641,10 +645,10 @@ Result<GenerateReport> Generate(session::Session& session, unsigned threads,
       if (const int signal = session::InterruptSignal(); signal != 0) {  // interrupt.h
         std::lock_guard<std::mutex> lock(error_mutex);
         if (first_error.ok()) {
-          first_error =
-              Status::Aborted(std::string("generation interrupted by ") + session::SignalName(signal) +
-                              " (files written so far are complete; run again to "
-                              "resume)");
+          first_error = Status::Aborted(std::string("generation interrupted by ") +
+                                        session::SignalName(signal) +
+                                        " (files written so far are complete; run again to "
+                                        "resume)");
         }
         failed.store(true);
         return;

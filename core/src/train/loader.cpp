@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
+#include "iomimic/random.h"
 #include "session/buffer_pool.h"
 #include "train/checksum.h"
-#include "iomimic/random.h"
 
 namespace iomimic::train {
 

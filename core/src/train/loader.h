@@ -36,9 +36,9 @@
 #include <thread>
 #include <vector>
 
-#include "train/compute.h"
-#include "session/session.h"
 #include "plan/plan.h"
+#include "session/session.h"
+#include "train/compute.h"
 
 namespace iomimic::train {
 

@@ -67,8 +67,8 @@ void CollectPhaseSeries(const TrainResult& train, const config::Config& c, int a
   }
 }
 
-TrainResults CollectTrain(const TrainResult& train, const config::Config& c,
-                          int accelerators, cluster::Cluster& cluster) {
+TrainResults CollectTrain(const TrainResult& train, const config::Config& c, int accelerators,
+                          cluster::Cluster& cluster) {
   TrainResults t;
   t.epochs = train.epochs.size();
   t.steps_per_epoch = train.train_steps_per_epoch;
@@ -201,16 +201,17 @@ json CheckpointDetails(const std::vector<CheckpointEvent>& events) {
     d["duration_max_seconds"] = JsonNumber<json>(e.max_seconds);
     d["duration_min_seconds"] = JsonNumber<json>(e.min_seconds);
     d["throughput_GiB_per_second"] =
-        JsonNumber<json>(e.max_seconds > 0
-                ? static_cast<double>(e.bytes) / (1024.0 * 1024.0 * 1024.0) / e.max_seconds
-                : 0.0);
+        JsonNumber<json>(e.max_seconds > 0 ? static_cast<double>(e.bytes) /
+                                                 (1024.0 * 1024.0 * 1024.0) / e.max_seconds
+                                           : 0.0);
     d["min_rank_throughput_GiB_per_second"] = JsonNumber<json>(e.min_rank_GiB_per_second);
     d["slowest_rank"] = e.slowest_rank;
     d["fastest_rank"] = e.fastest_rank;
     if (e.residency.ranks > 0) {  // a load (session/cache_honesty.h)
       const bool measured = e.residency.all_measured();
       d["resident_bytes"] = measured ? json(e.residency.resident_bytes) : json(nullptr);
-      d["resident_fraction"] = measured ? json(JsonNumber<json>(e.residency.fraction())) : json(nullptr);
+      d["resident_fraction"] =
+          measured ? json(JsonNumber<json>(e.residency.fraction())) : json(nullptr);
       d["read_path"] = session::ResidencyVerdict(e.residency);
     }
     out.push_back(d);
@@ -274,7 +275,8 @@ Status WriteAcceleratorOutput(const std::string& path, const json& host,
     json aus = json::object(), tps = json::object();
     for (std::size_t i = 0; i < e.blocks.size(); ++i) {
       aus["block" + std::to_string(e.blocks[i].index)] = JsonNumber<json>(m.blocks[i].au_percent);
-      tps["block" + std::to_string(e.blocks[i].index)] = JsonNumber<json>(m.blocks[i].samples_per_second);
+      tps["block" + std::to_string(e.blocks[i].index)] =
+          JsonNumber<json>(m.blocks[i].samples_per_second);
     }
     if (m.eval) {
       aus["eval"] = JsonNumber<json>(m.eval->au_percent);
@@ -326,9 +328,11 @@ void AddCheckpointMetric(const CheckpointResults& ck, json* metric) {
   // DLIO writes NaN for an empty list; strict JSON gets null.
   const bool any_save = !saves.empty();
   m["save_checkpoint_io_mean_GB_per_second"] = any_save ? JsonNumber<json>(st.mean) : json(nullptr);
-  m["save_checkpoint_io_stdev_GB_per_second"] = any_save ? JsonNumber<json>(st.stdev) : json(nullptr);
+  m["save_checkpoint_io_stdev_GB_per_second"] =
+      any_save ? JsonNumber<json>(st.stdev) : json(nullptr);
   m["save_checkpoint_duration_mean_seconds"] = any_save ? JsonNumber<json>(sd.mean) : json(nullptr);
-  m["save_checkpoint_duration_stdev_seconds"] = any_save ? JsonNumber<json>(sd.stdev) : json(nullptr);
+  m["save_checkpoint_duration_stdev_seconds"] =
+      any_save ? JsonNumber<json>(sd.stdev) : json(nullptr);
   if (!loads.empty()) {
     const metrics::MeanStdev lt = metrics::Summarize(Rates(gib, loads));
     const metrics::MeanStdev ld = metrics::Summarize(loads);
@@ -362,23 +366,26 @@ void AddTrainFigures(const TrainResults& t, double record, json* io) {
                                               {"in_means", false}}
                                        : json(nullptr);
   o["train_io_actual_MiB_per_second"] = metrics::JsonNumbers<json>(t.actual_MiB_per_second);
-  o["train_io_actual_mean_MiB_per_second"] = JsonNumber<json>(metrics::Summarize(t.actual_MiB_per_second).mean);
+  o["train_io_actual_mean_MiB_per_second"] =
+      JsonNumber<json>(metrics::Summarize(t.actual_MiB_per_second).mean);
   // Bytes over time: what the hosts' train_io_MiB_per_second add up to
   // (the mean above is a mean of per-epoch rates, as DLIO's figures are).
   o["train_io_actual_overall_MiB_per_second"] =
       JsonNumber<json>(t.seconds > 0 ? static_cast<double>(t.bytes_read) / kMiB / t.seconds : 0.0);
-  o["train_io_nominal_mean_MiB_per_second"] = JsonNumber<json>(t.train.throughput.mean * record / kMiB);
+  o["train_io_nominal_mean_MiB_per_second"] =
+      JsonNumber<json>(t.train.throughput.mean * record / kMiB);
   o["train_bytes_read"] = t.bytes_read;
   o["barrier_mean_ms"] = JsonNumber<json>(t.barrier_mean_ms);
   o["compute_requested_seconds"] = JsonNumber<json>(t.compute_requested_seconds);
   o["compute_measured_seconds"] = JsonNumber<json>(t.compute_measured_seconds);
   o["compute_error_percent"] =
       JsonNumber<json>(t.compute_requested_seconds > 0
-              ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
-                    t.compute_requested_seconds
-              : 0.0);
+                           ? 100.0 * (t.compute_measured_seconds - t.compute_requested_seconds) /
+                                 t.compute_requested_seconds
+                           : 0.0);
   // Time the emulated compute took beyond what was asked: not counted in AU.
-  o["compute_overshoot_seconds"] = JsonNumber<json>(t.compute_measured_seconds - t.compute_requested_seconds);
+  o["compute_overshoot_seconds"] =
+      JsonNumber<json>(t.compute_measured_seconds - t.compute_requested_seconds);
   o["minor_page_faults_per_epoch"] = t.minor_faults_per_epoch;
 }
 
@@ -436,7 +443,8 @@ json GenerateJson(const GenerateResults& g, const std::string& data_path) {
 }
 
 // Generation's figures over ranks (every rank takes part, generating or not).
-GenerateResults CollectGenerate(const TrainingResults::Local& outcome, cluster::Cluster& cluster, int ranks) {
+GenerateResults CollectGenerate(const TrainingResults::Local& outcome, cluster::Cluster& cluster,
+                                int ranks) {
   const GenerateReport none;
   const GenerateReport& g = outcome.generate ? *outcome.generate : none;
   GenerateResults gen;
@@ -607,7 +615,7 @@ OutcomeHistograms RecordOutcome(const TrainingResults::Local& outcome) {
 // (as the run's train_bytes_read), waits for data and each accelerator's
 // mean AU and throughput.
 void AddHostFigures(const TrainingResults::Local& outcome, const config::Config& c,
-                     output::RankFigures& f) {
+                    output::RankFigures& f) {
   if (!outcome.train) return;
   // The whole epochs', as the run's train_bytes_read and training seconds.
   for (std::size_t i = 0; i < WholeEpochs(outcome.train->epochs); ++i) {
@@ -642,15 +650,18 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const output::
   if (outcome.checkpoint_only) {
     json epoch1 = json::object();
     for (const auto& r : outcome.checkpoint_only->saves) {
-      epoch1["save_ckpt" + std::to_string(r.index)] = output::CheckpointStatsJson(r, checkpoint_gib);
+      epoch1["save_ckpt" + std::to_string(r.index)] =
+          output::CheckpointStatsJson(r, checkpoint_gib);
     }
     for (const auto& r : outcome.checkpoint_only->loads) {
-      epoch1["load_ckpt" + std::to_string(r.index)] = output::CheckpointStatsJson(r, checkpoint_gib);
+      epoch1["load_ckpt" + std::to_string(r.index)] =
+          output::CheckpointStatsJson(r, checkpoint_gib);
     }
     json stats = json::object();
     stats["1"] = epoch1;
-    IOMIMIC_RETURN_IF_ERROR(output::WriteTextFile(
-        folder + "/" + std::to_string(rank) + "_per_epoch_stats.json", output::DumpJson(stats) + "\n"));
+    IOMIMIC_RETURN_IF_ERROR(
+        output::WriteTextFile(folder + "/" + std::to_string(rank) + "_per_epoch_stats.json",
+                              output::DumpJson(stats) + "\n"));
   }
   if (!outcome.train) return Status::OK();
   const output::HostFacts& h = results.host;
@@ -665,8 +676,9 @@ Status WriteAcceleratorFiles(const std::string& folder, int rank, const output::
   host["hostname"] = results.hostname;
   for (const AcceleratorRecords& acc : outcome.train->accelerators) {
     const std::string id = std::to_string(acc.id);
-    IOMIMIC_RETURN_IF_ERROR(output::WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
-                                          output::PerEpochStatsText(acc.epochs, checkpoint_gib)));
+    IOMIMIC_RETURN_IF_ERROR(
+        output::WriteTextFile(folder + "/" + id + "_per_epoch_stats.json",
+                              output::PerEpochStatsText(acc.epochs, checkpoint_gib)));
     std::uint64_t k = 1;
     IOMIMIC_RETURN_IF_ERROR(
         WriteAcceleratorOutput(folder + "/" + id + "_output.json", host, acc.epochs, c, &k));
@@ -774,11 +786,10 @@ std::string DlioProgressLog(const std::vector<metrics::EpochRecord>& epochs,
   });
   std::string out;
   for (const Entry& l : lines) out += l.text + "\n";
-  out += "[OUTPUT] " + output::Timestamp(std::chrono::system_clock::now()) + " Saved outputs in " + folder +
-         "\n";
+  out += "[OUTPUT] " + output::Timestamp(std::chrono::system_clock::now()) + " Saved outputs in " +
+         folder + "\n";
   return out;
 }
-
 
 int TrainingResults::accelerators_per_process() const {
   return local_.train ? local_.train->accelerators_per_process : 1;
@@ -795,8 +806,7 @@ void TrainingResults::AddEvents(std::chrono::system_clock::time_point origin, in
   RankEvents(local_, origin, rank, events);
 }
 
-std::vector<std::pair<std::string, metrics::LatencyHistogram>> TrainingResults::Histograms()
-    const {
+std::vector<std::pair<std::string, metrics::LatencyHistogram>> TrainingResults::Histograms() const {
   OutcomeHistograms h = RecordOutcome(local_);
   return {{"step_data_wait", std::move(h.data_wait)},
           {"eval_step_data_wait", std::move(h.eval_data_wait)},
@@ -921,7 +931,6 @@ std::string TrainingResults::MetricLines(const output::RunResults& run,
   return out;
 }
 
-
 std::string TrainingResults::ConsoleLines(const output::RunResults& run,
                                           const config::Config& c) const {
   (void)run;
@@ -1014,6 +1023,5 @@ std::string TrainingResults::ConsoleNotes(const output::RunResults& run,
   }
   return h.str();
 }
-
 
 }  // namespace iomimic::train

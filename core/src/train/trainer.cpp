@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
-#include "train/compute.h"
-#include "session/interrupt.h"
-#include "train/loader.h"
 #include "iomimic/random.h"
 #include "metrics/host_info.h"
 #include "plan/plan.h"
+#include "session/interrupt.h"
+#include "train/compute.h"
+#include "train/loader.h"
 
 namespace iomimic::train {
 namespace {
@@ -133,8 +133,9 @@ Status GatherStep(std::vector<std::unique_ptr<Accelerator>>& accs, ReadySignal& 
 // passed earlier ended exactly then (it is not a thread and cannot be late),
 // the last one ended when the sleep returned. Records load, compute and proc
 // of the step and returns when each accelerator's compute ended.
-void ComputeStep(session::Session& session, std::vector<std::unique_ptr<Accelerator>>& accs, bool eval,
-                 Clock::time_point load_start, bool spin, std::vector<Clock::time_point>* ends) {
+void ComputeStep(session::Session& session, std::vector<std::unique_ptr<Accelerator>>& accs,
+                 bool eval, Clock::time_point load_start, bool spin,
+                 std::vector<Clock::time_point>* ends) {
   Clock::time_point last{};
   for (auto& a : accs) {
     a->drawn = eval ? a->eval_time.Draw() : a->compute.Draw();
@@ -534,7 +535,8 @@ Status CheckDataset(session::Session& session) {
   return cluster.AgreeOnStatus(NameEveryHostWithout(cluster, hosts, status));
 }
 
-Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session, Checkpointer& checkpointer) {
+Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session,
+                                               Checkpointer& checkpointer) {
   const config::Config& c = session.config();
   cluster::Cluster& cluster = session.cluster();
   CheckpointOnlyResult result;
@@ -557,7 +559,8 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session, Checkp
       record.index = static_cast<std::uint64_t>(i);
       const std::uint64_t step = static_cast<std::uint64_t>(i);
       session::ProgressBoard& board = session.progress();
-      session::PhaseScope phase(board, save ? session::RunPhase::kCheckpointWrite : session::RunPhase::kCheckpointRead);
+      session::PhaseScope phase(
+          board, save ? session::RunPhase::kCheckpointWrite : session::RunPhase::kCheckpointRead);
       board.checkpoint.store(i, std::memory_order_relaxed);
       board.checkpoints.store(count, std::memory_order_relaxed);
       Status status =
