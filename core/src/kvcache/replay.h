@@ -135,4 +135,9 @@ class ReplayResults final : public output::WorkflowResults {
   ReplayResult merged_;
 };
 
+// The replay's entry point (output::WorkflowRunner, kv_cache.replay_trace
+// set): ReplayTrace, its results as ReplayResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
+    session::Session& session, const output::WorkflowContext& context);
+
 }  // namespace iomimic::kvcache

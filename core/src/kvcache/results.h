@@ -66,4 +66,11 @@ class KvCacheResults final : public output::WorkflowResults {
   KvResults merged_;
 };
 
+// The KV-cache workflow's entry point (output::WorkflowRunner, no
+// kv_cache.replay_trace): RunKvCache with the run's plugins and the I/O trace
+// log in the run folder (kv_cache.io_trace_log; rank r > 0 adds .rank<r>),
+// its results as KvCacheResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunKvCacheWorkflow(
+    session::Session& session, const output::WorkflowContext& context);
+
 }  // namespace iomimic::kvcache

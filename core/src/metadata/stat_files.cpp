@@ -138,4 +138,12 @@ std::string StatResults::ConsoleLines(const output::RunResults& run,
   return line;
 }
 
+Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
+    session::Session& session, const output::WorkflowContext& context) {
+  (void)context;
+  IOMIMIC_ASSIGN_OR_RETURN(StatFigures figures, StatFiles(session));
+  return std::shared_ptr<output::WorkflowResults>(
+      std::make_shared<StatResults>(std::move(figures)));
+}
+
 }  // namespace iomimic::metadata

@@ -64,4 +64,9 @@ class StatResults final : public output::WorkflowResults {
   StatFigures merged_;
 };
 
+// The workflow's entry point (output::WorkflowRunner): StatFiles, its
+// results as StatResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
+    session::Session& session, const output::WorkflowContext& context);
+
 }  // namespace iomimic::metadata

@@ -29,6 +29,10 @@ class Session;
 class CountingStorage;
 }  // namespace iomimic::session
 
+namespace iomimic::plugin {
+class Registry;
+}  // namespace iomimic::plugin
+
 namespace iomimic::output {
 
 struct RunResults;
@@ -128,5 +132,17 @@ class WorkflowResults {
     return {};
   }
 };
+
+// What run/ gives a workflow besides its session.
+struct WorkflowContext {
+  const plugin::Registry* registry = nullptr;  // the plugins the run found
+  std::string folder;                          // the run folder
+};
+
+// A workflow's entry point (run/run.cpp lists them): runs the workflow on
+// this rank, as every rank does, and returns this rank's results. An error
+// fails the run; the caller agrees on it over the ranks.
+using WorkflowRunner = Result<std::shared_ptr<WorkflowResults>> (*)(session::Session& session,
+                                                                    const WorkflowContext& context);
 
 }  // namespace iomimic::output
