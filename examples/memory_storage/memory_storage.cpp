@@ -5,6 +5,7 @@
 // storage underneath. Files live as long as the run (generate and train in
 // one invocation); a byte budget bounds what it may hold.
 //
+// Folders written as mem://... are its own (the descriptor's schemes).
 // It keeps its own namespace, as a file system does: folders exist once
 // CreateDirectories made them (with their parents), a file can only be
 // created in an existing folder, and a closed File refuses further calls.
@@ -189,5 +190,11 @@ const IomimicOptionSpec kOptions[] = {
 
 }  // namespace
 
-IOMIMIC_DEFINE_STORAGE_PLUGIN("memory", "1.0.0", "files kept in process memory (example plugin)",
-                              IOMIMIC_CAP_NONE, kOptions, &Create);
+// It serves mem:// folders: a manifest's dataset.data_folder (or
+// storage.storage_root, checkpoint.checkpoint_folder) written as
+// "mem://bucket/data" selects this plugin, as "s3://" selects the bundled
+// object back end, with no change to the core; the plugin sees the path after
+// "mem://" (docs/plugins.md, "URL schemes").
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING("memory", "mem", "1.0.0",
+                                      "files kept in process memory (example plugin)",
+                                      IOMIMIC_CAP_NONE, kOptions, &Create);
