@@ -1,7 +1,7 @@
 // Tests of the jpeg codec: its bytes (baseline JFIF, quality), its
 // corruption handling and interoperability with PIL. The image format
 // shell's cases (traits, options, validation, access pattern, read types,
-// storage errors) run for jpeg from image_common/image_format_cases.h.
+// storage errors) run for jpeg from image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "jpeg_codec.h"
 
@@ -99,7 +99,7 @@ struct JpegShell : CodecFixture<JpegCodec> {
 }  // namespace iomimic::jpeg
 
 using ShellFixture = iomimic::jpeg::JpegShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::jpeg {
 namespace {

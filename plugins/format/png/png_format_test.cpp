@@ -2,7 +2,7 @@
 // corruption handling and interoperability with PIL, and the SDK's
 // ChunkedWriter. The image format shell's cases (traits, options,
 // validation, access pattern, read types, storage errors) run for png from
-// image_common/image_format_cases.h.
+// image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "png_codec.h"
 
@@ -112,7 +112,7 @@ struct PngShell : CodecFixture<PngCodec> {
 }  // namespace iomimic::png
 
 using ShellFixture = iomimic::png::PngShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::png {
 namespace {

@@ -3,7 +3,7 @@
 // handling, libtiff's message handlers and interoperability with tifffile
 // and PIL. The image format shell's cases (traits, options, validation,
 // access pattern, read types, storage errors) run for tiff from
-// image_common/image_format_cases.h.
+// image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 #include <tiffio.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "tiff_codec.h"
 
@@ -144,7 +144,7 @@ struct TiffShell : CodecFixture<TiffCodec> {
 }  // namespace iomimic::tiff
 
 using ShellFixture = iomimic::tiff::TiffShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::tiff {
 namespace {
