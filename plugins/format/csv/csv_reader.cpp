@@ -47,9 +47,7 @@ CsvReader::CsvReader(std::string path, const ReaderOptions& options)
 
 Result<std::unique_ptr<FileReader>> CsvReader::Open(const std::string& path,
                                                     const ReaderOptions& options) {
-  if (options.storage == nullptr)
-    return Status::InvalidArgument("csv: ReaderOptions.storage is null");
-  return Guard("csv", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("csv", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<CsvReader> reader(new CsvReader(path, options));
     IOMIMIC_ASSIGN_OR_RETURN(
         reader->chunk_,

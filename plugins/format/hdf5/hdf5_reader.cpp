@@ -37,10 +37,7 @@ Hdf5Reader::~Hdf5Reader() {
 
 Result<std::unique_ptr<FileReader>> Hdf5Reader::Open(const std::string& path,
                                                      const ReaderOptions& options) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("hdf5: ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard("hdf5", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("hdf5", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<Hdf5Reader> reader(new Hdf5Reader(path, options));
     ApiLock lock;
     QuietErrors();
@@ -291,17 +288,18 @@ void Hdf5Reader::AbortFile() {
 }
 
 Result<SampleView> Hdf5Reader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "hdf5", "reading", path_,
-      [&]() -> Result<SampleView> {
+  // A failed read leaves nothing half-open; the next call starts afresh.
+  return ReadSampleGuarded(
+      "hdf5", path_,
+      [&] {
         ApiLock lock;
         QuietErrors();
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed read leaves nothing half-open; the next call starts afresh.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortFile();
-        return r;
+        return ReadSampleImpl(index);
       },
-      [&] { AbortFile(); });
+      [&] {
+        ApiLock lock;  // recursive: also under the read's own lock
+        AbortFile();
+      });
 }
 
 Result<std::vector<ByteRange>> Hdf5Reader::SampleRanges(std::uint64_t index) {

@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "iomimic/format_helpers.h"
-#include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npz_crc32.h"
 #include "npz_writer.h"
@@ -566,10 +565,7 @@ NpzReader::~NpzReader() {
 Result<std::unique_ptr<FileReader>> NpzReader::Open(const std::string& path,
                                                     const ReaderOptions& options,
                                                     ReadPattern pattern) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("npz: ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard("npz", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("npz", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpzReader> reader(new NpzReader(path, options, pattern));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
@@ -1176,15 +1172,9 @@ Status NpzReader::FinishLoad() {
 }
 
 Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "npz", "reading", path_,
-      [&]() -> Result<SampleView> {
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed load leaves nothing half-open; the next call starts afresh.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
-        return r;
-      },
-      [&] { AbortLoad(); });
+  // A failed load leaves nothing half-open; the next call starts afresh.
+  return ReadSampleGuarded(
+      "npz", path_, [&] { return ReadSampleImpl(index); }, [&] { AbortLoad(); });
 }
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
