@@ -47,6 +47,18 @@ Status AppendToSink(Sink& sink, std::span<const std::byte> bytes) {
   return Status::OK();
 }
 
+// The kOutOfRange of a reader asked for sample `index` of a file of `count`
+// samples: "<path>: sample index <index> is out of range (<holder> has
+// <count> <unit>)", holder "the file" or "the index", unit "samples" or
+// "records".
+inline Status SampleIndexOutOfRange(const std::string& path, std::uint64_t index,
+                                    std::uint64_t count, std::string_view holder = "the file",
+                                    std::string_view unit = "samples") {
+  return Status::OutOfRange(path + ": sample index " + std::to_string(index) +
+                            " is out of range (" + std::string(holder) + " has " +
+                            std::to_string(count) + " " + std::string(unit) + ")");
+}
+
 // The body of a reader's static Open: kInvalidArgument "<who>:
 // ReaderOptions.storage is null (opening <path>)" for options without a
 // storage, else `open` (a callable taking no arguments and returning

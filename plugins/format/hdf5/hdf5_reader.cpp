@@ -339,9 +339,7 @@ Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index)
     data_offsets_ = std::move(offsets);
   }
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+    return SampleIndexOutOfRange(path_, index, num_samples_);
   }
   std::vector<ByteRange> ranges;
   for (std::size_t k = 0; k < data_offsets_.size(); ++k) {
@@ -352,9 +350,7 @@ Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index)
 
 Result<SampleView> Hdf5Reader::ReadSampleImpl(std::uint64_t index) {
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+    return SampleIndexOutOfRange(path_, index, num_samples_);
   }
   if (!file_id_.valid()) IOMIMIC_RETURN_IF_ERROR(OpenFile());
   if (datasets_.empty()) IOMIMIC_RETURN_IF_ERROR(OpenDatasets());

@@ -1179,19 +1179,14 @@ Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= layout_.num_samples) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " +
-                              std::to_string(layout_.num_samples) + " samples)");
+    return SampleIndexOutOfRange(path_, index, layout_.num_samples);
   }
   if (!(keep_in_memory_ && loaded_)) {
     if (!metadata_ready_) {
       IOMIMIC_RETURN_IF_ERROR(BeginLoad());
-      if (load_header_.descr != header_.descr || load_header_.shape != header_.shape ||
-          load_header_.fortran_order != header_.fortran_order) {
-        return Corrupt("x.npy changed since the reader opened the file (now shape " +
-                           numpy::ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
-                           "'; was " + numpy::ShapeText(header_.shape) + ", '" + header_.descr +
-                           "')",
+      if (!numpy::SameArray(load_header_, header_)) {
+        return Corrupt("x.npy changed since the reader opened the file " +
+                           numpy::ArrayChangeText(header_, load_header_),
                        stream_.begin());
       }
     }

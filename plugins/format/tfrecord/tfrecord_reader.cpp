@@ -312,9 +312,7 @@ Result<SampleView> TfRecordReader::Deliver(const RecordInfo& record, std::uint64
 
 Result<SampleView> TfRecordReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " records)");
+    return SampleIndexOutOfRange(path_, index, num_samples_, "the file", "records");
   }
   if (keep_in_memory_ && !pass_broken_ && index < records_.size()) {
     const RecordInfo& record = records_[index];

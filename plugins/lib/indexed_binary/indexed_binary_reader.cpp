@@ -181,9 +181,7 @@ void IndexedBinaryReader::CloseData() {
 
 Result<std::vector<ByteRange>> IndexedBinaryReader::SampleRanges(std::uint64_t index) {
   if (index >= index_->num_samples()) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the index has " +
-                              std::to_string(index_->num_samples()) + " samples)");
+    return SampleIndexOutOfRange(path_, index, index_->num_samples(), "the index");
   }
   return Guard(name_, "describing a sample of", path_, [&]() -> Result<std::vector<ByteRange>> {
     std::vector<ByteRange> ranges;
@@ -201,9 +199,7 @@ Result<SampleView> IndexedBinaryReader::ReadSample(std::uint64_t index) {
 
 Result<SampleView> IndexedBinaryReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= index_->num_samples()) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the index has " +
-                              std::to_string(index_->num_samples()) + " samples)");
+    return SampleIndexOutOfRange(path_, index, index_->num_samples(), "the index");
   }
   const std::uint64_t offset = index_->offsets[static_cast<std::size_t>(index)];
   const std::uint64_t size64 = index_->sizes[static_cast<std::size_t>(index)];
