@@ -98,6 +98,17 @@ TEST_CASE("WriteNpyHeader writes the same header into a buffer and refuses a sho
   }
 }
 
+TEST_CASE("Every header ends on the 64-byte boundary, whatever the digits") {
+  for (std::uint64_t d = 1; d < 100000000000ull; d = d * 10 + 7) {
+    CAPTURE(d);
+    const std::vector<std::uint64_t> shape = {d, 3, d};
+    Result<std::string> header = EncodeNpyHeader("<f8", shape);
+    REQUIRE(header.ok());
+    CHECK(header->size() % kNpyArrayAlign == 0);
+    CHECK(header->back() == '\n');
+  }
+}
+
 TEST_CASE("A dictionary over 65535 bytes gets an NPY 2.0 header") {
   // 22,000 dimensions of 1; numpy writes version 2.0 with a uint32 length
   // 0x00010234 and 66,112 bytes in all.
