@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "iomimic/npy.h"
 #include "iomimic/random.h"
 #include "metrics/figures_json.h"
 #include "metrics/rank_merge.h"
@@ -290,18 +291,11 @@ Result<std::string> ReplayObjectPath(const std::string& root, const std::string&
 
 void FillNpyHeader(std::uint64_t bytes, std::byte* out) {
   const bool half = bytes % 2 == 0;
-  char* text = reinterpret_cast<char*>(out);
-  std::memcpy(text, "\x93NUMPY\x01\x00", 8);
-  // The dictionary, padded with spaces and ended by '\n' to kNpyHeaderBytes.
-  constexpr std::size_t kDict = kNpyHeaderBytes - 10;
-  std::memset(text + 10, ' ', kDict);
-  const int n = std::snprintf(
-      text + 10, kDict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
-      half ? "<f2" : "|u1", static_cast<unsigned long long>(half ? bytes / 2 : bytes));
-  text[10 + n] = ' ';  // snprintf's terminating zero
-  text[kNpyHeaderBytes - 1] = '\n';
-  text[8] = static_cast<char>(kDict & 0xff);
-  text[9] = static_cast<char>(kDict >> 8);
+  const std::uint64_t shape[] = {half ? bytes / 2 : bytes};
+  // numpy's own header (iomimic/npy.h): a 1-D shape's always takes
+  // kNpyHeaderBytes (its length is padded to 21 digits), so it fits.
+  (void)numpy::WriteNpyHeader(half ? "<f2" : "|u1", shape, /*fortran_order=*/false,
+                              std::span<char>(reinterpret_cast<char*>(out), kNpyHeaderBytes));
 }
 
 std::string NpyHeaderForBytes(std::uint64_t bytes) {
