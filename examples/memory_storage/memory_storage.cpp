@@ -28,6 +28,11 @@ namespace {
 using iomimic::Result;
 using iomimic::Status;
 
+// The plugin's name and the URL scheme it serves: what a manifest selects it
+// by (storage.backend: memory, or a folder written mem://...).
+constexpr char kName[] = "memory";
+constexpr char kScheme[] = "mem";
+
 struct Blob {
   std::shared_mutex mutex;
   std::vector<std::byte> bytes;
@@ -75,7 +80,7 @@ class MemoryFile final : public iomimic::File {
 class MemoryStorage final : public iomimic::Storage {
  public:
   explicit MemoryStorage(std::uint64_t budget) : budget_(budget) {}
-  std::string name() const override { return "memory"; }
+  std::string name() const override { return kName; }
   iomimic::StorageCapabilities capabilities() const override {
     iomimic::StorageCapabilities caps;
     caps.data_path = "memory";
@@ -195,6 +200,6 @@ const IomimicOptionSpec kOptions[] = {
 // "mem://bucket/data" selects this plugin, as "s3://" selects the bundled
 // object back end, with no change to the core; the plugin sees the path after
 // "mem://" (docs/plugins.md, "URL schemes").
-IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING("memory", "mem", "1.0.0",
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(kName, kScheme, "1.0.0",
                                       "files kept in process memory (example plugin)",
                                       IOMIMIC_CAP_NONE, kOptions, &Create);
