@@ -64,8 +64,11 @@ bool ParseCommon(const std::string& command, int argc, char** argv, CommonArgs* 
                  int* exit_code);
 
 // The manifest named by the positional arguments (a path, workload=NAME, or
-// the default workload) with their overrides applied.
-Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args);
+// the default workload) with their overrides applied; its URL schemes and
+// the dataset keys of format plugins are those of `registry`'s plugins
+// (plugin::Registry::vocabulary; docs/plugins.md, "URL schemes").
+Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args,
+                                            const plugin::Registry& registry);
 
 // The manifest's warnings (unknown keys, ...), one line each on stderr.
 // Every rank finds the same ones, so under MPI only rank 0 calls this.

@@ -88,8 +88,10 @@ po::options_description CommonOptions(const std::string& command, CommonArgs* ar
 
 }  // namespace
 
-Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args) {
+Result<config::LoadedManifest> LoadFromArgs(const CommonArgs& args,
+                                            const plugin::Registry& registry) {
   config::ManifestSource source;
+  source.plugins = registry.vocabulary();
   source.config_dir = args.config_dir.empty() ? DefaultConfigDir() : args.config_dir;
   for (const std::string& p : args.positional) {
     bool is_override = p.find('=') != std::string::npos || p.rfind("~", 0) == 0;

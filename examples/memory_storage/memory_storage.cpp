@@ -5,6 +5,7 @@
 // storage underneath. Files live as long as the run (generate and train in
 // one invocation); a byte budget bounds what it may hold.
 //
+// Folders written as mem://... are its own (the descriptor's schemes).
 // It keeps its own namespace, as a file system does: folders exist once
 // CreateDirectories made them (with their parents), a file can only be
 // created in an existing folder, and a closed File refuses further calls.
@@ -26,6 +27,11 @@ namespace {
 
 using iomimic::Result;
 using iomimic::Status;
+
+// The plugin's name and the URL scheme it serves: what a manifest selects it
+// by (storage.backend: memory, or a folder written mem://...).
+constexpr char kName[] = "memory";
+constexpr char kScheme[] = "mem";
 
 struct Blob {
   std::shared_mutex mutex;
@@ -74,7 +80,7 @@ class MemoryFile final : public iomimic::File {
 class MemoryStorage final : public iomimic::Storage {
  public:
   explicit MemoryStorage(std::uint64_t budget) : budget_(budget) {}
-  std::string name() const override { return "memory"; }
+  std::string name() const override { return kName; }
   iomimic::StorageCapabilities capabilities() const override {
     iomimic::StorageCapabilities caps;
     caps.data_path = "memory";
@@ -189,5 +195,11 @@ const IomimicOptionSpec kOptions[] = {
 
 }  // namespace
 
-IOMIMIC_DEFINE_STORAGE_PLUGIN("memory", "1.0.0", "files kept in process memory (example plugin)",
-                              IOMIMIC_CAP_NONE, kOptions, &Create);
+// It serves mem:// folders: a manifest's dataset.data_folder (or
+// storage.storage_root, checkpoint.checkpoint_folder) written as
+// "mem://bucket/data" selects this plugin, as "s3://" selects the bundled
+// object back end, with no change to the core; the plugin sees the path after
+// "mem://" (docs/plugins.md, "URL schemes").
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(kName, kScheme, "1.0.0",
+                                      "files kept in process memory (example plugin)",
+                                      IOMIMIC_CAP_NONE, kOptions, &Create);

@@ -1,13 +1,19 @@
 // `raw`: a small format plugin, the format twin of examples/memory_storage.
 //
-// A file is a 32-byte header and the samples, each sample_bytes long, one
-// after another:
+// A file is a header and the samples, each sample_bytes long, one after
+// another:
 //
 //   offset 0   8 bytes  magic "IOMIRAW1"
 //   offset 8   uint64   bytes of one sample (little-endian)
 //   offset 16  uint64   number of samples
-//   offset 24  uint64   0 (reserved)
-//   offset 32  the samples' bytes, from spec.PayloadContent()
+//   offset 24  uint64   bytes of the header, H (0: 32, the smallest)
+//   offset 32  zeros up to H
+//   offset H   the samples' bytes, from spec.PayloadContent()
+//
+// H is the manifest key dataset.raw.header_bytes, which this plugin declares
+// itself (kKeys below): the core checks its type, lists it in `iomimic config
+// --keys` and hands it over as the option "raw.header_bytes", with no change
+// to the core (docs/plugins.md, "Declared dataset keys").
 //
 // It shows the parts of the format contract (iomimic/format.h,
 // docs/plugins.md) a plugin author meets first:
@@ -42,8 +48,9 @@ using iomimic::Status;
 using iomimic::Storage;
 
 constexpr char kMagic[8] = {'I', 'O', 'M', 'I', 'R', 'A', 'W', '1'};
-constexpr std::uint64_t kHeaderBytes = 32;
-constexpr std::size_t kChunk = 1 << 20;  // payload written in 1 MiB pieces
+constexpr std::uint64_t kHeaderBytes = 32;          // the smallest header
+constexpr std::uint64_t kMaxHeaderBytes = 1 << 20;  // the largest
+constexpr std::size_t kChunk = 1 << 20;             // payload written in 1 MiB pieces
 
 void PutU64(std::byte* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
@@ -56,10 +63,11 @@ std::uint64_t GetU64(const std::byte* p) {
 
 class RawReader final : public iomimic::FileReader {
  public:
-  RawReader(std::unique_ptr<File> file, Storage* storage, std::uint64_t sample_bytes,
-            std::uint64_t count, bool keep)
+  RawReader(std::unique_ptr<File> file, Storage* storage, std::uint64_t header_bytes,
+            std::uint64_t sample_bytes, std::uint64_t count, bool keep)
       : file_(std::move(file)),
         storage_(storage),
+        header_bytes_(header_bytes),
         sample_bytes_(sample_bytes),
         count_(count),
         keep_(keep) {}
@@ -77,19 +85,19 @@ class RawReader final : public iomimic::FileReader {
       }
       if (keep_) {
         if (buffer_.empty() && count_ * sample_bytes_ > 0) {
-          IOMIMIC_RETURN_IF_ERROR(Load(kHeaderBytes, count_ * sample_bytes_));
+          IOMIMIC_RETURN_IF_ERROR(Load(header_bytes_, count_ * sample_bytes_));
         }
         return SampleView{buffer_.span().subspan(index * sample_bytes_, sample_bytes_),
                           sample_bytes_};
       }
-      IOMIMIC_RETURN_IF_ERROR(Load(kHeaderBytes + index * sample_bytes_, sample_bytes_));
+      IOMIMIC_RETURN_IF_ERROR(Load(header_bytes_ + index * sample_bytes_, sample_bytes_));
       return SampleView{buffer_.span().first(sample_bytes_), sample_bytes_};
     });
   }
 
   Result<std::vector<iomimic::ByteRange>> SampleRanges(std::uint64_t index) override {
     if (index >= count_) return Status::OutOfRange(file_->path() + ": no such sample");
-    return std::vector<iomimic::ByteRange>{{kHeaderBytes + index * sample_bytes_, sample_bytes_}};
+    return std::vector<iomimic::ByteRange>{{header_bytes_ + index * sample_bytes_, sample_bytes_}};
   }
   File* data_file() override { return file_.get(); }
 
@@ -111,6 +119,7 @@ class RawReader final : public iomimic::FileReader {
 
   std::unique_ptr<File> file_;
   Storage* storage_;
+  std::uint64_t header_bytes_;
   std::uint64_t sample_bytes_;
   std::uint64_t count_;
   bool keep_;
@@ -119,6 +128,7 @@ class RawReader final : public iomimic::FileReader {
 
 class RawFormat final : public iomimic::Format {
  public:
+  explicit RawFormat(std::uint64_t header_bytes) : header_bytes_(header_bytes) {}
   std::string name() const override { return "raw"; }
 
   iomimic::FormatTraits traits() const override {
@@ -145,7 +155,7 @@ class RawFormat final : public iomimic::Format {
 
   Result<std::uint64_t> ExpectedFileSize(const FileSpec& spec) const override {
     IOMIMIC_RETURN_IF_ERROR(Validate(spec));
-    return kHeaderBytes + spec.num_samples * spec.sample_bytes();
+    return header_bytes_ + spec.num_samples * spec.sample_bytes();
   }
 
   Status WriteFile(Storage& storage, File& file, const FileSpec& spec) override {
@@ -171,17 +181,18 @@ class RawFormat final : public iomimic::Format {
   Result<iomimic::PayloadLayout> WriteFrame(Storage& storage, File& file,
                                             const FileSpec& spec) override {
     IOMIMIC_RETURN_IF_ERROR(Validate(spec));
-    IOMIMIC_ASSIGN_OR_RETURN(Buffer header,
-                             iomimic::AllocateHostBuffer(storage, kHeaderBytes, "raw"));
-    std::memset(header.data(), 0, kHeaderBytes);
+    const std::size_t size = static_cast<std::size_t>(header_bytes_);
+    IOMIMIC_ASSIGN_OR_RETURN(Buffer header, iomimic::AllocateHostBuffer(storage, size, "raw"));
+    std::memset(header.data(), 0, size);
     std::memcpy(header.data(), kMagic, sizeof(kMagic));
     PutU64(header.data() + 8, spec.sample_bytes());
     PutU64(header.data() + 16, spec.num_samples);
-    IOMIMIC_RETURN_IF_ERROR(file.WriteAt(0, header.span().first(kHeaderBytes)));
+    PutU64(header.data() + 24, header_bytes_);
+    IOMIMIC_RETURN_IF_ERROR(file.WriteAt(0, header.span().first(size)));
     iomimic::PayloadLayout layout;
-    layout.payload_offset = kHeaderBytes;
+    layout.payload_offset = header_bytes_;
     layout.payload_bytes = spec.num_samples * spec.sample_bytes();
-    layout.file_size = kHeaderBytes + layout.payload_bytes;
+    layout.file_size = header_bytes_ + layout.payload_bytes;
     return layout;
   }
 
@@ -214,31 +225,53 @@ class RawFormat final : public iomimic::Format {
           }
           const std::uint64_t sample_bytes = GetU64(header.data() + 8);
           const std::uint64_t count = GetU64(header.data() + 16);
-          if (GetU64(header.data() + 24) != 0 || sample_bytes == 0 ||
-              (count != 0 && sample_bytes > (UINT64_MAX - kHeaderBytes) / count)) {
+          const std::uint64_t stored = GetU64(header.data() + 24);
+          const std::uint64_t header_bytes = stored == 0 ? kHeaderBytes : stored;
+          if (header_bytes < kHeaderBytes || header_bytes > kMaxHeaderBytes || sample_bytes == 0 ||
+              (count != 0 && sample_bytes > (UINT64_MAX - header_bytes) / count)) {
             return Status::Corruption(path + ": bad header field at offset 8..31");
           }
           IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t size, file->Size());
-          const std::uint64_t want = kHeaderBytes + sample_bytes * count;
+          const std::uint64_t want = header_bytes + sample_bytes * count;
           if (size != want) {
             return Status::Corruption(
                 path + ": the header (offset 8) says " + std::to_string(count) + " samples of " +
                 std::to_string(sample_bytes) + " bytes, " + std::to_string(want) +
                 " bytes in all, but the file ends at offset " + std::to_string(size));
           }
-          return std::unique_ptr<iomimic::FileReader>(new RawReader(
-              std::move(file), &storage, sample_bytes, count, options.keep_in_memory));
+          return std::unique_ptr<iomimic::FileReader>(new RawReader(std::move(file), &storage,
+                                                                    header_bytes, sample_bytes,
+                                                                    count, options.keep_in_memory));
         });
   }
+
+ private:
+  std::uint64_t header_bytes_;
 };
 
-Result<std::unique_ptr<iomimic::Format>> Create(const iomimic::PluginContext&) {
-  return std::unique_ptr<iomimic::Format>(new RawFormat());
+// The keys this plugin adds to the manifest, below dataset.raw.
+const IomimicOptionSpec kKeys[] = {
+    {"header_bytes", "int", "32",
+     "bytes of each file's header before the first sample, 32 to 1048576"},
+};
+
+Result<std::unique_ptr<iomimic::Format>> Create(const iomimic::PluginContext& ctx) {
+  // A declared key reaches the plugin as the option "<plugin>.<key>"; the
+  // core has checked that it is an integer, the range is the plugin's to say.
+  IOMIMIC_ASSIGN_OR_RETURN(
+      const std::int64_t header_bytes,
+      ctx.options.GetInt("raw.header_bytes", static_cast<std::int64_t>(kHeaderBytes)));
+  if (header_bytes < static_cast<std::int64_t>(kHeaderBytes) ||
+      header_bytes > static_cast<std::int64_t>(kMaxHeaderBytes)) {
+    return Status::InvalidArgument("dataset.raw.header_bytes " + std::to_string(header_bytes) +
+                                   " is out of range (32 to 1048576)");
+  }
+  return std::unique_ptr<iomimic::Format>(new RawFormat(static_cast<std::uint64_t>(header_bytes)));
 }
 
 }  // namespace
 
-IOMIMIC_DEFINE_FORMAT_PLUGIN("raw", "1.0.0",
-                             "fixed-size samples after a 32-byte header (example plugin)",
-                             IOMIMIC_CAP_PARTIAL_READS | IOMIMIC_CAP_MULTI_SAMPLE,
-                             IOMIMIC_NO_OPTIONS, &Create);
+IOMIMIC_DEFINE_FORMAT_PLUGIN_WITH_KEYS(
+    "raw", "1.0.0",
+    "fixed-size samples after a header of dataset.raw.header_bytes (example plugin)",
+    IOMIMIC_CAP_PARTIAL_READS | IOMIMIC_CAP_MULTI_SAMPLE, IOMIMIC_NO_OPTIONS, kKeys, &Create);

@@ -136,6 +136,24 @@ def check_plan(data, out):
              (m.group(0), TRAIN_FILES, EVAL_FILES))
 
 
+def check_pil_greyscale(im, path, fmt, d1, d2):
+    """PIL opened `path` (image `im`) as format `fmt`, mode 'L' (8-bit
+    greyscale), d1 rows of d2 columns: DLIO's image of dims (d1, d2)."""
+    if im.format != fmt:
+        fail("%s: PIL says format %s, expected %s" % (path, im.format, fmt))
+    if im.mode != "L":
+        fail("%s: mode %s, expected L (8-bit greyscale)" % (path, im.mode))
+    if im.size != (d2, d1):
+        fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
+             (path, im.size, (d2, d1)))
+
+
+def check_greyscale_array(a, path, d1, d2, what="array"):
+    """`a`, the pixels read from `path`, is a uint8 array of shape (d1, d2)."""
+    if a.dtype != np.uint8 or a.shape != (d1, d2):
+        fail("%s: %s %s %s, expected uint8 %s" % (path, what, a.dtype, a.shape, (d1, d2)))
+
+
 def check_noise(pixels, mean_range, std_range, every_value):
     """The pixels of all files look like uniform noise, and differ per file."""
     values = np.concatenate([a.ravel() for a in pixels]).astype(np.float64)

@@ -42,20 +42,13 @@ def pil_tables():
 
 def check_image(path, d1, d2, tables):
     with Image.open(path) as im:
-        if im.format != "JPEG":
-            h.fail("%s: PIL says format %s" % (path, im.format))
-        if im.mode != "L":
-            h.fail("%s: mode %s, expected L (8-bit greyscale)" % (path, im.mode))
-        if im.size != (d2, d1):
-            h.fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
-                 (path, im.size, (d2, d1)))
+        h.check_pil_greyscale(im, path, "JPEG", d1, d2)
         if "jfif" not in im.info or im.info.get("progressive") or im.info.get("progression"):
             h.fail("%s: not a baseline JFIF file: %s" % (path, im.info))
         if im.quantization != tables:
             h.fail("%s: quantisation tables differ from PIL's quality 75" % path)
         a = np.asarray(im)
-    if a.dtype != np.uint8 or a.shape != (d1, d2):
-        h.fail("%s: array %s %s, expected uint8 %s" % (path, a.dtype, a.shape, (d1, d2)))
+    h.check_greyscale_array(a, path, d1, d2)
     with open(path, "rb") as f:
         b = f.read()
     if b[:3] != b"\xff\xd8\xff" or b[-2:] != b"\xff\xd9":

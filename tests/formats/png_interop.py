@@ -34,16 +34,9 @@ def check_image(path, d1, d2):
     with Image.open(path) as im:
         im.verify()  # chunk CRCs, structure
     with Image.open(path) as im:
-        if im.format != "PNG":
-            h.fail("%s: PIL says format %s" % (path, im.format))
-        if im.mode != "L":
-            h.fail("%s: mode %s, expected L (8-bit greyscale)" % (path, im.mode))
-        if im.size != (d2, d1):
-            h.fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
-                 (path, im.size, (d2, d1)))
+        h.check_pil_greyscale(im, path, "PNG", d1, d2)
         a = np.asarray(im)
-    if a.dtype != np.uint8 or a.shape != (d1, d2):
-        h.fail("%s: array %s %s, expected uint8 %s" % (path, a.dtype, a.shape, (d1, d2)))
+    h.check_greyscale_array(a, path, d1, d2)
     return a
 
 

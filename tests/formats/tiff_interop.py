@@ -47,11 +47,7 @@ def check_image(path, d1, d2, dtype="uint8", compression=1):
         h.fail("%s: tifffile reads %s %s, expected %s %s" % (path, a.dtype, a.shape, dtype, (d1, d2)))
     if dtype == "uint8":
         with Image.open(path) as im:
-            if im.format != "TIFF" or im.mode != "L":
-                h.fail("%s: PIL says %s %s, expected TIFF L" % (path, im.format, im.mode))
-            if im.size != (d2, d1):
-                h.fail("%s: PIL size %s, expected (width, height) = (d2, d1) = %s" %
-                     (path, im.size, (d2, d1)))
+            h.check_pil_greyscale(im, path, "TIFF", d1, d2)
             if np.asarray(im).tobytes() != a.tobytes():
                 h.fail("%s: PIL and tifffile read different pixels" % path)
     return a

@@ -69,6 +69,17 @@ def host_pids(host, comm=None):
     return pids
 
 
+def kill_ranks_on(host, ranks=2):
+    """A fault for train_then: kill -9 of the `ranks` iomimic ranks on `host`."""
+    def kill(_):
+        pids = host_pids(host, "iomimic")
+        if len(pids) != ranks:
+            fail("expected %d iomimic ranks on %s, found %s" % (ranks, host, pids))
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+    return kill
+
+
 def train_then(folder, fault, name, hosts="h1:2,h2:2", ranks=4, mca=(), env=None,
                epochs_before=2):
     """Starts a long training run over `hosts`, lets it train
@@ -171,13 +182,7 @@ def check_partial_folder(name, out, status, lost_host, survivors):
 def test_killed_host_ends_run():
     folder = start(2)
     try:
-        def kill_h2_ranks(_):
-            pids = host_pids("h2", "iomimic")
-            if len(pids) != 2:
-                fail("expected 2 iomimic ranks on h2, found %s" % pids)
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-        seconds, rc, text, out = train_then(folder, kill_h2_ranks, "killed")
+        seconds, rc, text, out = train_then(folder, kill_ranks_on("h2"), "killed")
         check_ended("killed", seconds, rc, text, out, "on node h2 exited on signal 9")
     finally:
         cluster("stop", folder, check=False)
@@ -207,13 +212,7 @@ def test_killed_rank0_host_leaves_results():
     writes status.json naming h1, and the survivors' epochs are kept."""
     folder = start(2)
     try:
-        def kill_h1_ranks(_):
-            pids = host_pids("h1", "iomimic")
-            if len(pids) != 2:
-                fail("expected 2 iomimic ranks on h1, found %s" % pids)
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-        seconds, rc, text, out = train_then(folder, kill_h1_ranks, "killed0")
+        seconds, rc, text, out = train_then(folder, kill_ranks_on("h1"), "killed0")
         if rc == 0 or seconds > 10:
             fail("killed0: mpirun exit %d after %.1f s" % (rc, seconds))
         with open(os.path.join(out, "status.json")) as f:

@@ -366,6 +366,18 @@ def test_vocabulary_random_reads():
 
 
 # The seed applications: (workload, overrides that shrink it, check).
+def generate_and_trace(path, ov, work, data):
+    """Generates the data of workload file `path` (overrides `ov`), then runs
+    it under strace (log in `work`); the strace_profile of the reads of
+    files under `data`."""
+    run([args().iomimic, "generate", "-q", path] + ov + ["++workload.workflow.generate_data=True"])
+    log = os.path.join(work, "strace.log")
+    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
+         args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False",
+                                                     NO_CACHE_CHECK])
+    return strace_profile(log, os.path.realpath(data) + os.sep)
+
+
 def seed_run(workload, shrink, strace=True):
     work = os.path.join(args().work, workload)
     data = os.path.join(work, "data")
@@ -373,12 +385,7 @@ def seed_run(workload, shrink, strace=True):
     path = os.path.join(args().source, "workloads", workload + ".yaml")
     ov = ["++workload.dataset.data_folder=" + data, "++workload.output.folder=" + out,
           "++workload.train.computation_time=0", "++workload.iomimic.io_counters_top=0"] + shrink
-    run([args().iomimic, "generate", "-q", path] + ov + ["++workload.workflow.generate_data=True"])
-    log = os.path.join(work, "strace.log")
-    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
-         args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False",
-                                                     NO_CACHE_CHECK])
-    p = strace_profile(log, os.path.realpath(data) + os.sep)
+    p = generate_and_trace(path, ov, work, data)
     # Data files only: iomimic's completion markers are dot files.
     files = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(data, "train")) for f in fs
              if not f.startswith(".")]
@@ -393,6 +400,13 @@ def share(p, size):
     return p["sizes"][size] / max(1, p["reads"])
 
 
+def expect_share(p, workload, size, least, note=""):
+    """At least the fraction `least` of the run's reads are of `size` bytes."""
+    if share(p, size) < least:
+        fail("%s: %.1f%% of reads are %d KiB%s" % (workload, 100 * share(p, size), size // 1024,
+                                                  note))
+
+
 def test_seed_imagenet_tf_cnn():
     """98% of ImageNet's I/O is at 256 KB (TFRecordDataset's buffer)."""
     p = seed_run("imagenet_tf_cnn", ["++workload.dataset.num_files_train=4",
@@ -400,8 +414,7 @@ def test_seed_imagenet_tf_cnn():
                                      "++workload.reader.batch_size=16",
                                      "++workload.train.total_training_steps=20",
                                      "++workload.reader.read_threads=2"])
-    if share(p, 262144) < 0.9:
-        fail("imagenet_tf_cnn: %.1f%% of reads are 256 KiB (seed: 98%%)" % (100 * share(p, 262144)))
+    expect_share(p, "imagenet_tf_cnn", 262144, 0.9, " (seed: 98%)")
 
 
 def test_seed_cosmoflow_tf():
@@ -410,16 +423,14 @@ def test_seed_cosmoflow_tf():
                                   "++workload.dataset.num_samples_per_file=4",
                                   "++workload.dataset.record_length_bytes=1048576",
                                   "++workload.reader.read_threads=1"])
-    if share(p, 262144) < 0.9:
-        fail("cosmoflow_tf: %.1f%% of reads are 256 KiB" % (100 * share(p, 262144)))
+    expect_share(p, "cosmoflow_tf", 262144, 0.9)
 
 
 def test_seed_ffn():
     """FFN: most reads 28 KB, at random places of one large HDF5 file."""
     p = seed_run("ffn", ["++workload.dataset.num_samples_per_file=256",
                          "++workload.train.total_training_steps=100"])
-    if share(p, 28672) < 0.99:
-        fail("ffn: %.1f%% of reads are 28 KiB" % (100 * share(p, 28672)))
+    expect_share(p, "ffn", 28672, 0.99)
     offsets = [o for _, o, _ in p["offsets"]]
     consecutive = sum(1 for a, b in zip(offsets, offsets[1:]) if b == a + 28672)
     if consecutive > len(offsets) // 10:
@@ -446,8 +457,7 @@ def test_seed_candle_nt3():
     if p["bytes"] != p["file_bytes"] or p["opens"] != 1:
         fail("candle_nt3: %d bytes in %d opens, the file has %d" %
              (p["bytes"], p["opens"], p["file_bytes"]))
-    if share(p, 262144) < 0.8:
-        fail("candle_nt3: %.1f%% of reads are 256 KiB" % (100 * share(p, 262144)))
+    expect_share(p, "candle_nt3", 262144, 0.8)
 
 
 def test_seed_bert_mrpc():
@@ -525,12 +535,7 @@ def test_seed_l2hmc():
           "++workload.output.folder=" + os.path.join(work, "out"),
           "++workload.checkpoint.checkpoint_folder=" + ckpt,
           "++workload.train.computation_time=0"]
-    run([args().iomimic, "generate", "-q", path] + ov + ["++workload.workflow.generate_data=True"])
-    log = os.path.join(work, "strace.log")
-    run(["strace", "-f", "-y", "-s", "0", "-o", log, "-e", "trace=openat,read,pread64,close",
-         args().iomimic, "run", "-q", path] + ov + ["++workload.workflow.generate_data=False",
-                                                     NO_CACHE_CHECK])
-    p = strace_profile(log, os.path.realpath(data) + os.sep)
+    p = generate_and_trace(path, ov, work, data)
     files = sorted(os.path.relpath(os.path.join(dp, f), ckpt)
                    for dp, _, fs in os.walk(ckpt) for f in fs)
     sizes = [os.path.getsize(os.path.join(ckpt, f)) for f in files]

@@ -247,6 +247,24 @@ def wait_for_training(proc, log_path, seconds=60):
     fail("training did not start within %d s" % seconds)
 
 
+def start_training(cmd, log_path):
+    """Starts `cmd` (output to log_path) and returns its Popen once it trains."""
+    with open(log_path, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
+    wait_for_training(proc, log_path)
+    return proc
+
+
+def exit_status_within(proc, seconds, message):
+    """proc's exit status; kills it and fails with `message` when it runs on
+    for longer than `seconds`."""
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail(message)
+
+
 def check_interrupted(out, signame, proc_rc, expected_rc):
     if proc_rc != expected_rc:
         fail("%s: exit status %d, expected %d" % (signame, proc_rc, expected_rc))
@@ -280,16 +298,9 @@ def test_hostile_signals():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         out = work("out_" + sig.name)
         log = work(sig.name + ".log")
-        with open(log, "w") as f:
-            proc = subprocess.Popen([args().iomimic, "run"] + long_run(data, out, "False"),
-                                    stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
-        wait_for_training(proc, log)
+        proc = start_training([args().iomimic, "run"] + long_run(data, out, "False"), log)
         proc.send_signal(sig)
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            fail("%s: still running 60 s after the signal" % sig.name)
+        rc = exit_status_within(proc, 60, "%s: still running 60 s after the signal" % sig.name)
         print(open(log).read()[-400:])
         check_interrupted(out, sig.name, rc, 128 + sig)
 
@@ -300,22 +311,16 @@ def test_hostile_signals():
         # A signal to one rank of two stops both at the same step.
         out = work("out_mpi_" + sig.name)
         log = work("mpi_%s.log" % sig.name)
-        with open(log, "w") as f:
-            proc = subprocess.Popen(launcher + [args().iomimic, "run"] +
-                                    long_run(data, out, "False"),
-                                    stdout=f, stderr=subprocess.STDOUT, cwd=args().work)
-        wait_for_training(proc, log)
+        proc = start_training(launcher + [args().iomimic, "run"] + long_run(data, out, "False"),
+                              log)
         ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
                                text=True).stdout.split()
         if len(ranks) != 2:
             proc.kill()
             fail("expected 2 rank processes under mpirun, found %r" % ranks)
         os.kill(int(ranks[-1]), sig)  # one rank only
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            fail("mpirun: still running 60 s after %s to one rank" % sig.name)
+        rc = exit_status_within(proc, 60,
+                                "mpirun: still running 60 s after %s to one rank" % sig.name)
         print(open(log).read()[-800:])
         check_interrupted(out, sig.name, rc, 128 + sig)
 

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import re
+import struct
 import shutil
 import subprocess
 import sys
@@ -618,6 +619,125 @@ def test_out_of_tree_plugin():
         used = s["iomimic"]["plugins"]
         if used["storage"]["name"] != storage or used["format"]["name"] != fmt:
             fail("the run did not use %s on %s: %s" % (fmt, storage, used))
+
+
+def build_examples(prefix, examples):
+    """Installs the build into `prefix` and builds `examples` (folders of
+    examples/) out of tree from their installed copies, as a user would;
+    returns their build folders."""
+    run([ARGS.cmake, "--install", ARGS.build, "--prefix", prefix])
+    builds = []
+    for example in examples:
+        build = os.path.join(ARGS.work, example + "-build")
+        run([ARGS.cmake, "-S", os.path.join(prefix, "share", "doc", "iomimic", "examples", example),
+             "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"])
+        run([ARGS.cmake, "--build", build])
+        builds.append(build)
+    return builds
+
+
+def raw_headers(folder):
+    """(header bytes, file size, header size + payload) of each .raw file under `folder`."""
+    found = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if not name.endswith(".raw"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                head = f.read(32)
+            if head[:8] != b"IOMIRAW1":
+                fail(path + ": not a raw file")
+            sample, count, header = struct.unpack("<QQQ", head[8:32])
+            found.append((header, os.path.getsize(path), header + sample * count))
+    return found
+
+
+def test_out_of_tree_scheme_plugin():
+    """A scheme and a manifest key are a plugin's business (docs/plugins.md,
+    "URL schemes" and "Declared dataset keys"). Built out of tree against the
+    installed SDK and found through IOMIMIC_PLUGIN_PATH, examples/memory_storage
+    serves mem://, a scheme the core does not know, and examples/raw_format
+    declares dataset.raw.header_bytes, a key the core does not know: a workload
+    with its data folder at mem://... generates and trains on the memory
+    plugin, the key reaches the format (the files it writes have that
+    header), a wrong value and an undeclared key are one error at the
+    manifest's line, and az:// is one error naming the schemes served, mem
+    among them."""
+    prefix = os.path.join(ARGS.work, "prefix")
+    installed = os.path.join(prefix, "bin", "iomimic")
+    env = {"IOMIMIC_PLUGIN_PATH": ":".join(build_examples(prefix, ("memory_storage",
+                                                                    "raw_format")))}
+    p = run([installed, "plugins", "-v"], env=env)
+    for needle in ("serves mem://", "serves s3://", "serves file://",
+                   "key dataset.raw.header_bytes (int, default '32')"):
+        if needle not in p.stdout:
+            fail("'iomimic plugins -v' must show %r" % needle)
+    p = run([installed, "config", "--keys"], env=env)
+    if "| `dataset.raw.header_bytes` | integer | `32` | format plugin `raw` |" not in p.stdout:
+        fail("'iomimic config --keys' must list the key the raw plugin declares")
+
+    # Generate and train in one run (the memory plugin keeps files for the
+    # life of the process), the data folder at mem://.
+    out = os.path.join(ARGS.work, "out-mem")
+    run([installed, "run", "workload=quickstart", "++workload.dataset.format=raw",
+         "++workload.dataset.raw.header_bytes=4096"] +
+        small_overrides("mem://scheme-test/data", out, files=8, eval_files=0,
+                        extra=["++workload.workflow.evaluation=False"]), env=env)
+    s = check_summary(os.path.join(out, "summary.json"), eval_expected=False, accelerators=1)
+    used = s["iomimic"]["plugins"]
+    if used["storage"]["name"] != "memory" or used["format"]["name"] != "raw":
+        fail("mem:// must select the memory plugin: %s" % used)
+    if s["iomimic"]["bytes_read"] <= 0:
+        fail("the run on mem:// read nothing")
+    if os.path.exists(os.path.join(ARGS.work, "scheme-test")) or os.path.exists("mem:"):
+        fail("mem:// data must not land on the local file system")
+    # The declared key reaches the plugin: the files it writes say so.
+    data = os.path.join(ARGS.work, "data-raw")
+    run([installed, "generate", "workload=quickstart", "++workload.dataset.format=raw",
+         "++workload.dataset.raw.header_bytes=4096"] +
+        small_overrides(data, os.path.join(ARGS.work, "out-raw"), files=4), env=env)
+    headers = raw_headers(data)
+    if len(headers) != 4 or any(h != 4096 or size != want for h, size, want in headers):
+        fail("dataset.raw.header_bytes=4096 must give 4096-byte headers: %s" % headers)
+    p = run([installed, "config", "workload=quickstart", "++workload.dataset.format=raw"], env=env)
+    if "  raw:\n    header_bytes: 32\n" not in p.stdout:
+        fail("'iomimic config' must show the declared key's default")
+
+    # Refusals: one line each, at the manifest's line.
+    def refused(name, text, expected, overrides=()):
+        path = os.path.join(ARGS.work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        p = run([installed, "config", path] + list(overrides), expect_ok=False, env=env)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        if p.returncode == 0 or len(lines) != 1 or expected not in lines[0]:
+            fail("expected one error line with %r, got:\n%s" % (expected, p.stderr))
+        print("refused as expected: " + lines[0])
+
+    scheme = ("model: {name: scheme}\ndataset:\n  data_folder: az://bucket/data\n"
+              "  format: raw\n  raw:\n    header_bytes: 64\n")
+    refused("scheme.yaml", scheme,
+            "scheme.yaml:3:16: error: dataset.data_folder: 'az://bucket/data': no installed "
+            "storage plugin serves az:// (installed: direct (odirect), file (posix), mem (memory), "
+            "s3 (s3))")
+    refused("scheme.yaml", scheme,
+            "override '++workload.dataset.raw.header_bytes=big': dataset.raw.header_bytes: "
+            "expected an integer (format plugin 'raw' declares it int), got 'big'",
+            ["++workload.dataset.data_folder=mem://b/d", "++workload.dataset.raw.header_bytes=big"])
+    refused("value.yaml", "dataset:\n  format: raw\n  raw:\n    header_bytes: big\n",
+            "value.yaml:4:19: error: dataset.raw.header_bytes: expected an integer (format plugin "
+            "'raw' declares it int), got 'big'")
+    refused("key.yaml", "dataset:\n  format: raw\n  raw:\n    heder_bytes: 64\n",
+            "key.yaml:4:5: error: dataset.raw.heder_bytes: unknown key: format plugin 'raw' "
+            "declares header_bytes (did you mean 'header_bytes'?)")
+    # The range is the plugin's to check, when it is opened.
+    p = run([installed, "run", "workload=quickstart", "++workload.dataset.format=raw",
+             "++workload.dataset.raw.header_bytes=8"] +
+            small_overrides("mem://scheme-test/small", os.path.join(ARGS.work, "out-small"),
+                            files=2), expect_ok=False, env=env)
+    if p.returncode == 0 or "dataset.raw.header_bytes 8 is out of range" not in p.stderr:
+        fail("the raw plugin must refuse a header of 8 bytes: " + p.stderr)
 
 
 def test_conformance_skips_endpoint_backends():

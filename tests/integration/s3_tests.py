@@ -107,6 +107,17 @@ def list_keys(client, bucket, prefix):
     return keys
 
 
+def expect_nothing_left(client, bucket, prefix):
+    """After a failed upload: no object under prefix/ and no multipart upload
+    in progress there."""
+    keys = list_keys(client, bucket, prefix + "/")
+    if keys:
+        fail("objects visible after a failed upload: %s" % keys)
+    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
+    if uploads:
+        fail("multipart uploads left in progress: %s" % uploads)
+
+
 def uniq(prefix):
     """A prefix of this process: a server kept between runs holds older ones."""
     return "run%d/%s" % (os.getpid(), prefix)
@@ -359,12 +370,7 @@ def test_s3_failed_multipart_leaves_no_object():
         "++workload.storage.options.parts_in_flight=1",
         "++workload.storage.options.fail_after_parts=1"]), env=env, expect_ok=False)
     expect_one_error(p, r"injected failure")
-    keys = list_keys(client, bucket, prefix + "/")
-    if keys:
-        fail("objects visible after a failed upload: %s" % keys)
-    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
-    if uploads:
-        fail("multipart uploads left in progress: %s" % uploads)
+    expect_nothing_left(client, bucket, prefix)
 
 
 def test_s3_faulty_decorator_mid_upload():
@@ -402,12 +408,7 @@ reader: {batch_size: 1}
     p = run([args().iomimic, "generate", manifest, "++workload.output.folder=" + work("out")],
             env=env, expect_ok=False)
     expect_one_error(p, r"injected ENOSPC")
-    keys = list_keys(client, bucket, prefix + "/")
-    if keys:
-        fail("objects visible after a failed upload: %s" % keys)
-    uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get("Uploads", [])
-    if uploads:
-        fail("multipart uploads left in progress: %s" % uploads)
+    expect_nothing_left(client, bucket, prefix)
 
 
 def test_s3_resume_skips_complete_objects():

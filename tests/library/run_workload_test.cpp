@@ -142,8 +142,10 @@ TEST_CASE("RunWorkload generates, trains, writes the run folder and returns the 
   CHECK(r->Find<train::TrainingResults>()->train->steps_per_epoch == 4);
   // The live epoch figures and the model's are the same computation.
   REQUIRE(r->Find<train::TrainingResults>()->train->train.au_percent.size() == 2);
-  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[0] == doctest::Approx(recorder.epoch_au[0]));
-  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[1] == doctest::Approx(recorder.epoch_au[1]));
+  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[0] ==
+        doctest::Approx(recorder.epoch_au[0]));
+  CHECK(r->Find<train::TrainingResults>()->train->train.au_percent[1] ==
+        doctest::Approx(recorder.epoch_au[1]));
   CHECK(r->io.bytes_read >= 2 * 8 * 65536);
   REQUIRE(r->Find<train::TrainingResults>()->generate.has_value());
   CHECK(r->Find<train::TrainingResults>()->generate->files_written == 8);

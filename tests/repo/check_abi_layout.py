@@ -98,6 +98,7 @@ HEADER_ONLY = {
     "ContentStream",
     "Key",  # ContentStream::Key
     "Entry",  # a local table row inside ElementType::FromName
+    "NpyLayout",  # iomimic/npy.h: the encoder's sizes, inside one function call
 }
 
 PLUGIN_H = "core/include/iomimic/plugin.h"

@@ -142,11 +142,13 @@ int CmdConfig(int argc, char** argv) {
   CommonArgs args;
   int code = 0;
   if (!ParseCommon("config", argc, argv, &args, &code)) return code;
+  plugin::Registry registry;
+  DiscoverPlugins(args, &registry);
   if (args.keys) {
-    std::cout << config::ManifestKeysMarkdown();
+    std::cout << config::ManifestKeysMarkdown(registry.vocabulary());
     return 0;
   }
-  Result<config::LoadedManifest> manifest = LoadFromArgs(args);
+  Result<config::LoadedManifest> manifest = LoadFromArgs(args, registry);
   if (!manifest.ok()) return Fail(manifest.status());
   PrintManifestWarnings(*manifest);
   if (!args.plan) {

@@ -47,9 +47,8 @@ po::options_description ReplayOptionsOf(ReplayArgs* a) {
       "threads", po::value<unsigned>(&a->threads),
       "operations in flight on different keys (default 1)")(
       "transfer-size", po::value<std::size_t>(&a->transfer_bytes),
-      "bytes per read or write call (default 16 MiB)")("keep-objects",
-                                                       po::bool_switch(&a->keep_objects),
-                                                       "leave the objects in place at the end")(
+      "bytes per read or write call (default 16 MiB)")(
+      "keep-objects", po::bool_switch(&a->keep_objects), "leave the objects in place at the end")(
       "output,o", po::value<std::string>(&a->output),
       "run folder (default: hydra_log/kvcache_replay/<date>-<time>); summary.json's "
       "kv_cache_replay holds the figures, latencies in seconds")(

@@ -13,8 +13,8 @@
 
 #include "cli.h"
 #include "cluster/cluster.h"
-#include "session/interrupt.h"
 #include "output/writers.h"
+#include "session/interrupt.h"
 
 namespace iomimic::app {
 
@@ -244,7 +244,8 @@ int ExitInterrupted(cluster::Cluster& cluster, Console* console, int signal,
 // Runs (or only generates, `command` "generate") the manifest of `args` on
 // every rank of the job.
 int RunManifest(const std::string& command, const CommonArgs& args,
-                const config::LoadedManifest& manifest, int argc, char** argv) {
+                const plugin::Registry& registry, const config::LoadedManifest& manifest, int argc,
+                char** argv) {
   const bool terminal = StdoutIsTerminal();
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   // After MPI_Init, so that these handlers are the ones in place.
@@ -254,8 +255,6 @@ int RunManifest(const std::string& command, const CommonArgs& args,
   if (leader) PrintManifestWarnings(manifest);
   const bool live_line = terminal && cluster.size() == 1;
   Console console(leader, args.quiet, live_line);
-  plugin::Registry registry;
-  DiscoverPlugins(args, &registry);
 
   const run::RunOptions options = MakeRunOptions(command, args, manifest, leader, live_line);
   ConsoleObserver observer(&console, manifest.config,
@@ -283,9 +282,12 @@ int RunOrGenerate(const std::string& command, int argc, char** argv) {
   int code = 0;
   if (!ParseCommon(command, argc, argv, &args, &code)) return code;
   if (args.multirun) return CmdMultirun(args);
-  Result<config::LoadedManifest> loaded = LoadFromArgs(args);
+  // The plugins first: the manifest's URL schemes and format keys are theirs.
+  plugin::Registry registry;
+  DiscoverPlugins(args, &registry);
+  Result<config::LoadedManifest> loaded = LoadFromArgs(args, registry);
   if (!loaded.ok()) return Fail(loaded.status());
-  return RunManifest(command, args, std::move(loaded).value(), argc, argv);
+  return RunManifest(command, args, registry, std::move(loaded).value(), argc, argv);
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ std::string DefaultBy(const analysis::SearchOptions& options, const ExperimentAr
   for (const std::string& o : options.overrides) {
     if (o.rfind("--config-dir", 0) != 0) common.positional.push_back(o);
   }
-  Result<config::LoadedManifest> manifest = LoadFromArgs(common);
+  plugin::Registry registry;
+  DiscoverPlugins(common, &registry);
+  Result<config::LoadedManifest> manifest = LoadFromArgs(common, registry);
   return manifest.ok() && manifest->config.workflow.kv_cache ? "users" : "accelerators";
 }
 

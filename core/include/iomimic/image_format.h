@@ -43,6 +43,7 @@
 
 #include "iomimic/buffer.h"
 #include "iomimic/format.h"
+#include "iomimic/format_helpers.h"
 #include "iomimic/guard.h"
 #include "iomimic/image_codec.h"
 #include "iomimic/plugin.h"
@@ -61,19 +62,16 @@ class ImageReader final : public FileReader {
   static Result<std::unique_ptr<FileReader>> Open(const std::string& path,
                                                   const ReaderOptions& options,
                                                   const ImageCodec& codec) {
-    if (options.storage == nullptr) {
-      return Status::InvalidArgument(std::string(codec.name()) +
-                                     ": reader options have no storage");
-    }
-    return Guard(codec.name(), "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
-      std::unique_ptr<ImageReader> reader(new ImageReader(path, options, codec));
-      Status s = reader->BeginLoad();
-      if (!s.ok()) {
-        reader->AbortLoad();
-        return s;
-      }
-      return std::unique_ptr<FileReader>(std::move(reader));
-    });
+    return OpenReaderGuarded(
+        codec.name(), path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
+          std::unique_ptr<ImageReader> reader(new ImageReader(path, options, codec));
+          Status s = reader->BeginLoad();
+          if (!s.ok()) {
+            reader->AbortLoad();
+            return s;
+          }
+          return std::unique_ptr<FileReader>(std::move(reader));
+        });
   }
 
   ~ImageReader() override = default;
@@ -89,14 +87,8 @@ class ImageReader final : public FileReader {
       AbortLoad();
       loaded_ = false;
     };
-    return Guard(
-        codec_.name(), "reading", path_,
-        [&]() -> Result<SampleView> {
-          Result<SampleView> r = ReadSampleImpl(index);
-          if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) reset();
-          return r;
-        },
-        reset);
+    return ReadSampleGuarded(
+        codec_.name(), path_, [&] { return ReadSampleImpl(index); }, reset);
   }
 
   // For tests: loads performed, the last image's layout, the last file size.

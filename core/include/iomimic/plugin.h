@@ -23,6 +23,13 @@
 // (tests/conformance, `iomimic conformance`) opens the plugin with, e.g.
 // "inner=posix,error_rate=0" (docs/plugins.md, "The descriptor").
 //
+// A storage plugin that serves URL schemes (a data folder written as
+// "mem://bucket/data" reaches the plugin that serves "mem") is defined with
+// IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING("mystorage", "mem", ...); a format
+// plugin with manifest keys of its own (dataset.<format>.<key>) with
+// IOMIMIC_DEFINE_FORMAT_PLUGIN_WITH_KEYS(..., kOptions, kKeys, factory)
+// (docs/plugins.md, "URL schemes" and "Declared dataset keys").
+//
 // The factory runs inside a try/catch, so an exception becomes an error value
 // rather than crossing into the core. Objects a plugin creates are destroyed
 // through the plugin's own `destroy` function, before the library is unloaded.
@@ -46,7 +53,7 @@
 // the descriptor. The loader refuses plugins built with another value. The
 // test repo.abi_layout (tests/repo/check_abi_layout.py) fails when the layout
 // changes without a bump (docs/plugins.md, "The descriptor").
-#define IOMIMIC_PLUGIN_ABI_VERSION 10u
+#define IOMIMIC_PLUGIN_ABI_VERSION 11u
 
 #define IOMIMIC_PLUGIN_KIND_STORAGE 1u
 #define IOMIMIC_PLUGIN_KIND_FORMAT 2u
@@ -76,6 +83,15 @@ extern "C" {
 
 // One option a plugin accepts. `type` is one of "string", "bool", "int",
 // "double", "bytes"; `default_value` is shown to users.
+//
+// The same record declares a format plugin's dataset keys (the descriptor's
+// `dataset_keys`): `name` is the key below dataset.<format>. (letters,
+// digits and '_'), `type` one of "int", "double" (or "float"), "bool",
+// "string", "int_list", `default_value` the value of a manifest that leaves the key
+// out, written as the plugin receives values ("true"/"false", decimal
+// numbers, an int_list's integers comma-separated: "1,2", "" for none) and
+// `help` its one-line documentation (docs/plugins.md, "Declared dataset
+// keys").
 struct IomimicOptionSpec {
   const char* name;
   const char* type;
@@ -141,6 +157,22 @@ struct IomimicPluginDescriptor {
   // key=value pairs of its own options; a decorator's "inner=<name>" names
   // the back end it wraps (default: posix). Never null; "" for none.
   const char* conformance_options;
+  // Storage plugins: the URL schemes the plugin serves, comma-separated,
+  // without "://" ("mem" or "mem,memory"): each lower-case letters, digits,
+  // '+', '-' or '.', starting with a letter. A manifest folder written as
+  // "<scheme>://..." selects the installed plugin that serves <scheme>; with
+  // IOMIMIC_CAP_ENDPOINT the plugin gets the folder as written, otherwise the
+  // path after "://" (docs/plugins.md, "URL schemes"). Null or "" for none,
+  // and for format plugins.
+  const char* schemes;
+  // Format plugins: the manifest keys the plugin declares below
+  // dataset.<name>. (see IomimicOptionSpec for the fields). The core checks a
+  // manifest's values against their types, lists them in `iomimic config
+  // --keys` and hands each to the plugin as the option "<name>.<key>" and
+  // the FileSpec parameter of that name (docs/plugins.md, "Declared dataset
+  // keys"). num_dataset_keys 0 for none, and for storage plugins.
+  const IomimicOptionSpec* dataset_keys;
+  std::size_t num_dataset_keys;
 };
 
 }  // extern "C"
@@ -196,7 +228,7 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
 }  // namespace iomimic::plugin_detail
 
 #define IOMIMIC_DEFINE_PLUGIN_(KIND, BASE, NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, \
-                               CONFORMANCE)                                                    \
+                               CONFORMANCE, SCHEMES, KEYS)                                     \
   namespace {                                                                                  \
   void* IomimicPluginCreate(const ::iomimic::PluginContext* ctx, ::iomimic::Status* err) {     \
     return ::iomimic::plugin_detail::CreateGuarded<BASE>(FACTORY, ctx, err);                   \
@@ -216,22 +248,46 @@ void* CreateGuarded(Factory factory, const PluginContext* context, Status* error
       ::iomimic::plugin_detail::CountOptions(OPTIONS),                                         \
       &IomimicPluginCreate,                                                                    \
       &IomimicPluginDestroy,                                                                   \
-      CONFORMANCE}
+      CONFORMANCE,                                                                             \
+      SCHEMES,                                                                                 \
+      KEYS,                                                                                    \
+      ::iomimic::plugin_detail::CountOptions(KEYS)}
 
 // Defines the descriptor of a storage plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Storage>>.
 // An optional last argument is the descriptor's conformance_options (a string
 // literal such as "inner=posix,delay=10us"); without it, "".
-#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, ...) \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,       \
-                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                  \
-                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__))
+#define IOMIMIC_DEFINE_STORAGE_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, ...)  \
+  IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(NAME, "", VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, \
+                                        __VA_ARGS__)
+
+// Defines the descriptor of a storage plugin that serves the URL schemes
+// SCHEMES, a string literal ("mem", or "mem,memory"; the descriptor's
+// `schemes`). The other arguments are IOMIMIC_DEFINE_STORAGE_PLUGIN's.
+#define IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(NAME, SCHEMES, VERSION, DESCRIPTION, CAPS, OPTIONS, \
+                                              FACTORY, ...)                                       \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_STORAGE, ::iomimic::Storage, NAME, VERSION,          \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                     \
+                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__), SCHEMES,      \
+                         IOMIMIC_NO_OPTIONS)
 
 // Defines the descriptor of a format plugin. FACTORY is a callable
 // (const iomimic::PluginContext&) -> Result<std::unique_ptr<iomimic::Format>>.
 // An optional last argument is the descriptor's conformance_options, as for
 // storage plugins.
 #define IOMIMIC_DEFINE_FORMAT_PLUGIN(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, FACTORY, ...) \
-  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,        \
-                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                 \
-                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__))
+  IOMIMIC_DEFINE_FORMAT_PLUGIN_WITH_KEYS(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS,           \
+                                         IOMIMIC_NO_OPTIONS, FACTORY, __VA_ARGS__)
+
+// Defines the descriptor of a format plugin that declares manifest keys of
+// its own: KEYS is a table of IomimicOptionSpec (the descriptor's
+// `dataset_keys`), e.g.
+//   static const IomimicOptionSpec kKeys[] = {
+//       {"header_bytes", "int", "32", "bytes before the first sample"}};
+// which a manifest sets as dataset.<NAME>.header_bytes. The other arguments
+// are IOMIMIC_DEFINE_FORMAT_PLUGIN's.
+#define IOMIMIC_DEFINE_FORMAT_PLUGIN_WITH_KEYS(NAME, VERSION, DESCRIPTION, CAPS, OPTIONS, KEYS, \
+                                               FACTORY, ...)                                    \
+  IOMIMIC_DEFINE_PLUGIN_(IOMIMIC_PLUGIN_KIND_FORMAT, ::iomimic::Format, NAME, VERSION,          \
+                         DESCRIPTION, CAPS, OPTIONS, FACTORY,                                   \
+                         ::iomimic::plugin_detail::ConformanceOptions(__VA_ARGS__), nullptr, KEYS)

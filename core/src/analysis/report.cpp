@@ -16,6 +16,7 @@
 #include "analysis/report_resources.h"
 #include "analysis/run_folder.h"
 #include "iomimic/version.h"
+#include "metrics/figures_json.h"
 
 namespace iomimic::analysis {
 namespace {
@@ -86,8 +87,6 @@ double Number(const std::string& cell) {
   return (end == cell.c_str() || *end != '\0') ? std::nan("") : v;
 }
 
-json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 // The columns `names` of `t` (missing ones are an error naming the file).
 Result<std::vector<int>> Columns(const Table& t, const std::string& file,
                                  const std::vector<std::string>& names) {
@@ -119,11 +118,11 @@ std::pair<json, std::vector<json>> Averaged(std::vector<Point>& points,
   for (std::size_t i = 0; i < points.size(); i += group) {
     const std::size_t n = std::min(points.size(), i + group) - i;
     // Each point at its interval's end: the figure is the interval's.
-    time.push_back(Num(points[i + n - 1].end));
+    time.push_back(metrics::JsonNumber(points[i + n - 1].end));
     for (std::size_t f = 0; f < fields.size(); ++f) {
       double sum = 0;
       for (std::size_t k = i; k < i + n; ++k) sum += points[k].*fields[f];
-      series[f].push_back(Num(sum / static_cast<double>(n)));
+      series[f].push_back(metrics::JsonNumber(sum / static_cast<double>(n)));
     }
   }
   return {time, series};
@@ -217,11 +216,11 @@ Status AddHostTelemetry(const std::string& dir, json* run) {
     for (std::size_t k = 3; k + 1 < names.size(); ++k) series[names[k]] = json::array();
     for (std::size_t i = 0; i < rows.size(); i += group) {
       const std::size_t n = std::min(rows.size(), i + group) - i;
-      time.push_back(Num(Number(rows[i + n - 1][c[2]])));
+      time.push_back(metrics::JsonNumber(Number(rows[i + n - 1][c[2]])));
       for (std::size_t k = 3; k + 1 < names.size(); ++k) {
         double sum = 0;
         for (std::size_t j = i; j < i + n; ++j) sum += Number(rows[j][c[k]]);
-        series[names[k]].push_back(Num(sum / static_cast<double>(n)));
+        series[names[k]].push_back(metrics::JsonNumber(sum / static_cast<double>(n)));
       }
     }
     series["t"] = time;
@@ -318,7 +317,7 @@ Status AddIoCounters(const std::string& dir, json* run) {
       if (i == 1) {
         row.push_back(r[c[i]]);
       } else {
-        row.push_back(Num(Number(r[c[i]])));
+        row.push_back(metrics::JsonNumber(Number(r[c[i]])));
       }
     }
     rows.push_back(row);
@@ -342,7 +341,8 @@ Result<json> RunData(const std::string& dir, const std::string& label) {
   if (folder.partial) run["partial"] = folder.partial_note;
   json figures = json::array();
   for (const Figure& f : folder.figures) {
-    figures.push_back({f.name, f.present ? Num(f.value) : json(nullptr), f.higher_is_better});
+    figures.push_back(
+        {f.name, f.present ? metrics::JsonNumber(f.value) : json(nullptr), f.higher_is_better});
   }
   run["figures"] = figures;
   run["config"] = folder.config;

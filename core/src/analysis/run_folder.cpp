@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "metrics/figures_json.h"
 #include "output/rank_ledger.h"
 
 namespace iomimic::analysis {
@@ -235,8 +236,6 @@ double Stdev(const std::vector<double>& v) {
   return std::sqrt(sq / static_cast<double>(v.size()));
 }
 
-json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 // Per-epoch training AU (mean over the accelerators) and throughput (their
 // sum) over the epochs that every reporting accelerator finished whole.
 void AddPartialMetric(const std::vector<output::RankRecord>& records, json* summary) {
@@ -262,11 +261,11 @@ void AddPartialMetric(const std::vector<output::RankRecord>& records, json* summ
   json metric = json::object();
   if (!au.empty()) {
     metric["train_au_percentage"] = au;
-    metric["train_au_mean_percentage"] = NumOrNull(Mean(au));
-    metric["train_au_stdev_percentage"] = NumOrNull(Stdev(au));
+    metric["train_au_mean_percentage"] = metrics::JsonNumber(Mean(au));
+    metric["train_au_stdev_percentage"] = metrics::JsonNumber(Stdev(au));
     metric["train_throughput_samples_per_second"] = throughput;
-    metric["train_throughput_mean_samples_per_second"] = NumOrNull(Mean(throughput));
-    metric["train_throughput_stdev_samples_per_second"] = NumOrNull(Stdev(throughput));
+    metric["train_throughput_mean_samples_per_second"] = metrics::JsonNumber(Mean(throughput));
+    metric["train_throughput_stdev_samples_per_second"] = metrics::JsonNumber(Stdev(throughput));
   }
   (*summary)["metric"] = metric;
   (*summary)["num_accelerators"] = accelerators;

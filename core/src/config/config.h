@@ -68,6 +68,16 @@ using RecordList = std::vector<std::vector<std::string>>;
 
 #define IOMIMIC_CONFIG_MEMBER(key, member, type, default_value, spec) type member = default_value;
 
+// The value of a key that an installed format plugin declares
+// (dataset.<format>.<key>, PluginVocabulary below).
+struct DeclaredValue {
+  std::string type;  // the declared type: int, double, bool, string, int_list
+  // As the plugin receives it: decimal numbers, true/false, an int_list's
+  // integers comma-separated ("" when empty), a string as written.
+  std::string text;
+  friend bool operator==(const DeclaredValue&, const DeclaredValue&) = default;
+};
+
 struct ModelConfig {
   IOMIMIC_KEYS_MODEL(IOMIMIC_CONFIG_MEMBER)
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
@@ -85,6 +95,11 @@ struct StorageConfig {
 
 struct DatasetConfig {
   IOMIMIC_KEYS_DATASET(IOMIMIC_CONFIG_MEMBER)
+  // The keys installed format plugins declare, by "<format>.<key>": those the
+  // manifest sets, and every declared key of dataset.format with its
+  // default. They reach the format as FileSpec parameters and options of
+  // that name (FormatParameters; docs/plugins.md, "Declared dataset keys").
+  std::map<std::string, DeclaredValue> declared_keys;
   friend bool operator==(const DatasetConfig&, const DatasetConfig&) = default;
 };
 
@@ -200,6 +215,48 @@ struct Diagnostic {
   friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
 };
 
+// What the installed plugins add to the manifest's vocabulary, as plain data:
+// plugin::Registry builds it from their descriptors, the command line passes
+// it in, and the config layer never sees a plugin (docs/plugins.md, "URL
+// schemes" and "Declared dataset keys").
+//
+// A URL scheme an installed storage plugin serves.
+struct SchemeEntry {
+  std::string scheme;   // without "://"
+  std::string backend;  // the storage plugin that serves it
+  // The plugin keeps its data behind a network endpoint (an object store):
+  // a data or checkpoint folder keeps its scheme ("<scheme>://bucket/x"),
+  // a storage root becomes "<bucket>/<prefix>". Otherwise every folder
+  // loses "<scheme>://".
+  bool endpoint = false;
+  friend bool operator==(const SchemeEntry&, const SchemeEntry&) = default;
+};
+
+// A manifest key an installed format plugin declares: dataset.<format>.<name>.
+struct DeclaredKey {
+  std::string format;         // the format plugin
+  std::string name;           // below dataset.<format>.
+  std::string type;           // int, double, bool, string, int_list
+  std::string default_value;  // as DeclaredValue::text
+  std::string doc;            // one line
+  friend bool operator==(const DeclaredKey&, const DeclaredKey&) = default;
+};
+
+struct PluginVocabulary {
+  // In search order: the first plugin that declares a scheme serves it.
+  std::vector<SchemeEntry> schemes;
+  std::vector<DeclaredKey> dataset_keys;
+  // "file (...), mem (memory)": each scheme and the plugin serving it, by
+  // scheme, "none" when there are none (for messages).
+  std::string DescribeSchemes() const;
+};
+
+// Checks what a format plugin declares about one of its keys (plugin::Registry
+// refuses a plugin whose declaration fails): a name of letters, digits and
+// '_', a type of DeclaredValue's, a default of that type. Returns the key
+// with its default written as DeclaredValue::text.
+Result<DeclaredKey> CheckDeclaredKey(DeclaredKey key);
+
 // Where a manifest comes from: a path, or a workload name looked up as
 // <config_dir>/<name>.yaml or <config_dir>/workload/<name>.yaml.
 struct ManifestSource {
@@ -208,6 +265,9 @@ struct ManifestSource {
   std::string config_dir;              // --config-dir (empty = shipped workloads/: installed
                                        // <prefix>/share/iomimic/workloads, else the source tree's)
   std::vector<std::string> overrides;  // raw Hydra-style strings, in order
+  // The installed plugins' schemes and dataset keys; a manifest folder with
+  // a scheme no entry serves is refused (empty: none is served).
+  PluginVocabulary plugins;
 };
 
 // The loaded manifest and what it took to get there.
@@ -235,9 +295,11 @@ TextMap Redacted(const TextMap& options);
 //   "override '<text>': <what>"            (command-line overrides)
 Result<LoadedManifest> LoadManifest(const ManifestSource& source);
 
-// Parses a manifest held in memory (tests). `name` is used in messages.
+// Parses a manifest held in memory (tests). `name` is used in messages;
+// `plugins` as ManifestSource::plugins.
 Result<LoadedManifest> LoadManifestFromString(const std::string& yaml, const std::string& name,
-                                              const std::vector<std::string>& overrides = {});
+                                              const std::vector<std::string>& overrides = {},
+                                              const PluginVocabulary& plugins = {});
 
 // The resolved manifest as DLIO-style YAML with every key and its effective
 // value (current DLIO spellings, sections in DLIO's order, then `iomimic:`;
@@ -252,14 +314,16 @@ std::string ToYaml(const Config& config, bool workload_root);
 Result<Distribution> ParseDistributionScalar(const std::string& text);
 
 // The dataset keys meant for the format plugin (the key table's
-// FormatParam() rows), as FileSpec::parameters: named by their path below
-// `dataset.` ("<format>.chunk_dims"), lists comma-separated and left out when
-// empty, numbers in decimal.
+// FormatParam() rows and the keys format plugins declare), as
+// FileSpec::parameters: named by their path below `dataset.`
+// ("<format>.chunk_dims"), lists comma-separated and left out when empty,
+// numbers in decimal.
 std::map<std::string, std::string> FormatParameters(const Config& config);
 
 // docs/manifest.md: every key of the table (config/key_table.h) with its
-// type, default, origin and meaning (`iomimic config --keys`).
-std::string ManifestKeysMarkdown();
+// type, default, origin and meaning, then the keys `plugins`' format plugins
+// declare (`iomimic config --keys`).
+std::string ManifestKeysMarkdown(const PluginVocabulary& plugins = {});
 
 std::string ShuffleModeName(ShuffleMode mode);
 std::string ReadTypeName(ReadType type);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -38,24 +39,35 @@ std::vector<fs::path> ShippedWorkloads() {
   return files;
 }
 
+// The schemes the bundled storage plugins serve, as plugin::Registry reads
+// them from their descriptors (docs/plugins.md, "URL schemes").
+PluginVocabulary BundledPlugins() {
+  PluginVocabulary plugins;
+  plugins.schemes = {{"file", "posix", false}, {"direct", "odirect", false}, {"s3", "s3", true}};
+  return plugins;
+}
+
 LoadedManifest MustLoadFile(const fs::path& path, std::vector<std::string> overrides = {}) {
   ManifestSource source;
   source.path = path.string();
   source.overrides = std::move(overrides);
+  source.plugins = BundledPlugins();
   Result<LoadedManifest> loaded = LoadManifest(source);
   REQUIRE_MESSAGE(loaded.ok(), loaded.status().ToString());
   return std::move(loaded).value();
 }
 
-LoadedManifest MustLoad(const std::string& yaml, std::vector<std::string> overrides = {}) {
-  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides);
+LoadedManifest MustLoad(const std::string& yaml, std::vector<std::string> overrides = {},
+                        const PluginVocabulary& plugins = BundledPlugins()) {
+  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides, plugins);
   REQUIRE_MESSAGE(loaded.ok(), loaded.status().ToString());
   return std::move(loaded).value();
 }
 
 // The error message of a load that must fail.
-std::string LoadError(const std::string& yaml, std::vector<std::string> overrides = {}) {
-  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides);
+std::string LoadError(const std::string& yaml, std::vector<std::string> overrides = {},
+                      const PluginVocabulary& plugins = BundledPlugins()) {
+  Result<LoadedManifest> loaded = LoadManifestFromString(yaml, "t.yaml", overrides, plugins);
   REQUIRE_FALSE(loaded.ok());
   CHECK(loaded.status().code() == StatusCode::kInvalidArgument);
   return loaded.status().message();
@@ -301,22 +313,25 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
 )");
   CHECK(m.config.storage.backend == "s3");
   CHECK(m.config.dataset.data_folder == "s3://my-bucket/training-data");
-  // Protocols no back end speaks, at the key that holds them, as written
-  // (pytorch_s3dlio_azure's reader.data_loader_root), and a key given twice.
+  // Protocols no installed plugin serves, at the key that holds them, as
+  // written (pytorch_s3dlio_azure's reader.data_loader_root), and a key
+  // given twice.
   CHECK(LoadError("storage: {storage_type: s3dlio, storage_root: \"az://c/x\"}\n") ==
-        "t.yaml:1:47: error: storage.storage_root: 'az://c/x' uses az://, which no iomimic "
-        "storage back end speaks (the object back end speaks the S3 API; Azure Blob and Google "
-        "Cloud Storage need a storage plugin of their own, docs/plugins.md)");
-  CHECK(Contains(LoadError("dataset: {data_folder: /tmp/x}\nreader:\n  storage_library: s3dlio\n"
-                           "  data_loader_root: az://mlperf-container/training-data\n"),
-                 "t.yaml:4:21: error: reader.data_loader_root (read as dataset.data_folder): "
-                 "'az://mlperf-container/training-data' uses az://"));
+        "t.yaml:1:47: error: storage.storage_root: 'az://c/x': no installed storage plugin "
+        "serves az:// (installed: direct (odirect), file (posix), s3 (s3))");
+  CHECK(
+      Contains(LoadError("dataset: {data_folder: /tmp/x}\nreader:\n  storage_library: s3dlio\n"
+                         "  data_loader_root: az://mlperf-container/training-data\n"),
+               "t.yaml:4:21: error: reader.data_loader_root (read as dataset.data_folder): "
+               "'az://mlperf-container/training-data': no installed storage plugin serves az://"));
   CHECK(Contains(LoadError("reader: {data_loader_root: s3://b/x}\n",
                            {"++workload.reader.data_loader_root=gs://b/y"}),
                  "override '++workload.reader.data_loader_root=gs://b/y': "
-                 "reader.data_loader_root (read as dataset.data_folder): 'gs://b/y' uses gs://"));
+                 "reader.data_loader_root (read as dataset.data_folder): 'gs://b/y': no installed "
+                 "storage plugin serves gs://"));
   CHECK(Contains(LoadError("checkpoint:\n  checkpoint_folder: az://c/ck\n"),
-                 "t.yaml:2:22: error: checkpoint.checkpoint_folder: 'az://c/ck' uses az://"));
+                 "t.yaml:2:22: error: checkpoint.checkpoint_folder: 'az://c/ck': no installed "
+                 "storage plugin serves az://"));
   CHECK(Contains(LoadError("storage: {storage_type: object, protocol: gcs}\n"), "gcs://"));
   CHECK(Contains(LoadError("storage: {storage_root: a}\nreader: {storage_root: b}\n"),
                  "reader.storage_root: conflicts with storage.storage_root (line 1)"));
@@ -338,6 +353,135 @@ reader: {storage_library: s3dlio, data_loader_root: "s3://my-bucket/training-dat
                {"++workload.storage.storage_root=o", "++workload.checkpoint.checkpoint_folder=/o"});
   CHECK(m.config.storage.storage_root == "o");
   CHECK(m.config.checkpoint.checkpoint_folder == "/o");
+}
+
+TEST_CASE("URL schemes are those the installed storage plugins serve (docs/plugins.md)") {
+  // A third-party plugin's scheme selects it, with no core change.
+  PluginVocabulary plugins = BundledPlugins();
+  plugins.schemes.push_back({"mem", "memory", false});
+  LoadedManifest m = MustLoad(
+      "dataset: {data_folder: \"mem://bucket/data\"}\n"
+      "checkpoint: {checkpoint_folder: \"file:///tmp/ck\"}\n",
+      {}, plugins);
+  CHECK(m.config.storage.backend == "memory");
+  CHECK(m.config.dataset.data_folder == "bucket/data");
+  CHECK(m.config.checkpoint.backend == "posix");
+  CHECK(m.config.checkpoint.checkpoint_folder == "/tmp/ck");
+  m = MustLoad("storage: {storage_root: \"mem:///r\"}\ndataset: {data_folder: d}\n", {}, plugins);
+  CHECK(m.config.storage.backend == "memory");
+  CHECK(m.config.storage.storage_root == "/r");
+  CHECK(m.config.dataset.data_folder == "d");
+  // A back end named in the manifest wins; the scheme still leaves the path.
+  m = MustLoad("storage: {backend: latency}\ndataset: {data_folder: \"mem://b/d\"}\n", {}, plugins);
+  CHECK(m.config.storage.backend == "latency");
+  CHECK(m.config.dataset.data_folder == "b/d");
+  // A plugin with an endpoint gets its folders as written.
+  plugins.schemes.push_back({"gs", "gcs", true});
+  m = MustLoad("dataset: {data_folder: \"gs://b/x\"}\n", {}, plugins);
+  CHECK(m.config.storage.backend == "gcs");
+  CHECK(m.config.dataset.data_folder == "gs://b/x");
+  // One error line names the key and every scheme served, with its plugin.
+  CHECK(LoadError("dataset:\n  data_folder: az://bucket/data\n", {}, plugins) ==
+        "t.yaml:2:16: error: dataset.data_folder: 'az://bucket/data': no installed storage "
+        "plugin serves az:// (installed: direct (odirect), file (posix), gs (gcs), mem (memory), "
+        "s3 (s3))");
+  // Without plugins nothing is served, s3 included, nor the object storage types.
+  CHECK(LoadError("dataset: {data_folder: \"s3://b/x\"}\n", {}, PluginVocabulary{}) ==
+        "t.yaml:1:24: error: dataset.data_folder: 's3://b/x': no installed storage plugin serves "
+        "s3:// (installed: none)");
+  CHECK(Contains(LoadError("storage: {storage_type: s3}\n", {}, PluginVocabulary{}),
+                 "storage.storage_type: 's3': no installed storage plugin serves s3:// "
+                 "(installed: none)"));
+  // Plain paths need no scheme.
+  CHECK(MustLoad("dataset: {data_folder: /x}\n", {}, PluginVocabulary{}).config.storage.backend ==
+        "posix");
+}
+
+// A format plugin "raw" that declares a key of each type.
+PluginVocabulary KeyedFormat() {
+  PluginVocabulary plugins = BundledPlugins();
+  plugins.dataset_keys = {{"raw", "header_bytes", "int", "32", "bytes before the first sample"},
+                          {"raw", "scale", "double", "1.5", "a factor"},
+                          {"raw", "padded", "bool", "false", "pad | align"},
+                          {"raw", "label", "string", "", "a name"},
+                          {"raw", "dims", "int_list", "1,2", "a shape"}};
+  return plugins;
+}
+
+TEST_CASE("dataset keys a format plugin declares are typed, defaulted, passed on and listed") {
+  const PluginVocabulary plugins = KeyedFormat();
+  LoadedManifest m = MustLoad(R"(
+dataset:
+  format: raw
+  raw: {header_bytes: 4096, dims: [3, 4], padded: yes}
+)",
+                              {}, plugins);
+  CHECK(m.warnings.empty());
+  const std::map<std::string, DeclaredValue> expected = {{"raw.header_bytes", {"int", "4096"}},
+                                                         {"raw.scale", {"double", "1.5"}},
+                                                         {"raw.padded", {"bool", "true"}},
+                                                         {"raw.label", {"string", ""}},
+                                                         {"raw.dims", {"int_list", "3,4"}}};
+  CHECK(m.config.dataset.declared_keys == expected);
+  const std::map<std::string, std::string> parameters = FormatParameters(m.config);
+  CHECK(parameters.at("raw.header_bytes") == "4096");
+  CHECK(parameters.at("raw.dims") == "3,4");
+  CHECK(parameters.at("raw.padded") == "true");
+  // An override sets one; the resolved manifest shows every value and reads
+  // back to the same configuration.
+  m = MustLoad("dataset: {format: raw}\n", {"++workload.dataset.raw.scale=2"}, plugins);
+  CHECK(m.config.dataset.declared_keys.at("raw.scale").text == "2");
+  const std::string yaml = ToYaml(m.config, false);
+  CHECK(Contains(yaml,
+                 "  raw:\n    dims: [1, 2]\n    header_bytes: 32\n    label: \"\"\n"
+                 "    padded: False\n    scale: 2\n"));
+  Result<LoadedManifest> again = LoadManifestFromString(yaml, "again.yaml", {}, plugins);
+  REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+  CHECK(again->config == m.config);
+  CHECK(again->warnings.empty());
+  // A wrong value or an unknown key is one error at the key.
+  CHECK(LoadError("dataset:\n  format: raw\n  raw:\n    header_bytes: big\n", {}, plugins) ==
+        "t.yaml:4:19: error: dataset.raw.header_bytes: expected an integer (format plugin 'raw' "
+        "declares it int), got 'big'");
+  CHECK(LoadError("dataset:\n  raw: {header_byte: 1}\n", {}, plugins) ==
+        "t.yaml:2:9: error: dataset.raw.header_byte: unknown key: format plugin 'raw' declares "
+        "header_bytes, scale, padded, label, dims (did you mean 'header_bytes'?)");
+  CHECK(LoadError("dataset: {format: raw}\n", {"++workload.dataset.raw.dims=[1,x]"}, plugins) ==
+        "override '++workload.dataset.raw.dims=[1,x]': dataset.raw.dims: expected a list of "
+        "integers (format plugin 'raw' declares it int_list), got a list");
+  CHECK(Contains(LoadError("dataset: {raw: 3}\n", {}, plugins),
+                 "dataset.raw: expected a map of the keys format plugin 'raw' declares"));
+  // Another format gets no defaults; without the plugin the keys are unknown,
+  // a warning as before; the key table's sections stay the table's.
+  CHECK(MustLoad("dataset: {format: npz}\n", {}, plugins).config.dataset.declared_keys.empty());
+  m = MustLoad("dataset:\n  raw: {header_bytes: 1}\n");
+  CHECK(HasWarning(m, "unknown key 'dataset.raw'"));
+  CHECK(m.config.dataset.declared_keys.empty());
+  PluginVocabulary hdf5 = BundledPlugins();
+  hdf5.dataset_keys = {{"hdf5", "extra", "int", "1", ""}};
+  m = MustLoad("dataset: {format: hdf5, hdf5: {extra: 2}}\n", {}, hdf5);
+  CHECK(HasWarning(m, "unknown key 'dataset.hdf5.extra'"));
+  CHECK(m.config.dataset.declared_keys.empty());
+  // `iomimic config --keys` (docs/manifest.md) lists them after the table's.
+  CHECK(Contains(ManifestKeysMarkdown(plugins),
+                 "| `dataset.raw.header_bytes` | integer | `32` | format plugin `raw` | bytes "
+                 "before the first sample |\n"));
+  CHECK(
+      Contains(ManifestKeysMarkdown(plugins), "| `dataset.raw.dims` | list of integers | `[1,2]`"));
+  CHECK(Contains(ManifestKeysMarkdown(plugins), "| pad \\| align |"));
+  CHECK(Contains(ManifestKeysMarkdown(), "None of the installed format plugins declares keys."));
+}
+
+TEST_CASE("what a format plugin declares about a key is checked") {
+  CHECK(CheckDeclaredKey({"raw", "n", "int_list", " 1, 2", ""})->default_value == "1,2");
+  CHECK(CheckDeclaredKey({"raw", "n", "float", "1e3", ""})->type == "double");
+  CHECK(CheckDeclaredKey({"raw", "n", "bool", "True", ""})->default_value == "true");
+  CHECK(Contains(CheckDeclaredKey({"raw", "n", "number", "1", ""}).status().message(),
+                 "type 'number'"));
+  CHECK(Contains(CheckDeclaredKey({"raw", "a.b", "int", "1", ""}).status().message(),
+                 "letters, digits and '_'"));
+  CHECK(Contains(CheckDeclaredKey({"raw", "n", "int", "x", ""}).status().message(),
+                 "its default 'x' is not an integer"));
 }
 
 TEST_CASE("an empty manifest holds DLIO's defaults (docs/dlio-compat.md §1.3)") {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "config/convert_internal.h"
+#include "config/declared_internal.h"
 #include "config/dlio_compat.h"
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
@@ -107,8 +108,9 @@ void IndexEntries(Section* section) {
 
 class Converter {
  public:
-  Converter(const Locator& locator, std::vector<Diagnostic>* warnings)
-      : locator_(locator), warnings_(warnings) {}
+  Converter(const Locator& locator, const PluginVocabulary& plugins,
+            std::vector<Diagnostic>* warnings)
+      : locator_(locator), plugins_(plugins), warnings_(warnings) {}
 
   Status Run(const YAML::Node& root, Config* config);
 
@@ -179,6 +181,7 @@ class Converter {
   Status ApplyRules(Config* config);
 
   const Locator& locator_;
+  const PluginVocabulary& plugins_;
   std::vector<Diagnostic>* warnings_;
   std::map<std::string, Section> sections_;
 };
@@ -773,8 +776,8 @@ Status Converter::ApplyRules(Config* config) {
     object.use_mpi_endpoint_distribution = ParseBool(per_rank->value.Scalar()).value_or(false);
   }
   std::string refused_key = "storage";
-  const Status selected =
-      SelectDlioBackend(Get(storage, "backend").has_value(), object, config, &refused_key);
+  const Status selected = SelectDlioBackend(Get(storage, "backend").has_value(), object, plugins_,
+                                            config, &refused_key);
   if (!selected.ok()) {
     // At the key that holds the refused value (reader.data_loader_root,
     // moved to dataset.data_folder, keeps its line: Locator::MovedFrom).
@@ -793,9 +796,10 @@ Status Converter::Run(const YAML::Node& root, Config* config) {
 }
 
 void WalkUnknownKeys(const YAML::Node& map, const std::string& path, const Locator& locator,
-                     std::vector<Diagnostic>* warnings) {
+                     const PluginVocabulary& plugins, std::vector<Diagnostic>* warnings) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string child = JoinPath(path, KeyText(it->first));
+    if (IsDeclaredSection(plugins, child)) continue;  // ReadDeclaredKeys checks it
     const std::optional<KeyKind> kind = LookupKey(child);
     if (!kind) {
       std::string message = "unknown key '" + child + "'";
@@ -806,20 +810,22 @@ void WalkUnknownKeys(const YAML::Node& map, const std::string& path, const Locat
       continue;
     }
     const bool has_keys = *kind == KeyKind::kSection || *kind == KeyKind::kDistribution;
-    if (has_keys && it->second.IsMap()) WalkUnknownKeys(it->second, child, locator, warnings);
+    if (has_keys && it->second.IsMap()) {
+      WalkUnknownKeys(it->second, child, locator, plugins, warnings);
+    }
   }
 }
 
 }  // namespace
 
 void WarnUnknownKeys(const YAML::Node& root, const Locator& locator,
-                     std::vector<Diagnostic>* warnings) {
-  if (root.IsMap()) WalkUnknownKeys(root, "", locator, warnings);
+                     const PluginVocabulary& plugins, std::vector<Diagnostic>* warnings) {
+  if (root.IsMap()) WalkUnknownKeys(root, "", locator, plugins, warnings);
 }
 
-Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* config,
-                   std::vector<Diagnostic>* warnings) {
-  return Converter(locator, warnings).Run(root, config);
+Status ConvertTree(const YAML::Node& root, const Locator& locator, const PluginVocabulary& plugins,
+                   Config* config, std::vector<Diagnostic>* warnings) {
+  return Converter(locator, plugins, warnings).Run(root, config);
 }
 
 }  // namespace iomimic::config::internal

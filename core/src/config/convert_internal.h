@@ -14,14 +14,18 @@
 namespace iomimic::config::internal {
 
 // Reports every key of `root` that the schema does not know, with a
-// suggestion when a known key is close.
+// suggestion when a known key is close. The sections of keys that `plugins`'
+// format plugins declare are left to ReadDeclaredKeys
+// (config/declared_internal.h), which refuses unknown ones.
 void WarnUnknownKeys(const YAML::Node& root, const Locator& locator,
-                     std::vector<Diagnostic>* warnings);
+                     const PluginVocabulary& plugins, std::vector<Diagnostic>* warnings);
 
 // Reads every known key of `root` into `config` (which holds the defaults),
-// checking types and ranges. Notes dubious but accepted values in `warnings`.
-Status ConvertTree(const YAML::Node& root, const Locator& locator, Config* config,
-                   std::vector<Diagnostic>* warnings);
+// checking types and ranges, and selects the back ends (SelectDlioBackend,
+// with the schemes `plugins` serve). Notes dubious but accepted values in
+// `warnings`.
+Status ConvertTree(const YAML::Node& root, const Locator& locator, const PluginVocabulary& plugins,
+                   Config* config, std::vector<Diagnostic>* warnings);
 
 // The cross-key checks of docs/dlio-compat.md §1.8 that need no knowledge of the MPI
 // job. Errors point at the offending key in `root` when it is there; every

@@ -46,13 +46,11 @@ constexpr LoaderRefusal kLoaderRefusals[] = {
      "s3dlio"},
 };
 
-// MLPerf Storage v3.0's object-storage storage types.
+// MLPerf Storage v3.0's object-storage storage types, and the protocol they
+// speak when storage.protocol does not say (the scheme looked up among the
+// installed plugins' schemes).
 constexpr std::string_view kObjectStorageTypes[] = {"s3", "s3dlio", "object"};
-// URI schemes of the fork's storage_root, data and checkpoint folders.
-constexpr std::string_view kFileScheme = "file";
-constexpr std::string_view kDirectScheme = "direct";
-constexpr std::string_view kObjectScheme = "s3";
-constexpr std::string_view kRefusedSchemes[] = {"az", "azure", "gs", "gcs"};
+constexpr std::string_view kDefaultObjectProtocol = "s3";
 
 bool IsObjectStorageType(std::string_view type) {
   for (std::string_view t : kObjectStorageTypes) {
@@ -73,28 +71,27 @@ std::string AfterScheme(const std::string& path) {
   return at == std::string::npos ? path : path.substr(at + 3);
 }
 
-// Where a run's data lives.
-enum class Place { kFiles, kDirectFiles, kObjects };
+// Where a run's data lives: the storage plugin that serves it.
+struct Place {
+  std::string backend;
+  bool endpoint = false;  // objects behind an endpoint (SchemeEntry::endpoint)
+};
 
-// The place `value` (of key `key`) names by its URI scheme `scheme`; an
-// error says why not, without the key, and sets `*refused` to the key.
+// Plain paths: local files, through the default back end.
+Place LocalFiles() { return Place{std::string(kFileStorageBackend), false}; }
+
+// The place `value` (of key `key`) names by its URI scheme `scheme`: the
+// installed plugin that serves it. An error says why not, without the key,
+// and sets `*refused` to the key.
 Result<Place> PlaceOf(std::string_view key, const std::string& value, std::string_view scheme,
-                      std::string* refused) {
-  if (scheme == kFileScheme) return Place::kFiles;
-  if (scheme == kDirectScheme) return Place::kDirectFiles;
-  if (scheme == kObjectScheme) return Place::kObjects;
-  *refused = std::string(key);
-  for (std::string_view refused_scheme : kRefusedSchemes) {
-    if (scheme == refused_scheme) {
-      return Status::InvalidArgument(
-          "'" + value + "' uses " + std::string(scheme) +
-          "://, which no iomimic storage back end speaks (the object back end speaks the S3 "
-          "API; Azure Blob and Google Cloud Storage need a storage plugin of their own, "
-          "docs/plugins.md)");
-    }
+                      const PluginVocabulary& plugins, std::string* refused) {
+  for (const SchemeEntry& entry : plugins.schemes) {
+    if (entry.scheme == scheme) return Place{entry.backend, entry.endpoint};
   }
-  return Status::InvalidArgument("'" + value + "': unknown URI scheme '" + std::string(scheme) +
-                                 "://' (file, direct and s3 are known)");
+  *refused = std::string(key);
+  return Status::InvalidArgument("'" + value + "': no installed storage plugin serves " +
+                                 std::string(scheme) +
+                                 ":// (installed: " + plugins.DescribeSchemes() + ")");
 }
 
 // The S3 back end's options from DLIO's storage_options and MLPerf v3's
@@ -126,83 +123,105 @@ void ObjectOptions(const ObjectStorageKeys& keys, const StorageConfig& storage,
 
 }  // namespace
 
-Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config,
-                         std::string* refused_key) {
-  StorageConfig& storage = config->storage;
-  // Where the data lives: storage_root's URI scheme, else the data folder's,
-  // else storage.protocol with an object storage type.
-  Place place = Place::kFiles;
-  const std::string root_scheme(SchemeOf(storage.storage_root));
-  const std::string data_scheme(SchemeOf(config->dataset.data_folder));
+namespace {
+
+// Where the data lives: storage_root's URI scheme, else the data folder's,
+// else storage.protocol (default s3) with an object storage type, else
+// local files.
+Result<Place> DataPlace(const ObjectStorageKeys& keys, const PluginVocabulary& plugins,
+                        const Config& config, std::string* refused_key) {
+  const StorageConfig& storage = config.storage;
+  const std::string_view root_scheme = SchemeOf(storage.storage_root);
   if (!root_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(
-        place, PlaceOf("storage.storage_root", storage.storage_root, root_scheme, refused_key));
-  } else if (!data_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(place, PlaceOf("dataset.data_folder", config->dataset.data_folder,
-                                            data_scheme, refused_key));
-  } else if (IsObjectStorageType(storage.storage_type)) {
-    place = Place::kObjects;
-    if (!keys.protocol.empty() && keys.protocol != kObjectScheme) {
-      IOMIMIC_ASSIGN_OR_RETURN(
-          place, PlaceOf("storage.protocol", keys.protocol, keys.protocol, refused_key));
-    }
+    return PlaceOf("storage.storage_root", storage.storage_root, root_scheme, plugins, refused_key);
   }
-  // Paths inside the place: file:// and direct:// name local paths;
-  // s3://bucket/prefix stays for the data folder (the S3 back end parses
-  // it) and becomes bucket/prefix for the root that folders are joined to.
-  if (!root_scheme.empty()) storage.storage_root = AfterScheme(storage.storage_root);
-  if (!data_scheme.empty() && data_scheme != kObjectScheme) {
-    config->dataset.data_folder = AfterScheme(config->dataset.data_folder);
+  const std::string_view data_scheme = SchemeOf(config.dataset.data_folder);
+  if (!data_scheme.empty()) {
+    return PlaceOf("dataset.data_folder", config.dataset.data_folder, data_scheme, plugins,
+                   refused_key);
   }
-  if (place == Place::kObjects) {
-    if (!backend_given) storage.backend = std::string(kObjectBackend);
-    if (storage.backend == kObjectBackend) ObjectOptions(keys, storage, &storage.options);
-    // With a root written as s3://bucket/prefix (the fork's spelling), a
-    // folder written as an absolute path lives under that prefix.
-    std::string& folder = config->dataset.data_folder;
-    if (root_scheme == kObjectScheme && !folder.empty() && folder.front() == '/') {
-      folder.erase(0, folder.find_first_not_of('/'));
-    }
+  if (!IsObjectStorageType(storage.storage_type)) return LocalFiles();
+  if (keys.protocol.empty()) {
+    return PlaceOf("storage.storage_type", storage.storage_type, kDefaultObjectProtocol, plugins,
+                   refused_key);
   }
-  // Checkpoints may live elsewhere (the fork's hybrid_storage: data on S3,
-  // checkpoints on a local file:// folder).
+  return PlaceOf("storage.protocol", keys.protocol, keys.protocol, plugins, refused_key);
+}
+
+// Checkpoints may live elsewhere (the fork's hybrid_storage: data on S3,
+// checkpoints on a local file:// folder): a checkpoint folder with a scheme
+// served by another plugin than the data's gets that plugin as its back end.
+Status SelectCheckpointBackend(const ObjectStorageKeys& keys, const PluginVocabulary& plugins,
+                               const Place& data, Config* config, std::string* refused_key) {
   std::string& checkpoints = config->checkpoint.checkpoint_folder;
-  const std::string checkpoint_scheme(SchemeOf(checkpoints));
-  if (!checkpoint_scheme.empty()) {
-    IOMIMIC_ASSIGN_OR_RETURN(const Place at, PlaceOf("checkpoint.checkpoint_folder", checkpoints,
-                                                     checkpoint_scheme, refused_key));
-    if (at != Place::kObjects) checkpoints = AfterScheme(checkpoints);
-    if (config->checkpoint.backend.empty() && at != place) {
-      switch (at) {
-        case Place::kFiles:
-          config->checkpoint.backend = std::string(kFileStorageBackend);
-          break;
-        case Place::kDirectFiles:
-          config->checkpoint.backend = std::string(kODirectBackend);
-          break;
-        case Place::kObjects:
-          config->checkpoint.backend = std::string(kObjectBackend);
-          ObjectOptions(keys, storage, &config->checkpoint.options);
-          break;
-      }
+  const std::string_view scheme = SchemeOf(checkpoints);
+  if (scheme.empty()) return Status::OK();
+  IOMIMIC_ASSIGN_OR_RETURN(const Place at, PlaceOf("checkpoint.checkpoint_folder", checkpoints,
+                                                   scheme, plugins, refused_key));
+  if (!at.endpoint) checkpoints = AfterScheme(checkpoints);
+  if (config->checkpoint.backend.empty() && at.backend != data.backend) {
+    config->checkpoint.backend = at.backend;
+    if (at.backend == kObjectBackend) {
+      ObjectOptions(keys, config->storage, &config->checkpoint.options);
     }
   }
-  if (place == Place::kObjects) return Status::OK();
-  if (backend_given) return Status::OK();
+  return Status::OK();
+}
+
+// Local files without a scheme of their own: DLIO's reader keys choose
+// among the file back ends.
+void SelectFileBackend(Config* config) {
+  StorageConfig& storage = config->storage;
   // MLPerf Storage v3.0's fork reads a local file system with O_DIRECT when
   // storage_type is direct_fs (mlpstorage's --o-direct), as s3dlio does for
   // direct:// URIs.
-  if (config->reader.odirect || storage.storage_type == kDirectFsStorageType ||
-      place == Place::kDirectFiles) {
+  if (config->reader.odirect || storage.storage_type == kDirectFsStorageType) {
     storage.backend = std::string(kODirectBackend);
-    return Status::OK();
+    return;
   }
   for (const SharedAccess& shared : kSharedAccess) {
     if (config->reader.file_access != shared.file_access) continue;
     storage.backend = std::string(kMpiIoBackend);
     if (storage.options.count("mode") == 0) storage.options["mode"] = std::string(shared.mode);
+    return;
+  }
+}
+
+}  // namespace
+
+Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys,
+                         const PluginVocabulary& plugins, Config* config,
+                         std::string* refused_key) {
+  StorageConfig& storage = config->storage;
+  IOMIMIC_ASSIGN_OR_RETURN(const Place place, DataPlace(keys, plugins, *config, refused_key));
+  // A data folder with a scheme of its own (beside a root's) must be served
+  // too, and loses it unless its plugin has an endpoint.
+  const bool root_scheme = !SchemeOf(storage.storage_root).empty();
+  std::string& folder = config->dataset.data_folder;
+  if (const std::string_view scheme = SchemeOf(folder); !scheme.empty()) {
+    IOMIMIC_ASSIGN_OR_RETURN(const Place data,
+                             PlaceOf("dataset.data_folder", folder, scheme, plugins, refused_key));
+    if (!data.endpoint) folder = AfterScheme(folder);
+  }
+  // A root "<scheme>://bucket/prefix" becomes the path folders are joined
+  // to: bucket/prefix for an endpoint, the local path otherwise.
+  if (root_scheme) storage.storage_root = AfterScheme(storage.storage_root);
+  if (place.endpoint) {
+    if (!backend_given) storage.backend = place.backend;
+    if (storage.backend == kObjectBackend) ObjectOptions(keys, storage, &storage.options);
+    // With a root written as s3://bucket/prefix (the fork's spelling), a
+    // folder written as an absolute path lives under that prefix.
+    if (root_scheme && !folder.empty() && folder.front() == '/') {
+      folder.erase(0, folder.find_first_not_of('/'));
+    }
+  }
+  IOMIMIC_RETURN_IF_ERROR(SelectCheckpointBackend(keys, plugins, place, config, refused_key));
+  if (place.endpoint || backend_given) return Status::OK();
+  if (place.backend != kFileStorageBackend) {
+    storage.backend = place.backend;
     return Status::OK();
   }
+  SelectFileBackend(config);
   return Status::OK();
 }
 

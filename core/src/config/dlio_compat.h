@@ -41,27 +41,35 @@ struct ObjectStorageKeys {
 };
 
 // DLIO's keys that select a back end (docs/s3.md and docs/dlio-compat.md §1):
-// - Where the data lives: storage_root's URI scheme, else the data folder's
-//   (file:// local files, direct:// local files with O_DIRECT, s3:// objects;
-//   az://, gs:// are refused with the reason), else storage_type s3, s3dlio
-//   or object (with storage.protocol s3 or file) -> objects.
-// - Objects: the S3 back end when the manifest names no storage.backend,
-//   with DLIO's storage_options (endpoint_url, region, access_key_id,
+// - Where the data lives: storage_root's URI scheme, else the data folder's,
+//   else storage_type s3, s3dlio or object (with storage.protocol, default
+//   s3, as the scheme). A scheme selects the installed storage plugin that
+//   serves it (plugins.schemes, built from the plugins' descriptors:
+//   file:// local files, direct:// local files with O_DIRECT, s3:// objects
+//   with the bundled plugins; docs/plugins.md, "URL schemes"); one that no
+//   installed plugin serves (az://, gs://...) is refused, naming the schemes
+//   that are served and their plugins.
+// - A plugin with an endpoint (objects): it is the back end when the
+//   manifest names no storage.backend; the S3 back end gets DLIO's
+//   storage_options (endpoint_url, region, access_key_id,
 //   secret_access_key, s3_force_path_style, s3_max_attempts, the fork's
 //   secure: false = http), MLPerf v3's storage_library and endpoint keys as
 //   its options (storage.options given explicitly win); an absolute data
 //   folder is a key prefix under storage_root's bucket/prefix.
+// - Another plugin's scheme (direct://, a third-party mem://): that plugin
+//   is the back end unless storage.backend names one.
 // - A checkpoint folder in another place than the data (file:// folder, S3
 //   data) gets its own back end, unless checkpoint.backend is given.
-// - Files: reader.odirect or storage_type direct_fs (the fork) -> the
+// - Plain files: reader.odirect or storage_type direct_fs (the fork) -> the
 //   O_DIRECT back end; reader.file_access shared/mpio/collective -> the
 //   MPI-IO back end (independent, or collective reads of a whole step).
-// file:// and direct:// prefixes are removed from the folders. An error
-// names the value and why it is refused, and `*refused_key` the key that
-// holds it (storage.storage_root, storage.protocol, dataset.data_folder,
-// checkpoint.checkpoint_folder), for the caller to locate in the manifest.
-Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys, Config* config,
-                         std::string* refused_key);
+// "<scheme>://" is removed from the folders of plugins without an endpoint.
+// An error names the value and why it is refused, and `*refused_key` the
+// key that holds it (storage.storage_root, storage.storage_type,
+// storage.protocol, dataset.data_folder, checkpoint.checkpoint_folder), for
+// the caller to locate in the manifest.
+Status SelectDlioBackend(bool backend_given, const ObjectStorageKeys& keys,
+                         const PluginVocabulary& plugins, Config* config, std::string* refused_key);
 
 // Why a DLIO data loader cannot read a format, and what would.
 struct LoaderCannotReadWhy {

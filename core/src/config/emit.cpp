@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string_view>
 #include <type_traits>
@@ -89,6 +90,27 @@ class Writer {
     }
     out_ << YAML::EndMap;
   }
+  // A key a format plugin declares, in its type's YAML form.
+  void Declared(std::string_view key, const DeclaredValue& value) {
+    if (value.type == "string") {
+      String(key, value.text);
+      return;
+    }
+    out_ << YAML::Key << std::string(key) << YAML::Value;
+    if (value.type == "bool") {
+      out_ << (value.text == "true" ? "True" : "False");
+    } else if (value.type == "int_list") {
+      out_ << YAML::Flow << YAML::BeginSeq;
+      for (std::size_t at = 0; at < value.text.size();) {
+        const std::size_t comma = std::min(value.text.find(',', at), value.text.size());
+        out_ << value.text.substr(at, comma - at);
+        at = comma + 1;
+      }
+      out_ << YAML::EndSeq;
+    } else {
+      out_ << value.text;
+    }
+  }
   void Time(std::string_view key, const Distribution& time) {
     if (time.kind == Distribution::Kind::kConstant) {
       Number(key, time.mean);
@@ -160,10 +182,31 @@ void WriteKey(const internal::KeyDef& key, std::string_view leaf, const Config& 
   });
 }
 
+// The keys format plugins declare (dataset.<format>.<key>), one section per
+// format, at the end of the open `dataset:` section.
+void WriteDeclaredKeys(const Config& c, Writer& w) {
+  std::string format;  // the section open, "" for none
+  for (const auto& [name, value] : c.dataset.declared_keys) {
+    const std::size_t dot = name.find('.');
+    if (name.substr(0, dot) != format) {
+      if (!format.empty()) w.EndSection();
+      format = name.substr(0, dot);
+      w.BeginSection(format);
+    }
+    w.Declared(name.substr(dot + 1), value);
+  }
+  if (!format.empty()) w.EndSection();
+}
+
 // Every key of the table with a Config member, in the table's order, nested
-// into its sections.
+// into its sections; the keys format plugins declare close `dataset:`.
 void WriteConfig(const Config& c, Writer& w) {
   std::vector<std::string> open;  // the sections currently open, outermost first
+  const auto close = [&]() {
+    if (open.size() == 1 && open.front() == "dataset") WriteDeclaredKeys(c, w);
+    w.EndSection();
+    open.pop_back();
+  };
   for (const internal::KeyDef& key : internal::Keys()) {
     if (std::holds_alternative<std::monostate>(key.field)) continue;
     if (key.spec.given != nullptr && !(c.reader.*key.spec.given)) continue;
@@ -177,20 +220,14 @@ void WriteConfig(const Config& c, Writer& w) {
     const std::size_t depth = parts.size() - 1;  // sections above the key
     std::size_t common = 0;
     while (common < open.size() && common < depth && open[common] == parts[common]) ++common;
-    while (open.size() > common) {
-      w.EndSection();
-      open.pop_back();
-    }
+    while (open.size() > common) close();
     while (open.size() < depth) {
       w.BeginSection(parts[open.size()]);
       open.push_back(parts[open.size()]);
     }
     WriteKey(key, parts.back(), c, w);
   }
-  while (!open.empty()) {
-    w.EndSection();
-    open.pop_back();
-  }
+  while (!open.empty()) close();
 }
 
 // yaml-cpp places a comment at the end of the previous line, so the note on

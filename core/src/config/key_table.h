@@ -247,7 +247,7 @@
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \
   A("workflow.query", Text().Nullable().Doc("Only read by dlio_benchmark_query.")) \
   A("storage.storage_library", Text().Nullable().Mlperf().Doc("MLPerf Storage v3: the client library (s3dlio, minio, s3torchconnector); kept in storage_options (accepted by the s3 back end; the s3 back end is what runs).")) \
-  A("storage.protocol", Text().Nullable().ByRule().Mlperf().Doc("MLPerf Storage v3 (storage_type object): s3 or file; az and gcs are refused (no back end speaks them).")) \
+  A("storage.protocol", Text().Nullable().ByRule().Mlperf().Doc("MLPerf Storage v3 (storage_type object): the URL scheme of the objects, s3 (default) or file; one no installed storage plugin serves (az, gcs) is refused.")) \
   A("storage.endpoint_uris", TextList().ByRule().Mlperf().Doc("MLPerf Storage v3: S3 endpoints that requests are spread over; the s3 back end's option endpoint_urls.")) \
   A("storage.load_balance_strategy", Choice(kLoadBalanceStrategies).ByRule().Mlperf().Doc("How requests pick one of endpoint_uris: round_robin (default), least_connections, random; the s3 back end's option load_balance.")) \
   A("storage.use_mpi_endpoint_distribution", Bool().ByRule().Mlperf().Doc("Each rank sends every request to endpoint_uris[rank mod N]; the s3 back end's option endpoint_per_rank.")) \

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "config/declared_internal.h"
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
 #include "iomimic/enum_names.h"
@@ -330,7 +331,9 @@ std::string KeysMarkdown() {
 
 namespace iomimic::config {
 
-std::string ManifestKeysMarkdown() { return internal::KeysMarkdown(); }
+std::string ManifestKeysMarkdown(const PluginVocabulary& plugins) {
+  return internal::KeysMarkdown() + internal::DeclaredKeysMarkdown(plugins);
+}
 
 std::map<std::string, std::string> FormatParameters(const Config& config) {
   std::map<std::string, std::string> out;
@@ -363,6 +366,12 @@ std::map<std::string, std::string> FormatParameters(const Config& config) {
         out[name] = v;
       }
     });
+  }
+  // The keys format plugins declare, as their plugins receive them (lists
+  // are left out when empty, as above).
+  for (const auto& [name, value] : config.dataset.declared_keys) {
+    if (value.type == "int_list" && value.text.empty()) continue;
+    out.emplace(name, value.text);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "config/convert_internal.h"
+#include "config/declared_internal.h"
 #include "config/overrides_internal.h"
 #include "config/schema_internal.h"
 #include "config/tree_internal.h"
@@ -119,7 +120,8 @@ void SortWarnings(const std::string& file, std::vector<Diagnostic>* warnings) {
 }
 
 Status Load(const std::string& text, const std::string& file,
-            const std::vector<std::string>& overrides, LoadedManifest* manifest) {
+            const std::vector<std::string>& overrides, const PluginVocabulary& plugins,
+            LoadedManifest* manifest) {
   using namespace internal;  // NOLINT(build/namespaces): the config internals
   Locator locator(file);
   std::vector<Diagnostic>& warnings = manifest->warnings;
@@ -148,8 +150,9 @@ Status Load(const std::string& text, const std::string& file,
   IOMIMIC_RETURN_IF_ERROR(CanonicalizeLegacy(root, locator, nullptr));
   IOMIMIC_RETURN_IF_ERROR(ResolveInterpolations(root, locator, &warnings));
   IOMIMIC_RETURN_IF_ERROR(MoveReaderStorageKeys(root, &locator));
-  WarnUnknownKeys(root, locator, &warnings);
-  IOMIMIC_RETURN_IF_ERROR(ConvertTree(root, locator, &manifest->config, &warnings));
+  WarnUnknownKeys(root, locator, plugins, &warnings);
+  IOMIMIC_RETURN_IF_ERROR(ConvertTree(root, locator, plugins, &manifest->config, &warnings));
+  IOMIMIC_RETURN_IF_ERROR(ReadDeclaredKeys(root, locator, plugins, &manifest->config));
   IOMIMIC_RETURN_IF_ERROR(ResolveKvCacheWorkflow(root, locator, &manifest->config));
   IOMIMIC_RETURN_IF_ERROR(ValidateConfig(manifest->config, root, locator));
   RecordKeyOrigins(root, locator, &manifest->config.origins.where);
@@ -159,11 +162,12 @@ Status Load(const std::string& text, const std::string& file,
 
 // Parses and types `text`; no exception escapes.
 Result<LoadedManifest> LoadText(const std::string& text, const std::string& file,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides,
+                                const PluginVocabulary& plugins) {
   LoadedManifest manifest;
   manifest.raw_overrides = overrides;
   try {
-    IOMIMIC_RETURN_IF_ERROR(Load(text, file, overrides, &manifest));
+    IOMIMIC_RETURN_IF_ERROR(Load(text, file, overrides, plugins, &manifest));
   } catch (const YAML::Exception& e) {
     return Status::Internal(file + ": unexpected YAML error: " + e.what());
   } catch (const std::exception& e) {
@@ -233,19 +237,21 @@ Result<LoadedManifest> LoadManifest(const ManifestSource& source) {
   }
 
   IOMIMIC_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  IOMIMIC_ASSIGN_OR_RETURN(LoadedManifest manifest, LoadText(text, path, source.overrides));
+  IOMIMIC_ASSIGN_OR_RETURN(LoadedManifest manifest,
+                           LoadText(text, path, source.overrides, source.plugins));
   manifest.manifest_path = path;
   manifest.workload_name = name;
   return manifest;
 }
 
 Result<LoadedManifest> LoadManifestFromString(const std::string& yaml, const std::string& name,
-                                              const std::vector<std::string>& overrides) {
+                                              const std::vector<std::string>& overrides,
+                                              const PluginVocabulary& plugins) {
   IOMIMIC_ASSIGN_OR_RETURN(const std::string selected, internal::FindWorkloadSelection(overrides));
   if (!selected.empty()) {
     return SelectionConflict(overrides, "the manifest is given already ('" + name + "')");
   }
-  IOMIMIC_ASSIGN_OR_RETURN(LoadedManifest manifest, LoadText(yaml, name, overrides));
+  IOMIMIC_ASSIGN_OR_RETURN(LoadedManifest manifest, LoadText(yaml, name, overrides, plugins));
   manifest.workload_name = fs::path(name).stem().string();
   return manifest;
 }

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "config/dlio_compat.h"
-#include "session/interrupt.h"
 #include "kvcache/models.h"
 #include "kvcache/tier_store.h"
+#include "session/interrupt.h"
 
 namespace iomimic::kvcache {
 namespace {
@@ -221,8 +221,8 @@ Status Engine::Prepare() {
   const int rank = session_.cluster().rank();
   seed_ = c_.seed + static_cast<std::uint64_t>(rank);
   StoreOptions so;
-  so.folder =
-      session::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" + std::to_string(rank);
+  so.folder = session::ResolveDataPath(session_.config(), c_.cache_folder) + "/rank_" +
+              std::to_string(rank);
   so.transfer_size = c_.transfer_size;
   so.gpu_copy_bytes_per_second = c_.gpu_copy_gbps * 1e9;
   so.content_seed = seed_;

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "session/session.h"
 #include "iomimic/status.h"
 #include "iomimic/storage.h"
 #include "kvcache/op_sink.h"
 #include "kvcache/tier_cache.h"
 #include "kvcache/users.h"
 #include "metrics/histogram.h"
+#include "session/session.h"
 
 namespace iomimic::kvcache {
 

@@ -1,7 +1,8 @@
 #include "kvcache/models.h"
 
-#include <cstdio>
-#include <cstring>
+#include <algorithm>
+
+#include "iomimic/npy.h"
 
 namespace iomimic::kvcache {
 
@@ -67,29 +68,11 @@ std::vector<std::uint64_t> EntryShape(const ModelSpec& model, std::uint64_t toke
 }
 
 std::size_t WriteNpyHeader(std::span<const std::uint64_t> shape, char* out) {
-  // The dictionary after the 10-byte prefix (magic, version, header length).
-  constexpr std::size_t kPrefix = 10;
-  char* dict = out + kPrefix;
-  const std::size_t room = kNpyHeaderMax - kPrefix;
-  int n = std::snprintf(dict, room, "{'descr': '<f2', 'fortran_order': False, 'shape': (");
-  for (std::size_t i = 0; i < shape.size() && i < 5; ++i) {
-    n += std::snprintf(dict + n, room - static_cast<std::size_t>(n), "%llu%s",
-                       static_cast<unsigned long long>(shape[i]),
-                       shape.size() == 1      ? ","
-                       : i + 1 < shape.size() ? ", "
-                                              : "");
-  }
-  n += std::snprintf(dict + n, room - static_cast<std::size_t>(n), "), }");
-  const std::size_t used = static_cast<std::size_t>(n);
-  std::size_t total = kNpyHeaderBytes;
-  while (kPrefix + used + 1 > total) total += 64;
-  const std::size_t len = total - kPrefix;
-  std::memcpy(out, "\x93NUMPY\x01\x00", 8);
-  out[8] = static_cast<char>(len & 0xFF);
-  out[9] = static_cast<char>((len >> 8) & 0xFF);
-  std::memset(out + kPrefix + used, ' ', total - kPrefix - used - 1);
-  out[total - 1] = '\n';
-  return total;
+  // numpy's own header (iomimic/npy.h); five dimensions fit kNpyHeaderMax.
+  Result<std::size_t> size =
+      numpy::WriteNpyHeader("<f2", shape.first(std::min<std::size_t>(shape.size(), 5)),
+                            /*fortran_order=*/false, std::span<char>(out, kNpyHeaderMax));
+  return size.ok() ? *size : 0;
 }
 
 std::string NpyHeader(const std::vector<std::uint64_t>& shape) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "iomimic/npy.h"
 #include "iomimic/random.h"
 #include "metrics/figures_json.h"
 #include "metrics/rank_merge.h"
@@ -290,18 +291,11 @@ Result<std::string> ReplayObjectPath(const std::string& root, const std::string&
 
 void FillNpyHeader(std::uint64_t bytes, std::byte* out) {
   const bool half = bytes % 2 == 0;
-  char* text = reinterpret_cast<char*>(out);
-  std::memcpy(text, "\x93NUMPY\x01\x00", 8);
-  // The dictionary, padded with spaces and ended by '\n' to kNpyHeaderBytes.
-  constexpr std::size_t kDict = kNpyHeaderBytes - 10;
-  std::memset(text + 10, ' ', kDict);
-  const int n = std::snprintf(
-      text + 10, kDict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
-      half ? "<f2" : "|u1", static_cast<unsigned long long>(half ? bytes / 2 : bytes));
-  text[10 + n] = ' ';  // snprintf's terminating zero
-  text[kNpyHeaderBytes - 1] = '\n';
-  text[8] = static_cast<char>(kDict & 0xff);
-  text[9] = static_cast<char>(kDict >> 8);
+  const std::uint64_t shape[] = {half ? bytes / 2 : bytes};
+  // numpy's own header (iomimic/npy.h): a 1-D shape's always takes
+  // kNpyHeaderBytes (its length is padded to 21 digits), so it fits.
+  (void)numpy::WriteNpyHeader(half ? "<f2" : "|u1", shape, /*fortran_order=*/false,
+                              std::span<char>(reinterpret_cast<char*>(out), kNpyHeaderBytes));
 }
 
 std::string NpyHeaderForBytes(std::uint64_t bytes) {
@@ -461,10 +455,10 @@ Status ReplayResults::Collect(session::Session& session, output::RunResults& run
       merged_.groups[name].bytes += bytes;
     }
   }
-  const std::vector<std::uint64_t> sums = cluster.SumU64s(
-      {mine.reads.ops, mine.reads.bytes, mine.writes.ops, mine.writes.bytes, mine.skipped.ops,
-       mine.skipped.bytes, mine.header_bytes, mine.setup_objects, mine.late_ops,
-       mine.stopped ? 1u : 0u});
+  const std::vector<std::uint64_t> sums =
+      cluster.SumU64s({mine.reads.ops, mine.reads.bytes, mine.writes.ops, mine.writes.bytes,
+                       mine.skipped.ops, mine.skipped.bytes, mine.header_bytes, mine.setup_objects,
+                       mine.late_ops, mine.stopped ? 1u : 0u});
   merged_.reads = {sums[0], sums[1]};
   merged_.writes = {sums[2], sums[3]};
   merged_.skipped = {sums[4], sums[5]};
@@ -502,6 +496,14 @@ std::string ReplayResults::ConsoleLines(const output::RunResults& run,
   std::istringstream lines(ReplayResultText(merged_));
   for (std::string line; std::getline(lines, line);) out += "  kv-replay " + line + "\n";
   return out;
+}
+
+Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
+    session::Session& session, const output::WorkflowContext& context) {
+  (void)context;
+  IOMIMIC_ASSIGN_OR_RETURN(RankReplay replay, ReplayTrace(session));
+  return std::shared_ptr<output::WorkflowResults>(
+      std::make_shared<ReplayResults>(std::move(replay)));
 }
 
 }  // namespace iomimic::kvcache

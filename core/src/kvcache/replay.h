@@ -125,7 +125,8 @@ class ReplayResults final : public output::WorkflowResults {
   std::vector<std::pair<std::string, metrics::LatencyHistogram>> Histograms() const override;
   Status Collect(session::Session& session, output::RunResults& run) override;
   void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
-                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+                    nlohmann::ordered_json& summary,
+                    nlohmann::ordered_json& iomimic) const override;
   std::string ConsoleLines(const output::RunResults& run,
                            const config::Config& config) const override;
 
@@ -133,5 +134,10 @@ class ReplayResults final : public output::WorkflowResults {
   RankReplay local_;
   ReplayResult merged_;
 };
+
+// The replay's entry point (output::WorkflowRunner, kv_cache.replay_trace
+// set): ReplayTrace, its results as ReplayResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
+    session::Session& session, const output::WorkflowContext& context);
 
 }  // namespace iomimic::kvcache

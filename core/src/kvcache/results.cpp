@@ -468,4 +468,19 @@ std::string KvCacheResults::ConsoleLines(const output::RunResults& run,
   return KvConsoleLines(merged_);
 }
 
+Result<std::shared_ptr<output::WorkflowResults>> RunKvCacheWorkflow(
+    session::Session& session, const output::WorkflowContext& context) {
+  KvRunOptions options;
+  options.registry = context.registry;
+  const std::string& name = session.config().kv_cache.io_trace_log;
+  if (!name.empty()) {
+    const int rank = session.cluster().rank();
+    options.trace_path = (name.front() == '/' ? name : context.folder + "/" + name) +
+                         (rank > 0 ? ".rank" + std::to_string(rank) : "");
+  }
+  IOMIMIC_ASSIGN_OR_RETURN(KvFigures figures, RunKvCache(session, options));
+  return std::shared_ptr<output::WorkflowResults>(
+      std::make_shared<KvCacheResults>(std::move(figures)));
+}
+
 }  // namespace iomimic::kvcache

@@ -54,7 +54,8 @@ class KvCacheResults final : public output::WorkflowResults {
   int interrupted_by() const override { return local_.interrupted_by; }
   Status Collect(session::Session& session, output::RunResults& run) override;
   void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
-                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+                    nlohmann::ordered_json& summary,
+                    nlohmann::ordered_json& iomimic) const override;
   Status WriteRankFiles(const std::string& folder, const output::RunResults& run,
                         const config::Config& config) override;
   std::string ConsoleLines(const output::RunResults& run,
@@ -64,5 +65,12 @@ class KvCacheResults final : public output::WorkflowResults {
   KvFigures local_;
   KvResults merged_;
 };
+
+// The KV-cache workflow's entry point (output::WorkflowRunner, no
+// kv_cache.replay_trace): RunKvCache with the run's plugins and the I/O trace
+// log in the run folder (kv_cache.io_trace_log; rank r > 0 adds .rank<r>),
+// its results as KvCacheResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunKvCacheWorkflow(
+    session::Session& session, const output::WorkflowContext& context);
 
 }  // namespace iomimic::kvcache

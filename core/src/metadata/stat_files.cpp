@@ -54,10 +54,10 @@ Result<StatFigures> StatFiles(session::Session& session) {
       const std::string& path = files[k % files.size()];
       const auto t0 = std::chrono::steady_clock::now();
       Result<FileInfo> info = session.storage().Stat(path);
-      f.stat_ns.Record(static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                               t0)
-              .count()));
+      f.stat_ns.Record(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - t0)
+                                         .count()));
       if (!info.ok()) {
         std::lock_guard<std::mutex> lock(failed_mutex);
         if (failed.ok()) failed = info.status().WithContext("metadata workflow");
@@ -131,12 +131,19 @@ std::string StatResults::ConsoleLines(const output::RunResults& run,
   std::snprintf(line, sizeof line,
                 "  metadata: %llu stats of %llu files in %.2f s: %.0f stats/s, p50 %.3f ms, "
                 "p99 %.3f ms\n",
-                static_cast<unsigned long long>(m.stats),
-                static_cast<unsigned long long>(m.files), m.seconds,
-                m.seconds > 0 ? static_cast<double>(m.stats) / m.seconds : 0.0,
+                static_cast<unsigned long long>(m.stats), static_cast<unsigned long long>(m.files),
+                m.seconds, m.seconds > 0 ? static_cast<double>(m.stats) / m.seconds : 0.0,
                 static_cast<double>(m.stat_ns.Percentile(0.5)) / 1e6,
                 static_cast<double>(m.stat_ns.Percentile(0.99)) / 1e6);
   return line;
+}
+
+Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
+    session::Session& session, const output::WorkflowContext& context) {
+  (void)context;
+  IOMIMIC_ASSIGN_OR_RETURN(StatFigures figures, StatFiles(session));
+  return std::shared_ptr<output::WorkflowResults>(
+      std::make_shared<StatResults>(std::move(figures)));
 }
 
 }  // namespace iomimic::metadata

@@ -54,7 +54,8 @@ class StatResults final : public output::WorkflowResults {
   std::vector<std::pair<std::string, metrics::LatencyHistogram>> Histograms() const override;
   Status Collect(session::Session& session, output::RunResults& run) override;
   void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
-                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+                    nlohmann::ordered_json& summary,
+                    nlohmann::ordered_json& iomimic) const override;
   std::string ConsoleLines(const output::RunResults& run,
                            const config::Config& config) const override;
 
@@ -62,5 +63,10 @@ class StatResults final : public output::WorkflowResults {
   StatFigures local_;
   StatFigures merged_;
 };
+
+// The workflow's entry point (output::WorkflowRunner): StatFiles, its
+// results as StatResults.
+Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
+    session::Session& session, const output::WorkflowContext& context);
 
 }  // namespace iomimic::metadata

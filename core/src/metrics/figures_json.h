@@ -55,8 +55,8 @@ Json PercentilesJson(const LatencyHistogram& h, std::initializer_list<Quantile> 
   o["count"] = h.count();
   o["mean"] = JsonNumber<Json>(h.mean_ns() / ns_per_unit);
   for (const Quantile& q : quantiles) {
-    o[q.key] = JsonNumber<Json>(
-        h.count() > 0 ? static_cast<double>(h.Percentile(q.q)) / ns_per_unit : 0.0);
+    o[q.key] = JsonNumber<Json>(h.count() > 0 ? static_cast<double>(h.Percentile(q.q)) / ns_per_unit
+                                              : 0.0);
   }
   o["max"] = JsonNumber<Json>(static_cast<double>(h.max_ns()) / ns_per_unit);
   return o;

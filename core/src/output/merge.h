@@ -25,8 +25,9 @@ std::vector<EventEntry> DecodeEvents(const std::string& text, int rank);
 
 // One rank's per-path counters as text (timestamps made relative to the
 // run's origin, `steady_to_origin_ns` on the steady clock) and back.
-std::string EncodeFileCounters(const std::vector<std::pair<std::string, session::FileCounters>>& all,
-                               std::int64_t steady_to_origin_ns);
+std::string EncodeFileCounters(
+    const std::vector<std::pair<std::string, session::FileCounters>>& all,
+    std::int64_t steady_to_origin_ns);
 std::vector<std::pair<std::string, session::FileCounters>> DecodeFileCounters(
     const std::string& text);
 

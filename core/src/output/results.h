@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "session/session.h"
 #include "output/model.h"
 #include "output/rank_ledger.h"
+#include "session/session.h"
 
 namespace iomimic::output {
 

@@ -29,6 +29,10 @@ class Session;
 class CountingStorage;
 }  // namespace iomimic::session
 
+namespace iomimic::plugin {
+class Registry;
+}  // namespace iomimic::plugin
+
 namespace iomimic::output {
 
 struct RunResults;
@@ -93,7 +97,8 @@ class WorkflowResults {
   // summary.json: the workflow's keys in the top-level object (`summary`,
   // where DLIO's keys live) and in iomimic's own object (`iomimic`).
   virtual void AddToSummary(const RunResults& run, const config::LoadedManifest& manifest,
-                            nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const = 0;
+                            nlohmann::ordered_json& summary,
+                            nlohmann::ordered_json& iomimic) const = 0;
   // Writes this rank's own files into the run folder (training's
   // <id>_per_epoch_stats.json and <id>_output.json, the KV-cache workflow's
   // <rank>_kv_cache.json); the caller agrees on the status over the ranks.
@@ -127,5 +132,17 @@ class WorkflowResults {
     return {};
   }
 };
+
+// What run/ gives a workflow besides its session.
+struct WorkflowContext {
+  const plugin::Registry* registry = nullptr;  // the plugins the run found
+  std::string folder;                          // the run folder
+};
+
+// A workflow's entry point (run/run.cpp lists them): runs the workflow on
+// this rank, as every rank does, and returns this rank's results. An error
+// fails the run; the caller agrees on it over the ranks.
+using WorkflowRunner = Result<std::shared_ptr<WorkflowResults>> (*)(session::Session& session,
+                                                                    const WorkflowContext& context);
 
 }  // namespace iomimic::output

@@ -20,15 +20,14 @@ namespace iomimic::output {
 namespace {
 
 using json = nlohmann::ordered_json;
+using metrics::JsonNumber;
 using metrics::PhaseMetrics;
 using metrics::Seconds;
-using metrics::JsonNumber;
 
 // Darshan's access-size bin names (session::FileCounters::SizeBin).
 constexpr const char* kSizeBinNames[session::FileCounters::kSizeBins] = {
     "0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",
     "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS"};
-
 
 }  // namespace
 
@@ -352,7 +351,7 @@ std::string SummaryJson(const RunResults& r, const config::LoadedManifest& given
   summary["num_accelerators"] = r.accelerators;
   summary["num_hosts"] = r.num_hosts;
   summary["hostname"] = r.hostname;
-  summary["metric"] = json::object();  // DLIO's figures: the workflows'  
+  summary["metric"] = json::object();  // DLIO's figures: the workflows'
   summary["num_files_train"] = c.dataset.num_files_train;
   summary["num_files_eval"] = c.dataset.num_files_eval;
   summary["num_samples_per_file"] = c.dataset.num_samples_per_file;
@@ -648,7 +647,5 @@ std::string ConsoleSummary(const RunResults& r, const config::LoadedManifest& ma
   h << "  results: " << folder;
   return h.str();
 }
-
-
 
 }  // namespace iomimic::output

@@ -45,7 +45,79 @@ bool IsSharedObject(const fs::path& p) {
   return name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos);
 }
 
+// RFC 3986's scheme, in lower case: a letter, then letters, digits, '+',
+// '-' or '.'.
+bool IsScheme(std::string_view text) {
+  if (text.empty() || text[0] < 'a' || text[0] > 'z') return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+  });
+}
+
+// The schemes of a descriptor's comma-separated `schemes`.
+Result<std::vector<std::string>> ParseSchemes(const char* text) {
+  std::vector<std::string> schemes;
+  if (text == nullptr) return schemes;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const std::size_t first = item.find_first_not_of(' ');
+    item = first == std::string::npos ? ""
+                                      : item.substr(first, item.find_last_not_of(' ') + 1 - first);
+    if (item.empty()) continue;
+    if (!IsScheme(item)) {
+      return Status::InvalidArgument("its scheme '" + item +
+                                     "' is not a URL scheme (lower-case letters, digits, '+', "
+                                     "'-', '.', starting with a letter)");
+    }
+    schemes.push_back(item);
+  }
+  return schemes;
+}
+
 }  // namespace
+
+Status ReadDeclarations(const IomimicPluginDescriptor& d, PluginInfo* info) {
+  if (info->kind == Kind::kStorage) {
+    IOMIMIC_ASSIGN_OR_RETURN(info->schemes, ParseSchemes(d.schemes));
+    return Status::OK();
+  }
+  for (std::size_t i = 0; i < d.num_dataset_keys && d.dataset_keys != nullptr; ++i) {
+    const IomimicOptionSpec& k = d.dataset_keys[i];
+    if (k.name == nullptr) break;
+    IOMIMIC_ASSIGN_OR_RETURN(
+        const config::DeclaredKey key,
+        config::CheckDeclaredKey({info->name, k.name, k.type ? k.type : "",
+                                  k.default_value ? k.default_value : "", k.help ? k.help : ""}));
+    info->dataset_keys.push_back({key.name, key.type, key.default_value, key.doc});
+    const std::string option = info->name + "." + key.name;
+    const bool declared = std::any_of(info->options.begin(), info->options.end(),
+                                      [&](const OptionInfo& o) { return o.name == option; });
+    if (!declared) {
+      info->options.push_back({option, key.type, key.default_value, key.doc});
+    }
+  }
+  return Status::OK();
+}
+
+config::PluginVocabulary VocabularyOf(const std::vector<PluginInfo>& plugins) {
+  config::PluginVocabulary vocabulary;
+  for (const PluginInfo& info : plugins) {
+    for (const std::string& scheme : info.schemes) {
+      const bool served =
+          std::any_of(vocabulary.schemes.begin(), vocabulary.schemes.end(),
+                      [&](const config::SchemeEntry& e) { return e.scheme == scheme; });
+      if (served || info.kind != Kind::kStorage) continue;
+      vocabulary.schemes.push_back(
+          {scheme, info.name, (info.capabilities & IOMIMIC_CAP_ENDPOINT) != 0});
+    }
+    if (info.kind != Kind::kFormat) continue;
+    for (const OptionInfo& key : info.dataset_keys) {
+      vocabulary.dataset_keys.push_back(
+          {info.name, key.name, key.type, key.default_value, key.help});
+    }
+  }
+  return vocabulary;
+}
 
 struct Registry::Impl {
   struct Loaded {
@@ -162,6 +234,10 @@ void Registry::Discover(const std::vector<std::string>& search_path) {
                                       o.default_value ? o.default_value : "",
                                       o.help ? o.help : ""});
       }
+      if (const Status declared = ReadDeclarations(d, &entry.info); !declared.ok()) {
+        impl_->rejected.push_back({file.string(), "malformed descriptor: " + declared.message()});
+        continue;
+      }
       const auto [owner, fresh] =
           taken.emplace(std::pair{entry.info.kind, entry.info.name}, file.string());
       if (!fresh) {
@@ -180,6 +256,7 @@ const std::vector<PluginInfo>& Registry::plugins() const { return impl_->infos; 
 const std::vector<RejectedPlugin>& Registry::rejected() const { return impl_->rejected; }
 const std::vector<ShadowedPlugin>& Registry::shadowed() const { return impl_->shadowed; }
 const std::vector<std::string>& Registry::search_path() const { return impl_->search_path; }
+config::PluginVocabulary Registry::vocabulary() const { return VocabularyOf(impl_->infos); }
 
 Result<PluginInfo> Registry::Find(Kind kind, const std::string& name) const {
   for (const PluginInfo& info : impl_->infos) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "iomimic/format.h"
 #include "iomimic/plugin.h"
 #include "iomimic/status.h"
@@ -47,6 +48,13 @@ struct PluginInfo {
   // The descriptor's conformance_options: "key=value,..." the conformance
   // suite opens the plugin with ("" for none).
   std::string conformance_options;
+  // Storage plugins: the URL schemes the descriptor says the plugin serves
+  // ("mem", without "://"; docs/plugins.md, "URL schemes").
+  std::vector<std::string> schemes;
+  // Format plugins: the keys the descriptor declares below dataset.<name>.,
+  // defaults written as the plugin receives values. Each is also in
+  // `options`, as "<name>.<key>" (docs/plugins.md, "Declared dataset keys").
+  std::vector<OptionInfo> dataset_keys;
 };
 
 // A shared object that was found but refused, and why.
@@ -77,6 +85,19 @@ using FormatPtr = std::unique_ptr<Format, std::function<void(Format*)>>;
 // Names capability flags, e.g. "async,direct-io".
 std::string CapabilityNames(std::uint64_t flags);
 
+// Reads what a descriptor declares beyond its options into `info`: the
+// schemes of a storage plugin, the dataset keys of a format plugin (each
+// also an option "<name>.<key>"). InvalidArgument, naming what is wrong, for
+// a scheme that is not a URL scheme or a key that config::CheckDeclaredKey
+// refuses; the registry then refuses the plugin.
+Status ReadDeclarations(const IomimicPluginDescriptor& descriptor, PluginInfo* info);
+
+// What `plugins` add to the manifest's vocabulary (config/config.h): each
+// scheme served by the first storage plugin in `plugins` that declares it,
+// with IOMIMIC_CAP_ENDPOINT as SchemeEntry::endpoint, and every format
+// plugin's dataset keys, in order.
+config::PluginVocabulary VocabularyOf(const std::vector<PluginInfo>& plugins);
+
 class Registry {
  public:
   Registry();
@@ -102,6 +123,9 @@ class Registry {
   const std::vector<RejectedPlugin>& rejected() const;
   const std::vector<ShadowedPlugin>& shadowed() const;
   const std::vector<std::string>& search_path() const;
+  // VocabularyOf(plugins()): what the manifest loader takes from the plugins
+  // (config::ManifestSource::plugins).
+  config::PluginVocabulary vocabulary() const;
 
   // Looks up a plugin; kNotFound lists the plugins of that kind that exist
   // (and mentions refused libraries whose file name matches).

@@ -14,7 +14,6 @@
 #include <optional>
 #include <thread>
 
-#include "kvcache/engine.h"
 #include "kvcache/replay.h"
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
@@ -414,6 +413,28 @@ void SettleAfterGeneration(double seconds) {
   }
 }
 
+// The workflows beside training, in the order they run: the one list of
+// them (docs/architecture.md, "A workflow"). Training (generation, the
+// trainer, checkpoints) is the run's own sequence in WorkloadRun::Run. A new
+// workflow is a folder and a row here.
+struct WorkflowRow {
+  const char* name;
+  bool (*wanted)(const config::Config& c);
+  output::WorkflowRunner run;
+};
+const WorkflowRow kWorkflows[] = {
+    {"metadata", [](const config::Config& c) { return c.workflow.metadata; },
+     metadata::RunStatFiles},
+    {"kv_cache replay",
+     [](const config::Config& c) {
+       return c.workflow.kv_cache && !c.kv_cache.replay_trace.empty();
+     },
+     kvcache::RunReplayWorkflow},
+    {"kv_cache",
+     [](const config::Config& c) { return c.workflow.kv_cache && c.kv_cache.replay_trace.empty(); },
+     kvcache::RunKvCacheWorkflow},
+};
+
 // One RunWorkload, step by step: open the session, prepare the run folder,
 // generate, train (or the checkpoint-only workflow), write the results. The
 // members are destroyed in reverse order: the timeline sampler and the
@@ -445,9 +466,10 @@ class WorkloadRun {
     watch_ = std::make_unique<FaultWatch>(cluster_, folder_, ledger_.get(), outcome_.rank_hosts);
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
-    if (c_.workflow.metadata) IOMIMIC_RETURN_IF_ERROR(Metadata());
+    IOMIMIC_RETURN_IF_ERROR(RunWorkflows());
     if (c_.workflow.kv_cache) {
-      IOMIMIC_RETURN_IF_ERROR(KvCache());
+      // The KV-cache workflow replaces training and the checkpoint-only
+      // workflow (config/validate.cpp refuses workflow.train with it).
     } else if (training()) {
       IOMIMIC_RETURN_IF_ERROR(TrainModel());
     } else if (checkpoint_only()) {
@@ -544,7 +566,9 @@ class WorkloadRun {
   // that the training run that usually follows with the same folder finds it
   // free (output/results.h).
   Status PrepareFolder() {
-    const bool generates_only = !training() && !checkpoint_only() && !c_.workflow.kv_cache;
+    const bool generates_only = !training() && !checkpoint_only() &&
+                                std::none_of(std::begin(kWorkflows), std::end(kWorkflows),
+                                             [this](const WorkflowRow& w) { return w.wanted(c_); });
     Result<std::string> prepared =
         output::PrepareOutputFolder(c_, cluster_, generates_only ? "generate" : "");
     if (!prepared.ok()) return Fail(prepared.status());
@@ -688,38 +712,18 @@ class WorkloadRun {
     return Status::OK();
   }
 
-  // The KV-cache offload workflow (kvcache/engine.h): this rank's server;
-  // the results merge the ranks'.
-  Status KvCache() {
-    progress_->MarkPhaseStart(0, 0);
-    if (!c_.kv_cache.replay_trace.empty()) {  // a reference trace replayed (kvcache/replay.h)
-      Result<kvcache::RankReplay> replayed = kvcache::ReplayTrace(*session_);
-      Status status = cluster_.AgreeOnStatus(replayed.status());
+  // The workflows of kWorkflows the manifest switches on, in the table's
+  // order; their results wait in others_ for HandOverResults.
+  Status RunWorkflows() {
+    const output::WorkflowContext context{&registry_, folder_};
+    for (const WorkflowRow& w : kWorkflows) {
+      if (!w.wanted(c_)) continue;
+      progress_->MarkPhaseStart(0, 0);
+      Result<std::shared_ptr<output::WorkflowResults>> done = w.run(*session_, context);
+      Status status = cluster_.AgreeOnStatus(done.status());
       if (!status.ok()) return FinishFailed(status);
-      kv_replay_ = std::move(replayed).value();
-      return Status::OK();
+      others_.push_back(std::move(done).value());
     }
-    kvcache::KvRunOptions options;
-    options.registry = &registry_;
-    if (!c_.kv_cache.io_trace_log.empty()) {
-      const std::string& name = c_.kv_cache.io_trace_log;
-      options.trace_path = (name.front() == '/' ? name : folder_ + "/" + name) +
-                           (cluster_.rank() > 0 ? ".rank" + std::to_string(cluster_.rank()) : "");
-    }
-    Result<kvcache::KvFigures> done = kvcache::RunKvCache(*session_, options);
-    Status status = cluster_.AgreeOnStatus(done.status());
-    if (!status.ok()) return FinishFailed(status);
-    kv_cache_ = std::move(done).value();
-    return Status::OK();
-  }
-
-  // The metadata workflow (metadata/stat_files.h): every file stat'ed.
-  Status Metadata() {
-    progress_->MarkPhaseStart(0, 0);
-    Result<metadata::StatFigures> done = metadata::StatFiles(*session_);
-    Status status = cluster_.AgreeOnStatus(done.status());
-    if (!status.ok()) return FinishFailed(status);
-    stat_files_ = std::move(done).value();
     return Status::OK();
   }
 
@@ -742,17 +746,10 @@ class WorkloadRun {
     if (train_.generate || train_.train || train_.checkpoint_only || train_.checkpointer) {
       outcome_.workflows.push_back(std::make_shared<train::TrainingResults>(std::move(train_)));
     }
-    if (stat_files_) {
-      outcome_.workflows.push_back(std::make_shared<metadata::StatResults>(*stat_files_));
+    for (std::shared_ptr<output::WorkflowResults>& w : others_) {
+      outcome_.workflows.push_back(std::move(w));
     }
-    if (kv_replay_) {
-      outcome_.workflows.push_back(
-          std::make_shared<kvcache::ReplayResults>(std::move(*kv_replay_)));
-    }
-    if (kv_cache_) {
-      outcome_.workflows.push_back(
-          std::make_shared<kvcache::KvCacheResults>(std::move(*kv_cache_)));
-    }
+    others_.clear();
   }
 
   // The results files and, on rank 0, status.json.
@@ -804,9 +801,7 @@ class WorkloadRun {
   std::unique_ptr<train::Checkpointer> checkpointer_;
   // This rank's records of each workflow, until HandOverResults.
   train::TrainingResults::Local train_;
-  std::optional<kvcache::KvFigures> kv_cache_;
-  std::optional<kvcache::RankReplay> kv_replay_;
-  std::optional<metadata::StatFigures> stat_files_;
+  std::vector<std::shared_ptr<output::WorkflowResults>> others_;  // kWorkflows'
   output::RunOutcome outcome_;
   metrics::HostTelemetry telemetry_;  // before sampler_, whose thread calls it
   metrics::TimelineSampler sampler_;

@@ -125,7 +125,8 @@ class RunObserver {
   virtual void OnTrainStart(const TrainStart& start) { (void)start; }
   // After each epoch, with this process's first accelerator's record and its
   // figures (metrics::ComputeEpochMetrics).
-  virtual void OnEpochEnd(const metrics::EpochRecord& record, const metrics::EpochMetrics& metrics) {
+  virtual void OnEpochEnd(const metrics::EpochRecord& record,
+                          const metrics::EpochMetrics& metrics) {
     (void)record;
     (void)metrics;
   }

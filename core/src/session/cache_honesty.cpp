@@ -13,10 +13,10 @@
 #include <map>
 #include <sstream>
 
-#include "session/session.h"
 #include "iomimic/file_system.h"
 #include "metrics/host_info.h"
 #include "plan/plan.h"
+#include "session/session.h"
 
 namespace iomimic::session {
 namespace {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <tuple>
 
-#include "session/cache_honesty.h"
 #include "plan/plan.h"
+#include "session/cache_honesty.h"
 
 namespace iomimic::session {
 namespace {

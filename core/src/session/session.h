@@ -14,14 +14,14 @@
 
 #include "cluster/cluster.h"
 #include "config/config.h"
-#include "session/counting_storage.h"
-#include "session/progress.h"
 #include "iomimic/format.h"
 #include "metrics/histogram.h"
 #include "metrics/timeline.h"
 #include "metrics/trace.h"
 #include "plan/plan.h"
 #include "plugin/registry.h"
+#include "session/counting_storage.h"
+#include "session/progress.h"
 
 namespace iomimic::session {
 

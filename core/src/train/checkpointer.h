@@ -20,11 +20,11 @@
 #include <utility>
 #include <vector>
 
-#include "session/counting_storage.h"
-#include "session/session.h"
 #include "metrics/records.h"
 #include "plan/checkpoint_plan.h"
 #include "plugin/registry.h"
+#include "session/counting_storage.h"
+#include "session/session.h"
 
 namespace iomimic::train {
 

@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "session/session.h"
 #include "metrics/records.h"
+#include "session/session.h"
 
 namespace iomimic::train {
 

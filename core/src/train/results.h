@@ -150,7 +150,8 @@ class TrainingResults final : public output::WorkflowResults {
   std::vector<const session::CountingStorage*> other_storage() const override;
   Status Collect(session::Session& session, output::RunResults& run) override;
   void AddToSummary(const output::RunResults& run, const config::LoadedManifest& manifest,
-                    nlohmann::ordered_json& summary, nlohmann::ordered_json& iomimic) const override;
+                    nlohmann::ordered_json& summary,
+                    nlohmann::ordered_json& iomimic) const override;
   Status WriteRankFiles(const std::string& folder, const output::RunResults& run,
                         const config::Config& config) override;
   std::string LogText(const output::RunResults& run, const config::Config& config,

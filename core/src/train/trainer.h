@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "train/checkpointer.h"
-#include "session/session.h"
 #include "metrics/records.h"
+#include "session/session.h"
+#include "train/checkpointer.h"
 
 namespace iomimic::train {
 
@@ -83,7 +83,8 @@ struct CheckpointOnlyResult {
 // num_checkpoints_write times {sleep time_between_checkpoints, barrier, timed
 // save, barrier if rank_sync}, then num_checkpoints_read loads the same way.
 // Collective.
-Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session, Checkpointer& checkpointer);
+Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session,
+                                               Checkpointer& checkpointer);
 
 // Checks that the dataset the plan expects is there, cheaply and without
 // listing folders: the split folders exist and the first and last file of

@@ -47,9 +47,7 @@ CsvReader::CsvReader(std::string path, const ReaderOptions& options)
 
 Result<std::unique_ptr<FileReader>> CsvReader::Open(const std::string& path,
                                                     const ReaderOptions& options) {
-  if (options.storage == nullptr)
-    return Status::InvalidArgument("csv: ReaderOptions.storage is null");
-  return Guard("csv", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("csv", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<CsvReader> reader(new CsvReader(path, options));
     IOMIMIC_ASSIGN_OR_RETURN(
         reader->chunk_,
@@ -307,9 +305,7 @@ Result<SampleView> CsvReader::ReadSample(std::uint64_t index) {
         if (!loaded_ || (!keep_in_memory_ && served_)) IOMIMIC_RETURN_IF_ERROR(Load());
         served_ = true;
         if (index >= table_.rows) {
-          return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
-                                    " is out of range (the file has " +
-                                    std::to_string(table_.rows) + " rows)");
+          return SampleIndexOutOfRange(path_, index, table_.rows, "the file", "rows");
         }
         if (!decode_) return SampleView{{}, table_.columns * 8};
         const std::size_t columns = static_cast<std::size_t>(table_.columns);

@@ -37,10 +37,7 @@ Hdf5Reader::~Hdf5Reader() {
 
 Result<std::unique_ptr<FileReader>> Hdf5Reader::Open(const std::string& path,
                                                      const ReaderOptions& options) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("hdf5: ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard("hdf5", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("hdf5", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<Hdf5Reader> reader(new Hdf5Reader(path, options));
     ApiLock lock;
     QuietErrors();
@@ -291,17 +288,18 @@ void Hdf5Reader::AbortFile() {
 }
 
 Result<SampleView> Hdf5Reader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "hdf5", "reading", path_,
-      [&]() -> Result<SampleView> {
+  // A failed read leaves nothing half-open; the next call starts afresh.
+  return ReadSampleGuarded(
+      "hdf5", path_,
+      [&] {
         ApiLock lock;
         QuietErrors();
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed read leaves nothing half-open; the next call starts afresh.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortFile();
-        return r;
+        return ReadSampleImpl(index);
       },
-      [&] { AbortFile(); });
+      [&] {
+        ApiLock lock;  // recursive: also under the read's own lock
+        AbortFile();
+      });
 }
 
 Result<std::vector<ByteRange>> Hdf5Reader::SampleRanges(std::uint64_t index) {
@@ -341,9 +339,7 @@ Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index)
     data_offsets_ = std::move(offsets);
   }
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+    return SampleIndexOutOfRange(path_, index, num_samples_);
   }
   std::vector<ByteRange> ranges;
   for (std::size_t k = 0; k < data_offsets_.size(); ++k) {
@@ -354,9 +350,7 @@ Result<std::vector<ByteRange>> Hdf5Reader::SampleRangesImpl(std::uint64_t index)
 
 Result<SampleView> Hdf5Reader::ReadSampleImpl(std::uint64_t index) {
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " samples)");
+    return SampleIndexOutOfRange(path_, index, num_samples_);
   }
   if (!file_id_.valid()) IOMIMIC_RETURN_IF_ERROR(OpenFile());
   if (datasets_.empty()) IOMIMIC_RETURN_IF_ERROR(OpenDatasets());

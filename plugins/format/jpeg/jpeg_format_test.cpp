@@ -1,7 +1,7 @@
 // Tests of the jpeg codec: its bytes (baseline JFIF, quality), its
 // corruption handling and interoperability with PIL. The image format
 // shell's cases (traits, options, validation, access pattern, read types,
-// storage errors) run for jpeg from image_common/image_format_cases.h.
+// storage errors) run for jpeg from image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "jpeg_codec.h"
 
@@ -99,7 +99,7 @@ struct JpegShell : CodecFixture<JpegCodec> {
 }  // namespace iomimic::jpeg
 
 using ShellFixture = iomimic::jpeg::JpegShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::jpeg {
 namespace {
@@ -276,25 +276,13 @@ TEST_CASE("PIL writes the same bytes, decodes the same pixels, and we read its f
                                    {{20, 30, 3}, "RGB"},
                                    {{1, 1}, "L"},
                                    {{257, 300, 3}, "RGB"}};
-  std::string out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".jpeg")).string();
-    FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteFileBytes(path + ".ref", ReferencePixels(spec));
-    Result<std::unique_ptr<FileReader>> reader =
-        format.OpenReader(path, TestReaderOptions(&storage));
-    REQUIRE(reader.ok());
-    Result<SampleView> s = (*reader)->ReadSample(0);
-    REQUIRE(s.ok());
-    WriteFileBytes(path + ".ours", s->data);
-    const int rc =
-        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
-                       path + " " + path + ".ref " + path + ".ours " + cases[i].mode + " " +
-                       std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
-                   &out);
-    CHECK_MESSAGE(rc == 0, out);
+    CheckWithPython(format, storage, MakeSpec("uint8", cases[i].shape, 40 + i, path),
+                    dir.path() / "check.py",
+                    cases[i].mode + " " + std::to_string(cases[i].shape[0]) + " " +
+                        std::to_string(cases[i].shape[1]));
   }
 
   // Files PIL writes: greyscale, RGB with several subsamplings, progressive,

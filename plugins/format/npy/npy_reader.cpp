@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "iomimic/format_helpers.h"
-#include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npy_writer.h"
 
@@ -35,10 +34,7 @@ NpyReader::~NpyReader() { AbortLoad(); }
 
 Result<std::unique_ptr<FileReader>> NpyReader::Open(const std::string& path,
                                                     const ReaderOptions& options) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("npy: ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard("npy", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("npy", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpyReader> reader(new NpyReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
@@ -234,17 +230,9 @@ Status NpyReader::MakeSampleMajor() {
 }
 
 Result<SampleView> NpyReader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "npy", "reading", path_,
-      [&]() -> Result<SampleView> {
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed load leaves nothing half-open; the next call starts afresh.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) {
-          AbortLoad();
-          loaded_ = false;
-        }
-        return r;
-      },
+  // A failed load leaves nothing half-open; the next call starts afresh.
+  return ReadSampleGuarded(
+      "npy", path_, [&] { return ReadSampleImpl(index); },
       [&] {
         AbortLoad();
         loaded_ = false;
@@ -253,20 +241,15 @@ Result<SampleView> NpyReader::ReadSample(std::uint64_t index) {
 
 Result<SampleView> NpyReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= layout_.num_samples) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " +
-                              std::to_string(layout_.num_samples) + " samples)");
+    return SampleIndexOutOfRange(path_, index, layout_.num_samples);
   }
   if (!(keep_in_memory_ && loaded_)) {
     if (!header_ready_) {
       IOMIMIC_RETURN_IF_ERROR(BeginLoad());
-      if (load_header_.descr != header_.descr || load_header_.shape != header_.shape ||
-          load_header_.fortran_order != header_.fortran_order ||
+      if (!numpy::SameArray(load_header_, header_) ||
           load_header_.header_size != header_.header_size) {
-        return Corrupt("the array changed since the reader opened the file (now shape " +
-                           numpy::ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
-                           "'; was " + numpy::ShapeText(header_.shape) + ", '" + header_.descr +
-                           "')",
+        return Corrupt("the array changed since the reader opened the file " +
+                           numpy::ArrayChangeText(header_, load_header_),
                        numpy::kNpyPreambleSize);
       }
     }

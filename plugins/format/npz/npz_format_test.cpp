@@ -1,4 +1,4 @@
-// Tests of the npz format plugin: NPY headers, ZIP records, writing, reading,
+// Tests of the npz format plugin: NPY header parsing, ZIP records, writing, reading,
 // corruption handling and interoperability with numpy (when available).
 // Cases every format shares (an index past the end, a missing file, a reader
 // without a storage) run in the format conformance suite
@@ -67,47 +67,8 @@ fs::path RepoRoot() {
 }
 
 // ---------------------------------------------------------------------------
-// NPY headers.
-
-TEST_CASE("npy header matches numpy 1.24 byte for byte") {
-  const std::uint64_t shape[] = {3, 4, 1};
-  Result<std::string> h = numpy::EncodeNpyHeader("<f4", shape);
-  REQUIRE(h.ok());
-  // np.save of a float32 (3, 4, 1) array: 128 bytes, length field 118.
-  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }";
-  CHECK(h->size() == 128);
-  CHECK(h->substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));
-  CHECK(h->substr(10, dict.size()) == dict);
-  CHECK(h->back() == '\n');
-  CHECK(h->find_first_not_of(' ', 10 + dict.size()) == h->size() - 1);
-
-  const std::uint64_t y_shape[] = {4};
-  Result<std::string> y = numpy::EncodeNpyHeader("<i8", y_shape);
-  REQUIRE(y.ok());
-  CHECK(y->size() == 128);
-  CHECK(y->find("'shape': (4,), }") != std::string::npos);
-
-  // unet3d_small: uint8 (2048, 2048, 1) has a 128-byte header too.
-  const std::uint64_t big[] = {2048, 2048, 1};
-  CHECK(numpy::EncodeNpyHeader("|u1", big)->size() == 128);
-
-  // Alignment holds for any length; exactly aligned text still gets 64 spaces.
-  for (std::uint64_t d = 1; d < 100000000000ull; d = d * 10 + 7) {
-    const std::uint64_t s[] = {d, 3, d};
-    Result<std::string> e = numpy::EncodeNpyHeader("<f8", s);
-    REQUIRE(e.ok());
-    CHECK(e->size() % numpy::kNpyArrayAlign == 0);
-  }
-}
-
-TEST_CASE("npy header falls back to version 2.0 when the dict is too long") {
-  std::vector<std::uint64_t> shape(30000, 1);
-  Result<std::string> h = numpy::EncodeNpyHeader("|u1", shape);
-  REQUIRE(h.ok());
-  CHECK(h->size() % numpy::kNpyArrayAlign == 0);
-  CHECK((*h)[6] == 2);
-  CHECK(h->size() > 65535);
-}
+// NPY headers: the encoder is the SDK's (iomimic/npy.h, tested in
+// core/sdk_tests/npy_test.cpp); the parser is npy_header's.
 
 TEST_CASE("npy dict parser") {
   SUBCASE("what numpy writes") {

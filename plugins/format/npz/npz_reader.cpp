@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "iomimic/format_helpers.h"
-#include "iomimic/guard.h"
 #include "npy_header/npy_array.h"
 #include "npz_crc32.h"
 #include "npz_writer.h"
@@ -191,23 +190,48 @@ Result<std::vector<std::byte>> PyBufferedFile::ReadAll() {
 }
 
 // ---------------------------------------------------------------------------
+// RawInflater
+
+Status RawInflater::Start() {
+  End();
+  std::memset(&z_, 0, sizeof(z_));
+  const int rc = inflateInit2(&z_, -15);
+  if (rc == Z_MEM_ERROR) return Status::ResourceExhausted("npz: zlib inflateInit2: out of memory");
+  if (rc != Z_OK) return Status::Internal("npz: zlib inflateInit2 failed: " + std::to_string(rc));
+  active_ = true;
+  return Status::OK();
+}
+
+void RawInflater::End() {
+  if (active_) inflateEnd(&z_);
+  active_ = false;
+}
+
+int RawInflater::Inflate(std::span<const std::byte> in, std::span<std::byte> out,
+                         std::size_t* consumed, std::size_t* produced) {
+  const std::size_t in_size = std::min<std::size_t>(in.size(), UINT_MAX);
+  const std::size_t out_size = std::min<std::size_t>(out.size(), UINT_MAX);
+  z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
+  z_.avail_in = static_cast<uInt>(in_size);
+  z_.next_out = reinterpret_cast<Bytef*>(out.data());
+  z_.avail_out = static_cast<uInt>(out_size);
+  const int rc = inflate(&z_, Z_NO_FLUSH);
+  *consumed = in_size - z_.avail_in;
+  *produced = out_size - z_.avail_out;
+  return rc;
+}
+
+// ---------------------------------------------------------------------------
 // PyZipExtFile: CPython 3.11 Lib/zipfile.py's ZipExtFile.read/_read1/_read2.
 
 namespace {
 constexpr std::size_t kZipMinReadSize = 4096;  // ZipExtFile.MIN_READ_SIZE
 }  // namespace
 
-PyZipExtFile::~PyZipExtFile() { End(); }
-
-void PyZipExtFile::End() {
-  if (inflating_) inflateEnd(&z_);
-  inflating_ = false;
-}
-
 Status PyZipExtFile::Start(PyBufferedFile* file, const std::string* path,
                            const zip::MemberRecord* member, std::uint64_t data_offset,
                            bool check_crc) {
-  End();
+  inflater_.End();
   begin_ = data_offset;
   check_crc_ = check_crc;
   file_ = file;
@@ -223,14 +247,7 @@ Status PyZipExtFile::Start(PyBufferedFile* file, const std::string* path,
   offset_ = 0;
   tail_.clear();
   deflated_ = member->method == zip::kMethodDeflated;
-  if (deflated_) {
-    std::memset(&z_, 0, sizeof(z_));
-    const int rc = inflateInit2(&z_, -15);
-    if (rc == Z_MEM_ERROR)
-      return Status::ResourceExhausted("npz: zlib inflateInit2: out of memory");
-    if (rc != Z_OK) return Status::Internal("npz: zlib inflateInit2 failed: " + std::to_string(rc));
-    inflating_ = true;
-  }
+  if (deflated_) return inflater_.Start();
   return Status::OK();
 }
 
@@ -266,17 +283,15 @@ Result<std::size_t> PyZipExtFile::Read1(std::size_t n) {
     }
     n = std::max(n, kZipMinReadSize);
     chunk_.resize(n);
-    z_.next_in = reinterpret_cast<Bytef*>(data.data());
-    z_.avail_in = static_cast<uInt>(data.size());
-    z_.next_out = reinterpret_cast<Bytef*>(chunk_.data());
-    z_.avail_out = static_cast<uInt>(n);
-    const int rc = inflate(&z_, Z_NO_FLUSH);
+    std::size_t consumed = 0;
+    std::size_t produced = 0;
+    const int rc = inflater_.Inflate(data, chunk_, &consumed, &produced);
     if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
       return Status::Corruption(*path_ + ": invalid deflate data in member '" + member_->name +
                                 "' at offset " + std::to_string(shared_pos_));
     }
-    chunk_.resize(n - z_.avail_out);
-    tail_.assign(data.end() - z_.avail_in, data.end());
+    chunk_.resize(produced);
+    tail_.assign(data.begin() + static_cast<std::ptrdiff_t>(consumed), data.end());
     eof_ = rc == Z_STREAM_END || (compress_left_ == 0 && tail_.empty());
   } else {
     IOMIMIC_RETURN_IF_ERROR(Read2(n, &chunk_));
@@ -336,8 +351,7 @@ namespace {}  // namespace
 MemberStream::~MemberStream() { Reset(); }
 
 void MemberStream::Reset() {
-  if (inflating_) inflateEnd(&z_);
-  inflating_ = false;
+  inflater_.End();
   pending_ = {};
   stream_end_ = false;
 }
@@ -362,14 +376,7 @@ Status MemberStream::Start(File* file, const std::string* path, const zip::Membe
       static_cast<std::size_t>(std::min<std::uint64_t>(prefetched.size(), member->compressed_size));
   pending_ = prefetched.first(have);
   raw_pos_ = begin + have;
-  if (deflated_) {
-    std::memset(&z_, 0, sizeof(z_));
-    const int rc = inflateInit2(&z_, -15);
-    if (rc == Z_MEM_ERROR)
-      return Status::ResourceExhausted("npz: zlib inflateInit2: out of memory");
-    if (rc != Z_OK) return Status::Internal("npz: zlib inflateInit2 failed: " + std::to_string(rc));
-    inflating_ = true;
-  }
+  if (deflated_) return inflater_.Start();
   return Status::OK();
 }
 
@@ -415,14 +422,8 @@ Status MemberStream::Refill() {
 }
 
 Status MemberStream::Inflate(std::span<std::byte> out, std::size_t* produced, bool* stream_end) {
-  const std::size_t out_size = std::min<std::size_t>(out.size(), UINT_MAX);
-  z_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(pending_.data()));
-  z_.avail_in = static_cast<uInt>(pending_.size());
-  z_.next_out = reinterpret_cast<Bytef*>(out.data());
-  z_.avail_out = static_cast<uInt>(out_size);
-  const int rc = inflate(&z_, Z_NO_FLUSH);
-  const std::size_t consumed = pending_.size() - z_.avail_in;
-  *produced = out_size - z_.avail_out;
+  std::size_t consumed = 0;
+  const int rc = inflater_.Inflate(pending_, out, &consumed, produced);
   pending_ = pending_.subspan(consumed);
   const std::uint64_t at = raw_pos_ - pending_.size();
   switch (rc) {
@@ -444,7 +445,7 @@ Status MemberStream::Inflate(std::span<std::byte> out, std::size_t* produced, bo
       return Status::ResourceExhausted("npz: zlib inflate: out of memory");
     default: {
       std::string what = "invalid deflate data in member '" + member_->name + "'";
-      if (z_.msg != nullptr) what += std::string(" (") + z_.msg + ")";
+      if (inflater_.message() != nullptr) what += std::string(" (") + inflater_.message() + ")";
       return Corrupt(what, at);
     }
   }
@@ -564,10 +565,7 @@ NpzReader::~NpzReader() {
 Result<std::unique_ptr<FileReader>> NpzReader::Open(const std::string& path,
                                                     const ReaderOptions& options,
                                                     ReadPattern pattern) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("npz: ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard("npz", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("npz", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<NpzReader> reader(new NpzReader(path, options, pattern));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
@@ -1174,32 +1172,21 @@ Status NpzReader::FinishLoad() {
 }
 
 Result<SampleView> NpzReader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "npz", "reading", path_,
-      [&]() -> Result<SampleView> {
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed load leaves nothing half-open; the next call starts afresh.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) AbortLoad();
-        return r;
-      },
-      [&] { AbortLoad(); });
+  // A failed load leaves nothing half-open; the next call starts afresh.
+  return ReadSampleGuarded(
+      "npz", path_, [&] { return ReadSampleImpl(index); }, [&] { AbortLoad(); });
 }
 
 Result<SampleView> NpzReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= layout_.num_samples) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the file has " +
-                              std::to_string(layout_.num_samples) + " samples)");
+    return SampleIndexOutOfRange(path_, index, layout_.num_samples);
   }
   if (!(keep_in_memory_ && loaded_)) {
     if (!metadata_ready_) {
       IOMIMIC_RETURN_IF_ERROR(BeginLoad());
-      if (load_header_.descr != header_.descr || load_header_.shape != header_.shape ||
-          load_header_.fortran_order != header_.fortran_order) {
-        return Corrupt("x.npy changed since the reader opened the file (now shape " +
-                           numpy::ShapeText(load_header_.shape) + ", descr '" + load_header_.descr +
-                           "'; was " + numpy::ShapeText(header_.shape) + ", '" + header_.descr +
-                           "')",
+      if (!numpy::SameArray(load_header_, header_)) {
+        return Corrupt("x.npy changed since the reader opened the file " +
+                           numpy::ArrayChangeText(header_, load_header_),
                        stream_.begin());
       }
     }

@@ -63,6 +63,33 @@ inline constexpr std::uint64_t kDefaultTransferSize = 262144;
 // Central directories larger than this are refused (npz files have two entries).
 inline constexpr std::uint64_t kMaxDirectorySize = std::uint64_t{64} << 20;
 
+// The zlib state of one raw deflate stream (window bits -15: a ZIP member's
+// deflated bytes) being inflated, as MemberStream and PyZipExtFile use it.
+class RawInflater {
+ public:
+  RawInflater() = default;
+  RawInflater(const RawInflater&) = delete;
+  RawInflater& operator=(const RawInflater&) = delete;
+  ~RawInflater() { End(); }
+
+  // Starts a new stream (inflateInit2), ending the previous one.
+  // kResourceExhausted when zlib has no memory, kInternal when it refuses
+  // otherwise.
+  Status Start();
+  // Releases zlib's state; Start may be called again.
+  void End();
+  // One inflate(Z_NO_FLUSH) from `in` into `out` (at most UINT_MAX bytes of
+  // each): sets how many bytes it consumed and produced, returns zlib's code.
+  int Inflate(std::span<const std::byte> in, std::span<std::byte> out, std::size_t* consumed,
+              std::size_t* produced);
+  // zlib's message about the last error, or nullptr.
+  const char* message() const { return z_.msg; }
+
+ private:
+  z_stream z_{};
+  bool active_ = false;  // z_ is initialised
+};
+
 // Sequential reader of one member's uncompressed bytes. Reads the stored
 // (possibly deflated) bytes in requests that end on transfer-size multiples
 // of the file offset, starting with bytes the caller already has in memory.
@@ -123,9 +150,8 @@ class MemberStream {
   bool check_crc_ = false;
   std::uint32_t crc_ = 0;
   bool deflated_ = false;
-  bool inflating_ = false;  // z_ is initialised
   bool stream_end_ = false;
-  z_stream z_{};
+  RawInflater inflater_;
 };
 
 // How a load issues its storage requests (dataset.read_pattern).
@@ -187,7 +213,6 @@ class PyZipExtFile {
   PyZipExtFile() = default;
   PyZipExtFile(const PyZipExtFile&) = delete;
   PyZipExtFile& operator=(const PyZipExtFile&) = delete;
-  ~PyZipExtFile();
   // The member's stored bytes start at `data_offset` of `file`. With
   // `check_crc` the CRC-32 is checked when the end is reached, as zipfile
   // does (iomimic checks nothing without decoding).
@@ -204,7 +229,6 @@ class PyZipExtFile {
  private:
   Result<std::size_t> Read1(std::size_t n);  // into chunk_, returns its size
   Status Read2(std::size_t n, std::vector<std::byte>* out);
-  void End();
 
   PyBufferedFile* file_ = nullptr;
   const std::string* path_ = nullptr;
@@ -216,7 +240,6 @@ class PyZipExtFile {
   std::uint64_t left_ = 0;
   bool eof_ = false;
   bool deflated_ = false;
-  bool inflating_ = false;
   std::uint32_t crc_ = 0;
   bool crc_bad_ = false;
   std::vector<std::byte> readbuffer_;  // ZipExtFile._readbuffer
@@ -224,7 +247,7 @@ class PyZipExtFile {
   std::vector<std::byte> raw_;         // stored bytes of one _read2
   std::vector<std::byte> tail_;        // decompressor.unconsumed_tail
   std::vector<std::byte> chunk_;       // what one _read1 returns
-  z_stream z_{};
+  RawInflater inflater_;
 };
 
 class NpzReader final : public FileReader {

@@ -209,9 +209,7 @@ Result<SampleView> ParquetReader::ReadSample(std::uint64_t index) {
   try {
     const std::vector<std::uint64_t>& first = layout_->first_row;
     if (index >= first.back()) {
-      return Status::OutOfRange(path_ + ": row " + std::to_string(index) +
-                                " is out of range (the file has " + std::to_string(first.back()) +
-                                " rows)");
+      return SampleIndexOutOfRange(path_, index, first.back(), "the file", "rows");
     }
     const std::size_t group = static_cast<std::size_t>(
         std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1);

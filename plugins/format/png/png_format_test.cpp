@@ -2,7 +2,7 @@
 // corruption handling and interoperability with PIL, and the SDK's
 // ChunkedWriter. The image format shell's cases (traits, options,
 // validation, access pattern, read types, storage errors) run for png from
-// image_common/image_format_cases.h.
+// image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "png_codec.h"
 
@@ -112,7 +112,7 @@ struct PngShell : CodecFixture<PngCodec> {
 }  // namespace iomimic::png
 
 using ShellFixture = iomimic::png::PngShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::png {
 namespace {
@@ -358,29 +358,24 @@ TEST_CASE("PIL reads what we write and we read what PIL writes") {
   };
   const std::vector<Case> cases = {
       {{64, 64}, "L"}, {{33, 70}, "L"}, {{20, 30, 3}, "RGB"}, {{1, 1}, "L"}};
-  std::string out;
+  // PNG is lossless: PIL decodes the seed's pixels, as our reader does.
+  WriteTextFile(dir.path() / "check.py",
+                "import sys, numpy as np; from PIL import Image\n"
+                "path, ref, ours, mode, rows, cols = sys.argv[1:7]\n"
+                "im = Image.open(path); a = np.asarray(im)\n"
+                "assert im.format == 'PNG', im.format\n"
+                "assert im.mode == mode, im.mode\n"
+                "assert im.size == (int(cols), int(rows)), im.size\n"
+                "assert a.tobytes() == open(ref, 'rb').read(), 'pixels differ'\n"
+                "assert a.tobytes() == open(ours, 'rb').read(), 'PIL decodes other pixels'\n"
+                "print('ok')\n");
   for (std::size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".png")).string();
-    FileSpec spec = MakeSpec("uint8", cases[i].shape, 40 + i, path);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteFileBytes(path + ".ref", ReferencePixels(spec));
-    const std::string script =
-        "import sys, numpy as np; from PIL import Image\n"
-        "im = Image.open(sys.argv[1]); a = np.asarray(im)\n"
-        "assert im.format == 'PNG', im.format\n"
-        "assert im.mode == sys.argv[3], im.mode\n"
-        "assert im.size == (int(sys.argv[5]), int(sys.argv[4])), im.size\n"
-        "assert a.tobytes() == open(sys.argv[2], 'rb').read(), 'pixels differ'\n"
-        "print('ok')\n";
-    WriteFileBytes(dir.path() / "check.py",
-                   std::span<const std::byte>(reinterpret_cast<const std::byte*>(script.data()),
-                                              script.size()));
-    const int rc =
-        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
-                       path + " " + path + ".ref " + cases[i].mode + " " +
-                       std::to_string(cases[i].shape[0]) + " " + std::to_string(cases[i].shape[1]),
-                   &out);
-    CHECK_MESSAGE(rc == 0, out);
+    CheckWithPython(format, storage, MakeSpec("uint8", cases[i].shape, 40 + i, path),
+                    dir.path() / "check.py",
+                    cases[i].mode + " " + std::to_string(cases[i].shape[0]) + " " +
+                        std::to_string(cases[i].shape[1]));
   }
 
   // Files PIL writes, in every mode np.asarray maps to a plain array.

@@ -11,7 +11,6 @@
 #include "example.pb.h"
 #include "example_wire.h"
 #include "iomimic/format_helpers.h"
-#include "iomimic/guard.h"
 #include "tfrecord_writer.h"
 
 namespace iomimic::tfrecord {
@@ -43,10 +42,7 @@ TfRecordReader::~TfRecordReader() = default;
 
 Result<std::unique_ptr<FileReader>> TfRecordReader::Open(const std::string& path,
                                                          const ReaderOptions& options) {
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument("tfrecord: ReaderOptions.storage is null");
-  }
-  return Guard("tfrecord", "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded("tfrecord", path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<TfRecordReader> reader(new TfRecordReader(path, options));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
     return std::unique_ptr<FileReader>(std::move(reader));
@@ -316,9 +312,7 @@ Result<SampleView> TfRecordReader::Deliver(const RecordInfo& record, std::uint64
 
 Result<SampleView> TfRecordReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= num_samples_) {
-    return Status::OutOfRange(path_ + ": sample " + std::to_string(index) +
-                              " is out of range (the file has " + std::to_string(num_samples_) +
-                              " records)");
+    return SampleIndexOutOfRange(path_, index, num_samples_, "the file", "records");
   }
   if (keep_in_memory_ && !pass_broken_ && index < records_.size()) {
     const RecordInfo& record = records_[index];
@@ -345,20 +339,13 @@ Result<SampleView> TfRecordReader::ReadSampleImpl(std::uint64_t index) {
 }
 
 Result<SampleView> TfRecordReader::ReadSample(std::uint64_t index) {
-  return Guard(
-      "tfrecord", "reading", path_,
-      [&]() -> Result<SampleView> {
-        Result<SampleView> view = ReadSampleImpl(index);
-        if (!view.ok() && view.status().code() != StatusCode::kOutOfRange) {
-          EndPass();
-          pass_broken_ = true;
-          records_.clear();
-        }
-        return view;
-      },
+  // A failed read ends the pass; the next sample starts a new one.
+  return ReadSampleGuarded(
+      "tfrecord", path_, [&] { return ReadSampleImpl(index); },
       [&] {
         EndPass();
         pass_broken_ = true;
+        records_.clear();
       });
 }
 

@@ -3,7 +3,7 @@
 // handling, libtiff's message handlers and interoperability with tifffile
 // and PIL. The image format shell's cases (traits, options, validation,
 // access pattern, read types, storage errors) run for tiff from
-// image_common/image_format_cases.h.
+// image_test_support/image_format_cases.h.
 
 #include <doctest/doctest.h>
 #include <tiffio.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 #include "tiff_codec.h"
 
@@ -144,7 +144,7 @@ struct TiffShell : CodecFixture<TiffCodec> {
 }  // namespace iomimic::tiff
 
 using ShellFixture = iomimic::tiff::TiffShell;
-#include "image_common/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
+#include "image_test_support/image_format_cases.h"  // NOLINT: the shell's cases, after the fixture
 
 namespace iomimic::tiff {
 namespace {
@@ -393,7 +393,7 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
   // files; PIL (through libtiff) checks the others.
   const std::string script =
       "import sys, numpy as np, tifffile; from PIL import Image\n"
-      "path, ref, dtype, shape, compression = sys.argv[1:6]\n"
+      "path, ref, ours, dtype, shape, compression = sys.argv[1:7]\n"
       "shape = tuple(int(x) for x in shape.split(','))\n"
       "if len(shape) == 3 and shape[2] == 1: shape = shape[:2]\n"
       "want = np.frombuffer(open(ref, 'rb').read(), dtype=dtype).reshape(shape)\n"
@@ -424,25 +424,17 @@ TEST_CASE("tifffile and PIL read what we write, and we read what they write") {
       {"int8", {10, 10}, Compression::kNone},    {"float16", {9, 13}, Compression::kNone},
       {"uint64", {4, 5}, Compression::kDeflate},
   };
-  std::string out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
     WriterOptions options;
     options.compression = cases[i].compression;
     std::unique_ptr<Format> owned = MakeFormat(options);
-    Format& format = *owned;
     const std::string path = (dir.path() / ("ours_" + std::to_string(i) + ".tiff")).string();
-    FileSpec spec = MakeSpec(cases[i].dtype, cases[i].shape, 40 + i, path);
-    REQUIRE(WriteSpec(format, storage, spec).ok());
-    WriteFileBytes(path + ".ref", ReferencePixels(spec));
     std::string shape;
     for (std::uint64_t d : cases[i].shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    const int rc =
-        RunCommand(std::string(kSystemPython) + " " + (dir.path() / "check.py").string() + " " +
-                       path + " " + path + ".ref " + cases[i].dtype + " " + shape + " " +
-                       CompressionName(cases[i].compression),
-                   &out);
-    CHECK_MESSAGE(rc == 0, out);
+    CheckWithPython(*owned, storage, MakeSpec(cases[i].dtype, cases[i].shape, 40 + i, path),
+                    dir.path() / "check.py",
+                    cases[i].dtype + " " + shape + " " + CompressionName(cases[i].compression));
   }
 
   // Files tifffile and PIL write: big-endian, tiled, planar, compressed with

@@ -35,10 +35,7 @@ Result<std::unique_ptr<FileReader>> IndexedBinaryReader::Open(const std::string&
                                                               const ReaderOptions& options,
                                                               Flavor flavor, IndexCache* cache) {
   const std::string name(FlavorName(flavor));
-  if (options.storage == nullptr) {
-    return Status::InvalidArgument(name + ": ReaderOptions.storage is null (opening " + path + ")");
-  }
-  return Guard(name, "opening", path, [&]() -> Result<std::unique_ptr<FileReader>> {
+  return OpenReaderGuarded(name, path, options, [&]() -> Result<std::unique_ptr<FileReader>> {
     std::unique_ptr<IndexedBinaryReader> reader(
         new IndexedBinaryReader(path, options, flavor, cache));
     IOMIMIC_RETURN_IF_ERROR(reader->Init());
@@ -184,9 +181,7 @@ void IndexedBinaryReader::CloseData() {
 
 Result<std::vector<ByteRange>> IndexedBinaryReader::SampleRanges(std::uint64_t index) {
   if (index >= index_->num_samples()) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the index has " +
-                              std::to_string(index_->num_samples()) + " samples)");
+    return SampleIndexOutOfRange(path_, index, index_->num_samples(), "the index");
   }
   return Guard(name_, "describing a sample of", path_, [&]() -> Result<std::vector<ByteRange>> {
     std::vector<ByteRange> ranges;
@@ -197,22 +192,14 @@ Result<std::vector<ByteRange>> IndexedBinaryReader::SampleRanges(std::uint64_t i
 }
 
 Result<SampleView> IndexedBinaryReader::ReadSample(std::uint64_t index) {
-  return Guard(
-      name_, "reading", path_,
-      [&]() -> Result<SampleView> {
-        Result<SampleView> r = ReadSampleImpl(index);
-        // A failed read leaves nothing open; the next call reopens the file.
-        if (!r.ok() && r.status().code() != StatusCode::kOutOfRange) CloseData();
-        return r;
-      },
-      [&] { CloseData(); });
+  // A failed read leaves nothing open; the next call reopens the file.
+  return ReadSampleGuarded(
+      name_, path_, [&] { return ReadSampleImpl(index); }, [&] { CloseData(); });
 }
 
 Result<SampleView> IndexedBinaryReader::ReadSampleImpl(std::uint64_t index) {
   if (index >= index_->num_samples()) {
-    return Status::OutOfRange(path_ + ": sample index " + std::to_string(index) +
-                              " is out of range (the index has " +
-                              std::to_string(index_->num_samples()) + " samples)");
+    return SampleIndexOutOfRange(path_, index, index_->num_samples(), "the index");
   }
   const std::uint64_t offset = index_->offsets[static_cast<std::size_t>(index)];
   const std::uint64_t size64 = index_->sizes[static_cast<std::size_t>(index)];

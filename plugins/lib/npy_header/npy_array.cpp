@@ -153,6 +153,15 @@ std::string ShapeText(std::span<const std::uint64_t> shape) {
   return s + ")";
 }
 
+bool SameArray(const NpyHeader& a, const NpyHeader& b) {
+  return a.descr == b.descr && a.shape == b.shape && a.fortran_order == b.fortran_order;
+}
+
+std::string ArrayChangeText(const NpyHeader& was, const NpyHeader& now) {
+  return "(now shape " + ShapeText(now.shape) + ", descr '" + now.descr + "'; was " +
+         ShapeText(was.shape) + ", '" + was.descr + "')";
+}
+
 Result<SampleLayout> SampleLayoutOf(const NpyHeader& header) {
   SampleLayout layout;
   layout.num_samples = header.shape.back();

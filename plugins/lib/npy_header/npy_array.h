@@ -44,6 +44,14 @@ Status ValidateArraySpec(const FileSpec& spec, const ArraySpecRules& rules);
 // "(3, 4)", "(5,)": a shape as Python prints a tuple.
 std::string ShapeText(std::span<const std::uint64_t> shape);
 
+// Whether `a` and `b` describe the same array: descr, shape and order.
+bool SameArray(const NpyHeader& a, const NpyHeader& b);
+
+// "(now shape (2, 3), descr '<f4'; was (2, 4), '<f4')": how the array of a
+// later load (`now`) differs from the first one's (`was`), for the error of
+// a file that changed under its reader.
+std::string ArrayChangeText(const NpyHeader& was, const NpyHeader& now);
+
 // How the samples of an array lie: the last axis indexes them.
 struct SampleLayout {
   std::uint64_t num_samples = 0;      // the length of the last axis

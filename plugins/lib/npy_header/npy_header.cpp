@@ -268,60 +268,6 @@ Result<std::uint64_t> NpyHeader::DataBytes() const {
   return count * dtype.itemsize;
 }
 
-Result<std::string> EncodeNpyHeader(std::string_view descr, std::span<const std::uint64_t> shape,
-                                    bool fortran_order) {
-  if (descr.empty()) return Status::InvalidArgument("empty dtype descr");
-  for (char c : descr) {
-    if (c < 0x20 || c > 0x7e || c == '\'' || c == '\\') {
-      return Status::InvalidArgument("dtype descr '" + std::string(descr) +
-                                     "' cannot be written into an NPY header");
-    }
-  }
-  // Python: "{'descr': %r, 'fortran_order': %r, 'shape': %r, }" with keys sorted.
-  std::string dict = "{'descr': '";
-  dict += descr;
-  dict += "', 'fortran_order': ";
-  dict += fortran_order ? "True" : "False";
-  dict += ", 'shape': (";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) dict += ", ";
-    dict += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) dict += ',';
-  dict += "), }";
-  if (!shape.empty()) {
-    const std::size_t digits = std::to_string(shape[fortran_order ? shape.size() - 1 : 0]).size();
-    if (digits < kNpyGrowthAxisMaxDigits) dict.append(kNpyGrowthAxisMaxDigits - digits, ' ');
-  }
-
-  // numpy's _wrap_header: dict + padding spaces + '\n'; the whole header is a
-  // multiple of ARRAY_ALIGN (a full ARRAY_ALIGN of padding when already aligned).
-  const std::size_t hlen = dict.size() + 1;
-  std::size_t length_width = 2;
-  std::size_t padlen = kNpyArrayAlign - ((kNpyPreambleSize + length_width + hlen) % kNpyArrayAlign);
-  int major = 1;
-  if (hlen + padlen > 0xFFFF) {
-    length_width = 4;
-    padlen = kNpyArrayAlign - ((kNpyPreambleSize + length_width + hlen) % kNpyArrayAlign);
-    major = 2;
-  }
-  const std::uint64_t total_dict = hlen + padlen;
-  if (total_dict > 0xFFFFFFFFull) return Status::InvalidArgument("NPY header too large");
-
-  std::string out;
-  out.reserve(kNpyPreambleSize + length_width + total_dict);
-  out += kNpyMagic;
-  out += static_cast<char>(major);
-  out += '\0';
-  for (std::size_t i = 0; i < length_width; ++i) {
-    out += static_cast<char>((total_dict >> (8 * i)) & 0xFF);
-  }
-  out += dict;
-  out.append(padlen, ' ');
-  out += '\n';
-  return out;
-}
-
 Result<std::size_t> ParseNpyPreamble(std::span<const std::byte> preamble, int* major_version,
                                      int* minor_version) {
   if (preamble.size() < kNpyPreambleSize ||

@@ -1,12 +1,7 @@
-// NPY array headers (numpy.lib.format), as numpy 1.24 writes and reads them.
-//
-// An NPY header is: the magic "\x93NUMPY", a major and minor version byte,
-// the length of the dictionary text (little-endian uint16 for version 1.0,
-// uint32 for 2.0 and 3.0), then the text of a Python dict literal
-//   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1), }
-// padded with spaces and ended by '\n' so that the array data start on a
-// 64-byte boundary. numpy >= 1.23 also reserves room after the dict for the
-// growth axis to gain digits (GROWTH_AXIS_MAX_DIGITS = 21).
+// NPY array headers (numpy.lib.format) as numpy 1.24 reads them: the
+// preamble and dictionary parser of the npy and npz plugins. The header's
+// layout and its one encoder, EncodeNpyHeader, are in the SDK
+// (iomimic/npy.h), which this header includes.
 
 #pragma once
 
@@ -17,17 +12,11 @@
 #include <string_view>
 #include <vector>
 
+#include "iomimic/npy.h"
 #include "iomimic/status.h"
 
 namespace iomimic::numpy {
 
-inline constexpr std::string_view kNpyMagic = "\x93NUMPY";
-// Magic plus the two version bytes.
-inline constexpr std::size_t kNpyPreambleSize = 8;
-// numpy.lib.format.ARRAY_ALIGN.
-inline constexpr std::size_t kNpyArrayAlign = 64;
-// numpy.lib.format.GROWTH_AXIS_MAX_DIGITS.
-inline constexpr std::size_t kNpyGrowthAxisMaxDigits = 21;
 // numpy's default max_header_size for np.load (allow_pickle=False): longer
 // dictionaries are refused.
 inline constexpr std::size_t kNpyMaxHeaderSize = 10000;
@@ -59,13 +48,6 @@ struct NpyHeader {
   // ElementCount() * itemsize, or kCorruption on overflow.
   Result<std::uint64_t> DataBytes() const;
 };
-
-// Returns the complete header (preamble, length, dict, padding, '\n') that
-// numpy 1.24 writes for an array of `descr` and `shape`: version 1.0 unless
-// the dictionary needs more than 65535 bytes, then 2.0. kInvalidArgument for a
-// descr that cannot appear in a Python string literal.
-Result<std::string> EncodeNpyHeader(std::string_view descr, std::span<const std::uint64_t> shape,
-                                    bool fortran_order = false);
 
 // Checks the magic and version of the first kNpyPreambleSize bytes. On
 // success returns the width in bytes (2 or 4) of the header-length field that

@@ -669,7 +669,9 @@ const IomimicOptionSpec kOdirectOptions[] = {
 };
 }  // namespace
 
-IOMIMIC_DEFINE_STORAGE_PLUGIN("odirect", "1.0.0",
-                              "O_DIRECT I/O through io_uring or libaio, bypassing the page cache",
-                              iomimic::odirect::kCapabilities, kOdirectOptions,
-                              &iomimic::odirect::CreateOdirectStorage);
+// Serves direct:// folders: local files read with O_DIRECT, as s3dlio reads
+// direct:// URIs (docs/plugins.md, "URL schemes").
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(
+    "odirect", "direct", "1.0.0",
+    "O_DIRECT I/O through io_uring or libaio, bypassing the page cache",
+    iomimic::odirect::kCapabilities, kOdirectOptions, &iomimic::odirect::CreateOdirectStorage);

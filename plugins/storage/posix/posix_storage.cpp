@@ -188,6 +188,9 @@ const IomimicOptionSpec kPosixOptions[] = {
 };
 }  // namespace
 
-IOMIMIC_DEFINE_STORAGE_PLUGIN("posix", "1.0.0", "buffered POSIX I/O with pread/pwrite",
-                              iomimic::posix::kCapabilities, kPosixOptions,
-                              &iomimic::posix::CreatePosixStorage);
+// Serves file:// folders: the MLPerf Storage fork's spelling of local files
+// (docs/plugins.md, "URL schemes").
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING("posix", "file", "1.0.0",
+                                      "buffered POSIX I/O with pread/pwrite",
+                                      iomimic::posix::kCapabilities, kPosixOptions,
+                                      &iomimic::posix::CreatePosixStorage);

@@ -805,8 +805,10 @@ const IomimicOptionSpec kS3Options[] = {
 };
 }  // namespace
 
-IOMIMIC_DEFINE_STORAGE_PLUGIN("s3", "1.0.0",
-                              "S3 objects over HTTP (libcurl, SigV4): whole or ranged GETs, "
-                              "single or multipart PUTs",
-                              iomimic::s3::kCapabilities, kS3Options,
-                              &iomimic::s3::CreateS3Storage);
+// Serves s3://bucket/prefix folders; with IOMIMIC_CAP_ENDPOINT it is given them
+// as written (docs/s3.md, "Selecting it").
+IOMIMIC_DEFINE_STORAGE_PLUGIN_SERVING(
+    "s3", "s3", "1.0.0",
+    "S3 objects over HTTP (libcurl, SigV4): whole or ranged GETs, "
+    "single or multipart PUTs",
+    iomimic::s3::kCapabilities, kS3Options, &iomimic::s3::CreateS3Storage);

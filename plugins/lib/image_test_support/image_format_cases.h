@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "image_common/image_test_util.h"
+#include "image_test_support/image_test_util.h"
 #include "iomimic/image_format.h"
 
 namespace iomimic::image_test {

@@ -101,6 +101,28 @@ struct CodecFixture {
   }
 };
 
+// Checks a file we write against Python (PIL, tifffile): writes `spec` with
+// `format` on `storage` (a file of the script's folder), the seed's pixels
+// beside it (<path>.ref) and the pixels our reader decodes (<path>.ours),
+// then runs the Python file `script` with the arguments "<path> <path>.ref
+// <path>.ours <args>"; CHECKs that it exits 0, its output as the message.
+inline void CheckWithPython(Format& format, Storage& storage, const FileSpec& spec,
+                            const fs::path& script, const std::string& args) {
+  REQUIRE(WriteSpec(format, storage, spec).ok());
+  WriteFileBytes(spec.path + ".ref", ReferencePixels(spec));
+  Result<std::unique_ptr<FileReader>> reader =
+      format.OpenReader(spec.path, TestReaderOptions(&storage));
+  REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+  Result<SampleView> sample = (*reader)->ReadSample(0);
+  REQUIRE_MESSAGE(sample.ok(), sample.status().ToString());
+  WriteFileBytes(spec.path + ".ours", sample->data);
+  std::string out;
+  const int rc = RunCommand(std::string(kSystemPython) + " " + script.string() + " " + spec.path +
+                                " " + spec.path + ".ref " + spec.path + ".ours " + args,
+                            &out);
+  CHECK_MESSAGE(rc == 0, out);
+}
+
 // `s` is the kCorruption of a damaged file: naming `path`, an offset and,
 // when not empty, `fragment` (testing::IsCorruptionNaming).
 inline void CheckCorruption(const Status& s, const std::string& path,
