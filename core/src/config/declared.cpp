@@ -124,22 +124,6 @@ Status ReadSection(const YAML::Node& section, const std::string& format, const L
   return Status::OK();
 }
 
-std::string EscapeMarkdown(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '<') {
-      out += "&lt;";
-    } else if (ch == '>') {
-      out += "&gt;";
-    } else if (ch == '|') {
-      out += "\\|";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 std::string MarkdownTypeName(std::string_view type) {
   if (type == "int") return "integer";
   if (type == "double") return "number";

@@ -266,6 +266,22 @@ const KeyDef* FindKeyDef(std::string_view path) {
   return it == index.end() ? nullptr : it->second;
 }
 
+std::string EscapeMarkdown(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '<') {
+      out += "&lt;";
+    } else if (ch == '>') {
+      out += "&gt;";
+    } else if (ch == '|') {
+      out += "\\|";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string KeysMarkdown() {
   std::ostringstream md;
   md << "# Manifest keys\n\n"
@@ -288,27 +304,12 @@ std::string KeysMarkdown() {
       sections.push_back(top);
     }
   }
-  auto escape = [](std::string_view text) {
-    std::string out;
-    for (char ch : text) {
-      if (ch == '<') {
-        out += "&lt;";
-      } else if (ch == '>') {
-        out += "&gt;";
-      } else if (ch == '|') {
-        out += "\\|";
-      } else {
-        out += ch;
-      }
-    }
-    return out;
-  };
   for (const std::string& section : sections) {
     md << "\n## " << (section.empty() ? "top level" : "`" + section + "`") << "\n\n"
        << "| key | type | default | from | meaning |\n|---|---|---|---|---|\n";
     for (const KeyDef& key : Keys()) {
       if (top_of(key.path) != section) continue;
-      std::string doc = escape(key.spec.doc);
+      std::string doc = EscapeMarkdown(key.spec.doc);
       if (!key.spec.legacy.empty()) {
         doc += " Legacy spelling: `" + std::string(key.spec.legacy) + "`.";
       }

@@ -160,4 +160,8 @@ extern const Words kReadTypes;
 // documentation, by section.
 std::string KeysMarkdown();
 
+// `text` for a cell of a docs/manifest.md table: '<' and '>' as entities,
+// '|' escaped.
+std::string EscapeMarkdown(std::string_view text);
+
 }  // namespace iomimic::config::internal

@@ -501,9 +501,7 @@ std::string ReplayResults::ConsoleLines(const output::RunResults& run,
 Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
     session::Session& session, const output::WorkflowContext& context) {
   (void)context;
-  IOMIMIC_ASSIGN_OR_RETURN(RankReplay replay, ReplayTrace(session));
-  return std::shared_ptr<output::WorkflowResults>(
-      std::make_shared<ReplayResults>(std::move(replay)));
+  return output::ResultsOf<ReplayResults>(ReplayTrace(session));
 }
 
 }  // namespace iomimic::kvcache

@@ -478,9 +478,7 @@ Result<std::shared_ptr<output::WorkflowResults>> RunKvCacheWorkflow(
     options.trace_path = (name.front() == '/' ? name : context.folder + "/" + name) +
                          (rank > 0 ? ".rank" + std::to_string(rank) : "");
   }
-  IOMIMIC_ASSIGN_OR_RETURN(KvFigures figures, RunKvCache(session, options));
-  return std::shared_ptr<output::WorkflowResults>(
-      std::make_shared<KvCacheResults>(std::move(figures)));
+  return output::ResultsOf<KvCacheResults>(RunKvCache(session, options));
 }
 
 }  // namespace iomimic::kvcache

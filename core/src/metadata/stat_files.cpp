@@ -141,9 +141,7 @@ std::string StatResults::ConsoleLines(const output::RunResults& run,
 Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
     session::Session& session, const output::WorkflowContext& context) {
   (void)context;
-  IOMIMIC_ASSIGN_OR_RETURN(StatFigures figures, StatFiles(session));
-  return std::shared_ptr<output::WorkflowResults>(
-      std::make_shared<StatResults>(std::move(figures)));
+  return output::ResultsOf<StatResults>(StatFiles(session));
 }
 
 }  // namespace iomimic::metadata

@@ -140,9 +140,9 @@ std::string EncodeFileCounters(
   std::ostringstream out;
   auto since = [&](std::int64_t t) { return t == 0 ? 0 : t - steady_to_origin_ns; };
   for (const auto& [path, c] : all) {
-    out << path.size() << ' ' << path << ' ' << c.opens << ' ' << c.stats << ' ' << c.reads << ' '
-        << c.writes << ' ' << c.bytes_read << ' ' << c.bytes_written << ' ' << c.max_byte_read
-        << ' ' << c.max_byte_written << ' ' << c.seq_reads << ' ' << c.consec_reads;
+    out << path.size() << ' ' << path;
+    for (const session::FileCount& count : session::kFileCounts) out << ' ' << c.*count.member;
+    out << ' ' << c.max_byte_read << ' ' << c.max_byte_written;
     for (std::uint64_t v : c.read_size_bins) out << ' ' << v;
     for (std::uint64_t v : c.write_size_bins) out << ' ' << v;
     for (const auto& [size, n] : c.access_sizes) out << ' ' << size << ' ' << n;
@@ -162,9 +162,8 @@ std::vector<std::pair<std::string, session::FileCounters>> DecodeFileCounters(
     std::string path;
     session::FileCounters c;
     in.Bytes(length, &path);
-    in.Next(&c.opens) && in.Next(&c.stats) && in.Next(&c.reads) && in.Next(&c.writes) &&
-        in.Next(&c.bytes_read) && in.Next(&c.bytes_written) && in.Next(&c.max_byte_read) &&
-        in.Next(&c.max_byte_written) && in.Next(&c.seq_reads) && in.Next(&c.consec_reads);
+    for (const session::FileCount& count : session::kFileCounts) in.Next(&(c.*count.member));
+    in.Next(&c.max_byte_read) && in.Next(&c.max_byte_written);
     for (std::uint64_t& v : c.read_size_bins) in.Next(&v);
     for (std::uint64_t& v : c.write_size_bins) in.Next(&v);
     for (auto& [size, n] : c.access_sizes) in.Next(&size) && in.Next(&n);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -44,11 +45,23 @@ config::Config TestConfig() {
   return c;
 }
 
-TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
+// A run folder for ledgers and the configuration they record.
+struct LedgerFolder {
   TempDir dir;
   const config::Config c = TestConfig();
-  RankLedger ledger(dir.path(), c, 3, 4, "h2", 0.0);
-  REQUIRE(ledger.Start().ok());
+
+  // The ledger of `rank` of `ranks` on `host`, started (its record says
+  // "running").
+  std::unique_ptr<RankLedger> Started(int rank, int ranks, const std::string& host) {
+    auto ledger = std::make_unique<RankLedger>(dir.path().string(), c, rank, ranks, host, 0.0);
+    REQUIRE(ledger->Start().ok());
+    return ledger;
+  }
+};
+
+TEST_CASE_FIXTURE(LedgerFolder,
+                  "rank ledger: epochs and a signal reach the folder as they happen") {
+  std::unique_ptr<RankLedger> ledger = Started(3, 4, "h2");
   Result<RankRecord> r = ReadRankRecord(dir.path(), 3);
   REQUIRE(r.ok());
   CHECK(r->state == "running");
@@ -56,15 +69,15 @@ TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
   CHECK(r->ranks == 4);
 
   std::vector<metrics::EpochRecord> epochs = {Epoch(1, 10)};
-  REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
+  REQUIRE(ledger->EpochsSoFar(3, epochs).ok());
   epochs.push_back(Epoch(2, 3, /*partial=*/true));
-  REQUIRE(ledger.EpochsSoFar(3, epochs).ok());
+  REQUIRE(ledger->EpochsSoFar(3, epochs).ok());
   CHECK(fs::exists(dir.path() / "3_per_epoch_stats.json"));
   std::ifstream stats(dir.path() / "3_per_epoch_stats.json");
   const std::string text((std::istreambuf_iterator<char>(stats)), {});
   CHECK(text.find("\"partial\": true") != std::string::npos);
 
-  REQUIRE(ledger.Stopped("interrupted", "SIGTERM", "").ok());
+  REQUIRE(ledger->Stopped("interrupted", "SIGTERM", "").ok());
   r = ReadRankRecord(dir.path(), 3);
   REQUIRE(r.ok());
   CHECK(r->state == "interrupted");
@@ -81,30 +94,23 @@ TEST_CASE("rank ledger: epochs and a signal reach the folder as they happen") {
   }
 }
 
-TEST_CASE("rank ledger: a rank without a record, or still running, is silent") {
-  TempDir dir;
-  const config::Config c = TestConfig();
-  RankLedger r0(dir.path(), c, 0, 3, "h1", 0.0), r2(dir.path(), c, 2, 3, "h2", 0.0);
-  REQUIRE(r0.Start().ok());
-  REQUIRE(r2.Start().ok());
+TEST_CASE_FIXTURE(LedgerFolder,
+                  "rank ledger: a rank without a record, or still running, is silent") {
+  std::unique_ptr<RankLedger> r0 = Started(0, 3, "h1"), r2 = Started(2, 3, "h2");
   CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{0, 1, 2});
-  REQUIRE(r0.Stopped("interrupted", "SIGTERM", "").ok());
+  REQUIRE(r0->Stopped("interrupted", "SIGTERM", "").ok());
   CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{1, 2});
-  REQUIRE(r2.Stopped("cut_off", "SIGTERM", "cannot reach mpirun").ok());
+  REQUIRE(r2->Stopped("cut_off", "SIGTERM", "cannot reach mpirun").ok());
   CHECK(SilentRanks(dir.path(), 3) == std::vector<int>{1, 2});  // cut off counts as lost
 }
 
-TEST_CASE("rank ledger: a run folder without summary.json reads as partial") {
-  TempDir dir;
-  const config::Config c = TestConfig();
+TEST_CASE_FIXTURE(LedgerFolder, "rank ledger: a run folder without summary.json reads as partial") {
   {
-    RankLedger a(dir.path(), c, 0, 3, "h1", 0.0), b(dir.path(), c, 1, 3, "h1", 0.0);
-    REQUIRE(a.Start().ok());
-    REQUIRE(b.Start().ok());
-    REQUIRE(a.EpochsSoFar(0, {Epoch(1, 10), Epoch(2, 10), Epoch(3, 2, true)}).ok());
-    REQUIRE(b.EpochsSoFar(1, {Epoch(1, 10), Epoch(2, 10)}).ok());
-    REQUIRE(a.Stopped("interrupted", "SIGTERM", "").ok());
-    REQUIRE(b.Stopped("interrupted", "SIGTERM", "").ok());
+    std::unique_ptr<RankLedger> a = Started(0, 3, "h1"), b = Started(1, 3, "h1");
+    REQUIRE(a->EpochsSoFar(0, {Epoch(1, 10), Epoch(2, 10), Epoch(3, 2, true)}).ok());
+    REQUIRE(b->EpochsSoFar(1, {Epoch(1, 10), Epoch(2, 10)}).ok());
+    REQUIRE(a->Stopped("interrupted", "SIGTERM", "").ok());
+    REQUIRE(b->Stopped("interrupted", "SIGTERM", "").ok());
   }
   Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path());
   REQUIRE(run.ok());

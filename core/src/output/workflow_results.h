@@ -145,4 +145,12 @@ struct WorkflowContext {
 using WorkflowRunner = Result<std::shared_ptr<WorkflowResults>> (*)(session::Session& session,
                                                                     const WorkflowContext& context);
 
+// A runner's return: `local` (this rank's figures, or the error that ended
+// the workflow) as the results class `R`, which R(Local) builds.
+template <typename R, typename Local>
+Result<std::shared_ptr<WorkflowResults>> ResultsOf(Result<Local> local) {
+  if (!local.ok()) return local.status();
+  return std::shared_ptr<WorkflowResults>(std::make_shared<R>(std::move(local).value()));
+}
+
 }  // namespace iomimic::output

@@ -170,14 +170,7 @@ json IoCountersJson(const RunResults& r) {
   const session::FileCounters& c = r.io_counters_total;
   json o;
   o["paths"] = r.io_counters_paths;
-  o["opens"] = c.opens;
-  o["stats"] = c.stats;
-  o["reads"] = c.reads;
-  o["writes"] = c.writes;
-  o["bytes_read"] = c.bytes_read;
-  o["bytes_written"] = c.bytes_written;
-  o["seq_reads"] = c.seq_reads;
-  o["consec_reads"] = c.consec_reads;
+  for (const session::FileCount& count : session::kFileCounts) o[count.name] = c.*count.member;
   json bins_read = json::object(), bins_write = json::object();
   for (int i = 0; i < session::FileCounters::kSizeBins; ++i) {
     bins_read[kSizeBinNames[i]] = c.read_size_bins[i];

@@ -266,16 +266,9 @@ void MaxTime(std::int64_t& into, std::int64_t v) {
 }  // namespace
 
 void FileCounters::Merge(const FileCounters& o) {
-  opens += o.opens;
-  stats += o.stats;
-  reads += o.reads;
-  writes += o.writes;
-  bytes_read += o.bytes_read;
-  bytes_written += o.bytes_written;
+  for (const FileCount& count : kFileCounts) this->*count.member += o.*count.member;
   max_byte_read = std::max(max_byte_read, o.max_byte_read);
   max_byte_written = std::max(max_byte_written, o.max_byte_written);
-  seq_reads += o.seq_reads;
-  consec_reads += o.consec_reads;
   for (int i = 0; i < kSizeBins; ++i) {
     read_size_bins[i] += o.read_size_bins[i];
     write_size_bins[i] += o.write_size_bins[i];

@@ -114,6 +114,20 @@ struct FileCounters {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> CommonSizes(std::size_t n = 4) const;
 };
 
+// The counts of a FileCounters that a merge sums, each with its name in
+// summary.json's iomimic.io_counters and io_counters.csv (docs/run-folder.md),
+// in that order.
+struct FileCount {
+  const char* name;
+  std::uint64_t FileCounters::*member;
+};
+inline constexpr FileCount kFileCounts[] = {
+    {"opens", &FileCounters::opens},           {"stats", &FileCounters::stats},
+    {"reads", &FileCounters::reads},           {"writes", &FileCounters::writes},
+    {"bytes_read", &FileCounters::bytes_read}, {"bytes_written", &FileCounters::bytes_written},
+    {"seq_reads", &FileCounters::seq_reads},   {"consec_reads", &FileCounters::consec_reads},
+};
+
 // Counts every operation of the back end it wraps (its own name and
 // capabilities are the inner one's); everything it does not count is
 // forwarded as ForwardingStorage does.
