@@ -19,7 +19,6 @@ namespace {
 using json = nlohmann::ordered_json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-json Num(double v) { return metrics::JsonNumber<json>(v); }
 double Ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
@@ -124,7 +123,8 @@ double Share(std::uint64_t part, std::uint64_t whole) {
 
 json TierJson(const TierFigures& t, double seconds, std::uint64_t hits) {
   json o;
-  o["hit_share"] = Num(Share(t.reads, hits));  // of the cache hits, those served here
+  o["hit_share"] =
+      metrics::JsonNumber<json>(Share(t.reads, hits));  // of the cache hits, those served here
   o["reads"] = t.reads;
   o["writes"] = t.writes;
   o["read_bytes"] = t.read_bytes;
@@ -137,8 +137,8 @@ json TierJson(const TierFigures& t, double seconds, std::uint64_t hits) {
   o["delete_bytes"] = t.delete_bytes;
   const double read = static_cast<double>(t.read_bytes + t.evict_read_bytes);
   const double write = static_cast<double>(t.write_bytes + t.evict_write_bytes);
-  o["read_GiB_per_second"] = Num(Rate(read / kGiB, seconds));
-  o["write_GiB_per_second"] = Num(Rate(write / kGiB, seconds));
+  o["read_GiB_per_second"] = metrics::JsonNumber<json>(Rate(read / kGiB, seconds));
+  o["write_GiB_per_second"] = metrics::JsonNumber<json>(Rate(write / kGiB, seconds));
   o["entries_at_end"] = t.entries;
   o["used_bytes_at_end"] = t.used_bytes;
   o["capacity_bytes"] = t.capacity_bytes;
@@ -167,9 +167,10 @@ json QosJson(const KvFigures& f) {
     const double p95 = h.count() ? Ms(h.Percentile(0.95)) : 0;
     c["meets_target"] = h.count() == 0 || p95 <= QosTargetP95Ms(qos);
     c["violations"] = f.qos_violations[q];
-    c["sla_compliance"] = Num(f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
-                                                            static_cast<double>(f.qos_requests[q])
-                                                : 1.0);
+    c["sla_compliance"] = metrics::JsonNumber<json>(
+        f.qos_requests[q] ? 1.0 - static_cast<double>(f.qos_violations[q]) /
+                                      static_cast<double>(f.qos_requests[q])
+                          : 1.0);
     o[QosLevelName(qos)] = std::move(c);
   }
   return o;
@@ -182,16 +183,18 @@ json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
   const double s = f.seconds;
   o["total_requests"] = f.requests;
   o["total_tokens"] = f.tokens_generated;
-  o["elapsed_time"] = Num(s);
-  o["avg_throughput_tokens_per_sec"] = Num(Rate(static_cast<double>(f.tokens_generated), s));
-  o["storage_throughput_tokens_per_sec"] = Num(storage_tokens_per_second);
-  o["requests_per_second"] = Num(Rate(static_cast<double>(f.requests), s));
+  o["elapsed_time"] = metrics::JsonNumber<json>(s);
+  o["avg_throughput_tokens_per_sec"] =
+      metrics::JsonNumber<json>(Rate(static_cast<double>(f.tokens_generated), s));
+  o["storage_throughput_tokens_per_sec"] = metrics::JsonNumber<json>(storage_tokens_per_second);
+  o["requests_per_second"] = metrics::JsonNumber<json>(Rate(static_cast<double>(f.requests), s));
   o["end_to_end_latency_ms"] = Latency(f.end_to_end);
   o["storage_io_latency_ms"] = Latency(f.storage);
   o["generation_latency_ms"] = Latency(f.generation);
   json c;
   const double accesses = static_cast<double>(f.cache_hits + f.cache_misses);
-  c["cache_hit_rate"] = Num(accesses > 0 ? static_cast<double>(f.cache_hits) / accesses : 0);
+  c["cache_hit_rate"] =
+      metrics::JsonNumber<json>(accesses > 0 ? static_cast<double>(f.cache_hits) / accesses : 0);
   c["cache_hits"] = f.cache_hits;
   c["cache_misses"] = f.cache_misses;
   c["prefill_writes"] = f.prefill_writes;
@@ -203,27 +206,32 @@ json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
   for (int t = 0; t < kTierCount; ++t) {
     const TierFigures& x = f.tier[t];
     const std::string n = names[t];
-    c["tier_" + n + "_kv_bytes_written_gb"] = Num(static_cast<double>(x.write_bytes) / kGiB);
-    c["tier_" + n + "_kv_bytes_read_gb"] = Num(static_cast<double>(x.read_bytes) / kGiB);
-    c["tier_" + n + "_read_bandwidth_gbps"] = Num(Rate(x.read_bytes / kGiB, s));
-    c["tier_" + n + "_write_bandwidth_gbps"] = Num(Rate(x.write_bytes / kGiB, s));
+    c["tier_" + n + "_kv_bytes_written_gb"] =
+        metrics::JsonNumber<json>(static_cast<double>(x.write_bytes) / kGiB);
+    c["tier_" + n + "_kv_bytes_read_gb"] =
+        metrics::JsonNumber<json>(static_cast<double>(x.read_bytes) / kGiB);
+    c["tier_" + n + "_read_bandwidth_gbps"] =
+        metrics::JsonNumber<json>(Rate(x.read_bytes / kGiB, s));
+    c["tier_" + n + "_write_bandwidth_gbps"] =
+        metrics::JsonNumber<json>(Rate(x.write_bytes / kGiB, s));
   }
   c["user_cache_hits"] = f.user_cache_hits;
   c["multi_turn_hits"] = f.multi_turn_hits;
-  c["total_read_gb"] = Num(static_cast<double>(f.total_read_bytes) / kGiB);
-  c["total_write_gb"] = Num(static_cast<double>(f.total_write_bytes) / kGiB);
-  c["read_write_ratio"] = Num(static_cast<double>(f.total_read_bytes) /
-                              static_cast<double>(std::max<std::uint64_t>(f.total_write_bytes, 1)));
+  c["total_read_gb"] = metrics::JsonNumber<json>(static_cast<double>(f.total_read_bytes) / kGiB);
+  c["total_write_gb"] = metrics::JsonNumber<json>(static_cast<double>(f.total_write_bytes) / kGiB);
+  c["read_write_ratio"] = metrics::JsonNumber<json>(
+      static_cast<double>(f.total_read_bytes) /
+      static_cast<double>(std::max<std::uint64_t>(f.total_write_bytes, 1)));
   c["read_iops"] = f.read_operations;
   c["write_iops"] = f.write_operations;
-  c["storage_tokens_processed"] = Num(f.storage_tokens_processed);
+  c["storage_tokens_processed"] = metrics::JsonNumber<json>(f.storage_tokens_processed);
   o["cache_stats"] = std::move(c);
   json m;
   m["cache_hits"] = f.multi_turn_hits;
   m["cache_misses"] = f.multi_turn_misses;
-  m["hit_rate"] =
-      Num(static_cast<double>(f.multi_turn_hits) /
-          static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
+  m["hit_rate"] = metrics::JsonNumber<json>(
+      static_cast<double>(f.multi_turn_hits) /
+      static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
   o["multi_turn_stats"] = std::move(m);
   return o;
 }
@@ -235,13 +243,15 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   o["ranks"] = ranks;
   o["num_users_per_rank"] = c.num_users;
   o["trace_only"] = c.trace_only;
-  o["duration_seconds"] = Num(f.seconds);
+  o["duration_seconds"] = metrics::JsonNumber<json>(f.seconds);
   o["requests"] = f.requests;
   o["tokens_generated"] = f.tokens_generated;
   o["context_tokens"] = f.context_tokens;
-  o["wall_tokens_per_second"] = Num(Rate(static_cast<double>(f.tokens_generated), f.seconds));
-  o["storage_tokens_per_second"] = Num(storage_tokens_per_second);
-  o["requests_per_second"] = Num(Rate(static_cast<double>(f.requests), f.seconds));
+  o["wall_tokens_per_second"] =
+      metrics::JsonNumber<json>(Rate(static_cast<double>(f.tokens_generated), f.seconds));
+  o["storage_tokens_per_second"] = metrics::JsonNumber<json>(storage_tokens_per_second);
+  o["requests_per_second"] =
+      metrics::JsonNumber<json>(Rate(static_cast<double>(f.requests), f.seconds));
   json lat;
   lat["end_to_end"] = Latency(f.end_to_end);
   lat["storage"] = Latency(f.storage);
@@ -257,7 +267,8 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
     o["accelerator_path"] = f.accelerator_path;
     o["accelerator_reason"] = f.accelerator_reason;
     json stats = json::object();
-    for (const StorageStatistic& s : f.accelerator_statistics) stats[s.name] = Num(s.value);
+    for (const StorageStatistic& s : f.accelerator_statistics)
+      stats[s.name] = metrics::JsonNumber<json>(s.value);
     o["accelerator_statistics"] = std::move(stats);
   }
   o["storage_header_bytes_written"] = f.storage_header_bytes_written;
@@ -267,11 +278,11 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   json cache;
   cache["hits"] = f.cache_hits;
   cache["misses"] = f.cache_misses;
-  cache["hit_rate"] = Num(Share(f.cache_hits, f.cache_hits + f.cache_misses));
+  cache["hit_rate"] = metrics::JsonNumber<json>(Share(f.cache_hits, f.cache_hits + f.cache_misses));
   cache["multi_turn_hits"] = f.multi_turn_hits;
   cache["multi_turn_misses"] = f.multi_turn_misses;
   cache["multi_turn_hit_rate"] =
-      Num(Share(f.multi_turn_hits, f.multi_turn_hits + f.multi_turn_misses));
+      metrics::JsonNumber<json>(Share(f.multi_turn_hits, f.multi_turn_hits + f.multi_turn_misses));
   cache["prefix_lookups"] = f.prefix_lookups;
   cache["evictions"] = f.evictions;
   cache["demotions_to_cpu"] = f.offloads_cpu;
@@ -360,10 +371,10 @@ KvRankFigures Aggregate(const std::vector<KvRankFigures>& ranks) {
 
 // The rates both kv_cache.per_rank and kv_cache.aggregate list, in order.
 void AddRates(const KvRankFigures& r, json& o) {
-  o["storage_tokens_per_second"] = Num(r.storage_tokens_per_second);
-  o["wall_tokens_per_second"] = Num(r.wall_tokens_per_second);
-  o["storage_read_GiB_per_second"] = Num(r.storage_read_GiB_per_second);
-  o["storage_write_GiB_per_second"] = Num(r.storage_write_GiB_per_second);
+  o["storage_tokens_per_second"] = metrics::JsonNumber<json>(r.storage_tokens_per_second);
+  o["wall_tokens_per_second"] = metrics::JsonNumber<json>(r.wall_tokens_per_second);
+  o["storage_read_GiB_per_second"] = metrics::JsonNumber<json>(r.storage_read_GiB_per_second);
+  o["storage_write_GiB_per_second"] = metrics::JsonNumber<json>(r.storage_write_GiB_per_second);
 }
 
 // summary.json's "kv_cache" object.
@@ -373,10 +384,10 @@ json KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) 
     json o;
     o["rank"] = r.rank;
     o["requests"] = r.requests;
-    o["seconds"] = Num(r.seconds);
+    o["seconds"] = metrics::JsonNumber<json>(r.seconds);
     AddRates(r, o);
-    o["end_to_end_p95_ms"] = Num(r.end_to_end_p95_ms);
-    o["storage_p95_ms"] = Num(r.storage_p95_ms);
+    o["end_to_end_p95_ms"] = metrics::JsonNumber<json>(r.end_to_end_p95_ms);
+    o["storage_p95_ms"] = metrics::JsonNumber<json>(r.storage_p95_ms);
     per_rank.push_back(std::move(o));
   }
   const KvRankFigures total = Aggregate(results.ranks);
@@ -384,8 +395,8 @@ json KvCacheJson(const KvResults& results, const config::KvCacheConfig& config) 
                        total.storage_tokens_per_second);
   json agg;
   AddRates(total, agg);
-  agg["max_rank_end_to_end_p95_ms"] = Num(total.end_to_end_p95_ms);
-  agg["max_rank_storage_p95_ms"] = Num(total.storage_p95_ms);
+  agg["max_rank_end_to_end_p95_ms"] = metrics::JsonNumber<json>(total.end_to_end_p95_ms);
+  agg["max_rank_storage_p95_ms"] = metrics::JsonNumber<json>(total.storage_p95_ms);
   o["aggregate"] = std::move(agg);
   o["per_rank"] = std::move(per_rank);
   return o;

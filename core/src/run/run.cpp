@@ -467,12 +467,11 @@ class WorkloadRun {
     // From here on a failure is also recorded in the run folder.
     if (c_.workflow.generate_data) IOMIMIC_RETURN_IF_ERROR(GenerateData());
     IOMIMIC_RETURN_IF_ERROR(RunWorkflows());
-    if (c_.workflow.kv_cache) {
-      // The KV-cache workflow replaces training and the checkpoint-only
-      // workflow (config/validate.cpp refuses workflow.train with it).
-    } else if (training()) {
+    // The KV-cache workflow replaces training and the checkpoint-only
+    // workflow (config/validate.cpp refuses workflow.train with it).
+    if (training() && !c_.workflow.kv_cache) {
       IOMIMIC_RETURN_IF_ERROR(TrainModel());
-    } else if (checkpoint_only()) {
+    } else if (checkpoint_only() && !c_.workflow.kv_cache) {
       IOMIMIC_RETURN_IF_ERROR(CheckpointOnly());
     }
     return Finish();
