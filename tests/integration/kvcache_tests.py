@@ -78,6 +78,16 @@ def test_kvcache_replay_posix():
                  (key, result[key]["ops"], result[key]["bytes"], ops, size))
         if result[key]["latency_seconds"]["p50"] <= 0:
             fail("%s: no latency" % key)
+    # The replay's own figures reach compare (docs/analysis.md, "Figures"):
+    # MiB/s from bytes/s, P99 in ms from seconds.
+    p = run([args().iomimic, "compare", out, out])
+    rows = {line[:24].strip(): line[24:].split() for line in p.stdout.splitlines()}
+    for name, want in (("kv replay read MiB/s", result["reads"]["bytes_per_second"] / 1048576),
+                       ("kv replay write p99 ms",
+                        result["writes"]["latency_seconds"]["p99"] * 1e3)):
+        if name not in rows or abs(float(rows[name][0]) - want) > max(0.01 * want, 0.006):
+            fail("compare: %s %r, summary.json says %g:\n%s" % (name, rows.get(name), want,
+                                                                 p.stdout))
     memory = [v for k, v in groups.items() if " Tier-2 " not in k]
     if result["skipped_memory_tiers"] != {"ops": sum(v[0] for v in memory),
                                           "bytes": sum(v[1] for v in memory)}:

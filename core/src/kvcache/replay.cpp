@@ -504,4 +504,26 @@ Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
   return output::ResultsOf<ReplayResults>(ReplayTrace(session));
 }
 
+const output::FigureList& ReplayFigures() {
+  static const output::FigureList figures = [] {
+    output::FigureList out;
+    for (const char* way : {"read", "write"}) {
+      const std::string group = std::string(way) + "s";
+      out.push_back({std::string("kv replay ") + way + " MiB/s",
+                     {"kv_cache_replay", group, "bytes_per_second"},
+                     true,
+                     {},
+                     1.0 / 1048576});
+      out.push_back({std::string("kv replay ") + way + " p99 ms",
+                     {"kv_cache_replay", group, "latency_seconds", "p99"},
+                     false,
+                     {},
+                     1e3});
+    }
+    out.push_back({"kv replay late ops", {"kv_cache_replay", "late_ops"}, false});
+    return out;
+  }();
+  return figures;
+}
+
 }  // namespace iomimic::kvcache
