@@ -18,6 +18,7 @@
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
 #include "metrics/host_telemetry.h"
+#include "modelload/model_load.h"
 #include "output/results.h"
 #include "plan/plan.h"
 #include "session/cache_honesty.h"
@@ -434,6 +435,8 @@ const WorkflowRow kWorkflows[] = {
     {"kv_cache",
      [](const config::Config& c) { return c.workflow.kv_cache && c.kv_cache.replay_trace.empty(); },
      kvcache::RunKvCacheWorkflow, kvcache::Figures},
+    {"model_load", [](const config::Config& c) { return c.workflow.model_load; },
+     modelload::RunModelLoad, modelload::Figures},
 };
 
 // One RunWorkload, step by step: open the session, prepare the run folder,
