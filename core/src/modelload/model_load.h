@@ -6,13 +6,14 @@
 // modelload/safetensors.h lays them out, written first where missing or not
 // the model's) or the user's own (model_load.files). Each load reads every
 // file's header, parses it, and reads every tensor's bytes into buffers of
-// the session's storage (device memory with the gds back end):
+// the session's storage (device memory where the back end's Allocate hands
+// it out):
 //  - method tensors: workers threads each take the next file, open it and
 //    read its tensors in file order, in read_size requests (safetensors'
 //    load_file; with the mmap back end this is mmap and touch);
 //  - method chunks: every header first, then every file's data cut into
 //    read_size chunks that workers threads read concurrently (Run:ai Model
-//    Streamer; concurrent range GETs on s3).
+//    Streamer; concurrent range reads of objects on object storage).
 // model_load.cache chooses a load with the files' pages dropped from the
 // page cache first (cold), one as they are (warm), or both in that order;
 // each load starts on every rank at once (a barrier) and ends with the

@@ -182,7 +182,7 @@ Result<std::vector<StoredTensor>> ParseHeader(std::string_view text, std::uint64
     at = s.end;
   }
   if (data_offset + at != file_bytes) {
-    return Corrupt(path, data_offset + at,
+    return Corrupt(path, std::min(file_bytes, data_offset + at),
                    "the tensors end at byte " + std::to_string(data_offset + at) +
                        " of a file of " + std::to_string(file_bytes) + " bytes");
   }
