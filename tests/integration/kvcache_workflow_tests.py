@@ -392,21 +392,31 @@ def test_kvcache_workflow_trace_only_queue_wait():
     """With no I/O time a request waits for no worker: trace-only, 2 and 8
     users (as many workers), end-to-end P95 at most 5 ms. A push once woke a
     user sleeping its think time instead of an idle worker, and the request
-    waited for the next push: P95 63-156 ms (issue 33; the queue's own test is
-    core/src/kvcache/request_queue_test.cpp)."""
+    waited for the next push: P95 47-150 ms (issue 33; the queue's own,
+    deterministic test is core/src/kvcache/request_queue_test.cpp). On a
+    machine loaded far past its cores a woken thread can wait tens of ms for
+    a core (the queue alone, 8 users at load 8 on 2 cores: P95 1-9 ms), so
+    each count gets up to three runs, one of which must pass."""
     for users in (2, 8):
-        cmd, _, out = quickstart("queue_wait_%d" % users, seconds=6, extra=[
-            "++workload.kv_cache.num_users=%d" % users,
-            "++workload.kv_cache.io_trace_log=trace.csv",
-            "++workload.kv_cache.trace_only=True"])
-        run(cmd)
-        kv = load_summary(out)["kv_cache"]
-        e2e = kv["latency_ms"]["end_to_end"]
-        if kv["requests"] < 10 or e2e["count"] != kv["requests"]:
-            fail("%d users: %d requests, %d latencies" % (users, kv["requests"], e2e["count"]))
-        if e2e["p95"] > 5:
-            fail("%d users, trace-only: end-to-end P95 %.3f ms (p50 %.3f, max %.3f), over 5 ms" %
-                 (users, e2e["p95"], e2e["p50"], e2e["max"]))
+        seen = []
+        for attempt in range(3):
+            cmd, _, out = quickstart("queue_wait_%d_%d" % (users, attempt), seconds=6, extra=[
+                "++workload.kv_cache.num_users=%d" % users,
+                "++workload.kv_cache.io_trace_log=trace.csv",
+                "++workload.kv_cache.trace_only=True"])
+            run(cmd)
+            kv = load_summary(out)["kv_cache"]
+            e2e = kv["latency_ms"]["end_to_end"]
+            if kv["requests"] < 10 or e2e["count"] != kv["requests"]:
+                fail("%d users: %d requests, %d latencies" %
+                     (users, kv["requests"], e2e["count"]))
+            seen.append("P95 %.3f ms (p50 %.3f, max %.3f, %d requests)" %
+                        (e2e["p95"], e2e["p50"], e2e["max"], kv["requests"]))
+            if e2e["p95"] <= 5:
+                break
+        else:
+            fail("%d users, trace-only: end-to-end over 5 ms in 3 runs: %s" %
+                 (users, "; ".join(seen)))
 
 
 TIER_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "eviction_reads",
