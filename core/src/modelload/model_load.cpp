@@ -82,12 +82,14 @@ bool AlreadyWritten(Storage& storage, const std::string& path, const Shard& shar
   return prefix.ok() && *prefix == HeadOf(shard);
 }
 
-// Writes `shard` as `path` through `path`.partial and a rename, so that a
+// Writes `shard` as `path` through `path`.partial and a rename (on object
+// storage under its name: the object appears when complete), so that a
 // killed writer never leaves a file that looks complete; adds its size to
 // *written.
 Status WriteShard(Storage& storage, const std::string& path, const Shard& shard, const Buffer& fill,
                   std::uint64_t* written) {
-  const std::string partial = path + ".partial";
+  const bool objects = storage.capabilities().objects;
+  const std::string partial = objects ? path : path + ".partial";
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.expected_size = shard.file_bytes();
@@ -108,7 +110,7 @@ Status WriteShard(Storage& storage, const std::string& path, const Shard& shard,
     return status;
   }
   IOMIMIC_RETURN_IF_ERROR(file->Close());
-  IOMIMIC_RETURN_IF_ERROR(storage.Rename(partial, path));
+  if (!objects) IOMIMIC_RETURN_IF_ERROR(storage.Rename(partial, path));
   *written += shard.file_bytes();
   return Status::OK();
 }
