@@ -13,7 +13,8 @@ hidden, FFN and vocabulary sizes, --layers layers: 1 layer is 5.9 GB in
   F  fio, 1 job reading the files one after the other, bs = read size, psync
   M  iomimic, method tensors, 1 worker, the mmap back end (mmap and touch)
   C  iomimic, method chunks, --workers workers (Run:ai's streamer)
-  P  fio, --workers jobs, file i read by job i mod workers, bs = read size
+  P  fio, --workers jobs: each file cut into workers / files slices read
+     concurrently, bs = read size
 
 each cold (iomimic's model_load.cache both: the files' pages dropped with
 fadvise DONTNEED at open before the timed load, then a warm load; fio:
@@ -48,7 +49,7 @@ def iomimic_load(args, name, extra):
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     with open(os.path.join(out, "summary.json")) as f:
         loads = json.load(f)["model_load"]["loads"]
-    return {cache: loads[cache]["GB_per_second"] for cache in ("cold", "warm")}
+    return {cache: load["GB_per_second"] for cache, load in loads.items()}
 
 
 def fio_load(args, files, jobs):
@@ -57,9 +58,17 @@ def fio_load(args, files, jobs):
         cmd = ["fio", "--output-format=json", "--group_reporting", "--ioengine=psync",
                "--rw=read", "--bs=%d" % READ_SIZE, "--invalidate=%d" % invalidate,
                "--file_service_type=sequential"]
-        for j in range(jobs):
-            mine = files[j::jobs]
-            cmd += ["--name=job%d" % j, "--filename=" + ":".join(mine)]
+        if jobs == 1:
+            cmd += ["--name=job", "--filename=" + ":".join(files)]
+        else:
+            # `jobs` readers over all files: each file cut into
+            # jobs / files slices read concurrently (at least one).
+            per = max(1, jobs // len(files))
+            for i, path in enumerate(files):
+                slice_bytes = -(-os.path.getsize(path) // per)
+                slice_bytes = -(-slice_bytes // READ_SIZE) * READ_SIZE
+                cmd += ["--name=file%d" % i, "--filename=" + path, "--numjobs=%d" % per,
+                        "--size=%d" % slice_bytes, "--offset_increment=%d" % slice_bytes]
         p = subprocess.run(cmd, check=True, capture_output=True, text=True)
         read = json.loads(p.stdout)["jobs"][0]["read"]
         result[cache] = read["io_bytes"] / (read["runtime"] / 1000.0) / 1e9
