@@ -13,6 +13,9 @@ using json = nlohmann::json;
 
 // Ids given to blocks the trace names no id for: far above any trace's own.
 constexpr std::uint64_t kFreshIds = 1ULL << 62;
+// The longest input or output a request may have, tokens: far above any
+// model's context, and small enough that its blocks fit in memory.
+constexpr std::uint64_t kMaxTokens = 1ULL << 24;
 
 Status Bad(const std::string& name, std::uint64_t line, const std::string& what) {
   return Status::InvalidArgument(name + ":" + std::to_string(line) + ": " + what);
@@ -30,8 +33,12 @@ Result<std::uint64_t> Count(const json& o, const char* key, const std::string& n
                             std::uint64_t line) {
   if (!o.contains(key) || !o[key].is_number()) return Bad(name, line, std::string("no ") + key);
   const double v = o[key].get<double>();
-  if (!(v >= 0) || v != std::floor(v) || v > 1e15) {
+  if (!(v >= 0) || v != std::floor(v)) {
     return Bad(name, line, std::string(key) + " is not a whole number >= 0");
+  }
+  if (v > static_cast<double>(kMaxTokens)) {
+    return Bad(name, line, std::string(key) + " is above " + std::to_string(kMaxTokens) +
+                               " tokens");
   }
   return static_cast<std::uint64_t>(v);
 }
@@ -128,6 +135,9 @@ Result<RequestTrace> ParseBurstGpt(std::string_view text, const std::string& nam
         return Bad(name, line_no, "'" + v + "' is not a token count");
       }
       *out = std::stoull(v);
+      if (*out > kMaxTokens) {
+        return Bad(name, line_no, v + " tokens is above " + std::to_string(kMaxTokens));
+      }
     }
     for (std::uint64_t b = 0; b < (r.input_tokens + trace.block_tokens - 1) / trace.block_tokens;
          ++b) {
