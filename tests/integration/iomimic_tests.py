@@ -297,8 +297,10 @@ def test_metadata_workflow():
     if abs(float(stats[0]) - m["stats_per_second"]) > 0.01 * m["stats_per_second"]:
         fail("compare's metadata stats/s %s is not summary.json's %g" % (
             stats[0], m["stats_per_second"]))
-    if rows.get("train AU %", [None, None])[1] != "-" or rows["train AU %"][0] == "-":
-        fail("compare: train AU % should be present for the training run only:\n" + p.stdout)
+    for name in ("train AU %", "sample read p50 ms"):
+        if rows.get(name, [None, None])[1] != "-" or rows[name][0] == "-":
+            fail("compare: %s should be present for the training run only:\n%s" % (name,
+                                                                                   p.stdout))
     victim = sorted(glob.glob(os.path.join(data, "train", "*", "*.npz")))[5]
     os.remove(victim)
     ov = [o for o in ov if "generate_data" not in o and "output.folder" not in o]
