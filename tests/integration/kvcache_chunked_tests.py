@@ -67,8 +67,8 @@ def expected(path, chunk, tp, capacity):
     return hit_tokens, input_tokens, hits, written
 
 
-def chunked_run(path, out, chunk, tp, capacity_gb, extra=()):
-    run([args().iomimic, "run", "workload=kvcache_quickstart",
+def chunked_command(path, out, chunk, tp, capacity_gb, extra=()):
+    return [args().iomimic, "run", "workload=kvcache_quickstart",
          "++workload.kv_cache.layout=chunked",
          "++workload.kv_cache.request_trace=" + path,
          "++workload.kv_cache.model=tiny-1b",
@@ -82,7 +82,11 @@ def chunked_run(path, out, chunk, tp, capacity_gb, extra=()):
          "++workload.kv_cache.prefill_tokens_per_second=1e9",
          "++workload.kv_cache.duration=0",
          "++workload.kv_cache.cache_folder=" + os.path.join(args().work, "cache"),
-         "++workload.output.folder=" + out] + list(extra))
+         "++workload.output.folder=" + out] + list(extra)
+
+
+def chunked_run(path, out, chunk, tp, capacity_gb, extra=()):
+    run(chunked_command(path, out, chunk, tp, capacity_gb, extra))
     with open(os.path.join(out, "summary.json")) as f:
         return json.load(f)["kv_cache_chunked"]
 
@@ -131,6 +135,59 @@ def test_kvcache_chunked_trace_formats():
                 name, s["hit_tokens"]))
         if shares is False and s["hit_tokens"] != 0:
             fail("%s: BurstGPT shares no prefix, got %d hit tokens" % (name, s["hit_tokens"]))
+
+
+def test_kvcache_chunked_shared_store():
+    """kv_cache.shared_store: a trace written by one rank is, read by 3
+    others, a hit on every chunk from the shared store (counted as shared
+    hits, none written); writers killed with SIGKILL mid-run leave no torn
+    chunk under a chunk's name (numpy loads every one whole)."""
+    import numpy as np
+    import signal
+    import time
+    path = trace("mooncake.jsonl", 30, 5)
+    chunk, tp = 128, 8
+    cache = os.path.join(args().work, "cache")
+    shared = ["++workload.kv_cache.shared_store=True", "++workload.kv_cache.keep_entries=True"]
+    s = chunked_run(path, os.path.join(args().work, "writer"), chunk, tp, "0", shared)
+    with open(path) as f:
+        chunks = sum(math.ceil(json.loads(line)["input_length"] / chunk) for line in f
+                     if line.strip())
+    if s["chunks_written"] + s["chunk_hits"]["storage"] != chunks or s["chunk_hits_shared"]:
+        fail("writer: %d written + %d hits for %d chunks, %d shared hits" % (
+            s["chunks_written"], s["chunk_hits"]["storage"], chunks, s["chunk_hits_shared"]))
+    readers = os.path.join(args().work, "readers")
+    harness.mpirun(3, chunked_command(path, readers, chunk, tp, "0", shared))
+    with open(os.path.join(readers, "summary.json")) as f:
+        r = json.load(f)["kv_cache_chunked"]
+    if (r["chunk_hits_shared"], r["chunk_hits"]["storage"], r["chunks_written"]) != (chunks,
+                                                                                   chunks, 0):
+        fail("3 readers: shared hits, storage hits, written %r; the writer's trace has %d chunks"
+             % ((r["chunk_hits_shared"], r["chunk_hits"]["storage"], r["chunks_written"]),
+                chunks))
+    # Writers killed mid-run: every object under a chunk's name is whole.
+    fresh = os.path.join(args().work, "cache-kill")
+    big = trace("big.jsonl", 400, 9)
+    cmd = chunked_command(big, os.path.join(args().work, "killed"), chunk, tp, "0", shared +
+                          ["++workload.kv_cache.cache_folder=" + fresh,
+                           "++workload.kv_cache.io_threads=8",
+                           "++workload.kv_cache.max_inflight_requests=8"])
+    procs = [subprocess.Popen(cmd, cwd=args().work, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for _ in range(2)]
+    time.sleep(1.5)
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    names = os.listdir(os.path.join(fresh, "shared"))
+    whole = [n for n in names if n.endswith(".npy")]
+    if not whole:
+        fail("the killed writers published no chunk in 1.5 s")
+    for n in whole:
+        a = np.load(os.path.join(fresh, "shared", n))
+        if a.nbytes % (TINY_BYTES_PER_TOKEN // tp):
+            fail("%s holds %d bytes, not whole tokens" % (n, a.nbytes))
+    print("%d chunks published whole, %d temporary names left by the killed writers" % (
+        len(whole), len(names) - len(whole)))
 
 
 def test_kvcache_chunked_promotion_and_errors():

@@ -227,6 +227,7 @@
   X("prefill_tokens_per_second", prefill_tokens_per_second, double, 10000, Number(1, 1e12).Iomimic().Doc("Chunked layout: modelled prefill rate of the accelerator; a request's missed tokens take tokens / rate seconds before its first token.")) \
   X("promotion", promotion, std::string, "none", Choice(kKvPromotions).Iomimic().Doc("Chunked layout: none: a storage hit stays on storage (MLPerf's waterfall); on_hit: it moves up to the host tier after it is read (LMCache, Dynamo KVBM).")) \
   X("io_threads", io_threads, std::uint64_t, 16, UInt(1, 4096).Iomimic().Doc("Chunked layout: chunk transfers in flight per rank (llm-d runs 64 I/O threads per GPU).")) \
+  X("shared_store", shared_store, bool, false, Bool().Iomimic().Doc("Chunked layout: every rank's storage tier is one folder (cache_folder/shared) or prefix, as llm-d's shared file-system backend: a chunk another rank or host wrote is a hit; objects are published whole (temporary name and rename); needs storage_capacity_gb 0.")) \
   X("max_inflight_requests", max_inflight_requests, std::uint64_t, 64, UInt(1, 100000).Iomimic().Doc("Chunked layout: requests served at once per rank; a request arriving when all are busy waits (its TTFT counts the wait)."))
 
 #define IOMIMIC_KEYS_MODEL_LOAD(X)                                                                \

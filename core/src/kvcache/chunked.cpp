@@ -1,5 +1,7 @@
 #include "kvcache/chunked.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unordered_set>
 
 #include "kvcache/models.h"
 #include "kvcache/request_trace.h"
@@ -224,6 +227,13 @@ class ChunkedRun {
 
  private:
   Decided Decide(std::size_t index, double due);
+  // Whether the shared store holds chunk `key` whole (its object, of its
+  // size), written by another rank or an earlier run.
+  bool OnSharedStore(std::uint64_t key, std::uint64_t bytes) {
+    store_.PathOf(KeyName(key), &path_);
+    Result<FileInfo> info = session_.storage().Stat(path_);
+    return info.ok() && info->size == store_.header_bytes(bytes) + bytes;
+  }
   void Execute(Decided d);
   void Record(const Status& s) {
     if (s.ok()) return;
@@ -251,6 +261,9 @@ class ChunkedRun {
   Status failed_;
   Transfers transfers_;
   std::vector<ChunkRef> chunks_;  // the decision's scratch list
+  std::string path_;              // the decision's scratch object path
+  // Chunks found on the shared store that this rank did not write.
+  std::unordered_set<std::uint64_t> foreign_;
 };
 
 Decided ChunkedRun::Decide(std::size_t index, double due) {
@@ -273,9 +286,18 @@ Decided ChunkedRun::Decide(std::size_t index, double due) {
   };
   std::size_t c = 0;
   for (; c < chunks_.size(); ++c) {
-    const std::optional<Tier> tier = lru_.Touch(chunks_[c].key);
-    if (!tier.has_value()) break;
+    std::optional<Tier> tier = lru_.Touch(chunks_[c].key);
     const std::uint64_t bytes = EntryBytes(model_, chunks_[c].tokens, c_.tensor_parallel);
+    if (!tier.has_value() && c_.shared_store && OnSharedStore(chunks_[c].key, bytes)) {
+      lru_.Adopt(chunks_[c].key, bytes);
+      foreign_.insert(chunks_[c].key);
+      tier = Tier::kStorage;
+    }
+    if (!tier.has_value()) break;
+    if (foreign_.count(chunks_[c].key) != 0) {
+      std::lock_guard<std::mutex> lock(figures_mu_);
+      ++f_.shared_hits;
+    }
     d.reads.push_back({transfers_.Reserve(chunks_[c].key), chunks_[c].key, bytes, *tier});
     d.hit_tokens += chunks_[c].tokens;
     if (*tier == Tier::kStorage && c_.promotion == "on_hit" &&
@@ -347,7 +369,8 @@ void ChunkedRun::Execute(Decided d) {
       ++f_.promotions;
     });
     transfers_.Submit(d.promote[i + 1].op, [this, key = up.key](TierStore::WorkerBuffer& wb) {
-      Record(store_.Delete(KeyName(key), wb));
+      // A shared store keeps its copy: other ranks may read it.
+      if (!c_.shared_store) Record(store_.Delete(KeyName(key), wb));
     });
   }
   // Prefill of the rest (modelled compute), then the time to first token.
@@ -456,10 +479,18 @@ Result<ChunkedFigures> RunChunked(session::Session& session) {
   IOMIMIC_ASSIGN_OR_RETURN(const RequestTrace trace,
                            ReadRequestTrace(c.request_trace, c.request_trace_format));
   IOMIMIC_ASSIGN_OR_RETURN(const ModelSpec* model, FindModel(c.model));
+  if (c.shared_store && c.storage_capacity_gb > 0) {
+    return Status::InvalidArgument(
+        "kv_cache.shared_store needs kv_cache.storage_capacity_gb 0: a shared store is unlimited "
+        "here (its eviction is the store's own; docs/kvcache-chunked.md)");
+  }
   const int rank = session.cluster().rank();
   StoreOptions so;
-  so.folder =
-      session::ResolveDataPath(session.config(), c.cache_folder) + "/rank_" + std::to_string(rank);
+  so.folder = session::ResolveDataPath(session.config(), c.cache_folder) +
+              (c.shared_store ? std::string("/shared") : "/rank_" + std::to_string(rank));
+  if (c.shared_store) {
+    so.publish_tag = "r" + std::to_string(rank) + "-" + std::to_string(getpid());
+  }
   so.transfer_size = c.transfer_size;
   so.content_seed = c.seed + static_cast<std::uint64_t>(rank);
   so.model = model;
@@ -467,6 +498,10 @@ Result<ChunkedFigures> RunChunked(session::Session& session) {
   TierStore store(session.storage(), so);
   IOMIMIC_RETURN_IF_ERROR(session.storage().CreateDirectories(so.folder));
   Result<ChunkedFigures> figures = ChunkedRun(session, trace, *model, store).Run();
+  if (c.shared_store) {
+    // Every rank done reading before any deletes what it wrote.
+    IOMIMIC_RETURN_IF_ERROR(session.cluster().AgreeOnStatus(figures.status()));
+  }
   Status removed = store.RemoveAll(c.keep_entries);
   if (figures.ok() && !removed.ok()) return removed;
   return figures;
@@ -494,12 +529,13 @@ Status ChunkedResults::Collect(session::Session& session, output::RunResults& ru
   const std::vector<std::uint64_t> s =
       cluster.SumU64s({l.requests, l.input_tokens, l.hit_tokens, l.chunks, l.hits[0], l.hits[1],
                        l.written, l.promotions, l.demotions, l.deletions, l.read_bytes[0],
-                       l.read_bytes[1], l.write_bytes[0], l.write_bytes[1]});
+                       l.read_bytes[1], l.write_bytes[0], l.write_bytes[1], l.shared_hits});
   merged_.requests = s[0], merged_.input_tokens = s[1], merged_.hit_tokens = s[2];
   merged_.chunks = s[3], merged_.hits[0] = s[4], merged_.hits[1] = s[5], merged_.written = s[6];
   merged_.promotions = s[7], merged_.demotions = s[8], merged_.deletions = s[9];
   merged_.read_bytes[0] = s[10], merged_.read_bytes[1] = s[11];
   merged_.write_bytes[0] = s[12], merged_.write_bytes[1] = s[13];
+  merged_.shared_hits = s[14];
   const std::vector<double> maxima =
       cluster.MaxDoubles({l.elapsed_seconds, static_cast<double>(l.max_queue_depth)});
   merged_.elapsed_seconds = maxima[0];
@@ -533,6 +569,8 @@ void ChunkedResults::AddToSummary(const output::RunResults& run,
       f.input_tokens > 0 ? static_cast<double>(f.hit_tokens) / f.input_tokens : 0.0);
   o["chunks"] = f.chunks;
   o["chunk_hits"] = {{"cpu", f.hits[0]}, {"storage", f.hits[1]}};
+  o["shared_store"] = c.shared_store;
+  o["chunk_hits_shared"] = f.shared_hits;
   o["chunks_written"] = f.written;
   o["promotions"] = f.promotions;
   o["demotions"] = f.demotions;

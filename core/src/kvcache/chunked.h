@@ -24,6 +24,15 @@
 // kv_cache.io_threads threads; kv_cache.max_inflight_requests requests
 // run at once, each arriving at its trace time divided by
 // kv_cache.trace_speedup (0: as soon as a slot is free).
+//
+// kv_cache.shared_store: every rank's storage tier is one folder (or
+// prefix), as llm-d's file-system backend shares blocks among replicas: a
+// chunk another rank (another host) wrote is a hit here, found by its
+// object's name and size when this rank's own lists do not hold it; objects
+// are published whole (written under a temporary name and renamed, one PUT
+// on object storage), so no reader sees a torn chunk; the shared tier is
+// unlimited (its eviction is the store's own business) and a promotion
+// copies a chunk up instead of moving it.
 
 #pragma once
 
@@ -61,6 +70,12 @@ class ChunkLru {
   // The tier holding `key`, made its tier's most recently used; nullopt on
   // a miss.
   std::optional<Tier> Touch(std::uint64_t key);
+  // Records `key`, found on a shared storage tier, as held there (the most
+  // recently used; the shared tier is unlimited, nothing moves).
+  void Adopt(std::uint64_t key, std::uint64_t bytes) {
+    std::vector<Move> none;
+    Place(key, bytes, Tier::kStorage, &none);
+  }
   // Places the new chunk `key` in the first tier, after the moves that make
   // room (appended to `moves`, to be done before the chunk is written).
   Tier Insert(std::uint64_t key, std::uint64_t bytes, std::vector<Move>* moves);
@@ -94,7 +109,10 @@ struct ChunkedFigures {
   std::uint64_t hit_tokens = 0;    // tokens whose chunks were hits
   std::uint64_t chunks = 0;        // chunks looked up (the requests' inputs)
   std::uint64_t hits[2] = {0, 0};  // chunk hits on the host tier, on storage
-  std::uint64_t written = 0;       // new chunks written
+  // Of the hits, those on chunks found on a shared store that this rank had
+  // not written (another rank's or an earlier run's; kv_cache.shared_store).
+  std::uint64_t shared_hits = 0;
+  std::uint64_t written = 0;  // new chunks written
   std::uint64_t promotions = 0, demotions = 0, deletions = 0;
   std::uint64_t read_bytes[2] = {0, 0}, write_bytes[2] = {0, 0};
   double read_seconds[2] = {0, 0}, write_seconds[2] = {0, 0};  // summed over transfers

@@ -192,8 +192,12 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
   open.expected_size = total;
-  std::string& path = wb.path;
-  PathOf(key, &path);
+  PathOf(key, &wb.path);
+  const bool rename = !options_.publish_tag.empty() && !storage_.capabilities().objects;
+  const std::string temporary =
+      rename ? wb.path + ".partial-" + options_.publish_tag + "-" + std::to_string(published_++)
+             : std::string();
+  const std::string& path = rename ? temporary : wb.path;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
   std::uint64_t payload = 0;
   for (std::uint64_t offset = 0; offset < total;) {
@@ -222,6 +226,13 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
   const double written = Now();
   IOMIMIC_RETURN_IF_ERROR(file->Sync());
   IOMIMIC_RETURN_IF_ERROR(file->Close());
+  if (rename) {
+    Status published = storage_.Rename(temporary, wb.path);
+    if (!published.ok()) {
+      (void)storage_.Remove(temporary);
+      return published;
+    }
+  }
   const double end = Now();
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -57,6 +57,13 @@ struct StoreOptions {
   // kv_cache.trace_only: every transfer, deletion and removal is skipped
   // (its timing zero): the run's logic and trace without I/O.
   bool trace_only = false;
+  // Storage objects are written under a temporary name of this writer
+  // (`<object>.partial-<tag>-<n>`) and renamed when complete, so that another
+  // process looking for the object never finds it half written (a prefix
+  // store shared across hosts, docs/kvcache-chunked.md); object stores,
+  // where an object appears only when its upload completes, write it under
+  // its name. Empty: written under its name.
+  std::string publish_tag;
   // kv_cache.accelerator's device-memory plugin: the storage whose Allocate
   // holds the accelerator tier's entries (device memory) and whose CopyIntoBuffer and
   // CopyOutOfBuffer move them; it times the copies itself. Null: host memory
@@ -137,6 +144,7 @@ class TierStore {
   std::mutex mutex_;
   std::unordered_map<std::string, Buffer> memory_[2];  // accelerator, host
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
+  std::atomic<std::uint64_t> published_{0};            // temporary names used
   std::atomic<std::uint64_t> cut_written_{0}, cut_read_{0};
 };
 
