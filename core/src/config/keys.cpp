@@ -53,6 +53,7 @@ const Words kKvCacheModels = {
 const Words kKvGenerationModes = {"none", "fast", "realistic"};
 const Words kKvAccelerators = {"auto", "gds", "emulated"};
 const Words kKvReplayTimings = {"fast", "recorded"};
+const Words kKvPerformanceProfiles = {"latency", "throughput"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {
