@@ -200,6 +200,9 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
       bytes(c_.storage_capacity_gb)};
   if (capacity[2] == 0) {
     capacity[2] = kUnlimited;
+    // Trace-only: unlimited, as the reference's trace mode, whose no-I/O
+    // back end has no folder to measure (docs/kvcache.md, "Trace-only runs").
+    if (c_.trace_only) return capacity;
     // 95 % of the free space where the folder is (or will be), as the
     // reference's statvfs of its cache folder.
     std::string folder = store_->folder();
