@@ -281,6 +281,24 @@ def test_metadata_workflow():
         fail("events.csv: one stat_pass per rank expected, got %r" % passes)
     if "metadata: 60 stats of 20 files" not in p.stdout:
         fail("no metadata line on the console")
+    # Its figures reach compare through its own list (output/figures.h) and
+    # its row of run/'s table: a run without training has them too.
+    out3 = os.path.join(ARGS.work, "out3")
+    run([ARGS.iomimic, "run", workload("quickstart"), "++workload.workflow.train=False",
+         "++workload.workflow.generate_data=False"] +
+        [o for o in ov if "generate_data" not in o and "output.folder" not in o] +
+        ["++workload.output.folder=" + out3])
+    p = run([ARGS.iomimic, "compare", out, out3])
+    # The figure table: a 24-character name column, then A, B, B/A.
+    rows = {line[:24].strip(): line[24:].split() for line in p.stdout.splitlines()}
+    stats = rows.get("metadata stats/s", [])
+    if len(stats) != 3 or "-" in stats:
+        fail("compare shows no metadata stats/s of both runs:\n" + p.stdout)
+    if abs(float(stats[0]) - m["stats_per_second"]) > 0.01 * m["stats_per_second"]:
+        fail("compare's metadata stats/s %s is not summary.json's %g" % (
+            stats[0], m["stats_per_second"]))
+    if rows.get("train AU %", [None, None])[1] != "-" or rows["train AU %"][0] == "-":
+        fail("compare: train AU % should be present for the training run only:\n" + p.stdout)
     victim = sorted(glob.glob(os.path.join(data, "train", "*", "*.npz")))[5]
     os.remove(victim)
     ov = [o for o in ov if "generate_data" not in o and "output.folder" not in o]

@@ -79,6 +79,16 @@ def test_kvcache_replay_posix():
                  (key, result[key]["ops"], result[key]["bytes"], ops, size))
         if result[key]["latency_seconds"]["p50"] <= 0:
             fail("%s: no latency" % key)
+    # The replay's own figures reach compare (docs/analysis.md, "Figures"):
+    # MiB/s from bytes/s, P99 in ms from seconds.
+    p = run([args().iomimic, "compare", out, out])
+    rows = {line[:24].strip(): line[24:].split() for line in p.stdout.splitlines()}
+    for name, want in (("kv replay read MiB/s", result["reads"]["bytes_per_second"] / 1048576),
+                       ("kv replay write p99 ms",
+                        result["writes"]["latency_seconds"]["p99"] * 1e3)):
+        if name not in rows or abs(float(rows[name][0]) - want) > max(0.01 * want, 0.006):
+            fail("compare: %s %r, summary.json says %g:\n%s" % (name, rows.get(name), want,
+                                                                 p.stdout))
     memory = [v for k, v in groups.items() if " Tier-2 " not in k]
     if result["skipped_memory_tiers"] != {"ops": sum(v[0] for v in memory),
                                           "bytes": sum(v[1] for v in memory)}:
@@ -115,8 +125,9 @@ def test_kvcache_replay_posix():
 
 
 def test_kvcache_replay_rejects_bad_traces():
-    """A malformed row: exit 1 and one error line naming the file and line;
-    a bad timing value is a usage error (exit 2)."""
+    """A malformed row, or a line over 64 KiB: exit 1 and one short error
+    line naming the file and line; a bad timing value is a usage error (exit
+    2)."""
     bad = os.path.join(args().work, "bad.csv")
     with open(trace_path(), newline="") as f:
         lines = f.read().split("\r\n")
@@ -131,6 +142,21 @@ def test_kvcache_replay_rejects_bad_traces():
     p = run([args().iomimic, "kvcache-replay", trace_path(), "--timing", "slow"], expect_ok=False)
     if p.returncode != 2:
         fail("--timing slow exited %d, expected 2" % p.returncode)
+    # A 65 KiB line (a key that long): refused as it is read, in one short
+    # line naming the file, the line and the limit (it once failed at the
+    # object's open with the 65 KiB key twice in a 130 KB line).
+    long = os.path.join(args().work, "long.csv")
+    with open(trace_path(), newline="") as f:
+        lines = f.read().split("\r\n")
+    with open(long, "w", newline="") as f:
+        f.write("\r\n".join(lines[:2] + ["1.0,Write,10,Tier-2,%s,Prefill" % ("k" * (65 << 10))] +
+                              lines[2:]))
+    p = run([args().iomimic, "kvcache-replay", long, "--root", os.path.join(args().work, "o")],
+            expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    want = long + ":3: a line longer than 64 KiB (65536 bytes)"
+    if p.returncode != 1 or len(errors) != 1 or want not in errors[0] or len(p.stderr) > 1000:
+        fail("65 KiB line: exit %d, stderr %r" % (p.returncode, p.stderr[:2000]))
 
 
 def test_kvcache_replay_s3():

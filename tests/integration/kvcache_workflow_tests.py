@@ -293,6 +293,54 @@ def test_kvcache_workflow_matches_reference_trace():
     same_operations(ours, reference, "iomimic", "the reference")
 
 
+def test_kvcache_workflow_tiers_match_reference():
+    """Six users, llama3.1-8b, a 4 GB CPU tier, 60 requests, seed 42,
+    trace-only: per (operation, tier, phase) the operations and bytes are
+    within 5 % of the reference's modal trace for the same options
+    (tests/kvcache/reference_llama8b_six_users_cpu4.csv, 4 of 8 runs of
+    kv-cache.py --model llama3.1-8b --num-users 6 --max-requests 60
+    --gpu-mem-gb 0 --cpu-mem-gb 4 --storage-capacity-gb 100
+    --generation-mode none --seed 42 --io-trace-log; bench/results/
+    kvcache_fidelity_tiers.md). A request left queued by a lost wakeup
+    (issue 33) read its earlier turns after another user's prefill had
+    evicted them: 47-67 Tier-2 decode reads against 41. Users waking within
+    a few ms of each other may swap under load, as the reference's own runs
+    do: up to three runs, one must match."""
+    ref = group_totals(trace_rows(os.path.join(args().source, "tests", "kvcache",
+                                         "reference_llama8b_six_users_cpu4.csv")))
+    misses = []
+    for attempt in range(3):
+        out = os.path.join(args().work, "tiers_%d" % attempt)
+        run([args().iomimic, "run", "-q", "workload=kvcache_opt1_8b",
+             "++workload.kv_cache.model=llama3.1-8b", "++workload.kv_cache.num_users=6",
+             "++workload.kv_cache.max_requests=60", "++workload.kv_cache.duration=120",
+             "++workload.kv_cache.cpu_mem_gb=4", "++workload.kv_cache.storage_capacity_gb=100",
+             "++workload.kv_cache.max_concurrent_allocs=0", "++workload.kv_cache.trace_only=True",
+             "++workload.storage.storage_root=" + os.path.join(args().work, "root"),
+             "++workload.kv_cache.io_trace_log=trace.csv", "++workload.output.folder=" + out])
+        ours = group_totals(trace_rows(os.path.join(out, "trace.csv")))
+        off = ["%s: %d ops %d bytes, the reference's %d and %d" %
+               (" ".join(g), ours.get(g, (0, 0))[0], ours.get(g, (0, 0))[1], n, b)
+               for g, (n, b) in sorted(ref.items())
+               if abs(ours.get(g, (0, 0))[0] - n) > 0.05 * n or
+               abs(ours.get(g, (0, 0))[1] - b) > 0.05 * b]
+        off += ["%s: %s, not in the reference's" % (" ".join(g), ours[g])
+                for g in ours if g not in ref]
+        if not off:
+            return
+        misses.append("run %d: %s" % (attempt + 1, "; ".join(off)))
+    fail("not within 5 %% of the reference's modal trace in 3 runs: %s" % " | ".join(misses))
+
+
+def group_totals(rows):
+    """Per (operation, tier, phase): (operations, bytes)."""
+    totals = {}
+    for op, size, tier, phase, _ in rows:
+        n, b = totals.get((op, tier, phase), (0, 0))
+        totals[(op, tier, phase)] = (n + 1, b + size)
+    return totals
+
+
 def same_operations(a, b, a_name, b_name):
     """The common prefix of two operation lists (at least 30) is equal; its
     length."""
@@ -338,6 +386,37 @@ def test_kvcache_workflow_trace_only():
     p = run(cmd, expect_ok=False)
     if p.returncode == 0 or "kv_cache.trace_only" not in p.stderr or "io_trace_log" not in p.stderr:
         fail("trace_only without io_trace_log: exit %d, %s" % (p.returncode, p.stderr))
+
+
+def test_kvcache_workflow_trace_only_queue_wait():
+    """With no I/O time a request waits for no worker: trace-only, 2 and 8
+    users (as many workers), end-to-end P95 at most 5 ms. A push once woke a
+    user sleeping its think time instead of an idle worker, and the request
+    waited for the next push: P95 47-150 ms (issue 33; the queue's own,
+    deterministic test is core/src/kvcache/request_queue_test.cpp). On a
+    machine loaded far past its cores a woken thread can wait tens of ms for
+    a core (the queue alone, 8 users at load 8 on 2 cores: P95 1-9 ms), so
+    each count gets up to three runs, one of which must pass."""
+    for users in (2, 8):
+        seen = []
+        for attempt in range(3):
+            cmd, _, out = quickstart("queue_wait_%d_%d" % (users, attempt), seconds=6, extra=[
+                "++workload.kv_cache.num_users=%d" % users,
+                "++workload.kv_cache.io_trace_log=trace.csv",
+                "++workload.kv_cache.trace_only=True"])
+            run(cmd)
+            kv = load_summary(out)["kv_cache"]
+            e2e = kv["latency_ms"]["end_to_end"]
+            if kv["requests"] < 10 or e2e["count"] != kv["requests"]:
+                fail("%d users: %d requests, %d latencies" %
+                     (users, kv["requests"], e2e["count"]))
+            seen.append("P95 %.3f ms (p50 %.3f, max %.3f, %d requests)" %
+                        (e2e["p95"], e2e["p50"], e2e["max"], kv["requests"]))
+            if e2e["p95"] <= 5:
+                break
+        else:
+            fail("%d users, trace-only: end-to-end over 5 ms in 3 runs: %s" %
+                 (users, "; ".join(seen)))
 
 
 TIER_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "eviction_reads",

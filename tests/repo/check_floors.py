@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 # The workflows: siblings on the session, listed by run/ only.
-WORKFLOWS = {"train", "kvcache", "metadata"}
+WORKFLOWS = {"train", "kvcache", "metadata", "modelload"}
 BASE = {"cluster", "config", "metrics", "plan", "plugin"}
 
 # What each folder of core/src may include besides itself and the SDK
@@ -32,6 +32,7 @@ ALLOWED = {
     "train": BASE | {"session", "output"},
     "kvcache": BASE | {"session", "output"},
     "metadata": BASE | {"session", "output"},
+    "modelload": BASE | {"session", "output"},
     "analysis": BASE | {"output"},
     "run": BASE | {"session", "output", "analysis"} | WORKFLOWS,
 }

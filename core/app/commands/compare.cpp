@@ -8,6 +8,7 @@
 #include "analysis/report.h"
 #include "analysis/run_folder.h"
 #include "cli.h"
+#include "run/run.h"
 
 namespace iomimic::app {
 
@@ -35,13 +36,13 @@ int CmdCompare(int argc, char** argv) {
   if (folders.size() < 2) return Usage("compare needs at least two run folders");
   std::vector<analysis::RunFolder> runs;
   for (const std::string& f : folders) {
-    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f);
+    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f, run::Figures());
     if (!run.ok()) return Fail(run.status().WithContext("compare"));
     runs.push_back(std::move(run).value());
   }
   std::cout << analysis::CompareText(runs);
   if (!html.empty()) {
-    Result<std::string> page = analysis::CompareHtml(folders, {chart_js});
+    Result<std::string> page = analysis::CompareHtml(folders, {chart_js, run::Figures()});
     if (!page.ok()) return Fail(page.status());
     if (Status s = WriteHtml(html, *page); !s.ok()) return Fail(s.WithContext("compare"));
     std::cout << "\ncompare: wrote " << html << std::endl;

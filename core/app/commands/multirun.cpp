@@ -13,6 +13,7 @@
 #include "analysis/launch.h"
 #include "analysis/sweep.h"
 #include "cli.h"
+#include "run/run.h"
 
 namespace iomimic::app {
 
@@ -138,6 +139,7 @@ int CmdMultirun(const CommonArgs& args) {
   options.iomimic = analysis::SelfPath();
   options.launcher = analysis::DefaultLauncher();
   options.overrides = m.common;
+  options.figures = run::Figures();
   PassConfigDir(args.config_dir, &options.overrides);
   Result<analysis::SweepReport> report = analysis::RunSweep(
       options, [](const std::string& line) { std::cout << "multirun: " << line << std::endl; });

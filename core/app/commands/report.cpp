@@ -7,6 +7,7 @@
 
 #include "analysis/run_folder.h"
 #include "cli.h"
+#include "run/run.h"
 
 namespace iomimic::app {
 
@@ -43,7 +44,7 @@ int CmdReport(int argc, char** argv) {
                  std::to_string(folders.size()) + " folders are sweeps)");
   }
   if (output.empty()) output = folders.size() == 1 ? folders[0] + "/report.html" : "report.html";
-  const analysis::ReportOptions options{chart_js};
+  const analysis::ReportOptions options{chart_js, run::Figures()};
   Result<std::string> page = sweeps > 0 ? analysis::SweepHtml(folders[0], options)
                                         : analysis::RunReportHtml(folders, options);
   if (!page.ok()) return Fail(page.status());
@@ -52,7 +53,7 @@ int CmdReport(int argc, char** argv) {
   for (const std::string& f : folders) {
     if (sweeps > 0) break;
     // A folder whose merge never happened: say what the page stands on.
-    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f);
+    Result<analysis::RunFolder> run = analysis::ReadRunFolder(f, run::Figures());
     if (run.ok() && run->partial) std::cout << "report: " << f << ": " << run->partial_note << "\n";
   }
   return 0;

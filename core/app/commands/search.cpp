@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "run/run.h"
 
 namespace iomimic::app {
 
@@ -51,6 +52,7 @@ int CmdSearch(int argc, char** argv) {
   if (!ParseExperiment("search", argc, argv, &args, &code)) return code;
   analysis::SearchOptions options;
   options.workload = kDefaultWorkload;
+  options.figures = run::Figures();
   for (const std::string& p : args.positional) {
     const bool is_override = p.find('=') != std::string::npos || p.rfind("~", 0) == 0;
     if (is_override) {

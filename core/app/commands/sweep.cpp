@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "run/run.h"
 
 namespace iomimic::app {
 
@@ -21,6 +22,7 @@ int CmdSweep(int argc, char** argv) {
   options.output = args.output;
   options.iomimic = args.iomimic;
   options.launcher = LauncherOf(args);
+  options.figures = run::Figures();
   Result<analysis::SweepReport> report = analysis::RunSweep(
       options, [](const std::string& line) { std::cout << "sweep: " << line << std::endl; });
   if (!report.ok()) return Fail(report.status());

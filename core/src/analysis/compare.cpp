@@ -117,7 +117,9 @@ std::string CompareText(const std::vector<RunFolder>& runs) {
     out << Pad(RunLabel(i) + "/A", kValue, true);
   }
   out << "\n";
-  for (const std::string& name : FigureNames()) {
+  // Every run was read with the same figure list (analysis/run_folder.h).
+  for (const Figure& figure : runs.front().figures) {
+    const std::string& name = figure.name;
     std::vector<const Figure*> values;
     bool any = false;
     for (const RunFolder& r : runs) {

@@ -12,7 +12,8 @@
 
 namespace iomimic::analysis {
 
-// The side-by-side table as text (fixed-width columns). Runs are labelled
+// The side-by-side table as text (fixed-width columns), one row per figure
+// of the runs (all read with the same figure list). Runs are labelled
 // A, B, C... in the order given; ratios are to run A. Figures no run has are
 // left out; "-" marks a figure one run lacks. Keys that name the run itself
 // (output.folder) are not compared.

@@ -328,8 +328,9 @@ Status AddIoCounters(const std::string& dir, json* run) {
 
 // Everything the page shows of one run folder. Missing optional files are
 // listed in "missing"; a malformed one in "problems" (the page shows both).
-Result<json> RunData(const std::string& dir, const std::string& label) {
-  IOMIMIC_ASSIGN_OR_RETURN(const RunFolder folder, ReadRunFolder(dir));
+Result<json> RunData(const std::string& dir, const std::string& label,
+                     const output::FigureList& specs) {
+  IOMIMIC_ASSIGN_OR_RETURN(const RunFolder folder, ReadRunFolder(dir, specs));
   // A folder whose merge never happened has a summary of the same shape
   // from the ranks' records (analysis/run_folder.h).
   IOMIMIC_ASSIGN_OR_RETURN(const std::string summary_text, SummaryText(dir));
@@ -454,13 +455,13 @@ Result<std::string> Page(const std::string& title, json data, const ReportOption
 // The page data of `kind` ("report", "compare") with each run's RunData,
 // labelled A, B, ... (one run alone unlabelled when `label_one` is false).
 Result<json> RunsPageData(const char* kind, const std::vector<std::string>& run_dirs,
-                          bool label_one) {
+                          bool label_one, const output::FigureList& figures) {
   json data;
   data["kind"] = kind;
   json runs = json::array();
   const bool labels = label_one || run_dirs.size() > 1;
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    Result<json> run = RunData(run_dirs[i], labels ? RunLabel(i) : "");
+    Result<json> run = RunData(run_dirs[i], labels ? RunLabel(i) : "", figures);
     if (!run.ok()) return run.status().WithContext(kind);
     runs.push_back(std::move(run).value());
   }
@@ -477,7 +478,7 @@ bool IsSweepFolder(const std::string& dir) {
 
 Result<std::string> RunReportHtml(const std::vector<std::string>& run_dirs,
                                   const ReportOptions& options) {
-  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("report", run_dirs, false));
+  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("report", run_dirs, false, options.figures));
   std::string title = "iomimic report: " + run_dirs.front();
   if (run_dirs.size() > 1) title += " and " + std::to_string(run_dirs.size() - 1) + " more";
   return Page(title, std::move(data), options);
@@ -485,8 +486,10 @@ Result<std::string> RunReportHtml(const std::vector<std::string>& run_dirs,
 
 Result<std::string> CompareHtml(const std::vector<std::string>& run_dirs,
                                 const ReportOptions& options) {
-  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("compare", run_dirs, true));
-  data["figure_names"] = FigureNames();
+  IOMIMIC_ASSIGN_OR_RETURN(json data, RunsPageData("compare", run_dirs, true, options.figures));
+  json names = json::array();
+  for (const output::FigureSpec& f : options.figures) names.push_back(f.name);
+  data["figure_names"] = std::move(names);
   return Page("iomimic compare: " + std::to_string(run_dirs.size()) + " runs", std::move(data),
               options);
 }

@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "iomimic/status.h"
+#include "output/figures.h"
 
 namespace iomimic::analysis {
 
 struct ReportOptions {
-  std::string chart_js;  // a Chart.js UMD file to inline ("" = the one built in)
+  std::string chart_js;        // a Chart.js UMD file to inline ("" = the one built in)
+  output::FigureList figures;  // the runs' headline figures (run::Figures())
 };
 
 // One page with every run's sections: configuration, AU and throughput per

@@ -7,12 +7,17 @@
 #include <string>
 
 #include "iomimic/testing/posix_test_storage.h"
+#include "run/run.h"
 
 namespace iomimic::analysis {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
+
+// The options the commands pass: the built-in Chart.js, every workflow's
+// figures.
+ReportOptions Options() { return {"", run::Figures()}; }
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -37,7 +42,7 @@ const char* const kSummary = R"({"num_accelerators": 2, "hostname": "h",
 TEST_CASE("report: a folder with only summary.json gives a page that lists what is missing") {
   TempDir dir;
   dir.Write("summary.json", kSummary);
-  Result<std::string> page = RunReportHtml({dir.path()}, {});
+  Result<std::string> page = RunReportHtml({dir.path()}, Options());
   if (!page.ok() && page.status().message().find("without Chart.js") != std::string::npos) {
     MESSAGE("built without Chart.js: " << page.status().message());
     return;
@@ -71,7 +76,7 @@ TEST_CASE("report: timeline.csv is read, averaged down past 4000 intervals, mark
             "rank,event,epoch,index,start_s,end_s,duration_s,bytes\n"
             "0,epoch,1,0,0.5,10,9.5,100\n1,epoch,1,0,0.4,11,10.6,200\n"
             "0,barrier_wait,1,3,1,1.5,0.5,0\n");
-  Result<std::string> page = RunReportHtml({dir.path()}, {});
+  Result<std::string> page = RunReportHtml({dir.path()}, Options());
   if (!page.ok()) {
     REQUIRE(page.status().message().find("without Chart.js") != std::string::npos);
     return;
@@ -114,7 +119,7 @@ TEST_CASE("report: timeline.csv's host rows and host_telemetry.csv become per-ho
       "h1,0,0,0,1,10,5,2,83,100,50,20,0,vda,1048576,0,1,0,1,0,10,0,0,0,0,0,0\n"
       "h2,1,0,0,1,30,5,2,63,100,50,20,0,vda,1048576,0,1,0,1,0,10,2048,0,2,0,0.25,0\n";
   dir.Write("host_telemetry.csv", telemetry);
-  Result<std::string> page = RunReportHtml({dir.path()}, {});
+  Result<std::string> page = RunReportHtml({dir.path()}, Options());
   if (!page.ok()) {
     REQUIRE(page.status().message().find("without Chart.js") != std::string::npos);
     return;
@@ -134,23 +139,23 @@ TEST_CASE("report: timeline.csv's host rows and host_telemetry.csv become per-ho
 
 TEST_CASE("report: errors name the file") {
   TempDir dir;
-  Result<std::string> page = RunReportHtml({dir.path()}, {});
+  Result<std::string> page = RunReportHtml({dir.path()}, Options());
   REQUIRE_FALSE(page.ok());
   CHECK(page.status().message().find("summary.json") != std::string::npos);
 
   dir.Write("summary.json", kSummary);
-  page = RunReportHtml({dir.path()}, {(dir.path() / "none.js").string()});
+  page = RunReportHtml({dir.path()}, {(dir.path() / "none.js").string(), {}});
   REQUIRE_FALSE(page.ok());
   CHECK(page.status().message().find("none.js") != std::string::npos);
 
   dir.Write("notchart.js", "var x = 1;");
-  page = RunReportHtml({dir.path()}, {(dir.path() / "notchart.js").string()});
+  page = RunReportHtml({dir.path()}, {(dir.path() / "notchart.js").string(), {}});
   REQUIRE_FALSE(page.ok());
   CHECK(page.status().message().find("does not look like Chart.js") != std::string::npos);
 
   // A malformed optional file is reported on the page, not fatal.
   dir.Write("timeline.csv", "interval,rank\n1\n");
-  page = RunReportHtml({dir.path()}, {});
+  page = RunReportHtml({dir.path()}, Options());
   if (page.ok()) CHECK(Data(*page).find("timeline.csv:2: 1 cells") != std::string::npos);
 
   Result<std::string> sweep = SweepHtml(dir.path(), {});

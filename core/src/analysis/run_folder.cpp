@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -19,16 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// A figure's name and where summary.json holds it.
-struct FigureSource {
-  std::string name;
-  std::function<const json*(const json&)> find;
-  bool higher_is_better;
-};
-
-const json* At(const json& root, std::initializer_list<const char*> path) {
+// The number at `path` of summary.json, or null.
+const json* At(const json& root, const std::vector<std::string>& path) {
   const json* node = &root;
-  for (const char* key : path) {
+  for (const std::string& key : path) {
     if (!node->is_object()) return nullptr;
     auto it = node->find(key);
     if (it == node->end()) return nullptr;
@@ -37,90 +30,20 @@ const json* At(const json& root, std::initializer_list<const char*> path) {
   return node->is_number() ? node : nullptr;
 }
 
-// A source reading the number at `path` of summary.json.
-std::function<const json*(const json&)> Field(std::initializer_list<const char*> path) {
-  return [keys = std::vector<const char*>(path)](const json& s) -> const json* {
-    const json* node = &s;
-    for (const char* k : keys) {
-      if (!node->is_object() || !node->contains(k)) return nullptr;
-      node = &(*node)[k];
-    }
-    return node->is_number() ? node : nullptr;
-  };
-}
-
-// kv_cache.tiers.<tier>.<key> of a tier the run had (capacity above 0; the
-// storage tier always exists).
-const json* Tier(const json& s, const char* tier, const char* key) {
-  const json* capacity = At(s, {"kv_cache", "tiers", tier, "capacity_bytes"});
-  if (capacity == nullptr) return nullptr;
-  if (std::string(tier) != "storage" && capacity->get<double>() <= 0) return nullptr;
-  return At(s, {"kv_cache", "tiers", tier, key});
-}
-
-// kv_cache.qos.<name>.<path...> of a class that had requests.
-const json* Qos(const json& s, const char* name, std::initializer_list<const char*> path) {
-  const json* requests = At(s, {"kv_cache", "qos", name, "requests"});
-  if (requests == nullptr || requests->get<double>() <= 0) return nullptr;
-  const json* node = &s["kv_cache"]["qos"][name];
-  return At(*node, path);
-}
-
-// The KV-cache figures (docs/kvcache.md, "Results"), absent from other runs.
-void AddKvSources(std::vector<FigureSource>* sources) {
-  sources->push_back({"kv requests", Field({"kv_cache", "requests"}), true});
-  sources->push_back({"kv requests/s", Field({"kv_cache", "requests_per_second"}), true});
-  sources->push_back(
-      {"kv storage tokens/s", Field({"kv_cache", "aggregate", "storage_tokens_per_second"}), true});
-  sources->push_back({"kv wall tokens/s", Field({"kv_cache", "wall_tokens_per_second"}), true});
-  sources->push_back({"kv hit rate", Field({"kv_cache", "cache", "hit_rate"}), true});
-  for (const char* tier : {"gpu", "cpu", "storage"}) {
-    for (const char* way : {"read", "write"}) {
-      const std::string key = std::string(way) + "_GiB_per_second";
-      sources->push_back({std::string("kv ") + tier + " " + way + " GiB/s",
-                          [tier, key](const json& s) { return Tier(s, tier, key.c_str()); }, true});
-    }
+// `spec` read from `summary` (output/figures.h).
+Figure ReadFigure(const json& summary, const output::FigureSpec& spec) {
+  Figure f;
+  f.name = spec.name;
+  f.higher_is_better = spec.higher_is_better;
+  if (!spec.only_if_positive.empty()) {
+    const json* condition = At(summary, spec.only_if_positive);
+    if (condition == nullptr || condition->get<double>() <= 0) return f;
   }
-  for (const char* what : {"end_to_end", "storage"}) {
-    for (const char* p : {"p50", "p95", "p99"}) {
-      const std::string label = std::string(what) == "storage" ? "storage" : "e2e";
-      sources->push_back(
-          {"kv " + label + " " + p + " ms", Field({"kv_cache", "latency_ms", what, p}), false});
-    }
+  if (const json* v = At(summary, spec.path)) {
+    f.value = v->get<double>() * spec.scale;
+    f.present = true;
   }
-  for (const char* name : {"interactive", "responsive", "batch"}) {
-    sources->push_back({std::string("kv ") + name + " p95 ms",
-                        [name](const json& s) {
-                          return Qos(s, name, {"latency_ms", "p95"});
-                        },
-                        false});
-    sources->push_back({std::string("kv ") + name + " SLA",
-                        [name](const json& s) { return Qos(s, name, {"sla_compliance"}); }, true});
-  }
-}
-
-const std::vector<FigureSource>& Sources() {
-  static const std::vector<FigureSource> sources = [] {
-    std::vector<FigureSource> out = {
-        {"train AU %", Field({"metric", "train_au_mean_percentage"}), true},
-        {"train samples/s", Field({"metric", "train_throughput_mean_samples_per_second"}), true},
-        {"train MiB/s (nominal)", Field({"metric", "train_io_mean_MB_per_second"}), true},
-        {"train MiB/s (read)", Field({"iomimic", "train_io_actual_mean_MiB_per_second"}), true},
-        {"eval AU %", Field({"metric", "eval_au_mean_percentage"}), true},
-        {"sample read p50 ms", Field({"iomimic", "sample_read_latency_ms", "p50"}), false},
-        {"sample read p99 ms", Field({"iomimic", "sample_read_latency_ms", "p99"}), false},
-        {"read request p99 ms", Field({"iomimic", "read_request_latency_ms", "p99"}), false},
-        {"step data wait p99 ms", Field({"iomimic", "latency_ms", "step_data_wait", "p99"}), false},
-        {"checkpoint save GiB/s", Field({"metric", "save_checkpoint_io_mean_GB_per_second"}), true},
-        {"checkpoint load GiB/s", Field({"metric", "load_checkpoint_io_mean_GB_per_second"}), true},
-        {"accelerators", Field({"num_accelerators"}), true},
-        {"wall s", Field({"iomimic", "wall_seconds"}), false},
-        {"peak RSS MiB", Field({"iomimic", "peak_rss_MiB_max_rank"}), false},
-    };
-    AddKvSources(&out);
-    return out;
-  }();
-  return sources;
+  return f;
 }
 
 void Flatten(const YAML::Node& node, const std::string& prefix,
@@ -363,16 +286,7 @@ const Figure* RunFolder::Find(const std::string& name) const {
   return nullptr;
 }
 
-const std::vector<std::string>& FigureNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const FigureSource& s : Sources()) out.emplace_back(s.name);
-    return out;
-  }();
-  return names;
-}
-
-Result<RunFolder> ReadRunFolder(const std::string& path) {
+Result<RunFolder> ReadRunFolder(const std::string& path, const output::FigureList& figures) {
   RunFolder run;
   run.path = path;
   IOMIMIC_ASSIGN_OR_RETURN(const std::string text, SummaryText(path));
@@ -388,16 +302,7 @@ Result<RunFolder> ReadRunFolder(const std::string& path) {
       run.status = (*status)["status"].get<std::string>();
     }
   }
-  for (const FigureSource& s : Sources()) {
-    Figure f;
-    f.name = s.name;
-    f.higher_is_better = s.higher_is_better;
-    if (const json* v = s.find(summary)) {
-      f.value = v->get<double>();
-      f.present = true;
-    }
-    run.figures.push_back(f);
-  }
+  for (const output::FigureSpec& spec : figures) run.figures.push_back(ReadFigure(summary, spec));
   const json* io = summary.contains("iomimic") ? &summary["iomimic"] : nullptr;
   if (io != nullptr && io->contains("manifest") && (*io)["manifest"].contains("resolved") &&
       (*io)["manifest"]["resolved"].is_string()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "iomimic/status.h"
+#include "output/figures.h"
 
 namespace iomimic::analysis {
 
@@ -73,9 +74,11 @@ struct RunFolder {
 
 // Reads `path`/summary.json (and status.json), or, when the folder has no
 // summary.json but the ranks' records, the partial figures they add up to.
+// `figures` says which figures to read (run::Figures(): every workflow's);
+// RunFolder::figures holds one per spec, in order, present or not.
 // kNotFound when the folder holds neither; kCorruption with the file's name
 // when one does not parse.
-Result<RunFolder> ReadRunFolder(const std::string& path);
+Result<RunFolder> ReadRunFolder(const std::string& path, const output::FigureList& figures);
 
 // summary.json's text, or for a folder without one a summary of the same
 // shape from the ranks' records: DLIO's per-epoch AU and throughput lists
@@ -84,8 +87,5 @@ Result<RunFolder> ReadRunFolder(const std::string& path);
 // from <output_subdir>/config.yaml and iomimic.partial (the note, the
 // ranks reported, the ranks and hosts missing). kNotFound when neither.
 Result<std::string> SummaryText(const std::string& path);
-
-// Names of the figures ReadRunFolder fills, in order.
-const std::vector<std::string>& FigureNames();
 
 }  // namespace iomimic::analysis

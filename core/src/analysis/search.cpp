@@ -90,7 +90,7 @@ Result<SearchPoint> Probe(const SearchOptions& options, std::uint64_t n) {
     return Status::Aborted("the run with " + std::to_string(n) + " " + options.by +
                            " failed (exit " + std::to_string(code) + "); see " + p.folder);
   }
-  IOMIMIC_ASSIGN_OR_RETURN(const RunFolder run, ReadRunFolder(p.folder));
+  IOMIMIC_ASSIGN_OR_RETURN(const RunFolder run, ReadRunFolder(p.folder, options.figures));
   IOMIMIC_RETURN_IF_ERROR(options.by == "users" ? FillKvCache(run, options, &p)
                                                 : FillTraining(run, options, &p));
   return p;

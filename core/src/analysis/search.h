@@ -20,6 +20,7 @@
 
 #include "analysis/run_folder.h"
 #include "iomimic/status.h"
+#include "output/figures.h"
 
 namespace iomimic::analysis {
 
@@ -55,8 +56,9 @@ struct SearchOptions {
   std::string by = "accelerators";
   QosTarget qos;  // for "users"
   std::vector<std::string> launcher;
-  std::uint64_t max = 4096;  // the largest number tried
-  std::string output;        // run folders and search.csv
+  std::uint64_t max = 4096;    // the largest number tried
+  std::string output;          // run folders and search.csv
+  output::FigureList figures;  // the figures read from each probe's folder (run::Figures())
 };
 
 struct SearchPoint {

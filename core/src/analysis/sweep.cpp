@@ -138,19 +138,20 @@ std::string FolderOf(const Design& design, const std::string& output, std::size_
 // results.csv: the factors (every design column but run), then the status
 // and the figures of each experiment whose folder can be read (written
 // through a temporary file and a rename).
-Status WriteResults(const Design& design, const std::string& output, const std::string& path) {
+Status WriteResults(const Design& design, const std::string& output, const std::string& path,
+                    const output::FigureList& figures) {
   std::vector<std::string> header = {"experiment"};
   for (std::size_t i = 0; i < design.header.size(); ++i) {
     if (static_cast<int>(i) != design.col_run) header.push_back(design.header[i]);
   }
   header.push_back("status");
   header.push_back("folder");
-  for (const std::string& f : FigureNames()) header.push_back(f);
+  for (const output::FigureSpec& f : figures) header.push_back(f.name);
   std::string text = CsvLine(header) + "\n";
   for (std::size_t i = 0; i < design.rows.size(); ++i) {
     const Design::Row& row = design.rows[i];
     const std::string folder = FolderOf(design, output, i, row);
-    Result<RunFolder> run = ReadRunFolder(folder);
+    Result<RunFolder> run = ReadRunFolder(folder, figures);
     if (!run.ok()) continue;
     std::vector<std::string> cells = {std::to_string(i + 1)};
     for (std::size_t c = 0; c < row.cells.size(); ++c) {
@@ -184,7 +185,7 @@ Status TakeEarlierFolder(const std::string& folder, bool* completed) {
   *completed = false;
   std::error_code ec;
   if (!fs::exists(folder, ec)) return Status::OK();
-  Result<RunFolder> earlier = ReadRunFolder(folder);
+  Result<RunFolder> earlier = ReadRunFolder(folder, /*figures=*/{});
   if (earlier.ok() && earlier->status == "completed") {
     *completed = true;
     return Status::OK();
@@ -273,7 +274,7 @@ Status RunExperiment(Sweep& s, std::size_t i, bool* stop) {
     // Finished before the sweep stopped, but not yet marked.
     IOMIMIC_RETURN_IF_ERROR(MarkDone(s.options.design, s.design, row));
     ++s.report.completed;
-    return WriteResults(s.design, s.output, s.report.results_csv);
+    return WriteResults(s.design, s.output, s.report.results_csv, s.options.figures);
   }
   IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t processes,
                            RowProcesses(s.options.design, s.design, row));
@@ -295,7 +296,8 @@ Status RunExperiment(Sweep& s, std::size_t i, bool* stop) {
     s.log("experiment " + number + ": failed (exit status " + std::to_string(code) + "), " +
           folder);
   }
-  IOMIMIC_RETURN_IF_ERROR(WriteResults(s.design, s.output, s.report.results_csv));
+  IOMIMIC_RETURN_IF_ERROR(
+      WriteResults(s.design, s.output, s.report.results_csv, s.options.figures));
   *stop = code == 130 || code == 143 || code == 129;
   return Status::OK();
 }
@@ -337,7 +339,8 @@ Result<SweepReport> RunSweep(const SweepOptions& options,
       break;
     }
   }
-  IOMIMIC_RETURN_IF_ERROR(WriteResults(s.design, s.output, s.report.results_csv));
+  IOMIMIC_RETURN_IF_ERROR(
+      WriteResults(s.design, s.output, s.report.results_csv, s.options.figures));
   WriteSweepPage(s.output, log, &s.report);
   return s.report;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "iomimic/status.h"
+#include "output/figures.h"
 
 namespace iomimic::analysis {
 
@@ -32,6 +33,7 @@ struct SweepOptions {
   std::string iomimic;                 // the binary to run
   std::vector<std::string> launcher;   // for processes > 1, "{processes}" replaced
   std::vector<std::string> overrides;  // added to every experiment (e.g. to shrink it)
+  output::FigureList figures;          // results.csv's figure columns (run::Figures())
 };
 
 struct SweepReport {

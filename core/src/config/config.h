@@ -141,12 +141,19 @@ struct MetricConfig {
   friend bool operator==(const MetricConfig&, const MetricConfig&) = default;
 };
 
-// Upper bound of iomimic.accelerators_per_process (docs/performance.md).
+// The KV-cache workflow (workflow.kv_cache).
 struct KvCacheConfig {
   IOMIMIC_KEYS_KV_CACHE(IOMIMIC_CONFIG_MEMBER)
   friend bool operator==(const KvCacheConfig&, const KvCacheConfig&) = default;
 };
 
+// Loading a model's safetensors files (workflow.model_load).
+struct ModelLoadConfig {
+  IOMIMIC_KEYS_MODEL_LOAD(IOMIMIC_CONFIG_MEMBER)
+  friend bool operator==(const ModelLoadConfig&, const ModelLoadConfig&) = default;
+};
+
+// Upper bound of iomimic.accelerators_per_process (docs/performance.md).
 inline constexpr std::uint64_t kMaxAcceleratorsPerProcess = 4096;
 
 // iomimic's own run options that have no DLIO equivalent (section `iomimic`).
@@ -187,6 +194,7 @@ struct Config {
   ProfilingConfig profiling;
   MetricConfig metric;
   KvCacheConfig kv_cache;
+  ModelLoadConfig model_load;
   IomimicConfig iomimic;
   HydraConfig hydra;
   KeyOrigins origins;

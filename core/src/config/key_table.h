@@ -59,7 +59,8 @@
   X("checkpoint", checkpoint, bool, false, Bool().Doc("Write (and read) checkpoints (checkpoint.*).")) \
   X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself.")) \
   X("kv_cache", kv_cache, bool, false, Bool().Iomimic().Doc("Run the KV-cache offload workflow (MLPerf Storage v3.0's kv-cache benchmark; kv_cache.*, docs/kvcache.md) instead of training; workflow.train then defaults to False and may not be True.")) \
-  X("metadata", metadata, bool, false, Bool().Iomimic().Doc("Stat every file of the dataset train.epochs times over (reader.read_threads threads per rank, no data read) before training, and report the storage's metadata rate (summary.json iomimic.metadata; docs/architecture.md)."))
+  X("metadata", metadata, bool, false, Bool().Iomimic().Doc("Stat every file of the dataset train.epochs times over (reader.read_threads threads per rank, no data read) before training, and report the storage's metadata rate (summary.json iomimic.metadata; docs/architecture.md).")) \
+  X("model_load", model_load, bool, false, Bool().Iomimic().Doc("Load a model's safetensors files as an inference server does at start-up (model_load.*, docs/model-loading.md): time until loaded, GB/s and per-file latency, with the page cache dropped and warm."))
 
 #define IOMIMIC_KEYS_STORAGE(X)                                                                   \
   X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type; s3 selects the s3 back end (storage_root the bucket, s3://bucket/... folders).")) \
@@ -229,6 +230,16 @@
   X("replay_trace", replay_trace, std::string, "", Text().Nullable().NullWhenEmpty().Iomimic().Doc("When set, the workflow replays this I/O trace of the reference (its --io-trace-log CSV, .zst too) on the storage instead of emulating users: Tier-2 writes create .npy objects under cache_folder, Tier-2 reads read them whole past the page cache, memory tiers are counted (docs/kvcache-reference.md, iomimic kvcache-replay); with several ranks each replays it under cache_folder/rank_<r>.")) \
   X("replay_timing", replay_timing, std::string, "fast", Choice(kKvReplayTimings).Iomimic().Doc("fast: each replayed operation as soon as a thread and its key are free; recorded: also not before its time in the trace.")) \
   X("replay_threads", replay_threads, std::uint64_t, 1, UInt(1, 4096).Iomimic().Doc("Replayed operations in flight on different keys."))
+
+#define IOMIMIC_KEYS_MODEL_LOAD(X)                                                                \
+  X("folder", folder, std::string, "model", Text().NonEmpty().StripSlashes().Iomimic().Doc("Folder of the model's safetensors files, relative to storage.storage_root; written first where a file is missing or not the model's.")) \
+  X("files", files, std::vector<std::string>, {}, TextList().Iomimic().Doc("Existing safetensors files to load instead of the model's (your own model; relative to storage.storage_root or absolute); none is written.")) \
+  X("max_shard_bytes", max_shard_bytes, std::uint64_t, 5000000000ULL, UInt(1, kNoMax).Iomimic().Doc("Largest shard of the model's files, bytes (Hugging Face's max_shard_size, 5GB by default): model-0000i-of-0000n.safetensors and model.safetensors.index.json, or one model.safetensors.")) \
+  X("method", method, std::string, "tensors", Choice(kModelLoadMethods).Iomimic().Doc("tensors: each file opened, its header parsed, its tensors read in file order in read_size requests, workers files at once (safetensors' load_file; with the mmap back end, mmap and touch); chunks: every file's data cut into read_size chunks that workers read concurrently (Run:ai Model Streamer; concurrent range GETs on s3).")) \
+  X("workers", workers, std::uint64_t, 1, UInt(1, 4096).Iomimic().Doc("Threads per rank reading at once (files with method tensors, chunks with method chunks).")) \
+  X("read_size", read_size, std::uint64_t, 16ULL << 20, UInt(4096, 1ULL << 32).Iomimic().Doc("Bytes per read request, and per worker buffer (device memory with the gds back end).")) \
+  X("cache", cache, std::string, "both", Choice(kModelLoadCaches).Iomimic().Doc("cold: one load with the files' pages dropped from the page cache first; warm: one load as the files are; both: cold, then warm.")) \
+  X("split", split, std::string, "replicate", Choice(kModelLoadSplits).Iomimic().Doc("replicate: every rank loads every byte (replicas of a model); shard: rank r loads every ranks-th file (method tensors) or chunk (method chunks), as tensor-parallel ranks share one load."))
 
 #define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
   X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \

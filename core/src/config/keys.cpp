@@ -54,6 +54,9 @@ const Words kKvGenerationModes = {"none", "fast", "realistic"};
 const Words kKvAccelerators = {"auto", "gds", "emulated"};
 const Words kKvReplayTimings = {"fast", "recorded"};
 const Words kKvPerformanceProfiles = {"latency", "throughput"};
+const Words kModelLoadMethods = {"tensors", "chunks"};
+const Words kModelLoadCaches = {"both", "cold", "warm"};
+const Words kModelLoadSplits = {"replicate", "shard"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {
@@ -143,6 +146,8 @@ KeySpec Records(const Words& fields) {
   IOMIMIC_ROW("metric." key, type, c.metric.member, spec)
 #define IOMIMIC_KV_CACHE_ROW(key, member, type, def, spec) \
   IOMIMIC_ROW("kv_cache." key, type, c.kv_cache.member, spec)
+#define IOMIMIC_MODEL_LOAD_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("model_load." key, type, c.model_load.member, spec)
 #define IOMIMIC_IOMIMIC_ROW(key, member, type, def, spec) \
   IOMIMIC_ROW("iomimic." key, type, c.iomimic.member, spec)
 #define IOMIMIC_ACCEPTED_ROW(path, spec) KeyDef{path, spec, FieldRef()},
@@ -151,15 +156,15 @@ std::vector<KeyDef> BuildKeys() {
   return {IOMIMIC_KEYS_MODEL(IOMIMIC_MODEL_ROW) IOMIMIC_KEYS_ROOT(IOMIMIC_ROOT_ROW)
               IOMIMIC_KEYS_WORKFLOW(IOMIMIC_WORKFLOW_ROW) IOMIMIC_KEYS_STORAGE(IOMIMIC_STORAGE_ROW)
                   IOMIMIC_KEYS_DATASET(IOMIMIC_DATASET_ROW) IOMIMIC_KEYS_READER(IOMIMIC_READER_ROW)
-                      IOMIMIC_KEYS_TRAIN(IOMIMIC_TRAIN_ROW)
-                          IOMIMIC_KEYS_EVALUATION(IOMIMIC_EVALUATION_ROW)
-                              IOMIMIC_KEYS_CHECKPOINT(IOMIMIC_CHECKPOINT_ROW)
-                                  IOMIMIC_KEYS_OUTPUT(IOMIMIC_OUTPUT_ROW)
-                                      IOMIMIC_KEYS_PROFILING(IOMIMIC_PROFILING_ROW)
-                                          IOMIMIC_KEYS_METRIC(IOMIMIC_METRIC_ROW)
-                                              IOMIMIC_KEYS_KV_CACHE(IOMIMIC_KV_CACHE_ROW)
-                                                  IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
-                                                      IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
+                      IOMIMIC_KEYS_TRAIN(IOMIMIC_TRAIN_ROW) IOMIMIC_KEYS_EVALUATION(
+                          IOMIMIC_EVALUATION_ROW) IOMIMIC_KEYS_CHECKPOINT(IOMIMIC_CHECKPOINT_ROW)
+                          IOMIMIC_KEYS_OUTPUT(IOMIMIC_OUTPUT_ROW)
+                              IOMIMIC_KEYS_PROFILING(IOMIMIC_PROFILING_ROW)
+                                  IOMIMIC_KEYS_METRIC(IOMIMIC_METRIC_ROW)
+                                      IOMIMIC_KEYS_KV_CACHE(IOMIMIC_KV_CACHE_ROW)
+                                          IOMIMIC_KEYS_MODEL_LOAD(IOMIMIC_MODEL_LOAD_ROW)
+                                              IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
+                                                  IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
 }
 
 std::string TypeName(const KeySpec& k) {

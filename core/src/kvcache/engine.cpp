@@ -6,18 +6,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <semaphore>
 #include <thread>
 #include <vector>
 
 #include "config/dlio_compat.h"
 #include "kvcache/models.h"
+#include "kvcache/request_queue.h"
 #include "kvcache/tier_store.h"
 #include "session/interrupt.h"
 
@@ -77,7 +76,6 @@ std::pair<std::uint64_t, std::uint64_t> ContextBounds(const config::KvCacheConfi
 }
 
 struct Request {
-  std::uint64_t seq = 0;
   std::size_t user = 0;
   QosLevel qos = QosLevel::kBatch;
   int system_prompt = -1;  // the prefix check's hit, drawn with the request
@@ -95,11 +93,10 @@ struct Request {
 // a system prompt, else as user hits; its earlier turns' reads as multi-turn.
 enum class HitKind { kUser, kSystemPrompt, kMultiTurn };
 
-struct ByPriority {
-  bool operator()(const Request& a, const Request& b) const {
-    if (a.qos != b.qos) return a.qos > b.qos;  // interactive first
-    return a.seq > b.seq;
-  }
+// The queue's order: interactive first (QosLevel's lowest value), then by
+// arrival.
+struct QosClass {
+  int operator()(const Request& r) const { return static_cast<int>(r.qos); }
 };
 
 class Engine {
@@ -119,7 +116,6 @@ class Engine {
   void TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t turn,
                std::string* key) const;
   void Enqueue(Request r);
-  bool Pop(Request* r);
   void WorkerLoop(std::size_t index);
   Status Serve(Request& r, TierStore::WorkerBuffer& wb);
   Result<double> Allocate(const std::string& key, std::uint64_t tokens,
@@ -157,12 +153,11 @@ class Engine {
   std::vector<Conversation> conversations_;  // one per user, its thread's own
   std::atomic<std::uint64_t> conversation_ids_{0};
 
-  std::mutex queue_mutex_;
-  std::condition_variable queue_changed_;
-  std::priority_queue<Request, std::vector<Request>, ByPriority> queue_;
-  std::uint64_t next_seq_ = 0;
+  // Stopped by Stop; the users' think times and the run's wait for its end
+  // sleep on it too.
+  RequestQueue<Request, QosClass> queue_;
+  std::mutex admission_mutex_;
   double next_admission_ = 0;  // request_rate pacing
-  bool stopping_ = false;
 
   std::mutex stats_mutex_;
   KvFigures figures_;
@@ -171,8 +166,6 @@ class Engine {
   // requests that finish later are not counted, as the reference computes
   // its figures when its duration ends.
   std::atomic<bool> ended_{false};
-  std::mutex done_mutex_;
-  std::condition_variable done_changed_;
 };
 
 void Engine::Fail(const Status& status) {
@@ -185,12 +178,7 @@ void Engine::Fail(const Status& status) {
 
 void Engine::Stop() {
   ended_.store(true);
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    stopping_ = true;
-  }
-  queue_changed_.notify_all();
-  done_changed_.notify_all();
+  queue_.Stop();
 }
 
 std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
@@ -355,22 +343,19 @@ void Engine::TurnKey(std::size_t user, std::uint64_t conversation, std::uint64_t
 }
 
 void Engine::Enqueue(Request r) {
-  std::unique_lock<std::mutex> lock(queue_mutex_);
   if (c_.request_rate > 0) {
-    const double now = Now();
-    next_admission_ = std::max(next_admission_, now) + 1.0 / c_.request_rate;
-    const double wait = next_admission_ - 1.0 / c_.request_rate - now;
-    if (wait > 0 && queue_changed_.wait_for(lock, std::chrono::duration<double>(wait),
-                                            [this] { return stopping_; })) {
-      return;
+    // This request's admission slot, 1 / request_rate after the previous one's.
+    double wait = 0;
+    {
+      std::lock_guard<std::mutex> lock(admission_mutex_);
+      const double now = Now();
+      next_admission_ = std::max(next_admission_, now) + 1.0 / c_.request_rate;
+      wait = next_admission_ - 1.0 / c_.request_rate - now;
     }
+    if (!queue_.Sleep(wait)) return;
   }
-  if (stopping_) return;
-  r.seq = next_seq_++;
   r.submitted = Now();
-  queue_.push(std::move(r));
-  lock.unlock();
-  queue_changed_.notify_one();
+  queue_.Push(std::move(r));
 }
 
 void Engine::UserLoop(std::size_t index) {
@@ -380,13 +365,7 @@ void Engine::UserLoop(std::size_t index) {
     // The reference's requests of this user (kvcache/users.h, ReferencePlan).
     const RequestDraw d = plan_->Next(index);
     ++drawn;
-    {
-      std::unique_lock<std::mutex> lock(queue_mutex_);
-      if (queue_changed_.wait_for(lock, std::chrono::duration<double>(d.think_seconds),
-                                  [this] { return stopping_; })) {
-        return;
-      }
-    }
+    if (!queue_.Sleep(d.think_seconds)) return;
     Request r;
     r.user = index;
     r.qos = user.qos;
@@ -402,16 +381,6 @@ void Engine::UserLoop(std::size_t index) {
     r.decode = r.context < kPrefillOnlyTokens;
     Enqueue(std::move(r));
   }
-}
-
-bool Engine::Pop(Request* r) {
-  std::unique_lock<std::mutex> lock(queue_mutex_);
-  queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-  if (stopping_) return false;
-  // top() is const only to keep the heap's order, which pop() then drops.
-  *r = std::move(const_cast<Request&>(queue_.top()));
-  queue_.pop();
-  return true;
 }
 
 void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
@@ -654,7 +623,7 @@ void Engine::WorkerLoop(std::size_t index) {
   TierStore::WorkerBuffer wb;
   (void)index;
   Request r;
-  while (Pop(&r)) {
+  while (queue_.Pop(&r)) {
     Status st = Serve(r, wb);
     // After the end, transfers are cut short (kAborted) and what depended on
     // them may fail: not an error of the run.
@@ -695,12 +664,8 @@ Result<KvFigures> Engine::Run() {
   for (std::size_t w = 0; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
   for (std::size_t u = 0; u < users_.size(); ++u) threads.emplace_back([this, u] { UserLoop(u); });
   const double until = start + c_.duration;
-  {
-    std::unique_lock<std::mutex> lock(queue_mutex_);
-    while (!stopping_ && Now() < until && session::InterruptSignal() == 0) {
-      const double left = std::min(0.05, until - Now());
-      if (left > 0) done_changed_.wait_for(lock, std::chrono::duration<double>(left));
-    }
+  for (double now = Now(); now < until && session::InterruptSignal() == 0; now = Now()) {
+    if (!queue_.Sleep(std::min(0.05, until - now))) break;
   }
   Stop();
   const double seconds = Now() - start;

@@ -32,7 +32,7 @@ std::string GroupName(const TraceRow& row) {
 
 Status RowError(const TraceRow& row, const Status& status) {
   return status.WithContext("trace line " + std::to_string(row.line) + " (" + TraceOpName(row.op) +
-                            " " + row.key + ")");
+                            " " + TraceExcerpt(row.key) + ")");
 }
 
 // The plan of a replay: every Tier-2 row's object and the Tier-2 row before
@@ -269,10 +269,11 @@ void CountGroups(const std::vector<TraceRow>& rows, ReplayResult* result) {
 
 Result<std::string> ReplayObjectPath(const std::string& root, const std::string& key) {
   if (key.empty()) return Status::InvalidArgument("an empty Key cannot name an object");
-  if (key.front() == '/') return Status::InvalidArgument("Key '" + key + "' is an absolute path");
+  if (key.front() == '/')
+    return Status::InvalidArgument("Key '" + TraceExcerpt(key) + "' is an absolute path");
   for (char c : key) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return Status::InvalidArgument("Key '" + key + "' holds a control character");
+      return Status::InvalidArgument("Key '" + TraceExcerpt(key) + "' holds a control character");
     }
   }
   std::size_t begin = 0;
@@ -280,7 +281,8 @@ Result<std::string> ReplayObjectPath(const std::string& root, const std::string&
     std::size_t end = std::min(key.find('/', begin), key.size());
     std::string_view part(key.data() + begin, end - begin);
     if (part.empty() || part == "." || part == "..") {
-      return Status::InvalidArgument("Key '" + key + "' has an empty, '.' or '..' component");
+      return Status::InvalidArgument("Key '" + TraceExcerpt(key) +
+                                     "' has an empty, '.' or '..' component");
     }
     begin = end + 1;
   }
@@ -502,6 +504,28 @@ Result<std::shared_ptr<output::WorkflowResults>> RunReplayWorkflow(
     session::Session& session, const output::WorkflowContext& context) {
   (void)context;
   return output::ResultsOf<ReplayResults>(ReplayTrace(session));
+}
+
+const output::FigureList& ReplayFigures() {
+  static const output::FigureList figures = [] {
+    output::FigureList out;
+    for (const char* way : {"read", "write"}) {
+      const std::string group = std::string(way) + "s";
+      out.push_back({std::string("kv replay ") + way + " MiB/s",
+                     {"kv_cache_replay", group, "bytes_per_second"},
+                     true,
+                     {},
+                     1.0 / 1048576});
+      out.push_back({std::string("kv replay ") + way + " p99 ms",
+                     {"kv_cache_replay", group, "latency_seconds", "p99"},
+                     false,
+                     {},
+                     1e3});
+    }
+    out.push_back({"kv replay late ops", {"kv_cache_replay", "late_ops"}, false});
+    return out;
+  }();
+  return figures;
 }
 
 }  // namespace iomimic::kvcache

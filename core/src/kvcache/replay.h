@@ -33,6 +33,7 @@
 #include "kvcache/trace.h"
 #include "metrics/histogram.h"
 #include "metrics/records.h"
+#include "output/figures.h"
 #include "output/workflow_results.h"
 #include "session/session.h"
 
@@ -105,6 +106,10 @@ struct RankReplay {
   metrics::Stamp start, end;
 };
 Result<RankReplay> ReplayTrace(session::Session& session);
+
+// The KV trace replay's headline figures (output/figures.h): read and
+// write MiB/s and P99 latency, late operations.
+const output::FigureList& ReplayFigures();
 
 // This rank's replay and, after Collect, the run's (counts summed over the
 // ranks, histograms merged, elapsed the slowest rank's): summary.json's

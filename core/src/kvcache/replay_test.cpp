@@ -50,6 +50,14 @@ TEST_CASE("replay: object paths refuse keys that leave the root") {
     CAPTURE(bad);
     CHECK(ReplayObjectPath("r", bad).status().code() == StatusCode::kInvalidArgument);
   }
+  // A long key is quoted in part (TraceExcerpt): the error stays one short line.
+  for (const std::string& bad : {"/" + std::string(60000, 'k'), std::string(60000, 'k') + "\n",
+                                 std::string(60000, 'k') + "/../x"}) {
+    const Status st = ReplayObjectPath("r", bad).status();
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().size() < 160);
+    CHECK(st.message().find("(60") != std::string::npos);
+  }
 }
 
 TEST_CASE("replay: each Tier-2 row is one operation, memory tiers are counted only") {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "kvcache/reference_results.h"
 #include "metrics/figures_json.h"
@@ -501,6 +502,52 @@ Result<std::shared_ptr<output::WorkflowResults>> RunKvCacheWorkflow(
                          (rank > 0 ? ".rank" + std::to_string(rank) : "");
   }
   return output::ResultsOf<KvCacheResults>(RunKvCache(session, options));
+}
+
+const output::FigureList& Figures() {
+  static const output::FigureList figures = [] {
+    output::FigureList out = {
+        {"kv requests", {"kv_cache", "requests"}, true},
+        {"kv requests/s", {"kv_cache", "requests_per_second"}, true},
+        {"kv storage tokens/s", {"kv_cache", "aggregate", "storage_tokens_per_second"}, true},
+        {"kv wall tokens/s", {"kv_cache", "wall_tokens_per_second"}, true},
+        {"kv hit rate", {"kv_cache", "cache", "hit_rate"}, true},
+    };
+    // A memory tier counts where the run had one (capacity above 0); the
+    // storage tier always exists.
+    for (const char* tier : {"gpu", "cpu", "storage"}) {
+      for (const char* way : {"read", "write"}) {
+        out.push_back(
+            {std::string("kv ") + tier + " " + way + " GiB/s",
+             {"kv_cache", "tiers", tier, std::string(way) + "_GiB_per_second"},
+             true,
+             std::string(tier) == "storage"
+                 ? std::vector<std::string>{}
+                 : std::vector<std::string>{"kv_cache", "tiers", tier, "capacity_bytes"}});
+      }
+    }
+    for (const auto& [what, label] : {std::pair{"end_to_end", "e2e"}, {"storage", "storage"}}) {
+      for (const char* p : {"p50", "p95", "p99"}) {
+        out.push_back({std::string("kv ") + label + " " + p + " ms",
+                       {"kv_cache", "latency_ms", what, p},
+                       false});
+      }
+    }
+    // A QoS class counts where it had requests.
+    for (const char* name : {"interactive", "responsive", "batch"}) {
+      const std::vector<std::string> had = {"kv_cache", "qos", name, "requests"};
+      out.push_back({std::string("kv ") + name + " p95 ms",
+                     {"kv_cache", "qos", name, "latency_ms", "p95"},
+                     false,
+                     had});
+      out.push_back({std::string("kv ") + name + " SLA",
+                     {"kv_cache", "qos", name, "sla_compliance"},
+                     true,
+                     had});
+    }
+    return out;
+  }();
+  return figures;
 }
 
 }  // namespace iomimic::kvcache

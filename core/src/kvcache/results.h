@@ -12,6 +12,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "kvcache/engine.h"
+#include "output/figures.h"
 #include "output/workflow_results.h"
 
 namespace iomimic::kvcache {
@@ -39,6 +40,11 @@ KvRankFigures RankFigures(const KvFigures& f, int rank);
 
 // Collective: every rank calls it with its figures and gets the run's.
 KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster);
+
+// The KV-cache workflow's headline figures (output/figures.h; docs/kvcache.md,
+// "Results"): requests, tokens/s, hit rate, GiB/s of each tier the run had,
+// end-to-end and storage latency percentiles, each QoS class's P95 and SLA.
+const output::FigureList& Figures();
 
 // This rank's KV-cache figures and, after Collect, the run's (KvResults).
 class KvCacheResults final : public output::WorkflowResults {

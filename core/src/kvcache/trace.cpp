@@ -29,6 +29,12 @@ const char* TraceTierName(int tier) {
   return tier >= 0 && tier <= 2 ? kNames[tier] : "Tier-?";
 }
 
+std::string TraceExcerpt(std::string_view text) {
+  constexpr std::size_t kShown = 48;
+  if (text.size() <= kShown) return std::string(text);
+  return std::string(text.substr(0, kShown)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 namespace {
 
 // Python's csv QUOTE_MINIMAL: quote a field holding the delimiter, the quote
@@ -128,26 +134,30 @@ Status ParseFields(const std::vector<std::string>& f, TraceRow* row) {
                                    std::string(kTraceHeader) + ")");
   }
   if (!ParseTimestamp(f[0], &row->timestamp)) {
-    return Status::InvalidArgument("Timestamp '" + f[0] + "' is not a number of seconds");
+    return Status::InvalidArgument("Timestamp '" + TraceExcerpt(f[0]) +
+                                   "' is not a number of seconds");
   }
   if (f[1] == "Read") {
     row->op = TraceOp::kRead;
   } else if (f[1] == "Write") {
     row->op = TraceOp::kWrite;
   } else {
-    return Status::InvalidArgument("Operation '" + f[1] + "' is neither Read nor Write");
+    return Status::InvalidArgument("Operation '" + TraceExcerpt(f[1]) +
+                                   "' is neither Read nor Write");
   }
   if (!ParseSize(f[2], &row->size)) {
-    return Status::InvalidArgument("Object_Size_Bytes '" + f[2] + "' is not a whole number");
+    return Status::InvalidArgument("Object_Size_Bytes '" + TraceExcerpt(f[2]) +
+                                   "' is not a whole number");
   }
   if (f[3].size() == 6 && f[3].starts_with("Tier-") && f[3][5] >= '0' && f[3][5] <= '2') {
     row->tier = f[3][5] - '0';
   } else {
-    return Status::InvalidArgument("Tier '" + f[3] + "' is not Tier-0, Tier-1 or Tier-2");
+    return Status::InvalidArgument("Tier '" + TraceExcerpt(f[3]) +
+                                   "' is not Tier-0, Tier-1 or Tier-2");
   }
   row->key = f[4];
   if (!ParsePhase(f[5], &row->phase)) {
-    return Status::InvalidArgument("Phase '" + f[5] +
+    return Status::InvalidArgument("Phase '" + TraceExcerpt(f[5]) +
                                    "' is not Prefill, Decode, Both, Evict or empty");
   }
   return Status::OK();
@@ -173,14 +183,15 @@ class RowParser {
     any_ |= !bytes.empty();
     for (std::size_t start = 0;;) {
       const std::size_t nl = bytes.find('\n', start);
+      const std::string_view piece =
+          bytes.substr(start, nl == std::string_view::npos ? nl : nl - start);
+      // Refused as soon as the bytes seen pass the limit (and a "\r" that
+      // may end them), whether the line is whole or still in pieces.
+      if (pending_.size() + piece.size() > kMaxTraceLine + 1) return TooLong(line_ + 1);
       if (nl == std::string_view::npos) {
-        pending_.append(bytes.substr(start));
-        if (pending_.size() > kMaxLine) {
-          return LineError(name_, line_ + 1, "a line longer than 64 KiB");
-        }
+        pending_.append(piece);
         return Status::OK();
       }
-      const std::string_view piece = bytes.substr(start, nl - start);
       if (pending_.empty()) {
         IOMIMIC_RETURN_IF_ERROR(Line(piece));
       } else {
@@ -203,6 +214,7 @@ class RowParser {
   Status Line(std::string_view line) {
     ++line_;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > kMaxTraceLine) return TooLong(line_);
     if (line_ == 1) {
       if (line == kTraceHeader) return Status::OK();
       return LineError(name_, 1, "the header is not '" + std::string(kTraceHeader) + "'");
@@ -218,7 +230,11 @@ class RowParser {
     return Status::OK();
   }
 
-  static constexpr std::size_t kMaxLine = 64 << 10;
+  Status TooLong(std::size_t line) const {
+    return LineError(name_, line,
+                     "a line longer than 64 KiB (" + std::to_string(kMaxTraceLine) + " bytes)");
+  }
+
   const std::string& name_;
   std::string pending_;
   std::size_t line_ = 0;

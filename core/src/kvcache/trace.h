@@ -61,15 +61,26 @@ const char* TraceTierName(int tier);
 inline constexpr std::string_view kTraceHeader =
     "Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase";
 
+// The longest line a trace may hold, in bytes, its line end ("\n" or
+// "\r\n") not counted: 64 KiB.
+inline constexpr std::size_t kMaxTraceLine = 64 << 10;
+
+// `text` for an error message: whole when at most 48 bytes, else its first 48
+// bytes then "... (N bytes)", so that a long field or key cannot make an
+// error line long.
+std::string TraceExcerpt(std::string_view text);
+
 // One row as the reference writes it, "\r\n" included.
 std::string FormatTraceRow(const TraceRow& row);
 
 // Parses a whole trace (already decompressed). Strict: the first line must be
 // the header, then every line holds six fields of the forms above (a final
 // line end is optional, "\n" and "\r\n" both end a line; a line break
-// inside a quoted field and lines over 64 KiB are refused). The first bad line
-// is the error, InvalidArgument "<name>:<line>: <what>", e.g.
-// "t.csv:7: Object_Size_Bytes '12x' is not a whole number".
+// inside a quoted field and lines over kMaxTraceLine are refused). The first
+// bad line is the error, one short line, InvalidArgument "<name>:<line>:
+// <what>", e.g. "t.csv:7: Object_Size_Bytes '12x' is not a whole number"
+// (fields quoted as TraceExcerpt), "t.csv:2: a line longer than 64 KiB
+// (65536 bytes)".
 Result<std::vector<TraceRow>> ParseTrace(std::string_view text, const std::string& name);
 
 // Reads and parses the trace file at `path` 1 MiB at a time; a zstd stream

@@ -144,4 +144,13 @@ Result<std::shared_ptr<output::WorkflowResults>> RunStatFiles(
   return output::ResultsOf<StatResults>(StatFiles(session));
 }
 
+const output::FigureList& Figures() {
+  static const output::FigureList figures = {
+      {"metadata stats/s", {"iomimic", "metadata", "stats_per_second"}, true},
+      {"metadata stat p50 ms", {"iomimic", "metadata", "latency_ms", "p50"}, false},
+      {"metadata stat p99 ms", {"iomimic", "metadata", "latency_ms", "p99"}, false},
+  };
+  return figures;
+}
+
 }  // namespace iomimic::metadata

@@ -17,6 +17,7 @@
 #include "iomimic/status.h"
 #include "metrics/histogram.h"
 #include "metrics/records.h"
+#include "output/figures.h"
 #include "output/workflow_results.h"
 #include "session/session.h"
 
@@ -36,6 +37,10 @@ struct StatFigures {
 
 // Runs the passes on this rank.
 Result<StatFigures> StatFiles(session::Session& session);
+
+// The metadata workflow's headline figures (output/figures.h): stats per
+// second and the P50 and P99 of one stat.
+const output::FigureList& Figures();
 
 // This rank's figures and, after Collect, the run's: summary.json's
 // iomimic.metadata, a "stat_pass" span in events.csv, the metadata_stat

@@ -10,6 +10,7 @@
 
 #include "analysis/run_folder.h"
 #include "iomimic/testing/posix_test_storage.h"
+#include "run/run.h"
 
 namespace iomimic::output {
 namespace {
@@ -112,7 +113,7 @@ TEST_CASE_FIXTURE(LedgerFolder, "rank ledger: a run folder without summary.json 
     REQUIRE(a->Stopped("interrupted", "SIGTERM", "").ok());
     REQUIRE(b->Stopped("interrupted", "SIGTERM", "").ok());
   }
-  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path());
+  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path(), run::Figures());
   REQUIRE(run.ok());
   CHECK(run->partial);
   CHECK(run->partial_note.find("records of 2 of 3 ranks") != std::string::npos);
@@ -133,7 +134,7 @@ TEST_CASE_FIXTURE(LedgerFolder, "rank ledger: a run folder without summary.json 
 
 TEST_CASE("rank ledger: an empty folder is not a run") {
   TempDir dir;
-  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path());
+  Result<analysis::RunFolder> run = analysis::ReadRunFolder(dir.path(), run::Figures());
   CHECK(run.status().IsNotFound());
 }
 

@@ -18,6 +18,7 @@
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
 #include "metrics/host_telemetry.h"
+#include "modelload/model_load.h"
 #include "output/results.h"
 #include "plan/plan.h"
 #include "session/cache_honesty.h"
@@ -421,18 +422,21 @@ struct WorkflowRow {
   const char* name;
   bool (*wanted)(const config::Config& c);
   output::WorkflowRunner run;
+  const output::FigureList& (*figures)();  // its headline figures (output/figures.h)
 };
 const WorkflowRow kWorkflows[] = {
     {"metadata", [](const config::Config& c) { return c.workflow.metadata; },
-     metadata::RunStatFiles},
+     metadata::RunStatFiles, metadata::Figures},
     {"kv_cache replay",
      [](const config::Config& c) {
        return c.workflow.kv_cache && !c.kv_cache.replay_trace.empty();
      },
-     kvcache::RunReplayWorkflow},
+     kvcache::RunReplayWorkflow, kvcache::ReplayFigures},
     {"kv_cache",
      [](const config::Config& c) { return c.workflow.kv_cache && c.kv_cache.replay_trace.empty(); },
-     kvcache::RunKvCacheWorkflow},
+     kvcache::RunKvCacheWorkflow, kvcache::Figures},
+    {"model_load", [](const config::Config& c) { return c.workflow.model_load; },
+     modelload::RunModelLoad, modelload::Figures},
 };
 
 // One RunWorkload, step by step: open the session, prepare the run folder,
@@ -814,6 +818,15 @@ Result<output::RunResults> RunWorkload(const config::LoadedManifest& loaded,
                                        const RunOptions& options, RunObserver* observer) {
   WorkloadRun run(loaded, registry, cluster, options, observer);
   return run.Run();
+}
+
+const output::FigureList& Figures() {
+  static const output::FigureList figures = [] {
+    std::vector<const output::FigureList*> lists = {&train::Figures(), &output::SessionFigures()};
+    for (const WorkflowRow& w : kWorkflows) lists.push_back(&w.figures());
+    return output::JoinFigures(lists);
+  }();
+  return figures;
 }
 
 }  // namespace iomimic::run

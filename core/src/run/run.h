@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "iomimic/status.h"
 #include "metrics/records.h"
+#include "output/figures.h"
 #include "output/model.h"
 #include "plugin/registry.h"
 #include "train/results.h"
@@ -143,6 +144,12 @@ class RunObserver {
   // collective failure); status.json already says so when a run folder exists.
   virtual void OnError(const Status& status) { (void)status; }
 };
+
+// Every workflow's headline figures, for the analysis commands (compare,
+// sweep, search, report; output/figures.h): training's, the session's,
+// then those of each workflow of run/'s table, in its order. Names are
+// unique (a test checks it).
+const output::FigureList& Figures();
 
 // Collective: every rank calls it with the same manifest. Returns the results
 // model (only generation figures for a generate-only run), or the error that stopped

@@ -1027,4 +1027,21 @@ std::string TrainingResults::ConsoleNotes(const output::RunResults& run,
   return h.str();
 }
 
+const output::FigureList& Figures() {
+  static const output::FigureList figures = {
+      {"train AU %", {"metric", "train_au_mean_percentage"}, true},
+      {"train samples/s", {"metric", "train_throughput_mean_samples_per_second"}, true},
+      {"train MiB/s (nominal)", {"metric", "train_io_mean_MB_per_second"}, true},
+      {"train MiB/s (read)", {"iomimic", "train_io_actual_mean_MiB_per_second"}, true},
+      {"eval AU %", {"metric", "eval_au_mean_percentage"}, true},
+      {"sample read p50 ms", {"iomimic", "sample_read_latency_ms", "p50"}, false},
+      {"sample read p99 ms", {"iomimic", "sample_read_latency_ms", "p99"}, false},
+      {"read request p99 ms", {"iomimic", "read_request_latency_ms", "p99"}, false},
+      {"step data wait p99 ms", {"iomimic", "latency_ms", "step_data_wait", "p99"}, false},
+      {"checkpoint save GiB/s", {"metric", "save_checkpoint_io_mean_GB_per_second"}, true},
+      {"checkpoint load GiB/s", {"metric", "load_checkpoint_io_mean_GB_per_second"}, true},
+  };
+  return figures;
+}
+
 }  // namespace iomimic::train

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "metrics/records.h"
+#include "output/figures.h"
 #include "output/workflow_results.h"
 #include "session/cache_honesty.h"
 #include "train/checkpointer.h"
@@ -104,6 +105,11 @@ struct GenerateResults {
   std::vector<std::uint64_t> bytes_written_per_rank;
   double seconds = 0;  // the slowest rank's
 };
+
+// The training workflow's headline figures (output/figures.h): DLIO's
+// metric means (AU, samples/s, MiB/s, checkpoint GiB/s) and iomimic's read
+// latencies and data wait.
+const output::FigureList& Figures();
 
 // This rank's records of the training workflow and, after Collect, the
 // run's figures over every rank.
