@@ -86,7 +86,8 @@ struct KvFigures {
   metrics::LatencyHistogram qos_end_to_end[kQosCount];
   std::uint64_t qos_requests[kQosCount] = {}, qos_violations[kQosCount] = {};
   TierFigures tier[kTierCount];
-  // The storage tier's request_read/request_write split as its read_device...
+  // The device and host parts of the storage tier's request_read and
+  // request_write (as TierFigures' read_device ... of all its operations).
   metrics::LatencyHistogram request_read_device, request_read_host, request_write_device,
       request_write_host;
   KvRequestSamples samples;

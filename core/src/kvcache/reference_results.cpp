@@ -16,6 +16,12 @@ double Rate(double amount, double seconds) { return seconds > 0 ? amount / secon
 double Gb(std::uint64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 json Num(double v) { return metrics::JsonNumber<json>(v); }
 
+// Of every cache lookup, the share that hit.
+double HitRate(const KvFigures& f) {
+  const std::uint64_t accesses = f.cache_hits + f.cache_misses;
+  return accesses > 0 ? static_cast<double>(f.cache_hits) / static_cast<double>(accesses) : 0;
+}
+
 // A percentile of `h` in milliseconds (0 when empty).
 double PercentileMs(const metrics::LatencyHistogram& h, double q) {
   return h.count() > 0 ? static_cast<double>(h.Percentile(q)) / 1e6 : 0;
@@ -94,9 +100,8 @@ json StorageHealth(const KvFigures& f, const std::string& profile) {
       const double p95 = PercentileMs(both, 0.95);
       criteria.push_back(Criterion("CPU RAM P95 < 150ms", 150, Num(p95), "ms", p95 < 150));
     }
-    const std::uint64_t accesses = f.cache_hits + f.cache_misses;
-    if (accesses > 0) {
-      const double rate = static_cast<double>(f.cache_hits) / static_cast<double>(accesses);
+    if (f.cache_hits + f.cache_misses > 0) {
+      const double rate = HitRate(f);
       criteria.push_back(Criterion("Cache Hit Rate > 30%", 0.3, Num(rate), "ratio", rate > 0.3));
     }
   }
@@ -116,10 +121,8 @@ json CacheStats(const KvFigures& f, const std::string& profile) {
   const TierFigures& gpu = f.tier[static_cast<int>(Tier::kAccelerator)];
   const TierFigures& cpu = f.tier[static_cast<int>(Tier::kHost)];
   const TierFigures& storage = f.tier[static_cast<int>(Tier::kStorage)];
-  const std::uint64_t accesses = f.cache_hits + f.cache_misses;
   json c;
-  c["cache_hit_rate"] =
-      Num(accesses > 0 ? static_cast<double>(f.cache_hits) / static_cast<double>(accesses) : 0);
+  c["cache_hit_rate"] = Num(HitRate(f));
   c["cache_hits"] = f.cache_hits;
   c["cache_misses"] = f.cache_misses;
   c["gpu_entries"] = gpu.entries;
@@ -135,17 +138,16 @@ json CacheStats(const KvFigures& f, const std::string& profile) {
   c["prefill_writes"] = f.prefill_writes;
   c["decode_reads"] = f.decode_reads;
   // The requests' own bytes (prefill writes, reads), not the demotions'.
-  const char* names[kTierCount] = {"gpu", "cpu", "storage"};
+  auto name = [](int t) { return std::string(TierName(static_cast<Tier>(t))); };
   for (int t = 0; t < kTierCount; ++t) {
-    c[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = Num(Gb(f.tier[t].write_bytes));
+    c["tier_" + name(t) + "_kv_bytes_written_gb"] = Num(Gb(f.tier[t].write_bytes));
   }
   for (int t = 0; t < kTierCount; ++t) {
-    c[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = Num(Gb(f.tier[t].read_bytes));
+    c["tier_" + name(t) + "_kv_bytes_read_gb"] = Num(Gb(f.tier[t].read_bytes));
   }
   for (int t = 0; t < kTierCount; ++t) {
-    c[std::string("tier_") + names[t] + "_read_bandwidth_gbps"] =
-        Num(Rate(Gb(f.tier[t].read_bytes), f.seconds));
-    c[std::string("tier_") + names[t] + "_write_bandwidth_gbps"] =
+    c["tier_" + name(t) + "_read_bandwidth_gbps"] = Num(Rate(Gb(f.tier[t].read_bytes), f.seconds));
+    c["tier_" + name(t) + "_write_bandwidth_gbps"] =
         Num(Rate(Gb(f.tier[t].write_bytes), f.seconds));
   }
   c["system_prompt_hits"] = f.system_prompt_hits;
@@ -162,8 +164,8 @@ json CacheStats(const KvFigures& f, const std::string& profile) {
   c["write_iops"] = f.write_operations;
   c["storage_tokens_processed"] = Num(f.storage_tokens_processed);
   for (int t = 0; t < kTierCount; ++t) {
-    PercentileKeys(std::string(names[t]) + "_read", f.tier[t].request_read, c);
-    PercentileKeys(std::string(names[t]) + "_write", f.tier[t].request_write, c);
+    PercentileKeys(name(t) + "_read", f.tier[t].request_read, c);
+    PercentileKeys(name(t) + "_write", f.tier[t].request_write, c);
   }
   PercentileKeys("storage_read_device", f.request_read_device, c);
   PercentileKeys("storage_read_host", f.request_read_host, c);
@@ -263,15 +265,13 @@ json ReferenceResultsJson(const KvFigures& f, const ReferenceResultsOptions& opt
   // adding keys to `o` moves its members).
   const json rate = o["summary"]["requests_per_second"];
   const json e2e = o["summary"]["end_to_end_latency_ms"];
-  const std::uint64_t accesses = f.cache_hits + f.cache_misses;
   o["total_requests"] = f.requests;
   o["throughput_req_per_sec"] = rate;
   o["avg_latency_ms"] = e2e["mean"];
   o["p99_latency_ms"] = e2e["p99"];
   o["storage_throughput_mbps"] =
       Num(Rate(Gb(f.total_read_bytes + f.total_write_bytes) * 1024, f.seconds));
-  o["cache_hit_rate"] =
-      Num(accesses > 0 ? static_cast<double>(f.cache_hits) / static_cast<double>(accesses) : 0);
+  o["cache_hit_rate"] = Num(HitRate(f));
   return o;
 }
 
