@@ -162,6 +162,35 @@ def test_model_load_chunks_split():
                 cache, (load["bytes"], load["requests"], load["tensors"]), want))
 
 
+def test_model_load_back_ends():
+    """The same files loaded through odirect, mmap (mmap and touch) and gds
+    (device memory where a GPU exists, its emulated mode without one): the
+    same bytes and requests as through posix, for both methods."""
+    folder = os.path.join(args().work, "model")
+    run([args().iomimic, "run"] + overrides("model", os.path.join(args().work, "setup"),
+                                            ["++workload.model_load.cache=warm"]))
+    files, layout = check_model(folder)
+    size = sum(os.path.getsize(f) for f in files)
+    for method, workers in (("tensors", 1), ("chunks", 3)):
+        want = None
+        for backend in ("posix", "odirect", "mmap", "gds"):
+            out = os.path.join(args().work, "out-%s-%s" % (method, backend))
+            run([args().iomimic, "run"] + overrides("model", out, [
+                "++workload.storage.backend=" + backend,
+                "++workload.model_load.method=" + method,
+                "++workload.model_load.workers=%d" % workers,
+                "++workload.model_load.cache=cold"]))
+            load = summary(out)["loads"]["cold"]
+            got = (load["bytes"], load["requests"], load["tensors"])
+            if load["bytes"] != size:
+                fail("%s on %s read %d bytes, the files hold %d" % (method, backend,
+                                                                   load["bytes"], size))
+            want = want or got
+            if got != want:
+                fail("%s on %s: bytes, requests, tensors %r, on posix %r" % (method, backend,
+                                                                              got, want))
+
+
 def test_model_load_errors():
     """Bad files are one error naming the file and the offset; a model
     that is not a transformer names the keys."""

@@ -725,5 +725,55 @@ def test_s3_kvcache_closed_options():
             fail("%s on s3: objects left without keep_entries: %s" % (workload, sorted(left)[:3]))
 
 
+def test_s3_model_load():
+    """The model-loading workflow (docs/model-loading.md) on s3: the shards
+    are written as objects under their own names (no temporary name), read
+    back as safetensors by the spec's reader, and loaded by 4 workers in
+    ranged reads of read_size: every object's bytes once, headers included;
+    the page cache is reported as not measured."""
+    import math
+    import safetensors_check
+    from model_load_tests import READ_SIZE, SHRUNK
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    folder = uniq("model")
+    out = work("model_out")
+    run([args().iomimic, "run", "-q", os.path.join(args().source, "workloads",
+                                                   "model_load_70b.yaml")] + SHRUNK + [
+        "++workload.storage.storage_type=s3",
+        "++workload.storage.storage_root=" + bucket,
+        "++workload.storage.storage_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+        "++workload.model_load.folder=" + folder,
+        "++workload.model_load.read_size=%d" % READ_SIZE,
+        "++workload.model_load.method=chunks", "++workload.model_load.workers=4",
+        "++workload.output.folder=" + out], env=env)
+    keys = sorted(list_keys(client, bucket, folder + "/"))
+    shards = [k for k in keys if k.endswith(".safetensors")]
+    if len(shards) < 3 or any(".partial" in k for k in keys):
+        fail("objects under %s: %s" % (folder, keys))
+    local = work("model_objects")
+    os.makedirs(local, exist_ok=True)
+    size, requests = 0, 0
+    for key in shards:
+        path = os.path.join(local, os.path.basename(key))
+        with open(path, "wb") as f:
+            f.write(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+        safetensors_check.check_file(path)
+        _, data, n = safetensors_check.read_header(path)
+        size += n
+        requests += 2 + math.ceil((n - data) / READ_SIZE)
+    with open(os.path.join(out, "summary.json")) as f:
+        loads = json.load(f)["model_load"]["loads"]
+    for cache in ("cold", "warm"):
+        got = (loads[cache]["bytes"], loads[cache]["requests"])
+        if got != (size, requests):
+            fail("%s load: bytes, requests %r, the objects make %r" % (cache, got,
+                                                                       (size, requests)))
+        if loads[cache]["page_cache_before"]["ranks_measured"] != 0:
+            fail("a page cache measured on object storage: %r" %
+                 loads[cache]["page_cache_before"])
+
+
 if __name__ == "__main__":
     harness.main(globals())

@@ -10,9 +10,9 @@
 
 #include "metrics/figures_json.h"
 #include "metrics/rank_merge.h"
-#include "modelload/safetensors.h"
 #include "output/model.h"
 #include "plan/checkpoint_plan.h"
+#include "plan/safetensors.h"
 #include "session/cache_honesty.h"
 #include "session/interrupt.h"
 
@@ -20,6 +20,16 @@ namespace iomimic::modelload {
 namespace {
 
 using json = nlohmann::ordered_json;
+using plan::DtypeName;
+using plan::FileHead;
+using plan::HeaderLength;
+using plan::IndexJson;
+using plan::LlamaTensors;
+using plan::ParseHeader;
+using plan::PlanShards;
+using plan::Shard;
+using plan::StoredTensor;
+using plan::Tensor;
 
 std::uint64_t NanosSince(std::chrono::steady_clock::time_point t0) {
   return static_cast<std::uint64_t>(
@@ -64,35 +74,28 @@ Result<std::string> ReadPrefix(Storage& storage, const std::string& path, std::u
   return text;
 }
 
-// The 8-byte length and header `shard` starts with.
-std::string HeadOf(const Shard& shard) {
-  std::string head(8, '\0');
-  std::uint64_t n = shard.header.size();
-  for (int i = 0; i < 8; ++i, n >>= 8)
-    head[static_cast<std::size_t>(i)] = static_cast<char>(n & 0xff);
-  return head + shard.header;
-}
-
 // Whether `path` already is `shard`: its size and its head. Through the
 // back end itself, not counted as the run's I/O.
 bool AlreadyWritten(Storage& storage, const std::string& path, const Shard& shard) {
   Result<FileInfo> info = storage.Stat(path);
   if (!info.ok() || info->size != shard.file_bytes()) return false;
   Result<std::string> prefix = ReadPrefix(storage, path, shard.data_offset());
-  return prefix.ok() && *prefix == HeadOf(shard);
+  return prefix.ok() && *prefix == FileHead(shard);
 }
 
-// Writes `shard` as `path` through `path`.partial and a rename, so that a
+// Writes `shard` as `path` through `path`.partial and a rename (on object
+// storage under its name: the object appears when complete), so that a
 // killed writer never leaves a file that looks complete; adds its size to
 // *written.
 Status WriteShard(Storage& storage, const std::string& path, const Shard& shard, const Buffer& fill,
                   std::uint64_t* written) {
-  const std::string partial = path + ".partial";
+  const bool objects = storage.capabilities().objects;
+  const std::string partial = objects ? path : path + ".partial";
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.expected_size = shard.file_bytes();
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(partial, options));
-  const std::string head = HeadOf(shard);
+  const std::string head = FileHead(shard);
   Status status = file->WriteAt(0, std::as_bytes(std::span(head)));
   for (std::uint64_t at = 0; status.ok() && at < shard.data_bytes;) {
     const std::size_t n =
@@ -108,7 +111,7 @@ Status WriteShard(Storage& storage, const std::string& path, const Shard& shard,
     return status;
   }
   IOMIMIC_RETURN_IF_ERROR(file->Close());
-  IOMIMIC_RETURN_IF_ERROR(storage.Rename(partial, path));
+  if (!objects) IOMIMIC_RETURN_IF_ERROR(storage.Rename(partial, path));
   *written += shard.file_bytes();
   return Status::OK();
 }

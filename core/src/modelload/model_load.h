@@ -3,7 +3,7 @@
 // start-up, and measure how long until the model is loaded.
 //
 // The files are the model's (sized from model.transformer.* as
-// modelload/safetensors.h lays them out, written first where missing or not
+// plan/safetensors.h lays them out, written first where missing or not
 // the model's) or the user's own (model_load.files). Each load reads every
 // file's header, parses it, and reads every tensor's bytes into buffers of
 // the session's storage (device memory where the back end's Allocate hands

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "kvcache/chunked.h"
 #include "kvcache/replay.h"
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
@@ -432,8 +433,17 @@ const WorkflowRow kWorkflows[] = {
        return c.workflow.kv_cache && !c.kv_cache.replay_trace.empty();
      },
      kvcache::RunReplayWorkflow, kvcache::ReplayFigures},
+    {"kv_cache chunked",
+     [](const config::Config& c) {
+       return c.workflow.kv_cache && c.kv_cache.replay_trace.empty() &&
+              c.kv_cache.layout == "chunked";
+     },
+     kvcache::RunChunkedWorkflow, kvcache::ChunkedFigureList},
     {"kv_cache",
-     [](const config::Config& c) { return c.workflow.kv_cache && c.kv_cache.replay_trace.empty(); },
+     [](const config::Config& c) {
+       return c.workflow.kv_cache && c.kv_cache.replay_trace.empty() &&
+              c.kv_cache.layout == "whole";
+     },
      kvcache::RunKvCacheWorkflow, kvcache::Figures},
     {"model_load", [](const config::Config& c) { return c.workflow.model_load; },
      modelload::RunModelLoad, modelload::Figures},

@@ -1,4 +1,4 @@
-#include "modelload/safetensors.h"
+#include "plan/safetensors.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "plan/checkpoint_plan.h"
 
-namespace iomimic::modelload {
+namespace iomimic::plan {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -48,7 +48,7 @@ Result<std::vector<Tensor>> LlamaTensors(const config::ModelConfig& m) {
   }
   const std::uint64_t h = m.hidden_size, ffn = m.ffn_hidden_size, vocab = m.vocab_size;
   const std::uint64_t kv = h / std::max<std::uint64_t>(1, m.num_attention_heads) * m.num_kv_heads;
-  const std::uint64_t bytes = plan::DatatypeBytes(m.model_datatype);
+  const std::uint64_t bytes = DatatypeBytes(m.model_datatype);
   std::vector<Tensor> out;
   auto add = [&](std::string name, std::vector<std::uint64_t> shape) {
     std::uint64_t elements = 1;
@@ -116,6 +116,13 @@ std::vector<Shard> PlanShards(const std::vector<Tensor>& tensors, std::string_vi
     shards.push_back(std::move(shard));
   }
   return shards;
+}
+
+std::string FileHead(const Shard& shard) {
+  std::string head(8, '\0');
+  std::uint64_t n = shard.header.size();
+  for (std::size_t i = 0; i < 8; ++i, n >>= 8) head[i] = static_cast<char>(n & 0xff);
+  return head + shard.header;
 }
 
 std::string IndexJson(const std::vector<Shard>& shards) {
@@ -189,4 +196,4 @@ Result<std::vector<StoredTensor>> ParseHeader(std::string_view text, std::uint64
   return out;
 }
 
-}  // namespace iomimic::modelload
+}  // namespace iomimic::plan

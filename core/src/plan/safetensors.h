@@ -1,4 +1,4 @@
-// The safetensors files of a model, as Hugging Face's save_pretrained
+// The safetensors files of a model (or a checkpoint), as Hugging Face's save_pretrained
 // shards them (docs/model-loading.md, "The files"): pure layout, no I/O.
 //
 // A safetensors file is an 8-byte little-endian header length N, N bytes of
@@ -23,7 +23,7 @@
 #include "config/config.h"
 #include "iomimic/status.h"
 
-namespace iomimic::modelload {
+namespace iomimic::plan {
 
 struct Tensor {
   std::string name;  // e.g. "model.layers.0.self_attn.q_proj.weight"
@@ -65,6 +65,10 @@ std::string_view DtypeName(const std::string& model_datatype);
 std::vector<Shard> PlanShards(const std::vector<Tensor>& tensors, std::string_view dtype,
                               std::uint64_t dtype_bytes, std::uint64_t max_shard_bytes);
 
+// The bytes `shard` starts with: the header's 8-byte little-endian length,
+// then the header.
+std::string FileHead(const Shard& shard);
+
 // model.safetensors.index.json of sharded `shards`: metadata.total_size and
 // the weight_map, tensor name -> file name.
 std::string IndexJson(const std::vector<Shard>& shards);
@@ -83,4 +87,4 @@ Result<std::vector<StoredTensor>> ParseHeader(std::string_view json, std::uint64
 Result<std::uint64_t> HeaderLength(const unsigned char (&first8)[8], std::uint64_t file_bytes,
                                    const std::string& path);
 
-}  // namespace iomimic::modelload
+}  // namespace iomimic::plan

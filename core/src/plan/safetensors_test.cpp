@@ -1,4 +1,4 @@
-#include "modelload/safetensors.h"
+#include "plan/safetensors.h"
 
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 
 #include "plan/checkpoint_plan.h"
 
-namespace iomimic::modelload {
+namespace iomimic::plan {
 namespace {
 
 config::ModelConfig Llama(std::int64_t layers) {
@@ -124,4 +124,4 @@ TEST_CASE("safetensors: a header that does not add up names the file and the off
 }
 
 }  // namespace
-}  // namespace iomimic::modelload
+}  // namespace iomimic::plan

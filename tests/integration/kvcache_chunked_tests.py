@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""The KV-cache workflow's chunked mode (docs/kvcache-chunked.md) against an
+independent computation of its hits from the trace's hash ids: chunk keys
+from (block id, place in the block), a prefix lookup that stops at the
+first miss, an infinite cache and then an LRU of the configured capacity.
+
+Usage: kvcache_chunked_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import collections
+import json
+import math
+import os
+import subprocess
+
+import iomimic_tests as harness
+from iomimic_tests import fail, run
+
+BLOCK = 512
+TINY_BYTES_PER_TOKEN = 12 * 4 * 128 * 2 * 2  # tiny-1b: layers x kv heads x head dim x K,V x fp16
+
+
+def args():
+    return harness.ARGS
+
+
+def trace(name, requests, seed):
+    path = os.path.join(args().work, name)
+    subprocess.run(["/usr/bin/python3", os.path.join(args().source, "scripts",
+                                                     "kv_request_traces.py"),
+                    "mooncake", path, "--requests", str(requests), "--seed", str(seed),
+                    "--prompt-blocks", "2", "--max-new-tokens", "1024"], check=True)
+    return path
+
+
+def expected(path, chunk, tp, capacity):
+    """(hit tokens, input tokens, chunk hits, chunks written) of an LRU of
+    `capacity` bytes (None: infinite) fed the trace's requests in order."""
+    lru = collections.OrderedDict()  # key -> bytes, most recent last
+    used = 0
+    hit_tokens = input_tokens = hits = written = 0
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rows.sort(key=lambda r: r["timestamp"])
+    for r in rows:
+        n, ids = r["input_length"], r["hash_ids"]
+        input_tokens += n
+        keys = []
+        for begin in range(0, n, chunk):
+            end = min(n, begin + chunk)
+            block = (end - 1) // BLOCK
+            keys.append(((ids[block], end - block * BLOCK), end - begin))
+        c = 0
+        while c < len(keys) and keys[c][0] in lru:
+            lru.move_to_end(keys[c][0])
+            hit_tokens += keys[c][1]
+            hits += 1
+            c += 1
+        for key, tokens in keys[c:]:
+            size = tokens * TINY_BYTES_PER_TOKEN // tp
+            while capacity is not None and used + size > capacity and lru:
+                _, gone = lru.popitem(last=False)
+                used -= gone
+            lru[key] = size
+            used += size
+            written += 1
+    return hit_tokens, input_tokens, hits, written
+
+
+def chunked_run(path, out, chunk, tp, capacity_gb, extra=()):
+    run([args().iomimic, "run", "workload=kvcache_quickstart",
+         "++workload.kv_cache.layout=chunked",
+         "++workload.kv_cache.request_trace=" + path,
+         "++workload.kv_cache.model=tiny-1b",
+         "++workload.kv_cache.chunk_tokens=%d" % chunk,
+         "++workload.kv_cache.tensor_parallel=%d" % tp,
+         "++workload.kv_cache.num_gpus=%d" % tp,
+         "++workload.kv_cache.storage_capacity_gb=%s" % capacity_gb,
+         "++workload.kv_cache.cpu_mem_gb=0",
+         "++workload.kv_cache.trace_speedup=0",
+         "++workload.kv_cache.max_inflight_requests=1",
+         "++workload.kv_cache.prefill_tokens_per_second=1e9",
+         "++workload.kv_cache.duration=0",
+         "++workload.kv_cache.cache_folder=" + os.path.join(args().work, "cache"),
+         "++workload.output.folder=" + out] + list(extra))
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)["kv_cache_chunked"]
+
+
+def test_kvcache_chunked_hits_match_hash_ids():
+    """A Mooncake trace: the chunk hits and the token hit rate equal the
+    independent LRU's, with an unlimited storage tier and with one smaller
+    than the trace's chunks; every chunk written is ceil(tokens / chunk)
+    per request's new tokens, of chunk x bytes per token / TP bytes."""
+    path = trace("mooncake.jsonl", 60, 7)
+    chunk, tp = 128, 8
+    for capacity_gb in ("0", "0.02"):
+        capacity = None if capacity_gb == "0" else int(float(capacity_gb) * 2**30)
+        want = expected(path, chunk, tp, capacity)
+        s = chunked_run(path, os.path.join(args().work, "out-" + capacity_gb), chunk, tp,
+                        capacity_gb)
+        got = (s["hit_tokens"], s["input_tokens"], s["chunk_hits"]["storage"],
+               s["chunks_written"])
+        if got != want:
+            fail("capacity %s GB: hit tokens, input tokens, hits, written %r; the hash ids "
+                 "give %r" % (capacity_gb, got, want))
+        if capacity is not None and s["deletions"] == 0:
+            fail("a storage tier smaller than the chunks deleted none")
+        full = chunk * TINY_BYTES_PER_TOKEN // tp
+        if s["tiers"]["storage"]["write_bytes"] > s["chunks_written"] * full or \
+                s["tiers"]["storage"]["write_bytes"] < (s["chunks_written"] - 60) * full:
+            fail("storage write bytes %d for %d chunks of at most %d" % (
+                s["tiers"]["storage"]["write_bytes"], s["chunks_written"], full))
+        if s["token_hit_rate"] <= 0 or s["ttft_ms"]["count"] != 60:
+            fail("token hit rate %r, TTFT count %r" % (s["token_hit_rate"], s["ttft_ms"]["count"]))
+
+
+def test_kvcache_chunked_trace_formats():
+    """The three formats' samples (tests/kvcache/request_traces) run: the
+    Mooncake lines share their first block (id 0), BurstGPT's requests
+    share nothing, ShareGPT's second turn reuses the first's prefix."""
+    samples = os.path.join(args().source, "tests", "kvcache", "request_traces")
+    for name, shares in (("mooncake_first_lines.jsonl", True), ("burstgpt_first_lines.csv", False),
+                         ("sharegpt_first_lines.json", None)):
+        s = chunked_run(os.path.join(samples, name), os.path.join(args().work, "out-" + name),
+                        128, 8, "0")
+        if s["requests"] < 2:
+            fail("%s: %d requests" % (name, s["requests"]))
+        if shares is True and s["hit_tokens"] != 3 * 512:
+            fail("%s: the shared first block should be 3 x 512 hit tokens, got %d" % (
+                name, s["hit_tokens"]))
+        if shares is False and s["hit_tokens"] != 0:
+            fail("%s: BurstGPT shares no prefix, got %d hit tokens" % (name, s["hit_tokens"]))
+
+
+def test_kvcache_chunked_promotion_and_errors():
+    """With a host tier and promotion on_hit, storage hits move up (counted
+    as promotions); a trace with a bad line is one error naming FILE:LINE."""
+    path = trace("mooncake.jsonl", 40, 11)
+    s = chunked_run(path, os.path.join(args().work, "out-promo"), 128, 8, "0",
+                    ["++workload.kv_cache.cpu_mem_gb=0.01",
+                     "++workload.kv_cache.promotion=on_hit"])
+    if s["demotions"] == 0 or s["promotions"] == 0 or s["chunk_hits"]["cpu"] == 0:
+        fail("host tier of 10 MiB: demotions %d, promotions %d, cpu hits %d" % (
+            s["demotions"], s["promotions"], s["chunk_hits"]["cpu"]))
+    bad = os.path.join(args().work, "bad.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n')
+        f.write('{"timestamp": 5, "input_length": -3, "output_length": 1}\n')
+    p = run([args().iomimic, "run", "workload=kvcache_quickstart",
+             "++workload.kv_cache.layout=chunked", "++workload.kv_cache.request_trace=" + bad,
+             "++workload.output.folder=" + os.path.join(args().work, "out-bad")],
+            expect_ok=False)
+    if p.returncode == 0 or bad + ":2: input_length" not in p.stderr:
+        fail("a bad trace line should be named FILE:2:\n" + p.stderr)
+
+
+if __name__ == "__main__":
+    harness.main(globals())
