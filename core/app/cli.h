@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ int CmdSweep(int argc, char** argv);             // sweep.cpp
 int CmdSearch(int argc, char** argv);            // search.cpp
 int CmdKvcacheReplay(int argc, char** argv);     // kvcache_replay.cpp
 int CmdKvCacheReference(int argc, char** argv);  // kvcache_reference.cpp: as kv-cache.py
+
+// An error of a run in another command's words (the kv-cache.py drop-in's).
+using StatusRewrite = std::function<Status(const Status&)>;
+// `iomimic run` whose errors (the manifest's and the run's) pass through
+// `rewrite` before the one error line is printed.
+int CmdRunRewritingErrors(int argc, char** argv, const StatusRewrite& rewrite);
 
 // --- Options of run, generate and config (core/app/main.cpp) --------------
 

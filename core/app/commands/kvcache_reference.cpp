@@ -1,8 +1,8 @@
 // `kv-cache.py ...`: iomimic started under the name of MLPerf Storage's
 // KV-cache benchmark (the kv-cache.py script installed beside iomimic execs
 // it so), taking the reference's command line as mlpstorage builds it and
-// running iomimic's KV-cache workflow (core/src/kvcache/reference_cli.h,
-// docs/kvcache-reference.md).
+// running iomimic's KV-cache workflow, which writes the reference's results
+// file (core/src/kvcache/reference_cli.h, docs/kvcache-reference.md).
 
 #include <cstdlib>
 #include <iostream>
@@ -10,8 +10,6 @@
 #include <vector>
 
 #include "cli.h"
-#include "cluster/arg_vector.h"
-#include "cluster/cluster.h"
 #include "kvcache/reference_cli.h"
 
 namespace iomimic::app {
@@ -30,20 +28,21 @@ int CmdKvCacheReference(int argc, char** argv) {
   for (std::string& a : run) cargs.push_back(a.data());
   cargs.push_back(nullptr);
   // Notes once, before the run (every rank parses the same command line).
-  if (const char* rank = std::getenv("OMPI_COMM_WORLD_RANK"); rank == nullptr || *rank == '0') {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const bool leader = rank == nullptr || *rank == '0';
+  if (leader) {
     for (const std::string& note : cli->notes) std::cerr << "kv-cache.py: " << note << "\n";
   }
-  const int code = CmdRun(static_cast<int>(run.size()), cargs.data());
-  if (code != 0 || cli->output.empty()) return code;
-  const cluster::Cluster* cluster = cluster::Cluster::Current();
-  if (cluster != nullptr && cluster->rank() != 0) return 0;
-  const std::size_t slash = cli->output.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : cli->output.substr(0, slash);
-  if (Status s = kvcache::WriteReferenceResults(folder + "/summary.json", cli->output, cli->seed);
-      !s.ok()) {
-    return Fail(s);
+  // The run writes the results file (kv_cache.reference_results); its errors
+  // name the drop-in's flags, not the overrides it made of them.
+  const int code =
+      CmdRunRewritingErrors(static_cast<int>(run.size()), cargs.data(),
+                            [&](const Status& s) { return kvcache::ReferenceError(*cli, s); });
+  if (code == 0 && leader) {
+    std::cerr << "kv-cache.py: results saved to " << cli->output << " (the run's files in "
+              << cli->run_folder << ")\n";
   }
-  return 0;
+  return code;
 }
 
 }  // namespace iomimic::app

@@ -245,7 +245,7 @@ int ExitInterrupted(cluster::Cluster& cluster, Console* console, int signal,
 // every rank of the job.
 int RunManifest(const std::string& command, const CommonArgs& args,
                 const plugin::Registry& registry, const config::LoadedManifest& manifest, int argc,
-                char** argv) {
+                char** argv, const StatusRewrite& rewrite) {
   const bool terminal = StdoutIsTerminal();
   cluster::Cluster& cluster = cluster::Cluster::Init(&argc, &argv);
   // After MPI_Init, so that these handlers are the ones in place.
@@ -264,7 +264,7 @@ int RunManifest(const std::string& command, const CommonArgs& args,
   console.EndProgress();
   if (!results.ok()) {
     // A failure while a signal stops the run exits as the signal would.
-    const int code = Fail(results.status());
+    const int code = Fail(rewrite ? rewrite(results.status()) : results.status());
     const int signal = session::InterruptSignal();
     return signal != 0 ? 128 + signal : code;
   }
@@ -277,7 +277,8 @@ int RunManifest(const std::string& command, const CommonArgs& args,
   return 0;
 }
 
-int RunOrGenerate(const std::string& command, int argc, char** argv) {
+int RunOrGenerate(const std::string& command, int argc, char** argv,
+                  const StatusRewrite& rewrite = nullptr) {
   CommonArgs args;
   int code = 0;
   if (!ParseCommon(command, argc, argv, &args, &code)) return code;
@@ -286,13 +287,17 @@ int RunOrGenerate(const std::string& command, int argc, char** argv) {
   plugin::Registry registry;
   DiscoverPlugins(args, &registry);
   Result<config::LoadedManifest> loaded = LoadFromArgs(args, registry);
-  if (!loaded.ok()) return Fail(loaded.status());
-  return RunManifest(command, args, registry, std::move(loaded).value(), argc, argv);
+  if (!loaded.ok()) return Fail(rewrite ? rewrite(loaded.status()) : loaded.status());
+  return RunManifest(command, args, registry, std::move(loaded).value(), argc, argv, rewrite);
 }
 
 }  // namespace
 
 int CmdRun(int argc, char** argv) { return RunOrGenerate("run", argc, argv); }
+
+int CmdRunRewritingErrors(int argc, char** argv, const StatusRewrite& rewrite) {
+  return RunOrGenerate("run", argc, argv, rewrite);
+}
 
 int CmdGenerate(int argc, char** argv) { return RunOrGenerate("generate", argc, argv); }
 

@@ -53,6 +53,7 @@ const Words kKvCacheModels = {
 const Words kKvGenerationModes = {"none", "fast", "realistic"};
 const Words kKvAccelerators = {"auto", "gds", "emulated"};
 const Words kKvReplayTimings = {"fast", "recorded"};
+const Words kKvPerformanceProfiles = {"latency", "throughput"};
 const Words kKvLayouts = {"whole", "chunked"};
 const Words kKvTraceFormats = {"auto", "mooncake", "burstgpt", "sharegpt"};
 const Words kKvPromotions = {"none", "on_hit"};

@@ -25,7 +25,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t kMaxWorkers = 500;  // the reference's min(num_users, 500)
-constexpr std::uint64_t kMaxTurns = 50;   // conversation.max_turns_per_conv
 constexpr std::uint64_t kPrefillOnlyTokens = 10000;
 
 std::uint64_t Ns(double seconds) {
@@ -89,6 +88,11 @@ struct Request {
   double submitted = 0;
 };
 
+// The reference's kinds of cache hit (docs/kvcache-reference.md, "The results
+// JSON"): a request's decode reads count as system-prompt hits when it drew
+// a system prompt, else as user hits; its earlier turns' reads as multi-turn.
+enum class HitKind { kUser, kSystemPrompt, kMultiTurn };
+
 // The queue's order: interactive first (QosLevel's lowest value), then by
 // arrival.
 struct QosClass {
@@ -117,7 +121,7 @@ class Engine {
   Result<double> Allocate(const std::string& key, std::uint64_t tokens,
                           TierStore::WorkerBuffer& wb);
   Status Perform(const TierOp& op, TierStore::WorkerBuffer& wb, double* write_seconds);
-  Result<std::optional<double>> Access(const std::string& key, bool multi_turn,
+  Result<std::optional<double>> Access(const std::string& key, HitKind kind,
                                        TierStore::WorkerBuffer& wb);
   void RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std::uint64_t bytes,
                 const char* phase, const OpTiming& t, bool evict);
@@ -184,6 +188,9 @@ std::array<std::uint64_t, kTierCount> Engine::Capacities() const {
       bytes(c_.storage_capacity_gb)};
   if (capacity[2] == 0) {
     capacity[2] = kUnlimited;
+    // Trace-only: unlimited, as the reference's trace mode, whose no-I/O
+    // back end has no folder to measure (docs/kvcache.md, "Trace-only runs").
+    if (c_.trace_only) return capacity;
     // 95 % of the free space where the folder is (or will be), as the
     // reference's statvfs of its cache folder.
     std::string folder = store_->folder();
@@ -225,7 +232,13 @@ Status Engine::Prepare() {
   so.trace_only = c_.trace_only;
   if (c_.gpu_mem_gb > 0) IOMIMIC_RETURN_IF_ERROR(OpenAccelerator(&so));
   store_ = std::make_unique<TierStore>(session_.storage(), so);
-  cache_ = std::make_unique<TierCache>(Capacities());
+  CachePolicy policy;
+  policy.target_ratio = c_.eviction_target_ratio;
+  policy.large_entry_ratio = c_.eviction_large_entry_ratio;
+  policy.max_depth = static_cast<int>(c_.eviction_max_depth);
+  policy.max_evictions = c_.eviction_max_per_call;
+  policy.min_evictions = c_.eviction_min_per_call;
+  cache_ = std::make_unique<TierCache>(Capacities(), policy);
   const auto [smallest, largest] = ContextBounds(c_);
   IOMIMIC_RETURN_IF_ERROR(
       cache_->CheckEntrySizes(EntryBytes(*model_, smallest, c_.tensor_parallel),
@@ -239,12 +252,18 @@ Status Engine::Prepare() {
     IOMIMIC_ASSIGN_OR_RETURN(own_sink_, OpenCsvTrace(options_.trace_path));
     sink_ = own_sink_.get();
   }
-  population_.emplace(MakeUsers(static_cast<std::int64_t>(seed_), c_.num_users, Templates(c_)));
+  QosDistribution qos;
+  qos.interactive_probability = c_.qos_interactive_probability;
+  qos.responsive_threshold = c_.qos_responsive_threshold;
+  population_.emplace(
+      MakeUsers(static_cast<std::int64_t>(seed_), c_.num_users, Templates(c_), qos));
   users_ = population_->users;
+  figures_.samples.recorded = !c_.reference_results.empty();
   {
     RequestDrawOptions draw;
     draw.multi_turn = c_.multi_turn;
     draw.prefix_caching = c_.prefix_caching;
+    draw.system_prompt_probability = c_.system_prompt_probability;
     plan_ = std::make_unique<ReferencePlan>(*population_, draw);
   }
   conversations_.resize(users_.size());
@@ -298,11 +317,12 @@ Status Engine::OpenAccelerator(StoreOptions* so) {
 }
 
 // The reference's multi-turn bookkeeping: a conversation goes on with
-// probability 0.8 for at most 50 turns; each turn's entry is its own key.
+// probability 0.8 for at most kv_cache.max_turns turns; each turn's entry is
+// its own key.
 bool Engine::NextConversationTurn(std::size_t index, bool end, Request* r) {
   Conversation& conv = conversations_[index];
   if (!c_.multi_turn) return false;
-  if (conv.id != 0 && (end || conv.turn >= kMaxTurns)) {
+  if (conv.id != 0 && (end || conv.turn >= c_.max_turns)) {
     conv = Conversation{};
   }
   if (conv.id == 0) conv.id = ++conversation_ids_;
@@ -368,15 +388,25 @@ void Engine::RecordOp(OpEvent::Kind kind, Tier tier, const std::string& key, std
   TierFigures& f = figures_.tier[static_cast<int>(tier)];
   if (kind == OpEvent::Kind::kRead) {
     f.read.Record(Ns(t.total));
+    if (!evict) f.request_read.Record(Ns(t.total));
     if (tier == Tier::kStorage) {
       f.read_device.Record(Ns(t.device));
       f.read_host.Record(Ns(t.host));
+      if (!evict) {
+        figures_.request_read_device.Record(Ns(t.device));
+        figures_.request_read_host.Record(Ns(t.host));
+      }
     }
   } else if (kind == OpEvent::Kind::kWrite) {
     f.write.Record(Ns(t.total));
+    if (!evict) f.request_write.Record(Ns(t.total));
     if (tier == Tier::kStorage) {
       f.write_device.Record(Ns(t.device));
       f.write_host.Record(Ns(t.host));
+      if (!evict) {
+        figures_.request_write_device.Record(Ns(t.device));
+        figures_.request_write_host.Record(Ns(t.host));
+      }
     }
   }
   const std::uint64_t header = tier == Tier::kStorage ? store_->header_bytes(bytes) : 0;
@@ -479,7 +509,7 @@ Result<double> Engine::Allocate(const std::string& key, std::uint64_t tokens,
   return seconds;
 }
 
-Result<std::optional<double>> Engine::Access(const std::string& key, bool multi_turn,
+Result<std::optional<double>> Engine::Access(const std::string& key, HitKind kind,
                                              TierStore::WorkerBuffer& wb) {
   std::optional<TierCache::Hit> hit = cache_->Acquire(key);
   if (!hit) {
@@ -494,7 +524,9 @@ Result<std::optional<double>> Engine::Access(const std::string& key, bool multi_
   RecordOp(OpEvent::Kind::kRead, hit->tier, key, hit->bytes, "Decode", t, false);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   ++figures_.cache_hits;
-  ++(multi_turn ? figures_.multi_turn_hits : figures_.user_cache_hits);
+  ++(kind == HitKind::kMultiTurn      ? figures_.multi_turn_hits
+     : kind == HitKind::kSystemPrompt ? figures_.system_prompt_hits
+                                      : figures_.user_cache_hits);
   ++figures_.decode_reads;
   ++figures_.read_operations;
   figures_.total_read_bytes += hit->bytes;
@@ -516,11 +548,15 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     ++figures_.prefix_lookups;
     ++figures_.cache_misses;
+    figures_.prefix_bytes_saved += words * model_->bytes_per_token();
+  } else if (c_.prefix_caching) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    ++figures_.prefix_misses;
   }
   for (std::uint64_t turn = 1; turn < r.turn; ++turn) {
     std::string& prev = wb.key;
     TurnKey(r.user, r.conversation, turn, &prev);
-    IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(prev, true, wb));
+    IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(prev, HitKind::kMultiTurn, wb));
     if (!t) {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       ++figures_.multi_turn_misses;  // Access counted the hits
@@ -529,19 +565,22 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
   }
   IOMIMIC_ASSIGN_OR_RETURN(double written, Allocate(r.key, r.context, wb));
   storage += written;
+  double decoded = 0;  // the decode reads' time
   if (r.decode) {
-    IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> first, Access(r.key, false, wb));
+    const HitKind kind = r.system_prompt >= 0 ? HitKind::kSystemPrompt : HitKind::kUser;
+    IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> first, Access(r.key, kind, wb));
     if (!first) {
       IOMIMIC_ASSIGN_OR_RETURN(double again, Allocate(r.key, r.context, wb));
       storage += again;
     } else {
-      storage += *first;
+      decoded += *first;
       const std::uint64_t batches = std::max<std::uint64_t>(
           1, (r.generate + c_.decode_batch_size - 1) / c_.decode_batch_size);
       for (std::uint64_t b = 0; b < batches; ++b) {
-        IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(r.key, false, wb));
-        storage += t.value_or(0);
+        IOMIMIC_ASSIGN_OR_RETURN(std::optional<double> t, Access(r.key, kind, wb));
+        decoded += t.value_or(0);
       }
+      storage += decoded;
     }
   }
   const double generation = static_cast<double>(r.generate) * SecondsPerToken(c_.generation_mode);
@@ -563,6 +602,13 @@ Status Engine::Serve(Request& r, TierStore::WorkerBuffer& wb) {
     figures_.generation_seconds += generation;
     ++figures_.qos_requests[q];
     if (e2e * 1000 > QosTargetP95Ms(r.qos)) ++figures_.qos_violations[q];
+    if (KvRequestSamples& s = figures_.samples; s.recorded) {
+      s.end_to_end.push_back(e2e);
+      s.storage.push_back(storage);
+      s.generation.push_back(generation);
+      s.prefill.push_back(written);
+      if (r.decode) s.decode.push_back(decoded);
+    }
   }
   figures_.end_to_end.Record(Ns(e2e));
   figures_.storage.Record(Ns(storage));

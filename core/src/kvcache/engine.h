@@ -40,6 +40,20 @@ struct TierFigures {
   std::uint64_t entries = 0, used_bytes = 0, capacity_bytes = 0;  // at the end
   metrics::LatencyHistogram read, write;  // every read and write, evictions included
   metrics::LatencyHistogram read_device, read_host, write_device, write_host;
+  // The requests' own reads and prefill writes only (no demotion): the
+  // reference's <tier>_read/write percentiles (docs/kvcache-reference.md,
+  // "The results JSON").
+  metrics::LatencyHistogram request_read, request_write;
+};
+
+// Per-request latencies in seconds, one per counted request in the order the
+// requests completed: the reference's lists (docs/kvcache-reference.md, "The
+// results JSON"). Kept only with kv_cache.reference_results (`recorded`).
+struct KvRequestSamples {
+  bool recorded = false;
+  std::vector<double> end_to_end, storage, generation;
+  std::vector<double> prefill;  // the prefill write (0 when the entry existed)
+  std::vector<double> decode;   // the decode reads, requests that decode
 };
 
 struct KvFigures {
@@ -51,7 +65,13 @@ struct KvFigures {
   std::uint64_t cache_hits = 0, cache_misses = 0;
   std::uint64_t multi_turn_hits = 0, multi_turn_misses = 0;
   std::uint64_t prefix_lookups = 0;  // system-prompt checks (always misses: docs/kvcache.md)
-  std::uint64_t user_cache_hits = 0;
+  // With prefix_caching, the requests that drew no system prompt, and the
+  // drawn prompts' tokens x the model's bytes per token (the reference's
+  // prefix_misses and bytes_saved; its prefix_hits are prefix_lookups).
+  std::uint64_t prefix_misses = 0, prefix_bytes_saved = 0;
+  // Cache hits by the reference's kind: the decode reads of requests without
+  // a system prompt (user) and with one (system prompt).
+  std::uint64_t user_cache_hits = 0, system_prompt_hits = 0;
   std::uint64_t prefill_writes = 0, decode_reads = 0;
   std::uint64_t read_operations = 0, write_operations = 0;
   std::uint64_t total_read_bytes = 0, total_write_bytes = 0;
@@ -66,6 +86,11 @@ struct KvFigures {
   metrics::LatencyHistogram qos_end_to_end[kQosCount];
   std::uint64_t qos_requests[kQosCount] = {}, qos_violations[kQosCount] = {};
   TierFigures tier[kTierCount];
+  // The device and host parts of the storage tier's request_read and
+  // request_write (as TierFigures' read_device ... of all its operations).
+  metrics::LatencyHistogram request_read_device, request_read_host, request_write_device,
+      request_write_host;
+  KvRequestSamples samples;
   // Where the accelerator tier kept its entries (kv_cache.accelerator; empty
   // without the tier): "emulated (host memory, gpu_copy_gbps)", or the
   // device-memory plugin's name and data path ("<plugin>:emulated",

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -51,16 +52,19 @@ TEST_CASE("reference cli: mlpstorage's command line maps onto kv_cache keys") {
         "++workload.kv_cache.cpu_mem_gb=0.0", "++workload.kv_cache.generation_mode=none",
         "++workload.storage.storage_root=/mnt/nvme",
         "++workload.kv_cache.cache_folder=kvcache_data",
-        "++workload.output.folder=/results/kv_cache/run", "++workload.kv_cache.multi_turn=False",
-        "++workload.kv_cache.prefix_caching=True", "++workload.kv_cache.seed=42",
-        "++workload.kv_cache.max_concurrent_allocs=0"}) {
+        "++workload.output.folder=/results/kv_cache/run/kvcache_results_20261127_110000.iomimic",
+        "++workload.kv_cache.reference_results=/results/kv_cache/run/"
+        "kvcache_results_20261127_110000.json",
+        "++workload.kv_cache.performance_profile=throughput",
+        "++workload.kv_cache.multi_turn=False", "++workload.kv_cache.prefix_caching=True",
+        "++workload.kv_cache.seed=42", "++workload.kv_cache.max_concurrent_allocs=0"}) {
     CAPTURE(want);
     CHECK(Has(*c, want));
   }
   CHECK(c->output == "/results/kv_cache/run/kvcache_results_20261127_110000.json");
+  CHECK(c->run_folder == "/results/kv_cache/run/kvcache_results_20261127_110000.iomimic");
   CHECK(c->seed == 42);
-  REQUIRE(c->notes.size() == 1);  // --performance-profile
-  CHECK(c->notes[0].starts_with("--performance-profile throughput"));
+  CHECK(c->notes.empty());  // every flag of mlpstorage's changes the run
 }
 
 TEST_CASE("reference cli: flags left out take the reference's defaults") {
@@ -73,10 +77,34 @@ TEST_CASE("reference cli: flags left out take the reference's defaults") {
     CAPTURE(want);
     CHECK(Has(*c, want));
   }
-  CHECK(c->output.empty());
+  // The reference's default results file, in the working directory; the
+  // run's own files beside it.
+  CAPTURE(c->output);
+  CHECK(std::regex_match(c->output, std::regex(R"(benchmark_results_\d{8}_\d{6}\.json)")));
+  CHECK(c->run_folder == c->output.substr(0, c->output.size() - 5) + ".iomimic");
+  CHECK(Has(*c, "++workload.kv_cache.reference_results=" +
+                    (std::filesystem::current_path() / c->output).string()));
   REQUIRE(c->notes.size() == 1);
   CHECK(c->notes[0].starts_with("no --seed"));
   CHECK(ParseReferenceCommandLine({"--help"})->help);
+}
+
+// Several results files in one folder, as mlpstorage writes one per run: each
+// run keeps its own files in a folder of its own, a taken one gets -1, -2...
+TEST_CASE("reference cli: results files sharing a folder get run folders of their own") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("iomimic_refcli_out_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "first.iomimic");
+  Result<ReferenceCommandLine> a =
+      ParseReferenceCommandLine({"--output", (dir / "first.json").string()});
+  Result<ReferenceCommandLine> b =
+      ParseReferenceCommandLine({"--output", (dir / "second.json").string()});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->run_folder == (dir / "first.iomimic-1").string());
+  CHECK(b->run_folder == (dir / "second.iomimic").string());
+  CHECK(Has(*a, "++workload.output.folder=" + (dir / "first.iomimic-1").string()));
+  std::filesystem::remove_all(dir);
 }
 
 // The reference's --io-trace-log is its trace mode: the simulation runs and
@@ -105,6 +133,34 @@ TEST_CASE("reference cli: bad command lines are one clear error") {
     std::string want;
   } cases[] = {
       {{"--num-users", "many"}, StatusCode::kInvalidArgument, "--num-users 'many'"},
+      // The reference's own checks and messages (its validate_args, argparse's choices).
+      {{"--num-users", "-4"}, StatusCode::kInvalidArgument, "--num-users must be positive, got -4"},
+      {{"--num-users=0"}, StatusCode::kInvalidArgument, "--num-users must be positive, got 0"},
+      {{"--num-users", "100001"},
+       StatusCode::kInvalidArgument,
+       "--num-users exceeds limit (100000), got 100001"},
+      {{"--duration", "0"}, StatusCode::kInvalidArgument, "--duration must be positive, got 0"},
+      {{"--gpu-mem-gb", "-1"},
+       StatusCode::kInvalidArgument,
+       "--gpu-mem-gb cannot be negative, got -1"},
+      {{"--max-requests", "-2"},
+       StatusCode::kInvalidArgument,
+       "--max-requests cannot be negative, got -2"},
+      {{"--num-gpus", "0"}, StatusCode::kInvalidArgument, "--num-gpus must be >= 1, got 0"},
+      {{"--tensor-parallel", "2"},
+       StatusCode::kInvalidArgument,
+       "--tensor-parallel (2) cannot exceed --num-gpus (1)"},
+      {{"--generation-mode", "slow"},
+       StatusCode::kInvalidArgument,
+       "argument --generation-mode: invalid choice: 'slow' (choose from 'none', 'fast', "
+       "'realistic')"},
+      {{"--seed", "-1"}, StatusCode::kInvalidArgument, "--seed must be between 0 and 2**32 - 1"},
+      {{"--cache-dir", "/etc/kv"},
+       StatusCode::kInvalidArgument,
+       "--cache-dir cannot be a system directory: /etc/kv"},
+      {{"--config", "/nonexistent/config.yaml"},
+       StatusCode::kNotFound,
+       "--config /nonexistent/config.yaml: config file not found"},
       {{"--gpu-mem-gb", "x1"}, StatusCode::kInvalidArgument, "--gpu-mem-gb 'x1'"},
       {{"--model"}, StatusCode::kInvalidArgument, "--model needs a value"},
       {{"--users", "4"}, StatusCode::kInvalidArgument, "unrecognized argument '--users'"},
@@ -125,31 +181,132 @@ TEST_CASE("reference cli: bad command lines are one clear error") {
   }
 }
 
-TEST_CASE("reference cli: the results file holds the kv_cache object and mlpstorage's figures") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("iomimic_refcli_test_" + std::to_string(::getpid()));
+// A run's errors name what the user can change: the drop-in's flags (typed
+// or their defaults) and --config entries, never the overrides it made.
+TEST_CASE("reference cli: the run's errors name the drop-in's flags") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("iomimic_refcli_err_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream((dir / "summary.json").string())
-      << R"({"kv_cache": {"requests": 40, "reference": {"total_requests": 40, "total_tokens": 5000, "elapsed_time": 2.0,
-            "requests_per_second": 20.0, "end_to_end_latency_ms": {"mean": 12.5, "p99": 40.0},
-            "cache_stats": {"cache_hit_rate": 0.75, "total_read_gb": 1.5, "total_write_gb": 0.5}}}})";
-  const std::string out = (dir / "kvcache_results.json").string();
-  REQUIRE(WriteReferenceResults((dir / "summary.json").string(), out, 7).ok());
-  std::ifstream in(out);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* want :
-       {"\"requests_completed\": 40", "\"total_requests\": 40", "\"throughput_req_per_sec\": 20.0",
-        "\"avg_latency_ms\": 12.5", "\"p99_latency_ms\": 40.0",
-        "\"storage_throughput_mbps\": 1024.0", "\"cache_hit_rate\": 0.75", "\"seed\": 7",
-        "\"summary\": {", "\"iomimic_kv_cache\": {"}) {
-    CAPTURE(want);
-    CHECK(text.find(want) != std::string::npos);
+  const std::string yaml = (dir / "config.yaml").string();
+  std::ofstream(yaml) << "eviction:\n  target_usage_ratio: 2000\n";
+  Result<ReferenceCommandLine> c =
+      ParseReferenceCommandLine({"--tensor-parallel", "1", "--config", yaml});
+  REQUIRE(c.ok());
+  struct Case {
+    Status given;
+    std::string want;
+  } cases[] = {
+      {Status::InvalidArgument("override '++workload.kv_cache.num_gpus=1': kv_cache.num_gpus: 1 "
+                               "is less than kv_cache.tensor_parallel (2); each ..."),
+       "kv-cache.py: --num-gpus 1: 1 is less than --tensor-parallel (2); each ..."},
+      {Status::InvalidArgument("override '++workload.kv_cache.gpu_mem_gb=2000': "
+                               "kv_cache.gpu_mem_gb: expected a number from 0 to 1024, got "
+                               "'2000'"),
+       "kv-cache.py: --gpu-mem-gb 2000: expected a number from 0 to 1024, got '2000'"},
+      {Status::InvalidArgument("kv_cache.cpu_mem_gb: the cpu tier (107374 bytes) is smaller "
+                               "than the smallest entry (15597568 bytes); raise it or set it to 0"),
+       "kv-cache.py: --cpu-mem-gb: the cpu tier (107374 bytes) is smaller than the smallest "
+       "entry (15597568 bytes); raise it or set it to 0"},
+      {Status::InvalidArgument("override '++workload.kv_cache.eviction_target_ratio=2000': "
+                               "kv_cache.eviction_target_ratio: expected a number from 0 to 1000, "
+                               "got '2000'"),
+       "kv-cache.py: --config " + yaml +
+           ": eviction.target_usage_ratio 2000: expected a number from 0 to 1000, got '2000'"},
+      {Status::AlreadyExists("output folder x already holds the results of another run; choose "
+                             "another with ++workload.output.folder=<dir> or remove it"),
+       "kv-cache.py: output folder x already holds the results of another run; choose another "
+       "with another --output or remove it"},
+  };
+  for (const Case& k : cases) {
+    const Status s = ReferenceError(*c, k.given);
+    CHECK(s.code() == k.given.code());
+    CHECK(s.message() == k.want);
   }
-  std::ofstream((dir / "bad.json").string()) << "{\"metric\": {}}";
-  CHECK(WriteReferenceResults((dir / "bad.json").string(), out, 7).code() ==
-        StatusCode::kCorruption);
-  CHECK(WriteReferenceResults((dir / "missing.json").string(), out, 7).code() ==
-        StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+// --config: the reference's config.yaml changes the run as it changes the
+// reference's (docs/kvcache-reference.md, "mlpstorage and kv-cache.py").
+TEST_CASE("reference cli: --config sets what the reference's config.yaml changes") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("iomimic_refcli_cfg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string yaml = (dir / "config.yaml").string();
+  std::ofstream(yaml) << R"(user_templates:
+  chatbot:
+    context_range: [100, 200]
+    generation_range: [5, 10]
+    think_time_range: [0.01, 0.02]
+generation_timing:
+  realistic: 0.5
+qos_profiles:
+  interactive:
+    target_latency_p95_ms: 7
+qos_distribution:
+  interactive_probability: 0.3
+  responsive_threshold: 0.6
+eviction:
+  max_recursion_depth: 3
+  target_usage_ratio: 0.5
+  large_entry_limit_ratio: 0.9
+  max_evictions_hard_cap: 20
+  max_evictions_min: 10
+rag:
+  top_k_chunks: 3
+prefix_cache:
+  system_prompt_hit_probability: 0.4
+conversation:
+  max_turns_per_conv: 7
+decode:
+  batch_size: 16
+model_configs:
+  llama3.1-8b: {name: "Llama 3.1 8B", num_layers: 32, hidden_dim: 4096, num_heads: 32, kv_heads: 8, dtype: "float16"}
+  my-model: {num_layers: 2}
+)";
+  Result<ReferenceCommandLine> c = ParseReferenceCommandLine({"--config", yaml, "--seed", "1"});
+  REQUIRE(c.ok());
+  for (const char* want :
+       {"users.chatbot.context_min=100", "users.chatbot.context_max=200",
+        "users.chatbot.generation_min=5", "users.chatbot.generation_max=10",
+        "users.chatbot.think_time_min=0.01", "users.chatbot.think_time_max=0.02",
+        "qos_interactive_probability=0.3", "qos_responsive_threshold=0.6", "eviction_max_depth=3",
+        "eviction_target_ratio=0.5", "eviction_large_entry_ratio=0.9", "eviction_max_per_call=20",
+        "eviction_min_per_call=10", "system_prompt_probability=0.4", "max_turns=7",
+        "decode_batch_size=16"}) {
+    CAPTURE(want);
+    CHECK(Has(*c, std::string("++workload.kv_cache.") + want));
+  }
+  // What changes nothing says so: in the reference too, or only in iomimic.
+  REQUIRE(c->notes.size() == 2);
+  CHECK(c->notes[0].find("generation_timing, qos_profiles: accepted, changes nothing, as in the "
+                         "reference") != std::string::npos);
+  CHECK(c->notes[1].find("rag: accepted, changes nothing in iomimic") != std::string::npos);
+  // Bad files, as the reference refuses them; a model that is not iomimic's.
+  struct Case {
+    std::string text;
+    StatusCode code;
+    std::string want;
+  } cases[] = {
+      {"eviction:\n  target_ratio: 0.5\n", StatusCode::kInvalidArgument,
+       "unknown configuration key 'eviction.target_ratio'"},
+      {"decode:\n  batch_size: 1.5\n", StatusCode::kInvalidArgument,
+       "decode.batch_size must be a whole number, got '1.5'"},
+      {"user_templates:\n  coding:\n    context_range: 4096\n", StatusCode::kInvalidArgument,
+       "user_templates.coding.context_range must be a list of two numbers"},
+      {"eviction: [1, 2\n", StatusCode::kInvalidArgument, "--config " + yaml + ": "},
+      {"model_configs:\n  llama3.1-8b: {kv_heads: 32}\n", StatusCode::kNotSupported,
+       "model_configs.llama3.1-8b (524288 bytes per token) is not iomimic's llama3.1-8b "
+       "(131072 bytes per token)"},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.text);
+    std::ofstream(yaml) << k.text;
+    Result<ReferenceCommandLine> r = ParseReferenceCommandLine({"--config", yaml});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == k.code);
+    CHECK(r.status().message().starts_with("kv-cache.py: --config " + yaml + ": "));
+    CHECK(r.status().message().find(k.want) != std::string::npos);
+  }
   std::filesystem::remove_all(dir);
 }
 

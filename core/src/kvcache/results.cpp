@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
 
+#include "kvcache/reference_results.h"
 #include "metrics/figures_json.h"
 #include "metrics/rank_merge.h"
 #include "output/model.h"
@@ -39,7 +41,10 @@ void Counters(Figures& f, F visit) {
                   &f.multi_turn_hits,
                   &f.multi_turn_misses,
                   &f.prefix_lookups,
+                  &f.prefix_misses,
+                  &f.prefix_bytes_saved,
                   &f.user_cache_hits,
+                  &f.system_prompt_hits,
                   &f.prefill_writes,
                   &f.decode_reads,
                   &f.read_operations,
@@ -71,10 +76,14 @@ void Histograms(Figures& f, F visit) {
   visit(f.end_to_end), visit(f.storage), visit(f.generation);
   for (auto& h : f.qos_end_to_end) visit(h);
   for (auto& t : f.tier) {
-    for (auto* h :
-         {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host}) {
+    for (auto* h : {&t.read, &t.write, &t.read_device, &t.read_host, &t.write_device, &t.write_host,
+                    &t.request_read, &t.request_write}) {
       visit(*h);
     }
+  }
+  for (auto* h : {&f.request_read_device, &f.request_read_host, &f.request_write_device,
+                  &f.request_write_host}) {
+    visit(*h);
   }
 }
 
@@ -116,6 +125,40 @@ void MergeAccelerator(const KvFigures& local, cluster::Cluster& cluster, KvFigur
       }
     }
   }
+}
+
+// The lists of KvRequestSamples in one order, through `visit`.
+template <typename F, typename Samples>
+void SampleLists(Samples& s, F visit) {
+  for (auto* list : {&s.end_to_end, &s.storage, &s.generation, &s.prefill, &s.decode}) visit(*list);
+}
+
+// A rank's request samples as bytes for a gather: per list its length, then
+// its values.
+std::string PackSamples(const KvRequestSamples& s) {
+  std::string out;
+  SampleLists(s, [&](const std::vector<double>& list) {
+    const std::uint64_t n = list.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out.append(reinterpret_cast<const char*>(list.data()), n * sizeof(double));
+  });
+  return out;
+}
+
+// Appends the lists PackSamples wrote in `bytes` to `into`'s.
+void AppendSamples(const std::string& bytes, KvRequestSamples* into) {
+  std::size_t at = 0;
+  SampleLists(*into, [&](std::vector<double>& list) {
+    std::uint64_t n = 0;
+    if (at + sizeof n > bytes.size()) return;
+    std::memcpy(&n, bytes.data() + at, sizeof n);
+    at += sizeof n;
+    n = std::min<std::uint64_t>(n, (bytes.size() - at) / sizeof(double));
+    const std::size_t old = list.size();
+    list.resize(old + n);
+    std::memcpy(list.data() + old, bytes.data() + at, n * sizeof(double));
+    at += n * sizeof(double);
+  });
 }
 
 double Share(std::uint64_t part, std::uint64_t whole) {
@@ -177,63 +220,13 @@ json QosJson(const KvFigures& f) {
   return o;
 }
 
-// The reference's own headline figures under its names
-// (kv_cache/benchmark.py _calculate_stats, kv_cache/cache.py get_stats).
-json ReferenceJson(const KvFigures& f, double storage_tokens_per_second) {
-  json o;
-  const double s = f.seconds;
-  o["total_requests"] = f.requests;
-  o["total_tokens"] = f.tokens_generated;
-  o["elapsed_time"] = metrics::JsonNumber<json>(s);
-  o["avg_throughput_tokens_per_sec"] =
-      metrics::JsonNumber<json>(Rate(static_cast<double>(f.tokens_generated), s));
-  o["storage_throughput_tokens_per_sec"] = metrics::JsonNumber<json>(storage_tokens_per_second);
-  o["requests_per_second"] = metrics::JsonNumber<json>(Rate(static_cast<double>(f.requests), s));
-  o["end_to_end_latency_ms"] = Latency(f.end_to_end);
-  o["storage_io_latency_ms"] = Latency(f.storage);
-  o["generation_latency_ms"] = Latency(f.generation);
-  json c;
-  const double accesses = static_cast<double>(f.cache_hits + f.cache_misses);
-  c["cache_hit_rate"] =
-      metrics::JsonNumber<json>(accesses > 0 ? static_cast<double>(f.cache_hits) / accesses : 0);
-  c["cache_hits"] = f.cache_hits;
-  c["cache_misses"] = f.cache_misses;
-  c["prefill_writes"] = f.prefill_writes;
-  c["decode_reads"] = f.decode_reads;
-  c["offloads_cpu"] = f.offloads_cpu;
-  c["offloads_storage"] = f.offloads_storage;
-  c["evictions"] = f.evictions;
-  const char* names[kTierCount] = {"gpu", "cpu", "storage"};
-  for (int t = 0; t < kTierCount; ++t) {
-    const TierFigures& x = f.tier[t];
-    const std::string n = names[t];
-    c["tier_" + n + "_kv_bytes_written_gb"] =
-        metrics::JsonNumber<json>(static_cast<double>(x.write_bytes) / kGiB);
-    c["tier_" + n + "_kv_bytes_read_gb"] =
-        metrics::JsonNumber<json>(static_cast<double>(x.read_bytes) / kGiB);
-    c["tier_" + n + "_read_bandwidth_gbps"] =
-        metrics::JsonNumber<json>(Rate(x.read_bytes / kGiB, s));
-    c["tier_" + n + "_write_bandwidth_gbps"] =
-        metrics::JsonNumber<json>(Rate(x.write_bytes / kGiB, s));
-  }
-  c["user_cache_hits"] = f.user_cache_hits;
-  c["multi_turn_hits"] = f.multi_turn_hits;
-  c["total_read_gb"] = metrics::JsonNumber<json>(static_cast<double>(f.total_read_bytes) / kGiB);
-  c["total_write_gb"] = metrics::JsonNumber<json>(static_cast<double>(f.total_write_bytes) / kGiB);
-  c["read_write_ratio"] = metrics::JsonNumber<json>(
-      static_cast<double>(f.total_read_bytes) /
-      static_cast<double>(std::max<std::uint64_t>(f.total_write_bytes, 1)));
-  c["read_iops"] = f.read_operations;
-  c["write_iops"] = f.write_operations;
-  c["storage_tokens_processed"] = metrics::JsonNumber<json>(f.storage_tokens_processed);
-  o["cache_stats"] = std::move(c);
-  json m;
-  m["cache_hits"] = f.multi_turn_hits;
-  m["cache_misses"] = f.multi_turn_misses;
-  m["hit_rate"] = metrics::JsonNumber<json>(
-      static_cast<double>(f.multi_turn_hits) /
-      static_cast<double>(std::max<std::uint64_t>(f.multi_turn_hits + f.multi_turn_misses, 1)));
-  o["multi_turn_stats"] = std::move(m);
+ReferenceResultsOptions ReferenceOptions(const config::KvCacheConfig& c,
+                                         double storage_tokens_per_second) {
+  ReferenceResultsOptions o;
+  o.seed = c.seed;
+  o.prefix_caching = c.prefix_caching;
+  o.performance_profile = c.performance_profile;
+  o.storage_tokens_per_second = storage_tokens_per_second;
   return o;
 }
 
@@ -291,7 +284,7 @@ json FiguresJson(const KvFigures& f, const config::KvCacheConfig& c, int ranks,
   cache["forced_placements"] = f.forced;
   o["cache"] = std::move(cache);
   o["qos"] = QosJson(f);
-  o["reference"] = ReferenceJson(f, storage_tokens_per_second);
+  o["reference"] = ReferenceSummaryJson(f, ReferenceOptions(c, storage_tokens_per_second));
   return o;
 }
 
@@ -335,6 +328,14 @@ KvResults CollectKvResults(const KvFigures& local, cluster::Cluster& cluster) {
   i = 0;
   Histograms(out.all, [&](metrics::LatencyHistogram& h) { h = std::move(merged[i++]); });
   MergeAccelerator(local, cluster, &out.all);
+  // The per-request lists, every rank's on rank 0 in rank order (every rank
+  // records them or none: the same manifest).
+  out.all.samples.recorded = local.samples.recorded;
+  if (local.samples.recorded) {
+    for (const std::string& rank : cluster.GatherStringsToRoot(PackSamples(local.samples))) {
+      AppendSamples(rank, &out.all.samples);
+    }
+  }
   const KvRankFigures me = RankFigures(local, cluster.rank());
   char text[512];
   std::snprintf(text, sizeof text, "%d %llu %.17g %.17g %.17g %.17g %.17g %.17g %.17g", me.rank,
@@ -470,8 +471,18 @@ void KvCacheResults::AddToSummary(const output::RunResults& run,
 Status KvCacheResults::WriteRankFiles(const std::string& folder, const output::RunResults& run,
                                       const config::Config& config) {
   // <rank>_kv_cache.json: each rank's own figures, as training's per-rank files.
-  return output::WriteTextFile(folder + "/" + std::to_string(run.rank) + "_kv_cache.json",
-                               KvRankJson(local_, run.rank, config.kv_cache));
+  IOMIMIC_RETURN_IF_ERROR(
+      output::WriteTextFile(folder + "/" + std::to_string(run.rank) + "_kv_cache.json",
+                            KvRankJson(local_, run.rank, config.kv_cache)));
+  const std::string& name = config.kv_cache.reference_results;
+  if (run.rank != 0 || name.empty()) return Status::OK();
+  // The reference's results file of the run (kv_cache.reference_results).
+  const KvRankFigures total = Aggregate(merged_.ranks);
+  json file = ReferenceResultsJson(
+      merged_.all, ReferenceOptions(config.kv_cache, total.storage_tokens_per_second));
+  file["iomimic_kv_cache"] = KvCacheJson(merged_, config.kv_cache);
+  return output::WriteTextFile(name.front() == '/' ? name : folder + "/" + name,
+                               file.dump(4, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 std::string KvCacheResults::ConsoleLines(const output::RunResults& run,

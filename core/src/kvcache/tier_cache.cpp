@@ -1,14 +1,12 @@
 #include "kvcache/tier_cache.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "iomimic/enum_names.h"
 
 namespace iomimic::kvcache {
 namespace {
-
-// The reference gives up past this depth of nested evictions.
-constexpr int kMaxDepth = 10;
 
 std::string_view TierKey(int tier) {
   static constexpr std::string_view kKeys[] = {"kv_cache.gpu_mem_gb", "kv_cache.cpu_mem_gb",
@@ -77,14 +75,27 @@ void TierCache::Touch(Map::iterator it) {
 }
 
 bool TierCache::EnsureSpace(int tier, std::uint64_t bytes, int depth, std::vector<TierOp>* ops) {
-  if (depth > kMaxDepth) return false;
+  if (depth > policy_.max_depth) return false;
   const int next = NextTier(tier);
   const bool last = next < 0;
   const double limit = static_cast<double>(capacity_[tier]);
   if (!last && static_cast<double>(bytes) > limit * policy_.large_entry_ratio) return false;
   const double target = last ? limit : limit * policy_.target_ratio;
+  if (last && capacity_[tier] == kUnlimited) {
+    used_[tier] += bytes;
+    return true;
+  }
   bool first = true;
-  for (;;) {
+  const std::uint64_t budget = std::min<std::uint64_t>(
+      policy_.max_evictions, std::max<std::uint64_t>(policy_.min_evictions, count_[tier] + 100));
+  for (std::uint64_t evicted = 0;; ++evicted) {
+    // The budget spent: the reference stops without looking again.
+    if (evicted >= budget) {
+      if (!last) return false;
+      used_[tier] += bytes;  // over the capacity, as the reference places it
+      ++counters_.forced;
+      return true;
+    }
     const double used = static_cast<double>(used_[tier]);
     if (used + static_cast<double>(bytes) <= target || used < limit * policy_.nearly_empty_ratio) {
       used_[tier] += bytes;

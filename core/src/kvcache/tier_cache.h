@@ -70,6 +70,14 @@ struct CachePolicy {
   double nearly_empty_ratio = 0.05;
   double sparse_ratio = 0.2;
   double sparse_entry_ratio = 0.5;
+  // Most tiers a placement's demotions cascade through below the first.
+  int max_depth = 10;
+  // Making room in a tier evicts at most min(max_evictions,
+  // max(min_evictions, entries in the tier + 100)) entries; then the last
+  // tier takes the entry over its capacity (counted as forced) and another
+  // tier refuses it.
+  std::uint64_t max_evictions = 5000;
+  std::uint64_t min_evictions = 1000;
 };
 
 struct CacheCounters {

@@ -127,4 +127,33 @@ TEST_CASE("kvcache tier cache: a tier smaller than an entry is an error naming i
   CHECK(TierCache({0, 0, 0}).CheckEntrySizes(1, 1ULL << 60).ok());  // unlimited storage
 }
 
+// The reference's eviction budget (its eviction.max_evictions_hard_cap and
+// max_evictions_min, kv_cache.eviction_max_per_call / _min_per_call): after
+// that many evictions a tier other than the last refuses the entry and the
+// last takes it over its capacity.
+TEST_CASE("kvcache tier cache: the eviction budget of the reference's config") {
+  CachePolicy policy;
+  policy.max_evictions = 1;
+  policy.min_evictions = 0;
+  TierCache cpu({0, 100, 1000}, policy);
+  Expect(cpu, "A", 40, {Write("A", 40, C)});
+  Expect(cpu, "B", 40, {Write("B", 40, C)});  // cpu 80 = target
+  // cpu 80 + 80 > 80 takes two evictions, one allowed: cpu refuses it (A
+  // has gone down already), storage takes it.
+  Expect(cpu, "C", 80, {Demote("A", 40, C, S), Write("C", 80, S)});
+  TierCache storage({0, 0, 100}, policy);
+  Expect(storage, "A", 40, {Write("A", 40, S)});
+  Expect(storage, "B", 40, {Write("B", 40, S)});
+  // 80 + 70 > 100: one deletion (A), then over the capacity.
+  Expect(storage, "C", 70, {Delete("A", 40), Write("C", 70, S)});
+  CHECK(storage.used(S) == 110);
+  CHECK(storage.counters().forced == 1);
+  // The default budget evicts as many as it takes.
+  TierCache unbounded({0, 0, 100});
+  Expect(unbounded, "A", 40, {Write("A", 40, S)});
+  Expect(unbounded, "B", 40, {Write("B", 40, S)});
+  Expect(unbounded, "C", 70, {Delete("A", 40), Delete("B", 40), Write("C", 70, S)});
+  CHECK(unbounded.counters().forced == 0);
+}
+
 }  // namespace iomimic::kvcache
