@@ -250,6 +250,7 @@ Result<bool> WebDatasetReader::NextSample(bool deliver) {
   std::string_view suffix;
   SplitKey(pending_->member.name, &key, &suffix);
   key_ = std::string(key);
+  sample_offset_ = pending_->offset;
   has_payload_ = false;
   has_label_ = false;
   std::vector<std::string> suffixes;
@@ -298,14 +299,14 @@ Result<bool> WebDatasetReader::NextSample(bool deliver) {
 Result<SampleView> WebDatasetReader::Deliver(std::uint64_t index) {
   const std::string sample = "sample " + std::to_string(index) + " ('" + key_ + "')";
   if (!has_payload_) {
-    return Status::Corruption(path_ + ": " + sample + " ending before offset " +
-                              std::to_string(cursor_) + " has no ." + kPayloadExtension +
+    return Status::Corruption(path_ + ": " + sample + " at offset " +
+                              std::to_string(sample_offset_) + " has no ." + kPayloadExtension +
                               " member");
   }
   if (!decode_) return SampleView{{}, payload_size_};
   if (!has_label_) {
-    return Status::Corruption(path_ + ": " + sample + " ending before offset " +
-                              std::to_string(cursor_) + " has no ." + kLabelExtension +
+    return Status::Corruption(path_ + ": " + sample + " at offset " +
+                              std::to_string(sample_offset_) + " has no ." + kLabelExtension +
                               " label member");
   }
   if (!IsDecimal(label_)) {

@@ -144,6 +144,7 @@ class WebDatasetReader final : public FileReader {
 
   // The sample taken last (deliver): its key, .npy member and label text.
   std::string key_;
+  std::uint64_t sample_offset_ = 0;   // its first member's header
   std::uint64_t payload_offset_ = 0;  // file offset of the .npy member's data
   std::uint64_t payload_size_ = 0;
   bool has_payload_ = false;
