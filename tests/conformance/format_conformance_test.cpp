@@ -144,7 +144,7 @@ FileSpec SpecFor(const Format& format, const std::string& folder, const std::str
 std::vector<std::string> Compressions(const Format& format) {
   std::vector<std::string> out = {"none"};
   const FileSpec base = SpecFor(format, "/nowhere", "x", 0);
-  for (const char* c : {"gzip", "zip", "bz2", "xz", "lzf"}) {
+  for (const char* c : {"gzip", "zip", "bz2", "xz", "lzf", "zstd"}) {
     FileSpec spec = base;
     spec.compression = c;
     if (format.Validate(spec).ok()) out.push_back(c);
