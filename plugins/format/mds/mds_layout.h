@@ -39,8 +39,10 @@
 
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "iomimic/format.h"
@@ -108,6 +110,9 @@ struct ShardInfo {
   std::uint64_t sample_head = 0;
   // The fixed size of a sample (head and values), 0 when a column's size varies.
   std::uint64_t sample_bytes = 0;
+  // Whether a reader has compared the shard's own count with `samples`
+  // (shared by the readers of the shard).
+  std::shared_ptr<std::atomic<bool>> count_checked = std::make_shared<std::atomic<bool>>(false);
 };
 
 // Finds the shard at `data_path` in the index text `text` read from

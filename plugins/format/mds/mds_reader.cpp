@@ -58,8 +58,26 @@ Status MdsReader::Init() {
                               std::string(info_->compressed ? "zip_data" : "raw_data") + " holds " +
                               std::to_string(want) + " bytes");
   }
-  if (info_->compressed) return LoadCompressed();
+  if (info_->compressed) {
+    IOMIMIC_RETURN_IF_ERROR(LoadCompressed());
+    return CheckCount(image_.size() >= 4 ? LoadLe32(image_.data()) : 0);
+  }
   IOMIMIC_ASSIGN_OR_RETURN(pair_, AllocateHostBuffer(*storage_, 8, "mds"));
+  if (info_->count_checked->load(std::memory_order_acquire)) return Status::OK();
+  // Once per shard and run: its own count against its index's (the
+  // library trusts the index; a reader of a shard it did not write checks).
+  Result<std::size_t> got = file_->ReadAt(0, pair_.span().first(4));
+  if (!got.ok()) return got.status().WithContext("mds: reading " + path_);
+  return CheckCount(*got == 4 ? LoadLe32(pair_.data()) : 0);
+}
+
+Status MdsReader::CheckCount(std::uint64_t count) {
+  if (count != info_->samples) {
+    return Corrupt("the shard counts " + std::to_string(count) + " samples but its index " +
+                       info_->index_path + " says " + std::to_string(info_->samples) + ";",
+                   0);
+  }
+  info_->count_checked->store(true, std::memory_order_release);
   return Status::OK();
 }
 
@@ -120,12 +138,10 @@ Result<ByteRange> MdsReader::Offsets(std::uint64_t index) {
   const std::uint64_t table_end = 4 + 4 * (n + 1);
   const std::string which = "the offsets of sample " + std::to_string(index) + " [" +
                             std::to_string(begin) + ", " + std::to_string(end) + ")";
-  if (begin < table_end || end < begin || end > size) {
-    return Corrupt(which + " lie outside the " + std::to_string(size) + "-byte shard of " +
-                       std::to_string(n) + " samples its index " + info_->index_path +
-                       " describes;",
-                   at);
-  }
+  const std::string shard = " the " + std::to_string(size) + "-byte shard of " + std::to_string(n) +
+                            " samples its index " + info_->index_path + " describes;";
+  if (begin < table_end || begin > size) return Corrupt(which + " begin outside" + shard, at);
+  if (end < begin || end > size) return Corrupt(which + " end outside" + shard, at + 4);
   const std::uint64_t bytes = end - begin;
   if ((info_->sample_bytes != 0 && bytes != info_->sample_bytes) || bytes < info_->sample_head) {
     return Corrupt(which + " hold " + std::to_string(bytes) +

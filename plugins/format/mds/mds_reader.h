@@ -3,8 +3,10 @@
 // the 8 bytes of the sample's begin and end offsets at 4 + 4 * index, read
 // the sample's bytes [begin, end), close. The sample count and the shard's
 // size come from its index.json (the Format reads and keeps it); a shard
-// whose size differs from its index, or whose offsets disagree with it, is
-// kCorruption naming the file and the offset.
+// whose size or sample count differs from its index, or whose offsets
+// disagree with it, is kCorruption naming the file and the offset. The count
+// (the shard's first 4 bytes) is read once per shard and Format: the first
+// reader of a shard makes one 4-byte read more than the library.
 //
 // A zstd shard is read whole (one request of its size, or transfer-size
 // requests when a transfer size is set) and decompressed in memory when the
@@ -61,6 +63,8 @@ class MdsReader final : public FileReader {
   Status Init();
   // Reads and decompresses a zstd shard into image_.
   Status LoadCompressed();
+  // Compares the shard's own sample count with the index's.
+  Status CheckCount(std::uint64_t count);
   // The checked offsets [begin, end) of sample `index`.
   Result<ByteRange> Offsets(std::uint64_t index);
   Status Corrupt(const std::string& what, std::uint64_t offset) const;
