@@ -75,8 +75,9 @@ const std::vector<PluginInfo>& Formats() {
 }
 
 // A back end for the formats to write through. Plugins are opened as the
-// core opens them (plugin::StorageStack), so decorators (faulty, latency)
-// wrap the plain file back end, with their defaults: no fault, no delay.
+// core opens them (plugin::StorageStack), so decorators (faulty, latency,
+// shard_cache) wrap the plain file back end, with their defaults: no fault,
+// no delay, a 4 GiB cache.
 struct Backend {
   std::string name;
   std::shared_ptr<Storage> storage;
