@@ -237,6 +237,16 @@ TEST_CASE("webdataset: bad input is one error naming the file and the offset") {
     CHECK(s.message().find("offset " + std::to_string(3 * stride + 2 * kBlockSize)) !=
           std::string::npos);
   }
+  SUBCASE("an archive cut at a sample boundary, without its end blocks") {
+    std::vector<std::byte> bad = good;
+    bad.resize(2 * stride);
+    storage.SetBytes(spec.path, bad);
+    Status s = ReadEvery(format, storage, spec.path, spec.num_samples);
+    CHECK_MESSAGE(testing::IsCorruptionNaming(s, spec.path, "truncated archive"), s.ToString());
+    CHECK(s.message().find("offset " + std::to_string(2 * stride)) != std::string::npos);
+    // What is there reads (tarfile stops there without an error).
+    CHECK(ReadEvery(format, storage, spec.path, 2).ok());
+  }
   SUBCASE("a header cut by the end of the file") {
     std::vector<std::byte> bad = good;
     bad.resize(stride + 100);

@@ -131,6 +131,7 @@ Status WebDatasetReader::StartPass() {
   window_begin_ = 0;
   window_end_ = 0;
   end_of_file_ = false;
+  unterminated_ = false;
   cursor_ = 0;
   pending_.reset();
   archive_ended_ = false;
@@ -189,7 +190,12 @@ Status WebDatasetReader::Walk(std::uint64_t offset, std::uint64_t n, Fn&& fn) {
 
 Result<std::optional<WebDatasetReader::Header>> WebDatasetReader::NextGroupedHeader() {
   for (;;) {
-    if (cursor_ >= file_size_) return std::optional<Header>();  // no end blocks: tarfile stops
+    if (cursor_ >= file_size_) {
+      // No end-of-archive blocks: tarfile stops quietly, but the archive
+      // was cut at a member boundary (a sample past here is corruption).
+      unterminated_ = true;
+      return std::optional<Header>();
+    }
     if (file_size_ - cursor_ < kBlockSize) {
       return Status::Corruption(path_ + ": truncated tar header at offset " +
                                 std::to_string(cursor_) + ": the file ends at byte " +
@@ -330,8 +336,19 @@ Status WebDatasetReader::Drain() {
   return Status::OK();
 }
 
+Status WebDatasetReader::PastTheEnd(std::uint64_t index) const {
+  if (unterminated_) {
+    return Status::Corruption(path_ + ": truncated archive: it ends at offset " +
+                              std::to_string(file_size_) + " after " + std::to_string(total_) +
+                              " samples without the zero blocks that end a tar archive, so "
+                              "sample " +
+                              std::to_string(index) + " is missing");
+  }
+  return SampleIndexOutOfRange(path_, index, total_, "the archive");
+}
+
 Result<SampleView> WebDatasetReader::ReadSampleImpl(std::uint64_t index) {
-  if (index >= total_) return SampleIndexOutOfRange(path_, index, total_, "the archive");
+  if (index >= total_) return PastTheEnd(index);
   // A sample the stream has passed (or a broken or on_demand pass): start
   // over from offset 0, as a reader that cannot seek must.
   if (pass_broken_ || index < next_sample_ || file_ == nullptr) {
@@ -353,7 +370,7 @@ Result<SampleView> WebDatasetReader::ReadSampleImpl(std::uint64_t index) {
     EndPass();
     pass_broken_ = true;
   }
-  if (!taken) return SampleIndexOutOfRange(path_, index, next_sample_, "the archive");
+  if (!taken) return PastTheEnd(index);
   Result<SampleView> view = Deliver(index);
   if (!keep_in_memory_) {
     EndPass();

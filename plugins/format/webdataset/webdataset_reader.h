@@ -19,7 +19,9 @@
 // A tar stream has no sample count: num_samples() is unknown (UINT64_MAX)
 // until a pass has reached the end of the archive, like webdataset's
 // IterableDataset, which has no length. A sample past the last is
-// kOutOfRange naming the file and the count.
+// kOutOfRange naming the file and the count, or kCorruption naming the
+// offset when the file ends at a member boundary without the zero blocks
+// that end an archive (tarfile stops there quietly; the shard was cut).
 //
 // keep_in_memory (what the core asks for a streamed format: one reader
 // reads a file's samples in order): the pass stays open between samples, so
@@ -120,6 +122,9 @@ class WebDatasetReader final : public FileReader {
   Result<SampleView> Deliver(std::uint64_t index);
   // Reads what is left of the file after the end of the archive.
   Status Drain();
+  // The error for sample `index` past the end of the archive: kOutOfRange,
+  // or kCorruption naming the offset when the archive has no end blocks.
+  Status PastTheEnd(std::uint64_t index) const;
 
   std::string path_;
   Storage* storage_ = nullptr;
@@ -139,6 +144,7 @@ class WebDatasetReader final : public FileReader {
   std::uint64_t cursor_ = 0;       // offset of the next header block
   std::optional<Header> pending_;  // the first header of the next sample, read
   bool archive_ended_ = false;     // the stream reached the end of the archive
+  bool unterminated_ = false;      // ... at the end of the file, without end blocks
   std::uint64_t next_sample_ = 0;  // index of the sample the stream holds next
   bool pass_broken_ = true;        // the next sample needs a new pass
 
