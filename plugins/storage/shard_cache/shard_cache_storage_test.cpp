@@ -122,7 +122,7 @@ TEST_CASE("shard_cache: least recently used files are evicted, the capacity is n
   CHECK(c.FolderBytes() <= 30000);
 }
 
-TEST_CASE("shard_cache: files held open are not evicted; what cannot fit is refused") {
+TEST_CASE("shard_cache: files held open are not evicted, and what cannot fit is refused") {
   Cache c(Options{{"capacity", "25000"}});
   for (int i = 0; i < 3; ++i) c.Put("f" + std::to_string(i), 10000, i);
   c.Put("big", 30000, 9);
