@@ -96,20 +96,9 @@ def rewrite_as_tarwriter(path):
 
 def check_case(args, case, dtype, dims, classes):
     data = os.path.join(args.work, case, "data")
-    ov = ["++workload.dataset.format=webdataset",
-          "++workload.dataset.data_folder=" + data,
-          "++workload.dataset.num_files_train=%d" % FILES,
-          "++workload.dataset.num_files_eval=0",
-          "++workload.dataset.num_subfolders_train=0",
-          "++workload.dataset.num_samples_per_file=%d" % SAMPLES,
-          "++workload.dataset.record_dims=[%s]" % ",".join(map(str, dims)),
-          "++workload.dataset.record_element_type=" + dtype,
-          "++workload.dataset.record_length_bytes_stdev=0",
-          "++workload.dataset.webdataset.label_classes=%d" % classes,
-          "++workload.output.folder=" + os.path.join(args.work, case, "out"),
-          "++workload.workflow.evaluation=False",
-          "++workload.train.epochs=1", "++workload.train.computation_time=0",
-          "++workload.reader.batch_size=2"]
+    ov = common.shard_overrides(
+        "webdataset", data, os.path.join(args.work, case, "out"), FILES, SAMPLES, dims, dtype,
+        ["++workload.dataset.webdataset.label_classes=%d" % classes])
     run([args.iomimic, "generate", common.workload("quickstart")] + ov)
     shards = sorted(glob.glob(os.path.join(data, "train", "*.tar")))
     if len(shards) != FILES:

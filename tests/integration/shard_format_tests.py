@@ -22,6 +22,7 @@ import re
 
 import iomimic_tests as harness
 from iomimic_tests import fail, run
+from observability_tests import STRACE_LINE
 
 
 def args():
@@ -60,7 +61,6 @@ def data_files(data, pattern):
 
 # strace -f -y -s 0 lines: "<tid> pread64(<fd></path>, ""..., <count>, <offset>) = <n>",
 # possibly split into "<unfinished ...>" and "<... pread64 resumed>" halves.
-STRACE_LINE = re.compile(r"^(\d+)\s+(.*)$")
 STRACE_RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
 PREAD = re.compile(r"^pread64\(\d+<([^>]*)>, .*, (\d+), (\d+)\)\s+=\s+(-?\d+)")
 OPENAT = re.compile(r"^openat\(.*\)\s+=\s+\d+<([^>]*)>")

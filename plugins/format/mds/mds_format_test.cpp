@@ -53,6 +53,11 @@ void PutLe32(std::vector<std::byte>& b, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
 }
 
+void SetText(MemoryStorage& storage, const std::string& path, const std::string& text) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+  storage.SetBytes(path, std::vector<std::byte>(bytes, bytes + text.size()));
+}
+
 Status ReadAll(Format& format, Storage& storage, const std::string& path, std::uint64_t n) {
   for (std::uint64_t i = 0; i < n; ++i) {
     Result<std::unique_ptr<FileReader>> r =
@@ -203,10 +208,7 @@ TEST_CASE("mds: an index that disagrees with its shard is one error naming file 
     std::string other = index;
     other.replace(other.find("\"samples\": 6"), 12, "\"samples\": 7");
     MdsFormat fresh;
-    storage.SetBytes(
-        "d/train/s/index.json",
-        std::vector<std::byte>(reinterpret_cast<const std::byte*>(other.data()),
-                               reinterpret_cast<const std::byte*>(other.data()) + other.size()));
+    SetText(storage, "d/train/s/index.json", other);
     Status s = ReadAll(fresh, storage, spec.path, 1);
     CHECK_MESSAGE(testing::IsCorruptionNaming(s, spec.path, "counts 6 samples"), s.ToString());
     CHECK(s.message().find("says 7; at offset 0") != std::string::npos);
@@ -226,10 +228,7 @@ TEST_CASE("mds: an index that disagrees with its shard is one error naming file 
     CHECK(s.message().find(spec.path) != std::string::npos);
     std::string other = index;
     other.replace(other.find("../s.mds"), 8, "../t.mds");
-    storage.SetBytes(
-        "d/train/s/index.json",
-        std::vector<std::byte>(reinterpret_cast<const std::byte*>(other.data()),
-                               reinterpret_cast<const std::byte*>(other.data()) + other.size()));
+    SetText(storage, "d/train/s/index.json", other);
     MdsFormat fresh;
     s = ReadAll(fresh, storage, spec.path, 1);
     CHECK_MESSAGE(testing::IsCorruptionNaming(s, "d/train/s/index.json", "no shard named"),
