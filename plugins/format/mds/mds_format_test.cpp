@@ -341,12 +341,8 @@ TEST_CASE("mds: a reader written from streaming's format reads every sample") {
       "        kind, dtype, shape = shard['column_encodings'][0].split(':')\n"
       "        a = numpy.frombuffer(data, dtype).reshape(tuple(map(int, shape.split(','))))\n"
       "        print(i, a.shape, a.dtype)\n";
-  const std::filesystem::path py = dir.path() / "check.py";
-  testing::WriteFileBytes(py, std::as_bytes(std::span<const char>(script)));
   std::string out;
-  const int rc = testing::RunCommand(std::string(testing::kSystemPython) + " " + py.string() + " " +
-                                         IndexPathFor(spec.path) + " 2>&1",
-                                     &out);
+  const int rc = testing::RunPythonScript(dir.path(), script, IndexPathFor(spec.path), &out);
   CHECK_MESSAGE(rc == 0, out);
   CHECK(out.find("4 (6, 4) float32") != std::string::npos);
 }

@@ -358,11 +358,8 @@ TEST_CASE("webdataset: Python's tarfile groups the members by key and numpy load
       "    a = numpy.load(io.BytesIO(fields['npy']))\n"
       "    assert sorted(fields) == ['cls', 'npy'], fields.keys()\n"
       "    print(key, a.shape, a.dtype, int(fields['cls']))\n";
-  const std::filesystem::path py = dir.path() / "check.py";
-  testing::WriteFileBytes(py, std::as_bytes(std::span<const char>(script)));
   std::string out;
-  const int rc = testing::RunCommand(
-      std::string(testing::kSystemPython) + " " + py.string() + " " + spec.path + " 2>&1", &out);
+  const int rc = testing::RunPythonScript(dir.path(), script, spec.path, &out);
   CHECK_MESSAGE(rc == 0, out);
   CHECK(out.find("000000015 (6, 4) int16") != std::string::npos);
   CHECK(out.find("000000019 (6, 4) int16") != std::string::npos);
