@@ -18,7 +18,7 @@
 //                      business (options, environment; docs/s3.md for s3).
 //   --storage NAME     back ends the format suite writes and reads through
 //                      (default posix,odirect,mmap,memory,gds,mpiio,faulty,
-//                      latency; "memory" is the
+//                      latency,shard_cache; "memory" is the
 //                      SDK's iomimic/testing/memory_storage.h)
 //
 // The environment variables IOMIMIC_CONFORMANCE_PLUGIN_DIR (a folder, as
@@ -46,8 +46,8 @@ struct Settings {
   std::set<std::string> skip;  // --skip
   // --root: plugin name -> the bucket its storage cases write under.
   std::map<std::string, std::string> roots;
-  std::vector<std::string> storages = {"posix", "odirect", "mmap",   "memory",
-                                       "gds",   "mpiio",   "faulty", "latency"};
+  std::vector<std::string> storages = {"posix", "odirect", "mmap",    "memory",     "gds",
+                                       "mpiio", "faulty",  "latency", "shard_cache"};
 };
 Settings& TheSettings();
 

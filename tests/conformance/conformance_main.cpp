@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "server (capability 'endpoint', such as s3) is tested under the bucket --root\n"
     "gives it, with the endpoint and keys it reads itself; without one it is skipped\n"
     "with a line saying so. --storage names the back ends formats are written through\n"
-    "(default posix,odirect,mmap,memory,gds,mpiio,faulty,latency). Environment:\n"
+    "(default posix,odirect,mmap,memory,gds,mpiio,faulty,latency,shard_cache). Environment:\n"
     "IOMIMIC_CONFORMANCE_PLUGIN_DIR, IOMIMIC_CONFORMANCE_SKIP, IOMIMIC_CONFORMANCE_ROOT\n"
     "(as --plugin-dir, --skip, --root). Exit status 0 when every case passed.\n";
 

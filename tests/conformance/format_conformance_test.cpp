@@ -5,7 +5,9 @@
 // same cases on every back end of --storage (default: every in-tree storage
 // plugin, the decorators wrapping the plain file back end, and the SDK's
 // in-memory test storage; on the device-memory back end samples are compared
-// by size only), so a format cannot drift from the contract in
+// by size only; a back end on a server, such as s3, writes under a fresh
+// prefix of the bucket --root gives it, and is skipped without one), so a
+// format cannot drift from the contract in
 // iomimic/format.h:
 //
 // - the descriptor agrees with traits() and name();
@@ -28,6 +30,7 @@
 // the core writes them: to a temporary name, renamed when WriteFile succeeds.
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,18 +78,23 @@ const std::vector<PluginInfo>& Formats() {
 }
 
 // A back end for the formats to write through. Plugins are opened as the
-// core opens them (plugin::StorageStack), so decorators (faulty, latency)
-// wrap the plain file back end, with their defaults: no fault, no delay.
+// core opens them (plugin::StorageStack), so decorators (faulty, latency,
+// shard_cache) wrap the plain file back end, with their defaults: no fault,
+// no delay, a 4 GiB cache.
 struct Backend {
   std::string name;
   std::shared_ptr<Storage> storage;
+  // For a back end on a server (IOMIMIC_CAP_ENDPOINT: s3), the bucket (or
+  // bucket/prefix) --root gives it: formats write under a fresh prefix of
+  // it instead of a local temporary folder.
+  std::string root;
 };
 
 std::vector<Backend> Backends() {
   std::vector<Backend> out;
   for (const std::string& name : iomimic::conformance::TheSettings().storages) {
     if (name == "memory") {
-      out.push_back({name, std::make_shared<iomimic::testing::MemoryStorage>()});
+      out.push_back({name, std::make_shared<iomimic::testing::MemoryStorage>(), ""});
       continue;
     }
     // Back ends built on MPI need it running (one process of its own).
@@ -95,12 +103,23 @@ std::vector<Backend> Backends() {
     if (info.ok() && (info->capabilities & IOMIMIC_CAP_COLLECTIVE) != 0) {
       iomimic::conformance::StartMpi();
     }
+    std::string root;
+    if (info.ok() && (info->capabilities & IOMIMIC_CAP_ENDPOINT) != 0) {
+      root = iomimic::conformance::RootFor(*info);
+      if (root.empty()) {
+        MESSAGE("storage '" << name
+                            << "' skipped: it keeps its data on a server; give it a "
+                               "bucket with --root "
+                            << name << "=BUCKET");
+        continue;
+      }
+    }
     Result<iomimic::plugin::StorageStack> made = iomimic::plugin::StorageStack::Open(
         iomimic::conformance::TheRegistry(), name, {}, /*rank=*/0, /*world_size=*/1);
     REQUIRE_MESSAGE(made.ok(), "storage '" << name << "': " << made.status().ToString());
     auto stack = std::make_shared<iomimic::plugin::StorageStack>(std::move(made).value());
     Storage* top = stack->top();
-    out.push_back({name, std::shared_ptr<Storage>(stack, top)});
+    out.push_back({name, std::shared_ptr<Storage>(stack, top), root});
   }
   return out;
 }
@@ -144,7 +163,7 @@ FileSpec SpecFor(const Format& format, const std::string& folder, const std::str
 std::vector<std::string> Compressions(const Format& format) {
   std::vector<std::string> out = {"none"};
   const FileSpec base = SpecFor(format, "/nowhere", "x", 0);
-  for (const char* c : {"gzip", "zip", "bz2", "xz", "lzf"}) {
+  for (const char* c : {"gzip", "zip", "bz2", "xz", "lzf", "zstd"}) {
     FileSpec spec = base;
     spec.compression = c;
     if (format.Validate(spec).ok()) out.push_back(c);
@@ -232,6 +251,15 @@ void ForEachFormatAndBackend(Body&& body) {
     for (Backend& backend : backends) {
       INFO("format plugin '" << info.name << "' on storage '" << backend.name << "'");
       FormatPtr format = CreateFormat(info);
+      if (!backend.root.empty()) {
+        static std::atomic<int> cases{0};
+        const std::string folder = backend.root + "/iomimic-format-conformance-" +
+                                   std::to_string(::getpid()) + "-" + std::to_string(++cases) +
+                                   "/data";
+        REQUIRE(backend.storage->CreateDirectories(folder).ok());
+        body(*format, info, *backend.storage, folder);
+        continue;
+      }
       TempDir dir("format");
       const std::string folder = (dir.path() / "data").string();
       REQUIRE(backend.storage->CreateDirectories(folder).ok());

@@ -82,3 +82,23 @@ def summary(out):
         fail("summary.json missing from " + out)
     with open(path) as f:
         return json.load(f)
+
+
+def shard_overrides(fmt, data, out, files, samples, dims, dtype, extra=()):
+    """Overrides of the quickstart workload for a small shard dataset (the
+    webdataset and mds checks): `files` training files of `samples` samples
+    of shape `dims` and element type `dtype` in `data`, no evaluation, one
+    epoch without compute, results in `out`."""
+    return ["++workload.dataset.format=" + fmt,
+            "++workload.dataset.data_folder=" + data,
+            "++workload.dataset.num_files_train=%d" % files,
+            "++workload.dataset.num_files_eval=0",
+            "++workload.dataset.num_subfolders_train=0",
+            "++workload.dataset.num_samples_per_file=%d" % samples,
+            "++workload.dataset.record_dims=[%s]" % ",".join(map(str, dims)),
+            "++workload.dataset.record_element_type=" + dtype,
+            "++workload.dataset.record_length_bytes_stdev=0",
+            "++workload.output.folder=" + out,
+            "++workload.workflow.evaluation=False",
+            "++workload.train.epochs=1", "++workload.train.computation_time=0",
+            "++workload.reader.batch_size=2"] + list(extra)

@@ -1432,7 +1432,10 @@ def test_format_corruption():
               "++workload.train.epochs=1", "++workload.reader.batch_size=1",
               "++workload.reader.read_threads=1"]
         run([ARGS.iomimic, "generate", workload("quickstart")] + ov)
-        victim = sorted(glob.glob(os.path.join(data, "train", "*." + fmt)))[0]
+        # The first data file (its extension is the plugin's own: .tar for
+        # webdataset; companions such as mds's index folders are not files).
+        victim = sorted(f for f in glob.glob(os.path.join(data, "train", "*"))
+                        if os.path.isfile(f))[0]
         original = open(victim, "rb").read()
         cases = [("truncated", original[: len(original) * 3 // 5])]
         if fmt not in ("indexed_binary", "mmap_indexed_binary"):  # raw bytes: no header

@@ -242,6 +242,57 @@ def test_s3_conformance():
     if left:
         fail("the cases left objects: %s" % sorted(left)[:5])
 
+def test_s3_shard_format_conformance():
+    """The format conformance suite of the shard formats (webdataset, mds)
+    on s3 against the server, under a fresh prefix of its bucket (--root):
+    every case runs on s3 and passes."""
+    env = s3_env()
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("format-conformance")
+    p = run([args().iomimic, "conformance", "--plugin", "webdataset", "--plugin", "mds",
+             "--storage", "s3", "--root", "s3=%s/%s" % (bucket, prefix)], env=env)
+    if "plugins under test: format mds format webdataset" not in p.stdout or \
+            "Status: SUCCESS" not in p.stdout or "skipped:" in p.stdout:
+        fail("the format cases of webdataset and mds must run on s3 and pass")
+    written = list_keys(boto3_client(env), bucket, prefix + "/")
+    if not any(k.endswith(".tar") for k in written) or \
+            not any(k.endswith("/index.json") for k in written):
+        fail("no shard or index object under %s/: %s" % (prefix, sorted(written)[:5]))
+    print("%d objects written on s3 by the format cases" % len(written))
+
+
+def test_s3_mds_through_shard_cache():
+    """MDS shards on s3 read through the shard_cache decorator (s3 as its
+    inner back end): every shard and index downloaded once, later samples
+    served from the local cache, the run's statistics say so."""
+    env = s3_env()
+    prefix = uniq("mds-cache")
+    out = work("mds-cache-gen")
+    run([args().iomimic, "run", "-q"] + small(env, prefix, out, fmt="mds", extra=[
+        "++workload.dataset.num_samples_per_file=8",
+        "++workload.dataset.record_length_bytes=4096"]), env=env)
+    cache = work("mds-cache-folder")
+    out = work("mds-cache")
+    run([args().iomimic, "run", "-q"] + small(env, prefix, out, fmt="mds", extra=[
+        "++workload.dataset.num_samples_per_file=8",
+        "++workload.dataset.record_length_bytes=4096",
+        "++workload.workflow.generate_data=False",
+        "++workload.train.epochs=2",
+        "++workload.storage.backend=shard_cache",
+        "++workload.storage.options={inner: s3, inner.endpoint_url: %s, cache_dir: %s, "
+        "capacity: 64M}" % (env["AWS_ENDPOINT_URL"], cache)]), env=env)
+    s = harness.load_strict_json(os.path.join(out, "summary.json"))["iomimic"]
+    storage = s["plugins"]["storage"]
+    stats = storage.get("statistics", {})
+    if storage["name"] != "shard_cache" or stats.get("shard_cache_downloads") != 12:
+        fail("expected 6 shards and 6 indexes downloaded from s3 once: %s" %
+             json.dumps(storage))
+    # (Two reader threads may both open a shard's index the first time.)
+    if stats.get("shard_cache_hits", 0) < 2 * 6 * 8 - 6:
+        fail("expected every later open a hit: %s" % json.dumps(stats))
+    print("shard_cache over s3: %s" % json.dumps(stats, sort_keys=True))
+
+
 def test_s3_plugin_unit_live():
     """The plugin's own tests, live cases included, against the server."""
     env = s3_env()
@@ -261,7 +312,7 @@ def test_s3_format_matrix():
     client = boto3_client(env)
     bucket = env["IOMIMIC_S3_BUCKET"]
     formats = ["npz", "npy", "hdf5", "png", "jpeg", "tfrecord", "csv", "indexed_binary",
-               "parquet"]
+               "parquet", "webdataset", "mds"]
     plugins = run([args().iomimic, "plugins"], env=env).stdout
     ran = []
     for fmt in formats:

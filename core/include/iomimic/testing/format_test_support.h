@@ -132,6 +132,19 @@ inline int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Writes the Python source `script` as `folder`/check.py and runs it with
+// kSystemPython and `arguments` (shell words, quoted by the caller); returns
+// its exit status and its combined output in `output`, as RunCommand.
+inline int RunPythonScript(const std::filesystem::path& folder, const std::string& script,
+                           const std::string& arguments, std::string* output) {
+  const std::filesystem::path path = folder / "check.py";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << script;
+  }
+  return RunCommand(std::string(kSystemPython) + " " + path.string() + " " + arguments, output);
+}
+
 // Whether kSystemPython exists and imports `modules` ("numpy", "h5py, numpy").
 inline bool HavePythonModules(const std::string& modules) {
   if (::access(kSystemPython, X_OK) != 0) return false;
