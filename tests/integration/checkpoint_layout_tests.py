@@ -173,6 +173,34 @@ def test_dcp_async_stall_and_write():
         fail("the console summary has no async line:\n" + LAST_OUTPUT)
 
 
+def test_dcp_async_during_training():
+    """checkpoint.async inside training (bert_v100 under mpirun -np 2, a save
+    every 5 steps): every save's files and .metadata are whole once the run
+    ends, and summary.json lists each save's stall and write."""
+    data, out = os.path.join(args().work, "data"), os.path.join(args().work, "out")
+    ck = os.path.join(args().work, "ckpt")
+    ov = harness.small_overrides(data, out, files=8, epochs=1, compute=0.001, extra=[
+        "++workload.dataset.num_samples_per_file=48",
+        "++workload.dataset.record_length_bytes=2500",
+        "++workload.reader.batch_size=8",
+        "++workload.train.total_training_steps=20",
+        "++workload.checkpoint.steps_between_checkpoints=5",
+        "++workload.model.model_size_bytes=1048576",
+        "++workload.checkpoint.checkpoint_folder=" + ck] + DCP +
+        ["++workload.checkpoint.async=True"])
+    mpirun(2, [args().iomimic, "run", workload("bert_v100")] + ov)
+    steps = sorted(os.listdir(ck))
+    if len(steps) != 4:
+        fail("expected 4 checkpoints, found %s" % steps)
+    for step in steps:
+        # A plain model is one tensor on rank 0: one item, one file.
+        if dcp_layout_check(os.path.join(ck, step)) != {"__0_0.distcp": 1048576}:
+            fail(step + ": unexpected files")
+    c = load_strict_json(os.path.join(out, "summary.json"))["iomimic"]["checkpoint"]
+    if [a["index"] for a in c.get("async_saves", [])] != [1, 2, 3, 4]:
+        fail("expected 4 async saves, got %r" % c.get("async_saves"))
+
+
 def test_dcp_reshard_restore():
     """Written by 4 ranks, read back as 2 and as 8 readers
     (checkpoint.restore_world_size): the loads read every byte once in total."""
