@@ -10,7 +10,9 @@ shrunk llama3 8B, against the two things it should cost, in one invocation:
 - its background write (background_write_GiB_per_second) against fio writing
   the same files: one fio job per .distcp file, each of its size, jobs
   concurrent as DCP's writer threads are, --bs=64M (iomimic's largest
-  request), psync, --fsync_on_close=1 when checkpoint.fsync is on.
+  request), psync, --fallocate=none (iomimic's preallocation is inside its
+  timed write, fio's would be outside its runtime), --fsync_on_close=1 when
+  checkpoint.fsync is on.
 
   bench/dcp_async_vs_fio.py --iomimic build/bin/iomimic [--dir /tmp/dcpbench]
                             [--threads 4] [--repeat 3] [--fsync on]
@@ -80,8 +82,11 @@ def fio(work, files, fsync):
     d = os.path.join(work, "fio")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
+    # --fallocate=none: fio otherwise preallocates its files before the job
+    # starts, outside its runtime, while iomimic's posix back end
+    # preallocates (posix_fallocate) inside the timed write.
     cmd = ["fio", "--output-format=json", "--ioengine=psync", "--rw=write", "--bs=64M",
-           "--directory=" + d]
+           "--fallocate=none", "--directory=" + d]
     if fsync:
         cmd.append("--fsync_on_close=1")
     for name, size in sorted(files.items()):
