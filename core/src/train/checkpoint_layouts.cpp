@@ -129,8 +129,7 @@ Status Checkpointer::WriteDcpMetadata(const std::string& dir) {
   return status;
 }
 
-Status Checkpointer::SaveDcp(const std::string& dir, metrics::CheckpointRecord* record) {
-  (void)record;
+Status Checkpointer::SaveDcp(const std::string& dir) {
   Status status = storage_->CreateDirectories(dir);
   if (status.ok()) status = WriteDcpFiles(dir, nullptr);
   // Every rank's files are written before the coordinator's .metadata.

@@ -275,7 +275,7 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
   if (layout_ == "dcp" && session_.config().checkpoint.async_save) {
     status = StageAndLaunch(dir, record);  // sets record->end and bytes
   } else if (layout_ == "dcp") {
-    status = SaveDcp(dir, record);
+    status = SaveDcp(dir);
   } else if (layout_ == "safetensors") {
     status = SaveSafetensors(dir);
   } else {

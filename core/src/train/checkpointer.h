@@ -119,7 +119,7 @@ class Checkpointer {
   Status CheckContent(const std::string& path, std::uint64_t offset,
                       std::span<const std::byte> bytes, std::string_view head) const;
   // Layout dcp (train/checkpoint_layouts.cpp).
-  Status SaveDcp(const std::string& dir, metrics::CheckpointRecord* record);
+  Status SaveDcp(const std::string& dir);
   Status WriteDcpFiles(const std::string& dir, const std::byte* staged);
   Status WriteDcpMetadata(const std::string& dir);
   Status StageAndLaunch(const std::string& dir, metrics::CheckpointRecord* record);
