@@ -84,6 +84,7 @@ Status Checkpointer::WriteDcpFiles(const std::string& dir, const std::byte* stag
     for (std::size_t i = next++; i < mine.files.size(); i = next++) {
       const plan::DcpFile& f = mine.files[i];
       Source source;
+      source.preallocate = false;  // Python's open("wb"), no fallocate
       if (staged != nullptr) source.staged = staged + base[i];
       for (const plan::DcpChunk& chunk : f.chunks) {
         source.item_ends.push_back(chunk.file_offset + chunk.bytes);

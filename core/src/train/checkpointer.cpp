@@ -164,7 +164,7 @@ Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes, con
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.hint = AccessHint::kSequential;
-  options.expected_size = bytes;
+  if (source.preallocate) options.expected_size = bytes;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(target, options));
   Status status;
   Buffer first;  // the head over the pattern's first request

@@ -110,6 +110,9 @@ class Checkpointer {
     std::string_view head;
     const std::byte* staged = nullptr;
     std::vector<std::uint64_t> item_ends;
+    // Tell the back end the size at open (posix preallocates it); DCP's
+    // open("wb") does not.
+    bool preallocate = true;
   };
   Checkpointer(session::Session& session) : session_(session) {}
   Status PlanLayout();
