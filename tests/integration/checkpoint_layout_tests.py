@@ -179,15 +179,8 @@ def test_dcp_async_during_training():
     ends, and summary.json lists each save's stall and write."""
     data, out = os.path.join(args().work, "data"), os.path.join(args().work, "out")
     ck = os.path.join(args().work, "ckpt")
-    ov = harness.small_overrides(data, out, files=8, epochs=1, compute=0.001, extra=[
-        "++workload.dataset.num_samples_per_file=48",
-        "++workload.dataset.record_length_bytes=2500",
-        "++workload.reader.batch_size=8",
-        "++workload.train.total_training_steps=20",
-        "++workload.checkpoint.steps_between_checkpoints=5",
-        "++workload.model.model_size_bytes=1048576",
-        "++workload.checkpoint.checkpoint_folder=" + ck] + DCP +
-        ["++workload.checkpoint.async=True"])
+    ov = harness.bert_step_checkpoint_overrides(
+        data, out, ck, DCP + ["++workload.checkpoint.async=True"])
     mpirun(2, [args().iomimic, "run", workload("bert_v100")] + ov)
     steps = sorted(os.listdir(ck))
     if len(steps) != 4:
