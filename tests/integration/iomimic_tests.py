@@ -985,19 +985,25 @@ def test_checkpoint_atomic_rename():
                                                            len(set(renamed))))
 
 
-def test_bert_step_checkpoints():
-    """bert_v100 under mpirun -np 2: checkpoints every N steps inside an epoch, outside the
-    AU blocks; a plain model is one tensor written by rank 0."""
-    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
-    ck = os.path.join(ARGS.work, "ckpt")
-    ov = small_overrides(data, out, files=8, epochs=1, compute=0.001, extra=[
+def bert_step_checkpoint_overrides(data, out, ck, extra=()):
+    """bert_v100 shrunk to 20 steps of one epoch, a checkpoint of a 1 MiB plain
+    model every 5 steps into `ck`."""
+    return small_overrides(data, out, files=8, epochs=1, compute=0.001, extra=[
         "++workload.dataset.num_samples_per_file=48",
         "++workload.dataset.record_length_bytes=2500",
         "++workload.reader.batch_size=8",
         "++workload.train.total_training_steps=20",
         "++workload.checkpoint.steps_between_checkpoints=5",
         "++workload.model.model_size_bytes=1048576",
-        "++workload.checkpoint.checkpoint_folder=" + ck])
+        "++workload.checkpoint.checkpoint_folder=" + ck] + list(extra))
+
+
+def test_bert_step_checkpoints():
+    """bert_v100 under mpirun -np 2: checkpoints every N steps inside an epoch, outside the
+    AU blocks; a plain model is one tensor written by rank 0."""
+    data, out = os.path.join(ARGS.work, "data"), os.path.join(ARGS.work, "out")
+    ck = os.path.join(ARGS.work, "ckpt")
+    ov = bert_step_checkpoint_overrides(data, out, ck)
     mpirun(2, [ARGS.iomimic, "run", workload("bert_v100")] + ov)
     steps = sorted(os.listdir(ck))
     if steps != ["global_epoch1_step10", "global_epoch1_step15", "global_epoch1_step20",

@@ -162,7 +162,12 @@
   X("checkpoint_mechanism_classname", checkpoint_mechanism_classname, std::string, "", Text().Nullable().NullWhenEmpty().Doc("DLIO's custom checkpoint class; accepted.")) \
   X("ksm", ksm_present, bool, false, Presence().Doc("KSM (kernel same-page merging) settings; enabled by its presence.")) \
   X("backend", backend, std::string, "", Plugin().AllowEmpty().Iomimic().Doc("Storage plugin for checkpoints; empty = storage.backend.")) \
-  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the checkpoint storage plugin."))
+  X("options", options, TextMap, {}, FreeMap().Iomimic().Doc("Options of the checkpoint storage plugin.")) \
+  X("layout", layout, std::string, "dlio", Choice(kCheckpointLayouts).Iomimic().Doc("Files of a checkpoint: dlio (DLIO's per-rank model and optimizer files), dcp (PyTorch Distributed Checkpoint: __<rank>_<n>.distcp per writer thread plus .metadata), safetensors (Hugging Face's sharded model-0000i-of-0000n.safetensors and index.json, written by the ranks of data-parallel group 0); docs/checkpoints.md.")) \
+  X("thread_count", thread_count, std::int64_t, 1, Int(1, 256).Iomimic().Doc("layout dcp: writer threads per rank, one .distcp file each (FileSystemWriter's thread_count).")) \
+  X("async", async_save, bool, false, Bool().Iomimic().Doc("layout dcp: async_save: stage the rank's checkpoint into host memory while training waits (the stall), then write it in the background while training goes on; a save first waits for the previous one's write.")) \
+  X("restore_world_size", restore_world_size, std::int64_t, 0, Int(0, 1 << 20).Iomimic().Doc("layout dcp: loads read as this many ranks (resharding: reader r owns the r-th 1/N of every item and reads it from whichever files hold it); 0 = the run's rank count.")) \
+  X("max_shard_bytes", max_shard_bytes, std::uint64_t, 5000000000, UInt(1, kNoMax).Iomimic().Doc("layout safetensors: most tensor bytes per file (save_pretrained's max_shard_size, 5 GB)."))
 
 #define IOMIMIC_KEYS_OUTPUT(X)                                                                    \
   X("folder", folder, std::string, "", Text().Nullable().NullWhenEmpty().Doc("Results folder; empty = hydra.run.dir or hydra_log/<model>/<time>.")) \

@@ -39,6 +39,7 @@ const Words kMultiprocessingContexts = {"fork", "spawn", "forkserver"};
 const Words kSamplers = {"iterative", "index", "none"};
 const Words kCheckpointTypes = {"rank_zero", "all_ranks"};
 const Words kCheckpointModes = {"default", "subset"};
+const Words kCheckpointLayouts = {"dlio", "dcp", "safetensors"};
 const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
 const Words kContentKinds = {"random", "zeros"};

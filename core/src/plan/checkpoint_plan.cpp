@@ -73,6 +73,14 @@ std::vector<std::uint64_t> StageLayers(std::uint64_t layers, std::uint64_t stage
   return out;
 }
 
+// The part name of layer `index` (LayerElements' numbering).
+std::string LayerPartName(std::uint64_t index, std::uint64_t layers) {
+  if (index == 0) return "model.embed_tokens";
+  if (index == layers + 1) return "model.lm_head";
+  if (index == layers + 2) return "model.norm";
+  return "model.layers." + std::to_string(index - 1);
+}
+
 }  // namespace
 
 std::uint64_t TransformerParameters(const config::ModelConfig& model) {
@@ -147,8 +155,10 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
     if (!transformer && !legacy) {
       // A plain model: one tensor, written by the first model-parallel group.
       if (r < mp)
-        rc.files.push_back(
-            {"model_states-" + std::to_string(r) + ".pt", m.model_size_bytes, false});
+        rc.files.push_back({"model_states-" + std::to_string(r) + ".pt",
+                            m.model_size_bytes,
+                            false,
+                            {{"model", m.model_size_bytes}}});
       plan.ranks.push_back(std::move(rc));
       continue;
     }
@@ -172,23 +182,28 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
       return elements * model_dt;
     };
     // Model state.
+    auto whole_stage = [&](std::string name) {
+      CheckpointFile f{std::move(name), 0, false, {}};
+      for (std::uint64_t l : stage_layers) {
+        f.parts.push_back({LayerPartName(l, layers_total), layer_bytes(l)});
+        f.bytes += f.parts.back().bytes;
+      }
+      rc.files.push_back(std::move(f));
+    };
     if (transformer || !m.layer_parameters.empty()) {
       if (plan.zero_stage >= 3 || plan.zero_stage == 0) {
-        std::uint64_t bytes = 0;
-        for (std::uint64_t l : stage_layers) bytes += layer_bytes(l);
-        rc.files.push_back({zero_prefix + "_model_states.pt", bytes, false});
+        whole_stage(zero_prefix + "_model_states.pt");
       } else if (rc.dp_rank == 0) {
         if (plan.pipeline > 1) {
           for (std::uint64_t l : stage_layers) {
             rc.files.push_back({"layer_" + std::to_string(l) + "-model_" +
                                     std::to_string(rc.mp_rank) + "_model_states.pt",
-                                layer_bytes(l), false});
+                                layer_bytes(l),
+                                false,
+                                {{LayerPartName(l, layers_total), layer_bytes(l)}}});
           }
         } else {
-          std::uint64_t bytes = 0;
-          for (std::uint64_t l : stage_layers) bytes += layer_bytes(l);
-          rc.files.push_back(
-              {"model_" + std::to_string(rc.mp_rank) + "_model_states.pt", bytes, false});
+          whole_stage("model_" + std::to_string(rc.mp_rank) + "_model_states.pt");
         }
       }
     }
@@ -204,7 +219,14 @@ Result<CheckpointPlan> PlanCheckpoint(const config::Config& config, int world_si
       opt_elements = 3 * (per_rank + 5 * shape.h);
     }
     if (opt_elements > 0) {
-      rc.files.push_back({zero_prefix + "_optim_states.pt", opt_elements * opt_dt, true});
+      // Adam's fp32 master copy, exp_avg and exp_avg_sq: a third each.
+      const std::uint64_t third = opt_elements / 3 * opt_dt;
+      rc.files.push_back({zero_prefix + "_optim_states.pt",
+                          opt_elements * opt_dt,
+                          true,
+                          {{"optim.fp32_master", third},
+                           {"optim.exp_avg", third},
+                           {"optim.exp_avg_sq", opt_elements * opt_dt - 2 * third}}});
     }
     plan.ranks.push_back(std::move(rc));
   }

@@ -24,10 +24,20 @@
 
 namespace iomimic::plan {
 
+// A named piece of a file's state (a layer's parameters, one of Adam's
+// three optimizer tensors): what a state-dict-based layout (DCP,
+// plan/dcp_plan.h) stores as one item. The same name on several ranks is
+// one global tensor split between them (TP, ZeRO), in rank order.
+struct CheckpointPart {
+  std::string name;  // e.g. "model.layers.3", "optim.exp_avg"
+  std::uint64_t bytes = 0;
+};
+
 struct CheckpointFile {
   std::string name;  // relative to the checkpoint folder's step directory
   std::uint64_t bytes = 0;
   bool optimizer = false;
+  std::vector<CheckpointPart> parts;  // add up to `bytes`
 };
 
 struct RankCheckpoint {

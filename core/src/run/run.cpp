@@ -597,7 +597,7 @@ class WorkloadRun {
   Status StartLedger() {
     const double checkpoint_gib =
         checkpointer_ != nullptr
-            ? static_cast<double>(checkpointer_->plan().total_bytes()) / output::kGiB
+            ? static_cast<double>(checkpointer_->checkpoint_bytes()) / output::kGiB
             : 0.0;
     ledger_ = std::make_unique<output::RankLedger>(folder_, c_, cluster_.rank(), cluster_.size(),
                                                    cluster_.hostname(), checkpoint_gib);

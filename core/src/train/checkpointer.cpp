@@ -11,9 +11,14 @@
 namespace iomimic::train {
 namespace {
 constexpr std::size_t kChunk = 4u << 20;  // bytes per request and pattern size
+// Layout dcp: the pattern's size, and the largest request (DCP hands each
+// item to one write(); docs/checkpoints.md).
+constexpr std::size_t kDcpRequest = 64u << 20;
 }  // namespace
 
 Checkpointer::~Checkpointer() {
+  if (background_.joinable()) background_.join();
+  staging_.Reset();
   pattern_.Reset();
   own_storage_.reset();
   own_stack_ = plugin::StorageStack();
@@ -55,8 +60,10 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(session::Session& ses
     cp->storage_ = &session.storage();
     cp->storage_name_ = session.storage_chain();
   }
+  cp->layout_ = c.checkpoint.layout;
+  if (status.ok()) status = cp->PlanLayout();
   if (status.ok()) {
-    Result<Buffer> buffer = cp->storage_->Allocate(kChunk);
+    Result<Buffer> buffer = cp->storage_->Allocate(cp->layout_ == "dcp" ? kDcpRequest : kChunk);
     if (buffer.ok()) {
       cp->pattern_ = std::move(buffer).value();
       if (!cp->pattern_.host_accessible()) {
@@ -69,6 +76,23 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Create(session::Session& ses
       }
     } else {
       status = buffer.status();
+    }
+  }
+  if (status.ok() && cp->layout_ == "dcp" && c.checkpoint.async_save) {
+    // The host buffer async saves stage into: this rank's whole state,
+    // allocated and touched once here (as DCP keeps its staged state dict
+    // with cache_staged_state_dict), so that a stall is the copy alone.
+    const std::uint64_t bytes = cp->dcp_.ranks[static_cast<std::size_t>(cluster.rank())].bytes();
+    if (bytes > 0) {
+      Result<Buffer> staging = cp->storage_->Allocate(static_cast<std::size_t>(bytes));
+      if (staging.ok() && staging->host_accessible()) {
+        cp->staging_ = std::move(staging).value();
+        std::memset(cp->staging_.data(), 0, cp->staging_.size());
+      } else {
+        status = Status::ResourceExhausted(
+            "checkpoint.async: cannot allocate a host staging buffer of " + std::to_string(bytes) +
+            " bytes (this rank's checkpoint); shrink the model or turn checkpoint.async off");
+      }
     }
   }
   IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(status));
@@ -124,25 +148,53 @@ metrics::PageResidency Checkpointer::MeasureBeforeRead(const std::vector<std::st
 
 std::uint64_t Checkpointer::fsync_calls() const { return storage_->Snapshot().fsync_calls; }
 
-Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
+Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes, const Source& source,
+                               bool rename_when_whole) {
   // checkpoint.atomic (the default): the file is written under a temporary
   // name beside its final one and renamed into place once closed, so a
   // process killed mid-write leaves only the temporary file, never a short
   // checkpoint under its final name (docs/security.md). Off, the file is
   // written under its final name, as torch.save writes it. Object stores
   // need neither: an object is visible only once its upload completes.
+  // DCP writes its data files under their final names (rename_when_whole
+  // false): its .metadata, written last, is what makes a checkpoint whole.
   const bool objects = storage_->capabilities().objects;
-  const bool rename = session_.config().checkpoint.atomic && !objects;
+  const bool rename = rename_when_whole && session_.config().checkpoint.atomic && !objects;
   const std::string target = rename ? TemporaryPath(path) : path;
   OpenOptions options;
   options.mode = OpenMode::kWrite;
   options.hint = AccessHint::kSequential;
-  options.expected_size = bytes;
+  if (source.preallocate) options.expected_size = bytes;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_->Open(target, options));
   Status status;
+  Buffer first;  // the head over the pattern's first request
+  if (!source.head.empty()) {
+    Result<Buffer> made = storage_->Allocate(kChunk);
+    if (made.ok()) {
+      first = std::move(made).value();
+      std::memcpy(first.data(), pattern_.data(), kChunk);
+      std::memcpy(first.data(), source.head.data(), std::min(source.head.size(), kChunk));
+    } else {
+      status = made.status();
+    }
+  }
+  // Requests of at most the pattern's size, never across an item's end
+  // (DCP writes each item with one write()).
+  const std::size_t period = pattern_.size();
+  std::size_t item = 0;
   for (std::uint64_t offset = 0; offset < bytes && status.ok();) {
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - offset));
-    status = file->WriteAt(offset, pattern_.span().first(n));
+    while (item < source.item_ends.size() && source.item_ends[item] <= offset) ++item;
+    const std::uint64_t end = item < source.item_ends.size() ? source.item_ends[item] : bytes;
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(period, end - offset));
+    if (source.staged != nullptr) {
+      status = file->WriteAt(offset, {source.staged + offset, n});
+    } else if (offset == 0 && !first.empty()) {
+      n = std::min(n, first.size());
+      status = file->WriteAt(offset, first.span().first(n));
+    } else {
+      n = std::min<std::size_t>(n, period - offset % period);
+      status = file->WriteAt(offset, pattern_.span().subspan(offset % period, n));
+    }
     offset += n;
   }
   if (status.ok() && session_.config().checkpoint.fsync) status = file->Sync();
@@ -159,7 +211,33 @@ Status Checkpointer::WriteFile(const std::string& path, std::uint64_t bytes) {
   return status;
 }
 
-Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {
+Status Checkpointer::CheckContent(const std::string& path, std::uint64_t offset,
+                                  std::span<const std::byte> bytes, std::string_view head) const {
+  // Byte o of a file is head[o] over its head, else pattern[o mod size].
+  const std::size_t period = pattern_.size();
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::uint64_t at = offset + i;
+    const std::byte* expected;
+    std::size_t n;
+    if (at < head.size()) {
+      expected = reinterpret_cast<const std::byte*>(head.data()) + at;
+      n = std::min<std::size_t>(bytes.size() - i, head.size() - at);
+    } else {
+      expected = pattern_.data() + at % period;
+      n = std::min<std::size_t>(bytes.size() - i, period - at % period);
+    }
+    if (std::memcmp(bytes.data() + i, expected, n) != 0) {
+      std::size_t k = 0;
+      while (k < n && bytes[i + k] == expected[k]) ++k;
+      return Status::Corruption(path + ": checkpoint content differs at offset " +
+                                std::to_string(at + k));
+    }
+    i += n;
+  }
+  return Status::OK();
+}
+
+Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes, std::string_view head) {
   OpenOptions options;
   options.mode = OpenMode::kRead;
   options.hint = AccessHint::kSequential;
@@ -174,11 +252,8 @@ Status Checkpointer::ReadFile(const std::string& path, std::uint64_t bytes) {
       return Status::Corruption(path + ": checkpoint file is longer than the " +
                                 std::to_string(bytes) + " bytes planned");
     }
-    if (buffer.host_accessible() && std::memcmp(buffer.data(), pattern_.data(), n) != 0) {
-      std::size_t i = 0;
-      while (i < n && buffer.data()[i] == pattern_.data()[i]) ++i;
-      return Status::Corruption(path + ": checkpoint content differs at offset " +
-                                std::to_string(offset + i));
+    if (buffer.host_accessible()) {
+      IOMIMIC_RETURN_IF_ERROR(CheckContent(path, offset, buffer.span().first(n), head));
     }
     offset += n;
   }
@@ -196,38 +271,61 @@ Status Checkpointer::Save(std::uint64_t epoch, std::uint64_t step,
       plan_.ranks[static_cast<std::size_t>(session_.cluster().rank())];
   session::IoSnapshot before = storage_->Snapshot();
   record->start = metrics::Stamp::Now();
-  Status status = storage_->CreateDirectories(dir);
-  for (const plan::CheckpointFile& f : mine.files) {
-    if (!status.ok()) break;
-    status = WriteFile(dir + "/" + f.name, f.bytes)
-                 .WithContext("writing checkpoint (storage '" + storage_name_ + "')");
+  Status status;
+  if (layout_ == "dcp" && session_.config().checkpoint.async_save) {
+    status = StageAndLaunch(dir, record);  // sets record->end and bytes
+  } else if (layout_ == "dcp") {
+    status = SaveDcp(dir);
+  } else if (layout_ == "safetensors") {
+    status = SaveSafetensors(dir);
+  } else {
+    status = storage_->CreateDirectories(dir);
+    for (const plan::CheckpointFile& f : mine.files) {
+      if (!status.ok()) break;
+      status = WriteFile(dir + "/" + f.name, f.bytes, Source());
+    }
   }
-  record->end = metrics::Stamp::Now();
+  status = status.WithContext("writing checkpoint (storage '" + storage_name_ + "')");
+  if (!(layout_ == "dcp" && session_.config().checkpoint.async_save)) {
+    record->end = metrics::Stamp::Now();
+    record->bytes = (storage_->Snapshot() - before).bytes_written;
+  }
   session_.tracer().Complete("checkpoint", "checkpoint_save", record->start.mono, record->end.mono,
                              {"epoch", static_cast<std::int64_t>(epoch)},
                              {"step", static_cast<std::int64_t>(step)});
-  record->bytes = (storage_->Snapshot() - before).bytes_written;
   if (status.ok()) saved_.insert({epoch, step});
   return status;
 }
 
 Status Checkpointer::Load(std::uint64_t epoch, std::uint64_t step,
                           metrics::CheckpointRecord* record) {
+  IOMIMIC_RETURN_IF_ERROR(Finish());
   const int source = SourceRank(session_.cluster().rank());
   read_conditions_ = ReadConditions(epoch, step);
   const std::string dir = folder_ + "/" + plan::CheckpointDirectory(epoch, step);
   const plan::RankCheckpoint& files = plan_.ranks[static_cast<std::size_t>(source)];
   std::vector<std::string> paths;
-  for (const plan::CheckpointFile& f : files.files) paths.push_back(dir + "/" + f.name);
+  if (layout_ == "dcp") {
+    paths = DcpReadPaths(dir);
+  } else if (layout_ == "safetensors") {
+    for (std::size_t i : ShardsOf(source)) paths.push_back(dir + "/" + shards_[i].name);
+  } else {
+    for (const plan::CheckpointFile& f : files.files) paths.push_back(dir + "/" + f.name);
+  }
   record->residency = MeasureBeforeRead(paths);
   session::IoSnapshot before = storage_->Snapshot();
   record->start = metrics::Stamp::Now();
   Status status;
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    status = ReadFile(paths[i], files.files[i].bytes)
-                 .WithContext("reading checkpoint (storage '" + storage_name_ + "')");
-    if (!status.ok()) break;
+  if (layout_ == "dcp") {
+    status = LoadDcp(dir);
+  } else if (layout_ == "safetensors") {
+    status = LoadSafetensors(dir, source);
+  } else {
+    for (std::size_t i = 0; i < paths.size() && status.ok(); ++i) {
+      status = ReadFile(paths[i], files.files[i].bytes);
+    }
   }
+  status = status.WithContext("reading checkpoint (storage '" + storage_name_ + "')");
   record->end = metrics::Stamp::Now();
   session_.tracer().Complete("checkpoint", "checkpoint_load", record->start.mono, record->end.mono,
                              {"epoch", static_cast<std::int64_t>(epoch)},

@@ -397,6 +397,28 @@ json CheckpointJson(const CheckpointResults& ck) {
   o["fsync_calls"] = ck.fsync_calls;
   o["size_bytes"] = ck.size_bytes;
   o["parameters"] = ck.parameters;
+  o["layout"] = ck.layout;
+  if (ck.layout == "dcp") {
+    o["thread_count"] = ck.thread_count;
+    o["restore_world_size"] = ck.restore_world_size;
+  }
+  if (!ck.async_saves.empty()) {
+    // Training waits for the stall only; the write goes on behind it.
+    json list = json::array();
+    for (const AsyncSaveEvent& e : ck.async_saves) {
+      json a;
+      a["index"] = e.index;
+      a["stall_seconds"] = JsonNumber<json>(e.stall_seconds);
+      a["wait_seconds"] = JsonNumber<json>(e.wait_seconds);
+      a["staging_seconds"] = JsonNumber<json>(e.staging_seconds);
+      a["background_write_seconds"] = JsonNumber<json>(e.write_seconds);
+      a["bytes"] = e.bytes;
+      a["background_write_GiB_per_second"] = JsonNumber<json>(
+          e.write_seconds > 0 ? static_cast<double>(e.bytes) / kGiB / e.write_seconds : 0.0);
+      list.push_back(std::move(a));
+    }
+    o["async_saves"] = std::move(list);
+  }
   o["saves"] = CheckpointDetails(ck.saves);
   o["loads"] = CheckpointDetails(ck.loads);
   if (!ck.read_path.empty()) o["read_path"] = ck.read_path;
@@ -465,6 +487,37 @@ GenerateResults CollectGenerate(const TrainingResults::Local& outcome, cluster::
   return gen;
 }
 
+// checkpoint.async saves over ranks: every rank makes the same saves, so
+// the k-th of each rank is the same save; the slowest rank's times.
+std::vector<AsyncSaveEvent> CollectAsyncSaves(const std::vector<AsyncSave>& mine,
+                                              cluster::Cluster& cluster) {
+  const std::size_t count =
+      static_cast<std::size_t>(cluster.MaxDouble(static_cast<double>(mine.size())));
+  std::vector<double> times(4 * count, 0.0);
+  std::vector<std::uint64_t> bytes(count, 0);
+  for (std::size_t k = 0; k < mine.size() && k < count; ++k) {
+    times[4 * k] = mine[k].stall_seconds();
+    times[4 * k + 1] = mine[k].wait_seconds;
+    times[4 * k + 2] = mine[k].staging_seconds;
+    times[4 * k + 3] = mine[k].write_seconds;
+    bytes[k] = mine[k].bytes;
+  }
+  times = cluster.MaxDoubles(times);
+  bytes = cluster.SumU64s(bytes);
+  std::vector<AsyncSaveEvent> out;
+  for (std::size_t k = 0; k < count; ++k) {
+    AsyncSaveEvent e;
+    e.index = k < mine.size() ? mine[k].index : k + 1;
+    e.stall_seconds = times[4 * k];
+    e.wait_seconds = times[4 * k + 1];
+    e.staging_seconds = times[4 * k + 2];
+    e.write_seconds = times[4 * k + 3];
+    e.bytes = bytes[k];
+    out.push_back(e);
+  }
+  return out;
+}
+
 // The checkpoints' storage, plan and every save and load over ranks (the
 // checkpoint-only workflow's saves count as epoch 1's).
 CheckpointResults CollectCheckpoint(const TrainingResults::Local& outcome, const config::Config& c,
@@ -473,7 +526,15 @@ CheckpointResults CollectCheckpoint(const TrainingResults::Local& outcome, const
   ck.storage = outcome.checkpointer->storage_name();
   ck.fsync = c.checkpoint.fsync;
   ck.fsync_calls = cluster.SumU64(outcome.checkpointer->fsync_calls());
-  ck.size_bytes = outcome.checkpointer->plan().total_bytes();
+  ck.size_bytes = outcome.checkpointer->checkpoint_bytes();
+  ck.layout = outcome.checkpointer->layout();
+  if (ck.layout == "dcp") {
+    ck.thread_count = static_cast<int>(c.checkpoint.thread_count);
+    ck.restore_world_size = c.checkpoint.restore_world_size > 0
+                                ? static_cast<int>(c.checkpoint.restore_world_size)
+                                : cluster.size();
+  }
+  ck.async_saves = CollectAsyncSaves(outcome.checkpointer->async_saves(), cluster);
   ck.parameters = outcome.checkpointer->plan().parameters;
   std::vector<metrics::CheckpointRecord> saves, loads;
   std::vector<std::uint64_t> save_epochs;
@@ -1001,6 +1062,19 @@ std::string TrainingResults::ConsoleLines(const output::RunResults& run,
       h << line;
     };
     checkpoint_line("save", r.checkpoint->saves);
+    if (!r.checkpoint->async_saves.empty()) {
+      std::vector<double> stalls, writes;
+      for (const AsyncSaveEvent& e : r.checkpoint->async_saves) {
+        stalls.push_back(e.stall_seconds);
+        writes.push_back(e.write_seconds);
+      }
+      std::snprintf(line, sizeof(line),
+                    "  checkpoint async: training stalled %.3f s mean (staging to host memory), "
+                    "background write %.3f s mean, %.3f GiB/s (slowest rank)\n",
+                    metrics::Summarize(stalls).mean, metrics::Summarize(writes).mean,
+                    metrics::Summarize(Rates(gib, writes)).mean);
+      h << line;
+    }
     checkpoint_line("load", r.checkpoint->loads);
     if (!r.checkpoint->loads.empty()) {
       h << "  checkpoint reads: " << r.checkpoint->read_path << "\n";

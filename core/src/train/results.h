@@ -78,7 +78,21 @@ struct CheckpointEvent {
   session::ResidencyTotals residency;
 };
 
+// One checkpoint.async save over all ranks: each figure the slowest rank's.
+struct AsyncSaveEvent {
+  std::uint64_t index = 1;
+  double stall_seconds = 0;    // training blocked: wait + staging
+  double wait_seconds = 0;     // for the previous save's background write
+  double staging_seconds = 0;  // copy into host memory
+  double write_seconds = 0;    // background write of the data files
+  std::uint64_t bytes = 0;     // all ranks
+};
+
 struct CheckpointResults {
+  std::string layout = "dlio";  // checkpoint.layout
+  int thread_count = 1;         // layout dcp
+  int restore_world_size = 0;   // layout dcp: readers of the loads
+  std::vector<AsyncSaveEvent> async_saves;
   std::string storage;  // the back end's chain
   bool fsync = false;
   std::uint64_t fsync_calls = 0;  // all ranks

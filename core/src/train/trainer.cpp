@@ -574,6 +574,8 @@ Result<CheckpointOnlyResult> RunCheckpointOnly(session::Session& session,
     return Status::OK();
   };
   IOMIMIC_RETURN_IF_ERROR(repeat(writes, /*save=*/true, &result.saves));
+  // checkpoint.async: the last save's background write ends before reads.
+  IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(checkpointer.Finish()));
   if (result.interrupted_by == 0) {
     IOMIMIC_RETURN_IF_ERROR(repeat(reads, /*save=*/false, &result.loads));
   }
@@ -662,6 +664,10 @@ Result<TrainResult> Train(session::Session& session, const TrainOptions& options
       result.interrupted_by = interrupted;
       break;
     }
+  }
+  // checkpoint.async: the last save's background write belongs to the run.
+  if (options.checkpointer != nullptr) {
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(options.checkpointer->Finish()));
   }
   result.end = Stamp::Now();
   for (auto& a : accs) {
