@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "apptrace/workflow.h"
 #include "kvcache/replay.h"
 #include "kvcache/results.h"
 #include "metadata/stat_files.h"
@@ -437,6 +438,8 @@ const WorkflowRow kWorkflows[] = {
      kvcache::RunKvCacheWorkflow, kvcache::Figures},
     {"model_load", [](const config::Config& c) { return c.workflow.model_load; },
      modelload::RunModelLoad, modelload::Figures},
+    {"app_replay", [](const config::Config& c) { return c.workflow.app_replay; },
+     apptrace::RunAppReplay, apptrace::Figures},
 };
 
 // One RunWorkload, step by step: open the session, prepare the run folder,
