@@ -10,8 +10,10 @@
 // application did. Then each copy runs one thread per traced thread:
 // opens, reads, writes, syncs, closes, stats, renames and removals become
 // the storage's calls on the mapped paths; a seek and an fadvise are no
-// call (offsets are in the reads and writes already); an mmap reads the
-// mapped range; a failed call is replayed as a stat of its path. At
+// call (offsets are in the reads and writes already), nor is an mmap (the
+// page faults that read a mapping happened between the application's
+// calls, which the replay keeps as compute); a failed call is replayed as
+// a stat of its path. At
 // recorded timing each thread waits, before each operation, the gap the
 // application left since its previous one (the compute between calls);
 // at fast timing it does not.
