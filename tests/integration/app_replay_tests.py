@@ -30,7 +30,7 @@ def work(k):
     for f in files[k::4]:
         with np.load(f) as z:
             z['x'].sum()
-        time.sleep(0.03)
+        time.sleep(0.15)
 ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
 [t.start() for t in ts]
 [t.join() for t in ts]
@@ -41,7 +41,7 @@ with h5py.File(sys.argv[1] + '/data.h5', 'r') as f:
     d = f['x']
     for i in range(0, d.shape[0], 64):
         d[i:i + 64].sum()
-        time.sleep(0.01)
+        time.sleep(0.08)
 """
 TFRECORD_READER = r"""
 import struct, sys, time
@@ -79,7 +79,7 @@ def make_data(kind, folder):
     os.makedirs(folder, exist_ok=True)
     code = {
         "npz": "import numpy as np\n"
-               "for i in range(16): np.savez('%s/f%%02d.npz' %% i, x=np.random.rand(32768))" % folder,
+               "for i in range(32): np.savez('%s/f%%02d.npz' %% i, x=np.random.rand(32768))" % folder,
         "h5": "import h5py, numpy as np\n"
               "with h5py.File('%s/data.h5', 'w') as f:\n"
               "    f.create_dataset('x', data=np.random.rand(1024, 512), chunks=(64, 512))" % folder,
@@ -157,9 +157,9 @@ def traced_program(kind, program):
 def test_app_replay_npz_threads():
     trace, data, target, extra = traced_program("npz", NPZ_LOOP)
     s = check_timing(trace, "npz", extra)
-    if s["threads_per_copy"] < 5 or s["traced"]["read"]["bytes"] < 16 * 32768 * 8:
+    if s["threads_per_copy"] < 5 or s["traced"]["read"]["bytes"] < 32 * 32768 * 8:
         fail("expected 4 reader threads and every array read: %s" % s)
-    for i in range(16):
+    for i in range(32):
         if os.path.getsize(os.path.join(target, "f%02d.npz" % i)) != os.path.getsize(
                 os.path.join(data, "f%02d.npz" % i)):
             fail("f%02d.npz not made at its traced size" % i)
@@ -180,8 +180,9 @@ def test_app_replay_h5py_chunked():
 def test_app_replay_tfrecord_sequential():
     trace, _, _, extra = traced_program("tfrecord", TFRECORD_READER)
     s = check_timing(trace, "tfrecord", extra)
-    if s["traced"]["read"]["ops"] < 360:
-        fail("expected 3 reads per record: %s" % s["traced"]["read"])
+    size = os.path.getsize(os.path.join(args().work, "data", "train.tfrecord"))
+    if s["traced"]["read"]["bytes"] < size:
+        fail("the file (%d bytes) was not all read: %s" % (size, s["traced"]["read"]))
 
 
 def test_app_replay_checkpoint_save():
@@ -209,7 +210,7 @@ def test_app_replay_back_ends():
                    ["--storage", storage, "--timing", "fast", "--root", root,
                     "--map", data + "=" + target])
         check_equal(s)
-        if len([n for n in os.listdir(target) if n.endswith(".npz")]) != 16:
+        if len([n for n in os.listdir(target) if n.endswith(".npz")]) != 32:
             fail("%s: the npz files are not under %s" % (storage, target))
 
 
@@ -229,8 +230,8 @@ def test_app_replay_s3():
     with open(os.path.join(args().work, "out_s3", "summary.json")) as f:
         check_equal(json.load(f)["app_replay"])
     keys = s3_tests.list_keys(s3_tests.boto3_client(env), bucket, prefix + "/data/")
-    if len([k for k in keys if k.endswith(".npz")]) != 16:
-        fail("expected the 16 npz objects under %s/data/, got %s" % (prefix, sorted(keys)))
+    if len([k for k in keys if k.endswith(".npz")]) != 32:
+        fail("expected the 32 npz objects under %s/data/, got %s" % (prefix, sorted(keys)))
 
 
 def test_app_replay_mpi_copies():
@@ -242,7 +243,7 @@ def test_app_replay_mpi_copies():
     check_equal(s, copies=2)
     for copy in (0, 1):
         folder = os.path.join(target, "copy-%d" % copy)
-        if len([n for n in os.listdir(folder) if n.endswith(".npz")]) != 16:
+        if len([n for n in os.listdir(folder) if n.endswith(".npz")]) != 32:
             fail("copy %d's files are not under %s" % (copy, folder))
 
 
