@@ -41,7 +41,7 @@ with h5py.File(sys.argv[1] + '/data.h5', 'r') as f:
     d = f['x']
     for i in range(0, d.shape[0], 64):
         d[i:i + 64].sum()
-        time.sleep(0.08)
+        time.sleep(0.2)
 """
 TFRECORD_READER = r"""
 import struct, sys, time

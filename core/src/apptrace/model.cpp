@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace iomimic::apptrace {
 
@@ -110,8 +111,18 @@ Result<AppTrace> TraceBuilder::Finish() {
   for (const TracedThread& t : trace_.threads) {
     for (const Op& op : t.ops) first = std::min(first, op.start_ns);
   }
+  std::vector<std::int64_t> plain;
   for (TracedThread& t : trace_.threads) {
-    for (Op& op : t.ops) op.start_ns -= first;
+    for (Op& op : t.ops) {
+      op.start_ns -= first;
+      const bool no_data = op.kind == OpKind::kSeek || op.kind == OpKind::kClose ||
+                           op.kind == OpKind::kFadvise;
+      if (no_data && !op.failed) plain.push_back(op.dur_ns);
+    }
+  }
+  if (plain.size() >= 8) {
+    std::nth_element(plain.begin(), plain.begin() + plain.size() / 2, plain.end());
+    trace_.call_floor_ns = plain[plain.size() / 2];
   }
   std::stable_sort(trace_.threads.begin(), trace_.threads.end(),
                    [](const TracedThread& a, const TracedThread& b) {

@@ -87,6 +87,11 @@ struct AppTrace {
   // Calls the reader saw and did not model, by name ("ioctl", "read of a
   // pipe", "open of a directory"): what the replay leaves out.
   std::map<std::string, std::uint64_t> ignored;
+  // The median duration of the calls that move no data (seek, close,
+  // fadvise; 0 with fewer than 8): what the tracer itself adds to a call
+  // (strace's ptrace stops), which the replay at recorded timing spends on
+  // each call too (docs/replay.md, "Timing").
+  std::int64_t call_floor_ns = 0;
 
   // From the first operation's start to the last one's end.
   std::int64_t span_ns() const;

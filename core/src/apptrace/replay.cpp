@@ -289,6 +289,10 @@ void ThreadReplay::Run() {
       break;
     }
     (*shared_.latency)[static_cast<std::size_t>(op.kind)].Record(NanosSince(t0));
+    if (recorded) {
+      // The tracer's own cost of a call, which the trace's times hold.
+      WaitUntil(t0 + std::chrono::nanoseconds(std::min(op.dur_ns, run_.trace->call_floor_ns)));
+    }
     previous_end = SteadyClock::now();
     previous_trace_end = op.start_ns + op.dur_ns;
     const auto k = static_cast<std::size_t>(op.kind);
@@ -436,6 +440,7 @@ Status Replay(Storage& storage, const AppTrace& trace, const ReplayOptions& opti
   f.threads = trace.threads.size();
   f.copies = options.copies;
   f.original_seconds = static_cast<double>(trace.span_ns()) / 1e9;
+  f.call_floor_seconds = static_cast<double>(trace.call_floor_ns) / 1e9;
   f.replay_seconds = std::chrono::duration<double>(shared.last_end - f.start.mono).count();
   f.stopped = shared.stop && shared.failed.ok();
   return Status::OK();

@@ -15,8 +15,10 @@
 // calls, which the replay keeps as compute); a failed call is replayed as
 // a stat of its path. At
 // recorded timing each thread waits, before each operation, the gap the
-// application left since its previous one (the compute between calls);
-// at fast timing it does not.
+// application left since its previous one (the compute between calls),
+// and spends on each call at least the trace's call floor (what the tracer
+// added to every call, AppTrace::call_floor_ns); at fast timing it does
+// neither.
 
 #pragma once
 
@@ -63,6 +65,7 @@ struct ReplayFigures {
   double original_seconds = 0;  // the trace's span
   double replay_seconds = 0;    // the slowest copy's, start to last operation's end
   double compute_seconds = 0;   // gaps waited, summed over threads and copies
+  double call_floor_seconds = 0;  // the trace's (AppTrace::call_floor_ns)
   metrics::Stamp start, end;
   std::array<metrics::LatencyHistogram, kOpKinds> latency;
   bool stopped = false;

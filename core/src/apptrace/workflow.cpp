@@ -163,6 +163,7 @@ void AppReplayResults::AddToSummary(const output::RunResults& run,
   o["slowdown"] =
       metrics::JsonNumber<json>(m.original_seconds > 0 ? m.replay_seconds / m.original_seconds : 0);
   o["compute_seconds"] = metrics::JsonNumber<json>(m.compute_seconds);
+  o["call_floor_us"] = metrics::JsonNumber<json>(local_.replay.call_floor_seconds * 1e6);
   o["bytes_per_second"] = metrics::JsonNumber<json>(
       m.replay_seconds > 0 ? static_cast<double>(Total(m.replayed.bytes)) / m.replay_seconds : 0);
   json setup;
