@@ -50,9 +50,8 @@ po::options_description AppReplayOptionsOf(AppReplayArgs* a) {
       "copies of the application each rank runs at once, each on its own files (default 1)")(
       "output,o", po::value<std::string>(&a->output),
       "run folder (default: hydra_log/app_replay/<date>-<time>); summary.json's app_replay "
-      "holds the figures")(
-      "plugin-dir", po::value<std::vector<std::string>>(&a->plugin_dirs),
-      "extra plugin folder, searched first (repeatable)");
+      "holds the figures")("plugin-dir", po::value<std::vector<std::string>>(&a->plugin_dirs),
+                           "extra plugin folder, searched first (repeatable)");
   return opts;
 }
 

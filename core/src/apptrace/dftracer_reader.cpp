@@ -21,7 +21,7 @@ struct Event {
   std::int64_t pid = 0, tid = 0;
   std::int64_t start_ns = 0, dur_ns = 0;
   std::optional<std::int64_t> fd, ret, size, offset, flags;
-  std::string mode;  // fopen's
+  std::string mode;    // fopen's
   std::string fname2;  // rename's new name (args.new_fname)
   std::size_t line = 0;
 };
@@ -47,22 +47,30 @@ std::string TextArg(const json& args, const char* key) {
 
 std::optional<OpKind> KindOf(const std::string& name) {
   static const std::map<std::string, OpKind, std::less<>> kinds = {
-      {"open", OpKind::kOpen},       {"open64", OpKind::kOpen},     {"openat", OpKind::kOpen},
-      {"openat64", OpKind::kOpen},   {"creat", OpKind::kOpen},      {"creat64", OpKind::kOpen},
-      {"fopen", OpKind::kOpen},      {"fopen64", OpKind::kOpen},    {"read", OpKind::kRead},
-      {"pread", OpKind::kRead},      {"pread64", OpKind::kRead},    {"readv", OpKind::kRead},
-      {"preadv", OpKind::kRead},     {"fread", OpKind::kRead},      {"write", OpKind::kWrite},
-      {"pwrite", OpKind::kWrite},    {"pwrite64", OpKind::kWrite},  {"writev", OpKind::kWrite},
-      {"pwritev", OpKind::kWrite},   {"fwrite", OpKind::kWrite},    {"lseek", OpKind::kSeek},
-      {"lseek64", OpKind::kSeek},    {"fseek", OpKind::kSeek},      {"fsync", OpKind::kSync},
-      {"fdatasync", OpKind::kSync},  {"close", OpKind::kClose},     {"fclose", OpKind::kClose},
-      {"mmap", OpKind::kMmap},       {"mmap64", OpKind::kMmap},     {"stat", OpKind::kStat},
-      {"stat64", OpKind::kStat},     {"lstat", OpKind::kStat},      {"lstat64", OpKind::kStat},
-      {"fstat", OpKind::kStat},      {"fstat64", OpKind::kStat},    {"xstat", OpKind::kStat},
-      {"xstat64", OpKind::kStat},    {"__xstat", OpKind::kStat},    {"__xstat64", OpKind::kStat},
-      {"__fxstat", OpKind::kStat},   {"__fxstat64", OpKind::kStat}, {"fstatat", OpKind::kStat},
+      {"open", OpKind::kOpen},       {"open64", OpKind::kOpen},
+      {"openat", OpKind::kOpen},     {"openat64", OpKind::kOpen},
+      {"creat", OpKind::kOpen},      {"creat64", OpKind::kOpen},
+      {"fopen", OpKind::kOpen},      {"fopen64", OpKind::kOpen},
+      {"read", OpKind::kRead},       {"pread", OpKind::kRead},
+      {"pread64", OpKind::kRead},    {"readv", OpKind::kRead},
+      {"preadv", OpKind::kRead},     {"fread", OpKind::kRead},
+      {"write", OpKind::kWrite},     {"pwrite", OpKind::kWrite},
+      {"pwrite64", OpKind::kWrite},  {"writev", OpKind::kWrite},
+      {"pwritev", OpKind::kWrite},   {"fwrite", OpKind::kWrite},
+      {"lseek", OpKind::kSeek},      {"lseek64", OpKind::kSeek},
+      {"fseek", OpKind::kSeek},      {"fsync", OpKind::kSync},
+      {"fdatasync", OpKind::kSync},  {"close", OpKind::kClose},
+      {"fclose", OpKind::kClose},    {"mmap", OpKind::kMmap},
+      {"mmap64", OpKind::kMmap},     {"stat", OpKind::kStat},
+      {"stat64", OpKind::kStat},     {"lstat", OpKind::kStat},
+      {"lstat64", OpKind::kStat},    {"fstat", OpKind::kStat},
+      {"fstat64", OpKind::kStat},    {"xstat", OpKind::kStat},
+      {"xstat64", OpKind::kStat},    {"__xstat", OpKind::kStat},
+      {"__xstat64", OpKind::kStat},  {"__fxstat", OpKind::kStat},
+      {"__fxstat64", OpKind::kStat}, {"fstatat", OpKind::kStat},
       {"statx", OpKind::kStat},      {"posix_fadvise", OpKind::kFadvise},
-      {"rename", OpKind::kRename},   {"unlink", OpKind::kUnlink},   {"remove", OpKind::kUnlink},
+      {"rename", OpKind::kRename},   {"unlink", OpKind::kUnlink},
+      {"remove", OpKind::kUnlink},
   };
   auto it = kinds.find(name);
   if (it == kinds.end()) return std::nullopt;
@@ -208,9 +216,10 @@ void Build(std::vector<Event>& events, const std::map<std::string, std::string>&
       op.file2 = builder->File(ev.fname2);
     }
     if (*kind == OpKind::kClose && ev.fd) fds.erase({ev.pid, *ev.fd});
-    builder->Observe(op, *kind == OpKind::kStat ? static_cast<std::uint64_t>(std::max<std::int64_t>(
-                                                      0, ev.size.value_or(0)))
-                                                : 0,
+    builder->Observe(op,
+                     *kind == OpKind::kStat ? static_cast<std::uint64_t>(
+                                                  std::max<std::int64_t>(0, ev.size.value_or(0)))
+                                            : 0,
                      false);
     builder->Add(ev.tid, op);
   }

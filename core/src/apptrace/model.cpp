@@ -8,7 +8,8 @@ namespace iomimic::apptrace {
 
 const char* OpName(OpKind kind) {
   static constexpr const char* kNames[kOpKinds] = {
-      "open", "read", "write", "seek", "sync", "close", "mmap", "stat", "fadvise", "rename", "unlink",
+      "open", "read", "write",   "seek",   "sync",   "close",
+      "mmap", "stat", "fadvise", "rename", "unlink",
   };
   return kNames[static_cast<std::size_t>(kind)];
 }
@@ -105,7 +106,7 @@ void TraceBuilder::Observe(const Op& op, std::uint64_t stat_size, bool stat_dir)
 Result<AppTrace> TraceBuilder::Finish() {
   if (trace_.op_count() == 0) {
     return Status::InvalidArgument(trace_.source + ": no operation on a file in this " +
-                                      trace_.format + " trace");
+                                   trace_.format + " trace");
   }
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (const TracedThread& t : trace_.threads) {
@@ -115,8 +116,8 @@ Result<AppTrace> TraceBuilder::Finish() {
   for (TracedThread& t : trace_.threads) {
     for (Op& op : t.ops) {
       op.start_ns -= first;
-      const bool no_data = op.kind == OpKind::kSeek || op.kind == OpKind::kClose ||
-                           op.kind == OpKind::kFadvise;
+      const bool no_data =
+          op.kind == OpKind::kSeek || op.kind == OpKind::kClose || op.kind == OpKind::kFadvise;
       if (no_data && !op.failed) plain.push_back(op.dur_ns);
     }
   }

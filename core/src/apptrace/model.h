@@ -39,14 +39,14 @@ inline constexpr std::uint32_t kNoFile = 0xffffffffu;
 // One operation of one thread.
 struct Op {
   OpKind kind = OpKind::kRead;
-  bool failed = false;        // the call returned an error (kept, replayed as an attempt)
+  bool failed = false;            // the call returned an error (kept, replayed as an attempt)
   std::uint32_t file = kNoFile;   // index into AppTrace::files
   std::uint32_t file2 = kNoFile;  // kRename: the new name
   // The open instance the operation goes through (one per successful open,
   // from 1; 0 = none, or a descriptor opened before the trace began).
   std::uint32_t handle = 0;
-  std::uint64_t offset = 0;  // reads, writes, mmap: where; kSeek: the new position
-  std::uint64_t size = 0;    // bytes moved (reads, writes), mapped (mmap)
+  std::uint64_t offset = 0;     // reads, writes, mmap: where; kSeek: the new position
+  std::uint64_t size = 0;       // bytes moved (reads, writes), mapped (mmap)
   std::uint64_t requested = 0;  // reads: bytes asked for
   // kOpen: what the call asked for.
   bool write = false, read_write = false, create = false, truncate = false;

@@ -177,7 +177,8 @@ Result<std::shared_ptr<Handles::Entry>> ThreadReplay::FileFor(const Op& op) {
 Status ThreadReplay::Transfer(const Op& op, File& file, std::uint64_t* moved) {
   std::uint64_t want = op.size;
   if (op.kind == OpKind::kRead && want == 0) want = std::min(op.requested, kEofRead);
-  IOMIMIC_RETURN_IF_ERROR(Ensure(static_cast<std::size_t>(std::min<std::uint64_t>(want, kMaxBuffer))));
+  IOMIMIC_RETURN_IF_ERROR(
+      Ensure(static_cast<std::size_t>(std::min<std::uint64_t>(want, kMaxBuffer))));
   *moved = 0;
   while (*moved < want) {
     const std::size_t n =
@@ -212,8 +213,8 @@ Status ThreadReplay::Do(const Op& op, bool* outcome_failed) {
     case OpKind::kOpen: {
       OpenOptions options;
       options.mode = op.read_write || (op.write && !op.truncate) ? OpenMode::kReadWrite
-                     : op.write                                 ? OpenMode::kWrite
-                                                                : OpenMode::kRead;
+                     : op.write                                  ? OpenMode::kWrite
+                                                                 : OpenMode::kRead;
       IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage.Open(path, options));
       run_.handles.Put(Key(op), std::move(file));
       return Status::OK();
@@ -275,8 +276,8 @@ void ThreadReplay::Run() {
       if (i > 0) compute_ += static_cast<double>(gap) / 1e9;
       WaitUntil(until);
       overslept_ns += std::max<std::int64_t>(
-          0, std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - until)
-                 .count());
+          0,
+          std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - until).count());
     }
     const SteadyClock::time_point t0 = SteadyClock::now();
     bool outcome_failed = false;
@@ -389,8 +390,7 @@ Status SetUpFiles(Storage& storage, const AppTrace& trace, const ReplayOptions& 
       }
     }
   }
-  figures->setup_seconds =
-      std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  figures->setup_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return Status::OK();
 }
 

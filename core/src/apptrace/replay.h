@@ -46,10 +46,10 @@ struct ReplayOptions {
   // a relative path stays as it is.
   std::string root;
   bool recorded_timing = true;
-  unsigned copies = 1;           // run at once, each on its own files
-  unsigned first_copy = 0;       // this caller's first copy (rank * copies)
-  unsigned total_copies = 1;     // over every caller; > 1 adds copy-<k>/ to paths
-  std::function<bool()> stop;    // true: stop at the next operation (a signal)
+  unsigned copies = 1;         // run at once, each on its own files
+  unsigned first_copy = 0;     // this caller's first copy (rank * copies)
+  unsigned total_copies = 1;   // over every caller; > 1 adds copy-<k>/ to paths
+  std::function<bool()> stop;  // true: stop at the next operation (a signal)
 };
 
 // What a replay did.
@@ -57,14 +57,14 @@ struct ReplayFigures {
   KindCounts traced;    // the trace's, times the copies replayed
   KindCounts replayed;  // the replay's: calls made (or, seek and fadvise, stepped over)
   std::uint64_t outcome_mismatches = 0;  // a call that failed here and not there, or back
-  std::uint64_t implicit_opens = 0;  // descriptors the trace did not show opened
+  std::uint64_t implicit_opens = 0;      // descriptors the trace did not show opened
   std::uint64_t setup_files = 0, setup_bytes = 0, setup_dirs = 0;
   double setup_seconds = 0;
   std::uint64_t threads = 0;  // per copy
   std::uint64_t copies = 0;
-  double original_seconds = 0;  // the trace's span
-  double replay_seconds = 0;    // the slowest copy's, start to last operation's end
-  double compute_seconds = 0;   // gaps waited, summed over threads and copies
+  double original_seconds = 0;    // the trace's span
+  double replay_seconds = 0;      // the slowest copy's, start to last operation's end
+  double compute_seconds = 0;     // gaps waited, summed over threads and copies
   double call_floor_seconds = 0;  // the trace's (AppTrace::call_floor_ns)
   metrics::Stamp start, end;
   std::array<metrics::LatencyHistogram, kOpKinds> latency;

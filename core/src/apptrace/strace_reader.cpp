@@ -281,7 +281,8 @@ Status StraceParser::Complete(std::string_view rest, std::size_t number, Call ca
   call.args = SplitArgs(inside, &close);
   if (close == std::string_view::npos) return Error(number, "'" + call.name + "(' is not closed");
   std::string_view tail = Trim(inside.substr(close + 1));
-  if (!tail.starts_with("=")) return Error(number, "expected ' = RESULT' after " + call.name + "()");
+  if (!tail.starts_with("="))
+    return Error(number, "expected ' = RESULT' after " + call.name + "()");
   tail = Trim(tail.substr(1));
   const std::size_t lt = tail.rfind(" <");
   if (lt != std::string_view::npos && tail.back() == '>' &&

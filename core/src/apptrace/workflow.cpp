@@ -52,7 +52,9 @@ std::uint64_t Total(const std::array<std::uint64_t, kOpKinds>& a) {
   return n;
 }
 
-bool Equal(const KindCounts& a, const KindCounts& b) { return a.ops == b.ops && a.bytes == b.bytes; }
+bool Equal(const KindCounts& a, const KindCounts& b) {
+  return a.ops == b.ops && a.bytes == b.bytes;
+}
 
 }  // namespace
 
@@ -110,8 +112,8 @@ Status AppReplayResults::Collect(session::Session& session, output::RunResults& 
     values.insert(values.end(), c->bytes.begin(), c->bytes.end());
     values.insert(values.end(), c->failed.begin(), c->failed.end());
   }
-  values.insert(values.end(), {l.outcome_mismatches, l.implicit_opens, l.setup_files,
-                               l.setup_bytes, l.setup_dirs, l.copies});
+  values.insert(values.end(), {l.outcome_mismatches, l.implicit_opens, l.setup_files, l.setup_bytes,
+                               l.setup_dirs, l.copies});
   const std::vector<std::uint64_t> sums = cluster.SumU64s(values);
   std::size_t i = 0;
   for (KindCounts* c : {&m.traced, &m.replayed}) {
@@ -204,8 +206,7 @@ std::string AppReplayResults::ConsoleLines(const output::RunResults& run,
     if (m.traced.ops[k] == 0 && m.replayed.ops[k] == 0) continue;
     std::snprintf(line, sizeof line,
                   "    %-8s traced %llu ops %llu B, replayed %llu ops %llu B, p50 %.3f ms\n",
-                  OpName(static_cast<OpKind>(k)),
-                  static_cast<unsigned long long>(m.traced.ops[k]),
+                  OpName(static_cast<OpKind>(k)), static_cast<unsigned long long>(m.traced.ops[k]),
                   static_cast<unsigned long long>(m.traced.bytes[k]),
                   static_cast<unsigned long long>(m.replayed.ops[k]),
                   static_cast<unsigned long long>(m.replayed.bytes[k]),
@@ -221,8 +222,9 @@ std::string AppReplayResults::ConsoleNotes(const output::RunResults& run,
   const ReplayFigures& m = merged_.replay;
   std::string out;
   if (!Equal(m.traced, m.replayed)) {
-    out += "note: app_replay: the replay's ops or bytes differ from the trace's "
-           "(summary.json app_replay.traced and .replayed)\n";
+    out +=
+        "note: app_replay: the replay's ops or bytes differ from the trace's "
+        "(summary.json app_replay.traced and .replayed)\n";
   }
   if (m.outcome_mismatches > 0) {
     out += "note: app_replay: " + std::to_string(m.outcome_mismatches) +
