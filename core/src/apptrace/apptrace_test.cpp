@@ -128,7 +128,7 @@ TEST_CASE("dftracer: POSIX events by fname or fhash, other categories counted") 
   CHECK(bad.status().message().rfind("b.pfw:2: ", 0) == 0);
 }
 
-TEST_CASE("replay: prefix map, longest wins; unmapped absolute paths need a root") {
+TEST_CASE("replay: prefix map, longest wins, unmapped absolute paths need a root") {
   ReplayOptions o;
   o.map = {{"/data", "t/d"}, {"/data/deep", "t/x"}};
   CHECK(*MapPath("/data/a", o, 0) == "t/d/a");
@@ -143,7 +143,7 @@ TEST_CASE("replay: prefix map, longest wins; unmapped absolute paths need a root
   CHECK(*MapPath("/data/a", o, 1) == "t/d/copy-1/a");
 }
 
-TEST_CASE("replay: ops and bytes per type equal the trace's; files made, renamed") {
+TEST_CASE("replay: ops and bytes per type equal the trace's, files made, renamed") {
   Result<AppTrace> t = ReadStrace(kStrace, "t.strace");
   REQUIRE(t.ok());
   testing::MemoryStorage storage;
