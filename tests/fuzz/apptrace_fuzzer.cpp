@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)read->span_ns();
     return 0;
   }
-  const std::string& message = read.status().message();
+  const std::string message = read.status().message();
   if (message.rfind(source + ":", 0) != 0 || message.find('\n') != std::string::npos) {
     std::fprintf(stderr, "error not naming the trace on one line: %s\n", message.c_str());
     std::abort();

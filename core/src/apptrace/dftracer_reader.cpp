@@ -163,7 +163,8 @@ void Build(std::vector<Event>& events, const std::map<std::string, std::string>&
            TraceBuilder* builder) {
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
-  std::map<std::pair<std::int64_t, std::int64_t>, Position> fds;  // (pid, fd)
+  std::map<std::pair<std::int64_t, std::int64_t>, Position> fds;            // (pid, fd)
+  std::map<std::pair<std::int64_t, std::uint32_t>, std::uint32_t> by_name;  // (pid, file)
   for (Event& ev : events) {
     if (ev.hashed) {
       auto it = names.find(ev.fname);
@@ -198,7 +199,10 @@ void Build(std::vector<Event>& events, const std::map<std::string, std::string>&
       }
     } else if (pos != nullptr && pos->file == op.file) {
       op.handle = pos->handle;
+    } else if (auto it = by_name.find({ev.pid, op.file}); it != by_name.end()) {
+      op.handle = it->second;  // a STDIO call naming its file, not a descriptor
     }
+    if (*kind == OpKind::kOpen && op.handle != 0) by_name[{ev.pid, op.file}] = op.handle;
     if (*kind == OpKind::kRead || *kind == OpKind::kWrite || *kind == OpKind::kMmap) {
       const std::int64_t moved = ev.ret && *ev.ret >= 0 ? *ev.ret : ev.size.value_or(0);
       op.size = static_cast<std::uint64_t>(std::max<std::int64_t>(0, moved));
