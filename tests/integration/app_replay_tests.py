@@ -292,7 +292,7 @@ def test_app_replay_dftracer_gz():
     if os.path.getsize(os.path.join(target, "data", "a.bin")) != 66536 or os.path.getsize(
             os.path.join(target, "out", "log.txt")) != 300:
         fail("files not made or written at their traced sizes")
-    if not 0.0054 <= s["replay_seconds"] < 0.05:
+    if not 0.005 <= s["replay_seconds"] < 0.05:  # the 5 ms compute gap kept
         fail("recorded timing: %.4f s for a 5.4 ms trace" % s["replay_seconds"])
 
 
