@@ -42,6 +42,7 @@ int CmdCompare(int argc, char** argv);           // compare.cpp
 int CmdSweep(int argc, char** argv);             // sweep.cpp
 int CmdSearch(int argc, char** argv);            // search.cpp
 int CmdKvcacheReplay(int argc, char** argv);     // kvcache_replay.cpp
+int CmdReplay(int argc, char** argv);            // replay.cpp: an application's I/O trace
 int CmdKvCacheReference(int argc, char** argv);  // kvcache_reference.cpp: as kv-cache.py
 
 // An error of a run in another command's words (the kv-cache.py drop-in's).

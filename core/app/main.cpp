@@ -8,6 +8,7 @@
 //   iomimic conformance [--plugin-dir DIR] [--plugin NAME]       run the conformance suites
 //   iomimic report | compare | sweep | search ...                 analysis (docs/analysis.md)
 //   iomimic kvcache-replay TRACE.csv [options]                   replay a KV-cache reference trace
+//   iomimic replay TRACE [options]                               replay an application's I/O trace
 //
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
@@ -175,6 +176,10 @@ constexpr Command kCommands[] = {
     {"kvcache-replay", "TRACE.csv: replay a KV-cache reference I/O trace on a storage plugin",
      "(--storage NAME, --timing recorded|fast, --threads N; docs/kvcache-reference.md)",
      CmdKvcacheReplay},
+    {"replay", "TRACE: replay an application's recorded I/O (strace, DFTracer) on a storage plugin",
+     "(--storage NAME, --map FROM=TO, --root DIR, --timing recorded|fast, --copies N; "
+     "docs/replay.md)",
+     CmdReplay},
 };
 
 // The command named `name`, or null.

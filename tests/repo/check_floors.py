@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 # The workflows: siblings on the session, listed by run/ only.
-WORKFLOWS = {"train", "kvcache", "metadata", "modelload"}
+WORKFLOWS = {"train", "kvcache", "metadata", "modelload", "apptrace"}
 BASE = {"cluster", "config", "metrics", "plan", "plugin"}
 
 # What each folder of core/src may include besides itself and the SDK
@@ -33,6 +33,7 @@ ALLOWED = {
     "kvcache": BASE | {"session", "output"},
     "metadata": BASE | {"session", "output"},
     "modelload": BASE | {"session", "output"},
+    "apptrace": BASE | {"session", "output"},
     "analysis": BASE | {"output"},
     "run": BASE | {"session", "output", "analysis"} | WORKFLOWS,
 }

@@ -153,6 +153,12 @@ struct ModelLoadConfig {
   friend bool operator==(const ModelLoadConfig&, const ModelLoadConfig&) = default;
 };
 
+// Replaying a recorded application's I/O trace (workflow.app_replay).
+struct AppReplayConfig {
+  IOMIMIC_KEYS_APP_REPLAY(IOMIMIC_CONFIG_MEMBER)
+  friend bool operator==(const AppReplayConfig&, const AppReplayConfig&) = default;
+};
+
 // Upper bound of iomimic.accelerators_per_process (docs/performance.md).
 inline constexpr std::uint64_t kMaxAcceleratorsPerProcess = 4096;
 
@@ -195,6 +201,7 @@ struct Config {
   MetricConfig metric;
   KvCacheConfig kv_cache;
   ModelLoadConfig model_load;
+  AppReplayConfig app_replay;
   IomimicConfig iomimic;
   HydraConfig hydra;
   KeyOrigins origins;

@@ -804,7 +804,7 @@ TEST_CASE("workload selection") {
       const std::string message = m.status().message();
       CHECK(Contains(message, "workload 'unet3d_h10' not found in " + shared.string()));
       CHECK(Contains(message,
-                     ". Did you mean 'unet3d_h100'? Available: bert_mrpc, bert_v100, "
+                     ". Did you mean 'unet3d_h100'? Available: app_replay, bert_mrpc, bert_v100, "
                      "candle_nt3, climate_seg, cosmic_tagger, cosmoflow_a100,"));
       CHECK(Contains(message, "unet3d_v100_s3"));
     }

@@ -60,7 +60,8 @@
   X("profiling", profiling, bool, false, Bool().Doc("DLIO's profiler switch; accepted, iomimic measures itself.")) \
   X("kv_cache", kv_cache, bool, false, Bool().Iomimic().Doc("Run the KV-cache offload workflow (MLPerf Storage v3.0's kv-cache benchmark; kv_cache.*, docs/kvcache.md) instead of training; workflow.train then defaults to False and may not be True.")) \
   X("metadata", metadata, bool, false, Bool().Iomimic().Doc("Stat every file of the dataset train.epochs times over (reader.read_threads threads per rank, no data read) before training, and report the storage's metadata rate (summary.json iomimic.metadata; docs/architecture.md).")) \
-  X("model_load", model_load, bool, false, Bool().Iomimic().Doc("Load a model's safetensors files as an inference server does at start-up (model_load.*, docs/model-loading.md): time until loaded, GB/s and per-file latency, with the page cache dropped and warm."))
+  X("model_load", model_load, bool, false, Bool().Iomimic().Doc("Load a model's safetensors files as an inference server does at start-up (model_load.*, docs/model-loading.md): time until loaded, GB/s and per-file latency, with the page cache dropped and warm.")) \
+  X("app_replay", app_replay, bool, false, Bool().Iomimic().Doc("Replay a recorded application's I/O trace (strace or DFTracer; app_replay.*, docs/replay.md) on the storage plugin: every thread's operations in order, at the recorded timing or as fast as possible; ops, bytes and latency per operation type and the slowdown against the original."))
 
 #define IOMIMIC_KEYS_STORAGE(X)                                                                   \
   X("storage_type", storage_type, std::string, "local_fs", Choice(kStorageTypes).Doc("DLIO's storage type; s3 selects the s3 back end (storage_root the bucket, s3://bucket/... folders).")) \
@@ -255,6 +256,13 @@
   X("read_size", read_size, std::uint64_t, 16ULL << 20, UInt(4096, 1ULL << 32).Iomimic().Doc("Bytes per read request, and per worker buffer (device memory with the gds back end).")) \
   X("cache", cache, std::string, "both", Choice(kModelLoadCaches).Iomimic().Doc("cold: one load with the files' pages dropped from the page cache first; warm: one load as the files are; both: cold, then warm.")) \
   X("split", split, std::string, "replicate", Choice(kModelLoadSplits).Iomimic().Doc("replicate: every rank loads every byte (replicas of a model); shard: rank r loads every ranks-th file (method tensors) or chunk (method chunks), as tensor-parallel ranks share one load."))
+
+#define IOMIMIC_KEYS_APP_REPLAY(X)                                                                \
+  X("trace", trace, std::string, "", Text().Iomimic().Doc("The trace file: strace text (strace -f -ttt -T [-yy] -e trace=%file,%desc) or DFTracer's JSON lines (.pfw, .pfw.gz); docs/replay.md.")) \
+  X("map", map, std::vector<std::string>, {}, TextList().Iomimic().Doc("FROM=TO prefixes mapping the trace's absolute paths to the target (relative TO: below storage.storage_root); the longest FROM that is a path or a folder above it wins.")) \
+  X("root", root, std::string, "", Text().Iomimic().Doc("Where paths no app_replay.map prefix covers go (ROOT/<path>; relative: below storage.storage_root); empty: such an absolute path is an error naming it.")) \
+  X("timing", timing, std::string, "recorded", Choice(kAppReplayTimings).Iomimic().Doc("recorded: before each operation a thread waits the gap the application left since its previous one (its compute); fast: no waits.")) \
+  X("copies", copies, std::uint64_t, 1, UInt(1, 4096).Iomimic().Doc("Copies of the application each rank runs at once, each on its own files (copy-<k>/ inserted after the mapped prefix when the run has more than one)."))
 
 #define IOMIMIC_KEYS_IOMIMIC(X)                                                                   \
   X("sample_log", sample_log, bool, false, Bool().Iomimic().Doc("Write <id>_samples.csv: every sample read, per step.")) \

@@ -61,6 +61,7 @@ const Words kKvPromotions = {"none", "on_hit"};
 const Words kModelLoadMethods = {"tensors", "chunks"};
 const Words kModelLoadCaches = {"both", "cold", "warm"};
 const Words kModelLoadSplits = {"replicate", "shard"};
+const Words kAppReplayTimings = {"recorded", "fast"};
 
 // The vocabulary of key_table.h's specs.
 KeySpec Of(ValueType type) {
@@ -152,6 +153,8 @@ KeySpec Records(const Words& fields) {
   IOMIMIC_ROW("kv_cache." key, type, c.kv_cache.member, spec)
 #define IOMIMIC_MODEL_LOAD_ROW(key, member, type, def, spec) \
   IOMIMIC_ROW("model_load." key, type, c.model_load.member, spec)
+#define IOMIMIC_APP_REPLAY_ROW(key, member, type, def, spec) \
+  IOMIMIC_ROW("app_replay." key, type, c.app_replay.member, spec)
 #define IOMIMIC_IOMIMIC_ROW(key, member, type, def, spec) \
   IOMIMIC_ROW("iomimic." key, type, c.iomimic.member, spec)
 #define IOMIMIC_ACCEPTED_ROW(path, spec) KeyDef{path, spec, FieldRef()},
@@ -167,6 +170,7 @@ std::vector<KeyDef> BuildKeys() {
                                   IOMIMIC_KEYS_METRIC(IOMIMIC_METRIC_ROW)
                                       IOMIMIC_KEYS_KV_CACHE(IOMIMIC_KV_CACHE_ROW)
                                           IOMIMIC_KEYS_MODEL_LOAD(IOMIMIC_MODEL_LOAD_ROW)
+                                              IOMIMIC_KEYS_APP_REPLAY(IOMIMIC_APP_REPLAY_ROW)
                                               IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
                                                   IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "apptrace/workflow.h"
 #include "kvcache/chunked.h"
 #include "kvcache/replay.h"
 #include "kvcache/results.h"
@@ -447,6 +448,8 @@ const WorkflowRow kWorkflows[] = {
      kvcache::RunKvCacheWorkflow, kvcache::Figures},
     {"model_load", [](const config::Config& c) { return c.workflow.model_load; },
      modelload::RunModelLoad, modelload::Figures},
+    {"app_replay", [](const config::Config& c) { return c.workflow.app_replay; },
+     apptrace::RunAppReplay, apptrace::Figures},
 };
 
 // One RunWorkload, step by step: open the session, prepare the run folder,

@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""Bring your own application (docs/replay.md): real Python programs
+recorded with strace, their traces replayed by `iomimic replay` on posix,
+odirect and s3 and in copies under mpirun. For each: the replay's ops and
+bytes per operation type equal the trace's, and at recorded timing its wall
+time is within 5% of the original's span on the same storage.
+
+Usage: app_replay_tests.py <test-name> --iomimic BIN --source DIR --work DIR
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import iomimic_tests as harness
+from iomimic_tests import fail, mpirun, run
+
+PYTHON = "/usr/bin/python3"  # Debian's, with numpy and h5py
+
+# The programs, each run as PYTHON -c PROGRAM DATA_DIR. Each leaves gaps of
+# compute (sleeps) between its reads, as a data loader's consumer does.
+NPZ_LOOP = r"""
+import numpy as np, os, sys, threading, time
+d = sys.argv[1]
+files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith('.npz'))
+def work(k):
+    for f in files[k::4]:
+        with np.load(f) as z:
+            z['x'].sum()
+        time.sleep(0.15)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+"""
+H5_READER = r"""
+import h5py, sys, time
+with h5py.File(sys.argv[1] + '/data.h5', 'r') as f:
+    d = f['x']
+    for i in range(0, d.shape[0], 64):
+        d[i:i + 64].sum()
+        time.sleep(0.2)
+"""
+TFRECORD_READER = r"""
+import struct, sys, time
+with open(sys.argv[1] + '/train.tfrecord', 'rb') as f:
+    while True:
+        head = f.read(12)
+        if len(head) < 12:
+            break
+        n = struct.unpack('<Q', head[:8])[0]
+        f.read(n)
+        f.read(4)
+        time.sleep(0.005)
+"""
+CHECKPOINT_SAVE = r"""
+import os, sys, time
+blob = os.urandom(1 << 20)
+for step in range(3):
+    time.sleep(0.4)
+    final = '%s/ckpt-%d.pt' % (sys.argv[1], step)
+    tmp = final + '.tmp'
+    with open(tmp, 'wb') as f:
+        for _ in range(8):
+            f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, final)
+"""
+
+
+def args():
+    return harness.ARGS
+
+
+def make_data(kind, folder):
+    os.makedirs(folder, exist_ok=True)
+    code = {
+        "npz": "import numpy as np\n"
+               "for i in range(32): np.savez('%s/f%%02d.npz' %% i, x=np.random.rand(32768))" % folder,
+        "h5": "import h5py, numpy as np\n"
+              "with h5py.File('%s/data.h5', 'w') as f:\n"
+              "    f.create_dataset('x', data=np.random.rand(1024, 512), chunks=(64, 512))" % folder,
+        "tfrecord": "import os, struct\n"
+                    "with open('%s/train.tfrecord', 'wb') as f:\n"
+                    "    for i in range(120):\n"
+                    "        b = os.urandom(20000 + 37 * i)\n"
+                    "        f.write(struct.pack('<Q', len(b)) + b'\\0' * 4 + b + b'\\0' * 4)" % folder,
+        "ckpt": "pass",
+    }[kind]
+    subprocess.run([PYTHON, "-c", code], check=True)
+
+
+def record(program, data, name, yy=True):
+    """Runs PROGRAM on DATA under strace; returns (trace path, wall seconds)."""
+    if shutil.which("strace") is None:
+        fail("strace is not installed (scripts/deps.sh installs it)")
+    trace = os.path.join(args().work, name + ".strace")
+    cmd = ["strace", "-f", "-ttt", "-T"] + (["-yy"] if yy else []) + [
+        "-e", "trace=%file,%desc", "-o", trace, PYTHON, "-c", program, data]
+    subprocess.run(cmd, check=True)
+    return trace
+
+
+def replay(trace, out, extra=(), launcher=None, expect_ok=True):
+    cmd = [args().iomimic, "replay", trace, "--output", out] + list(extra)
+    p = mpirun(2, cmd, expect_ok=expect_ok) if launcher == "mpi" else run(cmd, expect_ok=expect_ok)
+    if not expect_ok:
+        return p
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)["app_replay"]
+
+
+def check_equal(s, copies=1):
+    """Replay's ops and bytes per type equal the trace's (times the copies)."""
+    traced, replayed = s["traced"], s["replayed"]
+    if set(traced) != set(replayed):
+        fail("operation types differ: traced %s, replayed %s" % (sorted(traced), sorted(replayed)))
+    for kind in traced:
+        if (traced[kind]["ops"], traced[kind]["bytes"]) != (replayed[kind]["ops"],
+                                                             replayed[kind]["bytes"]):
+            fail("%s: traced %s, replayed %s" % (kind, traced[kind], replayed[kind]))
+    if not s["ops_and_bytes_equal"] or s["copies"] != copies:
+        fail("ops_and_bytes_equal %s, copies %s" % (s["ops_and_bytes_equal"], s["copies"]))
+    print("ops and bytes per type equal: %s" % {k: (v["ops"], v["bytes"]) for k, v in
+                                                 traced.items()})
+
+
+def check_timing(trace, name, extra, attempts=5):
+    """At recorded timing the replay's wall time is within 5% of the span;
+    a few attempts, for a loaded host."""
+    seen = []
+    for attempt in range(attempts):
+        s = replay(trace, os.path.join(args().work, "%s_timed_%d" % (name, attempt)), extra)
+        check_equal(s)
+        seen.append((s["replay_seconds"], s["original_seconds"]))
+        print("%s: replay %.4f s, original %.4f s, slowdown %.4f" %
+              (name, s["replay_seconds"], s["original_seconds"], s["slowdown"]))
+        if s["original_seconds"] < 0.3:
+            fail("the traced span %.3f s is too short to compare" % s["original_seconds"])
+        if abs(s["slowdown"] - 1) <= 0.05:
+            return s
+    fail("%s: replay's wall time not within 5%% of the original's: %s" % (name, seen))
+
+
+def traced_program(kind, program):
+    data = os.path.join(args().work, "data")
+    make_data(kind, data)
+    trace = record(program, data, kind)
+    target = os.path.join(args().work, "target")
+    extra = ["--root", os.path.join(args().work, "rootfs"), "--map", data + "=" + target]
+    return trace, data, target, extra
+
+
+def test_app_replay_npz_threads():
+    trace, data, target, extra = traced_program("npz", NPZ_LOOP)
+    s = check_timing(trace, "npz", extra)
+    if s["threads_per_copy"] < 5 or s["traced"]["read"]["bytes"] < 32 * 32768 * 8:
+        fail("expected 4 reader threads and every array read: %s" % s)
+    for i in range(32):
+        if os.path.getsize(os.path.join(target, "f%02d.npz" % i)) != os.path.getsize(
+                os.path.join(data, "f%02d.npz" % i)):
+            fail("f%02d.npz not made at its traced size" % i)
+    fast = replay(trace, os.path.join(args().work, "fast"), extra + ["--timing", "fast"])
+    check_equal(fast)
+    if fast["replay_seconds"] >= s["replay_seconds"] / 2:
+        fail("fast timing took %.3f s, recorded %.3f s" % (fast["replay_seconds"],
+                                                           s["replay_seconds"]))
+
+
+def test_app_replay_h5py_chunked():
+    trace, _, _, extra = traced_program("h5", H5_READER)
+    s = check_timing(trace, "h5", extra)
+    if s["traced"]["read"]["bytes"] < 1024 * 512 * 8:
+        fail("the chunks were not all read: %s" % s["traced"]["read"])
+
+
+def test_app_replay_tfrecord_sequential():
+    trace, _, _, extra = traced_program("tfrecord", TFRECORD_READER)
+    s = check_timing(trace, "tfrecord", extra)
+    size = os.path.getsize(os.path.join(args().work, "data", "train.tfrecord"))
+    if s["traced"]["read"]["bytes"] < size:
+        fail("the file (%d bytes) was not all read: %s" % (size, s["traced"]["read"]))
+
+
+def test_app_replay_checkpoint_save():
+    trace, _, target, extra = traced_program("ckpt", CHECKPOINT_SAVE)
+    s = check_timing(trace, "ckpt", extra)
+    for kind, ops, size in (("write", 24, 24 * (1 << 20)), ("sync", 3, 0), ("rename", 3, 0)):
+        got = s["traced"].get(kind, {})
+        if got.get("ops") != ops or got.get("bytes") != size:
+            fail("%s: %s, expected %d ops, %d bytes" % (kind, got, ops, size))
+    for step in range(3):
+        path = os.path.join(target, "ckpt-%d.pt" % step)
+        if os.path.getsize(path) != 8 << 20 or os.path.exists(path + ".tmp"):
+            fail("%s not written and renamed by the replay" % path)
+
+
+def test_app_replay_back_ends():
+    """One trace, without -yy, on posix and odirect, through a prefix map."""
+    data = os.path.join(args().work, "data")
+    make_data("npz", data)
+    trace = record(NPZ_LOOP, data, "npz_plain", yy=False)
+    root = os.path.join(args().work, "rootfs")
+    for storage in ("posix", "odirect"):
+        target = os.path.join(args().work, "on_" + storage)
+        s = replay(trace, os.path.join(args().work, "out_" + storage),
+                   ["--storage", storage, "--timing", "fast", "--root", root,
+                    "--map", data + "=" + target])
+        check_equal(s)
+        if len([n for n in os.listdir(target) if n.endswith(".npz")]) != 32:
+            fail("%s: the npz files are not under %s" % (storage, target))
+
+
+def test_app_replay_s3():
+    import s3_tests
+    env = s3_tests.s3_env()
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    data = os.path.join(args().work, "data")
+    make_data("npz", data)
+    trace = record(NPZ_LOOP, data, "npz")
+    prefix = s3_tests.uniq("appreplay")
+    cmd = [args().iomimic, "replay", trace, "--storage", "s3", "--timing", "fast",
+           "--root", "s3://%s/%s/rootfs" % (bucket, prefix),
+           "--map", "%s=s3://%s/%s/data" % (data, bucket, prefix),
+           "--output", os.path.join(args().work, "out_s3")]
+    run(cmd, env=env)
+    with open(os.path.join(args().work, "out_s3", "summary.json")) as f:
+        check_equal(json.load(f)["app_replay"])
+    keys = s3_tests.list_keys(s3_tests.boto3_client(env), bucket, prefix + "/data/")
+    if len([k for k in keys if k.endswith(".npz")]) != 32:
+        fail("expected the 32 npz objects under %s/data/, got %s" % (prefix, sorted(keys)))
+
+
+def test_app_replay_mpi_copies():
+    """One copy per rank under mpirun -np 2: twice the trace's ops and bytes,
+    each copy on its own files."""
+    trace, data, target, extra = traced_program("npz", NPZ_LOOP)
+    s = replay(trace, os.path.join(args().work, "mpi"), extra + ["--timing", "fast"],
+               launcher="mpi")
+    check_equal(s, copies=2)
+    for copy in (0, 1):
+        folder = os.path.join(target, "copy-%d" % copy)
+        if len([n for n in os.listdir(folder) if n.endswith(".npz")]) != 32:
+            fail("copy %d's files are not under %s" % (copy, folder))
+
+
+def test_app_replay_dftracer_gz():
+    """A DFTracer trace (.pfw.gz): POSIX and STDIO events by fname and by
+    fhash, replayed with ops and bytes per type equal; DLIO's compute event
+    counted as not modelled."""
+    import gzip
+    events = [
+        {"id": 0, "name": "FH", "cat": "dftracer", "pid": 7, "tid": 0, "ph": "M",
+         "args": {"name": "/data/b.bin", "value": "42"}},
+        {"id": 1, "name": "open64", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 1000, "dur": 20,
+         "ph": "X", "args": {"fname": "/data/a.bin", "flags": 0, "ret": 3}},
+        {"id": 2, "name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 1100, "dur": 50,
+         "ph": "X", "args": {"fd": 3, "size": 65536, "ret": 65536}},
+        {"id": 3, "name": "compute", "cat": "ai_framework", "pid": 7, "tid": 7, "ts": 1200,
+         "dur": 5000, "ph": "X"},
+        {"id": 4, "name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 6300, "dur": 50,
+         "ph": "X", "args": {"fd": 3, "size": 65536, "ret": 1000}},
+        {"id": 5, "name": "close", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 6400, "dur": 5,
+         "ph": "X", "args": {"fd": 3}},
+        {"id": 6, "name": "pread64", "cat": "POSIX", "pid": 7, "tid": 8, "ts": 1500, "dur": 30,
+         "ph": "X", "args": {"fhash": "42", "offset": 4096, "size": 8192, "ret": 8192}},
+        {"id": 7, "name": "fopen", "cat": "STDIO", "pid": 7, "tid": 8, "ts": 2000, "dur": 10,
+         "ph": "X", "args": {"fname": "/out/log.txt", "mode": "w"}},
+        {"id": 8, "name": "fwrite", "cat": "STDIO", "pid": 7, "tid": 8, "ts": 2100, "dur": 10,
+         "ph": "X", "args": {"fname": "/out/log.txt", "size": 300, "offset": 0}},
+        {"id": 9, "name": "fclose", "cat": "STDIO", "pid": 7, "tid": 8, "ts": 2200, "dur": 10,
+         "ph": "X", "args": {"fname": "/out/log.txt"}},
+    ]
+    trace = os.path.join(args().work, "dlio.pfw.gz")
+    with gzip.open(trace, "wt") as f:
+        f.write("[\n" + "".join(json.dumps(e) + "\n" for e in events))
+    target = os.path.join(args().work, "t")
+    s = replay(trace, os.path.join(args().work, "out"), ["--map", "/data=" + target + "/data",
+                                                         "--map", "/out=" + target + "/out"])
+    check_equal(s)
+    if s["format"] != "dftracer" or s["traced"]["read"] != {"ops": 3, "bytes": 65536 + 1000 + 8192,
+                                                           "failed": 0}:
+        fail("format %s, reads %s" % (s["format"], s["traced"].get("read")))
+    # b.bin's pread64 has no open in the trace; fwrite and fclose go through fopen's.
+    if s["implicit_opens"] != 1:
+        fail("expected 1 implicit open (b.bin), got %d" % s["implicit_opens"])
+    if s["not_modelled"].get("ai_framework compute") != 1:
+        fail("not_modelled %s" % s["not_modelled"])
+    if os.path.getsize(os.path.join(target, "data", "a.bin")) != 66536 or os.path.getsize(
+            os.path.join(target, "out", "log.txt")) != 300:
+        fail("files not made or written at their traced sizes")
+    if not 0.005 <= s["replay_seconds"] < 0.05:  # the 5 ms compute gap kept
+        fail("recorded timing: %.4f s for a 5.4 ms trace" % s["replay_seconds"])
+
+
+def test_app_replay_errors():
+    data = os.path.join(args().work, "data")
+    make_data("tfrecord", data)
+    trace = record(TFRECORD_READER, data, "tf")
+    # An absolute path no prefix covers, without a root: named.
+    p = replay(trace, os.path.join(args().work, "e1"), ["--map", data + "=x"], expect_ok=False)
+    if p.returncode != 1 or not re.search(r"the trace's path /\S+ is under no --map", p.stderr):
+        fail("an unmapped path: exit %d, %r" % (p.returncode, p.stderr))
+    # A malformed line: one error naming FILE:LINE.
+    bad = os.path.join(args().work, "bad.strace")
+    with open(trace) as f:
+        lines = f.read().splitlines()
+    lines.insert(5, "12345 not-a-time read(3, ...) = 1")
+    with open(bad, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    p = replay(bad, os.path.join(args().work, "e2"), ["--root", "r"], expect_ok=False)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+    if p.returncode != 1 or len(errors) != 1 or "bad.strace:6:" not in errors[0]:
+        fail("a malformed strace line: exit %d, %r" % (p.returncode, p.stderr))
+    pfw = os.path.join(args().work, "bad.pfw")
+    with open(pfw, "w") as f:
+        f.write('[\n{"name":"read","cat":"POSIX","ts":1,"dur":2,"args":{"fname":"/a"}}\n{oops\n')
+    p = replay(pfw, os.path.join(args().work, "e3"), ["--root", "r"], expect_ok=False)
+    if p.returncode != 1 or "bad.pfw:3:" not in p.stderr:
+        fail("a malformed .pfw line: exit %d, %r" % (p.returncode, p.stderr))
+
+
+if __name__ == "__main__":
+    harness.main(globals())
