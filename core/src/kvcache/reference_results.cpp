@@ -10,10 +10,10 @@ namespace iomimic::kvcache {
 namespace {
 
 using json = nlohmann::ordered_json;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kReferenceGiB = 1024.0 * 1024.0 * 1024.0;
 
-double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
-double Gb(std::uint64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+double ReferenceRate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
+double Gb(std::uint64_t bytes) { return static_cast<double>(bytes) / kReferenceGiB; }
 json Num(double v) { return metrics::JsonNumber<json>(v); }
 
 // Of every cache lookup, the share that hit.
@@ -67,8 +67,8 @@ json StorageHealth(const KvFigures& f, const std::string& profile) {
   json criteria = json::array();
   const TierFigures& storage = f.tier[static_cast<int>(Tier::kStorage)];
   if (profile == "throughput") {
-    const double read = Rate(Gb(storage.read_bytes), f.seconds);
-    const double write = Rate(Gb(storage.write_bytes), f.seconds);
+    const double read = ReferenceRate(Gb(storage.read_bytes), f.seconds);
+    const double write = ReferenceRate(Gb(storage.write_bytes), f.seconds);
     char text[64];
     if (storage.read_bytes > 0 || storage.write_bytes == 0) {
       std::snprintf(text, sizeof text, "%.2f", read);
@@ -146,9 +146,10 @@ json CacheStats(const KvFigures& f, const std::string& profile) {
     c["tier_" + name(t) + "_kv_bytes_read_gb"] = Num(Gb(f.tier[t].read_bytes));
   }
   for (int t = 0; t < kTierCount; ++t) {
-    c["tier_" + name(t) + "_read_bandwidth_gbps"] = Num(Rate(Gb(f.tier[t].read_bytes), f.seconds));
+    c["tier_" + name(t) + "_read_bandwidth_gbps"] =
+        Num(ReferenceRate(Gb(f.tier[t].read_bytes), f.seconds));
     c["tier_" + name(t) + "_write_bandwidth_gbps"] =
-        Num(Rate(Gb(f.tier[t].write_bytes), f.seconds));
+        Num(ReferenceRate(Gb(f.tier[t].write_bytes), f.seconds));
   }
   c["system_prompt_hits"] = f.system_prompt_hits;
   c["common_phrase_hits"] = 0;  // the reference never draws a common phrase
@@ -215,10 +216,11 @@ json ReferenceSummaryJson(const KvFigures& f, const ReferenceResultsOptions& opt
   o["total_requests"] = f.requests;
   o["total_tokens"] = f.tokens_generated;
   o["elapsed_time"] = Num(s);
-  o["avg_throughput_tokens_per_sec"] = Num(Rate(static_cast<double>(f.tokens_generated), s));
+  o["avg_throughput_tokens_per_sec"] =
+      Num(ReferenceRate(static_cast<double>(f.tokens_generated), s));
   o["total_storage_io_time"] = Num(f.storage_io_seconds);
   o["storage_throughput_tokens_per_sec"] = Num(options.storage_tokens_per_second);
-  o["requests_per_second"] = Num(Rate(static_cast<double>(f.requests), s));
+  o["requests_per_second"] = Num(ReferenceRate(static_cast<double>(f.requests), s));
   o["end_to_end_latency_ms"] = Distribution(f.end_to_end);
   o["storage_io_latency_ms"] = Distribution(f.storage);
   o["generation_latency_ms"] = Distribution(f.generation);
@@ -270,7 +272,7 @@ json ReferenceResultsJson(const KvFigures& f, const ReferenceResultsOptions& opt
   o["avg_latency_ms"] = e2e["mean"];
   o["p99_latency_ms"] = e2e["p99"];
   o["storage_throughput_mbps"] =
-      Num(Rate(Gb(f.total_read_bytes + f.total_write_bytes) * 1024, f.seconds));
+      Num(ReferenceRate(Gb(f.total_read_bytes + f.total_write_bytes) * 1024, f.seconds));
   o["cache_hit_rate"] = Num(HitRate(f));
   return o;
 }

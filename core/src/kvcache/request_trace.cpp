@@ -9,7 +9,9 @@
 namespace iomimic::kvcache {
 namespace {
 
-using json = nlohmann::json;
+// Not `json`: other files of the folder alias the ordered kind (a unity build
+// puts them in one translation unit).
+using TraceJson = nlohmann::json;
 
 // Ids given to blocks the trace names no id for: far above any trace's own.
 constexpr std::uint64_t kFreshIds = 1ULL << 62;
@@ -29,7 +31,7 @@ std::uint64_t Mix(std::uint64_t x) {
 }
 
 // A non-negative integer field of `o`, or an error naming it.
-Result<std::uint64_t> Count(const json& o, const char* key, const std::string& name,
+Result<std::uint64_t> Count(const TraceJson& o, const char* key, const std::string& name,
                             std::uint64_t line) {
   if (!o.contains(key) || !o[key].is_number()) return Bad(name, line, std::string("no ") + key);
   const double v = o[key].get<double>();
@@ -37,8 +39,8 @@ Result<std::uint64_t> Count(const json& o, const char* key, const std::string& n
     return Bad(name, line, std::string(key) + " is not a whole number >= 0");
   }
   if (v > static_cast<double>(kMaxTokens)) {
-    return Bad(name, line, std::string(key) + " is above " + std::to_string(kMaxTokens) +
-                               " tokens");
+    return Bad(name, line,
+               std::string(key) + " is above " + std::to_string(kMaxTokens) + " tokens");
   }
   return static_cast<std::uint64_t>(v);
 }
@@ -54,7 +56,7 @@ Result<RequestTrace> ParseMooncake(std::string_view text, const std::string& nam
     at = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const json o = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const TraceJson o = TraceJson::parse(line, nullptr, /*allow_exceptions=*/false);
     if (o.is_discarded() || !o.is_object()) return Bad(name, line_no, "not a JSON object");
     if (!o.contains("timestamp") || !o["timestamp"].is_number() ||
         !(o["timestamp"].get<double>() >= 0)) {
@@ -66,7 +68,7 @@ Result<RequestTrace> ParseMooncake(std::string_view text, const std::string& nam
     IOMIMIC_ASSIGN_OR_RETURN(r.output_tokens, Count(o, "output_length", name, line_no));
     if (o.contains("hash_ids")) {
       if (!o["hash_ids"].is_array()) return Bad(name, line_no, "hash_ids is not a list");
-      for (const json& id : o["hash_ids"]) {
+      for (const TraceJson& id : o["hash_ids"]) {
         if (!id.is_number_unsigned() || id.get<std::uint64_t>() >= kFreshIds) {
           return Bad(name, line_no, "a hash id is not a whole number >= 0");
         }
@@ -149,7 +151,7 @@ Result<RequestTrace> ParseBurstGpt(std::string_view text, const std::string& nam
   return trace;
 }
 
-std::uint64_t TokensOf(const json& turn) {
+std::uint64_t TokensOf(const TraceJson& turn) {
   const std::string value = turn.contains("value") && turn["value"].is_string()
                                 ? turn["value"].get<std::string>()
                                 : std::string();
@@ -159,17 +161,17 @@ std::uint64_t TokensOf(const json& turn) {
 Result<RequestTrace> ParseShareGpt(std::string_view text, const std::string& name) {
   RequestTrace trace;
   trace.format = "sharegpt";
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const TraceJson doc = TraceJson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_array()) {
     return Bad(name, 1, "not a JSON list of conversations");
   }
   std::uint64_t next_id = 0;
   for (std::size_t c = 0; c < doc.size(); ++c) {
-    const json& conv = doc[c];
+    const TraceJson& conv = doc[c];
     if (!conv.is_object() || !conv.contains("conversations") || !conv["conversations"].is_array()) {
       return Bad(name, 1, "conversation " + std::to_string(c) + " has no \"conversations\" list");
     }
-    const json& turns = conv["conversations"];
+    const TraceJson& turns = conv["conversations"];
     std::vector<std::uint64_t> ids;  // the conversation's full blocks so far
     std::uint64_t tokens = 0;
     for (std::size_t t = 0; t < turns.size(); ++t) {
@@ -197,7 +199,7 @@ std::string TraceFormatOf(const std::string& path, const std::string& format) {
     return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
   };
   if (ends(".csv")) return "burstgpt";
-  if (ends(".json")) return "sharegpt";
+  if (ends(".TraceJson")) return "sharegpt";
   return "mooncake";
 }
 
