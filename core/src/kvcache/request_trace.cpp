@@ -199,7 +199,7 @@ std::string TraceFormatOf(const std::string& path, const std::string& format) {
     return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
   };
   if (ends(".csv")) return "burstgpt";
-  if (ends(".TraceJson")) return "sharegpt";
+  if (ends(".json")) return "sharegpt";
   return "mooncake";
 }
 

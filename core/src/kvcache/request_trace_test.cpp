@@ -71,6 +71,13 @@ TEST_CASE("request trace: BurstGPT shares nothing, ShareGPT turns share their pr
   CHECK(s->requests[1].block_ids[1] != s->requests[0].block_ids[1]);
 }
 
+TEST_CASE("request trace: the format from the file's name") {
+  CHECK(TraceFormatOf("a/t.jsonl", "") == "mooncake");
+  CHECK(TraceFormatOf("t.csv", "auto") == "burstgpt");
+  CHECK(TraceFormatOf("t.json", "") == "sharegpt");
+  CHECK(TraceFormatOf("t.json", "mooncake") == "mooncake");
+}
+
 TEST_CASE("request trace: chunk keys are equal exactly for equal prefixes") {
   TraceRequest a{0, 1100, 1, {7, 8, 9}}, b{0, 1000, 1, {7, 8}};
   std::vector<ChunkRef> ca, cb;
