@@ -171,8 +171,8 @@ std::vector<KeyDef> BuildKeys() {
                                       IOMIMIC_KEYS_KV_CACHE(IOMIMIC_KV_CACHE_ROW)
                                           IOMIMIC_KEYS_MODEL_LOAD(IOMIMIC_MODEL_LOAD_ROW)
                                               IOMIMIC_KEYS_APP_REPLAY(IOMIMIC_APP_REPLAY_ROW)
-                                              IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
-                                                  IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
+                                                  IOMIMIC_KEYS_IOMIMIC(IOMIMIC_IOMIMIC_ROW)
+                                                      IOMIMIC_KEYS_ACCEPTED(IOMIMIC_ACCEPTED_ROW)};
 }
 
 std::string TypeName(const KeySpec& k) {

@@ -33,8 +33,8 @@ TEST_CASE("request trace: bad lines are one error naming FILE:LINE") {
               "mooncake") == "f:2: not a JSON object");
   CHECK(error("{\"timestamp\": 0, \"input_length\": -1, \"output_length\": 1}\n", "mooncake")
             .find("f:1: input_length") == 0);
-  CHECK(error("{\"timestamp\": 0, \"input_length\": 1e15, \"output_length\": 1}\n",
-              "mooncake") == "f:1: input_length is above 16777216 tokens");
+  CHECK(error("{\"timestamp\": 0, \"input_length\": 1e15, \"output_length\": 1}\n", "mooncake") ==
+        "f:1: input_length is above 16777216 tokens");
   CHECK(error("Timestamp,Request tokens,Response tokens\n1,99999999999,2\n", "burstgpt") ==
         "f:2: 99999999999 tokens is above 16777216");
   CHECK(error("Timestamp,Request tokens\n", "burstgpt").find("f:1: the header") == 0);
