@@ -159,6 +159,17 @@ int Fail(const Status& status);
 // Prints a usage error (pointing at 'iomimic --help') and returns 2.
 int Usage(const std::string& message);
 
+// The tail of a command that becomes `iomimic run` with overrides (replay,
+// kvcache-replay): appends the storage plugin, its --storage-option
+// KEY=VALUE pairs and the output folder ("" = none) to `run`;
+// InvalidArgument naming an option that is not KEY=VALUE.
+Status AppendStorageAndOutput(const std::string& storage,
+                              const std::vector<std::string>& storage_options,
+                              const std::string& output, std::vector<std::string>* run);
+
+// Runs `iomimic run` with the arguments `run` (its first one the program's name).
+int RunWithArgs(std::vector<std::string> run);
+
 // Writes `html` to `path` (through a temporary file and a rename, so that a
 // reader never sees half a page).
 Status WriteHtml(const std::string& path, const std::string& html);

@@ -52,6 +52,29 @@ int Usage(const std::string& message) {
   return 2;
 }
 
+Status AppendStorageAndOutput(const std::string& storage,
+                              const std::vector<std::string>& storage_options,
+                              const std::string& output, std::vector<std::string>* run) {
+  const std::string w = "++workload.";
+  run->push_back(w + "storage.backend=" + storage);
+  for (const std::string& kv : storage_options) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--storage-option '" + kv + "' is not KEY=VALUE");
+    }
+    run->push_back(w + "storage.options." + kv);
+  }
+  if (!output.empty()) run->push_back(w + "output.folder=" + output);
+  return Status::OK();
+}
+
+int RunWithArgs(std::vector<std::string> run) {
+  std::vector<char*> cargs;
+  for (std::string& arg : run) cargs.push_back(arg.data());
+  cargs.push_back(nullptr);
+  return CmdRun(static_cast<int>(run.size()), cargs.data());
+}
+
 Status WriteHtml(const std::string& path, const std::string& html) {
   return analysis::ReplaceFile(path, path + ".iomimic-tmp", html);
 }

@@ -104,15 +104,7 @@ Result<std::vector<std::string>> RunArgsOf(const ReplayArgs& a) {
   run.push_back(w + "kv_cache.replay_threads=" + std::to_string(a.threads));
   run.push_back(w + "kv_cache.transfer_size=" + std::to_string(a.transfer_bytes));
   run.push_back(w + "kv_cache.keep_entries=" + (a.keep_objects ? "True" : "False"));
-  run.push_back(w + "storage.backend=" + a.storage);
-  for (const std::string& kv : a.storage_options) {
-    const std::size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::InvalidArgument("--storage-option '" + kv + "' is not KEY=VALUE");
-    }
-    run.push_back(w + "storage.options." + kv);
-  }
-  if (!a.output.empty()) run.push_back(w + "output.folder=" + a.output);
+  IOMIMIC_RETURN_IF_ERROR(AppendStorageAndOutput(a.storage, a.storage_options, a.output, &run));
   return run;
 }
 
@@ -124,10 +116,7 @@ int CmdKvcacheReplay(int argc, char** argv) {
   if (!ParseReplayArgs(argc, argv, &a, &code)) return code;
   Result<std::vector<std::string>> run = RunArgsOf(a);
   if (!run.ok()) return Fail(run.status());
-  std::vector<char*> cargs;
-  for (std::string& arg : *run) cargs.push_back(arg.data());
-  cargs.push_back(nullptr);
-  return CmdRun(static_cast<int>(run->size()), cargs.data());
+  return RunWithArgs(std::move(run).value());
 }
 
 }  // namespace iomimic::app

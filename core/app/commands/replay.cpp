@@ -112,15 +112,7 @@ Result<std::vector<std::string>> AppReplayRunArgs(const AppReplayArgs& a) {
   if (!a.root.empty()) run.push_back(w + "app_replay.root=" + a.root);
   run.push_back(w + "app_replay.timing=" + a.timing);
   run.push_back(w + "app_replay.copies=" + std::to_string(a.copies));
-  run.push_back(w + "storage.backend=" + a.storage);
-  for (const std::string& kv : a.storage_options) {
-    const std::size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::InvalidArgument("--storage-option '" + kv + "' is not KEY=VALUE");
-    }
-    run.push_back(w + "storage.options." + kv);
-  }
-  if (!a.output.empty()) run.push_back(w + "output.folder=" + a.output);
+  IOMIMIC_RETURN_IF_ERROR(AppendStorageAndOutput(a.storage, a.storage_options, a.output, &run));
   return run;
 }
 
@@ -132,10 +124,7 @@ int CmdReplay(int argc, char** argv) {
   if (!ParseAppReplayArgs(argc, argv, &a, &code)) return code;
   Result<std::vector<std::string>> run = AppReplayRunArgs(a);
   if (!run.ok()) return Fail(run.status());
-  std::vector<char*> cargs;
-  for (std::string& arg : *run) cargs.push_back(arg.data());
-  cargs.push_back(nullptr);
-  return CmdRun(static_cast<int>(run->size()), cargs.data());
+  return RunWithArgs(std::move(run).value());
 }
 
 }  // namespace iomimic::app
