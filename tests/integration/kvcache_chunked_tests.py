@@ -165,6 +165,8 @@ def test_kvcache_chunked_shared_store():
         fail("3 readers: shared hits, storage hits, written %r; the writer's trace has %d chunks"
              % ((r["chunk_hits_shared"], r["chunk_hits"]["storage"], r["chunks_written"]),
                 chunks))
+    if r["hits_by_source"]["earlier_run"] != chunks:
+        fail("3 readers of a store an earlier run wrote: sources %r" % r["hits_by_source"])
     # Writers killed mid-run: every object under a chunk's name is whole.
     fresh = os.path.join(args().work, "cache-kill")
     big = trace("big.jsonl", 400, 9)
@@ -210,6 +212,150 @@ def test_kvcache_chunked_promotion_and_errors():
             expect_ok=False)
     if p.returncode == 0 or bad + ":2: input_length" not in p.stderr:
         fail("a bad trace line should be named FILE:2:\n" + p.stderr)
+
+
+def expected_tiers(path, chunk, tp, capacities):
+    """(hits per tier, demotions, deletions, written) of the chunked mode's
+    tiers, top first (None: unlimited), fed the trace in order: a new chunk
+    in the first tier large enough, a full tier moving its least recently
+    used chunks one tier down, the last deleting them; no promotion."""
+    levels = [collections.OrderedDict() for _ in capacities]  # key -> bytes, recent last
+    used = [0] * len(capacities)
+    where = {}
+    hits = [0] * len(capacities)
+    moved = {"demotions": 0, "deletions": 0, "written": 0}
+
+    def place(key, size, level):
+        cap = capacities[level]
+        while cap is not None and used[level] + size > cap and levels[level]:
+            victim, vsize = levels[level].popitem(last=False)
+            used[level] -= vsize
+            del where[victim]
+            if level + 1 < len(levels):
+                moved["demotions"] += 1
+                place(victim, vsize, level + 1)
+            else:
+                moved["deletions"] += 1
+        levels[level][key] = size
+        used[level] += size
+        where[key] = level
+
+    with open(path) as f:
+        rows = sorted((json.loads(line) for line in f if line.strip()),
+                      key=lambda r: r["timestamp"])
+    for r in rows:
+        n, ids = r["input_length"], r["hash_ids"]
+        keys = []
+        for begin in range(0, n, chunk):
+            end = min(n, begin + chunk)
+            block = (end - 1) // BLOCK
+            keys.append(((ids[block], end - block * BLOCK), end - begin))
+        c = 0
+        while c < len(keys) and keys[c][0] in where:
+            level = where[keys[c][0]]
+            levels[level].move_to_end(keys[c][0])
+            hits[level] += 1
+            c += 1
+        for key, tokens in keys[c:]:
+            size = tokens * TINY_BYTES_PER_TOKEN // tp
+            level = 0
+            while level + 1 < len(capacities) and capacities[level] is not None and \
+                    size > capacities[level]:
+                level += 1
+            place(key, size, level)
+            moved["written"] += 1
+    return hits, moved["demotions"], moved["deletions"], moved["written"]
+
+
+def test_kvcache_chunked_four_tiers():
+    """gpu (emulated device memory) > cpu > storage > object (a second
+    storage plugin in another folder), each smaller than the trace: the
+    hits per tier, demotions, deletions and chunks written equal an
+    independent four-tier LRU's; every byte moved down is counted on both
+    tiers. With chunk_objects layer each chunk is one object per model
+    layer (12 for tiny-1b) of equal shares, on storage and object tiers."""
+    path = trace("tiers.jsonl", 80, 13)
+    chunk, tp = 128, 8
+    gib = 2.0 ** 30
+    # gpu_mem_gb is per GPU (num_gpus = tp here).
+    caps_gb = {"gpu": 0.0005, "cpu": 0.002, "storage": 0.004, "object": 0.1}
+    capacities = [int(caps_gb["gpu"] * tp * gib), int(caps_gb["cpu"] * gib),
+                  int(caps_gb["storage"] * gib), int(caps_gb["object"] * gib)]
+    want = expected_tiers(path, chunk, tp, capacities)
+    for layout in ("chunk", "layer"):
+        objects = os.path.join(args().work, "objects-" + layout)
+        tiers = ["++workload.kv_cache.gpu_mem_gb=%s" % caps_gb["gpu"],
+                 "++workload.kv_cache.accelerator=emulated",
+                 "++workload.kv_cache.cpu_mem_gb=%s" % caps_gb["cpu"],
+                 "++workload.kv_cache.object_tier=posix",
+                 "++workload.kv_cache.object_tier_folder=" + objects,
+                 "++workload.kv_cache.object_capacity_gb=%s" % caps_gb["object"]]
+        keep = ["++workload.kv_cache.chunk_objects=" + layout,
+                "++workload.kv_cache.keep_entries=True",
+                "++workload.kv_cache.cache_folder=" + os.path.join(args().work, "cache-" + layout)]
+        s = chunked_run(path, os.path.join(args().work, "out-tiers-" + layout), chunk, tp,
+                        str(caps_gb["storage"]), tiers + keep)
+        got = ([s["chunk_hits"][t] for t in ("gpu", "cpu", "storage", "object")],
+               s["demotions"], s["deletions"], s["chunks_written"])
+        if got != want:
+            fail("%s objects: hits per tier, demotions, deletions, written %r; the four-tier LRU "
+                 "gives %r" % (layout, got, want))
+        if min(want[0]) == 0 or want[1] == 0 or want[2] == 0:
+            fail("the trace should hit every tier, demote and delete: %r" % (want,))
+        t = s["tiers"]
+        if t["object"]["write_bytes"] == 0 or t["gpu"]["write_bytes"] == 0:
+            fail("%s objects: no bytes written to the gpu or object tier: %r" % (layout, t))
+        if s["hits_by_source"]["other_user"] != sum(want[0]):
+            fail("%s objects: every hit of a one-rank Mooncake run is another request's: %r" % (
+                layout, s["hits_by_source"]))
+        if layout == "layer":
+            folder = os.path.join(objects, "rank_0")
+            names = [n for n in os.listdir(folder) if n.endswith(".npy")]
+            chunks = collections.Counter(n.split(".l")[0] for n in names)
+            if not chunks or set(chunks.values()) != {12}:
+                fail("object tier: parts per chunk %r, expected 12 (tiny-1b's layers)" % (
+                    set(chunks.values()),))
+            import numpy as np
+            for n in names[:24]:
+                np.load(os.path.join(folder, n))
+
+
+def test_kvcache_chunked_hit_sources():
+    """hits_by_source: a ShareGPT conversation's later turns hit its own
+    earlier turns' chunks (own); a shared store kept from an earlier run
+    gives earlier_run hits; 2 ranks on one host sharing a store give
+    other_rank hits, never other_host."""
+    conversations = os.path.join(args().work, "conversations.json")
+    subprocess.run(["/usr/bin/python3", os.path.join(args().source, "scripts",
+                                                     "kv_request_traces.py"),
+                    "sharegpt", conversations, "--requests", "30", "--seed", "3"], check=True)
+    s = chunked_run(conversations, os.path.join(args().work, "out-src-sharegpt"), 128, 8, "0")
+    by = s["hits_by_source"]
+    if by["own"] == 0 or by["own"] != s["chunk_hits"]["storage"]:
+        fail("ShareGPT: own hits %r of %d storage hits" % (by, s["chunk_hits"]["storage"]))
+    path = trace("sources.jsonl", 40, 17)
+    cache = os.path.join(args().work, "cache-sources")
+    shared = ["++workload.kv_cache.shared_store=True", "++workload.kv_cache.keep_entries=True",
+              "++workload.kv_cache.cache_folder=" + cache]
+    first = chunked_run(path, os.path.join(args().work, "out-src-1"), 128, 8, "0", shared)
+    again = chunked_run(path, os.path.join(args().work, "out-src-2"), 128, 8, "0", shared)
+    if again["hits_by_source"]["earlier_run"] != again["chunks"] or again["chunks_written"]:
+        fail("a second run over a kept store: %r for %d chunks, %d written" % (
+            again["hits_by_source"], again["chunks"], again["chunks_written"]))
+    del first
+    two = os.path.join(args().work, "out-src-2ranks")
+    harness.mpirun(2, chunked_command(path, two, 128, 8, "0", shared[:1] + [
+        "++workload.kv_cache.cache_folder=" + os.path.join(args().work, "cache-2ranks")]))
+    with open(os.path.join(two, "summary.json")) as f:
+        r = json.load(f)["kv_cache_chunked"]
+    by = r["hits_by_source"]
+    hits = sum(r["chunk_hits"].values())
+    if by["other_host"] or by["earlier_run"] or sum(by.values()) != hits:
+        fail("2 ranks on one host: %r for %d hits" % (by, hits))
+    # Every hit on a chunk the other rank published is other_rank (more can
+    # be: a chunk both ranks missed at once is the last writer's).
+    if by["other_rank"] < r["chunk_hits_shared"] or r["chunk_hits_shared"] == 0:
+        fail("other_rank hits %d, shared hits %d" % (by["other_rank"], r["chunk_hits_shared"]))
 
 
 if __name__ == "__main__":

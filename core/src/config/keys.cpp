@@ -58,6 +58,7 @@ const Words kKvPerformanceProfiles = {"latency", "throughput"};
 const Words kKvLayouts = {"whole", "chunked"};
 const Words kKvTraceFormats = {"auto", "mooncake", "burstgpt", "sharegpt"};
 const Words kKvPromotions = {"none", "on_hit"};
+const Words kKvChunkObjects = {"chunk", "layer"};
 const Words kModelLoadMethods = {"tensors", "chunks"};
 const Words kModelLoadCaches = {"both", "cold", "warm"};
 const Words kModelLoadSplits = {"replicate", "shard"};

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "kvcache/accelerator_tier.h"
 #include "kvcache/models.h"
 #include "kvcache/request_trace.h"
 #include "kvcache/tier_store.h"
@@ -26,57 +27,76 @@ namespace iomimic::kvcache {
 
 // --- ChunkLru ---------------------------------------------------------------
 
-std::optional<Tier> ChunkLru::Touch(std::uint64_t key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return std::nullopt;
-  std::list<std::uint64_t>& lru = lru_[Index(it->second.tier)];
-  lru.splice(lru.begin(), lru, it->second.at);
-  return it->second.tier;
+ChunkLru::ChunkLru(std::vector<std::uint64_t> capacities) {
+  levels_.resize(capacities.size());
+  for (std::size_t i = 0; i < capacities.size(); ++i) levels_[i].capacity = capacities[i];
 }
 
-void ChunkLru::MakeRoom(Tier tier, std::uint64_t bytes, std::vector<Move>* moves) {
-  const int t = Index(tier);
-  while (used_[t] + bytes > capacity_[t] && !lru_[t].empty()) {
-    const std::uint64_t victim = lru_[t].back();
+std::optional<int> ChunkLru::Touch(std::uint64_t key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  std::list<std::uint64_t>& lru = levels_[static_cast<std::size_t>(it->second.level)].lru;
+  lru.splice(lru.begin(), lru, it->second.at);
+  return it->second.level;
+}
+
+void ChunkLru::MakeRoom(int level, std::uint64_t bytes, std::vector<Move>* moves) {
+  Level& l = levels_[static_cast<std::size_t>(level)];
+  while (l.used + bytes > l.capacity && !l.lru.empty()) {
+    const std::uint64_t victim = l.lru.back();
     const Entry e = entries_.at(victim);
-    lru_[t].pop_back();
-    used_[t] -= e.bytes;
+    l.lru.pop_back();
+    l.used -= e.bytes;
     entries_.erase(victim);
-    if (tier == Tier::kHost) {
-      moves->push_back({Move::Kind::kDemote, victim, e.bytes});
-      Place(victim, e.bytes, Tier::kStorage, moves);
+    if (level + 1 < levels()) {
+      moves->push_back({Move::Kind::kDemote, victim, e.bytes, level});
+      Place(victim, e.bytes, level + 1, moves);
     } else {
-      moves->push_back({Move::Kind::kDelete, victim, e.bytes});
+      moves->push_back({Move::Kind::kDelete, victim, e.bytes, level});
     }
   }
 }
 
-void ChunkLru::Place(std::uint64_t key, std::uint64_t bytes, Tier tier, std::vector<Move>* moves) {
-  MakeRoom(tier, bytes, moves);
-  const int t = Index(tier);
-  lru_[t].push_front(key);
-  used_[t] += bytes;
-  entries_[key] = {tier, bytes, lru_[t].begin()};
+void ChunkLru::Place(std::uint64_t key, std::uint64_t bytes, int level, std::vector<Move>* moves) {
+  MakeRoom(level, bytes, moves);
+  Level& l = levels_[static_cast<std::size_t>(level)];
+  l.lru.push_front(key);
+  l.used += bytes;
+  entries_[key] = {level, bytes, l.lru.begin()};
 }
 
-Tier ChunkLru::Insert(std::uint64_t key, std::uint64_t bytes, std::vector<Move>* moves) {
-  const Tier tier = has_host() && bytes <= capacity_[0] ? Tier::kHost : Tier::kStorage;
-  Place(key, bytes, tier, moves);
-  return tier;
+int ChunkLru::Insert(std::uint64_t key, std::uint64_t bytes, std::vector<Move>* moves) {
+  int level = 0;
+  while (level + 1 < levels() && bytes > levels_[static_cast<std::size_t>(level)].capacity) {
+    ++level;
+  }
+  Place(key, bytes, level, moves);
+  return level;
 }
 
 bool ChunkLru::Promote(std::uint64_t key, std::vector<Move>* moves) {
   auto it = entries_.find(key);
-  if (!has_host() || it == entries_.end() || it->second.tier != Tier::kStorage ||
-      it->second.bytes > capacity_[0]) {
+  if (it == entries_.end() || it->second.level == 0 || it->second.bytes > levels_[0].capacity) {
     return false;
   }
   const std::uint64_t bytes = it->second.bytes;
-  lru_[1].erase(it->second.at);
-  used_[1] -= bytes;
+  Level& from = levels_[static_cast<std::size_t>(it->second.level)];
+  from.lru.erase(it->second.at);
+  from.used -= bytes;
   entries_.erase(it);
-  Place(key, bytes, Tier::kHost, moves);
+  Place(key, bytes, 0, moves);
   return true;
+}
+
+const char* ChunkTierName(int slot) {
+  static constexpr const char* kNames[kMaxChunkTiers] = {"gpu", "cpu", "storage", "object"};
+  return slot >= 0 && slot < kMaxChunkTiers ? kNames[slot] : "storage";
+}
+
+const char* HitSourceName(int source) {
+  static constexpr const char* kNames[kHitSources] = {"own",        "other_user",  "other_rank",
+                                                      "other_host", "earlier_run", "unknown"};
+  return source >= 0 && source < kHitSources ? kNames[source] : "unknown";
 }
 
 namespace {
@@ -88,8 +108,6 @@ std::string KeyName(std::uint64_t key) {
   std::snprintf(name, sizeof name, "c%016llx", static_cast<unsigned long long>(key));
   return name;
 }
-
-int TierIndex(Tier tier) { return tier == Tier::kHost ? 0 : 1; }
 
 // Transfers on io_threads threads, each transfer of a chunk ordered after
 // the earlier ones on the same chunk (reserved in decision order), without
@@ -191,70 +209,107 @@ class Transfers {
   std::vector<std::thread> pool_;
 };
 
+// One tier of a run: where its chunks live.
+struct Level {
+  int slot = 2;                // ChunkTier: figures' index and name
+  Tier kind = Tier::kStorage;  // what `store` keeps it as
+  TierStore* store = nullptr;
+  bool shared = false;  // the shared store (kv_cache.shared_store)
+};
+
+// Where a chunk this rank knows came from (ChunkedRun::origin_).
+struct Origin {
+  bool mine = false;                       // written by this rank in this run
+  std::uint64_t conversation = 0;          // the writing request's, when mine
+  HitSource source = HitSource::kUnknown;  // who wrote it, when not mine
+};
+
 // One request after its decision: the transfers it reserved.
 struct Decided {
   std::size_t index = 0;
   double due = 0;  // seconds from the start it was due (its TTFT's origin)
   std::uint64_t input_tokens = 0, hit_tokens = 0, miss_tokens = 0;
+  std::uint64_t conversation = 0;
   struct Transfer {
     std::shared_ptr<Transfers::Op> op;
     std::uint64_t key = 0, bytes = 0;
-    Tier tier = Tier::kStorage;
+    int level = 0;
   };
   std::vector<Transfer> reads;    // the hits, in prefix order
-  std::vector<Transfer> promote;  // storage hits moved up: write host, delete storage
+  std::vector<Transfer> promote;  // pairs: write on the top tier, drop from the hit's tier
   std::vector<Transfer> moves;    // demotions and deletions making room
   std::vector<ChunkLru::Move> move_kinds;
   std::vector<Transfer> writes;  // the new chunks
 };
 
+std::vector<std::uint64_t> Capacities(const std::vector<Level>& levels,
+                                      const config::KvCacheConfig& c) {
+  std::vector<std::uint64_t> out;
+  for (const Level& l : levels) {
+    const double gib = l.slot == 0   ? c.gpu_mem_gb * static_cast<double>(c.num_gpus)
+                       : l.slot == 1 ? c.cpu_mem_gb
+                       : l.slot == 2 ? c.storage_capacity_gb
+                                     : c.object_capacity_gb;
+    const bool memory = l.slot < 2;
+    out.push_back(gib > 0 || memory ? static_cast<std::uint64_t>(gib * 1073741824.0) : kUnlimited);
+  }
+  return out;
+}
+
 class ChunkedRun {
  public:
   ChunkedRun(session::Session& session, const RequestTrace& trace, const ModelSpec& model,
-             TierStore& store)
+             std::vector<Level> levels, ChunkStamp me)
       : session_(session),
         c_(session.config().kv_cache),
         trace_(trace),
         model_(model),
-        store_(store),
-        lru_(static_cast<std::uint64_t>(c_.cpu_mem_gb * 1073741824.0),
-             c_.storage_capacity_gb > 0
-                 ? static_cast<std::uint64_t>(c_.storage_capacity_gb * 1073741824.0)
-                 : kUnlimited),
-        transfers_(static_cast<unsigned>(c_.io_threads)) {}
+        levels_(std::move(levels)),
+        me_(me),
+        lru_(Capacities(levels_, c_)),
+        transfers_(static_cast<unsigned>(c_.io_threads)) {
+    for (const Level& l : levels_) f_.present[l.slot] = true;
+  }
 
   Result<ChunkedFigures> Run();
+  ChunkedFigures& figures() { return f_; }
 
  private:
   Decided Decide(std::size_t index, double due);
-  // Whether the shared store holds chunk `key` whole (its object, of its
-  // size), written by another rank or an earlier run.
-  bool OnSharedStore(std::uint64_t key, std::uint64_t bytes) {
-    store_.PathOf(KeyName(key), &path_);
-    Result<FileInfo> info = session_.storage().Stat(path_);
-    return info.ok() && info->size == store_.header_bytes(bytes) + bytes;
+  // The level of the shared store, or -1.
+  int SharedLevel() const {
+    for (std::size_t i = 0; i < levels_.size(); ++i) {
+      if (levels_[i].shared) return static_cast<int>(i);
+    }
+    return -1;
   }
   void Execute(Decided d);
+  void Move(const ChunkLru::Move& m, TierStore::WorkerBuffer& wb);
+  // Counts a hit on `key` by `conversation`'s request, its writer from the
+  // object's stamp where it was read from storage.
+  void CountSource(std::uint64_t key, std::uint64_t conversation, const ChunkStamp* writer);
   void Record(const Status& s) {
     if (s.ok()) return;
     std::lock_guard<std::mutex> lock(failed_mu_);
     if (failed_.ok()) failed_ = s.WithContext("kv_cache chunked");
   }
-  void Timed(Tier tier, bool write, std::uint64_t bytes, const OpTiming& t) {
-    const int i = TierIndex(tier);
+  void Timed(int level, bool write, std::uint64_t bytes, const OpTiming& t) {
+    const int i = levels_[static_cast<std::size_t>(level)].slot;
     std::lock_guard<std::mutex> lock(figures_mu_);
     (write ? f_.write_bytes : f_.read_bytes)[i] += bytes;
     (write ? f_.write_seconds : f_.read_seconds)[i] += t.total;
     (write ? f_.chunk_write_ns : f_.chunk_read_ns)[i].Record(
         static_cast<std::uint64_t>(t.total * 1e9));
   }
+  const Level& L(int level) const { return levels_[static_cast<std::size_t>(level)]; }
   double Now() const { return metrics::Seconds(f_.start, metrics::Stamp::Now()); }
 
   session::Session& session_;
   const config::KvCacheConfig& c_;
   const RequestTrace& trace_;
   const ModelSpec& model_;
-  TierStore& store_;
+  std::vector<Level> levels_;
+  ChunkStamp me_;
   ChunkLru lru_;
   ChunkedFigures f_;
   std::mutex figures_mu_, failed_mu_;
@@ -264,7 +319,27 @@ class ChunkedRun {
   std::string path_;              // the decision's scratch object path
   // Chunks found on the shared store that this rank did not write.
   std::unordered_set<std::uint64_t> foreign_;
+  // Who wrote each chunk this rank has held (under figures_mu_).
+  std::unordered_map<std::uint64_t, Origin> origin_;
 };
+
+void ChunkedRun::CountSource(std::uint64_t key, std::uint64_t conversation,
+                             const ChunkStamp* writer) {
+  std::lock_guard<std::mutex> lock(figures_mu_);
+  Origin& o = origin_[key];
+  if (writer != nullptr && !(writer->run == me_.run && writer->rank == me_.rank)) {
+    o.mine = false;
+    o.source = writer->run != me_.run     ? HitSource::kEarlierRun
+               : writer->host == me_.host ? HitSource::kOtherRank
+                                          : HitSource::kOtherHost;
+  }
+  HitSource source = o.source;
+  if (o.mine) {
+    source = conversation != 0 && o.conversation == conversation ? HitSource::kOwn
+                                                                 : HitSource::kOtherUser;
+  }
+  ++f_.hits_by_source[static_cast<int>(source)];
+}
 
 Decided ChunkedRun::Decide(std::size_t index, double due) {
   const TraceRequest& r = trace_.requests[index];
@@ -272,84 +347,105 @@ Decided ChunkedRun::Decide(std::size_t index, double due) {
   d.index = index;
   d.due = due;
   d.input_tokens = r.input_tokens;
+  d.conversation = r.conversation;
   ChunksOf(r, trace_.block_tokens, c_.chunk_tokens, &chunks_);
+  const int shared = SharedLevel();
   // Each transfer is reserved on its chunk as soon as the LRU decides it,
   // so that a chunk moved down by one decision and read by the next is
   // read after the move.
   std::vector<ChunkLru::Move> moves;
   auto reserve_moves = [&] {
     for (const ChunkLru::Move& m : moves) {
-      d.moves.push_back({transfers_.Reserve(m.key), m.key, m.bytes, Tier::kStorage});
+      d.moves.push_back({transfers_.Reserve(m.key), m.key, m.bytes, m.from});
       d.move_kinds.push_back(m);
     }
     moves.clear();
   };
   std::size_t c = 0;
   for (; c < chunks_.size(); ++c) {
-    std::optional<Tier> tier = lru_.Touch(chunks_[c].key);
+    const std::uint64_t key = chunks_[c].key;
+    std::optional<int> level = lru_.Touch(key);
     const std::uint64_t bytes = EntryBytes(model_, chunks_[c].tokens, c_.tensor_parallel);
-    if (!tier.has_value() && c_.shared_store && OnSharedStore(chunks_[c].key, bytes)) {
-      lru_.Adopt(chunks_[c].key, bytes);
-      foreign_.insert(chunks_[c].key);
-      tier = Tier::kStorage;
+    if (!level.has_value() && shared >= 0 && L(shared).store->Holds(KeyName(key), bytes, &path_)) {
+      lru_.Adopt(key, bytes, shared);
+      foreign_.insert(key);
+      level = shared;
     }
-    if (!tier.has_value()) break;
-    if (foreign_.count(chunks_[c].key) != 0) {
+    if (!level.has_value()) break;
+    if (foreign_.count(key) != 0) {
       std::lock_guard<std::mutex> lock(figures_mu_);
       ++f_.shared_hits;
     }
-    d.reads.push_back({transfers_.Reserve(chunks_[c].key), chunks_[c].key, bytes, *tier});
+    d.reads.push_back({transfers_.Reserve(key), key, bytes, *level});
     d.hit_tokens += chunks_[c].tokens;
-    if (*tier == Tier::kStorage && c_.promotion == "on_hit" &&
-        lru_.Promote(chunks_[c].key, &moves)) {
-      // The host's demotions first, then this chunk's move up.
+    if (*level > 0 && c_.promotion == "on_hit" && lru_.Promote(key, &moves)) {
+      // The top tier's demotions first, then this chunk's move up.
       reserve_moves();
-      d.promote.push_back({transfers_.Reserve(chunks_[c].key), chunks_[c].key, bytes, Tier::kHost});
-      d.promote.push_back(
-          {transfers_.Reserve(chunks_[c].key), chunks_[c].key, bytes, Tier::kStorage});
+      d.promote.push_back({transfers_.Reserve(key), key, bytes, 0});
+      d.promote.push_back({transfers_.Reserve(key), key, bytes, *level});
     }
   }
   for (; c < chunks_.size(); ++c) {
+    const std::uint64_t key = chunks_[c].key;
     const std::uint64_t bytes = EntryBytes(model_, chunks_[c].tokens, c_.tensor_parallel);
-    const Tier tier = lru_.Insert(chunks_[c].key, bytes, &moves);
+    const int level = lru_.Insert(key, bytes, &moves);
     reserve_moves();
-    d.writes.push_back({transfers_.Reserve(chunks_[c].key), chunks_[c].key, bytes, tier});
+    d.writes.push_back({transfers_.Reserve(key), key, bytes, level});
     d.miss_tokens += chunks_[c].tokens;
+    std::lock_guard<std::mutex> lock(figures_mu_);
+    origin_[key] = Origin{true, r.conversation, HitSource::kUnknown};
   }
   return d;
+}
+
+void ChunkedRun::Move(const ChunkLru::Move& m, TierStore::WorkerBuffer& wb) {
+  const std::string key = KeyName(m.key);
+  const Level& from = L(m.from);
+  if (m.kind == ChunkLru::Move::Kind::kDelete) {
+    Record(from.store->Drop(from.kind, key, wb));
+    std::lock_guard<std::mutex> lock(figures_mu_);
+    ++f_.deletions;
+    return;
+  }
+  const Level& to = L(m.from + 1);
+  OpTiming read, write;
+  if (from.kind == Tier::kStorage) {  // storage to the object tier: a copy, then a delete
+    Status st = from.store->CopyTo(*to.store, key, wb, &read, &write);
+    if (st.ok()) st = from.store->Delete(key, wb);
+    Record(st);
+  } else {
+    Record(from.store->Demote(from.kind, to.kind, key, m.bytes, wb, &read, &write,
+                              to.store == from.store ? nullptr : to.store));
+  }
+  Timed(m.from, false, m.bytes, read);
+  Timed(m.from + 1, true, m.bytes, write);
+  std::lock_guard<std::mutex> lock(figures_mu_);
+  ++f_.demotions;
 }
 
 void ChunkedRun::Execute(Decided d) {
   // The moves start at once; the hits are read (the request waits).
   for (std::size_t i = 0; i < d.moves.size(); ++i) {
     const ChunkLru::Move m = d.move_kinds[i];
-    transfers_.Submit(d.moves[i].op, [this, m](TierStore::WorkerBuffer& wb) {
-      const std::string key = KeyName(m.key);
-      if (m.kind == ChunkLru::Move::Kind::kDelete) {
-        Record(store_.Delete(key, wb));
-        std::lock_guard<std::mutex> lock(figures_mu_);
-        ++f_.deletions;
-        return;
-      }
-      OpTiming read, write;
-      Record(store_.Demote(Tier::kHost, Tier::kStorage, key, m.bytes, wb, &read, &write));
-      Timed(Tier::kHost, false, m.bytes, read);
-      Timed(Tier::kStorage, true, m.bytes, write);
-      std::lock_guard<std::mutex> lock(figures_mu_);
-      ++f_.demotions;
-    });
+    transfers_.Submit(d.moves[i].op, [this, m](TierStore::WorkerBuffer& wb) { Move(m, wb); });
   }
   std::mutex mu;
   std::condition_variable cv;
   std::size_t pending = d.reads.size();
+  const std::uint64_t conversation = d.conversation;
   for (const Decided::Transfer& t : d.reads) {
     transfers_.Submit(t.op, [&, t](TierStore::WorkerBuffer& wb) {
       OpTiming timing;
-      Record(store_.Read(t.tier, KeyName(t.key), t.bytes, wb, &timing));
-      Timed(t.tier, false, t.bytes, timing);
+      ChunkStamp writer;
+      const Level& l = L(t.level);
+      const bool stamped = l.kind == Tier::kStorage && !c_.trace_only;
+      Record(
+          l.store->Read(l.kind, KeyName(t.key), t.bytes, wb, &timing, stamped ? &writer : nullptr));
+      Timed(t.level, false, t.bytes, timing);
+      CountSource(t.key, conversation, stamped ? &writer : nullptr);
       {
         std::lock_guard<std::mutex> lock(figures_mu_);
-        ++f_.hits[TierIndex(t.tier)];
+        ++f_.hits[l.slot];
       }
       std::lock_guard<std::mutex> lock(mu);
       if (--pending == 0) cv.notify_all();
@@ -363,14 +459,17 @@ void ChunkedRun::Execute(Decided d) {
     const Decided::Transfer up = d.promote[i];
     transfers_.Submit(up.op, [this, up](TierStore::WorkerBuffer& wb) {
       OpTiming timing;
-      Record(store_.WriteNew(Tier::kHost, KeyName(up.key), up.bytes, wb, &timing));
-      Timed(Tier::kHost, true, up.bytes, timing);
+      const Level& top = L(0);
+      Record(top.store->WriteNew(top.kind, KeyName(up.key), up.bytes, wb, &timing));
+      Timed(0, true, up.bytes, timing);
       std::lock_guard<std::mutex> lock(figures_mu_);
       ++f_.promotions;
     });
-    transfers_.Submit(d.promote[i + 1].op, [this, key = up.key](TierStore::WorkerBuffer& wb) {
+    const Decided::Transfer from = d.promote[i + 1];
+    transfers_.Submit(from.op, [this, from](TierStore::WorkerBuffer& wb) {
       // A shared store keeps its copy: other ranks may read it.
-      if (!c_.shared_store) Record(store_.Delete(KeyName(key), wb));
+      const Level& l = L(from.level);
+      if (!l.shared) Record(l.store->Drop(l.kind, KeyName(from.key), wb));
     });
   }
   // Prefill of the rest (modelled compute), then the time to first token.
@@ -380,8 +479,9 @@ void ChunkedRun::Execute(Decided d) {
   for (const Decided::Transfer& w : d.writes) {
     transfers_.Submit(w.op, [this, w](TierStore::WorkerBuffer& wb) {
       OpTiming timing;
-      Record(store_.WriteNew(w.tier, KeyName(w.key), w.bytes, wb, &timing));
-      Timed(w.tier, true, w.bytes, timing);
+      const Level& l = L(w.level);
+      Record(l.store->WriteNew(l.kind, KeyName(w.key), w.bytes, wb, &timing));
+      Timed(w.level, true, w.bytes, timing);
     });
   }
   std::lock_guard<std::mutex> lock(figures_mu_);
@@ -469,7 +569,7 @@ double Gbps(std::uint64_t bytes, double seconds) {
 
 }  // namespace
 
-Result<ChunkedFigures> RunChunked(session::Session& session) {
+Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Registry* registry) {
   const config::KvCacheConfig& c = session.config().kv_cache;
   if (c.request_trace.empty()) {
     return Status::InvalidArgument(
@@ -484,7 +584,16 @@ Result<ChunkedFigures> RunChunked(session::Session& session) {
         "kv_cache.shared_store needs kv_cache.storage_capacity_gb 0: a shared store is unlimited "
         "here (its eviction is the store's own; docs/kvcache-chunked.md)");
   }
-  const int rank = session.cluster().rank();
+  cluster::Cluster& cluster = session.cluster();
+  const int rank = cluster.rank();
+  // The run's id, the same on every rank: rank 0's clock.
+  const auto clock =
+      static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  ChunkStamp me;
+  me.run = cluster.SumU64s({rank == 0 ? clock | 1 : 0})[0];
+  me.rank = static_cast<std::uint32_t>(rank);
+  me.host = static_cast<std::uint32_t>(cluster.host_index());
+
   StoreOptions so;
   so.folder = session::ResolveDataPath(session.config(), c.cache_folder) +
               (c.shared_store ? std::string("/shared") : "/rank_" + std::to_string(rank));
@@ -495,60 +604,122 @@ Result<ChunkedFigures> RunChunked(session::Session& session) {
   so.content_seed = c.seed + static_cast<std::uint64_t>(rank);
   so.model = model;
   so.tensor_parallel = c.tensor_parallel;
+  so.trace_only = c.trace_only;
+  so.parts = c.chunk_objects == "layer" ? std::max<std::uint64_t>(1, model->num_layers) : 1;
+  so.stamp = true;
+  so.writer = me;
+  so.gpu_copy_bytes_per_second = c.gpu_copy_gbps * 1e9;
+  std::string device_path;
+  AcceleratorTier accelerator;
+  if (c.gpu_mem_gb > 0) {
+    IOMIMIC_ASSIGN_OR_RETURN(accelerator, OpenAcceleratorTier(c, registry, rank, cluster.size()));
+    so.accelerator = accelerator.stack.top();
+    device_path = accelerator.path;
+  }
   TierStore store(session.storage(), so);
   IOMIMIC_RETURN_IF_ERROR(session.storage().CreateDirectories(so.folder));
-  Result<ChunkedFigures> figures = ChunkedRun(session, trace, *model, store).Run();
+
+  // The object tier: another storage plugin below storage.
+  plugin::StorageStack object_stack;
+  std::unique_ptr<TierStore> object_store;
+  if (!c.object_tier.empty()) {
+    if (registry == nullptr) return Status::Internal("kv_cache.object_tier: no plugin registry");
+    IOMIMIC_ASSIGN_OR_RETURN(
+        object_stack, plugin::StorageStack::Open(*registry, c.object_tier, c.object_tier_options,
+                                                 rank, cluster.size()));
+    StoreOptions oo = so;
+    oo.accelerator = nullptr;
+    oo.publish_tag.clear();
+    oo.folder = (c.object_tier_folder.empty()
+                     ? session::ResolveDataPath(session.config(), c.cache_folder) + "/object_tier"
+                     : c.object_tier_folder) +
+                "/rank_" + std::to_string(rank);
+    object_store = std::make_unique<TierStore>(*object_stack.top(), oo);
+    Status made = object_stack.top()->CreateDirectories(oo.folder);
+    if (!made.ok()) return made.WithContext("kv_cache.object_tier " + c.object_tier);
+  }
+
+  std::vector<Level> levels;
+  if (c.gpu_mem_gb > 0) levels.push_back({0, Tier::kAccelerator, &store, false});
+  if (c.cpu_mem_gb > 0) levels.push_back({1, Tier::kHost, &store, false});
+  levels.push_back({2, Tier::kStorage, &store, c.shared_store});
+  if (object_store != nullptr) levels.push_back({3, Tier::kStorage, object_store.get(), false});
+
+  ChunkedRun run(session, trace, *model, std::move(levels), me);
+  run.figures().device_path = device_path;
+  Result<ChunkedFigures> figures = run.Run();
   if (c.shared_store) {
     // Every rank done reading before any deletes what it wrote.
-    IOMIMIC_RETURN_IF_ERROR(session.cluster().AgreeOnStatus(figures.status()));
+    IOMIMIC_RETURN_IF_ERROR(cluster.AgreeOnStatus(figures.status()));
   }
   Status removed = store.RemoveAll(c.keep_entries);
+  if (object_store != nullptr && removed.ok()) removed = object_store->RemoveAll(c.keep_entries);
   if (figures.ok() && !removed.ok()) return removed;
   return figures;
 }
 
 void ChunkedResults::AddEvents(std::chrono::system_clock::time_point origin, int rank,
                                std::vector<output::EventEntry>* events) const {
+  std::uint64_t bytes = 0;
+  for (int t = 2; t < kMaxChunkTiers; ++t) bytes += local_.read_bytes[t] + local_.write_bytes[t];
   events->push_back({rank, "kv_chunked", 0, 0, output::SinceOrigin(origin, local_.start),
-                     output::SinceOrigin(origin, local_.end),
-                     local_.read_bytes[1] + local_.write_bytes[1]});
+                     output::SinceOrigin(origin, local_.end), bytes});
 }
 
 std::vector<std::pair<std::string, metrics::LatencyHistogram>> ChunkedResults::Histograms() const {
-  return {{"kv_chunk_ttft", local_.ttft_ns},
-          {"kv_chunk_read_cpu", local_.chunk_read_ns[0]},
-          {"kv_chunk_read_storage", local_.chunk_read_ns[1]},
-          {"kv_chunk_write_cpu", local_.chunk_write_ns[0]},
-          {"kv_chunk_write_storage", local_.chunk_write_ns[1]}};
+  std::vector<std::pair<std::string, metrics::LatencyHistogram>> out = {
+      {"kv_chunk_ttft", local_.ttft_ns}};
+  for (const char* op : {"read", "write"}) {
+    for (int t = 0; t < kMaxChunkTiers; ++t) {
+      // The cpu and storage tiers always (the names the first runs had).
+      if (!local_.present[t] && t != 1 && t != 2) continue;
+      const bool read = op[0] == 'r';
+      out.emplace_back(std::string("kv_chunk_") + op + "_" + ChunkTierName(t),
+                       read ? local_.chunk_read_ns[t] : local_.chunk_write_ns[t]);
+    }
+  }
+  return out;
 }
 
 Status ChunkedResults::Collect(session::Session& session, output::RunResults& run) {
   (void)run;
   cluster::Cluster& cluster = session.cluster();
   const ChunkedFigures& l = local_;
-  const std::vector<std::uint64_t> s =
-      cluster.SumU64s({l.requests, l.input_tokens, l.hit_tokens, l.chunks, l.hits[0], l.hits[1],
-                       l.written, l.promotions, l.demotions, l.deletions, l.read_bytes[0],
-                       l.read_bytes[1], l.write_bytes[0], l.write_bytes[1], l.shared_hits});
-  merged_.requests = s[0], merged_.input_tokens = s[1], merged_.hit_tokens = s[2];
-  merged_.chunks = s[3], merged_.hits[0] = s[4], merged_.hits[1] = s[5], merged_.written = s[6];
-  merged_.promotions = s[7], merged_.demotions = s[8], merged_.deletions = s[9];
-  merged_.read_bytes[0] = s[10], merged_.read_bytes[1] = s[11];
-  merged_.write_bytes[0] = s[12], merged_.write_bytes[1] = s[13];
-  merged_.shared_hits = s[14];
+  std::vector<std::uint64_t> values = {l.requests,  l.input_tokens, l.hit_tokens,
+                                       l.chunks,    l.written,      l.promotions,
+                                       l.demotions, l.deletions,    l.shared_hits};
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    values.insert(values.end(), {l.hits[t], l.read_bytes[t], l.write_bytes[t]});
+  }
+  for (int i = 0; i < kHitSources; ++i) values.push_back(l.hits_by_source[i]);
+  const std::vector<std::uint64_t> s = cluster.SumU64s(values);
+  std::size_t i = 0;
+  for (std::uint64_t* out : {&merged_.requests, &merged_.input_tokens, &merged_.hit_tokens,
+                             &merged_.chunks, &merged_.written, &merged_.promotions,
+                             &merged_.demotions, &merged_.deletions, &merged_.shared_hits}) {
+    *out = s[i++];
+  }
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    merged_.hits[t] = s[i++], merged_.read_bytes[t] = s[i++], merged_.write_bytes[t] = s[i++];
+  }
+  for (int k = 0; k < kHitSources; ++k) merged_.hits_by_source[k] = s[i++];
   const std::vector<double> maxima =
       cluster.MaxDoubles({l.elapsed_seconds, static_cast<double>(l.max_queue_depth)});
   merged_.elapsed_seconds = maxima[0];
   merged_.max_queue_depth = static_cast<std::uint64_t>(maxima[1]);
   merged_.recompute_seconds =
       cluster.SumU64s({static_cast<std::uint64_t>(l.recompute_seconds * 1e9)})[0] / 1e9;
-  std::vector<metrics::LatencyHistogram> h =
-      metrics::MergeOverRanks({&l.ttft_ns, &l.chunk_read_ns[0], &l.chunk_read_ns[1],
-                               &l.chunk_write_ns[0], &l.chunk_write_ns[1]},
-                              cluster);
+  std::vector<const metrics::LatencyHistogram*> mine = {&l.ttft_ns};
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    mine.push_back(&l.chunk_read_ns[t]);
+    mine.push_back(&l.chunk_write_ns[t]);
+  }
+  std::vector<metrics::LatencyHistogram> h = metrics::MergeOverRanks(mine, cluster);
   merged_.ttft_ns = h[0];
-  merged_.chunk_read_ns[0] = h[1], merged_.chunk_read_ns[1] = h[2];
-  merged_.chunk_write_ns[0] = h[3], merged_.chunk_write_ns[1] = h[4];
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    merged_.chunk_read_ns[t] = h[1 + 2 * t];
+    merged_.chunk_write_ns[t] = h[2 + 2 * t];
+  }
   return Status::OK();
 }
 
@@ -561,6 +732,7 @@ void ChunkedResults::AddToSummary(const output::RunResults& run,
   json o;
   o["request_trace"] = c.request_trace;
   o["chunk_tokens"] = c.chunk_tokens;
+  o["chunk_objects"] = c.chunk_objects;
   o["promotion"] = c.promotion;
   o["requests"] = f.requests;
   o["input_tokens"] = f.input_tokens;
@@ -568,17 +740,28 @@ void ChunkedResults::AddToSummary(const output::RunResults& run,
   o["token_hit_rate"] = metrics::JsonNumber<json>(
       f.input_tokens > 0 ? static_cast<double>(f.hit_tokens) / f.input_tokens : 0.0);
   o["chunks"] = f.chunks;
-  o["chunk_hits"] = {{"cpu", f.hits[0]}, {"storage", f.hits[1]}};
+  // The cpu and storage tiers always (the names the first runs had), the
+  // gpu and object tiers where the run had them.
+  auto shown = [&](int t) { return f.present[t] || t == 1 || t == 2; };
+  json hits;
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    if (shown(t)) hits[ChunkTierName(t)] = f.hits[t];
+  }
+  o["chunk_hits"] = std::move(hits);
+  json sources;
+  for (int k = 0; k < kHitSources; ++k) sources[HitSourceName(k)] = f.hits_by_source[k];
+  o["hits_by_source"] = std::move(sources);
   o["shared_store"] = c.shared_store;
   o["chunk_hits_shared"] = f.shared_hits;
   o["chunks_written"] = f.written;
   o["promotions"] = f.promotions;
   o["demotions"] = f.demotions;
   o["deletions"] = f.deletions;
+  if (f.present[0]) o["gpu_tier"] = local_.device_path;
   json tiers;
-  const char* names[2] = {"cpu", "storage"};
-  for (int t = 0; t < 2; ++t) {
-    tiers[names[t]] = {
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    if (!shown(t)) continue;
+    tiers[ChunkTierName(t)] = {
         {"read_bytes", f.read_bytes[t]},
         {"write_bytes", f.write_bytes[t]},
         {"read_GB_per_second", metrics::JsonNumber<json>(Gbps(f.read_bytes[t], f.elapsed_seconds))},
@@ -614,14 +797,29 @@ std::string ChunkedResults::ConsoleLines(const output::RunResults& run,
       static_cast<unsigned long long>(f.requests), static_cast<unsigned long long>(f.chunks),
       static_cast<unsigned long long>(config.kv_cache.chunk_tokens),
       f.input_tokens > 0 ? static_cast<double>(f.hit_tokens) / f.input_tokens : 0.0,
-      static_cast<unsigned long long>(f.hits[0]), static_cast<unsigned long long>(f.hits[1]),
+      static_cast<unsigned long long>(f.hits[1]), static_cast<unsigned long long>(f.hits[2]),
       static_cast<unsigned long long>(f.written));
+  out += line;
+  if (f.present[0] || f.present[3]) {
+    std::snprintf(line, sizeof line, "  kv chunked: gpu %llu, object %llu chunk hits\n",
+                  static_cast<unsigned long long>(f.hits[0]),
+                  static_cast<unsigned long long>(f.hits[3]));
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "  kv chunked: hits by source: own %llu, other user %llu, other rank %llu, other "
+                "host %llu, earlier run %llu\n",
+                static_cast<unsigned long long>(f.hits_by_source[0]),
+                static_cast<unsigned long long>(f.hits_by_source[1]),
+                static_cast<unsigned long long>(f.hits_by_source[2]),
+                static_cast<unsigned long long>(f.hits_by_source[3]),
+                static_cast<unsigned long long>(f.hits_by_source[4]));
   out += line;
   std::snprintf(line, sizeof line,
                 "  kv chunked: TTFT p50 %.1f ms, p99 %.1f ms; storage read %.2f GB/s, write "
                 "%.2f GB/s; queue depth up to %llu\n",
                 f.ttft_ns.Percentile(0.5) / 1e6, f.ttft_ns.Percentile(0.99) / 1e6,
-                Gbps(f.read_bytes[1], f.elapsed_seconds), Gbps(f.write_bytes[1], f.elapsed_seconds),
+                Gbps(f.read_bytes[2], f.elapsed_seconds), Gbps(f.write_bytes[2], f.elapsed_seconds),
                 static_cast<unsigned long long>(f.max_queue_depth));
   out += line;
   return out;
@@ -629,8 +827,7 @@ std::string ChunkedResults::ConsoleLines(const output::RunResults& run,
 
 Result<std::shared_ptr<output::WorkflowResults>> RunChunkedWorkflow(
     session::Session& session, const output::WorkflowContext& context) {
-  (void)context;
-  return output::ResultsOf<ChunkedResults>(RunChunked(session));
+  return output::ResultsOf<ChunkedResults>(RunChunked(session, context.registry));
 }
 
 const output::FigureList& ChunkedFigureList() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/dlio_compat.h"
+#include "kvcache/accelerator_tier.h"
 #include "kvcache/models.h"
 #include "kvcache/request_queue.h"
 #include "kvcache/tier_store.h"
@@ -270,49 +271,14 @@ Status Engine::Prepare() {
   return Status::OK();
 }
 
-// kv_cache.accelerator (docs/kvcache.md, "Tiers and eviction"): the device
-// memory of the storage plugin config::kAcceleratorStorageBackend for the
-// accelerator tier, or host memory (emulated); the choice and its reason go
-// to the results.
 Status Engine::OpenAccelerator(StoreOptions* so) {
-  const std::string& want = c_.accelerator;
-  const std::string plugin(config::kAcceleratorStorageBackend);
-  figures_.accelerator_path = "emulated (host memory, gpu_copy_gbps)";
-  if (want == "emulated") {
-    figures_.accelerator_reason = "kv_cache.accelerator=emulated";
-    return Status::OK();
-  }
-  // The plugin's options; its emulated link runs at gpu_copy_gbps unless
-  // they say otherwise.
-  std::map<std::string, std::string> options = c_.accelerator_options;
-  options.emplace("h2d_bandwidth",
-                  std::to_string(static_cast<std::uint64_t>(std::llround(c_.gpu_copy_gbps * 1e9))));
-  Result<plugin::StorageStack> made =
-      options_.registry == nullptr
-          ? Result<plugin::StorageStack>(Status::NotFound("no plugin registry"))
-          : plugin::StorageStack::Open(*options_.registry, plugin, options,
-                                       session_.cluster().rank(), session_.cluster().size());
-  if (!made.ok()) {
-    if (want == plugin) return made.status().WithContext("kv_cache.accelerator=" + plugin);
-    figures_.accelerator_reason =
-        "auto: the " + plugin + " storage plugin did not open (" + made.status().message() + ")";
-    return Status::OK();
-  }
-  // A real GPU's data paths (the plugin's capabilities().data_path).
-  const std::string path = made->top()->capabilities().data_path;
-  if (want == "auto" && path != "cufile" && path != "cuda-bounce") {
-    figures_.accelerator_reason = "auto: the " + plugin +
-                                  " storage plugin found no GPU (its data path is " + path +
-                                  "; its option report=true logs why)";
-    return Status::OK();
-  }
-  accelerator_ = std::move(made).value();
+  IOMIMIC_ASSIGN_OR_RETURN(AcceleratorTier tier,
+                           OpenAcceleratorTier(c_, options_.registry, session_.cluster().rank(),
+                                               session_.cluster().size()));
+  figures_.accelerator_path = std::move(tier.path);
+  figures_.accelerator_reason = std::move(tier.reason);
+  accelerator_ = std::move(tier.stack);
   so->accelerator = accelerator_.top();
-  figures_.accelerator_path = plugin + ":" + path;
-  figures_.accelerator_reason =
-      want == plugin
-          ? "kv_cache.accelerator=" + plugin
-          : "auto: the " + plugin + " storage plugin found a GPU (data path " + path + ")";
   return Status::OK();
 }
 

@@ -178,6 +178,7 @@ Result<RequestTrace> ParseShareGpt(std::string_view text, const std::string& nam
       tokens += TokensOf(turns[t]);
       if (!turns[t].is_object() || turns[t].value("from", "") != "human") continue;
       TraceRequest r;
+      r.conversation = c + 1;
       r.input_tokens = tokens;
       r.output_tokens = t + 1 < turns.size() ? TokensOf(turns[t + 1]) : 0;
       const std::uint64_t full = tokens / trace.block_tokens;

@@ -40,6 +40,10 @@ struct TraceRequest {
   // One id per block of RequestTrace::block_tokens tokens of the input
   // (the last block partial), equal ids for equal prefixes.
   std::vector<std::uint64_t> block_ids;
+  // The conversation the request is a turn of (1, 2, ...; sharegpt), 0
+  // where the trace does not say (mooncake, burstgpt): a chunk hit counts
+  // as the request's own only within one conversation.
+  std::uint64_t conversation = 0;
 };
 
 struct RequestTrace {

@@ -91,21 +91,22 @@ TEST_CASE("request trace: chunk keys are equal exactly for equal prefixes") {
 }
 
 TEST_CASE("chunk LRU: hits, eviction down a tier, deletion and promotion") {
-  ChunkLru lru(/*host=*/200, /*storage=*/300);
+  constexpr int kHost = 0, kStorage = 1;
+  ChunkLru lru({/*host=*/200, /*storage=*/300});
   std::vector<ChunkLru::Move> moves;
-  CHECK(lru.Insert(1, 100, &moves) == Tier::kHost);
-  CHECK(lru.Insert(2, 100, &moves) == Tier::kHost);
+  CHECK(lru.Insert(1, 100, &moves) == kHost);
+  CHECK(lru.Insert(2, 100, &moves) == kHost);
   CHECK(moves.empty());
-  CHECK(lru.Touch(1) == Tier::kHost);  // 2 is now the least recent
-  CHECK(lru.Insert(3, 100, &moves) == Tier::kHost);
+  CHECK(lru.Touch(1) == kHost);  // 2 is now the least recent
+  CHECK(lru.Insert(3, 100, &moves) == kHost);
   REQUIRE(moves.size() == 1);
   CHECK((moves[0].kind == ChunkLru::Move::Kind::kDemote && moves[0].key == 2));
-  CHECK(lru.Touch(2) == Tier::kStorage);
+  CHECK(lru.Touch(2) == kStorage);
   moves.clear();
   lru.Insert(4, 100, &moves);  // demotes 1
   lru.Insert(5, 100, &moves);  // demotes 3
   lru.Insert(6, 100, &moves);  // demotes 4; storage (2, 1, 3) full, 2 is deleted
-  CHECK(lru.used(Tier::kStorage) == 300);
+  CHECK(lru.used(kStorage) == 300);
   CHECK_FALSE(lru.Touch(2).has_value());
   bool deleted = false;
   for (const ChunkLru::Move& m : moves)
@@ -113,8 +114,8 @@ TEST_CASE("chunk LRU: hits, eviction down a tier, deletion and promotion") {
   CHECK(deleted);
   moves.clear();
   CHECK(lru.Promote(1, &moves));  // up again; the host's least recent goes down
-  CHECK(lru.Touch(1) == Tier::kHost);
-  CHECK_FALSE(lru.Promote(1, &moves));  // not on storage
+  CHECK(lru.Touch(1) == kHost);
+  CHECK_FALSE(lru.Promote(1, &moves));  // on the top tier already
 }
 
 }  // namespace

@@ -24,6 +24,34 @@ Status Skipped(OpTiming* timing, OpTiming* second = nullptr) {
   return Status::OK();
 }
 
+constexpr char kStampMagic[8] = {'I', 'O', 'M', 'K', 'V', 'S', 'T', '1'};
+
+// FNV-1a of the entry's name: the same on every host and build.
+std::uint64_t NameHash(const std::string& key) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+void PutU64(std::byte* at, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
+}
+std::uint64_t GetU64(const std::byte* at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(at[i]) << (8 * i);
+  return v;
+}
+
+// The stamp of `key` by `writer` (kStampBytes, little-endian): magic, name
+// hash, run, rank and host.
+void WriteStamp(const std::string& key, const ChunkStamp& writer, std::byte* out) {
+  std::memcpy(out, kStampMagic, 8);
+  PutU64(out + 8, NameHash(key));
+  PutU64(out + 16, writer.run);
+  PutU64(out + 24, static_cast<std::uint64_t>(writer.rank) | static_cast<std::uint64_t>(writer.host)
+                                                                 << 32);
+}
+
 }  // namespace
 
 double Now() {
@@ -33,18 +61,38 @@ double Now() {
 TierStore::TierStore(Storage& storage, StoreOptions options)
     : storage_(storage), options_(std::move(options)) {}
 
-void TierStore::PathOf(const std::string& key, std::string* path) const {
+void TierStore::PathOf(const std::string& key, std::string* path) const { PathOf(key, 0, path); }
+
+void TierStore::PathOf(const std::string& key, std::uint64_t part, std::string* path) const {
   path->assign(options_.folder);
   path->append("/");
   path->append(key);
+  if (options_.parts > 1) {
+    path->append(".l");
+    path->append(std::to_string(part));
+  }
   path->append(".npy");
+}
+
+std::uint64_t TierStore::PartBytes(std::uint64_t bytes, std::uint64_t part) const {
+  const std::uint64_t n = std::max<std::uint64_t>(1, options_.parts);
+  const std::uint64_t share = bytes / n;
+  return part + 1 < n ? share : bytes - share * (n - 1);
+}
+
+bool TierStore::Holds(const std::string& key, std::uint64_t bytes, std::string* scratch) {
+  const std::uint64_t last = std::max<std::uint64_t>(1, options_.parts) - 1;
+  PathOf(key, last, scratch);
+  Result<FileInfo> info = storage_.Stat(*scratch);
+  const std::uint64_t part = PartBytes(bytes, last);
+  return info.ok() && info->size == header_bytes(part) + part;
 }
 
 std::size_t TierStore::Header(std::uint64_t bytes, char* out) const {
   const std::uint64_t per_token = options_.model->bytes_per_token();
   std::array<std::uint64_t, 5> dims{};
   std::size_t n = 1;
-  if (options_.tensor_parallel > 1) {
+  if (options_.tensor_parallel > 1 || options_.parts > 1) {
     dims[0] = bytes / 2;
   } else {
     n = EntryShapeInto(*options_.model, per_token == 0 ? 0 : bytes / per_token, 1, &dims);
@@ -181,10 +229,21 @@ Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t by
   return Status::OK();
 }
 
-Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Source& source,
-                               WorkerBuffer& wb, OpTiming* timing) {
+std::string TierStore::TemporaryName(const std::string& path) {
+  return path + ".partial-" + options_.publish_tag + "-" + std::to_string(published_++);
+}
+
+Status TierStore::Publish(const std::string& temporary, const std::string& path) {
+  if (temporary.empty()) return Status::OK();
+  Status published = storage_.Rename(temporary, path);
+  if (!published.ok()) (void)storage_.Remove(temporary);
+  return published;
+}
+
+Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes, Source& source,
+                              std::uint64_t* payload, const std::string* stamp_key,
+                              WorkerBuffer& wb, OpTiming* timing) {
   const double start = Now();
-  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
   char header[kNpyHeaderMax];
   const std::size_t header_size = Header(bytes, header);
   const std::uint64_t total = header_size + bytes;
@@ -192,14 +251,10 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
   open.expected_size = total;
-  PathOf(key, &wb.path);
-  const bool rename = !options_.publish_tag.empty() && !storage_.capabilities().objects;
-  const std::string temporary =
-      rename ? wb.path + ".partial-" + options_.publish_tag + "-" + std::to_string(published_++)
-             : std::string();
-  const std::string& path = rename ? temporary : wb.path;
+  const std::string temporary = Renames() ? TemporaryName(final_path) : std::string();
+  const std::string& path = temporary.empty() ? final_path : temporary;
+  const double device_before = source.device_seconds;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
-  std::uint64_t payload = 0;
   for (std::uint64_t offset = 0; offset < total;) {
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
     std::span<std::byte> chunk = wb.buffer.span().first(n);
@@ -209,8 +264,12 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
       std::memcpy(chunk.data(), header + offset, at);
     }
     std::span<std::byte> body = chunk.subspan(at);
-    Status st = FillFrom(source, payload, body);
-    payload += body.size();
+    const bool first = *payload == 0;
+    Status st = FillFrom(source, *payload, body);
+    if (st.ok() && stamp_key != nullptr && first && body.size() >= kStampBytes) {
+      WriteStamp(*stamp_key, options_.writer, body.data());
+    }
+    *payload += body.size();
     if (st.ok()) {
       st = Cancelled() ? Status::Aborted("kv_cache: the benchmark ended")
                        : file->WriteAt(offset, chunk);
@@ -226,59 +285,157 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
   const double written = Now();
   IOMIMIC_RETURN_IF_ERROR(file->Sync());
   IOMIMIC_RETURN_IF_ERROR(file->Close());
-  if (rename) {
-    Status published = storage_.Rename(temporary, wb.path);
-    if (!published.ok()) {
-      (void)storage_.Remove(temporary);
-      return published;
-    }
-  }
+  IOMIMIC_RETURN_IF_ERROR(Publish(temporary, final_path));
   const double end = Now();
+  // A demotion's copies out of the accelerator are its read, not this write.
+  const double device = source.device_seconds - device_before;
+  timing->total += end - start - device;
+  timing->host += written - start - device;
+  timing->device += end - written;
+  return Status::OK();
+}
+
+Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Source& source,
+                               WorkerBuffer& wb, OpTiming* timing) {
+  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  *timing = OpTiming{};
+  std::uint64_t payload = 0;
+  for (std::uint64_t part = 0; part < std::max<std::uint64_t>(1, options_.parts); ++part) {
+    PathOf(key, part, &wb.path);
+    const std::uint64_t n = PartBytes(bytes, part);
+    IOMIMIC_RETURN_IF_ERROR(
+        WriteObject(wb.path, n, source, &payload, options_.stamp ? &key : nullptr, wb, timing));
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stored_[key] = true;
   }
-  // A demotion's copies out of the accelerator are its read, not this write.
-  timing->total = end - start - source.device_seconds;
-  timing->host = written - start - source.device_seconds;
-  timing->device = end - written;
   return Status::OK();
 }
 
 Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
-                              OpTiming* timing) {
-  const double start = Now();
+                              OpTiming* timing, ChunkStamp* writer) {
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  *timing = OpTiming{};
   std::string& path = wb.path;
-  PathOf(key, &path);
-  IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
-  OpenOptions open;
-  open.mode = OpenMode::kRead;
-  open.hint = AccessHint::kWholeFile;
-  open.drop_cache = true;
-  IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
-  const double opened = Now();
-  const std::uint64_t total = info.size;
-  for (std::uint64_t offset = 0; offset < total;) {
-    if (Cancelled()) {
-      cut_read_ += offset;
-      return Status::Aborted("kv_cache: the benchmark ended");
+  for (std::uint64_t part = 0; part < std::max<std::uint64_t>(1, options_.parts); ++part) {
+    const double start = Now();
+    PathOf(key, part, &path);
+    const std::uint64_t expected = PartBytes(bytes, part);
+    IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+    OpenOptions open;
+    open.mode = OpenMode::kRead;
+    open.hint = AccessHint::kWholeFile;
+    open.drop_cache = true;
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
+    const double opened = Now();
+    const std::uint64_t total = info.size;
+    const std::uint64_t header = total >= expected ? total - expected : 0;
+    for (std::uint64_t offset = 0; offset < total;) {
+      if (Cancelled()) {
+        cut_read_ += offset;
+        return Status::Aborted("kv_cache: the benchmark ended");
+      }
+      const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
+      IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
+      if (got == 0) break;
+      if (options_.stamp && part == 0 && offset == 0 && total >= expected &&
+          expected >= kStampBytes && header + kStampBytes <= got) {
+        const std::byte* stamp = wb.buffer.data() + header;
+        if (std::memcmp(stamp, kStampMagic, 8) != 0 || GetU64(stamp + 8) != NameHash(key)) {
+          return Status::Corruption("kv_cache: " + path + " at offset " + std::to_string(header) +
+                                    ": the chunk's stamp does not name " + key +
+                                    " (a torn or foreign object)");
+        }
+        if (writer != nullptr) {
+          writer->run = GetU64(stamp + 16);
+          const std::uint64_t who = GetU64(stamp + 24);
+          writer->rank = static_cast<std::uint32_t>(who);
+          writer->host = static_cast<std::uint32_t>(who >> 32);
+        }
+      }
+      offset += got;
     }
-    const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
-    IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
-    if (got == 0) break;
-    offset += got;
+    const double read = Now();
+    IOMIMIC_RETURN_IF_ERROR(file->Close());
+    const double end = Now();
+    if (total < expected) {
+      return Status::Corruption("kv_cache: " + path + " holds " + std::to_string(total) +
+                                " bytes, fewer than the entry's " + std::to_string(expected));
+    }
+    timing->total += end - start;
+    timing->device += read - opened;
+    timing->host += (end - start) - (read - opened);
   }
-  const double read = Now();
-  IOMIMIC_RETURN_IF_ERROR(file->Close());
-  const double end = Now();
-  if (total < bytes) {
-    return Status::Corruption("kv_cache: " + path + " holds " + std::to_string(total) +
-                              " bytes, fewer than the entry's " + std::to_string(bytes));
+  return Status::OK();
+}
+
+Status TierStore::CopyTo(TierStore& dest, const std::string& key, WorkerBuffer& wb, OpTiming* read,
+                         OpTiming* write) {
+  *read = OpTiming{};
+  *write = OpTiming{};
+  if (options_.trace_only) return Status::OK();
+  IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
+  std::string to;
+  for (std::uint64_t part = 0; part < std::max<std::uint64_t>(1, options_.parts); ++part) {
+    PathOf(key, part, &wb.path);
+    dest.PathOf(key, part, &to);
+    double t = Now();
+    IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(wb.path));
+    OpenOptions in;
+    in.mode = OpenMode::kRead;
+    in.hint = AccessHint::kWholeFile;
+    in.drop_cache = true;
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> source, storage_.Open(wb.path, in));
+    read->total += Now() - t;
+    t = Now();
+    OpenOptions out;
+    out.mode = OpenMode::kWrite;
+    out.hint = AccessHint::kSequential;
+    out.expected_size = info.size;
+    const std::string temporary = dest.Renames() ? dest.TemporaryName(to) : std::string();
+    const std::string& path = temporary.empty() ? to : temporary;
+    IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, dest.storage_.Open(path, out));
+    write->total += Now() - t;
+    for (std::uint64_t offset = 0; offset < info.size;) {
+      const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), info.size - offset);
+      t = Now();
+      Result<std::size_t> got = source->ReadAt(offset, wb.buffer.span().first(n));
+      read->total += Now() - t;
+      Status st =
+          got.ok() ? (*got == n ? Status::OK()
+                                : Status::Corruption("kv_cache: " + wb.path + " ended at offset " +
+                                                     std::to_string(offset + *got)))
+                   : got.status();
+      t = Now();
+      if (st.ok()) st = file->WriteAt(offset, wb.buffer.span().first(n));
+      write->total += Now() - t;
+      if (!st.ok()) {
+        (void)file->Abort();
+        (void)dest.storage_.Remove(path);
+        return st;
+      }
+      offset += n;
+    }
+    t = Now();
+    IOMIMIC_RETURN_IF_ERROR(source->Close());
+    read->total += Now() - t;
+    t = Now();
+    IOMIMIC_RETURN_IF_ERROR(file->Sync());
+    IOMIMIC_RETURN_IF_ERROR(file->Close());
+    IOMIMIC_RETURN_IF_ERROR(dest.Publish(temporary, to));
+    write->total += Now() - t;
   }
-  timing->total = end - start;
-  timing->device = read - opened;
-  timing->host = timing->total - timing->device;
+  read->device = read->total;
+  write->device = write->total;
+  std::lock_guard<std::mutex> lock(dest.mutex_);
+  dest.stored_[key] = true;
+  return Status::OK();
+}
+
+Status TierStore::Drop(Tier tier, const std::string& key, WorkerBuffer& wb) {
+  if (tier == Tier::kStorage) return Delete(key, wb);
+  FreeBlock(tier, key);
   return Status::OK();
 }
 
@@ -293,14 +450,14 @@ Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t byte
 }
 
 Status TierStore::Read(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
-                       OpTiming* timing) {
+                       OpTiming* timing, ChunkStamp* writer) {
   if (options_.trace_only) return Skipped(timing);
-  if (tier == Tier::kStorage) return StorageRead(key, bytes, wb, timing);
+  if (tier == Tier::kStorage) return StorageRead(key, bytes, wb, timing, writer);
   return MemoryRead(tier, key, bytes, wb, timing);
 }
 
 Status TierStore::Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes,
-                         WorkerBuffer& wb, OpTiming* read, OpTiming* write) {
+                         WorkerBuffer& wb, OpTiming* read, OpTiming* write, TierStore* dest) {
   if (options_.trace_only) return Skipped(read, write);
   const double start = Now();
   const Buffer* block = FindBlock(from, key);
@@ -316,7 +473,8 @@ Status TierStore::Demote(Tier from, Tier to, const std::string& key, std::uint64
     source.memory = block->data();
   }
   const double modelled = Now() - start;
-  Status st = to == Tier::kStorage ? StorageWrite(key, bytes, source, wb, write)
+  TierStore& target = dest != nullptr ? *dest : *this;
+  Status st = to == Tier::kStorage ? target.StorageWrite(key, bytes, source, wb, write)
                                    : MemoryWrite(to, key, bytes, source, wb, write);
   read->total = read->device = read->host = OnDevice(from) ? source.device_seconds : modelled;
   if (st.ok()) FreeBlock(from, key);
@@ -337,8 +495,15 @@ Status TierStore::RemoveAll(bool keep) {
 
 Status TierStore::Delete(const std::string& key, WorkerBuffer& wb) {
   if (options_.trace_only) return Status::OK();
-  PathOf(key, &wb.path);
-  Status st = storage_.Remove(wb.path);
+  Status st;
+  for (std::uint64_t part = 0; part < std::max<std::uint64_t>(1, options_.parts) && st.ok();
+       ++part) {
+    PathOf(key, part, &wb.path);
+    st = storage_.Remove(wb.path);
+    // On a shared store another writer may have published and removed the
+    // same chunk: gone is what a delete wants.
+    if (st.code() == StatusCode::kNotFound && !options_.publish_tag.empty()) st = Status::OK();
+  }
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     stored_.erase(key);

@@ -40,6 +40,18 @@ struct OpTiming {
   double host = 0;
 };
 
+// Who wrote a storage object (StoreOptions::stamp): the first kStampBytes
+// of its payload name the chunk, the run, the rank and the host, so that a
+// reader of a store shared by several ranks and runs knows where a hit came
+// from and that the object it read is the chunk it asked for.
+struct ChunkStamp {
+  std::uint64_t run = 0;  // the same on every rank of a run
+  std::uint32_t rank = 0;
+  std::uint32_t host = 0;  // the cluster's host index
+  friend bool operator==(const ChunkStamp&, const ChunkStamp&) = default;
+};
+inline constexpr std::size_t kStampBytes = 32;
+
 struct StoreOptions {
   std::string folder;  // the storage tier's folder (this rank's)
   std::uint64_t transfer_size = 16ULL << 20;
@@ -69,6 +81,15 @@ struct StoreOptions {
   // CopyOutOfBuffer move them; it times the copies itself. Null: host memory
   // and gpu_copy_gbps. Must outlive the TierStore.
   Storage* accelerator = nullptr;
+  // Objects per entry on storage (kv_cache.chunk_objects layer: one per
+  // model layer, LMCache's layer-wise mode): part i is `<key>.l<i>.npy`, a
+  // 1-D .npy of its share of the bytes; the parts are written in order and
+  // each published whole, so the last part's presence means all are there.
+  std::uint64_t parts = 1;
+  // Storage objects carry this writer's ChunkStamp and reads check it
+  // (a mismatch is a Corruption naming the object and offset).
+  bool stamp = false;
+  ChunkStamp writer;
 };
 
 class TierStore {
@@ -87,20 +108,41 @@ class TierStore {
   // into `tier`, its content unique per key and 4 KiB block.
   Status WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                   OpTiming* timing);
-  // Reads entry `key` whole from `tier` into the worker's buffer.
+  // Reads entry `key` whole from `tier` into the worker's buffer. With
+  // StoreOptions::stamp, a storage read checks the object's stamp and
+  // returns its writer in `writer` (when not null).
   Status Read(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
-              OpTiming* timing);
+              OpTiming* timing, ChunkStamp* writer = nullptr);
   // Moves `key` from memory tier `from` to `to`: read there, write here,
   // free there. `read` and `write` get the two halves' times.
+  // `to` kStorage with `dest`: the object is written through `dest`'s
+  // storage (a lower tier on another plugin) instead of this store's.
   Status Demote(Tier from, Tier to, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
-                OpTiming* read, OpTiming* write);
+                OpTiming* read, OpTiming* write, TierStore* dest = nullptr);
+  // Copies storage entry `key` to `dest`'s storage object by object,
+  // byte for byte (its stamp included), each published whole there; the
+  // caller deletes it here. `read` and `write` get the two sides' times.
+  Status CopyTo(TierStore& dest, const std::string& key, WorkerBuffer& wb, OpTiming* read,
+                OpTiming* write);
+  // Removes `key` from `tier`: frees a memory tier's block, deletes a
+  // storage entry (Delete).
+  Status Drop(Tier tier, const std::string& key, WorkerBuffer& wb);
   // Deletes `key` from the storage tier. A back end that refuses deletes is
   // an error naming it.
   Status Delete(const std::string& key, WorkerBuffer& wb);
-  // The storage object of `key`, into `path` (its storage reused).
+  // The storage object of `key` (its part `part` with StoreOptions::parts),
+  // into `path` (its storage reused).
   void PathOf(const std::string& key, std::string* path) const;
+  void PathOf(const std::string& key, std::uint64_t part, std::string* path) const;
+  // The parts of an entry of `bytes`: part i holds PartBytes(bytes, i).
+  std::uint64_t parts() const { return options_.parts; }
+  std::uint64_t PartBytes(std::uint64_t bytes, std::uint64_t part) const;
+  // Whether `key`'s storage object(s) hold an entry of `bytes` whole (the
+  // last part, published last, of its full size).
+  bool Holds(const std::string& key, std::uint64_t bytes, std::string* scratch);
   const std::string& folder() const { return options_.folder; }
-  // The .npy header's size for an entry of `bytes`.
+  // The .npy header's size for an entry of `bytes` (one object's, with
+  // parts: the part's of that many bytes).
   std::uint64_t header_bytes(std::uint64_t bytes) const;
   // The end of the run: deletes the storage objects this run wrote and still
   // holds, unless `keep` (nothing else in the folder is touched).
@@ -127,8 +169,18 @@ class TierStore {
   bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
   Status StorageWrite(const std::string& key, std::uint64_t bytes, Source& source, WorkerBuffer& wb,
                       OpTiming* timing);
-  Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+  // One object of `bytes` payload at `path`, filled from `source` from
+  // `payload` on (advanced); with `stamp_key`, the payload's first bytes
+  // are that entry's stamp.
+  Status WriteObject(const std::string& path, std::uint64_t bytes, Source& source,
+                     std::uint64_t* payload, const std::string* stamp_key, WorkerBuffer& wb,
                      OpTiming* timing);
+  Status StorageRead(const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
+                     OpTiming* timing, ChunkStamp* writer);
+  // Publishes `temporary` as `path` (a rename; nothing on object stores).
+  Status Publish(const std::string& temporary, const std::string& path);
+  std::string TemporaryName(const std::string& path);
+  bool Renames() const { return !options_.publish_tag.empty() && !storage_.capabilities().objects; }
   Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source& source,
                      WorkerBuffer& wb, OpTiming* timing);
   Status MemoryRead(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,

@@ -201,4 +201,54 @@ TEST_CASE("kvcache tier store: an accelerator out of device memory is one error 
         "out of device memory for 245760");
 }
 
+TEST_CASE("kvcache tier store: per-layer parts, the writer's stamp, a copy to another store") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage storage, objects;
+  StoreOptions o = Options(model, 8192);
+  o.parts = 3;
+  o.stamp = true;
+  o.writer = {77, 2, 1};
+  TierStore store(storage, o);
+  StoreOptions oo = o;
+  oo.folder = "bucket/kv";
+  TierStore lower(objects, oo);
+  TierStore::WorkerBuffer wb;
+  const std::uint64_t bytes = EntryBytes(*model, 10, 1) + 6;  // not a multiple of 3 parts
+  OpTiming t;
+  REQUIRE(store.WriteNew(Tier::kStorage, "c1", bytes, wb, &t).ok());
+  std::uint64_t payload = 0;
+  for (std::uint64_t part = 0; part < 3; ++part) {
+    const std::string path = "kv/rank_0/c1.l" + std::to_string(part) + ".npy";
+    REQUIRE(storage.Has(path));
+    const std::uint64_t n = store.PartBytes(bytes, part);
+    CHECK(storage.Bytes(path).size() == store.header_bytes(n) + n);
+    payload += n;
+  }
+  CHECK(payload == bytes);
+  std::string scratch;
+  CHECK(store.Holds("c1", bytes, &scratch));
+  CHECK_FALSE(store.Holds("c1", bytes + 3, &scratch));
+  ChunkStamp writer;
+  REQUIRE(store.Read(Tier::kStorage, "c1", bytes, wb, &t, &writer).ok());
+  CHECK(writer == ChunkStamp{77, 2, 1});
+  // Byte for byte to the lower store, the stamp with it.
+  OpTiming read, write;
+  REQUIRE(store.CopyTo(lower, "c1", wb, &read, &write).ok());
+  for (std::uint64_t part = 0; part < 3; ++part) {
+    const std::string name = "/c1.l" + std::to_string(part) + ".npy";
+    CHECK(objects.Bytes("bucket/kv" + name) == storage.Bytes("kv/rank_0" + name));
+  }
+  ChunkStamp copied;
+  REQUIRE(lower.Read(Tier::kStorage, "c1", bytes, wb, &t, &copied).ok());
+  CHECK(copied == writer);
+  // An object under another chunk's name is refused, naming it and the offset.
+  REQUIRE(store.WriteNew(Tier::kStorage, "c2", bytes, wb, &t).ok());
+  storage.SetBytes("kv/rank_0/c2.l0.npy", storage.Bytes("kv/rank_0/c1.l0.npy"));
+  Status st = store.Read(Tier::kStorage, "c2", bytes, wb, &t, &writer);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find("kv/rank_0/c2.l0.npy at offset") != std::string::npos);
+  REQUIRE(store.Drop(Tier::kStorage, "c1", wb).ok());
+  CHECK_FALSE(storage.Has("kv/rank_0/c1.l2.npy"));
+}
+
 }  // namespace iomimic::kvcache
