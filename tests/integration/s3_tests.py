@@ -749,6 +749,54 @@ def test_s3_kvcache_quickstart():
                 fail("%s: %s %s, %d bytes" % (key, a.dtype, a.shape, len(body)))
 
 
+def test_s3_kvcache_chunked_object_tier():
+    """The KV chunked mode's object tier on s3 (Dynamo KVBM's G4): host and
+    a small local storage tier above a bucket. The hits per tier, demotions
+    and chunks written equal the independent four-tier LRU's
+    (kvcache_chunked_tests.expected_tiers); the chunks demoted to the bucket
+    are objects numpy loads, of the chunk's bytes."""
+    import io as bytes_io
+    import numpy as np
+    import kvcache_chunked_tests as chunked
+    env = s3_env()
+    client = boto3_client(env)
+    bucket = env["IOMIMIC_S3_BUCKET"]
+    prefix = uniq("kv_object_tier")
+    path = chunked.trace("object_tier.jsonl", 60, 21)
+    chunk, tp = 128, 8
+    caps_gb = {"cpu": 0.002, "storage": 0.004}
+    want = chunked.expected_tiers(path, chunk, tp, [int(caps_gb["cpu"] * 2**30),
+                                                    int(caps_gb["storage"] * 2**30), None])
+    out = work("kv_object_tier")
+    cmd = chunked.chunked_command(path, out, chunk, tp, str(caps_gb["storage"]), [
+        "++workload.kv_cache.cpu_mem_gb=%s" % caps_gb["cpu"],
+        "++workload.kv_cache.object_tier=s3",
+        "++workload.kv_cache.object_tier_options.endpoint_url=" + env["AWS_ENDPOINT_URL"],
+        "++workload.kv_cache.object_tier_folder=%s/%s" % (bucket, prefix),
+        "++workload.kv_cache.keep_entries=True",
+        "++workload.kv_cache.cache_folder=" + work("kv_object_tier_cache")])
+    run(cmd, env=env)
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)["kv_cache_chunked"]
+    got = ([s["chunk_hits"][t] for t in ("cpu", "storage", "object")], s["demotions"],
+           s["deletions"], s["chunks_written"])
+    if got != want:
+        fail("s3 object tier: hits per tier, demotions, deletions, written %r; the LRU gives %r"
+             % (got, want))
+    if want[0][2] == 0:
+        fail("the trace should hit the object tier: %r" % (want,))
+    keys = list_keys(client, bucket, prefix + "/rank_0/")
+    if not keys or s["tiers"]["object"]["write_bytes"] == 0:
+        fail("no chunk objects under %s/rank_0/ (%d bytes written)" % (
+            prefix, s["tiers"]["object"]["write_bytes"]))
+    for key in sorted(keys)[:3]:
+        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        a = np.load(bytes_io.BytesIO(body))
+        if a.nbytes % (chunked.TINY_BYTES_PER_TOKEN // tp) or body[len(body) - a.nbytes:][:8] != \
+                b"IOMKVST1":
+            fail("%s: %d bytes, not whole tokens of a stamped chunk" % (key, a.nbytes))
+
+
 def test_s3_kvcache_closed_options():
     """MLPerf Storage's three closed KV-cache options as shipped, shrunk by
     overrides only (kvcache_workflow_tests.CLOSED_OPTIONS: 4 users, 5 s (the
