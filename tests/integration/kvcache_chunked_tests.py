@@ -33,23 +33,30 @@ def trace(name, requests, seed):
     return path
 
 
+def requests_and_chunks(path, chunk):
+    """The trace's requests in arrival order, each with its chunks as
+    ((block id, end in the block), tokens): equal keys for equal prefixes."""
+    with open(path) as f:
+        rows = sorted((json.loads(line) for line in f if line.strip()),
+                      key=lambda r: r["timestamp"])
+    for r in rows:
+        n, ids = r["input_length"], r["hash_ids"]
+        keys = []
+        for begin in range(0, n, chunk):
+            end = min(n, begin + chunk)
+            block = (end - 1) // BLOCK
+            keys.append(((ids[block], end - block * BLOCK), end - begin))
+        yield r, keys
+
+
 def expected(path, chunk, tp, capacity):
     """(hit tokens, input tokens, chunk hits, chunks written) of an LRU of
     `capacity` bytes (None: infinite) fed the trace's requests in order."""
     lru = collections.OrderedDict()  # key -> bytes, most recent last
     used = 0
     hit_tokens = input_tokens = hits = written = 0
-    with open(path) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    rows.sort(key=lambda r: r["timestamp"])
-    for r in rows:
-        n, ids = r["input_length"], r["hash_ids"]
-        input_tokens += n
-        keys = []
-        for begin in range(0, n, chunk):
-            end = min(n, begin + chunk)
-            block = (end - 1) // BLOCK
-            keys.append(((ids[block], end - block * BLOCK), end - begin))
+    for r, keys in requests_and_chunks(path, chunk):
+        input_tokens += r["input_length"]
         c = 0
         while c < len(keys) and keys[c][0] in lru:
             lru.move_to_end(keys[c][0])
@@ -240,16 +247,7 @@ def expected_tiers(path, chunk, tp, capacities):
         used[level] += size
         where[key] = level
 
-    with open(path) as f:
-        rows = sorted((json.loads(line) for line in f if line.strip()),
-                      key=lambda r: r["timestamp"])
-    for r in rows:
-        n, ids = r["input_length"], r["hash_ids"]
-        keys = []
-        for begin in range(0, n, chunk):
-            end = min(n, begin + chunk)
-            block = (end - 1) // BLOCK
-            keys.append(((ids[block], end - block * BLOCK), end - begin))
+    for _, keys in requests_and_chunks(path, chunk):
         c = 0
         while c < len(keys) and keys[c][0] in where:
             level = where[keys[c][0]]
