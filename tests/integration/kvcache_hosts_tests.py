@@ -1,0 +1,582 @@
+#!/usr/bin/python3
+"""The KV-cache chunked mode's prefix store shared across hosts
+(docs/kvcache-chunked.md, "A prefix store shared across hosts") on 4 hosts
+of the namespace test cluster (scripts/cluster.sh, docs/cluster.md), one
+rank per host, on posix and on s3. Each test starts its own hosts and stops
+them whatever happened; exit 77 (skipped) without root or namespaces, and
+the s3 tests without the local S3 server (scripts/s3_server.sh).
+
+- kvcache_hosts_shared_posix / _s3: a Mooncake trace whose requests share
+  prefixes, its requests 0.4 s apart, so that they run one at a time in
+  trace order across the hosts (request i on rank i mod 4). An independent
+  computation (below: a global store of chunk keys, each with the rank that
+  wrote it) gives the hits on chunks this rank wrote and on chunks another
+  host wrote; summary.json's counts must equal it. On s3 the hosts reach
+  radosgw (which listens on loopback) through a forwarder at the cluster
+  bridge's address, which counts the HTTP requests: each new chunk is one
+  PUT under its own name (no temporary name, no copy, no multipart upload).
+- kvcache_hosts_kill_posix / _s3: a writer host (h4, its own mpirun) and 3
+  reader hosts (h1-h3, one mpirun) replay one trace at once into one store;
+  the writer is killed with SIGKILL mid-run. The readers' run completes
+  (no short read, no error), it hit chunks the writer published, and every
+  object under a chunk's name is whole: its .npy header's shape times 2
+  bytes, and every payload byte equal to the synthetic content its writer
+  generates (the content stream of seed + rank and the chunk's name,
+  iomimic/random.h), recomputed here.
+
+Usage: kvcache_hosts_tests.py TEST --iomimic BIN --source REPO --work DIR
+"""
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import iomimic_tests as harness
+from iomimic_tests import fail
+import cluster_tests
+from cluster_tests import ENV
+
+HOSTS = 4
+BLOCK = 512
+CHUNK = 128
+TP = 8
+SEED = 42  # kv_cache.seed; rank r's chunks hold content of seed + r
+TINY_BYTES_PER_TOKEN = 12 * 4 * 128 * 2 * 2  # tiny-1b: layers x kv heads x head dim x K,V x fp16
+SPACING_MS = 400
+M64 = (1 << 64) - 1
+
+
+def args():
+    return harness.ARGS
+
+
+# --- The trace and the expected hits ----------------------------------------
+
+
+def trace(name, requests, seed, spacing_ms):
+    """A Mooncake trace of scripts/kv_request_traces.py, its requests
+    `spacing_ms` apart in their order (None: the script's own times)."""
+    path = os.path.join(args().work, name)
+    subprocess.run(["/usr/bin/python3", os.path.join(args().source, "scripts",
+                                                     "kv_request_traces.py"),
+                    "mooncake", path, "--requests", str(requests), "--seed", str(seed),
+                    "--prompt-blocks", "2", "--max-new-tokens", "1024"], check=True)
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rows.sort(key=lambda r: r["timestamp"])  # stable, as the reader sorts
+    if spacing_ms is not None:
+        for i, r in enumerate(rows):
+            r["timestamp"] = i * spacing_ms
+        with open(path, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return path, rows
+
+
+def chunk_keys(row):
+    """[(key, tokens)] of a request: a chunk's key is the id of the block
+    holding its last token and that token's place in the block."""
+    n, ids = row["input_length"], row["hash_ids"]
+    keys = []
+    for begin in range(0, n, CHUNK):
+        end = min(n, begin + CHUNK)
+        block = (end - 1) // BLOCK
+        keys.append(((ids[block], end - block * BLOCK), end - begin))
+    return keys
+
+
+def expected(rows, ranks):
+    """The requests in order, request i on rank i mod ranks, one store for
+    all: each rank's lookup walks the chunks and stops at the first one
+    neither its own lists nor the store hold. Returns the totals: hits on
+    chunks this rank wrote (`own`), on chunks another rank wrote
+    (`other_host`, one rank per host), hit tokens, chunks written, and
+    `rewrites` (a chunk written again after a miss before it: none in a
+    prefix-hashed trace)."""
+    writer = {}                            # key -> the rank that wrote it
+    known = [set() for _ in range(ranks)]  # each rank's own lists
+    foreign = [set() for _ in range(ranks)]
+    out = {"own": 0, "other_host": 0, "hit_tokens": 0, "written": 0, "rewrites": 0,
+           "per_rank": [[0, 0] for _ in range(ranks)]}
+    for i, row in enumerate(rows):
+        r = i % ranks
+        keys = chunk_keys(row)
+        c = 0
+        while c < len(keys):
+            key, tokens = keys[c]
+            if key not in known[r]:
+                if key not in writer:
+                    break
+                known[r].add(key)
+                foreign[r].add(key)
+            if key in foreign[r]:
+                out["other_host"] += 1
+                out["per_rank"][r][1] += 1
+            else:
+                out["own"] += 1
+                out["per_rank"][r][0] += 1
+            out["hit_tokens"] += tokens
+            c += 1
+        for key, _ in keys[c:]:
+            if key in writer:
+                out["rewrites"] += 1
+            writer[key] = r
+            known[r].add(key)
+            out["written"] += 1
+    return out
+
+
+# --- The chunks' content (iomimic/random.h, core/src/kvcache/tier_store.cpp) --
+
+
+def splitmix64(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def mix_seed(a, b):
+    return splitmix64((a * 0x9E3779B97F4A7C15 ^ (b + 0x632BE59BD9B4E019)) & M64)[1]
+
+
+def std_hash(text):
+    """libstdc++'s std::hash<std::string> on 64-bit targets (_Hash_bytes of
+    the bytes with seed 0xc70f6907), which keys a chunk's content."""
+    data = text.encode()
+    mul = (0xc6a4a793 << 32) + 0x5bd1e995
+
+    def shift_mix(v):
+        return v ^ (v >> 47)
+
+    aligned = len(data) & ~7
+    h = 0xc70f6907 ^ ((len(data) * mul) & M64)
+    for p in range(0, aligned, 8):
+        word = int.from_bytes(data[p:p + 8], "little")
+        h ^= (shift_mix((word * mul) & M64) * mul) & M64
+        h = (h * mul) & M64
+    if len(data) & 7:
+        h ^= int.from_bytes(data[aligned:], "little")
+        h = (h * mul) & M64
+    h = (shift_mix(h) * mul) & M64
+    return shift_mix(h)
+
+
+def content(seed, nbytes):
+    """The first `nbytes` of ContentStream(seed) with default options: word
+    w is fold(s * (s ^ b)), s = a + (w + 1) * 0x9E3779B97F4A7C15."""
+    import numpy as np
+    state = mix_seed(seed, 0x636F6E74656E7431)  # kContentDomain
+    state, a = splitmix64(state)
+    _, b = splitmix64(state)
+    words = (nbytes + 7) // 8
+    with np.errstate(over="ignore"):
+        w = np.arange(1, words + 1, dtype=np.uint64)
+        s = np.uint64(a) + w * np.uint64(0x9E3779B97F4A7C15)
+        x, y = s, s ^ np.uint64(b)
+        m32 = np.uint64(0xFFFFFFFF)
+        sh = np.uint64(32)
+        xl, xh, yl, yh = x & m32, x >> sh, y & m32, y >> sh
+        ll, lh, hl, hh = xl * yl, xl * yh, xh * yl, xh * yh
+        mid = (ll >> sh) + (lh & m32) + (hl & m32)
+        lo = (mid << sh) | (ll & m32)
+        hi = hh + (lh >> sh) + (hl >> sh) + (mid >> sh)
+    return (lo ^ hi).astype("<u8").tobytes()[:nbytes]
+
+
+def check_whole(name, body, seeds):
+    """A chunk object `name` (c<16 hex>.npy) is whole: numpy loads it, its
+    size is the header plus whole tokens, its payload the content stream of
+    one of `seeds`. Returns the seed."""
+    import numpy as np
+    try:
+        a = np.load(io.BytesIO(body))
+    except Exception as e:  # a torn .npy is a load error
+        fail("%s: numpy cannot load it (%d bytes): %s" % (name, len(body), e))
+    per_token = TINY_BYTES_PER_TOKEN // TP
+    header = len(body) - a.nbytes
+    if a.dtype != np.float16 or a.nbytes == 0 or a.nbytes % per_token or \
+            a.nbytes > CHUNK * per_token or header not in (64, 128):
+        fail("%s: %s %s in %d bytes: not a whole chunk" % (name, a.dtype, a.shape, len(body)))
+    payload = body[header:]
+    key = std_hash(name[:-len(".npy")])
+    for seed in seeds:
+        want = content(mix_seed(seed, key), len(payload))
+        if payload == want:
+            return seed
+    first = next((i for i in range(len(payload)) if payload[i] != want[i]), None)
+    fail("%s: %d payload bytes, none of the writers' content (seeds %s); against seed %d "
+         "the first difference is at payload byte %s" % (name, len(payload), seeds, seeds[-1],
+                                                        first))
+
+
+# --- Runs on the cluster -----------------------------------------------------
+
+
+def command(path, cache, out, extra=()):
+    return [args().iomimic, "run", "workload=kvcache_quickstart",
+            "++workload.kv_cache.layout=chunked",
+            "++workload.kv_cache.request_trace=" + path,
+            "++workload.kv_cache.model=tiny-1b",
+            "++workload.kv_cache.chunk_tokens=%d" % CHUNK,
+            "++workload.kv_cache.tensor_parallel=%d" % TP,
+            "++workload.kv_cache.num_gpus=%d" % TP,
+            "++workload.kv_cache.storage_capacity_gb=0",
+            "++workload.kv_cache.cpu_mem_gb=0",
+            "++workload.kv_cache.seed=%d" % SEED,
+            "++workload.kv_cache.prefill_tokens_per_second=1e9",
+            "++workload.kv_cache.duration=0",
+            "++workload.kv_cache.shared_store=True",
+            "++workload.kv_cache.keep_entries=True",
+            "++workload.kv_cache.cache_folder=" + cache,
+            "++workload.output.folder=" + out] + list(extra)
+
+
+def launch(folder, hosts, cmd, env=None, log=None):
+    """mpirun over `hosts` ("h1:1,h2:1") of the cluster in `folder`."""
+    ranks = sum(int(h.split(":")[1]) for h in hosts.split(","))
+    full = [os.path.join(args().source, "scripts", "cluster.sh"), "mpirun", folder, "-np",
+            str(ranks), "--host", hosts]
+    for name in sorted(env or {}):
+        full += ["-x", name]
+    return subprocess.Popen(full + cmd, env=dict(ENV, **(env or {})), stdout=log,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def finish(p, what, timeout=120):
+    try:
+        text, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        text, _ = p.communicate()
+        fail("%s: still running after %d s:\n%s" % (what, timeout, (text or "")[-3000:]))
+    return p.returncode, text or ""
+
+
+def host_pids(host, comm):
+    ns = ENV["IOMIMIC_CLUSTER_NAME"] + "-" + host
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    pids = []
+    for pid in out.split():
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() == comm:
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+class Store:
+    """Where the chunks live: a folder on the hosts' shared file system, or
+    a prefix of the local S3 server's bucket reached through a forwarder on
+    the cluster's bridge."""
+
+    def __init__(self, kind, name):
+        self.kind = kind
+        self.env = {}
+        self.extra = []
+        self.forwarder = None
+        if kind == "posix":
+            self.cache = os.path.join(args().work, name)
+            self.folder = os.path.join(self.cache, "shared")
+            return
+        import s3_tests
+        keys = s3_tests.server_env()  # exit 77 without the server's tools
+        port = int(keys["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
+        bridge = ENV["IOMIMIC_CLUSTER_NET"] + ".254"
+        self.bucket = keys["IOMIMIC_S3_BUCKET"]
+        self.forwarder = Forwarder((bridge, port), ("127.0.0.1", port), self.bucket)
+        self.forwarder.start()
+        self.client = s3_tests.boto3_client(keys)
+        self.prefix = "kvhosts%d-%s" % (os.getpid(), name)
+        self.cache = self.prefix
+        self.folder = self.prefix + "/shared"
+        self.env = {k: keys[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                         "AWS_REGION")}
+        self.extra = ["++workload.storage.storage_type=s3",
+                      "++workload.storage.storage_root=" + self.bucket,
+                      "++workload.storage.storage_options.endpoint_url=http://%s:%d" % (bridge,
+                                                                                     port)]
+
+    def objects(self):
+        """{name: size} of everything in the store's folder."""
+        if self.kind == "posix":
+            return {n: os.path.getsize(os.path.join(self.folder, n))
+                    for n in os.listdir(self.folder)}
+        import s3_tests
+        keys = s3_tests.list_keys(self.client, self.bucket, self.folder + "/")
+        return {k[len(self.folder) + 1:]: size for k, size in keys.items()}
+
+    def read(self, name):
+        if self.kind == "posix":
+            with open(os.path.join(self.folder, name), "rb") as f:
+                return f.read()
+        return self.client.get_object(Bucket=self.bucket,
+                                      Key=self.folder + "/" + name)["Body"].read()
+
+    def uploads_left(self):
+        if self.kind == "posix":
+            return []
+        return self.client.list_multipart_uploads(Bucket=self.bucket,
+                                                  Prefix=self.folder + "/").get("Uploads", [])
+
+    def close(self):
+        if self.kind == "posix":
+            return
+        self.forwarder.server.close()
+        import s3_tests
+        keys = s3_tests.list_keys(self.client, self.bucket, self.prefix + "/")
+        for k in keys:
+            self.client.delete_object(Bucket=self.bucket, Key=k)
+
+
+class Forwarder(threading.Thread):
+    """TCP from `listen` (an address on the cluster's bridge, the hosts'
+    only way out) to `target` (radosgw on loopback), byte for byte, so that
+    SigV4 signatures made for the bridge address reach the server
+    unchanged; counts the requests by method and key (request lines in the
+    hosts' bytes), and notes each peer's address."""
+
+    def __init__(self, listen, target, bucket):
+        super().__init__(daemon=True)
+        self.server = socket.create_server(listen)
+        self.target = target
+        self.peers = set()
+        self.lock = threading.Lock()
+        self.requests = []  # (method, path, headers) of each request line seen
+        self.line = re.compile(rb"(GET|PUT|HEAD|POST|DELETE) (/" + re.escape(bucket.encode()) +
+                               rb"[^ \r\n]*) HTTP/1\.1\r\n((?:[^\r\n]+\r\n)*)\r\n")
+
+    def run(self):
+        while True:
+            try:
+                conn, peer = self.server.accept()
+            except OSError:
+                return
+            self.peers.add(peer[0])
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self.pipe, args=(conn, upstream, True), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, conn, False), daemon=True).start()
+
+    def pipe(self, source, sink, count):
+        carry = b""
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if count:
+                    # A request's head may straddle two reads: look in the
+                    # tail of the last one too, counting heads that end in
+                    # this one.
+                    text = carry + data
+                    found = [(m.group(1).decode(), m.group(2).decode(), m.group(3).decode())
+                             for m in self.line.finditer(text) if m.end() > len(carry)]
+                    if found:
+                        with self.lock:
+                            self.requests.extend(found)
+                    carry = text[-4096:]
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                sink.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def counted(self, folder):
+        """{method: requests} on keys under `folder`/, with a copy (a PUT
+        with x-amz-copy-source) counted as COPY and multipart as POST."""
+        out = {}
+        with self.lock:
+            for method, path, headers in self.requests:
+                key = path.split("?", 1)[0]
+                if "/" + folder + "/" not in key and "prefix=" + folder not in path.replace(
+                        "%2F", "/"):
+                    continue
+                if method == "PUT" and "x-amz-copy-source" in headers.lower():
+                    method = "COPY"
+                out[method] = out.get(method, 0) + 1
+        return out
+
+
+def summary_of(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+def shared_run(kind):
+    folder = cluster_tests.start(HOSTS)
+    store = None
+    try:
+        store = Store(kind, "cache-shared")
+        path, rows = trace("shared.jsonl", 32, 3, SPACING_MS)
+        want = expected(rows, HOSTS)
+        if want["rewrites"] or want["own"] == 0 or want["other_host"] == 0:
+            fail("the trace should share prefixes within and across ranks, without rewrites: "
+                 "%s" % want)
+        out = os.path.join(args().work, "out-" + kind)
+        hosts = ",".join("h%d:1" % (i + 1) for i in range(HOSTS))
+        p = launch(folder, hosts, command(path, store.cache, out, store.extra + [
+            "++workload.kv_cache.trace_speedup=1",
+            "++workload.kv_cache.max_inflight_requests=1"]), env=store.env,
+            log=subprocess.PIPE)
+        t0 = time.time()
+        rc, text = finish(p, "4 hosts on " + kind)
+        print(text[-3000:])
+        if rc != 0:
+            fail("4 hosts x 1 rank on %s: exit %d" % (kind, rc))
+        s = summary_of(out)
+        k = s["kv_cache_chunked"]
+        if s.get("num_hosts") != HOSTS or sorted(s["iomimic"]["rank_hosts"]) != [
+                "h%d" % (i + 1) for i in range(HOSTS)]:
+            fail("num_hosts %r, rank hosts %r: one rank per host expected" % (
+                s.get("num_hosts"), s["iomimic"].get("rank_hosts")))
+        got = {"hits": k["chunk_hits"]["storage"], "other_host": k["chunk_hits_shared"],
+               "hit_tokens": k["hit_tokens"], "written": k["chunks_written"]}
+        computed = {"hits": want["own"] + want["other_host"], "other_host": want["other_host"],
+                    "hit_tokens": want["hit_tokens"], "written": want["written"]}
+        by_source = k.get("hits_by_source")
+        if by_source is not None:
+            got["other_host"] = by_source["other_host"]
+            got["by_source"] = by_source
+            computed["by_source"] = {"own": want["own"], "other_user": 0, "other_rank": 0,
+                                     "other_host": want["other_host"], "earlier_run": 0}
+        print("%s, 4 hosts, %.1f s: counted %s; computed %s (own %d, per rank [own, other "
+              "host] %s)" % (kind, time.time() - t0, got, computed, want["own"],
+                             want["per_rank"]))
+        if got != computed:
+            fail("%s: the run counted %s; the trace's hash ids give %s" % (kind, got, computed))
+        objects = store.objects()
+        chunks = sorted(n for n in objects if re.fullmatch(r"c[0-9a-f]{16}\.npy", n))
+        if len(chunks) != want["written"] or len(objects) != len(chunks):
+            fail("%s: %d chunk objects (%d objects in all) on the store, %d written" % (
+                kind, len(chunks), len(objects), want["written"]))
+        for n in chunks:
+            check_whole(n, store.read(n), [SEED + r for r in range(HOSTS)])
+        if kind == "s3":
+            methods = store.forwarder.counted(store.folder)
+            print("s3 requests under %s/: %s; peers %s" % (store.folder, methods,
+                                                          sorted(store.forwarder.peers)))
+            net = ENV["IOMIMIC_CLUSTER_NET"]
+            if not {"%s.%d" % (net, i + 1) for i in range(HOSTS)} <= store.forwarder.peers:
+                fail("the server was reached from %s, not from every host" %
+                     sorted(store.forwarder.peers))
+            if methods.get("PUT") != want["written"] or methods.get("COPY") or \
+                    methods.get("POST"):
+                fail("s3: %d chunks written in %s; one PUT each expected, no copy, no "
+                     "multipart upload" % (want["written"], methods))
+            if methods.get("DELETE"):
+                fail("s3: %d DELETEs with keep_entries" % methods["DELETE"])
+    finally:
+        if store is not None:
+            store.close()
+        cluster_tests.cluster("stop", folder, check=False)
+
+
+def kill_run(kind):
+    folder = cluster_tests.start(HOSTS)
+    store = None
+    writer = readers = None
+    try:
+        store = Store(kind, "cache-kill")
+        # 240 requests 25 ms apart: the writer runs 6 s unless killed.
+        path, _ = trace("kill.jsonl", 240, 9, 25)
+        extra = store.extra + ["++workload.kv_cache.trace_speedup=1",
+                               "++workload.kv_cache.io_threads=8",
+                               "++workload.kv_cache.max_inflight_requests=8"]
+        wlog = open(os.path.join(args().work, "writer.log"), "w+")
+        writer = launch(folder, "h4:1", command(path, store.cache,
+                                                os.path.join(args().work, "out-writer"), extra),
+                        env=store.env, log=wlog)
+        deadline = time.time() + 60
+        while True:
+            try:
+                published = [n for n in store.objects() if n.endswith(".npy")]
+            except (OSError, Exception):
+                published = []
+            if len(published) >= 20:
+                break
+            if writer.poll() is not None or time.time() > deadline:
+                wlog.seek(0)
+                fail("the writer published %d chunks before %s:\n%s" % (
+                    len(published), "it ended" if writer.poll() is not None else "60 s",
+                    wlog.read()[-3000:]))
+            time.sleep(0.1)
+        out = os.path.join(args().work, "out-readers")
+        readers = launch(folder, "h1:1,h2:1,h3:1", command(path, store.cache, out, extra),
+                         env=store.env, log=subprocess.PIPE)
+        time.sleep(1.5)
+        pids = host_pids("h4", "iomimic")
+        if writer.poll() is not None or len(pids) != 1:
+            wlog.seek(0)
+            fail("the writer on h4 ended before the kill (iomimic pids %s):\n%s" % (
+                pids, wlog.read()[-3000:]))
+        os.kill(pids[0], signal.SIGKILL)
+        writer.wait(timeout=60)
+        killed_at = len([n for n in store.objects() if n.endswith(".npy")])
+        rc, text = finish(readers, "the readers on h1-h3")
+        print(text[-3000:])
+        if rc != 0 or "fewer than the entry's" in text or "Corruption" in text:
+            fail("the readers on h1-h3 on %s: exit %d after the writer was killed" % (kind, rc))
+        k = summary_of(out)["kv_cache_chunked"]
+        if k["chunk_hits_shared"] == 0 or k["requests"] != 240:
+            fail("the readers: %d requests, %d shared hits; expected 240 requests and hits on "
+                 "the writer's chunks" % (k["requests"], k["chunk_hits_shared"]))
+        objects = store.objects()
+        chunks = sorted(n for n in objects if re.fullmatch(r"c[0-9a-f]{16}\.npy", n))
+        other = sorted(set(objects) - set(chunks))
+        seeds = {}
+        for n in chunks:
+            seed = check_whole(n, store.read(n), [SEED, SEED + 1, SEED + 2])
+            seeds[seed] = seeds.get(seed, 0) + 1
+        uploads = store.uploads_left()
+        print("%s: %d chunks on the store when the writer was killed, %d after the readers; "
+              "all whole (content of seed: %s); readers: %d shared hits of %d hits; left "
+              "beside them: %d temporary names, %d multipart uploads" % (
+                  kind, killed_at, len(chunks), seeds, k["chunk_hits_shared"],
+                  k["chunk_hits"]["storage"], len(other), len(uploads)))
+        if any(".partial-" not in n for n in other):
+            fail("%s: objects that are neither chunks nor temporary names: %s" % (kind, other))
+        if kind == "s3" and other:
+            fail("s3: temporary names on an object store: %s" % other)
+    finally:
+        for p in (writer, readers):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        for h in ("h1", "h2", "h3", "h4"):
+            for pid in host_pids(h, "iomimic"):
+                os.kill(pid, signal.SIGKILL)
+        if store is not None:
+            store.close()
+        cluster_tests.cluster("stop", folder, check=False)
+
+
+def test_kvcache_hosts_shared_posix():
+    shared_run("posix")
+
+
+def test_kvcache_hosts_shared_s3():
+    shared_run("s3")
+
+
+def test_kvcache_hosts_kill_posix():
+    kill_run("posix")
+
+
+def test_kvcache_hosts_kill_s3():
+    kill_run("s3")
+
+
+if __name__ == "__main__":
+    harness.main(globals())
