@@ -100,12 +100,13 @@ def expected(rows, ranks):
     chunks this rank wrote (`own`), on chunks another rank wrote
     (`other_host`, one rank per host), hit tokens, chunks written, and
     `rewrites` (a chunk written again after a miss before it: none in a
-    prefix-hashed trace)."""
+    prefix-hashed trace); `lookups`, the chunks looked for on the store
+    (not in the rank's own lists), `not_on_store` of them missing there."""
     writer = {}                            # key -> the rank that wrote it
     known = [set() for _ in range(ranks)]  # each rank's own lists
     foreign = [set() for _ in range(ranks)]
     out = {"own": 0, "other_host": 0, "hit_tokens": 0, "written": 0, "rewrites": 0,
-           "per_rank": [[0, 0] for _ in range(ranks)]}
+           "lookups": 0, "not_on_store": 0, "per_rank": [[0, 0] for _ in range(ranks)]}
     for i, row in enumerate(rows):
         r = i % ranks
         keys = chunk_keys(row)
@@ -113,7 +114,9 @@ def expected(rows, ranks):
         while c < len(keys):
             key, tokens = keys[c]
             if key not in known[r]:
+                out["lookups"] += 1  # looked for on the store
                 if key not in writer:
+                    out["not_on_store"] += 1
                     break
                 known[r].add(key)
                 foreign[r].add(key)
@@ -408,6 +411,8 @@ class Forwarder(threading.Thread):
                     continue
                 if method == "PUT" and "x-amz-copy-source" in headers.lower():
                     method = "COPY"
+                if method == "GET" and "list-type=" in path:
+                    method = "LIST"
                 out[method] = out.get(method, 0) + 1
         return out
 
@@ -455,8 +460,9 @@ def shared_run(kind):
             computed["by_source"] = {"own": want["own"], "other_user": 0, "other_rank": 0,
                                      "other_host": want["other_host"], "earlier_run": 0}
         print("%s, 4 hosts, %.1f s: counted %s; computed %s (own %d, per rank [own, other "
-              "host] %s)" % (kind, time.time() - t0, got, computed, want["own"],
-                             want["per_rank"]))
+              "host] %s; %d lookups on the store, %d missing there)" % (
+                  kind, time.time() - t0, got, computed, want["own"], want["per_rank"],
+                  want["lookups"], want["not_on_store"]))
         if got != computed:
             fail("%s: the run counted %s; the trace's hash ids give %s" % (kind, got, computed))
         objects = store.objects()
@@ -480,6 +486,13 @@ def shared_run(kind):
                      "multipart upload" % (want["written"], methods))
             if methods.get("DELETE"):
                 fail("s3: %d DELETEs with keep_entries" % methods["DELETE"])
+            # A lookup is one HEAD (the size), a hit one GET (no HEAD before
+            # it); a chunk missing from the store is also one LIST (the
+            # s3 plugin's Stat looks for a folder of that name).
+            if methods.get("HEAD") != want["lookups"] or methods.get("GET") != got["hits"] or \
+                    methods.get("LIST", 0) > want["not_on_store"]:
+                fail("s3: %s for %d lookups on the store (%d missing there) and %d hits" % (
+                    methods, want["lookups"], want["not_on_store"], got["hits"]))
     finally:
         if store is not None:
             store.close()
