@@ -193,7 +193,8 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
   open.hint = AccessHint::kSequential;
   open.expected_size = total;
   PathOf(key, &wb.path);
-  const bool rename = !options_.publish_tag.empty() && !storage_.capabilities().objects;
+  const bool objects = storage_.capabilities().objects;
+  const bool rename = !options_.publish_tag.empty() && !objects;
   const std::string temporary =
       rename ? wb.path + ".partial-" + options_.publish_tag + "-" + std::to_string(published_++)
              : std::string();
@@ -218,7 +219,11 @@ Status TierStore::StorageWrite(const std::string& key, std::uint64_t bytes, Sour
     if (!st.ok()) {
       if (st.code() == StatusCode::kAborted) cut_written_ += offset;
       (void)file->Abort();
-      (void)storage_.Remove(path);  // no half-written entry is left behind
+      // No half-written entry is left behind: a temporary name or a file is
+      // removed. An object store's aborted upload leaves nothing, and the
+      // object under a shared store's name may be another writer's whole
+      // copy, which must stay.
+      if (!objects || options_.publish_tag.empty()) (void)storage_.Remove(path);
       return st;
     }
     offset += n;
