@@ -256,14 +256,23 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
   IOMIMIC_RETURN_IF_ERROR(EnsureBuffer(wb));
   std::string& path = wb.path;
   PathOf(key, &path);
-  IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+  // An object store's open learns the size (a whole GET's answer, or a
+  // HEAD): a Stat before it would be one more request per read.
+  const bool objects = storage_.capabilities().objects;
+  std::uint64_t total = 0;
+  if (!objects) {
+    IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+    total = info.size;
+  }
   OpenOptions open;
   open.mode = OpenMode::kRead;
   open.hint = AccessHint::kWholeFile;
   open.drop_cache = true;
   IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
+  if (objects) {
+    IOMIMIC_ASSIGN_OR_RETURN(total, file->Size());
+  }
   const double opened = Now();
-  const std::uint64_t total = info.size;
   for (std::uint64_t offset = 0; offset < total;) {
     if (Cancelled()) {
       cut_read_ += offset;

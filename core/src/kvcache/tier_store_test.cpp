@@ -228,6 +228,22 @@ TEST_CASE("kvcache tier store: a cut-short upload to a shared object store keeps
   CHECK(memory.Bytes("kv/shared/x.npy") == whole);
 }
 
+TEST_CASE("kvcache tier store: an object store's read takes the size from the open") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage memory;
+  ObjectStorage storage(&memory);
+  TierStore store(storage, Options(model));
+  TierStore::WorkerBuffer wb;
+  OpTiming t;
+  REQUIRE(store.WriteNew(Tier::kStorage, "x", 1 << 16, wb, &t).ok());
+  REQUIRE(store.Read(Tier::kStorage, "x", 1 << 16, wb, &t).ok());
+  CHECK(storage.stats == 0);  // no HEAD before the GET
+  // An object shorter than its entry is still one error naming it.
+  Status st = store.Read(Tier::kStorage, "x", 1 << 20, wb, &t);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find("kv/rank_0/x.npy holds") != std::string::npos);
+}
+
 TEST_CASE("kvcache tier store: a device accelerator moves its entries only through the copies") {
   const ModelSpec* model = *FindModel("tiny-1b");
   testing::MemoryStorage storage;
