@@ -196,6 +196,26 @@ def content(seed, nbytes):
     return (lo ^ hi).astype("<u8").tobytes()[:nbytes]
 
 
+def content_seed(name, body, seeds):
+    """The one of `seeds` whose content chunk `name`'s payload holds (after
+    its .npy header, whose size numpy's format gives), or None."""
+    import numpy as np
+    f = io.BytesIO(body)
+    try:
+        version = np.lib.format.read_magic(f)
+        shape, _, dtype = np.lib.format._read_array_header(f, version)
+    except Exception:
+        return None
+    payload = body[f.tell():]
+    if len(payload) != int(np.prod(shape)) * dtype.itemsize:
+        return None
+    key = std_hash(name[:-len(".npy")])
+    for seed in seeds:
+        if payload == content(mix_seed(seed, key), len(payload)):
+            return seed
+    return None
+
+
 def check_whole(name, body, seeds):
     """A chunk object `name` (c<16 hex>.npy) is whole: numpy loads it, its
     size is the header plus whole tokens, its payload the content stream of
@@ -210,12 +230,11 @@ def check_whole(name, body, seeds):
     if a.dtype != np.float16 or a.nbytes == 0 or a.nbytes % per_token or \
             a.nbytes > CHUNK * per_token or header not in (64, 128):
         fail("%s: %s %s in %d bytes: not a whole chunk" % (name, a.dtype, a.shape, len(body)))
+    seed = content_seed(name, body, seeds)
+    if seed is not None:
+        return seed
     payload = body[header:]
-    key = std_hash(name[:-len(".npy")])
-    for seed in seeds:
-        want = content(mix_seed(seed, key), len(payload))
-        if payload == want:
-            return seed
+    want = content(mix_seed(seeds[-1], std_hash(name[:-len(".npy")])), len(payload))
     first = next((i for i in range(len(payload)) if payload[i] != want[i]), None)
     fail("%s: %d payload bytes, none of the writers' content (seeds %s); against seed %d "
          "the first difference is at payload byte %s" % (name, len(payload), seeds, seeds[-1],
@@ -314,8 +333,13 @@ class Store:
     def objects(self):
         """{name: size} of everything in the store's folder."""
         if self.kind == "posix":
-            return {n: os.path.getsize(os.path.join(self.folder, n))
-                    for n in os.listdir(self.folder)}
+            out = {}
+            for n in os.listdir(self.folder):
+                try:
+                    out[n] = os.path.getsize(os.path.join(self.folder, n))
+                except FileNotFoundError:  # a temporary name renamed meanwhile
+                    pass
+            return out
         import s3_tests
         keys = s3_tests.list_keys(self.client, self.bucket, self.folder + "/")
         return {k[len(self.folder) + 1:]: size for k, size in keys.items()}
@@ -510,10 +534,16 @@ def kill_run(kind):
         extra = store.extra + ["++workload.kv_cache.trace_speedup=1",
                                "++workload.kv_cache.io_threads=8",
                                "++workload.kv_cache.max_inflight_requests=8"]
+        slow = []
+        if kind == "posix":
+            # The writer's chunks in 64 KiB writes of 5 ms each (the latency
+            # decorator), so that the kill finds chunks half written.
+            slow = ["++workload.storage.backend=latency", "++workload.storage.options.inner=posix",
+                    "++workload.storage.options.delay=5ms", "++workload.kv_cache.transfer_size=65536"]
         wlog = open(os.path.join(args().work, "writer.log"), "w+")
         writer = launch(folder, "h4:1", command(path, store.cache,
-                                                os.path.join(args().work, "out-writer"), extra),
-                        env=store.env, log=wlog)
+                                                os.path.join(args().work, "out-writer"),
+                                                extra + slow), env=store.env, log=wlog)
         deadline = time.time() + 60
         while True:
             try:
@@ -539,7 +569,9 @@ def kill_run(kind):
                 pids, wlog.read()[-3000:]))
         os.kill(pids[0], signal.SIGKILL)
         writer.wait(timeout=60)
-        killed_at = len([n for n in store.objects() if n.endswith(".npy")])
+        at_kill = store.objects()
+        killed_at = len([n for n in at_kill if n.endswith(".npy")])
+        print("at the kill: %d chunks, %d temporary names" % (killed_at, len(at_kill) - killed_at))
         rc, text = finish(readers, "the readers on h1-h3")
         print(text[-3000:])
         if rc != 0 or "fewer than the entry's" in text or "Corruption" in text:
@@ -557,13 +589,21 @@ def kill_run(kind):
             seed = check_whole(n, store.read(n), [SEED, SEED + 1, SEED + 2])
             seeds[seed] = seeds.get(seed, 0) + 1
         uploads = store.uploads_left()
+        # A temporary name holds what the writer had written when killed:
+        # whole (not yet renamed), or torn.
+        torn = [n for n in other
+                if content_seed(n.split(".partial-")[0], store.read(n), [SEED]) is None]
         print("%s: %d chunks on the store when the writer was killed, %d after the readers; "
               "all whole (content of seed: %s); readers: %d shared hits of %d hits; left "
-              "beside them: %d temporary names, %d multipart uploads" % (
-                  kind, killed_at, len(chunks), seeds, k["chunk_hits_shared"],
-                  k["chunk_hits"]["storage"], len(other), len(uploads)))
-        if any(".partial-" not in n for n in other):
-            fail("%s: objects that are neither chunks nor temporary names: %s" % (kind, other))
+              "beside them: %d temporary names (%d of them torn), %d multipart "
+              "uploads" % (kind, killed_at, len(chunks), seeds, k["chunk_hits_shared"],
+                           k["chunk_hits"]["storage"], len(other), len(torn), len(uploads)))
+        tag = ".partial-r0-%d-" % pids[0]  # the killed writer's (rank 0, its pid)
+        if any(tag not in n for n in other):
+            fail("%s: objects that are neither chunks nor the killed writer's temporary names "
+                 "(*%s*): %s" % (kind, tag, other))
+        if kind == "posix" and not other:
+            fail("posix: the kill left no temporary name: it landed between the writes")
         if kind == "s3" and other:
             fail("s3: temporary names on an object store: %s" % other)
         if kind == "posix":  # hundreds of MB
