@@ -373,13 +373,18 @@ class Forwarder(threading.Thread):
     only way out) to `target` (radosgw on loopback), byte for byte, so that
     SigV4 signatures made for the bridge address reach the server
     unchanged; counts the requests by method and key (request lines in the
-    hosts' bytes), and notes each peer's address."""
+    hosts' bytes), notes each peer's address and the PUTs whose connection
+    ended before their body did (`cut`: (peer, path)). A peer in `slow`
+    (address -> seconds) waits that long after each read of its bytes."""
 
     def __init__(self, listen, target, bucket):
         super().__init__(daemon=True)
         self.server = socket.create_server(listen)
         self.target = target
         self.peers = set()
+        self.slow = {}
+        self.cut = []
+        self.conns = []  # (peer, socket) of every connection accepted
         self.lock = threading.Lock()
         self.requests = []  # (method, path, headers) of each request line seen
         self.line = re.compile(rb"(GET|PUT|HEAD|POST|DELETE) (/" + re.escape(bucket.encode()) +
@@ -392,36 +397,73 @@ class Forwarder(threading.Thread):
             except OSError:
                 return
             self.peers.add(peer[0])
+            if peer[0] in self.slow:
+                # A small window: the client's kernel cannot take the whole
+                # body ahead of the reads.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            with self.lock:
+                self.conns.append((peer[0], conn))
             upstream = socket.create_connection(self.target)
-            threading.Thread(target=self.pipe, args=(conn, upstream, True), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(upstream, conn, False), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(conn, upstream, peer[0]),
+                             daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, conn, None), daemon=True).start()
 
-    def pipe(self, source, sink, count):
+    def pipe(self, source, sink, peer):
+        """Copies source to sink; `peer`: the client's address when source
+        is the client (its requests are counted), else None."""
         carry = b""
+        total = 0      # bytes of the client's so far
+        put = None     # the last PUT: (where its body ends, its path)
         try:
             while True:
-                data = source.recv(65536)
+                data = source.recv(16384 if peer in self.slow else 65536)
                 if not data:
                     break
-                if count:
+                if peer is not None:
                     # A request's head may straddle two reads: look in the
                     # tail of the last one too, counting heads that end in
                     # this one.
                     text = carry + data
-                    found = [(m.group(1).decode(), m.group(2).decode(), m.group(3).decode())
-                             for m in self.line.finditer(text) if m.end() > len(carry)]
+                    base = total - len(carry)
+                    found = []
+                    for m in self.line.finditer(text):
+                        if m.end() <= len(carry):
+                            continue
+                        found.append((m.group(1).decode(), m.group(2).decode(),
+                                      m.group(3).decode()))
+                        length = re.search(r"(?im)^content-length:\s*(\d+)", found[-1][2])
+                        if found[-1][0] == "PUT" and length:
+                            put = (base + m.end() + int(length.group(1)), found[-1][1])
                     if found:
                         with self.lock:
                             self.requests.extend(found)
                     carry = text[-4096:]
+                    total += len(data)
+                    if peer in self.slow:
+                        time.sleep(self.slow[peer])
                 sink.sendall(data)
         except OSError:
             pass
         finally:
+            if put is not None and total < put[0]:
+                with self.lock:
+                    self.cut.append((peer, put[1]))
             try:
                 sink.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
+
+    def hang_up(self, peer):
+        """Ends the connections from `peer` (a host whose link is down, whose
+        bytes will never come): what they were sending is cut short."""
+        with self.lock:
+            conns = [c for p, c in self.conns if p == peer]
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        time.sleep(0.5)  # the pipes see the end and note their cut PUTs
 
     def counted(self, folder):
         """{method: requests} on keys under `folder`/, with a copy (a PUT
@@ -540,6 +582,10 @@ def kill_run(kind):
             # decorator), so that the kill finds chunks half written.
             slow = ["++workload.storage.backend=latency", "++workload.storage.options.inner=posix",
                     "++workload.storage.options.delay=5ms", "++workload.kv_cache.transfer_size=65536"]
+        if kind == "s3":
+            # The writer's bytes through the forwarder at about 16 KiB per
+            # 5 ms, so that the kill finds uploads half sent.
+            store.forwarder.slow[ENV["IOMIMIC_CLUSTER_NET"] + ".4"] = 0.005
         wlog = open(os.path.join(args().work, "writer.log"), "w+")
         writer = launch(folder, "h4:1", command(path, store.cache,
                                                 os.path.join(args().work, "out-writer"),
@@ -568,6 +614,12 @@ def kill_run(kind):
             fail("the writer on h4 ended before the kill (iomimic pids %s):\n%s" % (
                 pids, wlog.read()[-3000:]))
         os.kill(pids[0], signal.SIGKILL)
+        if kind == "s3":
+            # The host dies with its process: its link goes down too, so
+            # what its kernel still held of the uploads never arrives.
+            subprocess.run(["ip", "link", "set", ENV["IOMIMIC_CLUSTER_NAME"] + "-h4", "down"],
+                           check=True)
+            store.forwarder.hang_up(ENV["IOMIMIC_CLUSTER_NET"] + ".4")
         writer.wait(timeout=60)
         at_kill = store.objects()
         killed_at = len([n for n in at_kill if n.endswith(".npy")])
@@ -604,6 +656,15 @@ def kill_run(kind):
                  "(*%s*): %s" % (kind, tag, other))
         if kind == "posix" and not other:
             fail("posix: the kill left no temporary name: it landed between the writes")
+        if kind == "s3":
+            cut = [path for peer, path in store.forwarder.cut
+                   if peer == ENV["IOMIMIC_CLUSTER_NET"] + ".4"]
+            names = [p.rsplit("/", 1)[1] for p in cut]
+            print("s3: %d PUTs of the writer cut mid-body by the kill and its link's loss, %d of "
+                  "those names on the store (written whole by a reader since)" % (
+                      len(cut), len([n for n in names if n in objects])))
+            if not cut:
+                fail("s3: the kill cut no upload short: it landed between the writes")
         if kind == "s3" and other:
             fail("s3: temporary names on an object store: %s" % other)
         if kind == "posix":  # hundreds of MB
