@@ -50,7 +50,7 @@ TP = 8
 SEED = 42  # kv_cache.seed; rank r's chunks hold content of seed + r
 TINY_BYTES_PER_TOKEN = 12 * 4 * 128 * 2 * 2  # tiny-1b: layers x kv heads x head dim x K,V x fp16
 SPACING_MS = 400
-REQUESTS_KILLED = 100
+REQUESTS_KILLED = 64
 M64 = (1 << 64) - 1
 
 
@@ -571,8 +571,8 @@ def kill_run(kind):
     writer = readers = None
     try:
         store = Store(kind, "cache-kill")
-        # 100 requests 50 ms apart: the writer runs 5 s unless killed.
-        path, _ = trace("kill.jsonl", REQUESTS_KILLED, 9, 50)
+        # 64 requests 60 ms apart: the writer runs 4 s or more unless killed.
+        path, _ = trace("kill.jsonl", REQUESTS_KILLED, 9, 60)
         extra = store.extra + ["++workload.kv_cache.trace_speedup=1",
                                "++workload.kv_cache.io_threads=8",
                                "++workload.kv_cache.max_inflight_requests=8"]
