@@ -525,9 +525,15 @@ def shared_run(kind):
                     "hit_tokens": want["hit_tokens"], "written": want["written"]}
         by_source = k.get("hits_by_source")
         if by_source is not None:
+            # By who wrote the chunk: this rank (for this user or another),
+            # a rank of another host; none on the same host (one rank per
+            # host), none of an earlier run (a fresh store).
             got["other_host"] = by_source["other_host"]
-            got["by_source"] = by_source
-            computed["by_source"] = {"own": want["own"], "other_user": 0, "other_rank": 0,
+            got["by_source"] = {"this_rank": by_source["own"] + by_source["other_user"],
+                                "other_rank": by_source["other_rank"],
+                                "other_host": by_source["other_host"],
+                                "earlier_run": by_source["earlier_run"]}
+            computed["by_source"] = {"this_rank": want["own"], "other_rank": 0,
                                      "other_host": want["other_host"], "earlier_run": 0}
         print("%s, 4 hosts, %.1f s: counted %s; computed %s (own %d, per rank [own, other "
               "host] %s; %d lookups on the store, %d missing there)" % (
