@@ -277,7 +277,13 @@ Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes
     if (!st.ok()) {
       if (st.code() == StatusCode::kAborted) cut_written_ += offset;
       (void)file->Abort();
-      (void)storage_.Remove(path);  // no half-written entry is left behind
+      // No half-written entry is left behind: a temporary name or a file is
+      // removed. An object store's aborted upload leaves nothing, and the
+      // object under a shared store's name may be another writer's whole
+      // copy, which must stay.
+      if (!storage_.capabilities().objects || options_.publish_tag.empty()) {
+        (void)storage_.Remove(path);
+      }
       return st;
     }
     offset += n;
@@ -322,14 +328,23 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
     const double start = Now();
     PathOf(key, part, &path);
     const std::uint64_t expected = PartBytes(bytes, part);
-    IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+    // An object store's open learns the size (a whole GET's answer, or a
+    // HEAD): a Stat before it would be one more request per read.
+    const bool objects = storage_.capabilities().objects;
+    std::uint64_t total = 0;
+    if (!objects) {
+      IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
+      total = info.size;
+    }
     OpenOptions open;
     open.mode = OpenMode::kRead;
     open.hint = AccessHint::kWholeFile;
     open.drop_cache = true;
     IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
+    if (objects) {
+      IOMIMIC_ASSIGN_OR_RETURN(total, file->Size());
+    }
     const double opened = Now();
-    const std::uint64_t total = info.size;
     const std::uint64_t header = total >= expected ? total - expected : 0;
     for (std::uint64_t offset = 0; offset < total;) {
       if (Cancelled()) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "iomimic/forwarding_storage.h"
 #include "iomimic/testing/memory_storage.h"
@@ -57,6 +58,61 @@ class ScrambledDevice final : public ForwardingStorage {
 
  private:
   std::uint64_t limit_;
+};
+
+// An object store in memory: an object being written appears whole at
+// Close (one PUT); Abort leaves nothing, as a cancelled upload.
+class ObjectStorage final : public ForwardingStorage {
+ public:
+  explicit ObjectStorage(Storage* inner) : ForwardingStorage(inner), inner_(inner) {}
+  std::string name() const override { return "objects"; }
+  StorageCapabilities capabilities() const override {
+    StorageCapabilities caps = ForwardingStorage::capabilities();
+    caps.objects = true;
+    return caps;
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    ++stats;
+    return ForwardingStorage::Stat(path);
+  }
+  Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override {
+    if (options.mode != OpenMode::kWrite) return ForwardingStorage::Open(path, options);
+    return std::unique_ptr<File>(std::make_unique<Upload>(inner_, path));
+  }
+
+ private:
+  class Upload final : public File {
+   public:
+    Upload(Storage* inner, std::string path) : inner_(inner), path_(std::move(path)) {}
+    Result<std::size_t> ReadAt(std::uint64_t, std::span<std::byte>) override {
+      return Status::NotSupported("upload");
+    }
+    Status WriteAt(std::uint64_t offset, std::span<const std::byte> source) override {
+      if (offset + source.size() > staged_.size()) staged_.resize(offset + source.size());
+      std::memcpy(staged_.data() + offset, source.data(), source.size());
+      return Status::OK();
+    }
+    Status Sync() override { return Status::OK(); }
+    Result<std::uint64_t> Size() override { return staged_.size(); }
+    Status Close() override {  // the PUT
+      OpenOptions o;
+      o.mode = OpenMode::kWrite;
+      IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, inner_->Open(path_, o));
+      IOMIMIC_RETURN_IF_ERROR(file->WriteAt(0, staged_));
+      return file->Close();
+    }
+    Status Abort() override { return Status::OK(); }
+    const std::string& path() const override { return path_; }
+
+   private:
+    Storage* inner_;
+    std::string path_;
+    std::vector<std::byte> staged_;
+  };
+  Storage* inner_;
+
+ public:
+  int stats = 0;  // Stat calls (a HEAD each on an object store)
 };
 
 StoreOptions Options(const ModelSpec* model, std::uint64_t transfer = 4096) {
@@ -145,6 +201,47 @@ TEST_CASE("kvcache tier store: the end cuts a transfer short and leaves no half 
   OpTiming t;
   CHECK(store.WriteNew(Tier::kStorage, "x", 1 << 20, wb, &t).code() == StatusCode::kAborted);
   CHECK_FALSE(storage.Has("kv/rank_0/x.npy"));
+}
+
+TEST_CASE("kvcache tier store: a cut-short upload to a shared object store keeps the object") {
+  // Writer A publishes x whole; writer B's upload of x is cut short. On an
+  // object store B's aborted upload leaves nothing, and A's object stays.
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage memory;
+  ObjectStorage storage(&memory);
+  StoreOptions o = Options(model);
+  o.folder = "kv/shared";
+  o.publish_tag = "r0-1";
+  TierStore a(storage, o);
+  TierStore::WorkerBuffer wb;
+  OpTiming t;
+  REQUIRE(a.WriteNew(Tier::kStorage, "x", 1 << 20, wb, &t).ok());
+  const std::vector<std::byte> whole = memory.Bytes("kv/shared/x.npy");
+  REQUIRE(whole.size() == a.header_bytes(1 << 20) + (1 << 20));
+  std::atomic<bool> cancel{true};
+  o.publish_tag = "r1-2";
+  o.content_seed = 8;
+  o.cancel = &cancel;
+  TierStore b(storage, o);
+  CHECK(b.WriteNew(Tier::kStorage, "x", 1 << 20, wb, &t).code() == StatusCode::kAborted);
+  CHECK(memory.Paths().size() == 1);
+  CHECK(memory.Bytes("kv/shared/x.npy") == whole);
+}
+
+TEST_CASE("kvcache tier store: an object store's read takes the size from the open") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  testing::MemoryStorage memory;
+  ObjectStorage storage(&memory);
+  TierStore store(storage, Options(model));
+  TierStore::WorkerBuffer wb;
+  OpTiming t;
+  REQUIRE(store.WriteNew(Tier::kStorage, "x", 1 << 16, wb, &t).ok());
+  REQUIRE(store.Read(Tier::kStorage, "x", 1 << 16, wb, &t).ok());
+  CHECK(storage.stats == 0);  // no HEAD before the GET
+  // An object shorter than its entry is still one error naming it.
+  Status st = store.Read(Tier::kStorage, "x", 1 << 20, wb, &t);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find("kv/rank_0/x.npy holds") != std::string::npos);
 }
 
 TEST_CASE("kvcache tier store: a device accelerator moves its entries only through the copies") {
