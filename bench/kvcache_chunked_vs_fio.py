@@ -172,11 +172,11 @@ def fio_phase(folder, phase, size, nfiles, jobs, extra=(), wrap=lambda x: x):
     return j[phase]["io_bytes"], j[phase]["runtime"] / 1000.0
 
 
-def fio_phases(base, size, depth, chunks):
+def fio_phases(base, size, depth, chunks, extra=()):
     folder = os.path.join(base, "fio")
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    wb, ws = fio_phase(folder, "write", size, chunks // depth, depth)
+    wb, ws = fio_phase(folder, "write", size, chunks // depth, depth, extra)
     os.sync()
     rb, rs = fio_phase(folder, "read", size, chunks // depth, depth)
     assert wb == rb == chunks * size, (wb, rb)
@@ -200,41 +200,53 @@ def bandwidth(a, lines):
                 # At least two chunks per I/O thread, a whole number per fio job.
                 chunks = max(volume // size_mib, 2 * depth)
                 chunks = (chunks + depth - 1) // depth * depth
-                f = {"iw": [], "ir": [], "fw": [], "fr": []}
+                f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": []}
                 for rnd in range(a.rounds):
-                    order = ("iomimic", "fio") if rnd % 2 == 0 else ("fio", "iomimic")
+                    order = ["iomimic", "fio", "fio-refill"]
+                    order = order[rnd % 3:] + order[:rnd % 3]
                     for tool in order:
                         time.sleep(a.settle)
                         if tool == "iomimic":
                             w, r = iomimic_phases(a, base, size, depth, chunks)
                             f["iw"].append(w), f["ir"].append(r)
-                        else:
+                        elif tool == "fio":
                             w, r = fio_phases(base, size, depth, chunks)
                             f["fw"].append(w), f["fr"].append(r)
+                        else:
+                            # Fresh random bytes in every write, as every chunk's
+                            # content is unique in iomimic (fio's default reuses one
+                            # random buffer, lightly scrambled).
+                            w, _ = fio_phases(base, size, depth, chunks, ["--refill_buffers"])
+                            f["fx"].append(w)
                 row = (medium, size_mib, depth, chunks, f, benchlib.loadavg())
                 rows.append(row)
-                print("%s %d MiB x %d, depth %d: write iomimic %s fio %s; read iomimic %s fio %s "
+                print("%s %d MiB x %d, depth %d: write iomimic %s fio %s (refill %s); read iomimic %s fio %s "
                       "(load %s)" % (medium, size_mib, chunks, depth,
                                      benchlib.spread(f["iw"], "%.2f"),
                                      benchlib.spread(f["fw"], "%.2f"),
+                                     benchlib.spread(f["fx"], "%.2f"),
                                      benchlib.spread(f["ir"], "%.2f"),
                                      benchlib.spread(f["fr"], "%.2f"), row[5]), flush=True)
     lines += ["## Chunk bandwidth against fio", "",
               "GB/s (10^9 bytes of chunk payload per second), median (min-max) of %d "
-              "rounds; iomimic / fio per round. Load: the 1/5/15-minute load average after "
-              "the cell." % a.rounds, "",
+              "rounds; iomimic / fio per round. fio refill: fio's write with refill_buffers "
+              "(fresh random bytes per write, as iomimic writes unique content per chunk and "
+              "4 KiB block). Load: the 1/5/15-minute load average after the cell." % a.rounds,
+              "",
               "| medium | chunk | chunks | depth | write iomimic | write fio | write ratio | "
-              "read iomimic | read fio | read ratio | load |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "fio refill | ratio to refill | read iomimic | read fio | read ratio | load |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     worst = []
     for medium, size_mib, depth, chunks, f, load in rows:
         wr = [x / y for x, y in zip(f["iw"], f["fw"])]
         rr = [x / y for x, y in zip(f["ir"], f["fr"])]
         worst += [(statistics.median(wr), medium, size_mib, depth, "write"),
                   (statistics.median(rr), medium, size_mib, depth, "read")]
-        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        xr = [x / y for x, y in zip(f["iw"], f["fx"])]
+        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             medium, size_mib, chunks, depth, benchlib.spread(f["iw"], "%.2f"),
             benchlib.spread(f["fw"], "%.2f"), benchlib.spread(wr, "%.2f"),
+            benchlib.spread(f["fx"], "%.2f"), benchlib.spread(xr, "%.2f"),
             benchlib.spread(f["ir"], "%.2f"), benchlib.spread(f["fr"], "%.2f"),
             benchlib.spread(rr, "%.2f"), load))
     worst.sort()
