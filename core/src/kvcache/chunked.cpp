@@ -493,6 +493,13 @@ Result<ChunkedFigures> RunChunked(session::Session& session) {
   }
   so.transfer_size = c.transfer_size;
   so.content_seed = c.seed + static_cast<std::uint64_t>(rank);
+  // What chunks hold: iomimic.content, compress_percentage, dedupe_percentage
+  // (as the whole layout's entries, docs/kvcache.md).
+  const config::IomimicConfig& io = session.config().iomimic;
+  so.content.kind =
+      io.content == "zeros" ? ContentOptions::Kind::kZeros : ContentOptions::Kind::kRandom;
+  so.content.compress_percentage = static_cast<std::uint32_t>(io.compress_percentage);
+  so.content.dedupe_percentage = static_cast<std::uint32_t>(io.dedupe_percentage);
   so.model = model;
   so.tensor_parallel = c.tensor_parallel;
   TierStore store(session.storage(), so);
