@@ -42,8 +42,10 @@ shared by every thread and file, reads and writes together; inner posix on
 --work): storage tokens/s of the whole layout (the storage-bound run of
 kvcache_storage_bound.py: tiny-1b, users, a fixed request count, no GPU or
 host tier) and of the chunked layout (a Mooncake trace from
-scripts/kv_request_traces.py, no host tier: storage tokens = tokens of the
-chunks read from and written to storage) under each cap, against fio under
+scripts/kv_request_traces.py, --chunked-requests requests, tiny-1b with
+tensor_parallel 2, chunks of 256 tokens, no host tier, as fast as slots
+allow: storage tokens = tokens of the chunks read from and written to
+storage, over the run's elapsed_seconds) under each cap, against fio under
 the same cap (fio's `rate` = cap / jobs per job) for each run's pattern
 (mean object size, reads per write, jobs). The reference (kv-cache.py,
 --reference DIR: its kv_cache_benchmark folder) cannot load a storage
@@ -296,7 +298,7 @@ def caps(a, lines):
     trace = os.path.join(a.tmp, "mooncake.jsonl")
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "kv_request_traces.py"),
                     "mooncake", trace, "--requests", str(a.chunked_requests), "--seed", "42",
-                    "--max-new-tokens", "2048"], check=True, capture_output=True)
+                    "--max-new-tokens", "1024"], check=True, capture_output=True)
     fig = {c: {k: [] for k in ("whole", "fio_whole", "chunked", "fio_chunked", "reference",
                                "fio_blkio")} for c in caps_}
     throttles = {}
@@ -325,10 +327,11 @@ def caps(a, lines):
                 c, _ = iomimic_chunked(a, root, os.path.join(a.tmp, "out-chunked"), trace, 256,
                                        a.io_threads,
                                        ["++workload.kv_cache.max_inflight_requests=16",
+                                        "++workload.kv_cache.tensor_parallel=2",
                                         "++workload.kv_cache.prefill_tokens_per_second=1e6"],
                                        model="tiny-1b", storage=latency_storage(cap))
                 shutil.rmtree(root, ignore_errors=True)
-                f["chunked"].append(chunked_tokens_per_second(c, 24576))
+                f["chunked"].append(chunked_tokens_per_second(c, 24576 // 2))  # tiny-1b, TP 2
                 size, loops = chunked_pattern(c, a.io_threads)
                 nfiles = max(1, int(cap * MIB * 2 / size / a.io_threads))
                 rate = ["--rate=%d" % (cap * MIB // a.io_threads)]
@@ -396,7 +399,7 @@ def main():
     ap.add_argument("--ref-users", type=int, default=6)
     ap.add_argument("--requests", type=int, default=40,
                     help="requests of each whole-layout run (both caps serve the same)")
-    ap.add_argument("--chunked-requests", type=int, default=60)
+    ap.add_argument("--chunked-requests", type=int, default=20)
     ap.add_argument("--io-threads", type=int, default=8, help="chunked runs under the caps")
     ap.add_argument("--model", default="tiny-1b")
     ap.add_argument("--skip", choices=["bandwidth", "caps"])
