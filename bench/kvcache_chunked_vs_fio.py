@@ -5,7 +5,8 @@ and on disk; then storage tokens/s of both layouts under two bandwidth caps.
 
   bench/kvcache_chunked_vs_fio.py [--iomimic build/bin/iomimic]
       [--work /var/tmp/iomimic-kv-chunked] [--shm /dev/shm/iomimic-kv-chunked]
-      [--sizes 2,8,32,80] [--depths 1,4,16] [--rounds 3] [--volume-mib 1024,512]
+      [--sizes 2,8,32,80] [--depths 1,4,16] [--rounds 4] [--volume-mib 512,256]
+      [--media tmpfs,disk]
       [--caps 40,120] [--reference DIR] [--skip bandwidth|caps] [--record]
 
 Part 1 (bandwidth). Model llama3.1-8b (128 KiB of KV cache per token,
@@ -112,7 +113,7 @@ def iomimic_chunked(a, root, out, trace, chunk_tokens, depth, extra=(), model="l
         return json.load(f)["kv_cache_chunked"], wall
 
 
-def iomimic_phases(a, base, size, depth, chunks):
+def iomimic_phases(a, base, size, depth, chunks, content=()):
     """The write run and the read run of `chunks` chunks of `size` bytes.
     Returns (write GB/s, read GB/s) from summary.json, after checking them."""
     tokens = size // BYTES_PER_TOKEN
@@ -122,7 +123,7 @@ def iomimic_phases(a, base, size, depth, chunks):
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
     keep = ["++workload.kv_cache.keep_entries=True",
-            "++workload.kv_cache.prefill_tokens_per_second=1e12"]
+            "++workload.kv_cache.prefill_tokens_per_second=1e12"] + list(content)
     w, _ = iomimic_chunked(a, root, os.path.join(a.tmp, "out-w"), trace, tokens, depth,
                            keep + ["++workload.kv_cache.cache_folder=w"])
     folder = os.path.join(root, "w", "rank_0")
@@ -192,7 +193,8 @@ def fio_phases(base, size, depth, chunks, extra=()):
 def bandwidth(a, lines):
     sizes = [int(s) for s in a.sizes.split(",")]
     depths = [int(d) for d in a.depths.split(",")]
-    media = [("tmpfs", a.shm, a.volumes[0]), ("disk", a.work, a.volumes[1])]
+    media = [m for m in (("tmpfs", a.shm, a.volumes[0]), ("disk", a.work, a.volumes[1]))
+             if m[0] in a.media.split(",")]
     rows = []
     for medium, base, volume in media:
         os.makedirs(base, exist_ok=True)
@@ -202,15 +204,21 @@ def bandwidth(a, lines):
                 # At least two chunks per I/O thread, a whole number per fio job.
                 chunks = max(volume // size_mib, 2 * depth)
                 chunks = (chunks + depth - 1) // depth * depth
-                f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": []}
+                f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": [], "iz": []}
                 for rnd in range(a.rounds):
-                    order = ["iomimic", "fio", "fio-refill"]
-                    order = order[rnd % 3:] + order[:rnd % 3]
+                    order = ["iomimic", "fio", "fio-refill", "iomimic-zeros"]
+                    order = order[rnd % 4:] + order[:rnd % 4]
                     for tool in order:
                         time.sleep(a.settle)
                         if tool == "iomimic":
                             w, r = iomimic_phases(a, base, size, depth, chunks)
                             f["iw"].append(w), f["ir"].append(r)
+                        elif tool == "iomimic-zeros":
+                            # iomimic.content zeros: the same transfers without
+                            # generating content (what the content costs).
+                            w, _ = iomimic_phases(a, base, size, depth, chunks,
+                                                  ["++workload.iomimic.content=zeros"])
+                            f["iz"].append(w)
                         elif tool == "fio":
                             w, r = fio_phases(base, size, depth, chunks)
                             f["fw"].append(w), f["fr"].append(r)
@@ -222,9 +230,10 @@ def bandwidth(a, lines):
                             f["fx"].append(w)
                 row = (medium, size_mib, depth, chunks, f, benchlib.loadavg())
                 rows.append(row)
-                print("%s %d MiB x %d, depth %d: write iomimic %s fio %s (refill %s); read iomimic %s fio %s "
+                print("%s %d MiB x %d, depth %d: write iomimic %s (zeros %s) fio %s (refill %s); read iomimic %s fio %s "
                       "(load %s)" % (medium, size_mib, chunks, depth,
                                      benchlib.spread(f["iw"], "%.2f"),
+                                     benchlib.spread(f["iz"], "%.2f"),
                                      benchlib.spread(f["fw"], "%.2f"),
                                      benchlib.spread(f["fx"], "%.2f"),
                                      benchlib.spread(f["ir"], "%.2f"),
@@ -233,11 +242,14 @@ def bandwidth(a, lines):
               "GB/s (10^9 bytes of chunk payload per second), median (min-max) of %d "
               "rounds; iomimic / fio per round. fio refill: fio's write with refill_buffers "
               "(fresh random bytes per write, as iomimic writes unique content per chunk and "
-              "4 KiB block). Load: the 1/5/15-minute load average after the cell." % a.rounds,
+              "4 KiB block). iomimic zeros: iomimic's write with iomimic.content zeros (no "
+              "content generated), over fio's default. Load: the 1/5/15-minute load average "
+              "after the cell." % a.rounds,
               "",
               "| medium | chunk | chunks | depth | write iomimic | write fio | write ratio | "
-              "fio refill | ratio to refill | read iomimic | read fio | read ratio | load |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "fio refill | ratio to refill | zeros / fio | read iomimic | read fio | "
+              "read ratio | load |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     worst = []
     for medium, size_mib, depth, chunks, f, load in rows:
         wr = [x / y for x, y in zip(f["iw"], f["fw"])]
@@ -245,10 +257,12 @@ def bandwidth(a, lines):
         worst += [(statistics.median(wr), medium, size_mib, depth, "write"),
                   (statistics.median(rr), medium, size_mib, depth, "read")]
         xr = [x / y for x, y in zip(f["iw"], f["fx"])]
-        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            medium, size_mib, chunks, depth, benchlib.spread(f["iw"], "%.2f"),
+        zr = [x / y for x, y in zip(f["iz"], f["fw"])]
+        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                     % (medium, size_mib, chunks, depth, benchlib.spread(f["iw"], "%.2f"),
             benchlib.spread(f["fw"], "%.2f"), benchlib.spread(wr, "%.2f"),
             benchlib.spread(f["fx"], "%.2f"), benchlib.spread(xr, "%.2f"),
+            benchlib.spread(zr, "%.2f"),
             benchlib.spread(f["ir"], "%.2f"), benchlib.spread(f["fr"], "%.2f"),
             benchlib.spread(rr, "%.2f"), load))
     worst.sort()
@@ -328,6 +342,7 @@ def caps(a, lines):
                                        a.io_threads,
                                        ["++workload.kv_cache.max_inflight_requests=16",
                                         "++workload.kv_cache.tensor_parallel=2",
+                                        "++workload.kv_cache.num_gpus=2",
                                         "++workload.kv_cache.prefill_tokens_per_second=1e6"],
                                        model="tiny-1b", storage=latency_storage(cap))
                 shutil.rmtree(root, ignore_errors=True)
@@ -390,10 +405,12 @@ def main():
     ap.add_argument("--shm", default="/dev/shm/iomimic-kv-chunked")
     ap.add_argument("--sizes", default="2,8,32,80", help="chunk sizes, MiB")
     ap.add_argument("--depths", default="1,4,16", help="I/O threads = fio jobs")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--volume-mib", default="1024,512",
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="rounds; the order of the four writers rotates by one each round")
+    ap.add_argument("--volume-mib", default="512,256",
                     help="MiB per phase on tmpfs, on disk (at least 2 chunks per thread)")
-    ap.add_argument("--settle", type=float, default=2.0)
+    ap.add_argument("--media", default="tmpfs,disk")
+    ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--caps", default="40,120", help="MiB/s")
     ap.add_argument("--reference", help="the reference's kv_cache_benchmark folder")
     ap.add_argument("--ref-users", type=int, default=6)
