@@ -7,7 +7,7 @@ and on disk; then storage tokens/s of both layouts under two bandwidth caps.
       [--work /var/tmp/iomimic-kv-chunked] [--shm /dev/shm/iomimic-kv-chunked]
       [--sizes 2,8,32,80] [--depths 1,4,16] [--rounds 4] [--volume-mib 512,256]
       [--media tmpfs,disk]
-      [--caps 40,120] [--reference DIR] [--skip bandwidth|caps] [--record]
+      [--caps 40,120] [--reference DIR] [--parts bandwidth,cpu,caps] [--record]
 
 Part 1 (bandwidth). Model llama3.1-8b (128 KiB of KV cache per token,
 tensor_parallel 1), so kv_cache.chunk_tokens = 8 x the chunk's MiB gives
@@ -281,6 +281,81 @@ def bandwidth(a, lines):
         " (target: at least 0.9).", ""]
 
 
+# --- part 1b: CPU per GiB written -------------------------------------------------
+
+
+def child_cpu(argv):
+    with benchlib.ChildCpu() as cpu:
+        r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(" ".join(argv) + " failed:\n" + r.stdout[-2000:] + r.stderr[-2000:])
+    return cpu.seconds
+
+
+def write_cpu(a, lines):
+    """CPU seconds (user + system) per GiB written on tmpfs: the difference
+    between a run of 512 and one of 16 chunks of 2 MiB at depth 4 (start-up
+    and teardown cancel), iomimic (random and zeros content) and fio (its
+    default buffer and refill_buffers). Load hardly moves CPU time, so this
+    shows what each tool spends where bandwidth on a loaded machine cannot."""
+    size, depth = 2 * MIB, 4
+    keep = ["++workload.kv_cache.keep_entries=True", "++workload.kv_cache.cache_folder=w",
+            "++workload.kv_cache.prefill_tokens_per_second=1e12"]
+
+    def iomimic(n, content):
+        trace = os.path.join(a.tmp, "cpu%d.jsonl" % n)
+        write_trace(trace, n, size // BYTES_PER_TOKEN)
+        root = os.path.join(a.shm, "cpu")
+        shutil.rmtree(root, ignore_errors=True)
+        out = os.path.join(a.tmp, "out-cpu")
+        shutil.rmtree(out, ignore_errors=True)
+        argv = [a.iomimic, "run", "workload=kvcache_quickstart",
+                "++workload.kv_cache.layout=chunked", "++workload.kv_cache.request_trace=" + trace,
+                "++workload.kv_cache.model=llama3.1-8b",
+                "++workload.kv_cache.chunk_tokens=%d" % (size // BYTES_PER_TOKEN),
+                "++workload.kv_cache.cpu_mem_gb=0", "++workload.kv_cache.storage_capacity_gb=0",
+                "++workload.kv_cache.io_threads=%d" % depth,
+                "++workload.kv_cache.max_inflight_requests=%d" % depth,
+                "++workload.kv_cache.trace_speedup=0", "++workload.storage.storage_root=" + root,
+                "++workload.output.folder=" + out] + keep + content
+        seconds = child_cpu(argv)
+        shutil.rmtree(root, ignore_errors=True)
+        return seconds
+
+    def fio(n, extra):
+        folder = os.path.join(a.shm, "cpu-fio")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        argv = ["fio", "--name=kv", "--directory=" + folder,
+                "--filename_format=kv.$jobnum.$filenum", "--nrfiles=%d" % (n // depth),
+                "--filesize=%d" % size, "--size=%d" % (size * n // depth), "--openfiles=1",
+                "--file_service_type=sequential", "--bs=%d" % size, "--ioengine=psync",
+                "--numjobs=%d" % depth, "--rw=write", "--fsync_on_close=1", "--create_on_open=1",
+                "--thread", "--output-format=json"] + extra
+        seconds = child_cpu(argv)
+        shutil.rmtree(folder, ignore_errors=True)
+        return seconds
+
+    tools = (("iomimic", lambda n: iomimic(n, [])),
+             ("iomimic, content zeros", lambda n: iomimic(n, ["++workload.iomimic.content=zeros"])),
+             ("fio", lambda n: fio(n, [])),
+             ("fio refill_buffers", lambda n: fio(n, ["--refill_buffers"])))
+    res = {name: [] for name, _ in tools}
+    for rnd in range(a.rounds):
+        for name, run in tools[rnd % 4:] + tools[:rnd % 4]:
+            res[name].append((run(512) - run(16)) / (496 * size / GIB))
+    lines += ["## CPU per GiB written (tmpfs, 2 MiB chunks, depth 4)", "",
+              "User + system CPU seconds of the whole process per GiB, the difference "
+              "between 512 and 16 chunks (start-up cancels), median (min-max) of %d rounds; "
+              "load after: %s." % (a.rounds, benchlib.loadavg()), "",
+              "| writer | CPU s / GiB | / fio's |", "|---|---:|---:|"]
+    fio_median = statistics.median(res["fio"])
+    for name, _ in tools:
+        lines.append("| %s | %s | %.2f |" % (name, benchlib.spread(res[name], "%.3f"),
+                                             statistics.median(res[name]) / fio_median))
+    lines.append("")
+
+
 # --- part 2 -------------------------------------------------------------------------------
 
 
@@ -423,7 +498,7 @@ def main():
     ap.add_argument("--chunked-requests", type=int, default=20)
     ap.add_argument("--io-threads", type=int, default=8, help="chunked runs under the caps")
     ap.add_argument("--model", default="tiny-1b")
-    ap.add_argument("--skip", choices=["bandwidth", "caps"])
+    ap.add_argument("--parts", default="bandwidth,cpu,caps")
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args()
     a.volumes = [int(v) for v in a.volume_mib.split(",")]
@@ -432,7 +507,7 @@ def main():
     os.makedirs(a.tmp, exist_ok=True)
     if a.reference:
         a.reference = os.path.abspath(a.reference)
-    if a.skip != "caps" and os.geteuid() != 0:
+    if "caps" in a.parts and os.geteuid() != 0:
         sys.exit("the caps part needs root (cgroup throttles)")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
@@ -440,9 +515,12 @@ def main():
     lines = ["# KV-cache chunked mode against fio (bench/kvcache_chunked_vs_fio.py)", "",
              "iomimic %s; %s; load before: %s; %d rounds, the tools' order alternating." % (
                  commit, benchlib.machine(with_fio=True), a.load_before, a.rounds), ""]
-    if a.skip != "bandwidth":
+    parts = a.parts.split(",")
+    if "bandwidth" in parts:
         bandwidth(a, lines)
-    if a.skip != "caps":
+    if "cpu" in parts:
+        write_cpu(a, lines)
+    if "caps" in parts:
         caps(a, lines)
     lines.append("Load after: %s." % benchlib.loadavg())
     shutil.rmtree(a.tmp, ignore_errors=True)
