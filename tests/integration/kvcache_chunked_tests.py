@@ -356,5 +356,53 @@ def test_kvcache_chunked_hit_sources():
         fail("other_rank hits %d, shared hits %d" % (by["other_rank"], r["chunk_hits_shared"]))
 
 
+def test_kvcache_chunked_content():
+    """iomimic.content and compress_percentage reach the chunks: with zeros
+    every chunk's array is all zeros; with compress_percentage 50 the second
+    half of every 4 KiB block of the payload is zeros and the first half is
+    not; by default two chunks differ and neither has a zero 4 KiB block."""
+    path = os.path.join(args().work, "content.jsonl")
+    with open(path, "w") as f:
+        for i in range(4):
+            f.write(json.dumps({"timestamp": 0, "input_length": 64, "output_length": 1,
+                                "hash_ids": [100 + i]}) + "\n")
+    check = os.path.join(args().work, "check_content.py")
+    with open(check, "w") as f:
+        f.write("""import glob, sys
+import numpy as np
+mode, folder = sys.argv[1], sys.argv[2]
+files = sorted(glob.glob(folder + "/*.npy"))
+assert len(files) == 4, files
+raws = []
+for name in files:
+    a = np.load(name)
+    raw = a.view(np.uint8).reshape(-1)
+    assert raw.size == 64 * %d, raw.size
+    raws.append(raw)
+    blocks = raw[: raw.size // 4096 * 4096].reshape(-1, 4096)
+    if mode == "zeros":
+        assert not raw.any(), name
+    elif mode == "compress50":
+        assert not blocks[:, 2048:].any(), name
+        assert blocks[:, :2048].any(axis=1).all(), name
+    else:
+        assert blocks.any(axis=1).all(), name
+if mode == "random":
+    assert (raws[0] != raws[1]).any()
+print("ok", mode, len(files))
+""" % TINY_BYTES_PER_TOKEN)
+    for mode, extra in (("zeros", ["++workload.iomimic.content=zeros"]),
+                        ("compress50", ["++workload.iomimic.compress_percentage=50"]),
+                        ("random", [])):
+        cache = os.path.join(args().work, "cache-" + mode)
+        chunked_run(path, os.path.join(args().work, "out-" + mode), 64, 1, "0",
+                    extra + ["++workload.kv_cache.keep_entries=True",
+                             "++workload.kv_cache.cache_folder=" + cache])
+        p = subprocess.run(["/usr/bin/python3", check, mode, os.path.join(cache, "rank_0")],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            fail("chunk content with %s: %s%s" % (mode, p.stdout, p.stderr))
+
+
 if __name__ == "__main__":
     harness.main(globals())

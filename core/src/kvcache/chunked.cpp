@@ -438,7 +438,7 @@ void ChunkedRun::Execute(Decided d) {
       OpTiming timing;
       ChunkStamp writer;
       const Level& l = L(t.level);
-      const bool stamped = l.kind == Tier::kStorage && !c_.trace_only;
+      const bool stamped = l.kind == Tier::kStorage && l.shared && !c_.trace_only;
       Record(
           l.store->Read(l.kind, KeyName(t.key), t.bytes, wb, &timing, stamped ? &writer : nullptr));
       Timed(t.level, false, t.bytes, timing);
@@ -602,11 +602,20 @@ Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Regis
   }
   so.transfer_size = c.transfer_size;
   so.content_seed = c.seed + static_cast<std::uint64_t>(rank);
+  // What chunks hold: iomimic.content, compress_percentage, dedupe_percentage
+  // (as the whole layout's entries, docs/kvcache.md).
+  const config::IomimicConfig& io = session.config().iomimic;
+  so.content.kind =
+      io.content == "zeros" ? ContentOptions::Kind::kZeros : ContentOptions::Kind::kRandom;
+  so.content.compress_percentage = static_cast<std::uint32_t>(io.compress_percentage);
+  so.content.dedupe_percentage = static_cast<std::uint32_t>(io.dedupe_percentage);
   so.model = model;
   so.tensor_parallel = c.tensor_parallel;
   so.trace_only = c.trace_only;
   so.parts = c.chunk_objects == "layer" ? std::max<std::uint64_t>(1, model->num_layers) : 1;
-  so.stamp = true;
+  // A shared store's objects say who wrote them (hits by source, torn
+  // objects refused); a rank's own store knows that from its own lists.
+  so.stamp = c.shared_store;
   so.writer = me;
   so.gpu_copy_bytes_per_second = c.gpu_copy_gbps * 1e9;
   std::string device_path;

@@ -19,8 +19,9 @@
 // last is deleted. kv_cache.promotion on_hit moves a lower-tier hit up to
 // the top tier after it is read (LMCache, Dynamo KVBM); none leaves it
 // (MLPerf's waterfall). kv_cache.chunk_objects layer stores a chunk as one
-// object per model layer. Storage objects carry their writer's stamp
-// (kvcache/tier_store.h), so hits are counted by who wrote the chunk.
+// object per model layer. Hits are counted by who wrote the chunk: this
+// rank's own lists say so for its chunks, and a shared store's objects
+// carry their writer's stamp (kvcache/tier_store.h).
 //
 // Decisions are made for one request at a time in arrival order, so the
 // hits are those of an LRU fed the requests in order (tests compare them
