@@ -303,6 +303,12 @@ def test_kvcache_chunked_four_tiers():
         t = s["tiers"]
         if t["object"]["write_bytes"] == 0 or t["gpu"]["write_bytes"] == 0:
             fail("%s objects: no bytes written to the gpu or object tier: %r" % (layout, t))
+        st = t["storage"]
+        split = st["chunk_read_device_ms_mean"] + st["chunk_read_host_ms_mean"]
+        if st["chunk_read_device_ms_mean"] <= 0 or split > 1.05 * st["chunk_read_ms"]["mean"] + 0.01:
+            fail("%s objects: storage read device %r + host %r ms against a mean of %r" % (
+                layout, st["chunk_read_device_ms_mean"], st["chunk_read_host_ms_mean"],
+                st["chunk_read_ms"]["mean"]))
         if s["hits_by_source"]["other_user"] != sum(want[0]):
             fail("%s objects: every hit of a one-rank Mooncake run is another request's: %r" % (
                 layout, s["hits_by_source"]))

@@ -297,7 +297,8 @@ class ChunkedRun {
     const int i = levels_[static_cast<std::size_t>(level)].slot;
     std::lock_guard<std::mutex> lock(figures_mu_);
     (write ? f_.write_bytes : f_.read_bytes)[i] += bytes;
-    (write ? f_.write_seconds : f_.read_seconds)[i] += t.total;
+    (write ? f_.write_device_seconds : f_.read_device_seconds)[i] += t.device;
+    (write ? f_.write_host_seconds : f_.read_host_seconds)[i] += t.host;
     (write ? f_.chunk_write_ns : f_.chunk_read_ns)[i].Record(
         static_cast<std::uint64_t>(t.total * 1e9));
   }
@@ -567,6 +568,11 @@ double Gbps(std::uint64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
 }
 
+// Milliseconds per transfer: `seconds` summed over the transfers `ops` holds.
+double MeanMs(double seconds, const metrics::LatencyHistogram& ops) {
+  return ops.count() > 0 ? seconds * 1e3 / static_cast<double>(ops.count()) : 0.0;
+}
+
 }  // namespace
 
 Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Registry* registry) {
@@ -701,6 +707,11 @@ Status ChunkedResults::Collect(session::Session& session, output::RunResults& ru
     values.insert(values.end(), {l.hits[t], l.read_bytes[t], l.write_bytes[t]});
   }
   for (int i = 0; i < kHitSources; ++i) values.push_back(l.hits_by_source[i]);
+  auto ns = [](double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); };
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    values.insert(values.end(), {ns(l.read_device_seconds[t]), ns(l.read_host_seconds[t]),
+                                 ns(l.write_device_seconds[t]), ns(l.write_host_seconds[t])});
+  }
   const std::vector<std::uint64_t> s = cluster.SumU64s(values);
   std::size_t i = 0;
   for (std::uint64_t* out : {&merged_.requests, &merged_.input_tokens, &merged_.hit_tokens,
@@ -712,6 +723,12 @@ Status ChunkedResults::Collect(session::Session& session, output::RunResults& ru
     merged_.hits[t] = s[i++], merged_.read_bytes[t] = s[i++], merged_.write_bytes[t] = s[i++];
   }
   for (int k = 0; k < kHitSources; ++k) merged_.hits_by_source[k] = s[i++];
+  for (int t = 0; t < kMaxChunkTiers; ++t) {
+    for (double* out : {&merged_.read_device_seconds[t], &merged_.read_host_seconds[t],
+                        &merged_.write_device_seconds[t], &merged_.write_host_seconds[t]}) {
+      *out = static_cast<double>(s[i++]) / 1e9;
+    }
+  }
   const std::vector<double> maxima =
       cluster.MaxDoubles({l.elapsed_seconds, static_cast<double>(l.max_queue_depth)});
   merged_.elapsed_seconds = maxima[0];
@@ -779,7 +796,15 @@ void ChunkedResults::AddToSummary(const output::RunResults& run,
         {"chunk_read_ms",
          metrics::PercentilesJson<json>(f.chunk_read_ns[t], metrics::kReferenceQuantiles)},
         {"chunk_write_ms",
-         metrics::PercentilesJson<json>(f.chunk_write_ns[t], metrics::kReferenceQuantiles)}};
+         metrics::PercentilesJson<json>(f.chunk_write_ns[t], metrics::kReferenceQuantiles)},
+        {"chunk_read_device_ms_mean",
+         metrics::JsonNumber<json>(MeanMs(f.read_device_seconds[t], f.chunk_read_ns[t]))},
+        {"chunk_read_host_ms_mean",
+         metrics::JsonNumber<json>(MeanMs(f.read_host_seconds[t], f.chunk_read_ns[t]))},
+        {"chunk_write_device_ms_mean",
+         metrics::JsonNumber<json>(MeanMs(f.write_device_seconds[t], f.chunk_write_ns[t]))},
+        {"chunk_write_host_ms_mean",
+         metrics::JsonNumber<json>(MeanMs(f.write_host_seconds[t], f.chunk_write_ns[t]))}};
   }
   o["tiers"] = std::move(tiers);
   o["ttft_ms"] = metrics::PercentilesJson<json>(f.ttft_ns, metrics::kReferenceQuantiles);

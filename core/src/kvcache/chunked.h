@@ -150,7 +150,11 @@ struct ChunkedFigures {
   std::uint64_t written = 0;  // new chunks written
   std::uint64_t promotions = 0, demotions = 0, deletions = 0;
   std::uint64_t read_bytes[kMaxChunkTiers] = {}, write_bytes[kMaxChunkTiers] = {};
-  double read_seconds[kMaxChunkTiers] = {}, write_seconds[kMaxChunkTiers] = {};
+  // The transfers' time split as the reference splits it (kvcache/
+  // tier_store.h OpTiming): device (storage reads; a write's sync and
+  // close) and host (the rest), summed per tier.
+  double read_device_seconds[kMaxChunkTiers] = {}, read_host_seconds[kMaxChunkTiers] = {};
+  double write_device_seconds[kMaxChunkTiers] = {}, write_host_seconds[kMaxChunkTiers] = {};
   std::uint64_t max_queue_depth = 0;  // transfers queued or running at once, at most
   double elapsed_seconds = 0;
   double recompute_seconds = 0;  // the requests' TTFT had every token been prefilled
