@@ -870,9 +870,22 @@ const output::FigureList& ChunkedFigureList() {
       {"kv chunk TTFT p50 ms", {"kv_cache_chunked", "ttft_ms", "p50"}, false},
       {"kv chunk TTFT p99 ms", {"kv_cache_chunked", "ttft_ms", "p99"}, false},
       {"kv chunk TTFT saved", {"kv_cache_chunked", "ttft_saved"}, true},
+      {"kv chunk TTFT p99.9 ms", {"kv_cache_chunked", "ttft_ms", "p999"}, false},
       {"kv chunk storage read GB/s",
        {"kv_cache_chunked", "tiers", "storage", "read_GB_per_second"},
        true},
+      {"kv chunk storage write GB/s",
+       {"kv_cache_chunked", "tiers", "storage", "write_GB_per_second"},
+       true},
+      {"kv chunk object read GB/s",
+       {"kv_cache_chunked", "tiers", "object", "read_GB_per_second"},
+       true,
+       {"kv_cache_chunked", "tiers", "object", "read_bytes"}},
+      {"kv chunk hits from other hosts",
+       {"kv_cache_chunked", "hits_by_source", "other_host"},
+       true,
+       {"kv_cache_chunked", "hits_by_source", "other_host"}},
+      {"kv chunk queue depth", {"kv_cache_chunked", "max_queue_depth"}, true},
   };
   return figures;
 }
