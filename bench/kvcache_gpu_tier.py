@@ -11,6 +11,7 @@ tests/integration/kvcache_workflow_tests.py). Run it the day a GPU is lent:
   bench/kvcache_gpu_tier.py --iomimic build/bin/iomimic [--repeat 3]
       [--gpu-mem-gb 0.5] [--users 4] [--seconds 20] [--gds-mode auto]
       [--cuda-runtime /abs/libcudart.so.12] [--work DIR] [--markdown OUT.md]
+      [--layout whole|chunked]
 
 It builds nothing: --iomimic is a built binary whose plugin folder
 (<bin>/../lib/iomimic/plugins) holds the gds plugin (--cuda-runtime: the
@@ -34,6 +35,11 @@ Printed per variant, medians (min-max) over the repeats:
     (gds_h2d_copy_bytes / gds_h2d_copy_seconds, and d2h likewise).
 Requests differ between runs (users think and race), so compare rates and
 latencies, not bytes.
+
+--layout chunked runs the chunked mode (docs/kvcache-chunked.md) instead: a
+Mooncake trace that scripts/kv_request_traces.py writes (--requests), its
+gpu tier of --gpu-mem-gb above storage, hits promoted on_hit; the figures
+are the gpu tier's (summary.json kv_cache_chunked.tiers.gpu and gpu_tier).
 """
 import argparse
 import json
@@ -49,16 +55,31 @@ GiB = float(1 << 30)
 GPU_PATHS = ("gds:cuda-bounce", "gds:cufile")
 
 
+def chunked_trace(a):
+    path = os.path.join(a.work, "trace.jsonl")
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run(["/usr/bin/python3", os.path.join(source, "scripts", "kv_request_traces.py"),
+                    "mooncake", path, "--requests", str(a.requests), "--seed", "42"], check=True)
+    return path
+
+
 def run(a, variant, repeat):
     out = os.path.join(a.work, "%s_%d" % (variant, repeat))
     root = os.path.join(a.work, "root")
     cmd = [a.iomimic, "run", "-q", "workload=kvcache_quickstart",
            "++workload.storage.storage_root=" + root,
            "++workload.output.folder=" + out,
-           "++workload.kv_cache.duration=%g" % a.seconds,
-           "++workload.kv_cache.num_users=%d" % a.users,
            "++workload.kv_cache.gpu_mem_gb=%g" % a.gpu_mem_gb,
            "++workload.kv_cache.accelerator=" + variant]
+    if a.layout == "chunked":
+        cmd += ["++workload.kv_cache.layout=chunked",
+                "++workload.kv_cache.request_trace=" + a.trace,
+                "++workload.kv_cache.trace_speedup=0",
+                "++workload.kv_cache.promotion=on_hit",
+                "++workload.kv_cache.duration=0"]
+    else:
+        cmd += ["++workload.kv_cache.duration=%g" % a.seconds,
+                "++workload.kv_cache.num_users=%d" % a.users]
     if variant == "gds":
         cmd += ["++workload.kv_cache.accelerator_options.mode=" + a.gds_mode,
                 "++workload.kv_cache.accelerator_options.report=true"]
@@ -69,7 +90,12 @@ def run(a, variant, repeat):
     if p.returncode != 0:
         sys.exit("iomimic failed:\n$ %s\n%s%s" % (shlex.join(cmd), p.stdout, p.stderr))
     with open(os.path.join(out, "summary.json")) as f:
-        kv = json.load(f)["kv_cache"]
+        summary = json.load(f)
+    if a.layout == "chunked":
+        kv = summary["kv_cache_chunked"]
+        kv["accelerator_path"] = kv.get("gpu_tier", "")
+    else:
+        kv = summary["kv_cache"]
     path = kv.get("accelerator_path", "")
     if variant == "gds" and path not in GPU_PATHS and not (a.allow_emulated and
                                                            path == "gds:emulated"):
@@ -79,6 +105,24 @@ def run(a, variant, repeat):
                                             " or ".join(GPU_PATHS)), file=sys.stderr)
         sys.exit(2)
     return kv
+
+
+def chunked_figures(kv):
+    """The chunked mode's gpu tier figures of one run."""
+    t = kv["tiers"]["gpu"]
+    if t["read_bytes"] == 0 or t["write_bytes"] == 0:
+        sys.exit("the gpu tier read %d and wrote %d bytes: raise --gpu-mem-gb or --requests" %
+                 (t["read_bytes"], t["write_bytes"]))
+    return {
+        "read GB/s (run)": t["read_GB_per_second"],
+        "write GB/s (run)": t["write_GB_per_second"],
+        "chunk read p50 ms": t["chunk_read_ms"]["p50"],
+        "chunk read p95 ms": t["chunk_read_ms"]["p95"],
+        "chunk write p50 ms": t["chunk_write_ms"]["p50"],
+        "chunk write p95 ms": t["chunk_write_ms"]["p95"],
+        "gpu chunk hits": kv["chunk_hits"]["gpu"],
+        "TTFT p50 ms": kv["ttft_ms"]["p50"],
+    }
 
 
 def figures(kv):
@@ -123,9 +167,12 @@ def main():
     ap.add_argument("--allow-emulated", action="store_true")
     ap.add_argument("--work", default="/tmp/iomimic_kvcache_gpu_tier")
     ap.add_argument("--markdown")
+    ap.add_argument("--layout", default="whole", choices=("whole", "chunked"))
+    ap.add_argument("--requests", type=int, default=300)
     a = ap.parse_args()
     a.iomimic = os.path.abspath(a.iomimic)
     os.makedirs(a.work, exist_ok=True)
+    a.trace = chunked_trace(a) if a.layout == "chunked" else ""
     load_before = loadavg()
     rows = {"gds": [], "emulated": []}
     paths = set()
@@ -134,12 +181,16 @@ def main():
             kv = run(a, variant, r)
             if variant == "gds":
                 paths.add(kv["accelerator_path"])
-            rows[variant].append(figures(kv))
+            rows[variant].append(chunked_figures(kv) if a.layout == "chunked" else figures(kv))
     lines = ["# KV-cache accelerator tier: gds (%s) against emulated" % ", ".join(sorted(paths)),
              "",
              "Machine: %s. Load before %s, after %s." % (machine(), load_before, loadavg()),
-             "kvcache_quickstart, %d users, %g s, gpu_mem_gb %g, %d repeats alternating; "
-             "median (min-max)." % (a.users, a.seconds, a.gpu_mem_gb, a.repeat),
+             ("kvcache_quickstart, %d users, %g s" % (a.users, a.seconds)
+              if a.layout == "whole" else
+              "kvcache_quickstart chunked, a Mooncake trace of %d requests, promotion on_hit"
+              % a.requests) +
+             ", gpu_mem_gb %g, %d repeats alternating; median (min-max)." % (a.gpu_mem_gb,
+                                                                             a.repeat),
              "",
              "| figure | gds | emulated | gds / emulated (median) |",
              "|---|---|---|---|"]

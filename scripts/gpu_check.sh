@@ -149,6 +149,16 @@ else
   echo "kvcache gpu tier: FAILED"
   failed=1
 fi
+# The chunked mode's gpu tier (docs/kvcache-chunked.md), the same way.
+kv_args=(--iomimic "$iomimic" --work "$work/kvcache_chunked" --layout chunked
+         --markdown "$out/kvcache_gpu_tier_chunked.md")
+[[ -n "$cudart" ]] && kv_args+=(--cuda-runtime "$cudart")
+if python3 "$repo/bench/kvcache_gpu_tier.py" "${kv_args[@]}"; then
+  echo "kvcache chunked gpu tier: passed"
+else
+  echo "kvcache chunked gpu tier: FAILED"
+  failed=1
+fi
 
 step "table"
 python3 - "$out/gpu_check.md" "${runs[@]}" <<'EOF'
