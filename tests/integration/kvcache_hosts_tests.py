@@ -621,6 +621,8 @@ def shared_run(kind):
                     methods.get("LIST", 0) > want["not_on_store"]:
                 fail("s3: %s for %d lookups on the store (%d missing there) and %d hits" % (
                     methods, want["lookups"], want["not_on_store"], got["hits"]))
+        if kind == "posix":  # about 100 MB, checked
+            shutil.rmtree(store.cache, ignore_errors=True)
     finally:
         if store is not None:
             store.close()
