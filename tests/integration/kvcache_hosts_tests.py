@@ -105,12 +105,14 @@ def expected(rows, ranks):
     (`other_host`, one rank per host), hit tokens, chunks written, and
     `rewrites` (a chunk written again after a miss before it: none in a
     prefix-hashed trace); `lookups`, the chunks looked for on the store
-    (not in the rank's own lists), `not_on_store` of them missing there."""
+    (not in the rank's own lists), `not_on_store` of them missing there;
+    `written_by`, the chunks on the store at the end per writer rank."""
     writer = {}                            # key -> the rank that wrote it
     known = [set() for _ in range(ranks)]  # each rank's own lists
     foreign = [set() for _ in range(ranks)]
     out = {"own": 0, "other_host": 0, "hit_tokens": 0, "written": 0, "rewrites": 0,
-           "lookups": 0, "not_on_store": 0, "per_rank": [[0, 0] for _ in range(ranks)]}
+           "lookups": 0, "not_on_store": 0, "per_rank": [[0, 0] for _ in range(ranks)],
+           "written_by": [0] * ranks}
     for i, row in enumerate(rows):
         r = i % ranks
         keys = chunk_keys(row)
@@ -135,7 +137,9 @@ def expected(rows, ranks):
         for key, _ in keys[c:]:
             if key in writer:
                 out["rewrites"] += 1
+                out["written_by"][writer[key]] -= 1
             writer[key] = r
+            out["written_by"][r] += 1
             known[r].add(key)
             out["written"] += 1
     return out
@@ -238,6 +242,18 @@ def stamped(name, payload):
     magic, FNV-1a of the chunk's name, run, rank and host)."""
     return len(payload) >= STAMP and payload[:8] == b"IOMKVST1" and \
         int.from_bytes(payload[8:16], "little") == fnv1a64(name[:-len(".npy")])
+
+
+def stamp_of(body):
+    """The stamp's run, rank and host of a whole chunk object (after its .npy
+    header; kvcache/tier_store.cpp's WriteStamp)."""
+    import numpy as np
+    f = io.BytesIO(body)
+    np.lib.format._read_array_header(f, np.lib.format.read_magic(f))
+    at = f.tell()
+    who = int.from_bytes(body[at + 24:at + 32], "little")
+    return {"run": int.from_bytes(body[at + 16:at + 24], "little"), "rank": who & 0xFFFFFFFF,
+            "host": who >> 32}
 
 
 def check_whole(name, body, seeds):
@@ -566,8 +582,24 @@ def shared_run(kind):
         if len(chunks) != want["written"] or len(objects) != len(chunks):
             fail("%s: %d chunk objects (%d objects in all) on the store, %d written" % (
                 kind, len(chunks), len(objects), want["written"]))
+        # Who wrote each chunk, by its content (rank r's seed is SEED + r)
+        # and by its stamp (rank, host; one run): per rank as computed.
+        by_rank = [0] * HOSTS
+        runs = set()
         for n in chunks:
-            check_whole(n, store.read(n), [SEED + r for r in range(HOSTS)])
+            body = store.read(n)
+            rank = check_whole(n, body, [SEED + r for r in range(HOSTS)]) - SEED
+            stamp = stamp_of(body)
+            if (stamp["rank"], stamp["host"]) != (rank, rank):
+                fail("%s: content of rank %d, stamp %s (one rank per host: rank = host)" % (
+                    n, rank, stamp))
+            runs.add(stamp["run"])
+            by_rank[rank] += 1
+        if by_rank != want["written_by"] or len(runs) != 1:
+            fail("%s: chunks on the store by writer rank %s (runs %s); computed %s" % (
+                kind, by_rank, sorted(runs), want["written_by"]))
+        print("%s: chunks on the store by writer rank (content and stamp) %s, as computed" % (
+            kind, by_rank))
         if kind == "s3":
             methods = store.forwarder.counted(store.folder)
             print("s3 requests under %s/: %s; peers %s" % (store.folder, methods,
@@ -589,6 +621,8 @@ def shared_run(kind):
                     methods.get("LIST", 0) > want["not_on_store"]:
                 fail("s3: %s for %d lookups on the store (%d missing there) and %d hits" % (
                     methods, want["lookups"], want["not_on_store"], got["hits"]))
+        if kind == "posix":  # about 100 MB, checked
+            shutil.rmtree(store.cache, ignore_errors=True)
     finally:
         if store is not None:
             store.close()
