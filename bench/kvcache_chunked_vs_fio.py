@@ -33,10 +33,15 @@ fallocates it, before the clock starts), then read with invalidate=1
 (fadvise DONTNEED at open). iomimic's GB/s is summary.json's
 kv_cache_chunked.tiers.storage.{write,read}_GB_per_second, checked against
 bytes / elapsed_seconds and the bytes against the objects on storage; fio's
-is the group's io_bytes / runtime. Per round the two tools' order
-alternates, and every write phase starts after the previous run's files
-are gone and --settle seconds (this VM hands freed memory back to its host:
-storage_vs_fio.py).
+is the group's io_bytes / runtime. Beside them: fio's write with
+refill_buffers (fresh random bytes per write, as every chunk's content is
+unique) and iomimic's with iomimic.content zeros (no content generated).
+Per round the four writers' order rotates by one, and every write phase
+starts after the previous run's files are gone and --settle seconds (this
+VM hands freed memory back to its host: storage_vs_fio.py).
+
+Part 1b (cpu). CPU seconds per GiB written on tmpfs by the same four
+writers (write_cpu): what each spends, which load hardly moves.
 
 Part 2 (caps). Two bandwidth caps, MiB/s. iomimic runs under the latency
 storage decorator's cap (plugins/storage/latency: option `bandwidth`, one
