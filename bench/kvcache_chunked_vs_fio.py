@@ -15,9 +15,10 @@ chunks of 2, 8, 32 and 80 MiB. An inline Mooncake trace of N requests of
 chunk_tokens tokens each with fresh hash ids makes the run write N new
 chunks; no host tier (every chunk goes to storage), prefill modelled as
 instant, kv_cache.io_threads = kv_cache.max_inflight_requests = the depth.
-The read phase is a second run of the same trace with kv_cache.shared_store
-on the folder the first run left (keep_entries): every chunk is a storage
-hit, found by its object's name and size, and read whole. The store's write
+The read phase is a run of the same trace with kv_cache.shared_store on a
+folder an unmeasured shared-store run wrote (keep_entries; a shared store's
+reads check the writer's stamp its writes put in each object): every chunk
+is a storage hit, found by its object's name and size, and read whole. The store's write
 pattern (core/src/kvcache/tier_store.cpp, StorageWrite; the posix back end)
 per chunk: open(O_CREAT) with posix_fallocate of the object's size, pwrite
 of kv_cache.transfer_size (16 MiB) pieces, fsync, close; no rename (that is
@@ -33,10 +34,15 @@ fallocates it, before the clock starts), then read with invalidate=1
 (fadvise DONTNEED at open). iomimic's GB/s is summary.json's
 kv_cache_chunked.tiers.storage.{write,read}_GB_per_second, checked against
 bytes / elapsed_seconds and the bytes against the objects on storage; fio's
-is the group's io_bytes / runtime. Per round the two tools' order
-alternates, and every write phase starts after the previous run's files
-are gone and --settle seconds (this VM hands freed memory back to its host:
-storage_vs_fio.py).
+is the group's io_bytes / runtime. Beside them: fio's write with
+refill_buffers (fresh random bytes per write, as every chunk's content is
+unique) and iomimic's with iomimic.content zeros (no content generated).
+Per round the four writers' order rotates by one, and every write phase
+starts after the previous run's files are gone and --settle seconds (this
+VM hands freed memory back to its host: storage_vs_fio.py).
+
+Part 1b (cpu). CPU seconds per GiB written on tmpfs by the same four
+writers (write_cpu): what each spends, which load hardly moves.
 
 Part 2 (caps). Two bandwidth caps, MiB/s. iomimic runs under the latency
 storage decorator's cap (plugins/storage/latency: option `bandwidth`, one
@@ -139,8 +145,13 @@ def iomimic_phases(a, base, size, depth, chunks, content=()):
     assert 0 < header <= chunks * 4096, header
     mine = st["write_bytes"] / w["elapsed_seconds"] / 1e9
     assert abs(mine - st["write_GB_per_second"]) <= 1e-6 * mine, (mine, st)
-    os.makedirs(os.path.join(root, "r"))
-    os.rename(folder, os.path.join(root, "r", "shared"))
+    # The read phase finds the chunks on a shared store, whose reads check
+    # the writer's stamp that shared-store writes put in each object: an
+    # unmeasured shared run writes them again there.
+    shutil.rmtree(folder)
+    shared = keep + ["++workload.kv_cache.cache_folder=r", "++workload.kv_cache.shared_store=True"]
+    again, _ = iomimic_chunked(a, root, os.path.join(a.tmp, "out-s"), trace, tokens, depth, shared)
+    assert again["chunks_written"] == chunks, again
     os.sync()
     r, _ = iomimic_chunked(a, root, os.path.join(a.tmp, "out-r"), trace, tokens, depth,
                            keep + ["++workload.kv_cache.cache_folder=r",
