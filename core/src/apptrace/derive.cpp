@@ -41,6 +41,136 @@ T MedianOf(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
+// dataset: the data files, their format, sizes and samples.
+void DatasetSection(const TraceProfile& p, const std::string& name, std::ostream& y,
+                    std::vector<std::string>* notes) {
+  auto no = [&](const std::string& line) { notes->push_back(line); };
+  const std::uint64_t files = p.files.size();
+  const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
+  std::vector<std::uint64_t> sizes;
+  for (const FileProfile& f : p.files) sizes.push_back(f.size);
+  const std::uint64_t median = MedianOf(sizes);
+  const double mean =
+      static_cast<double>(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0})) /
+      static_cast<double>(sizes.size());
+  double var = 0;
+  for (const std::uint64_t s : sizes) var += (s - mean) * (s - mean);
+  const double stdev = std::sqrt(var / static_cast<double>(sizes.size()));
+  const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+  const std::string gen(config::kDerivedDataFormat);
+  y << "dataset:\n  data_folder: data/" << name << "\n";
+  if (p.format.empty()) {
+    y << "  # the files' format: unknown (no known first bytes, extension '." << p.extension
+      << "'); generated as " << gen << "\n";
+    no("the files' format (no known magic bytes or extension): generated as " + gen);
+  } else {
+    y << "  # the files are " << p.format << " (by " << p.format_from << ")";
+    if (p.format != gen) {
+      y << "; generated as " << gen
+        << ",\n  # since iomimic.read_script, not a format's reader, makes the reads";
+      no("the files' contents: they are " + p.format + ", generated as " + gen +
+         " (the read script makes the reads, so no reader parses them)");
+    }
+    y << "\n";
+  }
+  y << "  format: " << gen << "\n"
+    << "  # " << files << " file(s) under " << p.data_dir << " were read (the data set)\n"
+    << "  num_files_train: " << files << "\n"
+    << "  # " << spf << " sample(s) a file: the reads of " << p.script_file << " paused "
+    << (spf - 1) << " time(s) in a pass\n"
+    << "  num_samples_per_file: " << spf << "\n"
+    << "  # files of " << median << " bytes (the median; " << *lo << " to " << *hi
+    << "), over the samples; generated a little larger (the format's headers)\n"
+    << "  record_length_bytes: " << (median + spf - 1) / spf << "\n"
+    << "  record_length_bytes_stdev: " << static_cast<std::uint64_t>(stdev / spf) << "\n\n";
+  if (*hi != *lo) {
+    no("the read script is the median file's: files of other sizes (" + std::to_string(*lo) +
+       " to " + std::to_string(*hi) + " bytes) read as many bytes as it");
+  }
+}
+
+// reader and train: threads, samples per step, epochs, compute.
+void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
+                            std::vector<std::string>* notes) {
+  auto no = [&](const std::string& line) { notes->push_back(line); };
+  const std::uint64_t files = p.files.size();
+  const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
+  const std::uint64_t threads = std::max<unsigned>(1, p.reader_threads);
+  const std::uint64_t per_burst =
+      std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(p.files_per_burst)));
+  const std::uint64_t batch = DividingBatch(threads * per_burst, files * spf);
+  y << "reader:\n  data_loader: pytorch\n"
+    << "  # " << p.reader_threads << " reader thread(s): " << p.reader_threads
+    << " thread(s) issued reads of data files\n"
+    << "  read_threads: " << threads << "\n"
+    << "  # " << batch << " sample(s) a step: " << threads << " thread(s) x " << per_burst
+    << " file(s) read between pauses";
+  if (batch != threads * per_burst) y << " (lowered to divide the " << files * spf << " samples)";
+  y << "\n  batch_size: " << batch << "\n"
+    << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
+    << "  file_shuffle: off\n  sample_shuffle: off\n\n";
+  no("the shuffle rule (one trace shows one order): files and samples read in order");
+
+  y << "train:\n  # " << p.epochs << " epoch(s): the data files' bytes were read "
+    << Fixed(p.distinct_bytes ? static_cast<double>(p.read_bytes) / p.distinct_bytes : 0, 2)
+    << " times over\n  epochs: " << p.epochs << "\n";
+  if (p.step_gap_s > 0) {
+    y << "  # " << Fixed(p.step_gap_s, 4) << " s of compute a step: the median pause between a "
+      << "reader thread's bursts of reads (" << p.steps << " bursts)\n"
+      << "  computation_time: " << Fixed(p.step_gap_s, 4) << "\n";
+  } else {
+    y << "  # no pause between reads longer than the step threshold: no compute\n"
+      << "  computation_time: 0\n";
+    no("compute per step: the reads never paused longer than the step threshold");
+  }
+  y << "\n";
+}
+
+// checkpoint: what the created files' writes say.
+void CheckpointSection(const TraceProfile& p, const std::string& name, std::ostream& y,
+                       std::vector<std::string>* notes) {
+  auto no = [&](const std::string& line) { notes->push_back(line); };
+  const bool reads = !p.files.empty();
+  const std::uint64_t files = p.files.size();
+  const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
+  std::vector<std::uint64_t> gaps;
+  std::uint64_t syncs = 0;
+  bool renamed = false;
+  for (std::size_t i = 0; i < p.written.size(); ++i) {
+    syncs += p.written[i].syncs;
+    renamed |= p.written[i].renamed;
+    if (i > 0)
+      gaps.push_back(static_cast<std::uint64_t>(p.written[i].first_ns - p.written[i - 1].first_ns));
+  }
+  y << "checkpoint:\n  checkpoint_folder: checkpoints/" << name << "\n"
+    << "  # "
+    << (syncs > 0 ? "fsync before close: the trace synced them" : "no fsync: the trace synced none")
+    << "\n  fsync: " << (syncs > 0 ? "True" : "False") << "\n"
+    << "  # "
+    << (renamed ? "written under a temporary name, then renamed into place"
+                : "written under the final name")
+    << "\n  atomic: " << (renamed ? "True" : "False") << "\n";
+  if (!reads) {
+    y << "  # " << p.written.size() << " checkpoint(s): one per created file\n"
+      << "  num_checkpoints_write: " << p.written.size() << "\n  num_checkpoints_read: 0\n";
+    if (!gaps.empty()) {
+      y << "  # " << Fixed(MedianOf(gaps) / 1e9, 3)
+        << " s between checkpoints: the median between their first writes\n"
+        << "  time_between_checkpoints: " << Fixed(MedianOf(gaps) / 1e9, 3) << "\n";
+    }
+  } else {
+    const std::uint64_t steps =
+        std::max<std::uint64_t>(1, files * spf / std::max<std::uint64_t>(1, p.reader_threads));
+    y << "  # one checkpoint every " << std::max<std::uint64_t>(1, steps / p.written.size())
+      << " step(s): " << p.written.size() << " over the run\n"
+      << "  steps_between_checkpoints: " << std::max<std::uint64_t>(1, steps / p.written.size())
+      << "\n";
+  }
+  y << "\n";
+  no("the checkpoint's layout: iomimic writes DLIO's model and optimizer files of "
+     "model.model_size_bytes, not the traced write sizes");
+}
+
 }  // namespace
 
 std::vector<std::string> ScriptEntries(const std::vector<TraceProfile::ScriptSample>& script) {
@@ -96,123 +226,11 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
   }
   y << "\n";
 
-  std::uint64_t spf = 1, files = 0;
   if (reads) {
-    files = p.files.size();
-    spf = std::max<std::size_t>(1, p.script.size());
-    std::vector<std::uint64_t> sizes;
-    for (const FileProfile& f : p.files) sizes.push_back(f.size);
-    const std::uint64_t median = MedianOf(sizes);
-    const double mean =
-        static_cast<double>(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0})) /
-        static_cast<double>(sizes.size());
-    double var = 0;
-    for (const std::uint64_t s : sizes) var += (s - mean) * (s - mean);
-    const double stdev = std::sqrt(var / static_cast<double>(sizes.size()));
-    const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
-    const std::string gen(config::kDerivedDataFormat);
-    y << "dataset:\n  data_folder: data/" << name << "\n";
-    if (p.format.empty()) {
-      y << "  # the files' format: unknown (no known first bytes, extension '." << p.extension
-        << "'); generated as " << gen << "\n";
-      no("the files' format (no known magic bytes or extension): generated as " + gen);
-    } else {
-      y << "  # the files are " << p.format << " (by " << p.format_from << ")";
-      if (p.format != gen) {
-        y << "; generated as " << gen
-          << ",\n  # since iomimic.read_script, not a format's reader, makes the reads";
-        no("the files' contents: they are " + p.format + ", generated as " + gen +
-           " (the read script makes the reads, so no reader parses them)");
-      }
-      y << "\n";
-    }
-    y << "  format: " << gen << "\n"
-      << "  # " << files << " file(s) under " << p.data_dir << " were read (the data set)\n"
-      << "  num_files_train: " << files << "\n"
-      << "  # " << spf << " sample(s) a file: the reads of " << p.script_file << " paused "
-      << (spf - 1) << " time(s) in a pass\n"
-      << "  num_samples_per_file: " << spf << "\n"
-      << "  # files of " << median << " bytes (the median; " << *lo << " to " << *hi
-      << "), over the samples; generated a little larger (the format's headers)\n"
-      << "  record_length_bytes: " << (median + spf - 1) / spf << "\n"
-      << "  record_length_bytes_stdev: " << static_cast<std::uint64_t>(stdev / spf) << "\n\n";
-    if (*hi != *lo) {
-      no("the read script is the median file's: files of other sizes (" + std::to_string(*lo) +
-         " to " + std::to_string(*hi) + " bytes) read as many bytes as it");
-    }
-
-    const std::uint64_t threads = std::max<unsigned>(1, p.reader_threads);
-    const std::uint64_t per_burst =
-        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(p.files_per_burst)));
-    const std::uint64_t batch = DividingBatch(threads * per_burst, files * spf);
-    y << "reader:\n  data_loader: pytorch\n"
-      << "  # " << p.reader_threads << " reader thread(s): " << p.reader_threads
-      << " thread(s) issued reads of data files\n"
-      << "  read_threads: " << threads << "\n"
-      << "  # " << batch << " sample(s) a step: " << threads << " thread(s) x " << per_burst
-      << " file(s) read between pauses";
-    if (batch != threads * per_burst) y << " (lowered to divide the " << files * spf << " samples)";
-    y << "\n  batch_size: " << batch << "\n"
-      << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
-      << "  file_shuffle: off\n  sample_shuffle: off\n\n";
-    no("the shuffle rule (one trace shows one order): files and samples read in order");
-
-    y << "train:\n  # " << p.epochs << " epoch(s): the data files' bytes were read "
-      << Fixed(p.distinct_bytes ? static_cast<double>(p.read_bytes) / p.distinct_bytes : 0, 2)
-      << " times over\n  epochs: " << p.epochs << "\n";
-    if (p.step_gap_s > 0) {
-      y << "  # " << Fixed(p.step_gap_s, 4) << " s of compute a step: the median pause between a "
-        << "reader thread's bursts of reads (" << p.steps << " bursts)\n"
-        << "  computation_time: " << Fixed(p.step_gap_s, 4) << "\n";
-    } else {
-      y << "  # no pause between reads longer than the step threshold: no compute\n"
-        << "  computation_time: 0\n";
-      no("compute per step: the reads never paused longer than the step threshold");
-    }
-    y << "\n";
+    DatasetSection(p, name, y, &d.not_inferred);
+    ReaderAndTrainSections(p, y, &d.not_inferred);
   }
-
-  if (writes) {
-    std::vector<std::uint64_t> gaps;
-    std::uint64_t syncs = 0;
-    bool renamed = false;
-    for (std::size_t i = 0; i < p.written.size(); ++i) {
-      syncs += p.written[i].syncs;
-      renamed |= p.written[i].renamed;
-      if (i > 0)
-        gaps.push_back(
-            static_cast<std::uint64_t>(p.written[i].first_ns - p.written[i - 1].first_ns));
-    }
-    y << "checkpoint:\n  checkpoint_folder: checkpoints/" << name << "\n"
-      << "  # "
-      << (syncs > 0 ? "fsync before close: the trace synced them"
-                    : "no fsync: the trace synced none")
-      << "\n  fsync: " << (syncs > 0 ? "True" : "False") << "\n"
-      << "  # "
-      << (renamed ? "written under a temporary name, then renamed into place"
-                  : "written under the final name")
-      << "\n  atomic: " << (renamed ? "True" : "False") << "\n";
-    if (!reads) {
-      y << "  # " << p.written.size() << " checkpoint(s): one per created file\n"
-        << "  num_checkpoints_write: " << p.written.size() << "\n  num_checkpoints_read: 0\n";
-      if (!gaps.empty()) {
-        y << "  # " << Fixed(MedianOf(gaps) / 1e9, 3)
-          << " s between checkpoints: the median between their first writes\n"
-          << "  time_between_checkpoints: " << Fixed(MedianOf(gaps) / 1e9, 3) << "\n";
-      }
-    } else {
-      const std::uint64_t steps =
-          std::max<std::uint64_t>(1, files * spf / std::max<std::uint64_t>(1, p.reader_threads));
-      y << "  # one checkpoint every " << std::max<std::uint64_t>(1, steps / p.written.size())
-        << " step(s): " << p.written.size() << " over the run\n"
-        << "  steps_between_checkpoints: " << std::max<std::uint64_t>(1, steps / p.written.size())
-        << "\n";
-    }
-    y << "\n";
-    no("the checkpoint's layout: iomimic writes DLIO's model and optimizer files of "
-       "model.model_size_bytes, not the traced write sizes");
-  }
-
+  if (writes) CheckpointSection(p, name, y, &d.not_inferred);
   if (reads) {
     y << "iomimic:\n"
       << "  # the reads of each sample, in place of a format's: " << p.script_file

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include "config/dlio_compat.h"
 
@@ -50,9 +51,9 @@ bool IsCodeOrSystem(const std::string& path) {
 
 // Files an application writes that are not checkpoints: results and logs.
 bool IsResultsFile(const std::string& path) {
+  static constexpr std::string_view kExtensions = " json csv log txt html yaml pfw gz out err ";
   const std::string ext = ExtensionOf(path);
-  return ext == "json" || ext == "csv" || ext == "log" || ext == "txt" || ext == "html" ||
-         ext == "yaml" || ext == "pfw" || ext == "gz" || ext == "out" || ext == "err";
+  return !ext.empty() && kExtensions.find(" " + ext + " ") != std::string_view::npos;
 }
 
 bool Under(const std::string& path, const std::string& dir) {
@@ -174,26 +175,21 @@ std::vector<TraceProfile::ScriptSample> ScriptOf(const AppTrace& trace, std::uin
   return script;
 }
 
-}  // namespace
+// One profile in the making: the trace, the options, which files are data.
+struct Walk {
+  const AppTrace& trace;
+  const ProfileOptions& options;
+  TraceProfile& p;
+  std::vector<int> data_index;  // per traced file: its index in p.files, or -1
+  std::int64_t data_first = INT64_MAX, data_last = 0;
+  std::map<std::string, std::uint64_t> ext_count;
+};
 
-unsigned SizeBin(std::uint64_t bytes) {
-  return bytes <= 1 ? 0 : static_cast<unsigned>(std::bit_width(bytes) - 1);
-}
-
-std::string SizeBinName(unsigned bin) {
-  auto words = [](std::uint64_t b) {
-    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) b /= 1024, ++u;
-    return std::to_string(b) + " " + kUnits[u];
-  };
-  if (bin == 0) return "0-1 B";
-  return words(std::uint64_t{1} << bin) + "-" + words(std::uint64_t{1} << (bin + 1));
-}
-
-Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& options) {
-  TraceProfile p;
-  p.source = trace.source;
+// The data set: files that existed, were read, and are not code, under the
+// data folder. InvalidArgument when there is none and nothing was written.
+Status SelectData(Walk& w) {
+  const AppTrace& trace = w.trace;
+  TraceProfile& p = w.p;
   const std::size_t nfiles = trace.files.size();
   // Candidates: files that existed, were read, and are not code.
   std::vector<std::uint64_t> read_by_file(nfiles, 0);
@@ -207,14 +203,14 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     const TracedFile& f = trace.files[i];
     if (!f.existed || f.is_directory || IsCodeOrSystem(f.path)) read_by_file[i] = 0;
   }
-  std::string dir = options.data_dir;
+  std::string dir = w.options.data_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (dir.empty()) dir = InferDataDir(trace, read_by_file);
   p.data_dir = dir;
-  std::vector<int> data_index(nfiles, -1);
+  w.data_index.assign(nfiles, -1);
   for (std::size_t i = 0; i < nfiles; ++i) {
     if (read_by_file[i] > 0 && Under(trace.files[i].path, dir)) {
-      data_index[i] = static_cast<int>(p.files.size());
+      w.data_index[i] = static_cast<int>(p.files.size());
       p.files.push_back({trace.files[i].path, trace.files[i].initial_size});
     }
   }
@@ -222,19 +218,26 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     return Status::InvalidArgument(trace.source + ": the trace reads no data file" +
                                    (dir.empty() ? std::string() : " under " + dir));
   }
+  return Status::OK();
+}
 
+// Opens and reads of the data files: counts, bins, coverage, epochs.
+void CountReads(Walk& w) {
+  const AppTrace& trace = w.trace;
+  TraceProfile& p = w.p;
+  const std::size_t nfiles = trace.files.size();
+  const std::vector<int>& data_index = w.data_index;
   // Opens and reads of the data files.
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges(p.files.size());
   std::map<std::uint32_t, std::uint64_t> handle_end;  // where each open instance's last read ended
   std::uint64_t whole_bytes = 0, sequential = 0;
-  std::int64_t data_first = INT64_MAX, data_last = 0;
   for (const TracedThread& t : trace.threads) {
     bool reads = false;
     for (const Op& op : t.ops) {
       if (op.file >= nfiles || data_index[op.file] < 0 || op.failed) continue;
       FileProfile& f = p.files[static_cast<std::size_t>(data_index[op.file])];
-      data_first = std::min(data_first, op.start_ns);
-      data_last = std::max(data_last, op.start_ns + op.dur_ns);
+      w.data_first = std::min(w.data_first, op.start_ns);
+      w.data_last = std::max(w.data_last, op.start_ns + op.dur_ns);
       if (op.kind == OpKind::kOpen) {
         ++f.opens;
         if (op.handle != 0) handle_end[op.handle] = 0;
@@ -260,7 +263,6 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     }
     if (reads) ++p.reader_threads;
   }
-  std::map<std::string, std::uint64_t> ext_count, magic_count;
   for (std::size_t i = 0; i < p.files.size(); ++i) {
     FileProfile& f = p.files[i];
     f.distinct_bytes = Covered(ranges[i]);
@@ -269,7 +271,7 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     p.distinct_bytes += f.distinct_bytes;
     p.opens += f.opens;
     p.dataset_bytes += f.size;
-    ++ext_count[ExtensionOf(f.path)];
+    ++w.ext_count[ExtensionOf(f.path)];
   }
   std::sort(p.files.begin(), p.files.end(),
             [](const FileProfile& a, const FileProfile& b) { return a.path < b.path; });
@@ -287,13 +289,17 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   if (p.read_ops > 0)
     p.dominant_share = static_cast<double>(p.read_sizes[p.dominant_read]) / p.read_ops;
   if (p.read_sizes[0] == 0) p.read_sizes.erase(0);
+}
 
-  // Format: the first bytes of the first data file that can be read, else
-  // the most common extension.
+// The format: the first bytes of the first data file that can be read,
+// else the most common extension.
+void DetectFormat(Walk& w) {
+  TraceProfile& p = w.p;
+  std::map<std::string, std::uint64_t>& ext_count = w.ext_count;
   for (const auto& [ext, n] : ext_count) {
     if (p.extension.empty() || n > ext_count[p.extension]) p.extension = ext;
   }
-  if (options.read_magic) {
+  if (w.options.read_magic) {
     for (const FileProfile& f : p.files) {
       std::ifstream in(f.path, std::ios::binary);
       if (!in) continue;
@@ -309,8 +315,15 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     p.format = config::DlioFormatOfExtension(p.extension);
     if (!p.format.empty()) p.format_from = "the extension ." + p.extension;
   }
+}
 
-  // The rhythm, per reader thread.
+// The rhythm, per reader thread: bursts of data operations split by pauses
+// over the step threshold.
+void Rhythm(Walk& w) {
+  const AppTrace& trace = w.trace;
+  TraceProfile& p = w.p;
+  const std::size_t nfiles = trace.files.size();
+  const std::vector<int>& data_index = w.data_index;
   std::vector<double> gaps, step_times, samples, burst_bytes, files_moved;
   for (const TracedThread& t : trace.threads) {
     std::vector<const Op*> ops;
@@ -326,7 +339,7 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
     for (std::size_t i = 1; i < ops.size(); ++i) {
       pauses.push_back(ops[i]->start_ns - (ops[i - 1]->start_ns + ops[i - 1]->dur_ns));
     }
-    const double threshold = std::max(options.min_step_gap_s * 1e9, 8 * Median(pauses));
+    const double threshold = std::max(w.options.min_step_gap_s * 1e9, 8 * Median(pauses));
     std::int64_t burst_start = ops[0]->start_ns;
     double opens = 0, bytes = 0, moves = 0;
     std::uint32_t last_file = kNoFile;
@@ -360,22 +373,14 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   p.samples_per_burst = Median(samples);
   p.read_bytes_per_burst = Median(burst_bytes);
   p.files_per_burst = Median(files_moved);
+}
 
-  // The read script: the data file of the median size (the first such).
-  if (!p.files.empty()) {
-    std::vector<std::pair<std::uint64_t, std::string>> by_size;
-    for (const FileProfile& f : p.files) by_size.push_back({f.size, f.path});
-    std::stable_sort(by_size.begin(), by_size.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    p.script_file = by_size[by_size.size() / 2].second;
-    for (std::uint32_t i = 0; i < nfiles; ++i) {
-      if (trace.files[i].path == p.script_file) {
-        p.script = ScriptOf(trace, i, p.epochs, options.min_step_gap_s);
-      }
-    }
-  }
-
-  // Files created and written outside the data set.
+// Files created and written outside the data set, renames followed.
+void Writes(Walk& w) {
+  const AppTrace& trace = w.trace;
+  TraceProfile& p = w.p;
+  const std::size_t nfiles = trace.files.size();
+  const std::vector<int>& data_index = w.data_index;
   std::map<std::uint32_t, std::size_t> written;  // file -> index in p.written
   for (const TracedThread& t : trace.threads) {
     for (const Op& op : t.ops) {
@@ -385,9 +390,9 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
         if (data_index[op.file] >= 0 || IsCodeOrSystem(path) || IsResultsFile(path)) continue;
         auto [it, fresh] = written.emplace(op.file, p.written.size());
         if (fresh) p.written.push_back({path, 0, 0, 0, false, op.start_ns});
-        WrittenFile& w = p.written[it->second];
-        w.bytes += op.size;
-        ++w.writes;
+        WrittenFile& file = p.written[it->second];
+        file.bytes += op.size;
+        ++file.writes;
         ++p.write_ops;
         p.write_bytes += op.size;
         ++p.write_bins[SizeBin(op.size)];
@@ -405,10 +410,50 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   }
   std::sort(p.written.begin(), p.written.end(),
             [](const WrittenFile& a, const WrittenFile& b) { return a.first_ns < b.first_ns; });
+}
 
+}  // namespace
+
+unsigned SizeBin(std::uint64_t bytes) {
+  return bytes <= 1 ? 0 : static_cast<unsigned>(std::bit_width(bytes) - 1);
+}
+
+std::string SizeBinName(unsigned bin) {
+  auto words = [](std::uint64_t b) {
+    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, ++u;
+    return std::to_string(b) + " " + kUnits[u];
+  };
+  if (bin == 0) return "0-1 B";
+  return words(std::uint64_t{1} << bin) + "-" + words(std::uint64_t{1} << (bin + 1));
+}
+
+Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& options) {
+  TraceProfile p;
+  p.source = trace.source;
+  Walk w{trace, options, p, {}, INT64_MAX, 0, {}};
+  IOMIMIC_RETURN_IF_ERROR(SelectData(w));
+  CountReads(w);
+  DetectFormat(w);
+  Rhythm(w);
+  // The read script: the data file of the median size (the first such).
+  if (!p.files.empty()) {
+    std::vector<std::pair<std::uint64_t, std::string>> by_size;
+    for (const FileProfile& f : p.files) by_size.push_back({f.size, f.path});
+    std::stable_sort(by_size.begin(), by_size.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    p.script_file = by_size[by_size.size() / 2].second;
+    for (std::uint32_t i = 0; i < trace.files.size(); ++i) {
+      if (trace.files[i].path == p.script_file) {
+        p.script = ScriptOf(trace, i, p.epochs, options.min_step_gap_s);
+      }
+    }
+  }
+  Writes(w);
   p.span_s = static_cast<double>(trace.span_ns()) / 1e9;
   const double data_span =
-      data_last > data_first ? static_cast<double>(data_last - data_first) / 1e9 : 0;
+      w.data_last > w.data_first ? static_cast<double>(w.data_last - w.data_first) / 1e9 : 0;
   p.read_bytes_per_second = data_span > 0 ? static_cast<double>(p.read_bytes) / data_span : 0;
   return p;
 }
