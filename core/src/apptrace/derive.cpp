@@ -96,16 +96,13 @@ void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
   const std::uint64_t files = p.files.size();
   const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
   const std::uint64_t threads = std::max<unsigned>(1, p.reader_threads);
-  const std::uint64_t per_burst =
-      std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(p.files_per_burst)));
-  const std::uint64_t batch = DividingBatch(threads * per_burst, files * spf);
+  const std::uint64_t batch = DividingBatch(threads, files * spf);
   y << "reader:\n  data_loader: pytorch\n"
     << "  # " << p.reader_threads << " reader thread(s): " << p.reader_threads
     << " thread(s) issued reads of data files\n"
     << "  read_threads: " << threads << "\n"
-    << "  # " << batch << " sample(s) a step: " << threads << " thread(s) x " << per_burst
-    << " file(s) read between pauses";
-  if (batch != threads * per_burst) y << " (lowered to divide the " << files * spf << " samples)";
+    << "  # " << batch << " sample(s) a step: one per reader thread";
+  if (batch != threads) y << " (lowered to divide the " << files * spf << " samples)";
   y << "\n  batch_size: " << batch << "\n"
     << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
     << "  file_shuffle: off\n  sample_shuffle: off\n\n";
@@ -114,10 +111,11 @@ void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
   y << "train:\n  # " << p.epochs << " epoch(s): the data files' bytes were read "
     << Fixed(p.distinct_bytes ? static_cast<double>(p.read_bytes) / p.distinct_bytes : 0, 2)
     << " times over\n  epochs: " << p.epochs << "\n";
-  if (p.step_gap_s > 0) {
-    y << "  # " << Fixed(p.step_gap_s, 4) << " s of compute a step: the median pause between a "
-      << "reader thread's bursts of reads (" << p.steps << " bursts)\n"
-      << "  computation_time: " << Fixed(p.step_gap_s, 4) << "\n";
+  if (p.compute_per_sample_s > 0) {
+    y << "  # " << Fixed(p.compute_per_sample_s, 4) << " s of compute a step: a reader thread's "
+      << "pauses between its bursts of reads\n  # over the samples it read (median over the "
+      << "threads; " << p.steps << " bursts, median pause " << Fixed(p.step_gap_s, 4) << " s)\n"
+      << "  computation_time: " << Fixed(p.compute_per_sample_s, 4) << "\n";
   } else {
     y << "  # no pause between reads longer than the step threshold: no compute\n"
       << "  computation_time: 0\n";

@@ -132,6 +132,14 @@ bool WritesAFile(const AppTrace& trace) {
   return false;
 }
 
+// Where a pause ends a burst: over `min_gap_s` and over a quarter of the
+// longest of `pauses` (so that the pauses of the program's compute split
+// the bursts, and not the shorter stalls of its own code between calls).
+double SplitThreshold(const std::vector<std::int64_t>& pauses, double min_gap_s) {
+  const std::int64_t longest = pauses.empty() ? 0 : *std::max_element(pauses.begin(), pauses.end());
+  return std::max(min_gap_s * 1e9, 0.25 * static_cast<double>(longest));
+}
+
 // The opens and reads of one pass over file `file` (its first reads,
 // 1/epochs of them), in time order, split at pauses over the step
 // threshold.
@@ -154,10 +162,7 @@ std::vector<TraceProfile::ScriptSample> ScriptOf(const AppTrace& trace, std::uin
   for (std::size_t i = 1; i < ops.size(); ++i) {
     pauses.push_back(ops[i]->start_ns - (ops[i - 1]->start_ns + ops[i - 1]->dur_ns));
   }
-  std::vector<std::int64_t> sorted = pauses;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.empty() ? 0 : static_cast<double>(sorted[sorted.size() / 2]);
-  const double threshold = std::max(min_gap_s * 1e9, 8 * median);
+  const double threshold = SplitThreshold(pauses, min_gap_s);
   std::vector<TraceProfile::ScriptSample> script(1);
   std::size_t taken = 0;
   for (std::size_t i = 0; i < ops.size() && taken < keep; ++i) {
@@ -324,7 +329,13 @@ void Rhythm(Walk& w) {
   TraceProfile& p = w.p;
   const std::size_t nfiles = trace.files.size();
   const std::vector<int>& data_index = w.data_index;
-  std::vector<double> gaps, step_times, samples, burst_bytes, files_moved;
+  std::vector<double> gaps, step_times, samples, burst_bytes, files_moved, per_sample;
+  // The bytes of one sample of the read script, on average.
+  double sample_bytes = 0;
+  for (const TraceProfile::ScriptSample& sample : p.script) {
+    for (const std::uint64_t size : sample.reads) sample_bytes += static_cast<double>(size);
+  }
+  if (!p.script.empty()) sample_bytes /= static_cast<double>(p.script.size());
   for (const TracedThread& t : trace.threads) {
     std::vector<const Op*> ops;
     bool reads = false;
@@ -339,7 +350,8 @@ void Rhythm(Walk& w) {
     for (std::size_t i = 1; i < ops.size(); ++i) {
       pauses.push_back(ops[i]->start_ns - (ops[i - 1]->start_ns + ops[i - 1]->dur_ns));
     }
-    const double threshold = std::max(w.options.min_step_gap_s * 1e9, 8 * Median(pauses));
+    const double threshold = SplitThreshold(pauses, w.options.min_step_gap_s);
+    double paused = 0, thread_bytes = 0;
     std::int64_t burst_start = ops[0]->start_ns;
     double opens = 0, bytes = 0, moves = 0;
     std::uint32_t last_file = kNoFile;
@@ -355,6 +367,7 @@ void Rhythm(Walk& w) {
       if (i > 0 && static_cast<double>(pauses[i - 1]) > threshold) {
         end_burst();
         gaps.push_back(static_cast<double>(pauses[i - 1]) / 1e9);
+        paused += static_cast<double>(pauses[i - 1]) / 1e9;
         step_times.push_back(static_cast<double>(ops[i]->start_ns - burst_start) / 1e9);
         burst_start = ops[i]->start_ns;
       }
@@ -363,11 +376,16 @@ void Rhythm(Walk& w) {
         last_file = ops[i]->file;
       }
       if (ops[i]->kind == OpKind::kOpen && !ops[i]->failed) ++opens;
-      if (ops[i]->kind == OpKind::kRead && !ops[i]->failed)
+      if (ops[i]->kind == OpKind::kRead && !ops[i]->failed) {
         bytes += static_cast<double>(ops[i]->size);
+        thread_bytes += static_cast<double>(ops[i]->size);
+      }
     }
     end_burst();
+    // The thread's compute per sample: its pauses over the samples it read.
+    if (sample_bytes > 0) per_sample.push_back(paused / std::max(1.0, thread_bytes / sample_bytes));
   }
+  p.compute_per_sample_s = Median(per_sample);
   p.step_gap_s = Median(gaps);
   p.step_time_s = Median(step_times);
   p.samples_per_burst = Median(samples);
@@ -436,7 +454,6 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   IOMIMIC_RETURN_IF_ERROR(SelectData(w));
   CountReads(w);
   DetectFormat(w);
-  Rhythm(w);
   // The read script: the data file of the median size (the first such).
   if (!p.files.empty()) {
     std::vector<std::pair<std::uint64_t, std::string>> by_size;
@@ -450,6 +467,7 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
       }
     }
   }
+  Rhythm(w);
   Writes(w);
   p.span_s = static_cast<double>(trace.span_ns()) / 1e9;
   const double data_span =

@@ -28,7 +28,8 @@ struct ProfileOptions {
   // The data set's folder; "" = inferred (the folder of the most bytes read).
   std::string data_dir;
   // A thread's pause between two data operations longer than this (and
-  // than 8 times the median pause) ends a step: the compute between steps.
+  // than a quarter of its longest pause) ends a burst of reads: the
+  // compute between steps.
   double min_step_gap_s = 0.002;
   // Read the data files' first bytes (the format's magic) where they exist.
   bool read_magic = true;
@@ -109,6 +110,10 @@ struct TraceProfile {
   // Files a reader thread moved to within one burst, the median: samples
   // each thread reads per step.
   double files_per_burst = 0;
+  // A reader thread's pauses between bursts over the samples it read (by
+  // the read script's bytes per sample), the median over the threads: the
+  // compute each sample of a thread stands for.
+  double compute_per_sample_s = 0;
   // Writes of files the application created, outside the data set.
   std::vector<WrittenFile> written;
   std::uint64_t write_ops = 0, write_bytes = 0, syncs = 0;

@@ -18,7 +18,7 @@ std::string Line(int tid, double t, const std::string& call) {
   return buf + call + " <0.000010>\n";
 }
 
-// Thread 10 reads /d/a.npz (1000 bytes) in two bursts split by a 50 ms
+// Passes 150 ms apart. Thread 10 reads /d/a.npz (1000 bytes) in two bursts split by a 50 ms
 // pause, then /d/b.npz (800 bytes) whole; thread 11 reads /d/c.npz whole; a library is
 // read too (not data); a checkpoint is written, synced and renamed.
 std::string Trace(int passes) {
@@ -37,7 +37,7 @@ std::string Trace(int passes) {
     s += Line(11, t + 0.0001, "openat(AT_FDCWD</w>, \"/d/c.npz\", O_RDONLY) = 4</d/c.npz>");
     s += Line(11, t + 0.0002, "read(4</d/c.npz>, \"\"..., 3000) = 3000");
     s += Line(11, t + 0.0003, "close(4</d/c.npz>) = 0");
-    t += 1;
+    t += 0.15;
   }
   s += Line(10, t, "openat(AT_FDCWD</w>, \"/usr/lib/x.so\", O_RDONLY) = 5</usr/lib/x.so>");
   s += Line(10, t + 0.0001, "read(5</usr/lib/x.so>, \"\"..., 832) = 832");
@@ -93,6 +93,7 @@ TEST_CASE("profile: data set, bins, epochs, threads, rhythm and writes") {
   CHECK_FALSE(p.script[1].open);
   CHECK(p.script[1].reads == std::vector<std::uint64_t>{500, 0});
   CHECK(p.step_gap_s == doctest::Approx(0.05).epsilon(0.05));
+  CHECK(p.compute_per_sample_s > 0);
   REQUIRE(p.written.size() == 1);
   CHECK(p.written[0].path == "/ck/m.pt");
   CHECK(p.written[0].renamed);
