@@ -167,11 +167,14 @@ def test_derive_npz_threads():
             manifest_value(manifest, "num_files_train") != "32":
         fail("expected 4 reader threads and 32 files in %s" % manifest)
     # The replay's trace in the same report: original, replay, derived.
+    # The replay's setup makes the files (opening each); a first replay makes
+    # them, so that the traced one's opens are the program's.
     replayed = os.path.join(args().work, "replay.strace")
     target = os.path.join(args().work, "target")
-    strace([args().iomimic, "replay", trace, "--timing", "fast", "--root",
-            os.path.join(args().work, "rootfs"), "--map", data + "=" + target, "--output",
-            os.path.join(args().work, "out_replay")], replayed)
+    replay = [args().iomimic, "replay", trace, "--timing", "fast", "--root",
+              os.path.join(args().work, "rootfs"), "--map", data + "=" + target]
+    run(replay + ["--output", os.path.join(args().work, "out_replay0")])
+    strace(replay + ["--output", os.path.join(args().work, "out_replay")], replayed)
     check_same(original, measure(replayed, target, 1), "replay")
     p = run([args().iomimic, "fidelity", trace, replayed,
              os.path.join(args().work, "npz_derived.strace")])
@@ -282,9 +285,15 @@ def test_derive_errors():
     p = run([args().iomimic, "derive", empty, "-o", os.path.join(args().work, "e.yaml")],
             expect_ok=False)
     errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
-    if p.returncode != 1 or len(errors) != 1 or "empty.strace" not in errors[0]:
+    if p.returncode != 1 or len(errors) != 1 or "empty.strace" not in errors[0] or \
+            "reads no data file" not in errors[0]:
         fail("a trace without data: exit %d, %r" % (p.returncode, p.stderr))
-    p = run([args().iomimic, "run", out, "++workload.iomimic.read_script=[1: 8 x]",
+    bad = os.path.join(args().work, "bad.yaml")
+    with open(out) as f:
+        text = re.sub(r'(read_script:\n\s*- )"[^"]*"', r'\1"1: 8 x"', f.read())
+    with open(bad, "w") as f:
+        f.write(text)
+    p = run([args().iomimic, "run", bad,
              "++workload.dataset.data_folder=" + os.path.join(args().work, "d"),
              "++workload.output.folder=" + os.path.join(args().work, "o")], expect_ok=False)
     errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]

@@ -120,18 +120,6 @@ std::string InferDataDir(const AppTrace& trace, const std::vector<std::uint64_t>
   return siblings.empty() ? best : up;
 }
 
-bool WritesAFile(const AppTrace& trace) {
-  for (const TracedThread& t : trace.threads) {
-    for (const Op& op : t.ops) {
-      if (op.kind == OpKind::kWrite && !op.failed && op.file < trace.files.size() &&
-          !IsCodeOrSystem(trace.files[op.file].path) && !IsResultsFile(trace.files[op.file].path)) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 // Where a pause ends a burst: over `min_gap_s` and over a quarter of the
 // longest of `pauses` (so that the pauses of the program's compute split
 // the bursts, and not the shorter stalls of its own code between calls).
@@ -191,8 +179,8 @@ struct Walk {
 };
 
 // The data set: files that existed, were read, and are not code, under the
-// data folder. InvalidArgument when there is none and nothing was written.
-Status SelectData(Walk& w) {
+// data folder.
+void SelectData(Walk& w) {
   const AppTrace& trace = w.trace;
   TraceProfile& p = w.p;
   const std::size_t nfiles = trace.files.size();
@@ -219,11 +207,6 @@ Status SelectData(Walk& w) {
       p.files.push_back({trace.files[i].path, trace.files[i].initial_size});
     }
   }
-  if (p.files.empty() && !WritesAFile(trace)) {
-    return Status::InvalidArgument(trace.source + ": the trace reads no data file" +
-                                   (dir.empty() ? std::string() : " under " + dir));
-  }
-  return Status::OK();
 }
 
 // Opens and reads of the data files: counts, bins, coverage, epochs.
@@ -398,33 +381,42 @@ void Writes(Walk& w) {
   const AppTrace& trace = w.trace;
   TraceProfile& p = w.p;
   const std::size_t nfiles = trace.files.size();
-  const std::vector<int>& data_index = w.data_index;
-  std::map<std::uint32_t, std::size_t> written;  // file -> index in p.written
+  std::map<std::uint32_t, std::size_t> index;  // file -> index in `files`
+  std::vector<WrittenFile> files;
+  std::vector<std::vector<std::uint64_t>> sizes;  // each file's writes
   for (const TracedThread& t : trace.threads) {
     for (const Op& op : t.ops) {
-      if (op.failed || op.file >= nfiles) continue;
-      const std::string& path = trace.files[op.file].path;
+      if (op.failed || op.file >= nfiles || w.data_index[op.file] >= 0) continue;
       if (op.kind == OpKind::kWrite) {
-        if (data_index[op.file] >= 0 || IsCodeOrSystem(path) || IsResultsFile(path)) continue;
-        auto [it, fresh] = written.emplace(op.file, p.written.size());
-        if (fresh) p.written.push_back({path, 0, 0, 0, false, op.start_ns});
-        WrittenFile& file = p.written[it->second];
-        file.bytes += op.size;
-        ++file.writes;
-        ++p.write_ops;
-        p.write_bytes += op.size;
-        ++p.write_bins[SizeBin(op.size)];
+        auto [it, fresh] = index.emplace(op.file, files.size());
+        if (fresh) {
+          files.push_back({trace.files[op.file].path, 0, 0, 0, false, op.start_ns});
+          sizes.emplace_back();
+        }
+        files[it->second].bytes += op.size;
+        ++files[it->second].writes;
+        sizes[it->second].push_back(op.size);
       } else if (op.kind == OpKind::kSync) {
-        const auto it = written.find(op.file);
-        if (it != written.end()) ++p.written[it->second].syncs, ++p.syncs;
+        const auto it = index.find(op.file);
+        if (it != index.end()) ++files[it->second].syncs;
       } else if (op.kind == OpKind::kRename && op.file2 < nfiles) {
-        const auto it = written.find(op.file);
-        if (it != written.end()) {
-          p.written[it->second].path = trace.files[op.file2].path;
-          p.written[it->second].renamed = true;
+        const auto it = index.find(op.file);
+        if (it != index.end()) {
+          files[it->second].path = trace.files[op.file2].path;
+          files[it->second].renamed = true;
         }
       }
     }
+  }
+  // By the final name: code, system, results and log files are not
+  // checkpoints (a results file is often written under a temporary name).
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (IsCodeOrSystem(files[i].path) || IsResultsFile(files[i].path)) continue;
+    p.write_ops += files[i].writes;
+    p.write_bytes += files[i].bytes;
+    p.syncs += files[i].syncs;
+    for (const std::uint64_t size : sizes[i]) ++p.write_bins[SizeBin(size)];
+    p.written.push_back(std::move(files[i]));
   }
   std::sort(p.written.begin(), p.written.end(),
             [](const WrittenFile& a, const WrittenFile& b) { return a.first_ns < b.first_ns; });
@@ -451,7 +443,7 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   TraceProfile p;
   p.source = trace.source;
   Walk w{trace, options, p, {}, INT64_MAX, 0, {}};
-  IOMIMIC_RETURN_IF_ERROR(SelectData(w));
+  SelectData(w);
   CountReads(w);
   DetectFormat(w);
   // The read script: the data file of the median size (the first such).
@@ -469,6 +461,11 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   }
   Rhythm(w);
   Writes(w);
+  if (p.files.empty() && p.written.empty()) {
+    return Status::InvalidArgument(trace.source + ": the trace reads no data file" +
+                                   (p.data_dir.empty() ? std::string() : " under " + p.data_dir) +
+                                   " and writes no file");
+  }
   p.span_s = static_cast<double>(trace.span_ns()) / 1e9;
   const double data_span =
       w.data_last > w.data_first ? static_cast<double>(w.data_last - w.data_first) / 1e9 : 0;
