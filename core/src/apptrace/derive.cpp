@@ -96,13 +96,20 @@ void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
   const std::uint64_t files = p.files.size();
   const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
   const std::uint64_t threads = std::max<unsigned>(1, p.reader_threads);
-  const std::uint64_t batch = DividingBatch(threads, files * spf);
+  // Several threads, each file opened once a pass: a file's samples are one
+  // batch, so that one thread reads them (a batch is one worker's).
+  const bool file_batches = threads > 1 && spf > 1 && p.opens_per_file < 1.5;
+  const std::uint64_t want = file_batches ? spf : threads;
+  const std::uint64_t batch = DividingBatch(want, files * spf);
   y << "reader:\n  data_loader: pytorch\n"
     << "  # " << p.reader_threads << " reader thread(s): " << p.reader_threads
     << " thread(s) issued reads of data files\n"
     << "  read_threads: " << threads << "\n"
-    << "  # " << batch << " sample(s) a step: one per reader thread";
-  if (batch != threads) y << " (lowered to divide the " << files * spf << " samples)";
+    << "  # " << batch << " sample(s) a step: "
+    << (file_batches ? "a file's samples, so that one thread reads each file (each was opened "
+                       "once a pass)"
+                     : "one per reader thread");
+  if (batch != want) y << " (lowered to divide the " << files * spf << " samples)";
   y << "\n  batch_size: " << batch << "\n"
     << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
     << "  file_shuffle: off\n  sample_shuffle: off\n\n";
@@ -112,10 +119,15 @@ void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
     << Fixed(p.distinct_bytes ? static_cast<double>(p.read_bytes) / p.distinct_bytes : 0, 2)
     << " times over\n  epochs: " << p.epochs << "\n";
   if (p.compute_per_sample_s > 0) {
-    y << "  # " << Fixed(p.compute_per_sample_s, 4) << " s of compute a step: a reader thread's "
-      << "pauses between its bursts of reads\n  # over the samples it read (median over the "
-      << "threads; " << p.steps << " bursts, median pause " << Fixed(p.step_gap_s, 4) << " s)\n"
-      << "  computation_time: " << Fixed(p.compute_per_sample_s, 4) << "\n";
+    // The threads together read `threads` samples in a thread's compute per
+    // sample: a step of `batch` samples takes batch / threads of it.
+    const double compute =
+        p.compute_per_sample_s * static_cast<double>(batch) / static_cast<double>(threads);
+    y << "  # " << Fixed(compute, 4) << " s of compute a step: a reader thread's pauses between "
+      << "its bursts of reads over\n  # the samples it read (" << Fixed(p.compute_per_sample_s, 4)
+      << " s, median over the threads), x " << batch << " samples a step / " << threads
+      << " threads\n  # (" << p.steps << " bursts, median pause " << Fixed(p.step_gap_s, 4)
+      << " s)\n  computation_time: " << Fixed(compute, 4) << "\n";
   } else {
     y << "  # no pause between reads longer than the step threshold: no compute\n"
       << "  computation_time: 0\n";
@@ -237,7 +249,9 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
       << "  read_script:\n";
     for (const std::string& e : ScriptEntries(p.script)) y << "    - \"" << e << "\"\n";
     y << "  # the run's own check of the data files opens them: off, so that opens per file\n"
-      << "  # are the training's\n  cache_check_files: 0\n";
+      << "  # are the training's\n  cache_check_files: 0\n"
+      << "  # each batch read by one thread, as a PyTorch worker reads it: a thread's file\n"
+      << "  # is its own\n  reader_work_sharing: False\n";
     no("read offsets: the script reads each sample's bytes consecutively (" +
        Fixed(100 * p.sequential_share, 0) + "% of the traced reads followed the previous one)");
   }
