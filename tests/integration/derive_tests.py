@@ -38,13 +38,10 @@ RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
 FD_PATH = re.compile(r"^\s*-?\d+<([^>]*)>")
 
 
-def measure(trace, folder, epochs):
-    """Per epoch, over the files below `folder`: bytes read, reads by
-    power-of-two bin of the bytes returned, opens per file; from an
-    `strace -f -ttt -T -yy` log."""
-    folder = os.path.realpath(folder) + "/"
-    pending, opens, files = {}, 0, set()
-    bins, total = collections.Counter(), 0
+def calls(trace):
+    """Yields (call, text after the '(' up to the result) for each finished
+    call of an `strace -f -ttt -T -yy` log, unfinished halves joined."""
+    pending = {}
     with open(trace, errors="replace") as f:
         for raw in f:
             m = LINE.match(raw.rstrip("\n"))
@@ -65,24 +62,47 @@ def measure(trace, folder, epochs):
                 if "<unfinished ...>" in text:
                     pending[pid] = (call, text[: text.index("<unfinished ...>")])
                     continue
-            res = RESULT.search(text)
-            if not res or int(res.group(1)) < 0:
-                continue
-            value = int(res.group(1))
-            if call in ("openat", "open"):
-                p = re.search(r"=\s+\d+<([^>]*)>", text)
-                if p and p.group(1).startswith(folder):
-                    opens += 1
-                continue
-            fd = FD_PATH.match(text)
-            if fd and fd.group(1).startswith(folder) and call in ("read", "pread64"):
-                files.add(fd.group(1))
-                bins[0 if value <= 1 else value.bit_length() - 1] += 1
-                total += value
+            yield call, text
+
+
+def measure(trace, folder, epochs):
+    """Per epoch, over the files below `folder`: bytes read, reads by
+    power-of-two bin of the bytes returned, opens per file; from an
+    `strace -f -ttt -T -yy` log."""
+    folder = os.path.realpath(folder) + "/"
+    opens, files = 0, set()
+    bins, total = collections.Counter(), 0
+    for call, text in calls(trace):
+        res = RESULT.search(text)
+        if not res or int(res.group(1)) < 0:
+            continue
+        value = int(res.group(1))
+        if call in ("openat", "open"):
+            p = re.search(r"=\s+\d+<([^>]*)>", text)
+            if p and p.group(1).startswith(folder):
+                opens += 1
+            continue
+        fd = FD_PATH.match(text)
+        if fd and fd.group(1).startswith(folder) and call in ("read", "pread64"):
+            files.add(fd.group(1))
+            bins[0 if value <= 1 else value.bit_length() - 1] += 1
+            total += value
     if not files:
         fail("%s: no read of a file under %s" % (trace, folder))
     return {"bytes": total / epochs, "bins": {b: n / epochs for b, n in bins.items()},
             "opens_per_file": opens / len(files) / epochs, "files": len(files)}
+
+
+def written(trace, folder):
+    """Bytes write() and pwrite64() returned on files below `folder`."""
+    folder = os.path.realpath(folder) + "/"
+    total = 0
+    for call, text in calls(trace):
+        res = RESULT.search(text)
+        fd = FD_PATH.match(text)
+        if call in ("write", "pwrite64") and res and fd and fd.group(1).startswith(folder):
+            total += max(0, int(res.group(1)))
+    return total
 
 
 def check_same(original, derived, what):
@@ -144,7 +164,8 @@ def derive_and_run(trace, name, original):
     run([args().iomimic, "fidelity", trace, derived_trace, "--json", report, "--check"])
     with open(report) as f:
         verdict = json.load(f)["profiles"][1]["verdict"]
-    if not (verdict["bytes_per_epoch"] and verdict["read_sizes"] and verdict["opens_per_file"]):
+    if not all(verdict[k] for k in ("bytes_per_epoch", "read_sizes", "opens_per_file",
+                                    "bytes_written")):
         fail("fidelity's verdict: %s" % verdict)
     return derived_trace
 
@@ -194,7 +215,8 @@ def test_derive_tfrecord_sequential():
 
 def test_derive_checkpoint_save():
     """A program that only writes: a checkpoint-only manifest (no reads) with
-    the checkpoints' size, count, fsync and rename."""
+    the checkpoints' size, count, fsync and rename, whose run writes the same
+    bytes."""
     trace, _ = program("ckpt", programs.CHECKPOINT_SAVE)
     manifest = os.path.join(args().work, "ckpt.yaml")
     run([args().iomimic, "derive", trace, "-o", manifest])
@@ -202,7 +224,21 @@ def test_derive_checkpoint_save():
                       ("num_checkpoints_write", "3"), ("fsync", "True"), ("atomic", "True")):
         if manifest_value(manifest, key) != want:
             fail("%s: %s is %s, expected %s" % (manifest, key, manifest_value(manifest, key), want))
-    run([args().iomimic, "config", manifest])
+    # Run under strace: three checkpoints of the traced size, the same bytes
+    # written in all (iomimic's writes are DLIO's layout, not 1 MiB each).
+    folder = os.path.join(args().work, "checkpoints")
+    derived = os.path.join(args().work, "ckpt_derived.strace")
+    strace([args().iomimic, "run", manifest, "++workload.checkpoint.checkpoint_folder=" + folder,
+            "++workload.output.folder=" + os.path.join(args().work, "out")], derived)
+    want = written(trace, os.path.join(args().work, "data"))
+    got = written(derived, folder)
+    print("bytes written: original %d, derived %d" % (want, got))
+    if want != 3 * (8 << 20) or got != want:
+        fail("bytes written: original %d, derived %d" % (want, got))
+    steps = [d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))]
+    if len(steps) != 3:
+        fail("expected 3 checkpoints under %s, got %s" % (folder, steps))
+    run([args().iomimic, "fidelity", trace, derived, "--check"])
 
 
 # --- iomimic's own runs of the seed study's patterns -----------------------

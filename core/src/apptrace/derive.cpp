@@ -225,7 +225,8 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
       << " writes)\n  model_size_bytes: " << MedianOf(written_bytes) << "\n";
   }
   y << "\nframework: pytorch\n\n";
-  y << "workflow:\n  generate_data: True\n"
+  y << "workflow:\n  # " << (reads ? "the data set is made first" : "no data set to make")
+    << "\n  generate_data: " << (reads ? "True" : "False") << "\n"
     << "  # "
     << (reads ? "the trace read " + std::to_string(p.files.size()) + " data file(s)"
               : std::string("the trace read no data file"))

@@ -80,6 +80,12 @@ FidelityVerdict CompareProfiles(const TraceProfile& original, const TraceProfile
                          ", original " + Num(want, 1));
     }
   }
+  v.bytes_written = Within(static_cast<double>(other.write_bytes),
+                           static_cast<double>(original.write_bytes), tolerance.bytes);
+  if (!v.bytes_written) {
+    v.misses.push_back("bytes written " + Num(static_cast<double>(other.write_bytes)) +
+                       ", original " + Num(static_cast<double>(original.write_bytes)));
+  }
   v.opens_per_file = Within(other.opens_per_file, original.opens_per_file, tolerance.opens);
   if (!v.opens_per_file) {
     v.misses.push_back("opens per file per epoch " + Num(other.opens_per_file, 2) + ", original " +
@@ -125,7 +131,8 @@ std::string FidelityText(const std::vector<TraceProfile>& profiles,
     const FidelityVerdict v = CompareProfiles(profiles[0], profiles[i], tolerance);
     out << "\n"
         << profiles[i].source << ": "
-        << (v.ok() ? "reproduces the original's bytes per epoch, read sizes and opens per file"
+        << (v.ok() ? "reproduces the original's bytes per epoch, read sizes, opens per file "
+                     "and bytes written"
                    : "differs from the original")
         << "\n";
     for (const std::string& m : v.misses) out << "  " << m << "\n";
@@ -163,6 +170,7 @@ std::string FidelityJson(const std::vector<TraceProfile>& profiles,
       j["verdict"] = {{"bytes_per_epoch", v.bytes_per_epoch},
                       {"read_sizes", v.read_sizes},
                       {"opens_per_file", v.opens_per_file},
+                      {"bytes_written", v.bytes_written},
                       {"misses", v.misses}};
     }
     doc["profiles"].push_back(std::move(j));

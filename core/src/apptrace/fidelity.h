@@ -23,8 +23,10 @@ struct FidelityTolerance {
 // How one run compares with the original.
 struct FidelityVerdict {
   bool bytes_per_epoch = false, read_sizes = false, opens_per_file = false;
+  // Bytes written to created files (checkpoints) within tolerance.bytes.
+  bool bytes_written = false;
   std::vector<std::string> misses;  // one line per measure outside its tolerance
-  bool ok() const { return bytes_per_epoch && read_sizes && opens_per_file; }
+  bool ok() const { return bytes_per_epoch && read_sizes && opens_per_file && bytes_written; }
 };
 
 // `other` against `original`: each measure within its tolerance. Bins hold
