@@ -44,6 +44,8 @@ int CmdSearch(int argc, char** argv);            // search.cpp
 int CmdKvcacheReplay(int argc, char** argv);     // kvcache_replay.cpp
 int CmdReplay(int argc, char** argv);            // replay.cpp: an application's I/O trace
 int CmdKvCacheReference(int argc, char** argv);  // kvcache_reference.cpp: as kv-cache.py
+int CmdDerive(int argc, char** argv);            // derive.cpp: a workload from a trace
+int CmdFidelity(int argc, char** argv);          // derive.cpp: traces side by side
 
 // An error of a run in another command's words (the kv-cache.py drop-in's).
 using StatusRewrite = std::function<Status(const Status&)>;

@@ -9,6 +9,9 @@
 //   iomimic report | compare | sweep | search ...                 analysis (docs/analysis.md)
 //   iomimic kvcache-replay TRACE.csv [options]                   replay a KV-cache reference trace
 //   iomimic replay TRACE [options]                               replay an application's I/O trace
+//   iomimic derive TRACE -o workload.yaml                        a workload from an application's
+//   trace iomimic fidelity ORIGINAL_TRACE RUN_TRACE...                 traces side by side, per
+//   epoch
 //
 // Errors are one line on stderr ("iomimic: error: ...") and a non-zero exit:
 // 1 for a failed run or bad input, 2 for a command-line usage error.
@@ -180,6 +183,10 @@ constexpr Command kCommands[] = {
      "(--storage NAME, --map FROM=TO, --root DIR, --timing recorded|fast, --copies N; "
      "docs/replay.md)",
      CmdReplay},
+    {"derive", "TRACE -o workload.yaml: infer a training workload from an application's trace",
+     "(--force, --data DIR; docs/derive.md)", CmdDerive},
+    {"fidelity", "ORIGINAL_TRACE RUN_TRACE...: the traces' I/O side by side, per epoch",
+     "(--json FILE, --check; docs/derive.md)", CmdFidelity},
 };
 
 // The command named `name`, or null.

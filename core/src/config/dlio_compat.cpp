@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "config/scalar_internal.h"
 
@@ -232,6 +233,45 @@ std::optional<LoaderCannotReadWhy> LoaderCannotRead(std::string_view loader,
     if (r.loader == loader && r.format == format && r.library != storage_library) return r.why;
   }
   return std::nullopt;
+}
+
+std::string DlioFormatOfMagic(std::string_view head) {
+  auto at = [&](std::size_t pos, std::string_view magic) {
+    return head.size() >= pos + magic.size() && head.substr(pos, magic.size()) == magic;
+  };
+  using namespace std::string_view_literals;
+  if (at(0, "PK\x03\x04"sv)) return "npz";  // a ZIP archive: np.savez
+  if (at(0, "\x93NUMPY"sv)) return "npy";
+  if (at(0, "\x89HDF\r\n\x1a\n"sv)) return "hdf5";
+  if (at(0, "\xff\xd8\xff"sv)) return "jpeg";
+  if (at(0, "\x89PNG\r\n\x1a\n"sv)) return "png";
+  if (at(0, "PAR1"sv)) return "parquet";
+  if (at(0, "II*\0"sv) || at(0, "MM\0*"sv)) return "tiff";
+  if (at(257, "ustar"sv)) return "webdataset";  // a tar archive
+  return "";
+}
+
+std::string DlioFormatOfExtension(std::string_view extension) {
+  static constexpr std::pair<std::string_view, std::string_view> kByExtension[] = {
+      {"npz", "npz"},
+      {"npy", "npy"},
+      {"h5", "hdf5"},
+      {"hdf5", "hdf5"},
+      {"hdf", "hdf5"},
+      {"tfrecord", "tfrecord"},
+      {"tfrecords", "tfrecord"},
+      {"jpg", "jpeg"},
+      {"jpeg", "jpeg"},
+      {"png", "png"},
+      {"parquet", "parquet"},
+      {"tar", "webdataset"},
+      {"csv", "csv"},
+      {"tif", "tiff"},
+      {"tiff", "tiff"}};
+  for (const auto& [ext, format] : kByExtension) {
+    if (ext == extension) return std::string(format);
+  }
+  return "";
 }
 
 }  // namespace iomimic::config

@@ -31,6 +31,18 @@ inline constexpr std::string_view kFileStorageBackend = "posix";
 // and eviction"): its Allocate, CopyIntoBuffer and CopyOutOfBuffer.
 inline constexpr std::string_view kAcceleratorStorageBackend = "gds";
 
+// DLIO's dataset.format of a data file, by its first bytes (up to 512; ""
+// = none known) or by its extension (lower case, no dot; "" = none known):
+// what `iomimic derive` reports of a recorded application's files
+// (docs/derive.md). TFRecord files have no magic: their extension tells.
+std::string DlioFormatOfMagic(std::string_view head);
+std::string DlioFormatOfExtension(std::string_view extension);
+
+// The format `iomimic derive` generates a derived data set in: its read
+// script (iomimic.read_script) makes the reads, so any format whose
+// generator takes record_length_bytes and samples per file would do.
+inline constexpr std::string_view kDerivedDataFormat = "npz";
+
 // MLPerf Storage v3.0's object-storage keys that the config keeps no member
 // for (docs/s3.md, "MLPerf Storage v3.0's spellings").
 struct ObjectStorageKeys {

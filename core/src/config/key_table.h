@@ -291,7 +291,8 @@
   X("startup_load", startup_load, bool, false, Bool().Iomimic().Doc("Before training, each rank loads every file it will read whole (in reader.transfer_size requests; one request per file, at most 256 MiB, when 0); then no epoch makes I/O.")) \
   X("replicate", replicate, std::string, "none", Choice(kReplicateModes).Iomimic().Doc("none: each rank reads its shard (DLIO); dataset: every rank reads the whole sample set, steps as for one rank; batch: every rank reads rank 0's shard, the same batch at each step.")) \
   X("random_read_bytes", random_read_bytes, std::uint64_t, 0, UInt(0, kNoMax).Iomimic().Doc("When not 0, a sample is iomimic.random_reads_per_sample reads of this many bytes at random offsets of its file (sub-volumes of a large file), in place of the format's reads.")) \
-  X("random_reads_per_sample", random_reads_per_sample, std::uint64_t, 1, UInt(1, kNoMax).Iomimic().Doc("Random-offset reads per sample with iomimic.random_read_bytes."))
+  X("random_reads_per_sample", random_reads_per_sample, std::uint64_t, 1, UInt(1, kNoMax).Iomimic().Doc("Random-offset reads per sample with iomimic.random_read_bytes.")) \
+  X("read_script", read_script, std::vector<std::string>, {}, TextList().Iomimic().Doc("When not empty, the reads of each sample in place of the format's (what iomimic derive writes from a trace, docs/derive.md): entries 'N: [open] SIZE SIZE*K ...', N consecutive samples of a file each reading those sizes (SIZE*K: K reads), opening the file anew with 'open' (else a reader thread keeps its file open while its samples come from it); sample i of a file takes the entry of i modulo the samples listed, its reads consecutive in the file from where the samples before it ended; a size 0 is a read at the end of the file that returns nothing."))
 
 // Accepted, checked, and unused by iomimic.
 #define IOMIMIC_KEYS_ACCEPTED(A)                                                                  \

@@ -12,6 +12,7 @@
 #include "iomimic/random.h"
 #include "session/buffer_pool.h"
 #include "train/checksum.h"
+#include "train/read_script.h"
 
 namespace iomimic::train {
 
@@ -57,6 +58,15 @@ class Loader::Reader {
     checksum_ = c.iomimic.checksum;
     random_bytes_ = c.iomimic.random_read_bytes;
     random_reads_ = c.iomimic.random_reads_per_sample;
+    if (!c.iomimic.read_script.empty()) {
+      Result<ReadScript> script = ReadScript::Parse(c.iomimic.read_script);
+      if (script.ok()) {
+        script_ = std::move(script).value();
+      } else {
+        script_error_ = script.status();
+      }
+      use_script_ = true;
+    }
     // DLIO returns a fixed "resized" tensor per sample and collates copies
     // of it. Without a resize in the manifest that tensor stands for the
     // sample itself, which the format already put in memory, so copying a
@@ -71,6 +81,7 @@ class Loader::Reader {
   void BeginPass(std::uint64_t seed, std::uint64_t epoch) {
     random_epoch_ = epoch;
     preprocess_ = TimeSampler(session_.config().reader.preprocess_time, seed);
+    CloseScripted();
     cached_.reset();
     cached_path_.clear();
   }
@@ -106,7 +117,9 @@ class Loader::Reader {
   Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
-    if (random_bytes_ > 0) {
+    if (use_script_) {
+      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadScripted(path, sample));
+    } else if (random_bytes_ > 0) {
       IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path, sample));
     } else if (keep_open_) {
       if (cached_ == nullptr || cached_path_ != path) {
@@ -162,6 +175,52 @@ class Loader::Reader {
     return bytes;
   }
 
+  // iomimic.read_script: the sample's reads, consecutive from the script's
+  // offset for it (wrapped at the end of the file; a read that would cross
+  // the end starts earlier, so that it moves its full size). The file stays
+  // open while this reader's samples come from it, unless the sample's
+  // entry opens it anew.
+  Result<std::uint64_t> ReadScripted(const std::string& path, std::uint64_t sample) {
+    if (!script_error_.ok()) return script_error_;
+    if (script_file_ == nullptr || script_path_ != path || script_.Reopens(sample)) {
+      if (script_file_ != nullptr) {
+        std::unique_ptr<File> previous = std::move(script_file_);
+        IOMIMIC_RETURN_IF_ERROR(previous->Close());
+      }
+      script_path_.clear();
+      IOMIMIC_ASSIGN_OR_RETURN(script_file_, storage_.Open(path, OpenOptions{}));
+      IOMIMIC_ASSIGN_OR_RETURN(script_size_, script_file_->Size());
+      script_path_ = path;
+    }
+    const std::vector<std::uint64_t>& reads = script_.Reads(sample);
+    std::uint64_t offset = script_size_ > 0 ? script_.StartOffset(sample) % script_size_ : 0;
+    std::uint64_t bytes = 0;
+    for (const std::uint64_t size : reads) {
+      // A size 0: a read of one byte at the end, which returns nothing.
+      const std::uint64_t len = size == 0 ? 1 : std::min(size, script_size_);
+      const std::uint64_t at = size == 0                     ? script_size_
+                               : offset + len > script_size_ ? script_size_ - len
+                                                             : offset;
+      if (random_buffer_.size() < len) {
+        random_buffer_.Reset();
+        IOMIMIC_ASSIGN_OR_RETURN(random_buffer_, storage_.Allocate(static_cast<std::size_t>(len)));
+      }
+      IOMIMIC_ASSIGN_OR_RETURN(
+          std::size_t got,
+          script_file_->ReadAt(at, random_buffer_.span().first(static_cast<std::size_t>(len))));
+      bytes += got;
+      offset = script_size_ > 0 ? (at + got) % script_size_ : 0;
+    }
+    return bytes;
+  }
+
+  // Closes the file a read script kept open (the end of a pass).
+  void CloseScripted() {
+    if (script_file_ != nullptr) (void)script_file_->Close();
+    script_file_.reset();
+    script_path_.clear();
+  }
+
   // The per-sample preprocessing time (reader.preprocess_time).
   void Preprocess() {
     if (!preprocess_.is_zero()) PreciseSleep(preprocess_.Draw());
@@ -181,6 +240,12 @@ class Loader::Reader {
   std::uint64_t random_reads_ = 1;
   std::uint64_t random_epoch_ = 0;  // seeds random_read_bytes offsets
   Buffer random_buffer_;
+  bool use_script_ = false;  // iomimic.read_script
+  ReadScript script_;
+  Status script_error_;
+  std::unique_ptr<File> script_file_;
+  std::string script_path_;
+  std::uint64_t script_size_ = 0;
   bool checksum_ = false;
   bool keep_open_ = false;
   bool collate_ = true;

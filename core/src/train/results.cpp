@@ -571,7 +571,9 @@ CheckpointResults CollectCheckpoint(const TrainingResults::Local& outcome, const
 void DescribeReadPattern(const config::Config& c, session::Session& session, TrainingResults* r) {
   const FormatTraits& t = session.format().traits();
   const std::uint64_t spf = std::max<std::uint64_t>(1, c.dataset.num_samples_per_file);
-  if (c.iomimic.random_read_bytes > 0) {
+  if (!c.iomimic.read_script.empty()) {
+    r->read_pattern = "the reads of iomimic.read_script per sample (not the format's)";
+  } else if (c.iomimic.random_read_bytes > 0) {
     r->read_pattern = "random reads of iomimic.random_read_bytes per sample (not the format's)";
   } else if (t.streamed) {
     r->read_pattern =
