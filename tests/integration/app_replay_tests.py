@@ -104,9 +104,10 @@ def record(program, data, name, yy=True):
     return trace
 
 
-def replay(trace, out, extra=(), launcher=None, expect_ok=True):
+def replay(trace, out, extra=(), launcher=None, expect_ok=True, ranks=2):
     cmd = [args().iomimic, "replay", trace, "--output", out] + list(extra)
-    p = mpirun(2, cmd, expect_ok=expect_ok) if launcher == "mpi" else run(cmd, expect_ok=expect_ok)
+    p = mpirun(ranks, cmd, expect_ok=expect_ok) if launcher == "mpi" else run(
+        cmd, expect_ok=expect_ok)
     if not expect_ok:
         return p
     with open(os.path.join(out, "summary.json")) as f:
@@ -235,13 +236,13 @@ def test_app_replay_s3():
 
 
 def test_app_replay_mpi_copies():
-    """One copy per rank under mpirun -np 2: twice the trace's ops and bytes,
-    each copy on its own files."""
+    """One copy per rank under mpirun -np 4: 4 times the trace's ops and
+    bytes, each copy on its own files."""
     trace, data, target, extra = traced_program("npz", NPZ_LOOP)
     s = replay(trace, os.path.join(args().work, "mpi"), extra + ["--timing", "fast"],
-               launcher="mpi")
-    check_equal(s, copies=2)
-    for copy in (0, 1):
+               launcher="mpi", ranks=4)
+    check_equal(s, copies=4)
+    for copy in range(4):
         folder = os.path.join(target, "copy-%d" % copy)
         if len([n for n in os.listdir(folder) if n.endswith(".npz")]) != 32:
             fail("copy %d's files are not under %s" % (copy, folder))
