@@ -444,5 +444,49 @@ def test_app_replay_darshan_dxt_errors():
         fail("a binary log: exit %d, %r" % (p.returncode, p.stderr))
 
 
+def test_app_replay_iomimic_trace():
+    """iomimic's own trace (iomimic.trace: True) of a small training run
+    (npz, 2 reader threads, generation with its fsyncs and renames, 2
+    epochs): every storage event names its file, and the replay of
+    trace/0.pfw makes the run's opens, reads, writes, stats and bytes (its
+    summary.json io_counters, counted apart from the trace), with ops and
+    bytes per type equal to the trace's and no outcome differing."""
+    data = os.path.join(args().work, "data")
+    out = os.path.join(args().work, "run")
+    run([args().iomimic, "run", "-q", "workload=quickstart",
+         "++workload.workflow.generate_data=True", "++workload.dataset.format=npz",
+         "++workload.dataset.data_folder=" + data, "++workload.dataset.num_files_train=16",
+         "++workload.dataset.num_files_eval=0", "++workload.dataset.num_samples_per_file=1",
+         "++workload.dataset.record_length_bytes=65536",
+         "++workload.dataset.record_length_bytes_stdev=4096",
+         "++workload.reader.read_threads=2", "++workload.train.epochs=2",
+         "++workload.train.computation_time=0.05", "++workload.output.folder=" + out,
+         "++workload.iomimic.trace=True"])
+    with open(os.path.join(out, "summary.json")) as f:
+        io = json.load(f)["iomimic"]["io_counters"]
+    trace = os.path.join(out, "trace", "0.pfw")
+    with open(trace) as f:
+        events = [json.loads(line) for line in f.read().splitlines()[1:]]
+    storage = [e for e in events if e.get("cat") == "storage"]
+    unnamed = [e for e in storage if not e["args"].get("fname", "").startswith(data)]
+    if not storage or unnamed:
+        fail("%d storage events, %d without a data file name: %s" % (len(storage), len(unnamed),
+                                                                   unnamed[:2]))
+    s = replay(trace, os.path.join(args().work, "out"),
+               ["--map", data + "=" + os.path.join(args().work, "replayed")])
+    check_equal(s)
+    t = s["traced"]
+    want = {"open": (io["opens"], 0), "read": (io["reads"], io["bytes_read"]),
+            "write": (io["writes"], io["bytes_written"]), "stat": (io["stats"], 0)}
+    got = {k: (t[k]["ops"], t[k]["bytes"]) for k in want}
+    if got != want:
+        fail("the run counted %s, its trace replayed %s" % (want, got))
+    if t.get("rename", {}).get("ops") != 16 or s["outcome_mismatches"] != 0:
+        fail("expected the 16 generated files' renames and no outcome mismatch: %s, %d" %
+             (t.get("rename"), s["outcome_mismatches"]))
+    if s["format"] != "dftracer" or s["not_modelled"].get("reader sample_read") != 32:
+        fail("format %s, not_modelled %s" % (s["format"], s["not_modelled"]))
+
+
 if __name__ == "__main__":
     harness.main(globals())

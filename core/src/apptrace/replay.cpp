@@ -386,7 +386,13 @@ Status SetUpFiles(Storage& storage, const AppTrace& trace, const ReplayOptions& 
         IOMIMIC_RETURN_IF_ERROR(MakeFile(storage, path, f.initial_size, fill, figures));
       } else {
         Status removed = storage.Remove(path);  // left by an earlier replay
-        if (!removed.ok() && removed.code() != StatusCode::kNotFound) return removed;
+        if (!removed.ok() && removed.code() != StatusCode::kNotFound) {
+          // A folder made above another traced path (a program that looked
+          // for a path, missed, and later used one below it: a library
+          // search) is kept.
+          Result<FileInfo> info = storage.Stat(path);
+          if (!info.ok() || !info->is_directory) return removed;
+        }
       }
     }
   }
