@@ -445,23 +445,34 @@ def test_app_replay_darshan_dxt_errors():
 
 
 def test_app_replay_iomimic_trace():
-    """iomimic's own trace (iomimic.trace: True) of a small training run
-    (npz, 2 reader threads, generation with its fsyncs and renames, 2
-    epochs): every storage event names its file, and the replay of
-    trace/0.pfw makes the run's opens, reads, writes, stats and bytes (its
-    summary.json io_counters, counted apart from the trace), with ops and
-    bytes per type equal to the trace's and no outcome differing."""
+    """iomimic's own trace (iomimic.trace: True). A generation run's trace
+    has every file's write, fsync and rename (new_fname the final name). A
+    training run's (npz, 2 reader threads, 2 epochs) names the file of
+    every storage event, and its replay makes the run's opens, reads, stats
+    and bytes (its summary.json io_counters, counted apart from the trace),
+    with ops and bytes per type equal to the trace's and no outcome
+    differing. (Generation is a run of its own: the replay does not order
+    one thread's rename before another thread's open.)"""
     data = os.path.join(args().work, "data")
+    common = ["workload=quickstart", "++workload.dataset.format=npz",
+              "++workload.dataset.data_folder=" + data, "++workload.dataset.num_files_train=16",
+              "++workload.dataset.num_files_eval=0", "++workload.dataset.num_samples_per_file=1",
+              "++workload.dataset.record_length_bytes=65536",
+              "++workload.dataset.record_length_bytes_stdev=4096",
+              "++workload.reader.read_threads=2", "++workload.train.epochs=2",
+              "++workload.train.computation_time=0.05", "++workload.iomimic.trace=True"]
+    gen = os.path.join(args().work, "gen")
+    run([args().iomimic, "run", "-q", "++workload.workflow.generate_data=True",
+         "++workload.output.folder=" + gen] + common)
+    with open(os.path.join(gen, "trace", "0.pfw")) as f:
+        events = [json.loads(line) for line in f.read().splitlines()[1:]]
+    renames = [e for e in events if e["name"] == "rename"]
+    finals = sorted(os.path.basename(e["args"].get("new_fname", "")) for e in renames)
+    if finals != sorted("img_%02d_of_16.npz" % i for i in range(16)):
+        fail("generation's renames name %s" % finals)
     out = os.path.join(args().work, "run")
-    run([args().iomimic, "run", "-q", "workload=quickstart",
-         "++workload.workflow.generate_data=True", "++workload.dataset.format=npz",
-         "++workload.dataset.data_folder=" + data, "++workload.dataset.num_files_train=16",
-         "++workload.dataset.num_files_eval=0", "++workload.dataset.num_samples_per_file=1",
-         "++workload.dataset.record_length_bytes=65536",
-         "++workload.dataset.record_length_bytes_stdev=4096",
-         "++workload.reader.read_threads=2", "++workload.train.epochs=2",
-         "++workload.train.computation_time=0.05", "++workload.output.folder=" + out,
-         "++workload.iomimic.trace=True"])
+    run([args().iomimic, "run", "-q", "++workload.workflow.generate_data=False",
+         "++workload.output.folder=" + out] + common)
     with open(os.path.join(out, "summary.json")) as f:
         io = json.load(f)["iomimic"]["io_counters"]
     trace = os.path.join(out, "trace", "0.pfw")
@@ -477,16 +488,13 @@ def test_app_replay_iomimic_trace():
     check_equal(s)
     t = s["traced"]
     want = {"open": (io["opens"], 0), "read": (io["reads"], io["bytes_read"]),
-            "write": (io["writes"], io["bytes_written"]), "stat": (io["stats"], 0)}
+            "stat": (io["stats"], 0)}
     got = {k: (t[k]["ops"], t[k]["bytes"]) for k in want}
-    if got != want:
-        fail("the run counted %s, its trace replayed %s" % (want, got))
-    if t.get("rename", {}).get("ops") != 16 or s["outcome_mismatches"] != 0:
-        fail("expected the 16 generated files' renames and no outcome mismatch: %s, %d" %
-             (t.get("rename"), s["outcome_mismatches"]))
+    if got != want or io["reads"] < 32 or s["outcome_mismatches"] != 0:
+        fail("the run counted %s, its trace replayed %s; %d outcome mismatches" %
+             (want, got, s["outcome_mismatches"]))
     if s["format"] != "dftracer" or s["not_modelled"].get("reader sample_read") != 32:
         fail("format %s, not_modelled %s" % (s["format"], s["not_modelled"]))
-
 
 if __name__ == "__main__":
     harness.main(globals())
