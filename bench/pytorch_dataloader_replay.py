@@ -161,7 +161,7 @@ def bench_dlio(a):
           "++workload.train.computation_time=0.05", "++workload.iomimic.trace=True"]
     gen = os.path.join(a.work, "dlio_gen")
     subprocess.run([a.iomimic, "run", "-q"] + ov + ["++workload.output.folder=" + gen],
-                   check=True)
+                   check=True, stdout=subprocess.DEVNULL)
     ov[1] = "++workload.workflow.generate_data=False"
     rows, first, trace = [], None, None
     for i in range(a.repeat):
@@ -169,7 +169,7 @@ def bench_dlio(a):
         shutil.rmtree(out, ignore_errors=True)
         t = time.monotonic()
         subprocess.run([a.iomimic, "run", "-q"] + ov + ["++workload.output.folder=" + out],
-                       check=True)
+                       check=True, stdout=subprocess.DEVNULL)
         orig = time.monotonic() - t
         if trace is None:
             trace = os.path.join(a.work, "dlio.pfw")
