@@ -21,7 +21,7 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CC="$cc" CXX="$cxx" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DIOMIMIC_FUZZ=ON -DIOMIMIC_BUILD_TESTS=OFF -DIOMIMIC_PLUGINS="${formats// /;}" >/dev/null
 targets=(iomimic_fuzz_make_corpus iomimic_fuzz_manifest iomimic_fuzz_request_trace
-  iomimic_fuzz_apptrace_strace iomimic_fuzz_apptrace_dftracer)
+  iomimic_fuzz_apptrace_strace iomimic_fuzz_apptrace_dftracer iomimic_fuzz_apptrace_darshan_dxt)
 for f in $formats; do targets+=("iomimic_fuzz_$f"); done
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 if [[ "${1:-}" == "--seeds" ]]; then
@@ -31,6 +31,6 @@ fi
 seconds="${1:-60}"
 shift || true
 harnesses=("$@")
-[[ ${#harnesses[@]} -gt 0 ]] || harnesses=(manifest request_trace apptrace_strace apptrace_dftracer $formats)
+[[ ${#harnesses[@]} -gt 0 ]] || harnesses=(manifest request_trace apptrace_strace apptrace_dftracer apptrace_darshan_dxt $formats)
 exec /usr/bin/python3 tests/fuzz/run_fuzzers.py --source "$PWD" --bin-dir "$build/bin" \
   --work "$PWD/$build/tests/fuzz/work" --seconds "$seconds" --harnesses "${harnesses[@]}"

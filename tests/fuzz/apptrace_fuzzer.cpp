@@ -1,6 +1,6 @@
 // libFuzzer harness: one trace reader of core/src/apptrace (docs/replay.md),
-// built once per reader with IOMIMIC_FUZZ_TRACE naming it (strace or
-// dftracer). The input is the trace's text. Errors are expected, and each
+// built once per reader with IOMIMIC_FUZZ_TRACE naming it (strace,
+// dftracer or darshan_dxt). The input is the trace's text. Errors are expected, and each
 // must be one line naming the trace (FILE:LINE, or FILE: when the trace
 // holds no operation); crashes, hangs, leaks and other errors are not
 // (docs/fuzzing.md).
@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "apptrace/darshan_dxt_reader.h"
 #include "apptrace/dftracer_reader.h"
 #include "apptrace/strace_reader.h"
 
@@ -19,8 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::string source = "fuzz.trace";
   const std::string_view reader = IOMIMIC_FUZZ_TRACE;
-  auto read = reader == "strace" ? iomimic::apptrace::ReadStrace(text, source)
-                                 : iomimic::apptrace::ReadDftracer(text, source);
+  auto read = reader == "strace"        ? iomimic::apptrace::ReadStrace(text, source)
+              : reader == "darshan_dxt" ? iomimic::apptrace::ReadDarshanDxt(text, source)
+                                        : iomimic::apptrace::ReadDftracer(text, source);
   if (read.ok()) {
     // Every operation names a file of the model.
     for (const auto& thread : read->threads) {

@@ -324,5 +324,178 @@ def test_app_replay_errors():
         fail("a malformed .pfw line: exit %d, %r" % (p.returncode, p.stderr))
 
 
+def dxt_text(records):
+    """darshan-dxt-parser's text (docs/replay.md, "Darshan DXT") for
+    RECORDS, a list of (module, path, rank, rows) with rows (write, offset,
+    length, start, end): each record's writes, then its reads, as the parser
+    prints them."""
+    out = ["# darshan log version: 3.41", "# nprocs: 4", ""]
+    for module, path, rank, rows in records:
+        writes = [r for r in rows if r[0]]
+        reads = [r for r in rows if not r[0]]
+        out += ["", "# DXT, file_id: %d, file_name: %s" % (abs(hash(path)) % 10**19, path),
+                "# DXT, rank: %d, hostname: node-%d" % (rank, rank),
+                "# DXT, write_count: %d, read_count: %d" % (len(writes), len(reads)),
+                "# DXT, mnt_pt: /, fs_type: ext4",
+                "# Module    Rank  Wt/Rd  Segment          Offset       Length    Start(s)"
+                "      End(s)"]
+        for group, word in ((writes, "write"), (reads, "read")):
+            for i, (_, offset, length, start, end) in enumerate(group):
+                out.append("%8s%8d%7s%9d%16d%16d%12.4f%12.4f" % (module, rank, word, i, offset,
+                                                                 length, start, end))
+    return "\n".join(out) + "\n"
+
+
+def test_app_replay_darshan_dxt_sample():
+    """The hand-written darshan-dxt-parser listing (tests/integration/data):
+    ops and bytes per type as counted by hand, one inferred open and close
+    per file and rank, the MPI-IO rows the POSIX rows cover not modelled."""
+    sample = os.path.join(args().source, "tests", "integration", "data", "sample.dxt")
+    root = os.path.join(args().work, "root")
+    s = replay(sample, os.path.join(args().work, "out"), ["--root", root, "--timing", "fast"])
+    check_equal(s)
+    want = {"open": (4, 0), "close": (4, 0), "read": (6, 5 * (1 << 20) + 4096),
+            "write": (3, 8 * (1 << 20) + 65536)}
+    got = {k: (v["ops"], v["bytes"]) for k, v in s["traced"].items()}
+    if got != want or s["format"] != "darshan-dxt" or s["threads_per_copy"] != 2:
+        fail("expected %s over 2 ranks, got %s (%s, %d threads)" % (want, got, s["format"],
+                                                                  s["threads_per_copy"]))
+    if s["not_modelled"] != {"MPI-IO access of a file its POSIX rows cover": 2}:
+        fail("not_modelled %s" % s["not_modelled"])
+    if abs(s["original_seconds"] - 0.701) > 1e-6:
+        fail("span %.6f s, expected 0.701 (0.1000 to 0.8010)" % s["original_seconds"])
+    # The read-only file made at the end of its furthest read; the
+    # checkpoint and the MPI-IO-only file written by the replay.
+    for rel, size in (("lus/data/train-0.bin", 5 << 20), ("lus/out/ckpt.dat", 8 << 20),
+                      ("lus/out/shared.h5", 65536)):
+        if os.path.getsize(os.path.join(root, rel)) != size:
+            fail("%s: %d bytes, expected %d" % (rel, os.path.getsize(os.path.join(root, rel)),
+                                                size))
+
+
+def test_app_replay_darshan_dxt_generated():
+    """DXT text generated from a known list of accesses (4 ranks, shared and
+    own files, reads and writes, gaps of compute between them): the replay's
+    reads and writes, ops and bytes, equal the list's, opens and closes one
+    per file and rank; at recorded timing within 5% of the span."""
+    import random
+    rng = random.Random(35)
+    records, want = [], {"read": [0, 0], "write": [0, 0]}
+    pairs = 0
+    for rank in range(4):
+        t = 0.05 + 0.01 * rank
+        files = ["/data/shared-%d.bin" % k for k in range(2)] + ["/out/rank-%d.ckpt" % rank]
+        for path in files:
+            rows, offset = [], 0
+            for _ in range(rng.randint(3, 9)):
+                write = path.startswith("/out/")
+                length = rng.choice([4096, 65536, 1 << 20, rng.randint(1, 300000)])
+                dur = rng.choice([0.0, 0.0001, 0.0002])  # DXT's resolution: 0.1 ms
+                rows.append((write, offset, length, t, t + dur))
+                want["write" if write else "read"][0] += 1
+                want["write" if write else "read"][1] += length
+                offset += length
+                t += dur + rng.choice([0.01, 0.02, 0.05])  # compute between accesses
+            records.append(("X_POSIX", path, rank, rows))
+            pairs += 1
+    rng.shuffle(records)
+    trace = os.path.join(args().work, "generated.dxt")
+    with open(trace, "w") as f:
+        f.write(dxt_text(records))
+    extra = ["--map", "/data=" + os.path.join(args().work, "t", "data"),
+             "--map", "/out=" + os.path.join(args().work, "t", "out")]
+    s = check_timing(trace, "dxt", extra)
+    got = {k: [s["traced"][k]["ops"], s["traced"][k]["bytes"]] for k in ("read", "write")}
+    if got != want:
+        fail("reads and writes %s, generated %s" % (got, want))
+    if (s["traced"]["open"]["ops"], s["traced"]["close"]["ops"]) != (pairs, pairs):
+        fail("expected %d inferred opens and closes: %s" % (pairs, s["traced"]))
+    if s["threads_per_copy"] != 4:
+        fail("expected one thread per rank, got %d" % s["threads_per_copy"])
+    fast = replay(trace, os.path.join(args().work, "fast"), extra + ["--timing", "fast"])
+    check_equal(fast)
+
+
+def test_app_replay_darshan_dxt_errors():
+    """A malformed row, a record whose rows disagree with its counts and a
+    binary .darshan log: one error line each, naming FILE:LINE (the log by
+    name)."""
+    rows = [(False, 0, 4096, 0.1, 0.2), (False, 4096, 4096, 0.3, 0.4)]
+    good = dxt_text([("X_POSIX", "/d/a", 0, rows)]).splitlines()
+    at = next(i for i, line in enumerate(good) if line.lstrip().startswith("X_POSIX"))
+    cases = [
+        ("row", good[:at + 1] + ["  X_POSIX  0  read  1  4096  lots  0.3  0.4"] + good[at + 2:],
+         at + 2, "integers"),
+        ("count", good[:at + 1] + good[at + 2:], at - 4, "declares write_count 0, read_count 2"),
+    ]
+    for name, lines, number, why in cases:
+        bad = os.path.join(args().work, "bad_%s.dxt" % name)
+        with open(bad, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        p = replay(bad, os.path.join(args().work, "e_" + name), ["--root", "r"], expect_ok=False)
+        errors = [line for line in p.stderr.splitlines() if line.startswith("iomimic: error:")]
+        if (p.returncode != 1 or len(errors) != 1 or "bad_%s.dxt:%d:" % (name, number)
+                not in errors[0] or why not in errors[0]):
+            fail("%s: exit %d, %r (expected line %d)" % (name, p.returncode, p.stderr, number))
+    log = os.path.join(args().work, "job.darshan")
+    with open(log, "wb") as f:
+        f.write(b"3.41\0\0\0\0" + os.urandom(64))
+    p = replay(log, os.path.join(args().work, "e_log"), ["--root", "r"], expect_ok=False)
+    if p.returncode != 1 or "darshan-dxt-parser" not in p.stderr:
+        fail("a binary log: exit %d, %r" % (p.returncode, p.stderr))
+
+
+def test_app_replay_iomimic_trace():
+    """iomimic's own trace (iomimic.trace: True). A generation run's trace
+    has every file's write, fsync and rename (new_fname the final name). A
+    training run's (npz, 2 reader threads, 2 epochs) names the file of
+    every storage event, and its replay makes the run's opens, reads, stats
+    and bytes (its summary.json io_counters, counted apart from the trace),
+    with ops and bytes per type equal to the trace's and no outcome
+    differing. (Generation is a run of its own: the replay does not order
+    one thread's rename before another thread's open.)"""
+    data = os.path.join(args().work, "data")
+    common = ["workload=quickstart", "++workload.dataset.format=npz",
+              "++workload.dataset.data_folder=" + data, "++workload.dataset.num_files_train=16",
+              "++workload.dataset.num_files_eval=0", "++workload.dataset.num_samples_per_file=1",
+              "++workload.dataset.record_length_bytes=65536",
+              "++workload.dataset.record_length_bytes_stdev=4096",
+              "++workload.reader.read_threads=2", "++workload.train.epochs=2",
+              "++workload.train.computation_time=0.05", "++workload.iomimic.trace=True"]
+    gen = os.path.join(args().work, "gen")
+    run([args().iomimic, "run", "-q", "++workload.workflow.generate_data=True",
+         "++workload.output.folder=" + gen] + common)
+    with open(os.path.join(gen, "trace", "0.pfw")) as f:
+        events = [json.loads(line) for line in f.read().splitlines()[1:]]
+    renames = [e for e in events if e["name"] == "rename"]
+    finals = sorted(os.path.basename(e["args"].get("new_fname", "")) for e in renames)
+    if finals != sorted("img_%02d_of_16.npz" % i for i in range(16)):
+        fail("generation's renames name %s" % finals)
+    out = os.path.join(args().work, "run")
+    run([args().iomimic, "run", "-q", "++workload.workflow.generate_data=False",
+         "++workload.output.folder=" + out] + common)
+    with open(os.path.join(out, "summary.json")) as f:
+        io = json.load(f)["iomimic"]["io_counters"]
+    trace = os.path.join(out, "trace", "0.pfw")
+    with open(trace) as f:
+        events = [json.loads(line) for line in f.read().splitlines()[1:]]
+    storage = [e for e in events if e.get("cat") == "storage"]
+    unnamed = [e for e in storage if not e["args"].get("fname", "").startswith(data)]
+    if not storage or unnamed:
+        fail("%d storage events, %d without a data file name: %s" % (len(storage), len(unnamed),
+                                                                   unnamed[:2]))
+    s = replay(trace, os.path.join(args().work, "out"),
+               ["--map", data + "=" + os.path.join(args().work, "replayed")])
+    check_equal(s)
+    t = s["traced"]
+    want = {"open": (io["opens"], 0), "read": (io["reads"], io["bytes_read"]),
+            "stat": (io["stats"], 0)}
+    got = {k: (t[k]["ops"], t[k]["bytes"]) for k in want}
+    if got != want or io["reads"] < 32 or s["outcome_mismatches"] != 0:
+        fail("the run counted %s, its trace replayed %s; %d outcome mismatches" %
+             (want, got, s["outcome_mismatches"]))
+    if s["format"] != "dftracer" or s["not_modelled"].get("reader sample_read") != 32:
+        fail("format %s, not_modelled %s" % (s["format"], s["not_modelled"]))
+
 if __name__ == "__main__":
     harness.main(globals())

@@ -21,8 +21,9 @@ struct Event {
   std::int64_t pid = 0, tid = 0;
   std::int64_t start_ns = 0, dur_ns = 0;
   std::optional<std::int64_t> fd, ret, size, offset, flags;
-  std::string mode;    // fopen's
-  std::string fname2;  // rename's new name (args.new_fname)
+  bool is_dir = false;  // a stat's args.is_dir (iomimic's trace)
+  std::string mode;     // fopen's
+  std::string fname2;   // rename's new name (args.new_fname)
   std::size_t line = 0;
 };
 
@@ -103,7 +104,10 @@ Status ReadLine(const json& e, const std::string& source, std::size_t line,
   }
   std::string upper = cat;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-  if (upper != "POSIX" && upper != "STDIO") {
+  // POSIX and STDIO: DFTracer's own; storage: iomimic's trace of its
+  // storage calls (docs/run-folder.md), which names files and open numbers
+  // alike.
+  if (upper != "POSIX" && upper != "STDIO" && cat != "storage") {
     builder->Ignore(cat.substr(0, 32) + " " + name.substr(0, 32));
     return Status::OK();
   }
@@ -130,6 +134,7 @@ Status ReadLine(const json& e, const std::string& source, std::size_t line,
   if (!ev.size) ev.size = IntArg(args, "count");
   ev.offset = IntArg(args, "offset");
   ev.flags = IntArg(args, "flags");
+  ev.is_dir = IntArg(args, "is_dir").value_or(0) != 0;
   ev.mode = TextArg(args, "mode");
   events->push_back(std::move(ev));
   return Status::OK();
@@ -224,7 +229,7 @@ void Build(std::vector<Event>& events, const std::map<std::string, std::string>&
                      *kind == OpKind::kStat ? static_cast<std::uint64_t>(
                                                   std::max<std::int64_t>(0, ev.size.value_or(0)))
                                             : 0,
-                     false);
+                     *kind == OpKind::kStat && ev.is_dir);
     builder->Add(ev.tid, op);
   }
 }

@@ -15,7 +15,8 @@ namespace iomimic::apptrace {
 
 // Parses `text`, the content of `source`: an optional "[" line, then one
 // JSON object per line (a trailing comma allowed). Complete events ("ph"
-// "X") of category POSIX or STDIO become operations of thread (pid, tid) at
+// "X") of category POSIX or STDIO (or storage: iomimic's own trace) become
+// operations of thread (pid, tid) at
 // "ts" for "dur" microseconds, naming their file by args.fname, or by
 // args.fhash through the "FH" metadata events; other categories are
 // counted as not modelled. A line that is not a JSON object, or an event

@@ -81,7 +81,7 @@ struct KindCounts {
 
 struct AppTrace {
   std::string source;  // the trace file
-  std::string format;  // "strace", "dftracer"
+  std::string format;  // "strace", "dftracer", "darshan-dxt"
   std::vector<TracedThread> threads;
   std::vector<TracedFile> files;
   // Calls the reader saw and did not model, by name ("ioctl", "read of a
@@ -127,8 +127,10 @@ class TraceBuilder {
   std::uint32_t handles_ = 0;
 };
 
-// Reads `path` as the format its name or first bytes say: DFTracer (.pfw,
-// .pfw.gz, or JSON lines), else strace text. Errors name FILE:LINE.
+// Reads `path` as the format its name or first bytes say: Darshan DXT text
+// (.dxt, .dxt.gz, or a "# DXT, file_id:" line), DFTracer (.pfw, .pfw.gz,
+// or JSON lines), else strace text; a binary .darshan log is
+// InvalidArgument naming the conversion. Errors name FILE:LINE.
 Result<AppTrace> ReadTrace(const std::string& path);
 
 }  // namespace iomimic::apptrace

@@ -1,5 +1,5 @@
 // ReadTrace (apptrace/model.h): the file's bytes, gunzipped when its name
-// ends in .gz, handed to the reader its name or first byte calls for.
+// ends in .gz, handed to the reader its name or first bytes call for.
 
 #include <zlib.h>
 
@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "apptrace/darshan_dxt_reader.h"
 #include "apptrace/dftracer_reader.h"
 #include "apptrace/model.h"
 #include "apptrace/strace_reader.h"
@@ -43,7 +44,16 @@ Result<std::string> ReadAll(const std::string& path) {
 }  // namespace
 
 Result<AppTrace> ReadTrace(const std::string& path) {
+  if (path.ends_with(".darshan")) {
+    return Status::InvalidArgument(path +
+                                   ": a binary Darshan log; replay the text of "
+                                   "'darshan-dxt-parser " +
+                                   path + " > TRACE.dxt' (docs/replay.md, \"Darshan DXT\")");
+  }
   IOMIMIC_ASSIGN_OR_RETURN(const std::string text, ReadAll(path));
+  if (path.ends_with(".dxt") || path.ends_with(".dxt.gz") || LooksLikeDarshanDxt(text)) {
+    return ReadDarshanDxt(text, path);
+  }
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   const bool json_lines = first != std::string::npos && (text[first] == '[' || text[first] == '{');
   if (path.ends_with(".pfw") || path.ends_with(".pfw.gz") || json_lines) {

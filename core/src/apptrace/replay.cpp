@@ -211,6 +211,9 @@ Status ThreadReplay::Do(const Op& op, bool* outcome_failed) {
   }
   switch (op.kind) {
     case OpKind::kOpen: {
+      // A directory opened without O_DIRECTORY (Python's shutil.rmtree
+      // does), which only a later fstat showed: no call, as for seek.
+      if (run_.trace->files[op.file].is_directory) return Status::OK();
       OpenOptions options;
       options.mode = op.read_write || (op.write && !op.truncate) ? OpenMode::kReadWrite
                      : op.write                                  ? OpenMode::kWrite
@@ -386,7 +389,13 @@ Status SetUpFiles(Storage& storage, const AppTrace& trace, const ReplayOptions& 
         IOMIMIC_RETURN_IF_ERROR(MakeFile(storage, path, f.initial_size, fill, figures));
       } else {
         Status removed = storage.Remove(path);  // left by an earlier replay
-        if (!removed.ok() && removed.code() != StatusCode::kNotFound) return removed;
+        if (!removed.ok() && removed.code() != StatusCode::kNotFound) {
+          // A folder made above another traced path (a program that looked
+          // for a path, missed, and later used one below it: a library
+          // search) is kept.
+          Result<FileInfo> info = storage.Stat(path);
+          if (!info.ok() || !info->is_directory) return removed;
+        }
       }
     }
   }

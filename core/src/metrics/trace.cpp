@@ -24,6 +24,29 @@ std::int64_t Ns(Tracer::Clock::time_point t) {
 // after rounding (start and end are rounded alike).
 std::int64_t FloorMicros(std::int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000); }
 
+// `text` as a JSON string's content: quotes, backslashes and control
+// characters escaped (paths are bytes; others pass as they are).
+void PutJsonText(std::FILE* f, const std::string& text) {
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      std::fputc('\\', f);
+      std::fputc(ch, f);
+    } else if (u < 0x20) {
+      std::fprintf(f, "\\u%04x", u);
+    } else {
+      std::fputc(ch, f);
+    }
+  }
+}
+
+// `arg` as ,"key":value (no comma when `*first`).
+void PutArg(std::FILE* f, const TraceArg& arg, bool* first) {
+  if (arg.key == nullptr) return;
+  std::fprintf(f, "%s\"%s\":%lld", *first ? "" : ",", arg.key, static_cast<long long>(arg.value));
+  *first = false;
+}
+
 }  // namespace
 
 Tracer::Tracer() : id_(next_tracer_id.fetch_add(1)) {}
@@ -46,13 +69,35 @@ Tracer::Buffer* Tracer::ThreadBuffer() {
 }
 
 void Tracer::Complete(const char* category, const char* name, Clock::time_point start,
-                      Clock::time_point end, Arg a, Arg b) {
+                      Clock::time_point end, Arg a, Arg b, Arg c, std::uint32_t file) {
   if (!enabled_) return;
   if (reserved_.fetch_add(1, std::memory_order_relaxed) >= max_events_) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  ThreadBuffer()->events.push_back(Event{category, name, Ns(start), Ns(end), a, b});
+  ThreadBuffer()->events.push_back(Event{category, name, Ns(start), Ns(end), a, b, c, file, 0});
+}
+
+void Tracer::Complete2(const char* category, const char* name, Clock::time_point start,
+                       Clock::time_point end, std::uint32_t file, std::uint32_t file2) {
+  if (!enabled_) return;
+  if (reserved_.fetch_add(1, std::memory_order_relaxed) >= max_events_) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ThreadBuffer()->events.push_back(
+      Event{category, name, Ns(start), Ns(end), {}, {}, {}, file, file2});
+}
+
+std::uint32_t Tracer::InternFile(const std::string& path) {
+  if (!enabled_) return 0;
+  std::lock_guard<std::mutex> lock(files_mutex_);
+  auto it = file_ids_.find(path);
+  if (it != file_ids_.end()) return it->second;
+  files_.push_back(path);
+  const auto id = static_cast<std::uint32_t>(files_.size());
+  file_ids_.emplace(path, id);
+  return id;
 }
 
 std::uint64_t Tracer::recorded() const {
@@ -68,6 +113,7 @@ Status Tracer::Write(const std::string& path, int pid, Clock::time_point origin)
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return Status::IOError(path + ": " + std::strerror(errno));
   std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> files_lock(files_mutex_);
   const std::int64_t origin_ns = Ns(origin);
   std::fprintf(f, "[\n");
   std::fprintf(f,
@@ -90,13 +136,22 @@ Status Tracer::Write(const std::string& path, int pid, Clock::time_point origin)
                    "\"ts\":%lld,\"dur\":%lld,\"ph\":\"X\",\"args\":{",
                    static_cast<unsigned long long>(id++), e.name, e.category, pid, b->tid,
                    static_cast<long long>(ts), static_cast<long long>(end - ts));
-      if (e.a.key != nullptr) {
-        std::fprintf(f, "\"%s\":%lld", e.a.key, static_cast<long long>(e.a.value));
+      bool first = true;
+      if (e.file != 0 && e.file <= files_.size()) {
+        std::fputs("\"fname\":\"", f);
+        PutJsonText(f, files_[e.file - 1]);
+        std::fputc('"', f);
+        first = false;
       }
-      if (e.b.key != nullptr) {
-        std::fprintf(f, "%s\"%s\":%lld", e.a.key != nullptr ? "," : "", e.b.key,
-                     static_cast<long long>(e.b.value));
+      if (e.file2 != 0 && e.file2 <= files_.size()) {
+        std::fputs(first ? "\"new_fname\":\"" : ",\"new_fname\":\"", f);
+        PutJsonText(f, files_[e.file2 - 1]);
+        std::fputc('"', f);
+        first = false;
       }
+      PutArg(f, e.a, &first);
+      PutArg(f, e.b, &first);
+      PutArg(f, e.c, &first);
       std::fprintf(f, "}}\n");
     }
   }

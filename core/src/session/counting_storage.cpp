@@ -17,26 +17,45 @@ std::int64_t Ticks(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// A trace event of a storage operation; `tracer` may be null or off.
+// A trace event of a storage operation on file `file` (Tracer::InternFile's
+// number, 0 for none); `tracer` may be null or off. docs/run-folder.md
+// lists the args of each.
 inline void TraceOp(metrics::Tracer* tracer, const char* name, Clock::time_point start,
-                    std::uint64_t ns, std::uint64_t offset = 0, std::uint64_t size = 0) {
+                    std::uint64_t ns, std::uint32_t file, metrics::TraceArg a = {},
+                    metrics::TraceArg b = {}, metrics::TraceArg c = {}) {
   if (tracer == nullptr || !tracer->enabled()) return;
-  tracer->Complete("storage", name, start, start + std::chrono::nanoseconds(ns),
-                   {"offset", static_cast<std::int64_t>(offset)},
-                   {"size", static_cast<std::int64_t>(size)});
+  tracer->Complete("storage", name, start, start + std::chrono::nanoseconds(ns), a, b, c, file);
+}
+
+// The open(2) flags that OpenMode stands for, as DFTracer's open events
+// carry them (O_RDONLY; O_WRONLY|O_CREAT|O_TRUNC; O_RDWR|O_CREAT).
+std::int64_t TraceOpenFlags(OpenMode mode) {
+  switch (mode) {
+    case OpenMode::kWrite:
+      return 01 | 0100 | 01000;
+    case OpenMode::kReadWrite:
+      return 02 | 0100;
+    default:
+      return 0;
+  }
 }
 
 class CountingFile final : public File {
  public:
   // `open_start`/`open_ns`: when the Open that made this file started and
   // how long it took (its record's first timestamps and metadata time).
+  // `trace_file`/`handle`: the path's number and the open's in the trace
+  // (0 when it is off).
   CountingFile(std::unique_ptr<File> inner, CountingStorage* owner, std::string path,
-               Clock::time_point open_start, std::uint64_t open_ns)
+               Clock::time_point open_start, std::uint64_t open_ns, std::uint32_t trace_file,
+               std::int64_t handle)
       : inner_(std::move(inner)),
         owner_(owner),
         c_(&owner->counters()),
         tracer_(owner->tracer()),
-        path_(std::move(path)) {
+        path_(std::move(path)),
+        trace_file_(trace_file),
+        handle_(handle) {
     rec_.opens = 1;
     rec_.meta_ns = open_ns;
     rec_.open_start_ns = Ticks(open_start);
@@ -56,7 +75,9 @@ class CountingFile final : public File {
     const std::uint64_t ns = NanosSince(t);
     c_->read_latency.Record(ns);
     c_->read_ops.fetch_add(1, std::memory_order_relaxed);
-    TraceOp(tracer_, "read", t, ns, offset, r.ok() ? *r : 0);
+    TraceOp(tracer_, "read", t, ns, trace_file_, {"fd", handle_},
+            {"offset", static_cast<std::int64_t>(offset)},
+            {"size", static_cast<std::int64_t>(r.ok() ? *r : 0)});
     if (r.ok()) {
       c_->read_bytes.fetch_add(*r, std::memory_order_relaxed);
       CountRead(offset, *r, ns);
@@ -81,7 +102,9 @@ class CountingFile final : public File {
   Status CountWrite(Clock::time_point t, std::uint64_t offset, std::size_t bytes, Status s) {
     const std::uint64_t ns = NanosSince(t);
     c_->write_latency.Record(ns);
-    TraceOp(tracer_, "write", t, ns, offset, bytes);
+    TraceOp(tracer_, "write", t, ns, trace_file_, {"fd", handle_},
+            {"offset", static_cast<std::int64_t>(offset)},
+            {"size", static_cast<std::int64_t>(bytes)});
     c_->write_ops.fetch_add(1, std::memory_order_relaxed);
     if (s.ok()) {
       c_->write_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -106,8 +129,9 @@ class CountingFile final : public File {
     std::uint64_t per = requests.empty() ? 0 : NanosSince(t) / requests.size();
     std::uint64_t i = 0;
     for (const ReadRequest& r : requests) {
-      TraceOp(tracer_, "read", t + std::chrono::nanoseconds(per * i++), per, r.offset,
-              r.bytes_read);
+      TraceOp(tracer_, "read", t + std::chrono::nanoseconds(per * i++), per, trace_file_,
+              {"fd", handle_}, {"offset", static_cast<std::int64_t>(r.offset)},
+              {"size", static_cast<std::int64_t>(r.bytes_read)});
       c_->read_latency.Record(per);
       c_->read_ops.fetch_add(1, std::memory_order_relaxed);
       c_->read_bytes.fetch_add(r.bytes_read, std::memory_order_relaxed);
@@ -126,7 +150,7 @@ class CountingFile final : public File {
     Status s = inner_->Sync();
     const std::uint64_t ns = NanosSince(t);
     c_->fsync_latency.Record(ns);
-    TraceOp(tracer_, "fsync", t, ns);
+    TraceOp(tracer_, "fsync", t, ns, trace_file_, {"fd", handle_});
     rec_.write_ns += ns;
     return s;
   }
@@ -172,7 +196,7 @@ class CountingFile final : public File {
 
   void FinishClose(Clock::time_point start, std::uint64_t ns) {
     c_->close_latency.Record(ns);
-    TraceOp(tracer_, "close", start, ns);
+    TraceOp(tracer_, "close", start, ns, trace_file_, {"fd", handle_});
     rec_.meta_ns += ns;
     rec_.close_start_ns = Ticks(start);
     rec_.close_end_ns = rec_.close_start_ns + static_cast<std::int64_t>(ns);
@@ -184,6 +208,8 @@ class CountingFile final : public File {
   IoCounters* c_;
   metrics::Tracer* tracer_;
   std::string path_;
+  std::uint32_t trace_file_;
+  std::int64_t handle_;
   FileCounters rec_;
   bool has_previous_read_ = false;
   std::uint64_t previous_read_end_ = 0;
@@ -198,13 +224,21 @@ Result<std::unique_ptr<File>> CountingStorage::Open(const std::string& path,
   Result<std::unique_ptr<File>> f = inner().Open(path, options);
   const std::uint64_t open_ns = NanosSince(t);
   counters_.open_latency.Record(open_ns);
-  TraceOp(tracer_, "open", t, open_ns);
+  std::uint32_t trace_file = 0;
+  std::int64_t handle = 0;
+  if (tracer_ != nullptr && tracer_->enabled()) {
+    trace_file = tracer_->InternFile(path);
+    handle = f.ok() ? tracer_->NewHandle() : -1;
+    TraceOp(tracer_, "open", t, open_ns, trace_file, {"flags", TraceOpenFlags(options.mode)},
+            {"ret", handle});
+  }
   if (!f.ok()) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     return f.status();
   }
   counters_.opens.fetch_add(1, std::memory_order_relaxed);
-  return std::unique_ptr<File>(new CountingFile(std::move(f).value(), this, path, t, open_ns));
+  return std::unique_ptr<File>(
+      new CountingFile(std::move(f).value(), this, path, t, open_ns, trace_file, handle));
 }
 
 Result<FileInfo> CountingStorage::Stat(const std::string& path) {
@@ -212,12 +246,37 @@ Result<FileInfo> CountingStorage::Stat(const std::string& path) {
   Result<FileInfo> info = inner().Stat(path);
   const std::uint64_t ns = NanosSince(t);
   counters_.stat_latency.Record(ns);
-  TraceOp(tracer_, "stat", t, ns);
+  if (tracer_ != nullptr && tracer_->enabled()) {
+    TraceOp(tracer_, "stat", t, ns, tracer_->InternFile(path), {"ret", info.ok() ? 0 : -1},
+            {"size", info.ok() ? static_cast<std::int64_t>(info->size) : 0},
+            {"is_dir", info.ok() && info->is_directory ? 1 : 0});
+  }
   FileCounters stat;
   stat.stats = 1;
   stat.meta_ns = ns;
   AddFileCounters(path, stat);
   return info;
+}
+
+Status CountingStorage::Remove(const std::string& path) {
+  auto t = Clock::now();
+  Status s = inner().Remove(path);
+  if (tracer_ != nullptr && tracer_->enabled()) {
+    TraceOp(tracer_, "unlink", t, NanosSince(t), tracer_->InternFile(path),
+            {"ret", s.ok() ? 0 : -1});
+  }
+  return s;
+}
+
+Status CountingStorage::Rename(const std::string& from, const std::string& to) {
+  auto t = Clock::now();
+  Status s = inner().Rename(from, to);
+  if (tracer_ != nullptr && tracer_->enabled()) {
+    const std::uint64_t ns = NanosSince(t);
+    tracer_->Complete2("storage", "rename", t, t + std::chrono::nanoseconds(ns),
+                       tracer_->InternFile(from), tracer_->InternFile(to));
+  }
+  return s;
 }
 
 void CountingStorage::AddFileCounters(const std::string& path, const FileCounters& counters) {

@@ -139,6 +139,10 @@ class CountingStorage final : public ForwardingStorage {
   std::string name() const override { return inner().name(); }
   Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) override;
   Result<FileInfo> Stat(const std::string& path) override;
+  // Forwarded uncounted; traced (unlink, rename) so that a replay of the
+  // trace (docs/replay.md) removes and renames as the run did.
+  Status Remove(const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
 
   IoCounters& counters() { return counters_; }
   // The back end itself, for side measurements that are not the run's I/O
@@ -148,7 +152,8 @@ class CountingStorage final : public ForwardingStorage {
   Storage& uncounted() { return inner(); }
   IoSnapshot Snapshot() const;
 
-  // Records every operation (open, read, write, fsync, close, stat) into
+  // Records every operation (open, read, write, fsync, close, stat,
+  // unlink, rename) into
   // `tracer` when it is enabled; `tracer` must outlive this object.
   void set_tracer(metrics::Tracer* tracer) { tracer_ = tracer; }
   metrics::Tracer* tracer() const { return tracer_; }
