@@ -11,7 +11,7 @@
 namespace iomimic::apptrace {
 namespace {
 
-using json = nlohmann::json;
+using PfwJson = nlohmann::json;
 
 // One POSIX or STDIO event as read, before its file name is resolved.
 struct Event {
@@ -27,7 +27,7 @@ struct Event {
   std::size_t line = 0;
 };
 
-std::optional<std::int64_t> IntArg(const json& args, const char* key) {
+std::optional<std::int64_t> IntArg(const PfwJson& args, const char* key) {
   auto it = args.find(key);
   if (it == args.end()) return std::nullopt;
   if (it->is_number_integer()) return it->get<std::int64_t>();
@@ -38,7 +38,7 @@ std::optional<std::int64_t> IntArg(const json& args, const char* key) {
   return std::nullopt;
 }
 
-std::string TextArg(const json& args, const char* key) {
+std::string TextArg(const PfwJson& args, const char* key) {
   auto it = args.find(key);
   if (it == args.end()) return {};
   if (it->is_string()) return it->get<std::string>();
@@ -84,21 +84,22 @@ Status LineError(const std::string& source, std::size_t line, const std::string&
 
 // One line's object: an event appended to *events, an "FH" name added to
 // *names, or something not modelled counted in *builder.
-Status ReadLine(const json& e, const std::string& source, std::size_t line,
+Status ReadLine(const PfwJson& e, const std::string& source, std::size_t line,
                 std::vector<Event>* events, std::map<std::string, std::string>* names,
                 TraceBuilder* builder) {
   if (!e.is_object()) return LineError(source, line, "not a JSON object");
-  const std::string name = e.value("name", json()).is_string() ? e["name"].get<std::string>() : "";
-  const std::string cat = e.value("cat", json()).is_string() ? e["cat"].get<std::string>() : "";
-  const std::string ph = e.value("ph", json()).is_string() ? e["ph"].get<std::string>() : "X";
-  const json empty = json::object();
-  const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
+  const std::string name =
+      e.value("name", PfwJson()).is_string() ? e["name"].get<std::string>() : "";
+  const std::string cat = e.value("cat", PfwJson()).is_string() ? e["cat"].get<std::string>() : "";
+  const std::string ph = e.value("ph", PfwJson()).is_string() ? e["ph"].get<std::string>() : "X";
+  const PfwJson empty = PfwJson::object();
+  const PfwJson& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
   if (ph == "M") {
     if (name == "FH") (*names)[TextArg(args, "value")] = TextArg(args, "name");
     return Status::OK();
   }
   if (ph != "X") return builder->Ignore("event phase " + ph.substr(0, 8)), Status::OK();
-  const json& ts = e.contains("ts") ? e["ts"] : json();
+  const PfwJson& ts = e.contains("ts") ? e["ts"] : PfwJson();
   if (!ts.is_number() || !std::isfinite(ts.get<double>()) || std::fabs(ts.get<double>()) > 9e12) {
     return LineError(source, line, "event '" + name + "' without a numeric ts (microseconds)");
   }
@@ -123,7 +124,7 @@ Status ReadLine(const json& e, const std::string& source, std::size_t line,
   ev.pid = IntArg(e, "pid").value_or(0);
   ev.tid = IntArg(e, "tid").value_or(ev.pid);
   ev.start_ns = static_cast<std::int64_t>(std::llround(ts.get<double>() * 1000.0));
-  const json& dur = e.contains("dur") ? e["dur"] : json();
+  const PfwJson& dur = e.contains("dur") ? e["dur"] : PfwJson();
   if (dur.is_number() && std::isfinite(dur.get<double>()) && dur.get<double>() >= 0 &&
       dur.get<double>() < 9e12) {
     ev.dur_ns = static_cast<std::int64_t>(std::llround(dur.get<double>() * 1000.0));
@@ -254,7 +255,7 @@ Result<AppTrace> ReadDftracer(std::string_view text, const std::string& source) 
     }
     if (!line.empty() && line.back() == ',') line.remove_suffix(1);
     if (line.empty() || line == "[" || line == "]") continue;
-    json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    PfwJson e = PfwJson::parse(line, nullptr, /*allow_exceptions=*/false);
     if (e.is_discarded()) {
       return LineError(source, number, "not a JSON object (DFTracer's layout: one event a line)");
     }
