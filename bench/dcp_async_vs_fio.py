@@ -9,13 +9,18 @@ shrunk llama3 8B, against the two things it should cost, in one invocation:
   a memcpy), as iomimic's staging does;
 - its background write (background_write_GiB_per_second) against fio writing
   the same files: one fio job per .distcp file, each of its size, jobs
-  concurrent as DCP's writer threads are, --bs=64M (iomimic's largest
-  request), psync, --fallocate=none (iomimic's preallocation is inside its
-  timed write, fio's would be outside its runtime), --fsync_on_close=1 when
-  checkpoint.fsync is on.
+  concurrent as DCP's writer threads are and, like them, threads of one
+  process (--thread: fio's job processes each call setsid, and with
+  sched_autogroup each would get a session's CPU share), --bs=64M
+  (iomimic's largest request; fio writes whole blocks only, so its rate is
+  its own io_bytes over its time), psync, --fallocate=none,
+  --fsync_on_close=1 when checkpoint.fsync is on. Both tools are also timed
+  on one clock: the same strace of openat and fsync, first data-file open
+  to the end of the last data-file fsync.
 
   bench/dcp_async_vs_fio.py --iomimic build/bin/iomimic [--dir /tmp/dcpbench]
-                            [--threads 4] [--repeat 3] [--fsync on]
+                            [--threads 4] [--repeat 3] [--fsync on] [--cold 4]
+                            [--keep-traces]
 
 One rank, one save per run (so the stall has no wait for a previous write).
 Every cell is measured --repeat times, the tools alternating which goes
