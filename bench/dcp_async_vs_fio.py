@@ -24,10 +24,9 @@ shrunk llama3 8B, against the two things it should cost, in one invocation:
 
 One rank, one save per run (so the stall has no wait for a previous write).
 Every cell is measured --repeat times, the tools alternating which goes
-first; before each measurement dirty pages are flushed and 3 GiB of memory
-touched and freed (see settle: dropping the page cache instead makes the
-next allocation wait for the VM's host). Prints every run, then medians (min-max), the machine and
-its load before and after.
+first; before each measurement dirty pages are flushed, 3 GiB of memory
+touched and freed, and --cold seconds waited (see settle). Prints every
+run, then medians (min-max), the machine and its load before and after.
 """
 import argparse
 import json
