@@ -195,8 +195,8 @@ class StreamSchedule {
   std::vector<Group> groups_;
 };
 
-// A shuffle buffer after a streamed read (docs/formats.md, "Sample shuffle
-// buffer"), as webdataset's shuffle(bufsize, initial): samples enter the
+// A shuffle buffer after a streamed read, with the fill rule that
+// docs/formats.md ("Sample shuffle buffer") cites: samples enter the
 // buffer in read order, two at a time while it holds fewer than `bufsize`,
 // one at a time after; once it holds min(initial, bufsize), every entry is
 // followed by taking one buffered sample at random (the taken slot filled
@@ -208,7 +208,8 @@ class StreamSchedule {
 std::vector<std::uint64_t> ShuffleBufferOrder(std::uint64_t n, std::uint64_t bufsize,
                                               std::uint64_t initial, std::uint64_t seed);
 
-// webdataset's default `initial` of shuffle(bufsize, initial).
+// The default `initial` of that buffer (docs/formats.md, "Sample shuffle
+// buffer").
 inline constexpr std::uint64_t kShuffleBufferInitial = 100;
 
 // Training steps per epoch for the whole job (same on every rank):
