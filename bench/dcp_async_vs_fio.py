@@ -74,6 +74,11 @@ def traced_span(trace, folder):
     opens it first but for fio's main process, which creates the files
     (O_WRONLY|O_CREAT, no O_TRUNC) before its jobs open them (O_RDWR);
     fio's fsync at close opens the file again after writing."""
+    # DCP's .metadata (.metadata.tmp, written after the data files once the
+    # write is joined) is not part of the background write.
+    def hidden(path):
+        return os.path.basename(path).startswith(".")
+
     first_open = {}
     pending = {}  # pid -> path of its unfinished fsync
     fsync_end = 0.0
@@ -82,13 +87,15 @@ def traced_span(trace, folder):
         if not m:
             continue
         pid, ts, rest = m.group(1), float(m.group(2)), m.group(3)
-        o = re.match(r'openat\([^,]*, "([^"]+)".*\) = \d+', rest)
-        if o and o.group(1).startswith(folder + "/"):
+        # A call cut in two by another thread's ("<unfinished ...>") starts
+        # at its first half, which names the path.
+        o = re.match(r'openat\([^,]*, "([^"]+)"', rest)
+        if o and o.group(1).startswith(folder + "/") and not hidden(o.group(1)):
             if "O_WRONLY|O_CREAT," not in rest:
                 first_open.setdefault(o.group(1), ts)
             continue
         f = re.match(r"fsync\(\d+<([^>]+)>(.*)", rest)
-        if f and f.group(1).startswith(folder + "/"):
+        if f and f.group(1).startswith(folder + "/") and not hidden(f.group(1)):
             d = re.search(r"<([\d.]+)>$", f.group(2).strip())
             if "unfinished" in f.group(2):
                 pending[pid] = f.group(1)
