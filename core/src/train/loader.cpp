@@ -598,13 +598,25 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
     if (!emit_.empty()) {
       // A step past the window waits in pending_ until it enters
       // (ResetWork); the window moves only under mutex_.
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       if (stopping_) return;
+      if (!status.ok()) {
+        // The step the consumer waits for may need samples this reader
+        // would read later: it takes the error, so the pass stops.
+        const std::uint64_t awaited = next_step_;
+        Work& w = work_[awaited % depth_];
+        std::pair<BatchInfo, Status> failed;
+        {
+          std::lock_guard<std::mutex> work_lock(w.mutex);
+          w.status = status;
+          failed = w.Finish();
+        }
+        lock.unlock();
+        Publish(awaited, std::move(failed.first), std::move(failed.second));
+        return;
+      }
       if (step >= next_step_ + depth_) {
-        Pending& p = pending_[step];
-        p.Add(index, item.ref, bytes, log_samples_);
-        if (!status.ok() && p.status.ok()) p.status = status;
-        if (!status.ok()) return;
+        pending_[step].Add(index, item.ref, bytes, log_samples_);
         continue;
       }
     }
