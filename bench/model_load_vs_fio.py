@@ -11,6 +11,8 @@ hidden, FFN and vocabulary sizes, --layers layers: 1 layer is 5.9 GB in
 
   T  iomimic, method tensors, 1 worker (safetensors' load_file), posix
   F  fio, 1 job reading the files one after the other, bs = read size, psync
+     (fio's jobs run as threads of one process, --thread, as iomimic's
+     workers are)
   M  iomimic, method tensors, 1 worker, the mmap back end (mmap and touch)
   C  iomimic, method chunks, --workers workers (Run:ai's streamer)
   P  fio, --workers jobs: each file cut into workers / files slices read
@@ -55,7 +57,12 @@ def iomimic_load(args, name, extra):
 def fio_load(args, files, jobs):
     result = {}
     for cache, invalidate in (("cold", 1), ("warm", 0)):
-        cmd = ["fio", "--output-format=json", "--group_reporting", "--ioengine=psync",
+        # --thread: fio's jobs as threads of one process, as iomimic's
+        # workers are. As processes each job calls setsid, and with
+        # sched_autogroup (on here) each gets a session's CPU share while
+        # iomimic's workers share one: under load, 8 fio jobs got up to 8x
+        # the CPU of iomimic's 8 workers (bench/results/dcp_async_vs_fio.md).
+        cmd = ["fio", "--output-format=json", "--thread", "--group_reporting", "--ioengine=psync",
                "--rw=read", "--bs=%d" % READ_SIZE, "--invalidate=%d" % invalidate,
                "--file_service_type=sequential"]
         if jobs == 1:

@@ -16,7 +16,7 @@ cc="${CC:-clang}"
 cxx="${CXX:-clang++}"
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (apt-get install clang)" >&2; exit 77; }
 build=build-fuzz
-formats="npz npy hdf5 png jpeg tiff tfrecord csv indexed_binary parquet"
+formats="npz npy hdf5 png jpeg tiff tfrecord csv indexed_binary parquet webdataset mds"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CC="$cc" CXX="$cxx" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DIOMIMIC_FUZZ=ON -DIOMIMIC_BUILD_TESTS=OFF -DIOMIMIC_PLUGINS="${formats// /;}" >/dev/null

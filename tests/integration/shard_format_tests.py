@@ -7,6 +7,12 @@ Usage: shard_format_tests.py <test-name> --iomimic BIN --source DIR --work DIR
 - webdataset_epoch_reads_each_shard_once: strace sees every shard opened
   once per epoch and read front to back in requests of reader.transfer_size
   at offsets 0, T, 2T, ..., its bytes exactly once;
+- webdataset_shuffle_buffer: with reader.sample_shuffle on, the samples
+  reach the batches (iomimic.sample_log) in the order of webdataset's
+  shuffle(reader.shuffle_size): a permutation of the stream in which no
+  sample comes more than shuffle_size - 1 positions early, the first once
+  min(100, shuffle_size) are buffered, the same with and without reader
+  threads; shuffle_size 0 and 1 keep the stream order;
 - mds_cache_downloads_touched_shards: through shard_cache, each touched
   shard (and its index) is downloaded once while it stays cached, an evicted
   one again, and the cache never holds more than its capacity;
@@ -153,6 +159,58 @@ def test_webdataset_epoch_reads_each_shard_once():
         print("transfer %d: %d shards x %d epochs, %d bytes and %d requests of %d bytes, each "
               "shard once per epoch" % (transfer, files, epochs, epochs * sum(sizes.values()),
                                         requests, expected_request))
+
+
+def sample_order(out):
+    """(file, sample) per batch position, from <id>_samples.csv."""
+    with open(os.path.join(out, "0_samples.csv")) as f:
+        rows = [line.strip().split(",") for line in f][1:]
+    return [(int(r[3]), int(r[4])) for r in rows if r[1] == "train"]
+
+
+def test_webdataset_shuffle_buffer():
+    data = os.path.join(args().work, "data")
+    files, samples = 6, 20
+    total = files * samples
+    run([args().iomimic, "generate", "-q"] +
+        overrides("webdataset", data, os.path.join(args().work, "gen"), files, samples))
+    orders = {}
+    for size in (0, 1, 7, 64):
+        for threads in (0, 1):
+            out = os.path.join(args().work, "shuf_%d_%d" % (size, threads))
+            run([args().iomimic, "run", "-q"] + overrides(
+                "webdataset", data, out, files, samples, 1,
+                ["++workload.workflow.generate_data=False",
+                 "++workload.reader.read_threads=%d" % threads,
+                 "++workload.reader.file_shuffle=off",
+                 "++workload.reader.sample_shuffle=seed",
+                 "++workload.reader.shuffle_size=%d" % size,
+                 "++workload.iomimic.sample_log=True"]))
+            # With the files in order, stream position = file * samples + sample.
+            read = [f * samples + k for f, k in sample_order(out)]
+            if sorted(read) != list(range(total)):
+                fail("shuffle_size %d, %d threads: batches hold %d samples, not a permutation "
+                     "of the %d streamed" % (size, threads, len(read), total))
+            if size <= 1:
+                if read != list(range(total)):
+                    fail("shuffle_size %d: order %s, expected the stream order" %
+                         (size, read[:12]))
+            else:
+                early = [(e, p) for e, p in enumerate(read) if p > e + size - 1]
+                if early:
+                    fail("shuffle_size %d: samples more than %d positions early (batch "
+                         "position, stream position): %s" % (size, size - 1, early[:5]))
+                initial = min(100, size)
+                if read[0] >= initial + initial % 2:
+                    fail("shuffle_size %d: the first sample is stream position %d, beyond the "
+                         "first %d buffered" % (size, read[0], initial))
+                moved = sum(1 for e, p in enumerate(read) if e != p)
+                if moved < total // 2:
+                    fail("shuffle_size %d: only %d of %d samples moved" % (size, moved, total))
+            orders[(size, threads)] = read
+        if orders[(size, 0)] != orders[(size, 1)]:
+            fail("shuffle_size %d: the order differs with a reader thread" % size)
+        print("shuffle_size %d: %s ..." % (size, orders[(size, 0)][:10]))
 
 
 def cache_run(data, out, files, samples, epochs, capacity, extra=()):

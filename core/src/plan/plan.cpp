@@ -261,6 +261,32 @@ SampleRef EpochPlan::Sample(std::uint64_t position) const {
   return SampleRef{file_order_(global / samples_per_file_), global % samples_per_file_};
 }
 
+std::vector<std::uint64_t> ShuffleBufferOrder(std::uint64_t n, std::uint64_t bufsize,
+                                              std::uint64_t initial, std::uint64_t seed) {
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(n));
+  std::vector<std::uint64_t> buffer;  // read positions of the buffered samples
+  buffer.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(n, bufsize) + 1));
+  initial = std::min(initial, bufsize);
+  Xoshiro256 rng(seed);
+  std::uint64_t read = 0;
+  std::uint64_t emitted = 0;
+  auto take = [&] {
+    // A uniform slot (randint's; the bias of a 64-bit modulo is below 2^-40
+    // for any buffer that fits in memory).
+    const std::size_t k = static_cast<std::size_t>(rng.Next() % buffer.size());
+    out[static_cast<std::size_t>(buffer[k])] = emitted++;
+    buffer[k] = buffer.back();
+    buffer.pop_back();
+  };
+  while (read < n) {
+    buffer.push_back(read++);
+    if (buffer.size() < bufsize && read < n) buffer.push_back(read++);
+    if (buffer.size() >= initial) take();
+  }
+  while (!buffer.empty()) take();
+  return out;
+}
+
 void StreamSchedule::Rebuild(const EpochPlan& plan, std::uint64_t slots) {
   slots_ = std::max<std::uint64_t>(1, slots);
   runs_.clear();

@@ -99,7 +99,8 @@ class EpochPlan {
   // `streamed`: the format streams whole files (FormatTraits::streamed), so
   // samples are read file after file in record order, as tf.data reads
   // them; file_shuffle still permutes the files, and sample_shuffle (a
-  // shuffle buffer after reading in TensorFlow) does not change the reads.
+  // shuffle buffer after reading, ShuffleBufferOrder, applied by the
+  // loader) does not change the reads.
   EpochPlan(const config::Config& config, const DatasetLayout& layout, Split split, int rank,
             int world_size, std::uint64_t epoch, const ShuffleSeeds& seeds, bool streamed = false);
 
@@ -193,6 +194,23 @@ class StreamSchedule {
   std::vector<Run> runs_;
   std::vector<Group> groups_;
 };
+
+// A shuffle buffer after a streamed read, with the fill rule that
+// docs/formats.md ("Sample shuffle buffer") cites: samples enter the
+// buffer in read order, two at a time while it holds fewer than `bufsize`,
+// one at a time after; once it holds min(initial, bufsize), every entry is
+// followed by taking one buffered sample at random (the taken slot filled
+// with the last), and at the end of the stream the rest is taken at random.
+// Returns, for each of the `n` read positions, the position at which its
+// sample leaves the buffer (a permutation of 0 .. n - 1). A sample leaves
+// no more than bufsize - 1 positions before its read position (it may leave
+// any number after); bufsize 0 or 1 keeps the read order.
+std::vector<std::uint64_t> ShuffleBufferOrder(std::uint64_t n, std::uint64_t bufsize,
+                                              std::uint64_t initial, std::uint64_t seed);
+
+// The default `initial` of that buffer (docs/formats.md, "Sample shuffle
+// buffer").
+inline constexpr std::uint64_t kShuffleBufferInitial = 100;
 
 // Training steps per epoch for the whole job (same on every rank):
 // floor(spf * files / world / batch), capped by total_training_steps; with

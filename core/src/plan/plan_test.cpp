@@ -51,6 +51,42 @@ std::vector<SampleRef> ReadsOfEpoch(const config::Config& c, int world, std::uin
   return all;
 }
 
+TEST_CASE("shuffle buffer: a permutation within the buffer's bound, webdataset's fill rule") {
+  for (std::uint64_t bufsize : {2u, 3u, 7u, 64u, 150u, 1000u}) {
+    const std::uint64_t n = 2000;
+    const std::vector<std::uint64_t> out = ShuffleBufferOrder(n, bufsize, 100, 42);
+    REQUIRE(out.size() == n);
+    std::vector<std::uint64_t> read_at(n, n);  // emitted position -> read position
+    for (std::uint64_t p = 0; p < n; ++p) {
+      REQUIRE(out[p] < n);
+      CHECK(read_at[out[p]] == n);  // each position taken once
+      read_at[out[p]] = p;
+      // No sample leaves more than bufsize - 1 positions early.
+      CHECK(p <= out[p] + bufsize - 1);
+    }
+    // The first sample leaves once min(100, bufsize) are buffered: the
+    // buffer grows by two per step until then.
+    const std::uint64_t initial = std::min<std::uint64_t>(100, bufsize);
+    const std::uint64_t first_reads = initial % 2 == 0 ? initial : initial + 1;
+    CHECK(read_at[0] < std::max<std::uint64_t>(first_reads, 1));
+    // A real shuffle: most samples move.
+    std::uint64_t moved = 0;
+    for (std::uint64_t p = 0; p < n; ++p) moved += out[p] != p;
+    CHECK(moved > n / 2);
+    // The same seed gives the same order; another seed another.
+    CHECK(ShuffleBufferOrder(n, bufsize, 100, 42) == out);
+    CHECK(ShuffleBufferOrder(n, bufsize, 100, 43) != out);
+  }
+  // bufsize 0 and 1 keep the read order.
+  for (std::uint64_t bufsize : {0u, 1u}) {
+    const std::vector<std::uint64_t> out = ShuffleBufferOrder(50, bufsize, 100, 7);
+    for (std::uint64_t p = 0; p < 50; ++p) CHECK(out[p] == p);
+  }
+  // bufsize 2: at most one position early.
+  const std::vector<std::uint64_t> two = ShuffleBufferOrder(1000, 2, 100, 9);
+  for (std::uint64_t p = 0; p < 1000; ++p) CHECK(p <= two[p] + 1);
+}
+
 }  // namespace
 
 TEST_CASE("numpy legacy normal matches numpy.random.normal after seed(10)") {

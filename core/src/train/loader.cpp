@@ -292,6 +292,22 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
     from_memory_ = c.iomimic.startup_load || (c.iomimic.read_once && passes > 1);
   }
   collective_readers_.clear();
+  {
+    // A streamed format's sample shuffle is a buffer after the reads
+    // (plan::ShuffleBufferOrder): the files are still read in order, the
+    // samples reach the batches in the buffer's order.
+    const config::ReaderConfig& r = session_.config().reader;
+    emit_.clear();
+    pending_.clear();
+    inline_read_ = 0;
+    buffer_lag_ = 0;
+    if (!from_memory_ && session_.format().traits().streamed &&
+        r.sample_shuffle != config::ShuffleMode::kOff && r.shuffle_size > 1) {
+      emit_ = plan::ShuffleBufferOrder(plan.samples(), r.shuffle_size, plan::kShuffleBufferInitial,
+                                       MixSeed(MixSeed(plan.epoch_seed(), 0x5B), accelerator_));
+      buffer_lag_ = r.shuffle_size - 1;
+    }
+  }
   threads_ = collective_ ? 0 : plan.reader_threads();
   inline_reader_->BeginPass(MixSeed(MixSeed(epoch, accelerator_), 0), epoch);
   sharing_ = false;
@@ -386,6 +402,28 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   out->samples = 0;
   out->sample_bytes = 0;
   out->refs.clear();
+  if (!emit_.empty()) {
+    // The shuffle buffer: samples are read in stream order until every
+    // sample of `step` has left the buffer; those bound for later steps
+    // wait in pending_.
+    Pending& mine = pending_[step];
+    while (mine.samples < bs) {
+      const std::uint64_t read = inline_read_++;
+      const plan::SampleRef ref = plan_->Sample(read);
+      const std::uint64_t position = emit_[static_cast<std::size_t>(read)];
+      std::uint64_t bytes = 0;
+      IOMIMIC_RETURN_IF_ERROR(ReadRef(reader, ref, position % bs, &bytes));
+      pending_[position / bs].Add(position % bs, ref, bytes, log_samples_);
+    }
+    out->samples = mine.samples;
+    out->sample_bytes = mine.bytes;
+    if (log_samples_) {
+      out->refs.resize(bs);
+      for (const auto& [index, ref] : mine.refs) out->refs[index] = ref;
+    }
+    pending_.erase(step);
+    return Status::OK();
+  }
   for (std::uint64_t i = 0; i < bs; ++i) {
     IOMIMIC_RETURN_IF_ERROR(ReadSampleOf(reader, step, i, &out->sample_bytes));
     out->samples += 1;
@@ -394,7 +432,7 @@ Status Loader::ReadBatch(Reader& reader, std::uint64_t step, BatchInfo* out) {
   return Status::OK();
 }
 
-void Loader::ResetWork(std::uint64_t step) {
+bool Loader::ResetWork(std::uint64_t step) {
   Work& w = work_[step % depth_];
   std::lock_guard<std::mutex> lock(w.mutex);
   const bool in_pass = step < plan_->steps();
@@ -408,6 +446,20 @@ void Loader::ResetWork(std::uint64_t step) {
   w.batch.sample_bytes = 0;
   w.batch.refs.clear();
   if (in_pass && log_samples_) w.batch.refs.resize(bs);
+  // Samples of this step that left the shuffle buffer before it entered
+  // the window.
+  auto waiting = pending_.find(step);
+  if (!in_pass || waiting == pending_.end()) return false;
+  const Pending& p = waiting->second;
+  w.batch.samples += p.samples;
+  w.batch.sample_bytes += p.bytes;
+  if (log_samples_) {
+    for (const auto& [index, ref] : p.refs) w.batch.refs[index] = ref;
+  }
+  w.left -= p.samples;
+  w.status = p.status;
+  pending_.erase(waiting);
+  return w.left == 0 || !w.status.ok();
 }
 
 std::uint64_t Loader::StepToHelp() {
@@ -590,15 +642,49 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
   plan::StreamSchedule::Cursor cursor = stream_.Begin(thread_index);
   plan::StreamSchedule::Item item;
   while (cursor.Next(&item)) {
-    const std::uint64_t step = item.position / bs;
-    const std::uint64_t index = item.position % bs;
+    // With a shuffle buffer the sample lands at its position leaving the
+    // buffer; it is read once the step it would reach in stream order, less
+    // the buffer's lag, is inside the window (the buffer reads ahead by up
+    // to bufsize - 1 samples, and a step needs none read later than that).
+    const std::uint64_t position =
+        emit_.empty() ? item.position : emit_[static_cast<std::size_t>(item.position)];
+    const std::uint64_t step = position / bs;
+    const std::uint64_t index = position % bs;
+    const std::uint64_t read_step =
+        (item.position > buffer_lag_ ? item.position - buffer_lag_ : 0) / bs;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      window_cv_[thread_index].wait(lock, [&] { return stopping_ || step < next_step_ + depth_; });
+      window_cv_[thread_index].wait(lock,
+                                    [&] { return stopping_ || read_step < next_step_ + depth_; });
       if (stopping_) return;
     }
     std::uint64_t bytes = 0;
     Status status = ReadRef(reader, item.ref, index, &bytes);
+    if (!emit_.empty()) {
+      // A step past the window waits in pending_ until it enters
+      // (ResetWork); the window moves only under mutex_.
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      if (!status.ok()) {
+        // The step the consumer waits for may need samples this reader
+        // would read later: it takes the error, so the pass stops.
+        const std::uint64_t awaited = next_step_;
+        Work& w = work_[awaited % depth_];
+        std::pair<BatchInfo, Status> failed;
+        {
+          std::lock_guard<std::mutex> work_lock(w.mutex);
+          w.status = status;
+          failed = w.Finish();
+        }
+        lock.unlock();
+        Publish(awaited, std::move(failed.first), std::move(failed.second));
+        return;
+      }
+      if (step >= next_step_ + depth_) {
+        pending_[step].Add(index, item.ref, bytes, log_samples_);
+        continue;
+      }
+    }
     Work& w = work_[step % depth_];
     std::optional<std::pair<BatchInfo, Status>> finished;
     {
@@ -686,6 +772,7 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     return true;
   }
   Slot taken;
+  bool whole_on_entry = false;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     Slot& slot = slots_[next_step_ % depth_];
@@ -699,7 +786,19 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     slot = Slot();
     ++next_step_;
     // The step that enters the window takes over the slot just emptied.
-    if (sharing_ || streaming_) ResetWork(next_step_ - 1 + depth_);
+    if (sharing_ || streaming_) whole_on_entry = ResetWork(next_step_ - 1 + depth_);
+  }
+  if (whole_on_entry) {
+    // Every sample of the entering step left the shuffle buffer before it
+    // entered (or one failed): no reader will publish it.
+    const std::uint64_t entered = next_step_ - 1 + depth_;
+    Work& w = work_[entered % depth_];
+    std::pair<BatchInfo, Status> finished;
+    {
+      std::lock_guard<std::mutex> lock(w.mutex);
+      finished = w.Finish();
+    }
+    Publish(entered, std::move(finished.first), std::move(finished.second));
   }
   taken.batch.taken = std::chrono::steady_clock::now();
   if (streaming_) {

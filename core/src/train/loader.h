@@ -149,6 +149,20 @@ class Loader {
     }
   };
   class Reader;
+  // Samples of a step that left the shuffle buffer before the step entered
+  // the prefetch window (or, inline, before the consumer asked for it).
+  struct Pending {
+    std::uint64_t samples = 0;
+    std::uint64_t bytes = 0;
+    Status status;
+    std::vector<std::pair<std::uint64_t, plan::SampleRef>> refs;  // (index, ref) when logged
+
+    void Add(std::uint64_t index, const plan::SampleRef& ref, std::uint64_t payload, bool log) {
+      samples += 1;
+      bytes += payload;
+      if (log) refs.emplace_back(index, ref);
+    }
+  };
 
   // Next (wait) and TryNext (no wait): takes the next step's batch.
   Result<bool> Take(BatchInfo* out, bool wait);
@@ -175,8 +189,10 @@ class Loader {
   // or UINT64_MAX. Called with mutex_ held.
   std::uint64_t StepToHelp();
   // Work sharing: makes `step`'s slot ready for claims. Called with mutex_
-  // held (or before the pass is published).
-  void ResetWork(std::uint64_t step);
+  // held (or before the pass is published). Streamed passes with a shuffle
+  // buffer: also counts the step's samples waiting in pending_; true when
+  // that makes the batch whole (or failed), so the caller publishes it.
+  bool ResetWork(std::uint64_t step);
   // Stores a finished batch in its slot and wakes the consumer if it waits
   // for it.
   void Publish(std::uint64_t step, BatchInfo batch, Status status);
@@ -204,6 +220,15 @@ class Loader {
   std::unique_ptr<Work[]> work_;  // one per window slot when sharing_ or streaming_
   std::uint64_t work_slots_ = 0;
   bool in_pass_ = false;
+  // Streamed formats with a sample shuffle: emit_[p] is the batch position
+  // of the sample read at stream position p (plan::ShuffleBufferOrder);
+  // empty otherwise. buffer_lag_ = bufsize - 1. pending_ is guarded by
+  // mutex_ when reader threads read; inline_read_ is the inline reader's
+  // next stream position.
+  std::vector<std::uint64_t> emit_;
+  std::uint64_t buffer_lag_ = 0;
+  std::map<std::uint64_t, Pending> pending_;
+  std::uint64_t inline_read_ = 0;
 
   // mutex_ guards the pass state below. cv_ carries the pass lifecycle
   // (Start, Finish, shutdown, threads going idle). The step-by-step traffic
