@@ -141,24 +141,20 @@ if [[ "${GPU_CHECK_UDEV:-0}" == 1 ]]; then
 fi
 
 step "KV-cache accelerator tier in device memory (bench/kvcache_gpu_tier.py)"
-kv_args=(--iomimic "$iomimic" --work "$work/kvcache" --markdown "$out/kvcache_gpu_tier.md")
-[[ -n "$cudart" ]] && kv_args+=(--cuda-runtime "$cudart")
-if python3 "$repo/bench/kvcache_gpu_tier.py" "${kv_args[@]}"; then
-  echo "kvcache gpu tier: passed"
-else
-  echo "kvcache gpu tier: FAILED"
-  failed=1
-fi
-# The chunked mode's gpu tier (docs/kvcache-chunked.md), the same way.
-kv_args=(--iomimic "$iomimic" --work "$work/kvcache_chunked" --layout chunked
-         --markdown "$out/kvcache_gpu_tier_chunked.md")
-[[ -n "$cudart" ]] && kv_args+=(--cuda-runtime "$cudart")
-if python3 "$repo/bench/kvcache_gpu_tier.py" "${kv_args[@]}"; then
-  echo "kvcache chunked gpu tier: passed"
-else
-  echo "kvcache chunked gpu tier: FAILED"
-  failed=1
-fi
+# The whole layout's accelerator tier, then the chunked mode's gpu tier
+# (docs/kvcache-chunked.md), the same way.
+for layout in whole chunked; do
+  suffix=$([[ $layout == chunked ]] && echo _chunked || true)
+  kv_args=(--iomimic "$iomimic" --work "$work/kvcache$suffix" --layout "$layout"
+           --markdown "$out/kvcache_gpu_tier$suffix.md")
+  [[ -n "$cudart" ]] && kv_args+=(--cuda-runtime "$cudart")
+  if python3 "$repo/bench/kvcache_gpu_tier.py" "${kv_args[@]}"; then
+    echo "kvcache gpu tier ($layout): passed"
+  else
+    echo "kvcache gpu tier ($layout): FAILED"
+    failed=1
+  fi
+done
 
 step "table"
 python3 - "$out/gpu_check.md" "${runs[@]}" <<'EOF'
