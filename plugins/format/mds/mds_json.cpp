@@ -81,7 +81,7 @@ class Parser {
       ++pos_;
       JsonValue value;
       IOMIMIC_RETURN_IF_ERROR(Value(&value, depth + 1));
-      out->members.emplace_back(std::move(key), std::move(value));
+      out->members.push_back(JsonMember{std::move(key), std::move(value)});
       SkipSpace();
       if (pos_ < text_.size() && text_[pos_] == ',') {
         ++pos_;

@@ -19,6 +19,8 @@
 
 namespace iomimic::mds {
 
+struct JsonMember;
+
 // A parsed JSON value. Numbers keep their text's integer value when they are
 // non-negative integers that fit 64 bits (is_uint), and a double otherwise.
 struct JsonValue {
@@ -29,11 +31,18 @@ struct JsonValue {
   std::uint64_t uint = 0;
   bool is_uint = false;
   std::string text;
-  std::vector<JsonValue> items;                            // kArray
-  std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in file order
+  std::vector<JsonValue> items;     // kArray
+  std::vector<JsonMember> members;  // kObject, in file order
 
   // The member `key` of an object, or null when absent (or not an object).
   const JsonValue* Find(std::string_view key) const;
+};
+
+// An object's member: its key and value. (A struct, not a std::pair: a pair
+// of the still-incomplete JsonValue does not compile with every library.)
+struct JsonMember {
+  std::string first;
+  JsonValue second;
 };
 
 // Parses `text` as one JSON value (surrounding whitespace allowed).
