@@ -311,7 +311,7 @@ def launch(folder, hosts, cmd, env=None, log=None):
     for name in sorted(env or {}):
         full += ["-x", name]
     return subprocess.Popen(full + cmd, env=dict(ENV, **(env or {})), stdout=log,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def finish(p, what, timeout=120):
@@ -684,7 +684,13 @@ def kill_run(kind):
             subprocess.run(["ip", "link", "set", ENV["IOMIMIC_CLUSTER_NAME"] + "-h4", "down"],
                            check=True)
             store.forwarder.hang_up(ENV["IOMIMIC_CLUSTER_NET"] + ".4")
-        writer.wait(timeout=60)
+        try:
+            writer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # The writer is dead; its mpirun can wait on the daemon of a host
+            # whose link went down before the daemon's word got out.
+            os.killpg(writer.pid, signal.SIGKILL)
+            writer.wait(timeout=30)
         at_kill = store.objects()
         killed_at = len([n for n in at_kill if n.endswith(".npy")])
         print("at the kill: %d chunks, %d temporary names" % (killed_at, len(at_kill) - killed_at))
