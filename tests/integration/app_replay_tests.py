@@ -129,9 +129,9 @@ def check_equal(s, copies=1):
                                                  traced.items()})
 
 
-def check_timing(trace, name, extra, attempts=5):
+def check_timing(trace, name, extra, attempts=5, soft=False):
     """At recorded timing the replay's wall time is within 5% of the span;
-    a few attempts, for a loaded host."""
+    a few attempts, for a loaded host. `soft`: None instead of a failure."""
     seen = []
     for attempt in range(attempts):
         s = replay(trace, os.path.join(args().work, "%s_timed_%d" % (name, attempt)), extra)
@@ -143,6 +143,8 @@ def check_timing(trace, name, extra, attempts=5):
             fail("the traced span %.3f s is too short to compare" % s["original_seconds"])
         if abs(s["slowdown"] - 1) <= 0.05:
             return s
+    if soft:
+        return None
     fail("%s: replay's wall time not within 5%% of the original's: %s" % (name, seen))
 
 
@@ -156,8 +158,14 @@ def traced_program(kind, program):
 
 
 def test_app_replay_npz_threads():
-    trace, data, target, extra = traced_program("npz", NPZ_LOOP)
-    s = check_timing(trace, "npz", extra)
+    # A recording made while the host is loaded holds calls slower than the
+    # replay's (which keeps the gaps between calls, not the calls' own
+    # durations: those are the storage's, docs/replay.md): record again.
+    for recording in range(3):
+        trace, data, target, extra = traced_program("npz", NPZ_LOOP)
+        s = check_timing(trace, "npz", extra, attempts=3, soft=recording < 2)
+        if s is not None:
+            break
     if s["threads_per_copy"] < 5 or s["traced"]["read"]["bytes"] < 32 * 32768 * 8:
         fail("expected 4 reader threads and every array read: %s" % s)
     for i in range(32):
