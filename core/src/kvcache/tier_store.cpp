@@ -59,7 +59,7 @@ double Now() {
 }
 
 TierStore::TierStore(Storage& storage, StoreOptions options)
-    : storage_(storage), options_(std::move(options)) {}
+    : storage_(storage), options_(std::move(options)), objects_(storage.capabilities().objects) {}
 
 void TierStore::PathOf(const std::string& key, std::string* path) const { PathOf(key, 0, path); }
 
@@ -281,7 +281,7 @@ Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes
       // removed. An object store's aborted upload leaves nothing, and the
       // object under a shared store's name may be another writer's whole
       // copy, which must stay.
-      if (!storage_.capabilities().objects || options_.publish_tag.empty()) {
+      if (!objects_ || options_.publish_tag.empty()) {
         (void)storage_.Remove(path);
       }
       return st;
@@ -330,7 +330,7 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
     const std::uint64_t expected = PartBytes(bytes, part);
     // An object store's open learns the size (a whole GET's answer, or a
     // HEAD): a Stat before it would be one more request per read.
-    const bool objects = storage_.capabilities().objects;
+    const bool objects = objects_;
     std::uint64_t total = 0;
     if (!objects) {
       IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));

@@ -180,7 +180,7 @@ class TierStore {
   // Publishes `temporary` as `path` (a rename; nothing on object stores).
   Status Publish(const std::string& temporary, const std::string& path);
   std::string TemporaryName(const std::string& path);
-  bool Renames() const { return !options_.publish_tag.empty() && !storage_.capabilities().objects; }
+  bool Renames() const { return !options_.publish_tag.empty() && !objects_; }
   Status MemoryWrite(Tier tier, const std::string& key, std::uint64_t bytes, Source& source,
                      WorkerBuffer& wb, OpTiming* timing);
   Status MemoryRead(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
@@ -193,6 +193,9 @@ class TierStore {
 
   Storage& storage_;
   StoreOptions options_;
+  // storage_.capabilities().objects, asked once: capabilities() copies a
+  // string, which the per-chunk paths need not pay.
+  bool objects_;
   std::mutex mutex_;
   std::unordered_map<std::string, Buffer> memory_[2];  // accelerator, host
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
