@@ -40,6 +40,17 @@ HARNESS_FLAGS = {"hdf5": ["-detect_leaks=0"]}
 # on the same corpus, and no growth.
 HARNESS_ASAN = {"manifest": "malloc_context_size=1"}
 
+# LeakSanitizer options for one harness.
+#
+# tiff: libtiff's JPEG codec calls libjpeg, whose thread-local state lives in
+# dynamic TLS (the plugin, and libjpeg with it, is loaded with dlopen). The
+# sanitizer runtime of clang 14 with glibc 2.36 records a bogus range for that
+# block (seen as "DTLS 11 at 0x1c3-0x8000012c5" with log_threads=1), and every
+# leak scan that reaches it dies in the scanner ("Tracer caught signal 11",
+# rc 1, an empty crash input). Not scanning thread-local storage as a root can
+# only report more leaks, never hide one, so the check stays sound.
+HARNESS_LSAN = {"tiff": "use_tls=0"}
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -78,9 +89,14 @@ def main():
             cmd.append(seeds)
         env = dict(os.environ)
         asan = "detect_leaks=1:abort_on_error=0"
+        lsan = [env["LSAN_OPTIONS"]] if env.get("LSAN_OPTIONS") else []
         supp = os.path.join(fuzz_dir, name + ".lsan.supp")
         if os.path.exists(supp):
-            env["LSAN_OPTIONS"] = "suppressions=" + supp + ":print_suppressions=0"
+            lsan.append("suppressions=" + supp + ":print_suppressions=0")
+        if name in HARNESS_LSAN:
+            lsan.append(HARNESS_LSAN[name])
+        if lsan:
+            env["LSAN_OPTIONS"] = ":".join(lsan)
         if name in HARNESS_ASAN:
             asan += ":" + HARNESS_ASAN[name]
         env.setdefault("ASAN_OPTIONS", asan)
