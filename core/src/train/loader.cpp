@@ -344,6 +344,7 @@ void Loader::Start(const plan::EpochPlan& plan, plan::Split split, std::uint64_t
     }
     slots_.assign(depth_, Slot());
     stopping_ = false;
+    stream_error_ = Status::OK();
     running_ = threads_;
     ++pass_;
   }
@@ -667,17 +668,15 @@ void Loader::RunStreamPass(Reader& reader, std::uint64_t thread_index) {
       if (stopping_) return;
       if (!status.ok()) {
         // The step the consumer waits for may need samples this reader
-        // would read later: it takes the error, so the pass stops.
-        const std::uint64_t awaited = next_step_;
-        Work& w = work_[awaited % depth_];
-        std::pair<BatchInfo, Status> failed;
-        {
-          std::lock_guard<std::mutex> work_lock(w.mutex);
-          w.status = status;
-          failed = w.Finish();
-        }
+        // would read later: the consumer takes the error at its first step
+        // that is not ready, so the pass stops. (Publishing it as the
+        // consumer's current step raced with the consumer taking that step
+        // when it was already complete: the error then landed in a slot no
+        // step would read, and the consumer waited for ever.)
+        if (stream_error_.ok()) stream_error_ = std::move(status);
         lock.unlock();
-        Publish(awaited, std::move(failed.first), std::move(failed.second));
+        consumer_cv_.notify_all();
+        if (signal_ != nullptr) signal_->Notify();
         return;
       }
       if (step >= next_step_ + depth_) {
@@ -777,8 +776,16 @@ Result<bool> Loader::Take(BatchInfo* out, bool wait) {
     std::unique_lock<std::mutex> lock(mutex_);
     Slot& slot = slots_[next_step_ % depth_];
     auto ready = [&] { return slot.ready && slot.step == next_step_; };
-    if (wait) consumer_cv_.wait(lock, [&] { return stopping_ || ready(); });
+    if (wait) {
+      consumer_cv_.wait(lock, [&] { return stopping_ || ready() || !stream_error_.ok(); });
+    }
     if (!ready()) {
+      if (!stream_error_.ok()) {
+        Status failed = stream_error_;
+        lock.unlock();
+        Finish();
+        return failed;
+      }
       if (!wait) return false;
       return Status::Aborted("loader stopped");
     }

@@ -244,7 +244,12 @@ class Loader {
   std::uint64_t pass_ = 0;                         // incremented by Start
   std::uint64_t running_ = 0;                      // threads still working on the pass
   bool stopping_ = false;                          // the pass ends early
-  bool shutdown_ = false;                          // the threads exit
+  // A shuffle-buffer reader's failure: the batches the consumer waits for
+  // may need samples it would have read later, so the consumer takes the
+  // error at the first step that is not ready (the steps published before
+  // it stay good).
+  Status stream_error_;
+  bool shutdown_ = false;  // the threads exit
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Reader>> readers_;  // one per thread
   std::vector<std::thread> threads_list_;
