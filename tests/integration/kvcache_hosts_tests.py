@@ -25,8 +25,8 @@ the s3 tests without the local S3 server (scripts/s3_server.sh).
   (no short read, no error), it hit chunks the writer published, and every
   object under a chunk's name is whole: its .npy header's shape times 2
   bytes, and every payload byte equal to the synthetic content its writer
-  generates (the content stream of seed + rank and the chunk's name,
-  iomimic/random.h), recomputed here.
+  generates (EntryContent of seed + rank and the chunk's name,
+  kvcache/tier_store.h), recomputed here.
 
 Usage: kvcache_hosts_tests.py TEST --iomimic BIN --source REPO --work DIR
 """
@@ -160,28 +160,6 @@ def mix_seed(a, b):
     return splitmix64((a * 0x9E3779B97F4A7C15 ^ (b + 0x632BE59BD9B4E019)) & M64)[1]
 
 
-def std_hash(text):
-    """libstdc++'s std::hash<std::string> on 64-bit targets (_Hash_bytes of
-    the bytes with seed 0xc70f6907), which keys a chunk's content."""
-    data = text.encode()
-    mul = (0xc6a4a793 << 32) + 0x5bd1e995
-
-    def shift_mix(v):
-        return v ^ (v >> 47)
-
-    aligned = len(data) & ~7
-    h = 0xc70f6907 ^ ((len(data) * mul) & M64)
-    for p in range(0, aligned, 8):
-        word = int.from_bytes(data[p:p + 8], "little")
-        h ^= (shift_mix((word * mul) & M64) * mul) & M64
-        h = (h * mul) & M64
-    if len(data) & 7:
-        h ^= int.from_bytes(data[aligned:], "little")
-        h = (h * mul) & M64
-    h = (shift_mix(h) * mul) & M64
-    return shift_mix(h)
-
-
 def content(seed, nbytes):
     """The first `nbytes` of ContentStream(seed) with default options: word
     w is fold(s * (s ^ b)), s = a + (w + 1) * 0x9E3779B97F4A7C15."""
@@ -204,6 +182,21 @@ def content(seed, nbytes):
     return (lo ^ hi).astype("<u8").tobytes()[:nbytes]
 
 
+def kv_content(seed, name, nbytes):
+    """The first `nbytes` of the payload of entry `name` written with seed
+    `seed` (kvcache/tier_store.h, EntryContent): the first 256 KiB of
+    ContentStream(seed), repeated, each 4 KiB block b XORed with the
+    little-endian word mix_seed(mix_seed(seed, fnv1a64(name)), b)."""
+    import numpy as np
+    pattern_bytes, block = 256 * 1024, 4096
+    pattern = np.frombuffer(content(seed, pattern_bytes), dtype="<u8")
+    padded = (nbytes + block - 1) // block * block
+    words = np.resize(pattern, padded // 8).reshape(-1, block // 8)
+    entry = mix_seed(seed, fnv1a64(name))
+    keys = np.array([mix_seed(entry, b) for b in range(words.shape[0])], dtype=np.uint64)
+    return (words ^ keys[:, None]).astype("<u8").tobytes()[:nbytes]
+
+
 def content_seed(name, body, seeds):
     """The one of `seeds` whose content chunk `name`'s payload holds (after
     its .npy header, whose size numpy's format gives), or None."""
@@ -219,10 +212,9 @@ def content_seed(name, body, seeds):
         return None
     if not stamped(name, payload):
         return None
-    key = std_hash(name[:-len(".npy")])
     for seed in seeds:
         # The first STAMP bytes are the writer's stamp, the rest its content.
-        if payload[STAMP:] == content(mix_seed(seed, key), len(payload))[STAMP:]:
+        if payload[STAMP:] == kv_content(seed, name[:-len(".npy")], len(payload))[STAMP:]:
             return seed
     return None
 
@@ -274,7 +266,7 @@ def check_whole(name, body, seeds):
     if seed is not None:
         return seed
     payload = body[header:]
-    want = content(mix_seed(seeds[-1], std_hash(name[:-len(".npy")])), len(payload))
+    want = kv_content(seeds[-1], name[:-len(".npy")], len(payload))
     first = next((i for i in range(STAMP, len(payload)) if payload[i] != want[i]), None)
     fail("%s: %d payload bytes, stamped %s, none of the writers' content (seeds %s); against "
          "seed %d the first difference is at payload byte %s" % (

@@ -512,8 +512,11 @@ def test_kvcache_workflow_max_requests_and_signal():
 
 
 def test_kvcache_workflow_content_ratio():
-    """Entries are incompressible random blocks by default; a manifest that
-    asks for iomimic.compress_percentage gets entries that compress by it."""
+    """Entries are incompressible random blocks by default, also to a
+    compressor whose window spans the 256 KiB pattern the default content
+    repeats (xz, 8 MiB dictionary); a manifest that asks for
+    iomimic.compress_percentage gets entries that compress by it."""
+    import lzma
     import zlib
 
     def ratio(name, extra):
@@ -526,6 +529,10 @@ def test_kvcache_workflow_content_ratio():
             fail("%s: no .npy entry kept" % name)
         with open(objects[0], "rb") as f:
             data = f.read()[HEADER:HEADER + (4 << 20)]
+        if not extra:
+            xz = len(lzma.compress(data, preset=6)) / len(data)
+            if xz < 0.99:
+                fail("default entries compress to %.2f of their size with xz" % xz)
         return len(zlib.compress(data, 1)) / len(data)
 
     plain = ratio("content_plain", [])

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -13,7 +14,7 @@ namespace {
 int MemoryIndex(Tier tier) { return tier == Tier::kAccelerator ? 0 : 1; }
 
 std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
-  return MixSeed(seed, std::hash<std::string>{}(key));
+  return MixSeed(seed, NameHash(key));
 }
 
 // A transfer kv_cache.trace_only skips: no time, no error.
@@ -25,13 +26,6 @@ Status Skipped(OpTiming* timing, OpTiming* second = nullptr) {
 }
 
 constexpr char kStampMagic[8] = {'I', 'O', 'M', 'K', 'V', 'S', 'T', '1'};
-
-// FNV-1a of the entry's name: the same on every host and build.
-std::uint64_t NameHash(const std::string& key) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 void PutU64(std::byte* at, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
@@ -54,12 +48,64 @@ void WriteStamp(const std::string& key, const ChunkStamp& writer, std::byte* out
 
 }  // namespace
 
+std::uint64_t NameHash(std::string_view name) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+EntryContent::EntryContent(std::uint64_t seed) : seed_(seed), pattern_(kPatternBytes) {
+  ContentStream(seed).Fill(pattern_);
+}
+
+std::uint64_t EntryContent::EntryKey(std::string_view name) const {
+  return MixSeed(seed_, NameHash(name));
+}
+
+void EntryContent::Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out) const {
+  std::byte* dst = out.data();
+  std::size_t left = out.size();
+  while (left > 0) {
+    // One block's part: the pattern is contiguous across it (kPatternBytes
+    // is a multiple of the block).
+    const std::uint64_t block = offset / kBlockBytes;
+    const std::size_t in_block =
+        static_cast<std::size_t>(std::min<std::uint64_t>(left, kBlockBytes - offset % kBlockBytes));
+    const std::uint64_t word = MixSeed(entry, block);
+    const std::byte* src = pattern_.data() + offset % kPatternBytes;
+    std::size_t i = 0;
+    // Byte j of the block key is byte (position mod 8) of the word, little
+    // endian: bytes up to a multiple of 8 one by one, then whole words.
+    for (; i < in_block && (offset + i) % 8 != 0; ++i) {
+      dst[i] = src[i] ^ static_cast<std::byte>(word >> (8 * ((offset + i) % 8)));
+    }
+    if constexpr (std::endian::native == std::endian::little) {
+      for (; i + 8 <= in_block; i += 8) {
+        std::uint64_t v;
+        std::memcpy(&v, src + i, 8);
+        v ^= word;
+        std::memcpy(dst + i, &v, 8);
+      }
+    }
+    for (; i < in_block; ++i) {
+      dst[i] = src[i] ^ static_cast<std::byte>(word >> (8 * ((offset + i) % 8)));
+    }
+    dst += in_block;
+    offset += in_block;
+    left -= in_block;
+  }
+}
+
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 TierStore::TierStore(Storage& storage, StoreOptions options)
-    : storage_(storage), options_(std::move(options)), objects_(storage.capabilities().objects) {}
+    : storage_(storage), options_(std::move(options)), objects_(storage.capabilities().objects) {
+  if (options_.content.is_default() && !options_.trace_only) {
+    content_ = std::make_unique<const EntryContent>(options_.content_seed);
+  }
+}
 
 void TierStore::PathOf(const std::string& key, std::string* path) const { PathOf(key, 0, path); }
 
@@ -142,6 +188,8 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
 Status TierStore::FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out) {
   if (source.stream != nullptr) {
     source.stream->Fill(out);
+  } else if (source.memory == nullptr && source.device == nullptr) {
+    content_->Fill(source.entry, offset, out);
   } else if (source.memory != nullptr) {
     std::memcpy(out.data(), source.memory + offset, out.size());
   } else {
@@ -457,8 +505,13 @@ Status TierStore::Drop(Tier tier, const std::string& key, WorkerBuffer& wb) {
 Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t bytes, WorkerBuffer& wb,
                            OpTiming* timing) {
   if (options_.trace_only) return Skipped(timing);
-  ContentStream stream(KeySeed(options_.content_seed, key), options_.content);
   Source source;
+  if (content_ != nullptr) {
+    source.entry = content_->EntryKey(key);
+    if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);
+    return MemoryWrite(tier, key, bytes, source, wb, timing);
+  }
+  ContentStream stream(KeySeed(options_.content_seed, key), options_.content);
   source.stream = &stream;
   if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);
   return MemoryWrite(tier, key, bytes, source, wb, timing);

@@ -18,8 +18,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +54,39 @@ struct ChunkStamp {
   friend bool operator==(const ChunkStamp&, const ChunkStamp&) = default;
 };
 inline constexpr std::size_t kStampBytes = 32;
+
+// FNV-1a of an entry's name: the same on every host and build (stamps and
+// content key on it).
+std::uint64_t NameHash(std::string_view name);
+
+// The default content of entries (StoreOptions::content with default
+// options), made as the MLPerf reference makes its KV data: one
+// pre-generated random buffer, stamped per entry. Here the buffer is the
+// first kPatternBytes of ContentStream(seed), repeated, and every 4 KiB block
+// b of an entry's payload is XORed with a 64-bit word of its own,
+// MixSeed(MixSeed(seed, NameHash(name)), b) (little-endian, repeated), so
+// that no two blocks of any entries share a word at the same place: neither
+// compression nor deduplication shrinks them, and a fill is one pass over a
+// cache-resident pattern instead of generating every word (docs/kvcache.md,
+// "Tiers and eviction"). Immutable after construction; Fill may run on many
+// threads.
+class EntryContent {
+ public:
+  static constexpr std::size_t kPatternBytes = 256 * 1024;  // a multiple of 4 KiB
+  static constexpr std::uint64_t kBlockBytes = 4096;
+
+  explicit EntryContent(std::uint64_t seed);
+
+  // The key of entry `name`'s blocks (MixSeed(seed, NameHash(name))).
+  std::uint64_t EntryKey(std::string_view name) const;
+  // Writes payload bytes [offset, offset + out.size()) of the entry whose
+  // key is `entry` into `out`.
+  void Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out) const;
+
+ private:
+  std::uint64_t seed_;
+  std::vector<std::byte> pattern_;
+};
 
 struct StoreOptions {
   std::string folder;  // the storage tier's folder (this rank's)
@@ -156,6 +192,7 @@ class TierStore {
   struct Source {
     const std::byte* memory = nullptr;  // copy from here, or
     ContentStream* stream = nullptr;    // fill from here, or
+    std::uint64_t entry = 0;            // with content_: this entry's payload, or
     const Buffer* device = nullptr;     // copy out of this accelerator entry,
     double device_seconds = 0;          // in this many seconds (the demotion's read)
   };
@@ -201,6 +238,9 @@ class TierStore {
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
   std::atomic<std::uint64_t> published_{0};            // temporary names used
   std::atomic<std::uint64_t> cut_written_{0}, cut_read_{0};
+  // The default content's pattern; null with other content options or
+  // trace_only (which writes nothing).
+  std::unique_ptr<const EntryContent> content_;
 };
 
 // Seconds on a monotonic clock (for OpTiming).

@@ -2,9 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,46 @@ TEST_CASE("kvcache tier store: a storage entry is a .npy object of unique 4 KiB 
   OpTiming r;
   REQUIRE(store.Read(Tier::kStorage, "a", bytes, wb, &r).ok());
   CHECK(r.total >= r.device);
+}
+
+TEST_CASE("kvcache entry content: the pattern XOR a word per 4 KiB block, however it is split") {
+  const EntryContent content(11);
+  std::vector<std::byte> pattern(EntryContent::kPatternBytes);
+  ContentStream(11).Fill(pattern);
+  const std::uint64_t entry = content.EntryKey("c00ff");
+  CHECK(entry == MixSeed(11, NameHash("c00ff")));
+  CHECK(NameHash("") == 14695981039346656037ULL);
+  // 600 KiB + 5 from payload offset 3: crosses the pattern's end twice.
+  const std::size_t n = 600 * 1024 + 5;
+  std::vector<std::byte> whole(n);
+  content.Fill(entry, 3, whole);
+  for (std::size_t i = 0; i < n; i += 997) {
+    const std::uint64_t p = 3 + i;
+    const std::uint64_t word = MixSeed(entry, p / 4096);
+    const auto want =
+        pattern[p % EntryContent::kPatternBytes] ^ static_cast<std::byte>(word >> (8 * (p % 8)));
+    REQUIRE(whole[i] == want);
+  }
+  // The same bytes in pieces of odd sizes.
+  std::vector<std::byte> pieces(n);
+  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 65521 + 1) {
+    const std::size_t k = std::min(step, n - at);
+    content.Fill(entry, 3 + at, std::span<std::byte>(pieces).subspan(at, k));
+  }
+  CHECK(pieces == whole);
+  // No two 4 KiB blocks (of this entry, or of another at the same offsets)
+  // share a word at the same place.
+  std::vector<std::byte> other(n);
+  content.Fill(content.EntryKey("c00fe"), 3, other);
+  std::set<std::uint64_t> words;
+  for (std::size_t b = 0; b + 4096 <= n - 1; b += 4096) {
+    std::uint64_t w1, w2;
+    std::memcpy(&w1, whole.data() + b + 1, 8);  // payload offset b + 4: the block's first word
+    std::memcpy(&w2, other.data() + b + 1, 8);
+    words.insert(w1);
+    words.insert(w2);
+  }
+  CHECK(words.size() == 2 * ((n - 1) / 4096));
 }
 
 TEST_CASE("kvcache tier store: a demotion moves the same bytes, deletes and the end") {
