@@ -80,6 +80,19 @@ void EntryContent::Fill(std::uint64_t entry, std::uint64_t offset, std::span<std
       dst[i] = src[i] ^ static_cast<std::byte>(word >> (8 * ((offset + i) % 8)));
     }
     if constexpr (std::endian::native == std::endian::little) {
+#if defined(__GNUC__)
+      // Four words at a time (two SSE2 or one AVX2 operation): the scalar
+      // loop took about as long as the kernel's copy of the same bytes into
+      // tmpfs (perf record, 2 MiB chunks at depth 1).
+      using Lanes = std::uint64_t __attribute__((vector_size(32)));
+      const Lanes key = {word, word, word, word};
+      for (; i + 32 <= in_block; i += 32) {
+        Lanes v;
+        std::memcpy(&v, src + i, sizeof v);
+        v ^= key;
+        std::memcpy(dst + i, &v, sizeof v);
+      }
+#endif
       for (; i + 8 <= in_block; i += 8) {
         std::uint64_t v;
         std::memcpy(&v, src + i, 8);
@@ -298,7 +311,12 @@ Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes
   OpenOptions open;
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
-  open.expected_size = total;
+  // The size only where it shapes an upload (an object store sizes its
+  // staging by it): on a file system it would preallocate, which the KV
+  // stores this copies do not (LMCache's and llm-d's file back ends open,
+  // write and close), and on tmpfs that zeroes every page before the write
+  // copies into it.
+  open.expected_size = objects_ ? total : 0;
   const std::string temporary = Renames() ? TemporaryName(final_path) : std::string();
   const std::string& path = temporary.empty() ? final_path : temporary;
   const double device_before = source.device_seconds;
@@ -455,7 +473,7 @@ Status TierStore::CopyTo(TierStore& dest, const std::string& key, WorkerBuffer& 
     OpenOptions out;
     out.mode = OpenMode::kWrite;
     out.hint = AccessHint::kSequential;
-    out.expected_size = info.size;
+    out.expected_size = dest.objects_ ? info.size : 0;  // as WriteObject
     const std::string temporary = dest.Renames() ? dest.TemporaryName(to) : std::string();
     const std::string& path = temporary.empty() ? to : temporary;
     IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, dest.storage_.Open(path, out));
