@@ -20,9 +20,10 @@ folder an unmeasured shared-store run wrote (keep_entries; a shared store's
 reads check the writer's stamp its writes put in each object): every chunk
 is a storage hit, found by its object's name and size, and read whole. The store's write
 pattern (core/src/kvcache/tier_store.cpp, StorageWrite; the posix back end)
-per chunk: open(O_CREAT) with posix_fallocate of the object's size, pwrite
-of kv_cache.transfer_size (16 MiB) pieces, fsync, close; no rename (that is
-only a shared store's publication). A read: stat, open with
+per chunk: open(O_CREAT) (no preallocation since 3816e8e; before it,
+posix_fallocate of the object's size), pwrite of kv_cache.transfer_size
+(16 MiB) pieces, fsync, close; no rename (that is only a shared store's
+publication). A read: stat, open with
 fadvise(DONTNEED) (OpenOptions::drop_cache), pread of 16 MiB pieces, close.
 fio mirrors it: `depth` jobs (psync, bs = min(16 MiB, chunk), threads of
 one process as iomimic's I/O threads are: see fio_phases), each of
@@ -35,8 +36,11 @@ fallocates it, before the clock starts), then read with invalidate=1
 kv_cache_chunked.tiers.storage.{write,read}_GB_per_second, checked against
 bytes / elapsed_seconds and the bytes against the objects on storage; fio's
 is the group's io_bytes / runtime. Beside them: fio's write with
-refill_buffers (fresh random bytes per write, as every chunk's content is
-unique) and iomimic's with iomimic.content zeros (no content generated).
+refill_buffers (fresh random bytes per write) and iomimic's with
+iomimic.content zeros (no content made). Since 26cd472 a chunk's default
+content is a 256 KiB random pattern XORed per 4 KiB block with a word of the
+chunk's own (docs/kvcache.md): unique and incompressible as before, one pass
+over a cached pattern instead of generating every word.
 Per round the four writers' order rotates by one, and every write phase
 starts after the previous run's files are gone and --settle seconds (this
 VM hands freed memory back to its host: storage_vs_fio.py).

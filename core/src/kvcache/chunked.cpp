@@ -622,6 +622,7 @@ Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Regis
   // A shared store's objects say who wrote them (hits by source, torn
   // objects refused); a rank's own store knows that from its own lists.
   so.stamp = c.shared_store;
+  so.preallocate = false;  // LMCache's and llm-d's file back ends: open, write, close
   so.writer = me;
   so.gpu_copy_bytes_per_second = c.gpu_copy_gbps * 1e9;
   std::string device_path;

@@ -311,12 +311,9 @@ Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes
   OpenOptions open;
   open.mode = OpenMode::kWrite;
   open.hint = AccessHint::kSequential;
-  // The size only where it shapes an upload (an object store sizes its
-  // staging by it): on a file system it would preallocate, which the KV
-  // stores this copies do not (LMCache's and llm-d's file back ends open,
-  // write and close), and on tmpfs that zeroes every page before the write
-  // copies into it.
-  open.expected_size = objects_ ? total : 0;
+  // StoreOptions::preallocate: on tmpfs a preallocation zeroes every page
+  // before the write copies into it.
+  open.expected_size = objects_ || options_.preallocate ? total : 0;
   const std::string temporary = Renames() ? TemporaryName(final_path) : std::string();
   const std::string& path = temporary.empty() ? final_path : temporary;
   const double device_before = source.device_seconds;
@@ -473,7 +470,7 @@ Status TierStore::CopyTo(TierStore& dest, const std::string& key, WorkerBuffer& 
     OpenOptions out;
     out.mode = OpenMode::kWrite;
     out.hint = AccessHint::kSequential;
-    out.expected_size = dest.objects_ ? info.size : 0;  // as WriteObject
+    out.expected_size = dest.objects_ || dest.options_.preallocate ? info.size : 0;
     const std::string temporary = dest.Renames() ? dest.TemporaryName(to) : std::string();
     const std::string& path = temporary.empty() ? to : temporary;
     IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, dest.storage_.Open(path, out));

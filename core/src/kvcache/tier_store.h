@@ -122,6 +122,12 @@ struct StoreOptions {
   // 1-D .npy of its share of the bytes; the parts are written in order and
   // each published whole, so the last part's presence means all are there.
   std::uint64_t parts = 1;
+  // Whether a file back end may preallocate an object (OpenOptions::
+  // expected_size): the MLPerf reference fallocates each entry, the
+  // production stores the chunked layout copies (LMCache's and llm-d's file
+  // back ends) open, write and close. An object store always gets the size
+  // (it sizes its upload's staging by it).
+  bool preallocate = true;
   // Storage objects carry this writer's ChunkStamp and reads check it
   // (a mismatch is a Corruption naming the object and offset).
   bool stamp = false;
