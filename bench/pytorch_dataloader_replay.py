@@ -109,6 +109,44 @@ def summarize(name, span, rows):
                                       benchlib.spread(orig, "%.3f")))
 
 
+def derive_and_check(a, trace, tag, strace):
+    """iomimic derive on `trace`, the derived manifest's data generated, its
+    training traced (with the original's strace line when `strace`, else
+    iomimic's own trace), then iomimic fidelity of the original against it:
+    bytes per epoch (1%), reads per power-of-two bin (5%), opens per file
+    (5%). Prints the report's verdict and returns whether it reproduces."""
+    work = os.path.join(a.work, tag + "_derived")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    manifest = os.path.join(work, "derived.yaml")
+    p = subprocess.run([a.iomimic, "derive", trace, "-o", manifest, "--name", tag + "_derived"],
+                       capture_output=True, text=True, cwd=work)
+    if p.returncode != 0:
+        sys.exit("derive failed:\n" + p.stdout + p.stderr)
+    not_inferred = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()]
+    subprocess.run([a.iomimic, "generate", "-q", manifest], check=True, cwd=work,
+                   stdout=subprocess.DEVNULL)
+    out = os.path.join(work, "out")
+    run = [a.iomimic, "run", "-q", manifest, "++workload.workflow.generate_data=False",
+           "++workload.output.folder=" + out]
+    if strace:
+        run_trace = os.path.join(work, "run.strace")
+        run = ["strace", "-f", "-ttt", "-T", "-yy", "-e", "trace=%file,%desc", "-o",
+               run_trace] + run
+    else:
+        run += ["++workload.iomimic.trace=True"]
+        run_trace = os.path.join(out, "trace", "0.pfw")
+    subprocess.run(run, check=True, cwd=work, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    report = os.path.join(work, "fidelity.json")
+    f = subprocess.run([a.iomimic, "fidelity", trace, run_trace, "--json", report, "--check"],
+                       capture_output=True, text=True, cwd=work)
+    print("\n### %s: derive -> run -> fidelity\n" % tag)
+    print("derive printed: %s\n" % ("; ".join(not_inferred) or "nothing"))
+    print("```\n%s```" % f.stdout)
+    return f.returncode == 0
+
+
 def bench_pytorch(a):
     data = os.path.join(a.work, "data")
     make_data(data, a.files)
@@ -146,6 +184,7 @@ def bench_pytorch(a):
     print()
     table(rows)
     summarize("pytorch", first["original_seconds"], rows)
+    derive_and_check(a, trace, "pytorch", strace=True)
     shutil.rmtree(os.path.join(a.work, "root"), ignore_errors=True)
 
 
@@ -193,6 +232,7 @@ def bench_dlio(a):
                           t["read"]["ops"], t["read"]["bytes"]))
     table(rows)
     summarize("dlio", first["original_seconds"], rows)
+    derive_and_check(a, trace, "dlio", strace=False)
 
 
 def main():
