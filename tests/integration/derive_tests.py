@@ -29,40 +29,10 @@ def args():
     return harness.ARGS
 
 
-# --- An strace reader of its own: data-file opens and reads ---------------
+# --- The test's own strace reading (iomimic_tests.strace_calls), not iomimic's --
 
-LINE = re.compile(r"^(\d+)\s+\d+\.\d+\s+(.*)$")
-CALL = re.compile(r"^(\w+)\((.*)$")
-RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
 RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
 FD_PATH = re.compile(r"^\s*-?\d+<([^>]*)>")
-
-
-def calls(trace):
-    """Yields (call, text after the '(' up to the result) for each finished
-    call of an `strace -f -ttt -T -yy` log, unfinished halves joined."""
-    pending = {}
-    with open(trace, errors="replace") as f:
-        for raw in f:
-            m = LINE.match(raw.rstrip("\n"))
-            if not m:
-                continue
-            pid, rest = m.group(1), m.group(2)
-            r = RESUMED.match(rest)
-            if r:
-                if pid not in pending:
-                    continue
-                call, text = pending.pop(pid)
-                text += r.group(2)
-            else:
-                c = CALL.match(rest)
-                if not c:
-                    continue
-                call, text = c.group(1), c.group(2)
-                if "<unfinished ...>" in text:
-                    pending[pid] = (call, text[: text.index("<unfinished ...>")])
-                    continue
-            yield call, text
 
 
 def measure(trace, folder, epochs):
@@ -72,7 +42,7 @@ def measure(trace, folder, epochs):
     folder = os.path.realpath(folder) + "/"
     opens, files = 0, set()
     bins, total = collections.Counter(), 0
-    for call, text in calls(trace):
+    for call, text in harness.strace_calls(trace):
         res = RESULT.search(text)
         if not res or int(res.group(1)) < 0:
             continue
@@ -97,7 +67,7 @@ def written(trace, folder):
     """Bytes write() and pwrite64() returned on files below `folder`."""
     folder = os.path.realpath(folder) + "/"
     total = 0
-    for call, text in calls(trace):
+    for call, text in harness.strace_calls(trace):
         res = RESULT.search(text)
         fd = FD_PATH.match(text)
         if call in ("write", "pwrite64") and res and fd and fd.group(1).startswith(folder):

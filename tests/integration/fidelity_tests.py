@@ -46,9 +46,6 @@ REFERENCE = {
 # (docs/cluster.md "Cache honesty").
 NO_CACHE_CHECK = "++workload.iomimic.cache_check_files=0"
 
-LINE = re.compile(r"^(\d+)\s+(.*)$")
-CALL = re.compile(r"^(\w+)\((.*)$")
-RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
 RESULT = re.compile(r"\)\s+=\s+(-?\d+)")
 FD_PATH = re.compile(r"^\s*-?\d+<([^>]*)>")
 
@@ -65,53 +62,33 @@ def strace_profile(log, folder):
     sizes returned, and fstat calls, from an `strace -f -y` log."""
     stats = {"opens": 0, "reads": 0, "bytes": 0, "hist": [0] * len(BUCKETS), "fstat": 0,
              "lseek": 0, "sizes": collections.Counter(), "offsets": []}
-    pending = {}
-    with open(log, errors="replace") as f:
-        for raw in f:
-            m = LINE.match(raw.rstrip("\n"))
-            if not m:
-                continue
-            pid, rest = m.group(1), m.group(2)
-            r = RESUMED.match(rest)
-            if r:
-                if pid not in pending:
-                    continue
-                call, text = pending.pop(pid)
-                text += r.group(2)
-            else:
-                c = CALL.match(rest)
-                if not c:
-                    continue
-                call, text = c.group(1), c.group(2)
-                if text.endswith("<unfinished ...>"):
-                    pending[pid] = (call, text[: -len("<unfinished ...>")])
-                    continue
-            res = RESULT.search(text)
-            if not res:
-                continue
-            value = int(res.group(1))
-            if call == "openat":
-                # -y prints the path behind the returned descriptor.
-                p = re.search(r"=\s+\d+<([^>]*)>", text)
-                if value >= 0 and p and p.group(1).startswith(folder):
-                    stats["opens"] += 1
-                continue
-            fd = FD_PATH.match(text)
-            if not fd or not fd.group(1).startswith(folder):
-                continue
-            if call in ("read", "pread64") and value >= 0:
-                stats["sizes"][value] += 1
-                if call == "pread64":
-                    off = re.search(r",\s*(\d+)\)\s+=", text)
-                    if off:
-                        stats["offsets"].append((fd.group(1), int(off.group(1)), value))
-                stats["reads"] += 1
-                stats["bytes"] += value
-                stats["hist"][bucket(value)] += 1
-            elif call in ("fstat", "newfstatat"):
-                stats["fstat"] += 1
-            elif call == "lseek":
-                stats["lseek"] += 1
+    for call, text in harness.strace_calls(log):
+        res = RESULT.search(text)
+        if not res:
+            continue
+        value = int(res.group(1))
+        if call == "openat":
+            # -y prints the path behind the returned descriptor.
+            p = re.search(r"=\s+\d+<([^>]*)>", text)
+            if value >= 0 and p and p.group(1).startswith(folder):
+                stats["opens"] += 1
+            continue
+        fd = FD_PATH.match(text)
+        if not fd or not fd.group(1).startswith(folder):
+            continue
+        if call in ("read", "pread64") and value >= 0:
+            stats["sizes"][value] += 1
+            if call == "pread64":
+                off = re.search(r",\s*(\d+)\)\s+=", text)
+                if off:
+                    stats["offsets"].append((fd.group(1), int(off.group(1)), value))
+            stats["reads"] += 1
+            stats["bytes"] += value
+            stats["hist"][bucket(value)] += 1
+        elif call in ("fstat", "newfstatat"):
+            stats["fstat"] += 1
+        elif call == "lseek":
+            stats["lseek"] += 1
     return stats
 
 

@@ -48,6 +48,41 @@ def mpirun(n, cmd, **kw):
     return run(launcher + cmd, **kw)
 
 
+# One line of `strace -f` output, with or without -ttt's timestamp: the
+# thread, then the call or the resumed half of one.
+STRACE_CALL_LINE = re.compile(r"^(\d+)\s+(?:\d+\.\d+\s+)?(.*)$")
+STRACE_CALL = re.compile(r"^(\w+)\((.*)$")
+STRACE_RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
+
+
+def strace_calls(path):
+    """Yields (call, text after the '(' up to and with the result) for each
+    finished call of an `strace -f` log, a call's unfinished and resumed
+    halves joined; signals and exits are skipped."""
+    pending = {}
+    with open(path, errors="replace") as f:
+        for raw in f:
+            m = STRACE_CALL_LINE.match(raw.rstrip("\n"))
+            if not m:
+                continue
+            pid, rest = m.group(1), m.group(2)
+            r = STRACE_RESUMED.match(rest)
+            if r:
+                if pid not in pending:
+                    continue
+                call, text = pending.pop(pid)
+                text += r.group(2)
+            else:
+                c = STRACE_CALL.match(rest)
+                if not c:
+                    continue
+                call, text = c.group(1), c.group(2)
+                if "<unfinished ...>" in text:
+                    pending[pid] = (call, text[: text.index("<unfinished ...>")])
+                    continue
+            yield call, text
+
+
 def small_overrides(data, out, files=16, eval_files=0, epochs=2, compute=0.002, extra=()):
     ov = [
         "++workload.workflow.generate_data=True",

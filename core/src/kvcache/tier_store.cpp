@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 
 namespace iomimic::kvcache {
@@ -201,15 +202,15 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
 Status TierStore::FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out) {
   if (source.stream != nullptr) {
     source.stream->Fill(out);
-  } else if (source.memory == nullptr && source.device == nullptr) {
-    content_->Fill(source.entry, offset, out);
   } else if (source.memory != nullptr) {
     std::memcpy(out.data(), source.memory + offset, out.size());
-  } else {
+  } else if (source.device != nullptr) {
     const double start = Now();
     Status st = options_.accelerator->CopyOutOfBuffer(*source.device, offset, out);
     source.device_seconds += Now() - start;
     return st;
+  } else {
+    content_->Fill(source.entry, offset, out);
   }
   return Status::OK();
 }
@@ -521,13 +522,12 @@ Status TierStore::WriteNew(Tier tier, const std::string& key, std::uint64_t byte
                            OpTiming* timing) {
   if (options_.trace_only) return Skipped(timing);
   Source source;
+  std::optional<ContentStream> stream;  // content options other than the default
   if (content_ != nullptr) {
     source.entry = content_->EntryKey(key);
-    if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);
-    return MemoryWrite(tier, key, bytes, source, wb, timing);
+  } else {
+    source.stream = &stream.emplace(KeySeed(options_.content_seed, key), options_.content);
   }
-  ContentStream stream(KeySeed(options_.content_seed, key), options_.content);
-  source.stream = &stream;
   if (tier == Tier::kStorage) return StorageWrite(key, bytes, source, wb, timing);
   return MemoryWrite(tier, key, bytes, source, wb, timing);
 }

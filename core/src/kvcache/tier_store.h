@@ -198,9 +198,9 @@ class TierStore {
   struct Source {
     const std::byte* memory = nullptr;  // copy from here, or
     ContentStream* stream = nullptr;    // fill from here, or
-    std::uint64_t entry = 0;            // with content_: this entry's payload, or
-    const Buffer* device = nullptr;     // copy out of this accelerator entry,
-    double device_seconds = 0;          // in this many seconds (the demotion's read)
+    const Buffer* device = nullptr;     // copy out of this accelerator entry
+    double device_seconds = 0;          // (in this many seconds: the demotion's read),
+    std::uint64_t entry = 0;            // or none of them: content_ of this entry key
   };
   // Fills `out` with the source's bytes at `offset` (a stream: its next bytes).
   Status FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out);
