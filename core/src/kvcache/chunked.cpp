@@ -113,17 +113,25 @@ std::string KeyName(std::uint64_t key) {
 // the earlier ones on the same chunk (reserved in decision order), without
 // blocking a thread on another: a transfer whose predecessor is not done
 // waits in the chain, not in the queue.
+//
+// At most `threads` transfers run at once, each with one of `threads`
+// worker buffers made before the run's clock starts (Prepare): the pool's
+// threads, and a request thread that runs its own queued reads while it
+// waits for them (RunOwn) when a slot is free, as a loader thread that
+// reads its own blocks; a read then costs no hand-off between threads.
 class Transfers {
  public:
   using Body = std::function<void(TierStore::WorkerBuffer&)>;
   struct Op {
     std::uint64_t key = 0;
     Body body;
+    const void* owner = nullptr;  // who may run it itself (RunOwn), or none
     bool submitted = false, ready = false, done = false;
     std::shared_ptr<Op> next;
   };
 
-  explicit Transfers(unsigned threads) {
+  explicit Transfers(unsigned threads) : buffers_(threads) {
+    for (unsigned t = 0; t < threads; ++t) free_.push_back(t);
     for (unsigned t = 0; t < threads; ++t) pool_.emplace_back([this] { Work(); });
   }
   ~Transfers() {
@@ -133,6 +141,13 @@ class Transfers {
     }
     wake_.notify_all();
     for (std::thread& t : pool_) t.join();
+  }
+
+  // Makes every worker buffer with `make` (before any transfer runs), so
+  // that no transfer pays for the first touch of its buffer's pages.
+  Status Prepare(const std::function<Status(TierStore::WorkerBuffer&)>& make) {
+    for (TierStore::WorkerBuffer& wb : buffers_) IOMIMIC_RETURN_IF_ERROR(make(wb));
+    return Status::OK();
   }
 
   // A place for the next transfer of `key`, after those reserved before.
@@ -151,12 +166,35 @@ class Transfers {
     return op;
   }
 
-  // Gives `op` its work; it runs once its predecessor is done.
-  void Submit(const std::shared_ptr<Op>& op, Body body) {
+  // Gives `op` its work; it runs once its predecessor is done. With an
+  // `owner`, that caller runs it itself (RunOwn) if it is still queued then
+  // and no pool thread is woken for it unless `wake`.
+  void Submit(const std::shared_ptr<Op>& op, Body body, const void* owner = nullptr,
+              bool wake = true) {
     std::lock_guard<std::mutex> lock(mu_);
     op->body = std::move(body);
+    op->owner = owner;
     op->submitted = true;
-    if (op->ready) Enqueue(op);
+    if (op->ready) Enqueue(op, wake || owner == nullptr);
+  }
+
+  // Runs, one after the other on the calling thread, the queued transfers
+  // submitted by `owner`, while a slot is free; returns when none is left
+  // that it may run (the pool runs the rest).
+  void RunOwn(const void* owner) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (running_ >= buffers_.size()) return;
+      auto mine =
+          std::find_if(queue_.begin(), queue_.end(),
+                       [owner](const std::shared_ptr<Op>& op) { return op->owner == owner; });
+      if (mine == queue_.end()) return;
+      std::shared_ptr<Op> op = std::move(*mine);
+      queue_.erase(mine);
+      Run(op, lock);
+      // A pool thread may have waited for the slot this one held.
+      if (!queue_.empty()) wake_.notify_one();
+    }
   }
 
   // Waits until every reserved transfer is done.
@@ -168,35 +206,46 @@ class Transfers {
   std::uint64_t max_depth() const { return max_depth_; }
 
  private:
-  void Enqueue(const std::shared_ptr<Op>& op) {
+  void Enqueue(const std::shared_ptr<Op>& op, bool wake) {
     queue_.push_back(op);
     max_depth_ = std::max<std::uint64_t>(max_depth_, queue_.size() + running_);
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
+  }
+
+  // Runs `op` with a free buffer (`lock` held on entry and on return).
+  void Run(const std::shared_ptr<Op>& op, std::unique_lock<std::mutex>& lock) {
+    ++running_;
+    const std::size_t buffer = free_.back();
+    free_.pop_back();
+    lock.unlock();
+    op->body(buffers_[buffer]);
+    op->body = nullptr;
+    lock.lock();
+    free_.push_back(buffer);
+    --running_;
+    op->done = true;
+    if (op->next != nullptr) {
+      op->next->ready = true;
+      if (op->next->submitted) Enqueue(op->next, true);
+      op->next = nullptr;
+    } else if (auto tail = tails_.find(op->key); tail != tails_.end() && tail->second == op) {
+      tails_.erase(tail);
+    }
+    if (--outstanding_ == 0) idle_.notify_all();
   }
 
   void Work() {
-    TierStore::WorkerBuffer wb;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // A slot is free when a request thread runs none of its own reads
+      // there; at the end, the queue is drained first.
+      wake_.wait(lock, [this] {
+        return (!queue_.empty() && running_ < buffers_.size()) || (stopping_ && queue_.empty());
+      });
       if (queue_.empty()) return;
       std::shared_ptr<Op> op = std::move(queue_.front());
       queue_.pop_front();
-      ++running_;
-      lock.unlock();
-      op->body(wb);
-      op->body = nullptr;
-      lock.lock();
-      --running_;
-      op->done = true;
-      if (op->next != nullptr) {
-        op->next->ready = true;
-        if (op->next->submitted) Enqueue(op->next);
-        op->next = nullptr;
-      } else if (auto tail = tails_.find(op->key); tail != tails_.end() && tail->second == op) {
-        tails_.erase(tail);
-      }
-      if (--outstanding_ == 0) idle_.notify_all();
+      Run(op, lock);
     }
   }
 
@@ -204,6 +253,8 @@ class Transfers {
   std::condition_variable wake_, idle_;
   std::deque<std::shared_ptr<Op>> queue_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Op>> tails_;
+  std::vector<TierStore::WorkerBuffer> buffers_;  // one per slot
+  std::vector<std::size_t> free_;                 // the buffers no transfer holds
   std::uint64_t outstanding_ = 0, running_ = 0, max_depth_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> pool_;
@@ -434,24 +485,31 @@ void ChunkedRun::Execute(Decided d) {
   std::condition_variable cv;
   std::size_t pending = d.reads.size();
   const std::uint64_t conversation = d.conversation;
+  // The pool is woken for every read but the first, which this thread
+  // runs itself while a slot is free (and any other still queued then).
   for (const Decided::Transfer& t : d.reads) {
-    transfers_.Submit(t.op, [&, t](TierStore::WorkerBuffer& wb) {
-      OpTiming timing;
-      ChunkStamp writer;
-      const Level& l = L(t.level);
-      const bool stamped = l.kind == Tier::kStorage && l.shared && !c_.trace_only;
-      Record(
-          l.store->Read(l.kind, KeyName(t.key), t.bytes, wb, &timing, stamped ? &writer : nullptr));
-      Timed(t.level, false, t.bytes, timing);
-      CountSource(t.key, conversation, stamped ? &writer : nullptr);
-      {
-        std::lock_guard<std::mutex> lock(figures_mu_);
-        ++f_.hits[l.slot];
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      if (--pending == 0) cv.notify_all();
-    });
+    const bool wake = &t != &d.reads.front();
+    transfers_.Submit(
+        t.op,
+        [&, t](TierStore::WorkerBuffer& wb) {
+          OpTiming timing;
+          ChunkStamp writer;
+          const Level& l = L(t.level);
+          const bool stamped = l.kind == Tier::kStorage && l.shared && !c_.trace_only;
+          Record(l.store->Read(l.kind, KeyName(t.key), t.bytes, wb, &timing,
+                               stamped ? &writer : nullptr));
+          Timed(t.level, false, t.bytes, timing);
+          CountSource(t.key, conversation, stamped ? &writer : nullptr);
+          {
+            std::lock_guard<std::mutex> lock(figures_mu_);
+            ++f_.hits[l.slot];
+          }
+          std::lock_guard<std::mutex> lock(mu);
+          if (--pending == 0) cv.notify_all();
+        },
+        &pending, wake);
   }
+  if (!d.reads.empty()) transfers_.RunOwn(&pending);
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return pending == 0; });
@@ -503,57 +561,68 @@ Result<ChunkedFigures> ChunkedRun::Run() {
     mine.push_back(i);
   }
   if (c_.max_requests > 0 && mine.size() > c_.max_requests) mine.resize(c_.max_requests);
-  // Request threads take decided requests in order; a slot is free when
-  // one of them is idle.
-  std::mutex mu;
-  std::condition_variable changed;
-  std::deque<Decided> ready;
-  std::size_t idle = 0;
-  bool finished = false;
+  // Every worker buffer made before the clock starts, as fio makes its
+  // jobs' buffers: no transfer pays for the first touch of its pages.
+  IOMIMIC_RETURN_IF_ERROR(transfers_.Prepare([this](TierStore::WorkerBuffer& wb) {
+    for (const Level& l : levels_) {
+      if (l.slot == 2) {
+        return l.store->PrepareBuffer(wb, EntryBytes(model_, c_.chunk_tokens, c_.tensor_parallel));
+      }
+    }
+    return Status::OK();
+  }));
+  // max_inflight_requests request threads; an idle one decides the next
+  // request (one decision at a time, in trace order, at its trace time),
+  // then serves it. A request due when every thread is busy waits for one
+  // (its TTFT counts the wait).
+  std::mutex decide;
+  std::size_t next = 0;
   const auto workers =
       static_cast<std::size_t>(std::max<std::uint64_t>(1, c_.max_inflight_requests));
   std::vector<std::thread> threads;
   f_.start = metrics::Stamp::Now();
   for (std::size_t w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
-      std::unique_lock<std::mutex> lock(mu);
       for (;;) {
-        ++idle;
-        changed.notify_all();
-        changed.wait(lock, [&] { return finished || !ready.empty(); });
-        --idle;
-        if (ready.empty()) return;
-        Decided d = std::move(ready.front());
-        ready.pop_front();
-        lock.unlock();
+        Decided d;
+        {
+          std::lock_guard<std::mutex> lock(decide);
+          if (next >= mine.size() || session::InterruptSignal() != 0 ||
+              (c_.duration > 0 && Now() >= c_.duration)) {
+            next = mine.size();
+            return;
+          }
+          {
+            std::lock_guard<std::mutex> failed(failed_mu_);
+            if (!failed_.ok()) {
+              next = mine.size();
+              return;
+            }
+          }
+          const std::size_t index = mine[next++];
+          // At its trace time, its TTFT counts from then (a wait for a free
+          // thread included); as fast as possible, from when one is free.
+          double due = Now();
+          if (c_.trace_speedup > 0) {
+            due = trace_.requests[index].arrival_seconds / c_.trace_speedup;
+            // In slices, so that an interrupt or the run's end is not
+            // held up by a long gap in the trace.
+            while (due > Now() && session::InterruptSignal() == 0 &&
+                   !(c_.duration > 0 && Now() >= c_.duration)) {
+              std::this_thread::sleep_for(
+                  std::chrono::duration<double>(std::min(0.05, due - Now())));
+            }
+            if (due > Now()) {  // interrupted, or past the run's end
+              next = mine.size();
+              return;
+            }
+          }
+          d = Decide(index, std::min(due, Now()));
+        }
         Execute(std::move(d));
-        lock.lock();
       }
     });
   }
-  for (std::size_t index : mine) {
-    if (session::InterruptSignal() != 0 || (c_.duration > 0 && Now() >= c_.duration)) break;
-    // At its trace time, its TTFT counts from then (a wait for a free
-    // slot included); as fast as possible, from when a slot is free.
-    const bool timed = c_.trace_speedup > 0;
-    double due = timed ? trace_.requests[index].arrival_seconds / c_.trace_speedup : 0;
-    if (timed && due > Now())
-      std::this_thread::sleep_for(std::chrono::duration<double>(due - Now()));
-    std::unique_lock<std::mutex> lock(mu);
-    changed.wait(lock, [&] { return idle > ready.size(); });
-    if (!timed) due = Now();
-    {
-      std::lock_guard<std::mutex> failed(failed_mu_);
-      if (!failed_.ok()) break;
-    }
-    ready.push_back(Decide(index, std::min(due, Now())));
-    changed.notify_all();
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    finished = true;
-  }
-  changed.notify_all();
   for (std::thread& t : threads) t.join();
   transfers_.Drain();
   f_.end = metrics::Stamp::Now();
@@ -622,7 +691,10 @@ Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Regis
   // A shared store's objects say who wrote them (hits by source, torn
   // objects refused); a rank's own store knows that from its own lists.
   so.stamp = c.shared_store;
-  so.preallocate = false;  // LMCache's and llm-d's file back ends: open, write, close
+  // LMCache's and llm-d's file back ends: open, write, close; open, read,
+  // close (a shared store's lookup stats the object when it decides).
+  so.preallocate = false;
+  so.stat_before_read = false;
   so.writer = me;
   so.gpu_copy_bytes_per_second = c.gpu_copy_gbps * 1e9;
   std::string device_path;

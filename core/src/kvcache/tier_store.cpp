@@ -173,6 +173,19 @@ Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
   return Status::OK();
 }
 
+Status TierStore::PrepareBuffer(WorkerBuffer& wb, std::uint64_t largest) {
+  if (!wb.buffer.empty()) return Status::OK();
+  const std::uint64_t align = std::max<std::uint64_t>(4096, storage_.capabilities().alignment);
+  const std::uint64_t object = header_bytes(largest) + largest;
+  const std::uint64_t size =
+      std::min<std::uint64_t>(options_.transfer_size, (object + align - 1) / align * align);
+  Result<Buffer> made = AllocateHostBuffer(storage_, static_cast<std::size_t>(size), "kv_cache");
+  if (!made.ok()) return made.status();
+  wb.buffer = std::move(made).value();
+  std::memset(wb.buffer.data(), 0, wb.buffer.size());
+  return Status::OK();
+}
+
 void TierStore::EmulateCopy(Tier tier, std::uint64_t bytes, double started) const {
   if (tier != Tier::kAccelerator) return;
   const double until = started + static_cast<double>(bytes) / options_.gpu_copy_bytes_per_second;
@@ -394,9 +407,9 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
     const std::uint64_t expected = PartBytes(bytes, part);
     // An object store's open learns the size (a whole GET's answer, or a
     // HEAD): a Stat before it would be one more request per read.
-    const bool objects = objects_;
+    const bool stat_first = !objects_ && options_.stat_before_read;
     std::uint64_t total = 0;
-    if (!objects) {
+    if (stat_first) {
       IOMIMIC_ASSIGN_OR_RETURN(FileInfo info, storage_.Stat(path));
       total = info.size;
     }
@@ -405,7 +418,7 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
     open.hint = AccessHint::kWholeFile;
     open.drop_cache = true;
     IOMIMIC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, storage_.Open(path, open));
-    if (objects) {
+    if (!stat_first) {
       IOMIMIC_ASSIGN_OR_RETURN(total, file->Size());
     }
     const double opened = Now();

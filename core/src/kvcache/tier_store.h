@@ -128,6 +128,10 @@ struct StoreOptions {
   // back ends) open, write and close. An object store always gets the size
   // (it sizes its upload's staging by it).
   bool preallocate = true;
+  // Whether a read of a file back end's object stats its path before the
+  // open, as the MLPerf reference does (its existence check); else the
+  // open's file tells the size (the production stores: open, read, close).
+  bool stat_before_read = true;
   // Storage objects carry this writer's ChunkStamp and reads check it
   // (a mismatch is a Corruption naming the object and offset).
   bool stamp = false;
@@ -145,6 +149,13 @@ class TierStore {
     std::vector<TierOp> ops;  // a scratch list of the cache's decisions
     std::string path;         // a scratch object path
   };
+
+  // Makes `wb`'s buffer now, of transfer_size bytes or, when smaller, the
+  // whole object of an entry of `largest` bytes (header included, rounded
+  // up to 4 KiB and the back end's alignment), and touches every page of
+  // it, so that no transfer pays for its first touch. A buffer made before
+  // is kept.
+  Status PrepareBuffer(WorkerBuffer& wb, std::uint64_t largest);
 
   // Writes a new entry `key` of `bytes` (tokens = bytes / bytes per token)
   // into `tier`, its content unique per key and 4 KiB block.
