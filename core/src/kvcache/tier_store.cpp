@@ -177,7 +177,7 @@ Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
 }
 
 Status TierStore::PrepareBuffer(WorkerBuffer& wb, std::uint64_t largest) {
-  if (!wb.buffer.empty()) return Status::OK();
+  if (!wb.buffer.empty() || options_.trace_only) return Status::OK();  // trace-only: no transfers
   const std::uint64_t align = std::max<std::uint64_t>(4096, storage_.capabilities().alignment);
   const std::uint64_t object = header_bytes(largest) + largest;
   const std::uint64_t size =

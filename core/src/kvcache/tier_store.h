@@ -154,7 +154,7 @@ class TierStore {
   // whole object of an entry of `largest` bytes (header included, rounded
   // up to 4 KiB and the back end's alignment), and touches every page of
   // it, so that no transfer pays for its first touch. A buffer made before
-  // is kept.
+  // is kept; a trace-only store (StoreOptions::trace_only) makes none.
   Status PrepareBuffer(WorkerBuffer& wb, std::uint64_t largest);
 
   // Writes a new entry `key` of `bytes` (tokens = bytes / bytes per token)
