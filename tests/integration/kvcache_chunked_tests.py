@@ -410,5 +410,70 @@ print("ok", mode, len(files))
             fail("chunk content with %s: %s%s" % (mode, p.stdout, p.stderr))
 
 
+def test_kvcache_chunked_read_calls():
+    """A chunk read is what LMCache's and llm-d's file back ends do: the
+    shared store's lookup stats the object once when it decides, then open,
+    read, close, with no second stat; with one request thread and one I/O
+    thread the lookup and the read are on one thread (the request thread
+    runs its own reads: no hand-off per chunk). strace -ff, one log per
+    thread."""
+    import glob
+    import re
+    import shutil
+    if shutil.which("strace") is None:
+        print("strace not installed: skipped")
+        raise SystemExit(77)
+    path = os.path.join(args().work, "reads.jsonl")
+    chunks = 6
+    with open(path, "w") as f:
+        for i in range(chunks):
+            f.write(json.dumps({"timestamp": 0, "input_length": 256, "output_length": 1,
+                                "hash_ids": [500 + i]}) + "\n")
+    cache = os.path.join(args().work, "cache-reads")
+    shared = ["++workload.kv_cache.shared_store=True", "++workload.kv_cache.keep_entries=True",
+              "++workload.kv_cache.cache_folder=" + cache, "++workload.kv_cache.io_threads=1"]
+    w = chunked_run(path, os.path.join(args().work, "reads-w"), 256, 8, "0", shared)
+    if w["chunks_written"] != chunks:
+        fail("the writer wrote %d chunks, not %d" % (w["chunks_written"], chunks))
+    folder = os.path.realpath(os.path.join(cache, "shared"))
+    for depth in (1, 4):
+        logs = os.path.join(args().work, "reads-%d" % depth)
+        shutil.rmtree(logs, ignore_errors=True)
+        os.makedirs(logs)
+        out = os.path.join(args().work, "reads-r%d" % depth)
+        run(["strace", "-ff", "-s", "200", "-o", os.path.join(logs, "t"),
+             "-e", "trace=newfstatat,statx,stat,openat,pread64,read,close"] +
+            chunked_command(path, out, 256, 8, "0", shared + [
+                "++workload.kv_cache.io_threads=%d" % depth,
+                "++workload.kv_cache.max_inflight_requests=%d" % depth]))
+        with open(os.path.join(out, "summary.json")) as f:
+            r = json.load(f)["kv_cache_chunked"]
+        if r["chunk_hits"]["storage"] != chunks or r["chunks_written"] != 0:
+            fail("depth %d: %d storage hits, %d written; %d chunks were on the store" % (
+                depth, r["chunk_hits"]["storage"], r["chunks_written"], chunks))
+        stats = collections.defaultdict(list)  # object -> threads that stat'ed it
+        opens = collections.defaultdict(list)  # object -> threads that opened it
+        call = re.compile(r'^(newfstatat|statx|stat|openat)\((?:AT_FDCWD, )?"([^"]+)"')
+        for log in glob.glob(os.path.join(logs, "t.*")):
+            tid = log.rsplit(".", 1)[1]
+            with open(log, errors="replace") as f:
+                for line in f:
+                    m = call.match(line)
+                    if m and m.group(2).startswith(folder + os.sep) and \
+                            m.group(2).endswith(".npy"):
+                        (opens if m.group(1) == "openat" else stats)[m.group(2)].append(tid)
+        if len(opens) != chunks:
+            fail("depth %d: %d chunk objects opened, not %d" % (depth, len(opens), chunks))
+        for obj, threads in sorted(opens.items()):
+            if len(threads) != 1 or len(stats[obj]) != 1:
+                fail("depth %d: %s opened %d time(s) and stat'ed %d time(s) (expected once "
+                     "each: the lookup's stat, then open, read, close)" % (
+                         depth, obj, len(threads), len(stats[obj])))
+            if depth == 1 and stats[obj] != threads:
+                fail("depth 1: %s stat'ed on thread %s and read on thread %s (a hand-off per "
+                     "chunk)" % (obj, stats[obj][0], threads[0]))
+        print("depth %d: %d chunks, one stat and one open each" % (depth, chunks))
+
+
 if __name__ == "__main__":
     harness.main(globals())
