@@ -5,8 +5,10 @@
 #include "apptrace/derive.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -41,9 +43,188 @@ T MedianOf(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
+// Most classes a derived data set gets: a bound on the manifest's length
+// when every file reads otherwise.
+constexpr std::size_t kMostClasses = 1024;
+
+// A class of data files (docs/derive.md, "The read script"): one format,
+// the same opens and reads a pass, each read the same in every file of the
+// class or the file's size less the same bytes.
+struct FileClass {
+  std::string format;  // its files' format, or their extension
+  std::string name;    // "" when the data set has one class
+  // A member's script and size: the first of the data set's samples per
+  // file, else the first file's. Where its samples split the reads is the
+  // class's.
+  std::vector<ScriptSample> script;
+  std::uint64_t size = 0;
+  // Per read of a pass: the same in every file so far, and the file's size
+  // less the same in every file so far.
+  std::vector<bool> constant, from_end;
+  std::uint64_t files = 0;
+};
+
+// The key of a file's class: its format, else its extension (a class name
+// starts with a letter), else "data".
+std::string ClassKey(const FileProfile& f) {
+  std::string key = f.format;
+  if (key.empty()) {
+    const std::size_t slash = f.path.rfind('/'), dot = f.path.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+      for (const char c : f.path.substr(dot + 1)) {
+        if (std::isalnum(static_cast<unsigned char>(c))) key += c;
+      }
+    }
+  }
+  if (key.empty()) return "data";
+  if (!std::isalpha(static_cast<unsigned char>(key[0]))) key = "x" + key;
+  return key;
+}
+
+// A pass's reads in a row, and its opens: the reads after each open (a
+// pause that split a sample without an open does not count).
+void Flatten(const std::vector<ScriptSample>& script, std::vector<std::uint64_t>* reads,
+             std::vector<std::size_t>* opened) {
+  for (const ScriptSample& sample : script) {
+    if (sample.open || opened->empty()) opened->push_back(0);
+    opened->back() += sample.reads.size();
+    reads->insert(reads->end(), sample.reads.begin(), sample.reads.end());
+  }
+}
+
+// Whether file `f` reads as class `c`: the same opens and reads between
+// them, and each read the class's constant or the file's size less the
+// class's. When it does and `join`, the class takes it (and its script
+// when it has the data set's `spf` samples and the class's had not).
+bool Fits(FileClass& c, const FileProfile& f, std::uint64_t spf, bool join) {
+  if (c.format != ClassKey(f)) return false;
+  std::vector<std::uint64_t> a, b;
+  std::vector<std::size_t> a_opened, b_opened;
+  Flatten(c.script, &a, &a_opened);
+  Flatten(f.script, &b, &b_opened);
+  if (a_opened != b_opened || a.size() != b.size()) return false;
+  std::vector<bool> constant = c.constant, from_end = c.from_end;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    constant[k] = constant[k] && a[k] == b[k];
+    from_end[k] = from_end[k] && a[k] <= c.size && b[k] <= f.size && c.size - a[k] == f.size - b[k];
+    if (!constant[k] && !from_end[k]) return false;
+  }
+  if (join) {
+    c.constant = std::move(constant);
+    c.from_end = std::move(from_end);
+    ++c.files;
+    if (c.script.size() != spf && f.script.size() == spf) {
+      c.script = f.script;
+      c.size = f.size;
+    }
+  }
+  return true;
+}
+
+// The data files' classes, and each file's (by index in p.files). Files
+// that fit no class of their format make one, up to kMostClasses; past
+// it, a file takes its format's class of the nearest size.
+std::vector<FileClass> Classify(const TraceProfile& p, std::uint64_t spf,
+                                std::vector<std::size_t>* class_of,
+                                std::vector<std::string>* notes) {
+  std::vector<FileClass> classes;
+  std::uint64_t unfit = 0;
+  for (const FileProfile& f : p.files) {
+    std::size_t found = classes.size();
+    for (std::size_t c = 0; c < classes.size() && found == classes.size(); ++c) {
+      if (Fits(classes[c], f, spf, /*join=*/true)) found = c;
+    }
+    if (found == classes.size() && classes.size() >= kMostClasses) {
+      ++unfit;
+      std::uint64_t best = UINT64_MAX;
+      found = 0;
+      for (std::size_t c = 0; c < classes.size(); ++c) {
+        const std::uint64_t d =
+            classes[c].size > f.size ? classes[c].size - f.size : f.size - classes[c].size;
+        if (classes[c].format == ClassKey(f) && d < best) best = d, found = c;
+      }
+      ++classes[found].files;
+    } else if (found == classes.size()) {
+      FileClass c;
+      c.format = ClassKey(f);
+      c.script = f.script;
+      c.size = f.size;
+      for (const ScriptSample& sample : f.script) {
+        c.constant.insert(c.constant.end(), sample.reads.size(), true);
+        c.from_end.insert(c.from_end.end(), sample.reads.size(), true);
+      }
+      c.files = 1;
+      classes.push_back(std::move(c));
+    }
+    class_of->push_back(found);
+  }
+  if (classes.size() > 1) {
+    std::map<std::string, unsigned> seen;
+    for (FileClass& c : classes) {
+      const unsigned n = ++seen[c.format];
+      c.name = n == 1 ? c.format : c.format + "_" + std::to_string(n);
+    }
+  }
+  if (unfit > 0) {
+    notes->push_back(std::to_string(unfit) + " file(s) whose reads fit none of the first " +
+                     std::to_string(kMostClasses) +
+                     " classes: each reads as the class of its format of the nearest size");
+  }
+  return classes;
+}
+
+// Entries of samples given as their terms: consecutive samples with the
+// same opens and terms merged into one "[CLASS] N: [open] TERM*K" entry.
+std::vector<std::string> EntriesOf(
+    const std::string& name, const std::vector<std::pair<bool, std::vector<std::string>>>& s) {
+  std::vector<std::string> entries;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = i;
+    while (j < s.size() && s[j] == s[i]) ++j;
+    std::string e = (name.empty() ? "" : name + " ") + std::to_string(j - i) + ":" +
+                    (s[i].first ? " open" : "");
+    const std::vector<std::string>& terms = s[i].second;
+    for (std::size_t k = 0; k < terms.size();) {
+      std::size_t m = k;
+      while (m < terms.size() && terms[m] == terms[k]) ++m;
+      e += " " + terms[k];
+      if (m - k > 1) e += "*" + std::to_string(m - k);
+      k = m;
+    }
+    entries.push_back(e);
+    i = j;
+  }
+  return entries;
+}
+
+// Class `c`'s entries, its samples brought to `spf` (the data set's
+// samples per file): the samples past it joined to the last one.
+std::vector<std::string> ClassEntries(const FileClass& c, std::uint64_t spf) {
+  std::vector<std::pair<bool, std::vector<std::string>>> samples;
+  std::size_t k = 0;
+  for (const ScriptSample& sample : c.script) {
+    std::vector<std::string> terms;
+    for (const std::uint64_t read : sample.reads) {
+      const bool from_end = !c.constant[k] && c.from_end[k];
+      terms.push_back(!from_end        ? std::to_string(read)
+                      : read == c.size ? std::string("file")
+                                       : "file-" + std::to_string(c.size - read));
+      ++k;
+    }
+    if (samples.size() >= std::max<std::uint64_t>(1, spf)) {
+      std::vector<std::string>& last = samples.back().second;
+      last.insert(last.end(), terms.begin(), terms.end());
+    } else {
+      samples.push_back({sample.open, std::move(terms)});
+    }
+  }
+  return EntriesOf(c.name, samples);
+}
+
 // dataset: the data files, their format, sizes and samples.
-void DatasetSection(const TraceProfile& p, const std::string& name, std::ostream& y,
-                    std::vector<std::string>* notes) {
+void DatasetSection(const TraceProfile& p, const std::vector<FileClass>& classes,
+                    const std::string& name, std::ostream& y, std::vector<std::string>* notes) {
   auto no = [&](const std::string& line) { notes->push_back(line); };
   const std::uint64_t files = p.files.size();
   const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
@@ -59,7 +240,19 @@ void DatasetSection(const TraceProfile& p, const std::string& name, std::ostream
   const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
   const std::string gen(config::kDerivedDataFormat);
   y << "dataset:\n  data_folder: data/" << name << "\n";
-  if (p.format.empty()) {
+  std::map<std::string, std::uint64_t> formats;  // the classes' formats, files of each
+  for (const FileClass& c : classes) formats[c.format] += c.files;
+  if (formats.size() > 1) {
+    std::string list;
+    for (const auto& [format, n] : formats) {
+      list += (list.empty() ? "" : ", ") + format + " (" + std::to_string(n) + " files)";
+    }
+    y << "  # the files are " << list << ", by their first bytes or extension;\n"
+      << "  # generated as " << gen
+      << ", since iomimic.read_script, not a format's reader, makes the reads\n";
+    no("the files' contents: they are " + list + ", generated as " + gen +
+       " (the read script of each file's class makes the reads, so no reader parses them)");
+  } else if (p.format.empty()) {
     y << "  # the files' format: unknown (no known first bytes, extension '." << p.extension
       << "'); generated as " << gen << "\n";
     no("the files' format (no known magic bytes or extension): generated as " + gen);
@@ -80,13 +273,10 @@ void DatasetSection(const TraceProfile& p, const std::string& name, std::ostream
     << (spf - 1) << " time(s) in a pass\n"
     << "  num_samples_per_file: " << spf << "\n"
     << "  # files of " << median << " bytes (the median; " << *lo << " to " << *hi
-    << "), over the samples; generated a little larger (the format's headers)\n"
+    << "), over the samples, for DLIO;\n  # iomimic generates each file at its traced size "
+    << "(iomimic.data_files)\n"
     << "  record_length_bytes: " << (median + spf - 1) / spf << "\n"
     << "  record_length_bytes_stdev: " << static_cast<std::uint64_t>(stdev / spf) << "\n\n";
-  if (*hi != *lo) {
-    no("the read script is the median file's: files of other sizes (" + std::to_string(*lo) +
-       " to " + std::to_string(*hi) + " bytes) read as many bytes as it");
-  }
 }
 
 // reader and train: threads, samples per step, epochs, compute.
@@ -184,28 +374,20 @@ void CheckpointSection(const TraceProfile& p, const std::string& name, std::ostr
 }  // namespace
 
 std::vector<std::string> ScriptEntries(const std::vector<TraceProfile::ScriptSample>& script) {
-  std::vector<std::string> entries;
-  std::size_t i = 0;
-  while (i < script.size()) {
-    std::size_t j = i;
-    while (j < script.size() && script[j] == script[i]) ++j;
-    std::string e = std::to_string(j - i) + ":" + (script[i].open ? " open" : "");
-    const std::vector<std::uint64_t>& reads = script[i].reads;
-    for (std::size_t k = 0; k < reads.size();) {
-      std::size_t m = k;
-      while (m < reads.size() && reads[m] == reads[k]) ++m;
-      e += " " + std::to_string(reads[k]);
-      if (m - k > 1) e += "*" + std::to_string(m - k);
-      k = m;
-    }
-    entries.push_back(e);
-    i = j;
+  std::vector<std::pair<bool, std::vector<std::string>>> samples;
+  for (const ScriptSample& sample : script) {
+    std::vector<std::string> terms;
+    for (const std::uint64_t read : sample.reads) terms.push_back(std::to_string(read));
+    samples.push_back({sample.open, std::move(terms)});
   }
-  return entries;
+  return EntriesOf("", samples);
 }
 
 DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
   DerivedManifest d;
+  const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
+  std::vector<std::size_t> class_of;
+  const std::vector<FileClass> classes = Classify(p, spf, &class_of, &d.not_inferred);
   std::ostringstream y;
   auto no = [&](const std::string& line) { d.not_inferred.push_back(line); };
   const bool reads = !p.files.empty();
@@ -238,17 +420,53 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
   y << "\n";
 
   if (reads) {
-    DatasetSection(p, name, y, &d.not_inferred);
+    DatasetSection(p, classes, name, y, &d.not_inferred);
     ReaderAndTrainSections(p, y, &d.not_inferred);
   }
   if (writes) CheckpointSection(p, name, y, &d.not_inferred);
   if (reads) {
-    y << "iomimic:\n"
-      << "  # the reads of each sample, in place of a format's: " << p.script_file
-      << "'s reads of one pass,\n  # one entry per burst of reads (N: samples; open: the burst "
-      << "opened the file;\n  # SIZE*K: K reads)\n"
-      << "  read_script:\n";
-    for (const std::string& e : ScriptEntries(p.script)) y << "    - \"" << e << "\"\n";
+    y << "iomimic:\n";
+    if (classes.size() == 1) {
+      y << "  # the reads of each sample, in place of a format's: the files' reads of one pass,\n"
+        << "  # one entry per burst of reads (N: samples; open: the burst opened the file;\n"
+        << "  # SIZE*K: K reads; file-C: the file's size less C bytes, for reads that\n"
+        << "  # varied with it)\n";
+    } else {
+      y << "  # the reads of each sample, in place of a format's, per class of files (one\n"
+        << "  # format, each read the same in its files or their size less the same): a\n"
+        << "  # class's files' reads of one pass, one entry per burst of reads (N: samples;\n"
+        << "  # open: the burst opened the file; SIZE*K: K reads; file-C: the file's size\n"
+        << "  # less C bytes)\n";
+    }
+    y << "  read_script:\n";
+    std::vector<std::string> uneven;  // classes whose samples a pass are not spf
+    for (const FileClass& c : classes) {
+      if (c.script.size() != spf) uneven.push_back(c.name.empty() ? c.format : c.name);
+      for (const std::string& e : ClassEntries(c, spf)) y << "    - \"" << e << "\"\n";
+    }
+    if (!uneven.empty()) {
+      std::string list;
+      for (const std::string& u : uneven) list += (list.empty() ? "" : ", ") + u;
+      d.not_inferred.push_back("samples per file: " + std::to_string(spf) +
+                               " (the median file's bursts); the files "
+                               "of class(es) " +
+                               list +
+                               " paused otherwise (more bursts joined in the last sample, "
+                               "fewer read again from the first)");
+    }
+    y << "  # each file's size (to within the samples per file in bytes) and class, in the\n"
+      << "  # traced files' order (by path); SIZE*K: K files\n  data_files:\n";
+    for (std::size_t i = 0; i < p.files.size();) {
+      std::size_t j = i;
+      while (j < p.files.size() && p.files[j].size == p.files[i].size &&
+             class_of[j] == class_of[i]) {
+        ++j;
+      }
+      const std::string& cls = classes[class_of[i]].name;
+      y << "    - \"" << p.files[i].size << (j - i > 1 ? "*" + std::to_string(j - i) : "")
+        << (cls.empty() ? "" : " " + cls) << "\"\n";
+      i = j;
+    }
     y << "  # the run's own check of the data files opens them: off, so that opens per file\n"
       << "  # are the training's\n  cache_check_files: 0\n"
       << "  # each batch read by one thread, as a PyTorch worker reads it: a thread's file\n"
