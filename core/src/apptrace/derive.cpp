@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "config/dlio_compat.h"
+#include "plan/plan.h"
 
 namespace iomimic::apptrace {
 namespace {
@@ -279,18 +280,115 @@ void DatasetSection(const TraceProfile& p, const std::vector<FileClass>& classes
     << "  record_length_bytes_stdev: " << static_cast<std::uint64_t>(stdev / spf) << "\n\n";
 }
 
-// reader and train: threads, samples per step, epochs, compute.
-void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
-                            std::vector<std::string>* notes) {
-  auto no = [&](const std::string& line) { notes->push_back(line); };
-  const std::uint64_t files = p.files.size();
-  const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
-  const std::uint64_t threads = std::max<unsigned>(1, p.reader_threads);
+// How the derived run goes through the data set: samples a step and an
+// epoch, and, when the trace's epochs left files out, the seeded file
+// shuffle and the files' order under which the run's epochs leave out as
+// many.
+struct Schedule {
+  std::uint64_t files = 0, spf = 1, threads = 1;
+  bool file_batches = false;
+  std::uint64_t want = 1, batch = 1;
+  std::uint64_t passes = 0;            // the files' passes over all epochs
+  std::uint64_t per_epoch = 0;         // samples an epoch
+  bool shuffled = false;               // the seeded file shuffle places the left-out files
+  std::uint64_t seed = 0;              // train.seed, when shuffled
+  bool exact = false;                  // each file is read as many times as traced
+  std::vector<std::size_t> traced_of;  // generated file -> index in p.files
+};
+
+// The times each generated file is read over `epochs` epochs of the run
+// `c` describes (one rank).
+std::vector<unsigned> ReadsPerFile(const config::Config& c, const plan::DatasetLayout& layout,
+                                   unsigned epochs) {
+  std::vector<unsigned> reads(layout.num_files(plan::Split::kTrain), 0);
+  const plan::ShuffleSeeds seeds{c.train.seed, c.train.seed_change_epoch, 0};
+  for (unsigned e = 1; e <= epochs; ++e) {
+    const plan::EpochPlan plan(c, layout, plan::Split::kTrain, 0, 1, e, seeds);
+    std::vector<bool> seen(reads.size(), false);
+    for (std::uint64_t i = 0; i < plan.samples(); ++i) {
+      const std::uint64_t file = plan.Sample(i).file;
+      if (!seen[file]) seen[file] = true, ++reads[file];
+    }
+  }
+  return reads;
+}
+
+Schedule ScheduleOf(const TraceProfile& p) {
+  Schedule s;
+  s.files = p.files.size();
+  s.spf = std::max<std::size_t>(1, p.script.size());
+  s.threads = std::max<unsigned>(1, p.reader_threads);
   // Several threads, each file opened once a pass: a file's samples are one
   // batch, so that one thread reads them (a batch is one worker's).
-  const bool file_batches = threads > 1 && spf > 1 && p.opens_per_file < 1.5;
-  const std::uint64_t want = file_batches ? spf : threads;
-  const std::uint64_t batch = DividingBatch(want, files * spf);
+  s.file_batches = s.threads > 1 && s.spf > 1 && p.opens_per_file < 1.5;
+  s.want = s.file_batches ? s.spf : s.threads;
+  // Samples an epoch: the files' passes over the epochs, fewer than the
+  // data set's when an epoch left files out.
+  for (const FileProfile& f : p.files) s.passes += f.passes;
+  s.per_epoch = std::clamp<std::uint64_t>(
+      static_cast<std::uint64_t>(std::llround(static_cast<double>(s.passes * s.spf) / p.epochs)), 1,
+      s.files * s.spf);
+  s.batch = DividingBatch(s.want, s.per_epoch);
+  s.traced_of.resize(s.files);
+  std::iota(s.traced_of.begin(), s.traced_of.end(), std::size_t{0});
+  std::vector<unsigned> wanted;  // the traced files' passes
+  for (const FileProfile& f : p.files) wanted.push_back(f.passes);
+  std::sort(wanted.begin(), wanted.end());
+  s.exact = wanted.front() == wanted.back();
+  if (s.per_epoch >= s.files * s.spf || p.epochs < 2 || s.exact) return s;
+  // Files read in fewer epochs than others: a seeded file shuffle leaves
+  // out other files in each epoch. The first seed from 123 (DLIO's) under
+  // which the run's files are read as many times as the traced ones were,
+  // within a bound on the work.
+  config::Config c;
+  c.dataset.num_files_train = s.files;
+  c.dataset.num_files_eval = 0;
+  c.dataset.num_samples_per_file = s.spf;
+  c.reader.batch_size = s.batch;
+  c.reader.read_threads = s.threads;
+  c.reader.data_loader = "pytorch";
+  c.reader.file_shuffle = config::ShuffleMode::kSeed;
+  c.reader.sample_shuffle = config::ShuffleMode::kOff;
+  c.train.total_training_steps = static_cast<std::int64_t>(s.per_epoch / s.batch);
+  const plan::DatasetLayout layout(c, config::kDerivedDataFormat.data());
+  const std::uint64_t work = std::max<std::uint64_t>(1, s.files * s.spf * p.epochs);
+  const std::uint64_t tries = std::clamp<std::uint64_t>(20000000 / work, 1, 1000);
+  std::uint64_t best_miss = UINT64_MAX;
+  std::vector<unsigned> best;
+  for (std::uint64_t t = 0; t < tries && best_miss > 0; ++t) {
+    c.train.seed = 123 + t;
+    std::vector<unsigned> reads = ReadsPerFile(c, layout, p.epochs);
+    std::vector<unsigned> sorted = reads;
+    std::sort(sorted.begin(), sorted.end());
+    std::uint64_t miss = 0;
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      miss += sorted[i] > wanted[i] ? sorted[i] - wanted[i] : wanted[i] - sorted[i];
+    }
+    if (miss < best_miss) best_miss = miss, best = std::move(reads), s.seed = c.train.seed;
+  }
+  // The traced files by their passes onto the generated files by their
+  // reads, the most read first, each in order.
+  std::vector<std::size_t> generated(s.files), traced(s.files);
+  std::iota(generated.begin(), generated.end(), std::size_t{0});
+  std::iota(traced.begin(), traced.end(), std::size_t{0});
+  std::stable_sort(generated.begin(), generated.end(),
+                   [&](std::size_t a, std::size_t b) { return best[a] > best[b]; });
+  std::stable_sort(traced.begin(), traced.end(), [&](std::size_t a, std::size_t b) {
+    return p.files[a].passes > p.files[b].passes;
+  });
+  for (std::size_t i = 0; i < s.files; ++i) s.traced_of[generated[i]] = traced[i];
+  s.shuffled = true;
+  s.exact = best_miss == 0;
+  return s;
+}
+
+// reader and train: threads, samples per step, epochs, compute.
+void ReaderAndTrainSections(const TraceProfile& p, const Schedule& s, std::ostream& y,
+                            std::vector<std::string>* notes) {
+  auto no = [&](const std::string& line) { notes->push_back(line); };
+  const std::uint64_t files = s.files, spf = s.spf, threads = s.threads, batch = s.batch;
+  const std::uint64_t per_epoch = s.per_epoch, want = s.want;
+  const bool file_batches = s.file_batches;
   y << "reader:\n  data_loader: pytorch\n"
     << "  # " << p.reader_threads << " reader thread(s): " << p.reader_threads
     << " thread(s) issued reads of data files\n"
@@ -299,15 +397,39 @@ void ReaderAndTrainSections(const TraceProfile& p, std::ostream& y,
     << (file_batches ? "a file's samples, so that one thread reads each file (each was opened "
                        "once a pass)"
                      : "one per reader thread");
-  if (batch != want) y << " (lowered to divide the " << files * spf << " samples)";
-  y << "\n  batch_size: " << batch << "\n"
-    << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
-    << "  file_shuffle: off\n  sample_shuffle: off\n\n";
-  no("the shuffle rule (one trace shows one order): files and samples read in order");
+  if (batch != want) y << " (lowered to divide the " << per_epoch << " samples an epoch)";
+  y << "\n  batch_size: " << batch << "\n";
+  if (s.shuffled) {
+    y << "  # the order: the files shuffled with train.seed, so that each epoch leaves out\n"
+      << "  # other files, as the trace's did (iomimic.data_files puts the files read in\n"
+      << "  # fewer epochs where the shuffle leaves them out; a trace shows one order, not\n"
+      << "  # the rule)\n  file_shuffle: seed\n  sample_shuffle: off\n\n";
+    no("the shuffle rule (one trace shows one order): the files shuffled with a seed under "
+       "which each epoch leaves out " +
+       std::string(s.exact ? "as many files as the trace's did"
+                           : "about as many files as the trace's did (no seed tried matched)") +
+       ", samples in order");
+  } else {
+    y << "  # the order: as the files are listed (a trace shows one order, not the rule)\n"
+      << "  file_shuffle: off\n  sample_shuffle: off\n\n";
+    no("the shuffle rule (one trace shows one order): files and samples read in order");
+  }
 
   y << "train:\n  # " << p.epochs << " epoch(s): the data files' bytes were read "
     << Fixed(p.distinct_bytes ? static_cast<double>(p.read_bytes) / p.distinct_bytes : 0, 2)
     << " times over\n  epochs: " << p.epochs << "\n";
+  if (s.shuffled) {
+    y << "  # the file shuffle's seed (see reader.file_shuffle)\n  seed: " << s.seed << "\n";
+  }
+  if (per_epoch < files * spf) {
+    y << "  # " << per_epoch << " of the " << files * spf << " samples an epoch: the files were "
+      << "read " << s.passes << " times in " << p.epochs << " epoch(s)\n"
+      << "  total_training_steps: " << per_epoch / batch << "\n";
+    if (!s.shuffled) {
+      no("which files an epoch left out: " + std::to_string(files * spf - per_epoch) +
+         " sample(s) an epoch were not read; the run leaves out the last ones in order");
+    }
+  }
   if (p.compute_per_sample_s > 0) {
     // The threads together read `threads` samples in a thread's compute per
     // sample: a step of `batch` samples takes batch / threads of it.
@@ -388,6 +510,7 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
   const std::uint64_t spf = std::max<std::size_t>(1, p.script.size());
   std::vector<std::size_t> class_of;
   const std::vector<FileClass> classes = Classify(p, spf, &class_of, &d.not_inferred);
+  const Schedule schedule = ScheduleOf(p);
   std::ostringstream y;
   auto no = [&](const std::string& line) { d.not_inferred.push_back(line); };
   const bool reads = !p.files.empty();
@@ -421,7 +544,7 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
 
   if (reads) {
     DatasetSection(p, classes, name, y, &d.not_inferred);
-    ReaderAndTrainSections(p, y, &d.not_inferred);
+    ReaderAndTrainSections(p, schedule, y, &d.not_inferred);
   }
   if (writes) CheckpointSection(p, name, y, &d.not_inferred);
   if (reads) {
@@ -455,15 +578,19 @@ DerivedManifest DeriveManifest(const TraceProfile& p, const std::string& name) {
                                "fewer read again from the first)");
     }
     y << "  # each file's size (to within the samples per file in bytes) and class, in the\n"
-      << "  # traced files' order (by path); SIZE*K: K files\n  data_files:\n";
-    for (std::size_t i = 0; i < p.files.size();) {
+      << "  # traced files' order ("
+      << (schedule.shuffled ? "the files read in fewer epochs where the shuffle leaves them out"
+                            : "by path")
+      << "); SIZE*K: K files\n  data_files:\n";
+    const std::vector<std::size_t>& of = schedule.traced_of;
+    for (std::size_t i = 0; i < of.size();) {
       std::size_t j = i;
-      while (j < p.files.size() && p.files[j].size == p.files[i].size &&
-             class_of[j] == class_of[i]) {
+      while (j < of.size() && p.files[of[j]].size == p.files[of[i]].size &&
+             class_of[of[j]] == class_of[of[i]]) {
         ++j;
       }
-      const std::string& cls = classes[class_of[i]].name;
-      y << "    - \"" << p.files[i].size << (j - i > 1 ? "*" + std::to_string(j - i) : "")
+      const std::string& cls = classes[class_of[of[i]]].name;
+      y << "    - \"" << p.files[of[i]].size << (j - i > 1 ? "*" + std::to_string(j - i) : "")
         << (cls.empty() ? "" : " " + cls) << "\"\n";
       i = j;
     }

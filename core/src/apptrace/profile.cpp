@@ -128,16 +128,16 @@ double SplitThreshold(const std::vector<std::int64_t>& pauses, double min_gap_s)
   return std::max(min_gap_s * 1e9, 0.25 * static_cast<double>(longest));
 }
 
-// The opens and reads of one pass over a file (its first reads, 1/epochs
+// The opens and reads of one pass over a file (its first reads, 1/passes
 // of them), in time order, split at pauses over the step threshold. `ops`:
 // the file's opens and reads that did not fail, thread after thread.
-std::vector<TraceProfile::ScriptSample> ScriptOf(std::vector<const Op*> ops, unsigned epochs,
+std::vector<TraceProfile::ScriptSample> ScriptOf(std::vector<const Op*> ops, unsigned passes,
                                                  double min_gap_s) {
   std::size_t reads = 0;
   for (const Op* op : ops) reads += op->kind == OpKind::kRead;
   std::stable_sort(ops.begin(), ops.end(),
                    [](const Op* a, const Op* b) { return a->start_ns < b->start_ns; });
-  const std::size_t keep = std::max<std::size_t>(1, reads / std::max(1u, epochs));
+  const std::size_t keep = std::max<std::size_t>(1, reads / std::max(1u, passes));
   std::vector<std::int64_t> pauses;
   for (std::size_t i = 1; i < ops.size(); ++i) {
     pauses.push_back(ops[i]->start_ns - (ops[i - 1]->start_ns + ops[i - 1]->dur_ns));
@@ -344,7 +344,16 @@ void Scripts(Walk& w) {
     }
   }
   for (std::size_t i = 0; i < p.files.size(); ++i) {
-    p.files[i].script = ScriptOf(std::move(ops[i]), p.epochs, w.options.min_step_gap_s);
+    FileProfile& f = p.files[i];
+    // The file's own passes: a file that an epoch left out (a last partial
+    // batch dropped, a sampler's subset) was read fewer times.
+    f.passes = f.distinct_bytes == 0
+                   ? 1
+                   : std::clamp<unsigned>(
+                         static_cast<unsigned>(std::llround(static_cast<double>(f.bytes_read) /
+                                                            static_cast<double>(f.distinct_bytes))),
+                         1, p.epochs);
+    f.script = ScriptOf(std::move(ops[i]), f.passes, w.options.min_step_gap_s);
   }
   // The most common samples a pass (the fewer of equals): a pause inside
   // a few files' reads (the program stalled) does not make the data set's.

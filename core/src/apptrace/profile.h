@@ -60,6 +60,9 @@ struct FileProfile {
   // of its extension that can be read here, else by its extension ("" =
   // neither said).
   std::string format;
+  // Passes over it: its bytes read over its bytes read at least once,
+  // rounded, from 1 to the epochs.
+  unsigned passes = 1;
   // Its reads of one pass (TraceProfile::script), filled in by ProfileTrace.
   std::vector<ScriptSample> script;
 };
