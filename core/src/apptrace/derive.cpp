@@ -318,6 +318,7 @@ Schedule ScheduleOf(const TraceProfile& p) {
   s.files = p.files.size();
   s.spf = std::max<std::size_t>(1, p.script.size());
   s.threads = std::max<unsigned>(1, p.reader_threads);
+  if (s.files == 0) return s;  // a program that only writes
   // Several threads, each file opened once a pass: a file's samples are one
   // batch, so that one thread reads them (a batch is one worker's).
   s.file_batches = s.threads > 1 && s.spf > 1 && p.opens_per_file < 1.5;
@@ -334,7 +335,7 @@ Schedule ScheduleOf(const TraceProfile& p) {
   std::vector<unsigned> wanted;  // the traced files' passes
   for (const FileProfile& f : p.files) wanted.push_back(f.passes);
   std::sort(wanted.begin(), wanted.end());
-  s.exact = wanted.front() == wanted.back();
+  s.exact = wanted.empty() || wanted.front() == wanted.back();
   if (s.per_epoch >= s.files * s.spf || p.epochs < 2 || s.exact) return s;
   // Files read in fewer epochs than others: a seeded file shuffle leaves
   // out other files in each epoch. The first seed from 123 (DLIO's) under

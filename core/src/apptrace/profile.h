@@ -126,7 +126,8 @@ struct TraceProfile {
   // each thread reads per step.
   double files_per_burst = 0;
   // A reader thread's pauses between bursts over the samples it read (by
-  // the read script's bytes per sample), the median over the threads: the
+  // the files' scripts' bytes a pass, on average, over the samples per
+  // file), the median over the threads: the
   // compute each sample of a thread stands for.
   double compute_per_sample_s = 0;
   // Writes of files the application created, outside the data set.
