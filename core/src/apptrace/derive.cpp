@@ -93,31 +93,43 @@ void Flatten(const std::vector<ScriptSample>& script, std::vector<std::uint64_t>
   }
 }
 
-// Whether file `f` reads as class `c`: the same opens and reads between
-// them, and each read the class's constant or the file's size less the
-// class's. When it does and `join`, the class takes it (and its script
+// A file's pass in a row: its reads, the reads after each open, and the
+// key of the classes it may join (its format and opens).
+struct Pass {
+  std::vector<std::uint64_t> reads;
+  std::vector<std::size_t> opened;
+  std::string key;
+};
+
+Pass PassOf(const FileProfile& f) {
+  Pass pass;
+  Flatten(f.script, &pass.reads, &pass.opened);
+  pass.key = ClassKey(f);
+  for (const std::size_t n : pass.opened) pass.key += " " + std::to_string(n);
+  return pass;
+}
+
+// Whether file `f` (its pass `b`) reads as class `c`: the same opens and
+// reads between them, and each read the class's constant or the file's
+// size less the class's. When it does, the class takes it (and its script
 // when it has the data set's `spf` samples and the class's had not).
-bool Fits(FileClass& c, const FileProfile& f, std::uint64_t spf, bool join) {
-  if (c.format != ClassKey(f)) return false;
-  std::vector<std::uint64_t> a, b;
-  std::vector<std::size_t> a_opened, b_opened;
-  Flatten(c.script, &a, &a_opened);
-  Flatten(f.script, &b, &b_opened);
-  if (a_opened != b_opened || a.size() != b.size()) return false;
+bool Join(FileClass& c, std::vector<std::uint64_t>& a, const FileProfile& f, const Pass& b,
+          std::uint64_t spf) {
+  if (a.size() != b.reads.size()) return false;
   std::vector<bool> constant = c.constant, from_end = c.from_end;
   for (std::size_t k = 0; k < a.size(); ++k) {
-    constant[k] = constant[k] && a[k] == b[k];
-    from_end[k] = from_end[k] && a[k] <= c.size && b[k] <= f.size && c.size - a[k] == f.size - b[k];
+    constant[k] = constant[k] && a[k] == b.reads[k];
+    from_end[k] = from_end[k] && a[k] <= c.size && b.reads[k] <= f.size &&
+                  c.size - a[k] == f.size - b.reads[k];
     if (!constant[k] && !from_end[k]) return false;
   }
-  if (join) {
-    c.constant = std::move(constant);
-    c.from_end = std::move(from_end);
-    ++c.files;
-    if (c.script.size() != spf && f.script.size() == spf) {
-      c.script = f.script;
-      c.size = f.size;
-    }
+  c.constant = std::move(constant);
+  c.from_end = std::move(from_end);
+  ++c.files;
+  if (c.script.size() != spf && f.script.size() == spf) {
+    c.script = f.script;
+    c.size = f.size;
+    a = b.reads;
   }
   return true;
 }
@@ -129,11 +141,18 @@ std::vector<FileClass> Classify(const TraceProfile& p, std::uint64_t spf,
                                 std::vector<std::size_t>* class_of,
                                 std::vector<std::string>* notes) {
   std::vector<FileClass> classes;
+  std::vector<std::vector<std::uint64_t>> reads;          // each class's script in a row
+  std::map<std::string, std::vector<std::size_t>> keyed;  // Pass::key -> classes
   std::uint64_t unfit = 0;
   for (const FileProfile& f : p.files) {
+    const Pass pass = PassOf(f);
+    std::vector<std::size_t>& candidates = keyed[pass.key];
     std::size_t found = classes.size();
-    for (std::size_t c = 0; c < classes.size() && found == classes.size(); ++c) {
-      if (Fits(classes[c], f, spf, /*join=*/true)) found = c;
+    for (const std::size_t c : candidates) {
+      if (Join(classes[c], reads[c], f, pass, spf)) {
+        found = c;
+        break;
+      }
     }
     if (found == classes.size() && classes.size() >= kMostClasses) {
       ++unfit;
@@ -155,7 +174,9 @@ std::vector<FileClass> Classify(const TraceProfile& p, std::uint64_t spf,
         c.from_end.insert(c.from_end.end(), sample.reads.size(), true);
       }
       c.files = 1;
+      candidates.push_back(classes.size());
       classes.push_back(std::move(c));
+      reads.push_back(pass.reads);
     }
     class_of->push_back(found);
   }

@@ -38,12 +38,15 @@ std::string Trimmed(std::string s) {
 // that keeps a mistyped count from filling memory.
 constexpr std::uint64_t kMostSamples = std::uint64_t{1} << 24;
 constexpr std::uint64_t kMostReads = std::uint64_t{1} << 20;
+// Most reads the entries may list together (each class is resolved whole
+// for a file's size).
+constexpr std::uint64_t kMostListedReads = std::uint64_t{1} << 24;
 
 }  // namespace
 
 Result<ReadScript> ReadScript::Parse(const std::vector<std::string>& entries) {
   ReadScript script;
-  std::uint64_t all_samples = 0;
+  std::uint64_t all_samples = 0, all_reads = 0;
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const std::string& text = entries[e];
     auto bad = [&](const std::string& why) {
@@ -98,6 +101,8 @@ Result<ReadScript> ReadScript::Parse(const std::vector<std::string>& entries) {
       if (reads > kMostReads) {
         return bad("more than " + std::to_string(kMostReads) + " reads in one sample");
       }
+      all_reads += term.times;
+      if (all_reads > kMostListedReads) return bad("more than 2^24 reads listed in all");
       terms.push_back(term);
     }
     if (terms.empty()) return bad("no read sizes");
