@@ -28,7 +28,8 @@
 namespace iomimic::train {
 
 // One class's script for a file of a given size: its terms resolved to
-// byte counts.
+// byte counts. It refers to the ReadScript it came from, which must outlive
+// it.
 class ResolvedScript {
  public:
   // The sizes sample `sample` of the file reads.
