@@ -446,6 +446,7 @@ void ReaderAndTrainSections(const TraceProfile& p, const Schedule& s, std::ostre
   if (per_epoch < files * spf) {
     y << "  # " << per_epoch << " of the " << files * spf << " samples an epoch: the files were "
       << "read " << s.passes << " times in " << p.epochs << " epoch(s)\n"
+      << "  # (a cap on the steps an epoch: raise it with num_files_train)\n"
       << "  total_training_steps: " << per_epoch / batch << "\n";
     if (!s.shuffled) {
       no("which files an epoch left out: " + std::to_string(files * spf - per_epoch) +
