@@ -27,10 +27,32 @@ bool IndexLoader(const config::Config& c) {
 }
 
 // The whole of `text` as a decimal number, or false.
-bool ParseNumber(const std::string& text, std::uint64_t* out) {
+bool ParseDecimal(const std::string& text, std::uint64_t* out) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
   return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// `text` for a one-line message: control characters written as \n, \t,
+// \r or \xHH.
+std::string PrintableEntry(const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 // Most files iomimic.data_files may list: a bound on a mistyped count.
@@ -44,16 +66,16 @@ Result<std::vector<DataFilesEntry>> ParseDataFiles(const std::vector<std::string
   for (std::size_t e = 0; e < entries.size(); ++e) {
     auto bad = [&](const std::string& why) {
       return Status::InvalidArgument("iomimic.data_files entry " + std::to_string(e + 1) + " '" +
-                                     entries[e] + "': " + why);
+                                     PrintableEntry(entries[e]) + "': " + PrintableEntry(why));
     };
     std::istringstream words(entries[e]);
     std::string size_word, name, extra;
     words >> size_word >> name >> extra;
     DataFilesEntry entry;
     const std::size_t star = size_word.find('*');
-    if (!ParseNumber(size_word.substr(0, star), &entry.size) ||
+    if (!ParseDecimal(size_word.substr(0, star), &entry.size) ||
         (star != std::string::npos &&
-         (!ParseNumber(size_word.substr(star + 1), &entry.count) || entry.count == 0)) ||
+         (!ParseDecimal(size_word.substr(star + 1), &entry.count) || entry.count == 0)) ||
         !extra.empty()) {
       return bad(
           "expected 'SIZE[*K] [CLASS]' (K files of SIZE bytes, read with CLASS's entries "

@@ -153,10 +153,11 @@ TEST_CASE("iomimic.data_files: sizes and classes in a cycle, shapes fitted to th
   };
   Status refused = layout.FitFileSizes(unknown, u8);
   CHECK(refused.message().find("iomimic.data_files") != std::string::npos);
-  for (const char* bad : {"x", "10*0", "10 2a", "10 a b", "-1", "10*"}) {
+  for (const char* bad : {"x", "10*0", "10 2a", "10 a b", "-1", "10*", "10\n\x01a b"}) {
     Result<std::vector<DataFilesEntry>> r = ParseDataFiles({"5", bad});
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message().find("iomimic.data_files entry 2") != std::string::npos);
+    CHECK(r.status().message().find('\n') == std::string::npos);
   }
 }
 

@@ -64,6 +64,10 @@ TEST_CASE("read_script: errors name the entry") {
     REQUIRE_FALSE(s.ok());
     CHECK(s.status().message().find("iomimic.read_script entry 2") != std::string::npos);
   }
+  Result<ReadScript> two_lines = ReadScript::Parse({"1: 8\nx"});
+  REQUIRE_FALSE(two_lines.ok());
+  CHECK(two_lines.status().message().find('\n') == std::string::npos);
+  CHECK(two_lines.status().message().find("'1: 8\\nx'") != std::string::npos);
   std::vector<std::string> many(17, "1: 8*1048576");  // 17 x 2^20 reads > 2^24
   Result<ReadScript> s = ReadScript::Parse(many);
   REQUIRE_FALSE(s.ok());
