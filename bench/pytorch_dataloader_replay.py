@@ -200,6 +200,7 @@ def bench_dlio(a):
           "++workload.dataset.record_length_bytes_stdev=262144",
           "++workload.train.computation_time=0.05", "++workload.iomimic.trace=True"]
     gen = os.path.join(a.work, "dlio_gen")
+    shutil.rmtree(gen, ignore_errors=True)  # a run refuses another run's output folder
     subprocess.run([a.iomimic, "run", "-q"] + ov + ["++workload.output.folder=" + gen],
                    check=True, stdout=subprocess.DEVNULL)
     ov[1] = "++workload.workflow.generate_data=False"

@@ -211,6 +211,70 @@ def test_derive_checkpoint_save():
     run([args().iomimic, "fidelity", trace, derived, "--check"])
 
 
+# A data set of npy and npz files of 24 sizes, read by np.load on two
+# threads: np.load of an npy file reads its header and then the array, of an
+# npz file zipfile's directory and the member; the last reads of each file
+# have its own sizes. Two files in three grow by 4 KiB steps (their reads
+# differ by the file's size only: one class a format), the third by odd
+# steps (Python's 4 KiB buffer splits their last reads otherwise: a class
+# each).
+MIXED_DATA = r"""
+import numpy as np, sys
+for i in range(24):
+    x = np.random.default_rng(i).random(2000 + 512 * i + (777 * i if i % 3 == 2 else 0))
+    if i % 2:
+        np.savez('%s/m%02d.npz' % (sys.argv[1], i), x=x)
+    else:
+        np.save('%s/m%02d.npy' % (sys.argv[1], i), x)
+"""
+MIXED_LOADER = r"""
+import numpy as np, os, sys, threading, time
+d = sys.argv[1]
+files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(('.npy', '.npz')))
+def load(f):
+    if f.endswith('.npz'):
+        with np.load(f) as z:
+            return z['x'].sum()
+    return np.load(f).sum()
+def work(k):
+    for f in files[k::2]:
+        load(f)
+        time.sleep(0.1)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+"""
+
+
+def test_derive_mixed_sizes_formats():
+    """Files of 24 sizes in two formats: each file is generated at its traced
+    size and read with its format's script, whose size-dependent reads are
+    the file's size less a constant (docs/derive.md, "The read script")."""
+    data = os.path.join(args().work, "mixed_original")
+    os.makedirs(data, exist_ok=True)
+    subprocess.run([programs.PYTHON, "-c", MIXED_DATA, data], check=True)
+    trace = programs.record(MIXED_LOADER, data, "mixed")
+    original = measure(trace, data, 1)
+    if len(original["bins"]) < 8:
+        fail("the mixed data set's reads fall in %d bins only: %s" % (len(original["bins"]),
+                                                                     original["bins"]))
+    derive_and_run(trace, "mixed", original)
+    manifest = os.path.join(args().work, "mixed.yaml")
+    with open(manifest) as f:
+        text = f.read()
+    for want in (r'- "npy 1: open [^"]*file-\d+', r'- "npz 1: open [^"]*file-\d+',
+                 r'- "npz_2 1: open', r'data_files:\n    - "\d+ npy"'):
+        if not re.search(want, text):
+            fail("%s: no %r" % (manifest, want))
+    made = sorted(os.path.getsize(os.path.join(root, f))
+                  for root, _, names in os.walk(os.path.join(args().work, "data_mixed"))
+                  for f in names if not f.startswith("."))
+    traced = sorted(os.path.getsize(os.path.join(data, f)) for f in os.listdir(data))
+    print("generated sizes %s\ntraced sizes    %s" % (made, traced))
+    if len(made) != len(traced) or any(m > t or t - m > 1 for m, t in zip(made, traced)):
+        fail("the generated files' sizes are not the traced ones")
+
+
 # --- iomimic's own runs of the seed study's patterns -----------------------
 
 SEED = {

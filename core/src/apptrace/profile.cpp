@@ -128,24 +128,16 @@ double SplitThreshold(const std::vector<std::int64_t>& pauses, double min_gap_s)
   return std::max(min_gap_s * 1e9, 0.25 * static_cast<double>(longest));
 }
 
-// The opens and reads of one pass over file `file` (its first reads,
-// 1/epochs of them), in time order, split at pauses over the step
-// threshold.
-std::vector<TraceProfile::ScriptSample> ScriptOf(const AppTrace& trace, std::uint32_t file,
-                                                 unsigned epochs, double min_gap_s) {
-  std::vector<const Op*> ops;
+// The opens and reads of one pass over a file (its first reads, 1/passes
+// of them), in time order, split at pauses over the step threshold. `ops`:
+// the file's opens and reads that did not fail, thread after thread.
+std::vector<TraceProfile::ScriptSample> ScriptOf(std::vector<const Op*> ops, unsigned passes,
+                                                 double min_gap_s) {
   std::size_t reads = 0;
-  for (const TracedThread& t : trace.threads) {
-    for (const Op& op : t.ops) {
-      if ((op.kind == OpKind::kRead || op.kind == OpKind::kOpen) && !op.failed && op.file == file) {
-        ops.push_back(&op);
-        reads += op.kind == OpKind::kRead;
-      }
-    }
-  }
+  for (const Op* op : ops) reads += op->kind == OpKind::kRead;
   std::stable_sort(ops.begin(), ops.end(),
                    [](const Op* a, const Op* b) { return a->start_ns < b->start_ns; });
-  const std::size_t keep = std::max<std::size_t>(1, reads / std::max(1u, epochs));
+  const std::size_t keep = std::max<std::size_t>(1, reads / std::max(1u, passes));
   std::vector<std::int64_t> pauses;
   for (std::size_t i = 1; i < ops.size(); ++i) {
     pauses.push_back(ops[i]->start_ns - (ops[i - 1]->start_ns + ops[i - 1]->dur_ns));
@@ -279,8 +271,20 @@ void CountReads(Walk& w) {
   if (p.read_sizes[0] == 0) p.read_sizes.erase(0);
 }
 
+// A format by the first bytes of `path`, when it can be read here ("" =
+// none known or not readable).
+std::string FormatOfMagic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::string head(512, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return config::DlioFormatOfMagic(head);
+}
+
 // The format: the first bytes of the first data file that can be read,
-// else the most common extension.
+// else the most common extension. Each file's: by the first bytes of the
+// first readable file of its extension, else by the extension.
 void DetectFormat(Walk& w) {
   TraceProfile& p = w.p;
   std::map<std::string, std::uint64_t>& ext_count = w.ext_count;
@@ -291,10 +295,7 @@ void DetectFormat(Walk& w) {
     for (const FileProfile& f : p.files) {
       std::ifstream in(f.path, std::ios::binary);
       if (!in) continue;
-      std::string head(512, '\0');
-      in.read(head.data(), static_cast<std::streamsize>(head.size()));
-      head.resize(static_cast<std::size_t>(in.gcount()));
-      p.format = config::DlioFormatOfMagic(head);
+      p.format = FormatOfMagic(f.path);
       if (!p.format.empty()) p.format_from = "the first bytes of " + f.path;
       break;
     }
@@ -303,6 +304,74 @@ void DetectFormat(Walk& w) {
     p.format = config::DlioFormatOfExtension(p.extension);
     if (!p.format.empty()) p.format_from = "the extension ." + p.extension;
   }
+  std::map<std::string, std::string> by_extension;  // extension -> format
+  for (FileProfile& f : p.files) {
+    const std::string ext = ExtensionOf(f.path);
+    auto it = by_extension.find(ext);
+    if (it == by_extension.end() || (it->second.empty() && w.options.read_magic)) {
+      std::string format = w.options.read_magic ? FormatOfMagic(f.path) : "";
+      if (format.empty()) format = config::DlioFormatOfExtension(ext);
+      if (it == by_extension.end()) {
+        it = by_extension.emplace(ext, format).first;
+      } else {
+        it->second = format;
+      }
+    }
+    f.format = it->second;
+  }
+}
+
+// Each data file's read script (one pass, split at pauses), and as the
+// data set's the one of the file of the median size (the first such) among
+// the files of the most common samples a pass.
+void Scripts(Walk& w) {
+  const AppTrace& trace = w.trace;
+  TraceProfile& p = w.p;
+  if (p.files.empty()) return;
+  std::map<std::string, std::size_t> by_path;  // p.files is sorted by path now
+  for (std::size_t i = 0; i < p.files.size(); ++i) by_path[p.files[i].path] = i;
+  std::vector<std::vector<const Op*>> ops(p.files.size());
+  std::vector<int> profile_of(trace.files.size(), -1);  // traced file -> index in p.files
+  for (std::size_t i = 0; i < trace.files.size(); ++i) {
+    if (w.data_index[i] >= 0) profile_of[i] = static_cast<int>(by_path[trace.files[i].path]);
+  }
+  for (const TracedThread& t : trace.threads) {
+    for (const Op& op : t.ops) {
+      if ((op.kind == OpKind::kRead || op.kind == OpKind::kOpen) && !op.failed &&
+          op.file < trace.files.size() && profile_of[op.file] >= 0) {
+        ops[static_cast<std::size_t>(profile_of[op.file])].push_back(&op);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < p.files.size(); ++i) {
+    FileProfile& f = p.files[i];
+    // The file's own passes: a file that an epoch left out (a last partial
+    // batch dropped, a sampler's subset) was read fewer times.
+    f.passes = f.distinct_bytes == 0
+                   ? 1
+                   : std::clamp<unsigned>(
+                         static_cast<unsigned>(std::llround(static_cast<double>(f.bytes_read) /
+                                                            static_cast<double>(f.distinct_bytes))),
+                         1, p.epochs);
+    f.script = ScriptOf(std::move(ops[i]), f.passes, w.options.min_step_gap_s);
+  }
+  // The most common samples a pass (the fewer of equals): a pause inside
+  // a few files' reads (the program stalled) does not make the data set's.
+  std::map<std::size_t, std::size_t> counts;  // samples a pass -> files
+  for (const FileProfile& f : p.files) ++counts[f.script.size()];
+  std::size_t common = 0, most = 0;
+  for (const auto& [samples, n] : counts) {
+    if (n > most) common = samples, most = n;
+  }
+  std::vector<std::pair<std::uint64_t, std::size_t>> by_size;
+  for (std::size_t i = 0; i < p.files.size(); ++i) {
+    if (p.files[i].script.size() == common) by_size.push_back({p.files[i].size, i});
+  }
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const FileProfile& median = p.files[by_size[by_size.size() / 2].second];
+  p.script_file = median.path;
+  p.script = median.script;
 }
 
 // The rhythm, per reader thread: bursts of data operations split by pauses
@@ -313,12 +382,17 @@ void Rhythm(Walk& w) {
   const std::size_t nfiles = trace.files.size();
   const std::vector<int>& data_index = w.data_index;
   std::vector<double> gaps, step_times, samples, burst_bytes, files_moved, per_sample;
-  // The bytes of one sample of the read script, on average.
+  // The bytes of one sample: the files' bytes a pass (their read scripts'),
+  // on average, over the data set's samples a pass.
   double sample_bytes = 0;
-  for (const TraceProfile::ScriptSample& sample : p.script) {
-    for (const std::uint64_t size : sample.reads) sample_bytes += static_cast<double>(size);
+  for (const FileProfile& f : p.files) {
+    for (const TraceProfile::ScriptSample& sample : f.script) {
+      for (const std::uint64_t size : sample.reads) sample_bytes += static_cast<double>(size);
+    }
   }
-  if (!p.script.empty()) sample_bytes /= static_cast<double>(p.script.size());
+  if (!p.files.empty() && !p.script.empty()) {
+    sample_bytes /= static_cast<double>(p.files.size()) * static_cast<double>(p.script.size());
+  }
   for (const TracedThread& t : trace.threads) {
     std::vector<const Op*> ops;
     bool reads = false;
@@ -446,19 +520,7 @@ Result<TraceProfile> ProfileTrace(const AppTrace& trace, const ProfileOptions& o
   SelectData(w);
   CountReads(w);
   DetectFormat(w);
-  // The read script: the data file of the median size (the first such).
-  if (!p.files.empty()) {
-    std::vector<std::pair<std::uint64_t, std::string>> by_size;
-    for (const FileProfile& f : p.files) by_size.push_back({f.size, f.path});
-    std::stable_sort(by_size.begin(), by_size.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    p.script_file = by_size[by_size.size() / 2].second;
-    for (std::uint32_t i = 0; i < trace.files.size(); ++i) {
-      if (trace.files[i].path == p.script_file) {
-        p.script = ScriptOf(trace, i, p.epochs, options.min_step_gap_s);
-      }
-    }
-  }
+  Scripts(w);
   Rhythm(w);
   Writes(w);
   if (p.files.empty() && p.written.empty()) {

@@ -35,6 +35,15 @@ struct ProfileOptions {
   bool read_magic = true;
 };
 
+// One sample of a read script: the reads of one burst of a file (split
+// where its reads paused longer than the step threshold), what one entry
+// sample of iomimic.read_script replays.
+struct ScriptSample {
+  bool open = false;                 // the burst opened the file
+  std::vector<std::uint64_t> reads;  // bytes each read returned
+  bool operator==(const ScriptSample&) const = default;
+};
+
 // One data file.
 struct FileProfile {
   std::string path;
@@ -47,6 +56,15 @@ struct FileProfile {
   std::uint64_t sequential_reads = 0;
   // The most bytes one read took.
   std::uint64_t largest_read = 0;
+  // DLIO's dataset.format of the file: by the first bytes of the first file
+  // of its extension that can be read here, else by its extension ("" =
+  // neither said).
+  std::string format;
+  // Passes over it: its bytes read over its bytes read at least once,
+  // rounded, from 1 to the epochs.
+  unsigned passes = 1;
+  // Its reads of one pass (TraceProfile::script), filled in by ProfileTrace.
+  std::vector<ScriptSample> script;
 };
 
 // A file the application created and wrote (a checkpoint, a log).
@@ -98,20 +116,18 @@ struct TraceProfile {
   double samples_per_burst = 0;     // median opens of a data file per burst
   double read_bytes_per_burst = 0;  // median
   // The reads of one pass over a representative data file (the one of the
-  // median size), split where its reads paused longer than the step
-  // threshold: one entry per sample, what iomimic.read_script replays.
-  struct ScriptSample {
-    bool open = false;                 // the burst opened the file
-    std::vector<std::uint64_t> reads;  // bytes each read returned
-    bool operator==(const ScriptSample&) const = default;
-  };
+  // median size among those of the most common samples a pass), split where its reads paused longer
+  // than the step threshold: one entry per sample, what iomimic.read_script replays (each file's
+  // own: FileProfile::script).
+  using ScriptSample = apptrace::ScriptSample;
   std::string script_file;
   std::vector<ScriptSample> script;
   // Files a reader thread moved to within one burst, the median: samples
   // each thread reads per step.
   double files_per_burst = 0;
   // A reader thread's pauses between bursts over the samples it read (by
-  // the read script's bytes per sample), the median over the threads: the
+  // the files' scripts' bytes a pass, on average, over the samples per
+  // file), the median over the threads: the
   // compute each sample of a thread stands for.
   double compute_per_sample_s = 0;
   // Writes of files the application created, outside the data set.

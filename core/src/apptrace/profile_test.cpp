@@ -84,14 +84,20 @@ TEST_CASE("profile: data set, bins, epochs, threads, rhythm and writes") {
   CHECK(p.read_bins.at(9) == 2);
   CHECK(p.read_bins.at(11) == 2);
   CHECK(p.format == "npz");  // by the extension (magic not read)
-  // a.npz (1000 bytes) is the median size (800, 1000, 3000): its first
-  // pass paused once.
-  CHECK(p.script_file == "/d/a.npz");
-  REQUIRE(p.script.size() == 2);
+  // Each file's first pass: a.npz's paused once.
+  REQUIRE(p.files[0].script.size() == 2);
+  CHECK(p.files[0].passes == 2);
+  CHECK(p.files[0].format == "npz");
+  CHECK(p.files[0].script[0].open);
+  CHECK(p.files[0].script[0].reads == std::vector<std::uint64_t>{100, 400});
+  CHECK_FALSE(p.files[0].script[1].open);
+  CHECK(p.files[0].script[1].reads == std::vector<std::uint64_t>{500, 0});
+  // The data set's: among the files of the most common samples a pass (b
+  // and c, one each), the median size's.
+  CHECK(p.script_file == "/d/c.npz");
+  REQUIRE(p.script.size() == 1);
   CHECK(p.script[0].open);
-  CHECK(p.script[0].reads == std::vector<std::uint64_t>{100, 400});
-  CHECK_FALSE(p.script[1].open);
-  CHECK(p.script[1].reads == std::vector<std::uint64_t>{500, 0});
+  CHECK(p.script[0].reads == std::vector<std::uint64_t>{3000});
   CHECK(p.step_gap_s == doctest::Approx(0.05).epsilon(0.05));
   CHECK(p.compute_per_sample_s > 0);
   REQUIRE(p.written.size() == 1);
@@ -128,17 +134,84 @@ TEST_CASE("derive: script entries and the manifest's values") {
   const DerivedManifest m = DeriveManifest(ProfileOf(2), "t");
   const std::string& y = m.yaml;
   CHECK(y.find("num_files_train: 3\n") != std::string::npos);
-  CHECK(y.find("num_samples_per_file: 2\n") != std::string::npos);
-  CHECK(y.find("record_length_bytes: 500\n") != std::string::npos);  // 1000 over 2 samples
+  CHECK(y.find("num_samples_per_file: 1\n") != std::string::npos);
+  CHECK(y.find("record_length_bytes: 1000\n") != std::string::npos);  // the median
   CHECK(y.find("read_threads: 2\n") != std::string::npos);
-  CHECK(y.find("batch_size: 2\n") != std::string::npos);
+  CHECK(y.find("batch_size: 1\n") != std::string::npos);  // 2 lowered to divide 3 samples
   CHECK(y.find("epochs: 2\n") != std::string::npos);
-  CHECK(y.find("- \"1: open 100 400\"\n") != std::string::npos);
-  CHECK(y.find("- \"1: 500 0\"\n") != std::string::npos);
+  CHECK(y.find("file_shuffle: off\n") != std::string::npos);
+  // Two classes of npz files: a.npz's two bursts joined in its one sample;
+  // b.npz and c.npz each read whole.
+  CHECK(y.find("- \"npz 1: open 100 400 500 0\"\n") != std::string::npos);
+  CHECK(y.find("- \"npz_2 1: open file\"\n") != std::string::npos);
+  CHECK(y.find("data_files:\n    - \"1000 npz\"\n    - \"800 npz_2\"\n    - \"3000 npz_2\"\n") !=
+        std::string::npos);
   CHECK(y.find("model_size_bytes: 8192\n") != std::string::npos);
   CHECK(y.find("atomic: True\n") != std::string::npos);
   CHECK(y.find("fsync: True\n") != std::string::npos);
   CHECK_FALSE(m.not_inferred.empty());
+}
+
+// Files of five sizes in two formats (by extension), each read whole
+// after a header; /e/c.npz and /e/d.npz are read in one of the two passes
+// only.
+std::string MixedTrace() {
+  std::string s;
+  double t = 0;
+  int fd = 3;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [name, size] : std::vector<std::pair<std::string, int>>{
+             {"a.npy", 5000}, {"b.npy", 7000}, {"c.npz", 6000}, {"d.npz", 9000}, {"e.npz", 4000}}) {
+      if ((pass == 1 && name == "c.npz") || (pass == 0 && name == "d.npz")) continue;
+      const std::string f = "/e/" + name, h = std::to_string(fd) + "<" + f + ">";
+      const bool npy = name.ends_with(".npy");
+      const int head = npy ? 128 : 22;
+      s += Line(10, t, "openat(AT_FDCWD</w>, \"" + f + "\", O_RDONLY) = " + h);
+      s += Line(10, t + 0.0001,
+                "read(" + h + ", \"\"..., " + std::to_string(head) + ") = " + std::to_string(head));
+      if (!npy) s += Line(10, t + 0.0002, "read(" + h + ", \"\", 1) = 0");
+      s += Line(10, t + 0.0003,
+                "read(" + h + ", \"\"..., " + std::to_string(size) +
+                    ") = " + std::to_string(size - head));
+      s += Line(10, t + 0.0004, "close(" + h + ") = 0");
+      t += 0.05;
+      ++fd;
+    }
+  }
+  return s;
+}
+
+TEST_CASE("derive: a class per format, reads relative to the file's end, per-file sizes") {
+  Result<AppTrace> t = ReadStrace(MixedTrace(), "m.strace");
+  REQUIRE(t.ok());
+  ProfileOptions o;
+  o.read_magic = false;
+  Result<TraceProfile> p = ProfileTrace(*t, o);
+  REQUIRE(p.ok());
+  REQUIRE(p->files.size() == 5);
+  CHECK(p->files[1].format == "npy");
+  CHECK(p->files[2].passes == 1);  // c.npz: one of the two epochs
+  CHECK(p->files[3].passes == 1);
+  CHECK(p->files[4].passes == 2);
+  const DerivedManifest m = DeriveManifest(*p, "m");
+  const std::string& y = m.yaml;
+  CHECK(y.find("- \"npy 1: open 128 file-128\"\n") != std::string::npos);
+  CHECK(y.find("- \"npz 1: open 22 0 file-22\"\n") != std::string::npos);
+  CHECK(y.find("read_script:\n    - \"npy") != std::string::npos);
+  // 8 passes over 2 epochs: 4 samples an epoch, and a seeded shuffle that
+  // leaves out another file in each epoch, where c.npz and d.npz are put.
+  CHECK(y.find("total_training_steps: 4\n") != std::string::npos);
+  CHECK(y.find("file_shuffle: seed\n") != std::string::npos);
+  CHECK(y.find("6000 npz") != std::string::npos);
+  for (const char* size : {"\"5000 npy\"", "\"7000 npy\"", "\"9000 npz\"", "\"4000 npz\""}) {
+    CHECK(y.find(size) != std::string::npos);
+  }
+  bool shuffle_noted = false;
+  for (const std::string& line : m.not_inferred) {
+    CHECK(line.find("the median file's") == std::string::npos);
+    shuffle_noted |= line.find("shuffled with a seed") != std::string::npos;
+  }
+  CHECK(shuffle_noted);
 }
 
 TEST_CASE("fidelity: per-epoch measures within tolerance") {

@@ -1,7 +1,10 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <sstream>
 
 #include "iomimic/random.h"
 #include "plan/numpy_random.h"
@@ -23,7 +26,79 @@ bool IndexLoader(const config::Config& c) {
   return l == "pytorch" || l == "dali" || l == "native_dali";
 }
 
+// The whole of `text` as a decimal number, or false.
+bool ParseDecimal(const std::string& text, std::uint64_t* out) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// `text` for a one-line message: control characters written as \n, \t,
+// \r or \xHH.
+std::string PrintableEntry(const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Most files iomimic.data_files may list: a bound on a mistyped count.
+constexpr std::uint64_t kMostListedFiles = std::uint64_t{1} << 40;
+
 }  // namespace
+
+Result<std::vector<DataFilesEntry>> ParseDataFiles(const std::vector<std::string>& entries) {
+  std::vector<DataFilesEntry> parsed;
+  std::uint64_t files = 0;
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    auto bad = [&](const std::string& why) {
+      return Status::InvalidArgument("iomimic.data_files entry " + std::to_string(e + 1) + " '" +
+                                     PrintableEntry(entries[e]) + "': " + PrintableEntry(why));
+    };
+    std::istringstream words(entries[e]);
+    std::string size_word, name, extra;
+    words >> size_word >> name >> extra;
+    DataFilesEntry entry;
+    const std::size_t star = size_word.find('*');
+    if (!ParseDecimal(size_word.substr(0, star), &entry.size) ||
+        (star != std::string::npos &&
+         (!ParseDecimal(size_word.substr(star + 1), &entry.count) || entry.count == 0)) ||
+        !extra.empty()) {
+      return bad(
+          "expected 'SIZE[*K] [CLASS]' (K files of SIZE bytes, read with CLASS's entries "
+          "of iomimic.read_script)");
+    }
+    if (!name.empty()) {
+      bool ok = std::isalpha(static_cast<unsigned char>(name[0])) != 0;
+      for (const char c : name) {
+        ok = ok &&
+             (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.');
+      }
+      if (!ok)
+        return bad("'" + name +
+                   "' is not a class name (a letter, then letters, digits, "
+                   "'_', '-', '.')");
+    }
+    entry.file_class = name;
+    files += entry.count;
+    if (files > kMostListedFiles) return bad("more than 2^40 files listed in all");
+    parsed.push_back(std::move(entry));
+  }
+  return parsed;
+}
 
 std::string SplitName(Split split) { return split == Split::kTrain ? "train" : "valid"; }
 
@@ -47,6 +122,20 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
   content_.dedupe_percentage = static_cast<std::uint32_t>(config.iomimic.dedupe_percentage);
   // The format's own dataset keys, by name (the key table's FormatParam rows).
   parameters_ = config::FormatParameters(config);
+  if (Result<std::vector<DataFilesEntry>> listed = ParseDataFiles(config.iomimic.data_files);
+      listed.ok()) {
+    data_files_ = std::move(listed).value();  // an error is the session's to report
+  }
+  if (!data_files_.empty()) {
+    Result<ElementType> type = ElementType::FromName(config.dataset.record_element_type);
+    const std::uint64_t unit = samples_per_file_ * (type.ok() ? type->size : 1);
+    std::uint64_t listed = 0;
+    for (const DataFilesEntry& e : data_files_) {
+      listed += e.count;
+      data_files_end_.push_back(listed);
+      data_files_n_.push_back(std::max<std::uint64_t>(1, e.size / unit));
+    }
+  }
   const double length = config.dataset.record_length_bytes;
   dimension_ =
       std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(std::sqrt(length))));
@@ -106,7 +195,71 @@ std::string DatasetLayout::FilePath(Split split, std::uint64_t index) const {
   return path;
 }
 
+std::size_t DatasetLayout::DataFilesEntryOf(std::uint64_t global_index) const {
+  const std::uint64_t position = global_index % data_files_end_.back();
+  return static_cast<std::size_t>(
+      std::upper_bound(data_files_end_.begin(), data_files_end_.end(), position) -
+      data_files_end_.begin());
+}
+
+std::uint64_t DatasetLayout::FileSize(std::uint64_t global_index) const {
+  return data_files_.empty() ? 0 : data_files_[DataFilesEntryOf(global_index)].size;
+}
+
+const std::string& DatasetLayout::FileClass(std::uint64_t global_index) const {
+  static const std::string kNone;
+  return data_files_.empty() ? kNone : data_files_[DataFilesEntryOf(global_index)].file_class;
+}
+
+Status DatasetLayout::FitFileSizes(
+    const std::function<Result<std::uint64_t>(const FileSpec&)>& file_size,
+    const ElementType& element_type) {
+  if (data_files_.empty()) return Status::OK();
+  FileSpec spec = Spec(0, element_type);
+  const std::uint64_t unit = samples_per_file_ * element_type.size;
+  auto size_of = [&](std::uint64_t n) -> Result<std::uint64_t> {
+    spec.sample_shape = {1, n};
+    Result<std::uint64_t> size = file_size(spec);
+    if (!size.ok()) {
+      return Status::InvalidArgument(
+          "iomimic.data_files needs a format that can say its files' sizes: " +
+          size.status().message());
+    }
+    return size;
+  };
+  IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t one, size_of(1));
+  const std::uint64_t overhead = one > unit ? one - unit : 0;  // the format's headers
+  std::map<std::uint64_t, std::uint64_t> fitted;               // size -> n
+  for (std::size_t i = 0; i < data_files_.size(); ++i) {
+    const std::uint64_t target = data_files_[i].size;
+    if (auto it = fitted.find(target); it != fitted.end()) {
+      data_files_n_[i] = it->second;
+      continue;
+    }
+    // The payload's estimate, then steps down while the file is too large
+    // and up while one more element per sample still fits (the headers'
+    // padding can change with n).
+    std::uint64_t n =
+        std::max<std::uint64_t>(1, target > overhead ? (target - overhead) / unit : 1);
+    IOMIMIC_ASSIGN_OR_RETURN(std::uint64_t size, size_of(n));
+    for (int step = 0; step < 64 && size > target && n > 1; ++step) {
+      n -= std::min(n - 1, std::max<std::uint64_t>(1, (size - target) / unit));
+      IOMIMIC_ASSIGN_OR_RETURN(size, size_of(n));
+    }
+    for (int step = 0; step < 64 && size <= target; ++step) {
+      IOMIMIC_ASSIGN_OR_RETURN(const std::uint64_t next, size_of(n + 1));
+      if (next > target) break;
+      ++n;
+      size = next;
+    }
+    data_files_n_[i] = n;
+    fitted[target] = n;
+  }
+  return Status::OK();
+}
+
 std::vector<std::uint64_t> DatasetLayout::SampleShape(std::uint64_t global_index) const {
+  if (!data_files_.empty()) return {1, data_files_n_[DataFilesEntryOf(global_index)]};
   if (!record_dims_.empty()) return record_dims_;
   if (!drawn_dims_.empty() && 2 * global_index + 1 < drawn_dims_.size()) {
     return {drawn_dims_[2 * global_index], drawn_dims_[2 * global_index + 1]};

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -24,6 +25,19 @@ namespace iomimic::plan {
 
 enum class Split { kTrain, kEval };
 std::string SplitName(Split split);  // "train" / "valid" (DLIO's folder names)
+
+// One entry of iomimic.data_files (docs/derive.md, "Per-file sizes and
+// classes"): "SIZE[*K] [CLASS]", K consecutive files (1 without *K) of
+// SIZE bytes each, read with the entries of CLASS of iomimic.read_script
+// (train/read_script.h; none: the entries without a class).
+struct DataFilesEntry {
+  std::uint64_t size = 0;
+  std::uint64_t count = 1;
+  std::string file_class;
+};
+// Parses iomimic.data_files. InvalidArgument naming the key, the entry's
+// number and text, and what was expected.
+Result<std::vector<DataFilesEntry>> ParseDataFiles(const std::vector<std::string>& entries);
 
 // The dataset on storage: names, folders, shapes.
 class DatasetLayout {
@@ -55,6 +69,23 @@ class DatasetLayout {
   // The full FileSpec for generating file `global_index`.
   FileSpec Spec(std::uint64_t global_index, const ElementType& element_type) const;
 
+  // iomimic.data_files: whether it lists the files' sizes, and file
+  // `global_index`'s size and read-script class ("" = the default class),
+  // the list taken in a cycle (file i is entry i modulo the files listed).
+  // Without the key: false, 0 and "".
+  bool has_file_sizes() const { return !data_files_.empty(); }
+  std::uint64_t FileSize(std::uint64_t global_index) const;
+  const std::string& FileClass(std::uint64_t global_index) const;
+  // With iomimic.data_files, makes each listed size the generated file's:
+  // the sample shape {1, n} with the largest n for which `file_size` (the
+  // format's Format::ExpectedFileSize of a spec) is at most the size, so
+  // that the file comes within samples_per_file x the element's bytes of
+  // it. Before this the shape is the payload alone ({1, size / (samples x
+  // element bytes)}). InvalidArgument naming iomimic.data_files when the
+  // format cannot say its files' sizes.
+  Status FitFileSizes(const std::function<Result<std::uint64_t>(const FileSpec&)>& file_size,
+                      const ElementType& element_type);
+
   // Nominal bytes of one sample (DLIO's record_length_bytes).
   double nominal_sample_bytes() const { return nominal_sample_bytes_; }
 
@@ -76,6 +107,12 @@ class DatasetLayout {
   std::uint64_t seed_ = 0;
   ContentOptions content_;
   std::map<std::string, std::string> parameters_;
+  // iomimic.data_files: its entries, the files listed up to and with each
+  // (a running sum of the counts), and each entry's sample shape {1, n}.
+  std::vector<DataFilesEntry> data_files_;
+  std::vector<std::uint64_t> data_files_end_;
+  std::vector<std::uint64_t> data_files_n_;
+  std::size_t DataFilesEntryOf(std::uint64_t global_index) const;
 };
 
 // Which sample a read touches: a file of the split and a record inside it.

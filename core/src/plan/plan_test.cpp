@@ -119,6 +119,48 @@ TEST_CASE("shape without stdev is floor(sqrt(record_length)) squared, record_dim
   CHECK(dims.SampleShape(0) == std::vector<std::uint64_t>{3, 5, 7});
 }
 
+TEST_CASE("iomimic.data_files: sizes and classes in a cycle, shapes fitted to the format") {
+  config::Config c = SmallConfig();  // 24 + 6 files, 4 samples each, uint8
+  c.iomimic.data_files = {"1000*2 npy", "5000", "70000 npz_2"};
+  DatasetLayout layout(c, "npz");
+  REQUIRE(layout.has_file_sizes());
+  CHECK(layout.FileSize(0) == 1000);
+  CHECK(layout.FileClass(1) == "npy");
+  CHECK(layout.FileSize(2) == 5000);
+  CHECK(layout.FileClass(2).empty());
+  CHECK(layout.FileClass(3) == "npz_2");
+  CHECK(layout.FileSize(4) == 1000);    // the cycle again
+  CHECK(layout.FileSize(27) == 70000);  // eval files continue it
+  // Before fitting: the payload alone, over the samples.
+  CHECK(layout.SampleShape(2) == std::vector<std::uint64_t>{1, 1250});
+  // A format of 300 bytes of headers plus a 64-byte boundary past 4096
+  // bytes of payload.
+  auto size = [](const FileSpec& spec) -> Result<std::uint64_t> {
+    const std::uint64_t payload = spec.num_samples * spec.sample_bytes();
+    return payload + 300 + (payload > 4096 ? 64 : 0);
+  };
+  ElementType u8 = ElementType::FromName("uint8").value();
+  REQUIRE(layout.FitFileSizes(size, u8).ok());
+  for (std::uint64_t g : {0, 2, 3}) {
+    const FileSpec spec = layout.Spec(g, u8);
+    const std::uint64_t made = size(spec).value();
+    CHECK(made <= layout.FileSize(g));
+    CHECK(layout.FileSize(g) - made < 4);  // within the samples per file (uint8)
+  }
+  CHECK(layout.SampleShape(0) == std::vector<std::uint64_t>{1, 175});  // 4 x 175 + 300 = 1000
+  auto unknown = [](const FileSpec&) -> Result<std::uint64_t> {
+    return Status::NotSupported("compressed");
+  };
+  Status refused = layout.FitFileSizes(unknown, u8);
+  CHECK(refused.message().find("iomimic.data_files") != std::string::npos);
+  for (const char* bad : {"x", "10*0", "10 2a", "10 a b", "-1", "10*", "10\n\x01a b"}) {
+    Result<std::vector<DataFilesEntry>> r = ParseDataFiles({"5", bad});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("iomimic.data_files entry 2") != std::string::npos);
+    CHECK(r.status().message().find('\n') == std::string::npos);
+  }
+}
+
 TEST_CASE("file names and folders follow DLIO") {
   config::Config c = SmallConfig();
   c.dataset.num_files_train = 64;

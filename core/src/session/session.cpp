@@ -126,9 +126,17 @@ Result<std::unique_ptr<Session>> Session::Open(const config::LoadedManifest& man
         "num_samples_per_file) or a smaller reader.batch_size for a throughput figure");
   }
 
+  IOMIMIC_RETURN_IF_ERROR(plan::ParseDataFiles(c.iomimic.data_files).status());
   config::Config resolved = c;
   resolved.dataset.data_folder = ResolveDataPath(c, c.dataset.data_folder);
   s->layout_ = std::make_unique<plan::DatasetLayout>(resolved, extension);
+  if (s->format_ != nullptr && s->layout_->has_file_sizes()) {
+    // iomimic.data_files: each file's sample shape fitted to its size.
+    Format& format = *s->format_;
+    IOMIMIC_RETURN_IF_ERROR(s->layout_->FitFileSizes(
+        [&format](const FileSpec& spec) { return format.ExpectedFileSize(spec); },
+        s->element_type_));
+  }
 
   // A combination that cannot work is refused now, not discovered mid-run:
   // a format that decodes in host memory cannot decode what a back end

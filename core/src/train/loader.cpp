@@ -62,6 +62,7 @@ class Loader::Reader {
       Result<ReadScript> script = ReadScript::Parse(c.iomimic.read_script);
       if (script.ok()) {
         script_ = std::move(script).value();
+        script_error_ = CheckClasses(c);
       } else {
         script_error_ = script.status();
       }
@@ -111,14 +112,37 @@ class Loader::Reader {
     return Status::OK();
   }
 
-  // Reads one sample with the format's access pattern (or, with
-  // iomimic.random_read_bytes, as random-offset reads of its file); returns
-  // payload bytes.
-  Result<std::uint64_t> Read(const std::string& path, std::uint64_t sample) {
+  // Every class iomimic.data_files names has entries in the read script,
+  // and so has the default class when a file has no class.
+  Status CheckClasses(const config::Config& c) const {
+    Result<std::vector<plan::DataFilesEntry>> listed = plan::ParseDataFiles(c.iomimic.data_files);
+    if (!listed.ok()) return listed.status();
+    if (listed->empty() && script_.ClassIndex("") < 0) {
+      return Status::InvalidArgument(
+          "iomimic.read_script has no entry without a class, and no iomimic.data_files puts the "
+          "files in its classes");
+    }
+    for (std::size_t e = 0; e < listed->size(); ++e) {
+      const std::string& name = (*listed)[e].file_class;
+      if (script_.ClassIndex(name) < 0) {
+        return Status::InvalidArgument(
+            "iomimic.data_files entry " + std::to_string(e + 1) + " reads with " +
+            (name.empty() ? std::string("the entries without a class") : "class '" + name + "'") +
+            ", which iomimic.read_script has no entry of");
+      }
+    }
+    return Status::OK();
+  }
+
+  // Reads one sample of file `file` (its index among the generated files)
+  // with the format's access pattern (or, with iomimic.random_read_bytes,
+  // as random-offset reads of its file; with iomimic.read_script, its
+  // class's script); returns payload bytes.
+  Result<std::uint64_t> Read(const std::string& path, std::uint64_t file, std::uint64_t sample) {
     auto start = std::chrono::steady_clock::now();
     std::uint64_t bytes = 0;
     if (use_script_) {
-      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadScripted(path, sample));
+      IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadScripted(path, file, sample));
     } else if (random_bytes_ > 0) {
       IOMIMIC_ASSIGN_OR_RETURN(bytes, ReadRandom(path, sample));
     } else if (keep_open_) {
@@ -175,14 +199,26 @@ class Loader::Reader {
     return bytes;
   }
 
-  // iomimic.read_script: the sample's reads, consecutive from the script's
-  // offset for it (wrapped at the end of the file; a read that would cross
-  // the end starts earlier, so that it moves its full size). The file stays
-  // open while this reader's samples come from it, unless the sample's
-  // entry opens it anew.
-  Result<std::uint64_t> ReadScripted(const std::string& path, std::uint64_t sample) {
+  // iomimic.read_script: the sample's reads (its file's class's script,
+  // resolved for the file's size), consecutive from the script's offset for
+  // it (wrapped at the end of the file; a read that would cross the end
+  // starts earlier, so that it moves its full size). The file stays open
+  // while this reader's samples come from it, unless the sample's entry
+  // opens it anew.
+  Result<std::uint64_t> ReadScripted(const std::string& path, std::uint64_t file,
+                                     std::uint64_t sample) {
     if (!script_error_.ok()) return script_error_;
-    if (script_file_ == nullptr || script_path_ != path || script_.Reopens(sample)) {
+    const int file_class = script_.ClassIndex(session_.layout().FileClass(file));
+    if (file_class < 0) {
+      return Status::InvalidArgument("iomimic.read_script has no entry of class '" +
+                                     session_.layout().FileClass(file) + "'");
+    }
+    const bool same_file = script_file_ != nullptr && script_path_ == path;
+    if (same_file && file_class != resolved_class_) {
+      resolved_ = script_.Resolve(file_class, script_size_);
+      resolved_class_ = file_class;
+    }
+    if (!same_file || resolved_.Reopens(sample)) {
       if (script_file_ != nullptr) {
         std::unique_ptr<File> previous = std::move(script_file_);
         IOMIMIC_RETURN_IF_ERROR(previous->Close());
@@ -191,9 +227,15 @@ class Loader::Reader {
       IOMIMIC_ASSIGN_OR_RETURN(script_file_, storage_.Open(path, OpenOptions{}));
       IOMIMIC_ASSIGN_OR_RETURN(script_size_, script_file_->Size());
       script_path_ = path;
+      if (!same_file || script_size_ != resolved_size_) {
+        // The file's size decides its reads.
+        resolved_ = script_.Resolve(file_class, script_size_);
+        resolved_class_ = file_class;
+        resolved_size_ = script_size_;
+      }
     }
-    const std::vector<std::uint64_t>& reads = script_.Reads(sample);
-    std::uint64_t offset = script_size_ > 0 ? script_.StartOffset(sample) % script_size_ : 0;
+    const std::vector<std::uint64_t>& reads = resolved_.Reads(sample);
+    std::uint64_t offset = script_size_ > 0 ? resolved_.StartOffset(sample) % script_size_ : 0;
     std::uint64_t bytes = 0;
     for (const std::uint64_t size : reads) {
       // A size 0: a read of one byte at the end, which returns nothing.
@@ -242,6 +284,10 @@ class Loader::Reader {
   Buffer random_buffer_;
   bool use_script_ = false;  // iomimic.read_script
   ReadScript script_;
+  // script_'s class resolved_class_ for a file of resolved_size_ bytes.
+  ResolvedScript resolved_;
+  int resolved_class_ = -1;
+  std::uint64_t resolved_size_ = 0;
   Status script_error_;
   std::unique_ptr<File> script_file_;
   std::string script_path_;
@@ -386,7 +432,8 @@ Status Loader::ReadRef(Reader& reader, const plan::SampleRef& ref, std::uint64_t
     return Status::OK();
   }
   const std::string path = session_.layout().FilePath(split_, ref.file);
-  Result<std::uint64_t> read = reader.Read(path, ref.sample);
+  Result<std::uint64_t> read =
+      reader.Read(path, session_.layout().ToGlobal(split_, ref.file), ref.sample);
   if (!read.ok()) {
     return read.status().WithContext("reading sample " + std::to_string(ref.sample) + " of " +
                                      path + " (format '" + session_.format().name() +
