@@ -27,7 +27,10 @@ publication). A read: stat, open with
 fadvise(DONTNEED) (OpenOptions::drop_cache), pread of 16 MiB pieces, close.
 fio mirrors it: `depth` jobs (psync, bs = min(16 MiB, chunk), threads of
 one process as iomimic's I/O threads are: see fio_phases), each of
-N / depth files of the chunk's size, one open at a time
+N / depth files of the object's size (the chunk and its .npy header, 128
+bytes: on disk the header's extra 4 KiB page is one more device request
+per object, so fio's files carry it too; chunks above 16 MiB keep the
+chunk's size, fio leaving out a last partial block), one open at a time
 (file_service_type=sequential, openfiles=1), written with
 fsync_on_close=1 and create_on_open=1 (the file is created inside the
 timed job, as the store creates it; fio's default lays every file out, and
@@ -166,7 +169,8 @@ def iomimic_phases(a, base, size, depth, chunks, content=()):
     mine_r = st["read_bytes"] / r["elapsed_seconds"] / 1e9
     assert abs(mine_r - st["read_GB_per_second"]) <= 1e-6 * mine_r, (mine_r, st)
     shutil.rmtree(root, ignore_errors=True)
-    return w["tiers"]["storage"]["write_GB_per_second"], st["read_GB_per_second"]
+    return (w["tiers"]["storage"]["write_GB_per_second"], st["read_GB_per_second"],
+            header // chunks)
 
 
 # --- fio ------------------------------------------------------------------------------
@@ -193,7 +197,13 @@ def fio_phase(folder, phase, size, nfiles, jobs, extra=(), wrap=lambda x: x):
     return j[phase]["io_bytes"], j[phase]["runtime"] / 1000.0
 
 
-def fio_phases(base, size, depth, chunks, extra=()):
+def fio_phases(base, size, depth, chunks, extra=(), header=0):
+    """fio's write and read of `chunks` files: each the size of iomimic's
+    object (the chunk's `size` and its .npy `header`) when that is one
+    transfer (16 MiB at most), else `size` (fio leaves out a last partial
+    block; one 4 KiB page more in a file of more than 16 MiB). Returns
+    the payload's GB/s (the header's bytes not counted, as iomimic counts)."""
+    file = size + header if size + header <= 16 * MIB else size
     folder = os.path.join(base, "fio")
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -204,12 +214,13 @@ def fio_phases(base, size, depth, chunks, extra=()):
     # one process gets one (tmpfs, 2 MiB chunks, depth 16: 2.3-3.2 GB/s as
     # processes, 0.36-0.47 as threads, in the same minute).
     extra = ["--thread"] + list(extra)
-    wb, ws = fio_phase(folder, "write", size, chunks // depth, depth, extra)
+    wb, ws = fio_phase(folder, "write", file, chunks // depth, depth, extra)
     os.sync()
-    rb, rs = fio_phase(folder, "read", size, chunks // depth, depth, ["--thread"])
-    assert wb == rb == chunks * size, (wb, rb)
+    rb, rs = fio_phase(folder, "read", file, chunks // depth, depth, ["--thread"])
+    assert wb == rb == chunks * file, (wb, rb)
     shutil.rmtree(folder, ignore_errors=True)
-    return wb / ws / 1e9, rb / rs / 1e9
+    payload = chunks * size
+    return payload / ws / 1e9, payload / rs / 1e9
 
 
 # --- part 1 ------------------------------------------------------------------------------
@@ -230,28 +241,32 @@ def bandwidth(a, lines):
                 chunks = max(volume // size_mib, 2 * depth)
                 chunks = (chunks + depth - 1) // depth * depth
                 f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": [], "iz": []}
+                # The .npy header of the cell's objects (one small run), so
+                # that fio's files are the objects' size.
+                _, _, header = iomimic_phases(a, base, size, 1, 1)
                 for rnd in range(a.rounds):
                     order = ["iomimic", "fio", "fio-refill", "iomimic-zeros"]
                     order = order[rnd % 4:] + order[:rnd % 4]
                     for tool in order:
                         time.sleep(a.settle)
                         if tool == "iomimic":
-                            w, r = iomimic_phases(a, base, size, depth, chunks)
+                            w, r, _ = iomimic_phases(a, base, size, depth, chunks)
                             f["iw"].append(w), f["ir"].append(r)
                         elif tool == "iomimic-zeros":
                             # iomimic.content zeros: the same transfers without
                             # generating content (what the content costs).
-                            w, _ = iomimic_phases(a, base, size, depth, chunks,
-                                                  ["++workload.iomimic.content=zeros"])
+                            w, _, _ = iomimic_phases(a, base, size, depth, chunks,
+                                                     ["++workload.iomimic.content=zeros"])
                             f["iz"].append(w)
                         elif tool == "fio":
-                            w, r = fio_phases(base, size, depth, chunks)
+                            w, r = fio_phases(base, size, depth, chunks, header=header)
                             f["fw"].append(w), f["fr"].append(r)
                         else:
                             # Fresh random bytes in every write, as every chunk's
                             # content is unique in iomimic (fio's default reuses one
                             # random buffer, lightly scrambled).
-                            w, _ = fio_phases(base, size, depth, chunks, ["--refill_buffers"])
+                            w, _ = fio_phases(base, size, depth, chunks, ["--refill_buffers"],
+                                              header=header)
                             f["fx"].append(w)
                 row = (medium, size_mib, depth, chunks, f, benchlib.loadavg())
                 rows.append(row)
