@@ -343,4 +343,8 @@ std::string ManifestKeysMarkdown(const PluginVocabulary& plugins = {});
 std::string ShuffleModeName(ShuffleMode mode);
 std::string ReadTypeName(ReadType type);
 
+// A list key's entry (or any text a user wrote) for a one-line message:
+// control characters written as \n, \t, \r or \xHH, the rest as it is.
+std::string OneLineText(const std::string& text);
+
 }  // namespace iomimic::config

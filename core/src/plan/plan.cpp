@@ -33,28 +33,6 @@ bool ParseDecimal(const std::string& text, std::uint64_t* out) {
   return ec == std::errc() && ptr == end && !text.empty();
 }
 
-// `text` for a one-line message: control characters written as \n, \t,
-// \r or \xHH.
-std::string PrintableEntry(const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // Most files iomimic.data_files may list: a bound on a mistyped count.
 constexpr std::uint64_t kMostListedFiles = std::uint64_t{1} << 40;
 
@@ -66,7 +44,8 @@ Result<std::vector<DataFilesEntry>> ParseDataFiles(const std::vector<std::string
   for (std::size_t e = 0; e < entries.size(); ++e) {
     auto bad = [&](const std::string& why) {
       return Status::InvalidArgument("iomimic.data_files entry " + std::to_string(e + 1) + " '" +
-                                     PrintableEntry(entries[e]) + "': " + PrintableEntry(why));
+                                     config::OneLineText(entries[e]) +
+                                     "': " + config::OneLineText(why));
     };
     std::istringstream words(entries[e]);
     std::string size_word, name, extra;

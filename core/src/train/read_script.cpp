@@ -7,6 +7,8 @@
 #include <charconv>
 #include <sstream>
 
+#include "config/config.h"
+
 namespace iomimic::train {
 namespace {
 
@@ -34,28 +36,6 @@ std::string Trimmed(std::string s) {
   return s;
 }
 
-// `text` for a one-line message: control characters written as \n, \t,
-// \r or \xHH.
-std::string OneLine(const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // Most samples one entry may list and reads one sample may make: a bound
 // that keeps a mistyped count from filling memory.
 constexpr std::uint64_t kMostSamples = std::uint64_t{1} << 24;
@@ -73,7 +53,7 @@ Result<ReadScript> ReadScript::Parse(const std::vector<std::string>& entries) {
     const std::string& text = entries[e];
     auto bad = [&](const std::string& why) {
       return Status::InvalidArgument("iomimic.read_script entry " + std::to_string(e + 1) + " '" +
-                                     OneLine(text) + "': " + OneLine(why));
+                                     config::OneLineText(text) + "': " + config::OneLineText(why));
     };
     const std::size_t colon = text.find(':');
     std::uint64_t count = 0;
