@@ -38,17 +38,21 @@ fallocates it, before the clock starts), then read with invalidate=1
 (fadvise DONTNEED at open). iomimic's GB/s is summary.json's
 kv_cache_chunked.tiers.storage.{write,read}_GB_per_second, checked against
 bytes / elapsed_seconds and the bytes against the objects on storage; fio's
-is the group's io_bytes / runtime. Beside them: fio's write with
-refill_buffers (fresh random bytes per write) and iomimic's with
-iomimic.content zeros (no content made). Since 26cd472 a chunk's default
-content is a 256 KiB random pattern XORed per 4 KiB block with a word of the
-chunk's own (docs/kvcache.md): unique and incompressible as before, one pass
-over a cached pattern instead of generating every word.
-Per round the four writers' order rotates by one, and every write phase
+is the group's io_bytes / runtime. Writes are compared at equal content
+cost (README.md, "Content of generated files"): iomimic.content scrambled
+against fio's default buffer (one random buffer, a few bytes of every 512
+changed per write: scramble_buffers), both writing the pattern once and
+then only what changes; iomimic's default content (a 256 KiB random pattern
+XORed per 4 KiB block with a word of the chunk's own, docs/kvcache.md:
+unique and incompressible to any window, one pass over every byte per
+write) against fio with refill_buffers (fresh random bytes per write); and
+iomimic.content zeros (nothing made) against fio's default, for what is
+left when no content is made.
+Per round the five writers' order rotates by one, and every write phase
 starts after the previous run's files are gone and --settle seconds (this
 VM hands freed memory back to its host: storage_vs_fio.py).
 
-Part 1b (cpu). CPU seconds per GiB written on tmpfs by the same four
+Part 1b (cpu). CPU seconds per GiB written on tmpfs by the same
 writers (write_cpu): what each spends, which load hardly moves.
 
 Part 2 (caps). Two bandwidth caps, MiB/s. iomimic runs under the latency
@@ -240,13 +244,14 @@ def bandwidth(a, lines):
                 # At least two chunks per I/O thread, a whole number per fio job.
                 chunks = max(volume // size_mib, 2 * depth)
                 chunks = (chunks + depth - 1) // depth * depth
-                f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": [], "iz": []}
+                f = {"iw": [], "ir": [], "fw": [], "fr": [], "fx": [], "iz": [], "is": []}
                 # The .npy header of the cell's objects (one small run), so
                 # that fio's files are the objects' size.
                 _, _, header = iomimic_phases(a, base, size, 1, 1)
                 for rnd in range(a.rounds):
-                    order = ["iomimic", "fio", "fio-refill", "iomimic-zeros"]
-                    order = order[rnd % 4:] + order[:rnd % 4]
+                    order = ["iomimic", "fio", "fio-refill", "iomimic-zeros",
+                             "iomimic-scrambled"]
+                    order = order[rnd % 5:] + order[:rnd % 5]
                     for tool in order:
                         time.sleep(a.settle)
                         if tool == "iomimic":
@@ -258,6 +263,12 @@ def bandwidth(a, lines):
                             w, _, _ = iomimic_phases(a, base, size, depth, chunks,
                                                      ["++workload.iomimic.content=zeros"])
                             f["iz"].append(w)
+                        elif tool == "iomimic-scrambled":
+                            # fio's default buffer's content: the pattern held,
+                            # stamps rewritten per sector.
+                            w, _, _ = iomimic_phases(a, base, size, depth, chunks,
+                                                     ["++workload.iomimic.content=scrambled"])
+                            f["is"].append(w)
                         elif tool == "fio":
                             w, r = fio_phases(base, size, depth, chunks, header=header)
                             f["fw"].append(w), f["fr"].append(r)
@@ -270,9 +281,11 @@ def bandwidth(a, lines):
                             f["fx"].append(w)
                 row = (medium, size_mib, depth, chunks, f, benchlib.loadavg())
                 rows.append(row)
-                print("%s %d MiB x %d, depth %d: write iomimic %s (zeros %s) fio %s (refill %s); read iomimic %s fio %s "
+                print("%s %d MiB x %d, depth %d: write iomimic %s (scrambled %s, zeros %s) fio %s "
+                      "(refill %s); read iomimic %s fio %s "
                       "(load %s)" % (medium, size_mib, chunks, depth,
                                      benchlib.spread(f["iw"], "%.2f"),
+                                     benchlib.spread(f["is"], "%.2f"),
                                      benchlib.spread(f["iz"], "%.2f"),
                                      benchlib.spread(f["fw"], "%.2f"),
                                      benchlib.spread(f["fx"], "%.2f"),
@@ -280,31 +293,43 @@ def bandwidth(a, lines):
                                      benchlib.spread(f["fr"], "%.2f"), row[5]), flush=True)
     lines += ["## Chunk bandwidth against fio", "",
               "GB/s (10^9 bytes of chunk payload per second), median (min-max) of %d "
-              "rounds; iomimic / fio per round. fio refill: fio's write with refill_buffers "
-              "(fresh random bytes per write, as iomimic writes unique content per chunk and "
-              "4 KiB block). iomimic zeros: iomimic's write with iomimic.content zeros (no "
-              "content generated), over fio's default. Load: the 1/5/15-minute load average "
-              "after the cell." % a.rounds,
+              "rounds; ratios per round. Writes at equal content cost: iomimic.content "
+              "scrambled against fio's default buffer (both hold one random pattern and "
+              "change a few bytes of every 512 per write), iomimic's default content (unique "
+              "to every byte: a pass over each) against fio's refill_buffers (fresh random "
+              "bytes per write); zeros: iomimic.content zeros (no content) over fio's "
+              "default. Load: the 1/5/15-minute load average after the cell." % a.rounds,
               "",
-              "| medium | chunk | chunks | depth | write iomimic | write fio | write ratio | "
-              "fio refill | ratio to refill | zeros / fio | read iomimic | read fio | "
-              "read ratio | load |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "| medium | chunk | chunks | depth | write scrambled | write fio | ratio | "
+              "write random | fio refill | ratio | random / fio | zeros / fio | "
+              "read iomimic | read fio | read ratio | load |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     worst = []
     for medium, size_mib, depth, chunks, f, load in rows:
-        wr = [x / y for x, y in zip(f["iw"], f["fw"])]
-        rr = [x / y for x, y in zip(f["ir"], f["fr"])]
-        worst += [(statistics.median(wr), medium, size_mib, depth, "write"),
-                  (statistics.median(rr), medium, size_mib, depth, "read")]
+        sr = [x / y for x, y in zip(f["is"], f["fw"])]
         xr = [x / y for x, y in zip(f["iw"], f["fx"])]
+        wr = [x / y for x, y in zip(f["iw"], f["fw"])]
         zr = [x / y for x, y in zip(f["iz"], f["fw"])]
-        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-                     % (medium, size_mib, chunks, depth, benchlib.spread(f["iw"], "%.2f"),
-            benchlib.spread(f["fw"], "%.2f"), benchlib.spread(wr, "%.2f"),
-            benchlib.spread(f["fx"], "%.2f"), benchlib.spread(xr, "%.2f"),
-            benchlib.spread(zr, "%.2f"),
-            benchlib.spread(f["ir"], "%.2f"), benchlib.spread(f["fr"], "%.2f"),
-            benchlib.spread(rr, "%.2f"), load))
+        rr = [x / y for x, y in zip(f["ir"], f["fr"])]
+        worst += [(statistics.median(sr), medium, size_mib, depth, "write scrambled / fio"),
+                  (statistics.median(xr), medium, size_mib, depth, "write random / fio refill"),
+                  (statistics.median(rr), medium, size_mib, depth, "read")]
+        lines.append("| %s | %d MiB | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                     "| %s | %s |"
+                     % (medium, size_mib, chunks, depth, benchlib.spread(f["is"], "%.2f"),
+                        benchlib.spread(f["fw"], "%.2f"), benchlib.spread(sr, "%.2f"),
+                        benchlib.spread(f["iw"], "%.2f"), benchlib.spread(f["fx"], "%.2f"),
+                        benchlib.spread(xr, "%.2f"), benchlib.spread(wr, "%.2f"),
+                        benchlib.spread(zr, "%.2f"),
+                        benchlib.spread(f["ir"], "%.2f"), benchlib.spread(f["fr"], "%.2f"),
+                        benchlib.spread(rr, "%.2f"), load))
+    meets = {}
+    for ratio, medium, _, _, what in worst:
+        key = "%s %s" % (medium, what)
+        hit, total = meets.get(key, (0, 0))
+        meets[key] = (hit + (ratio >= 0.9), total + 1)
+    lines += ["", "Cells whose median ratio is at least 0.9: " + "; ".join(
+        "%s %d of %d" % (key, hit, total) for key, (hit, total) in meets.items()) + "."]
     worst.sort()
     lines += ["", "Lowest median ratios: " + "; ".join(
         "%s %s %d MiB depth %d: %.2f" % (w[1], w[4], w[2], w[3], w[0]) for w in worst[:4]) +
@@ -367,12 +392,14 @@ def write_cpu(a, lines):
         return seconds
 
     tools = (("iomimic", lambda n: iomimic(n, [])),
+             ("iomimic, content scrambled",
+              lambda n: iomimic(n, ["++workload.iomimic.content=scrambled"])),
              ("iomimic, content zeros", lambda n: iomimic(n, ["++workload.iomimic.content=zeros"])),
              ("fio", lambda n: fio(n, [])),
              ("fio refill_buffers", lambda n: fio(n, ["--refill_buffers"])))
     res = {name: [] for name, _ in tools}
     for rnd in range(a.rounds):
-        for name, run in tools[rnd % 4:] + tools[:rnd % 4]:
+        for name, run in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
             res[name].append((run(512) - run(16)) / (496 * size / GIB))
     lines += ["## CPU per GiB written (tmpfs, 2 MiB chunks, depth 4)", "",
               "User + system CPU seconds of the whole process per GiB, the difference "
@@ -515,7 +542,7 @@ def main():
     ap.add_argument("--sizes", default="2,8,32,80", help="chunk sizes, MiB")
     ap.add_argument("--depths", default="1,4,16", help="I/O threads = fio jobs")
     ap.add_argument("--rounds", type=int, default=4,
-                    help="rounds; the order of the four writers rotates by one each round")
+                    help="rounds; the order of the writers rotates by one each round")
     ap.add_argument("--volume-mib", default="512,256",
                     help="MiB per phase on tmpfs, on disk (at least 2 chunks per thread)")
     ap.add_argument("--media", default="tmpfs,disk")

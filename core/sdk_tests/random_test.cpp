@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +27,14 @@ class Reference {
 
   std::byte At(std::uint64_t p) const {
     if (options_.kind == ContentOptions::Kind::kZeros) return std::byte{0};
+    if (options_.kind == ContentOptions::Kind::kScrambled) {
+      if (p % ContentStream::kScrambleSector < 8) {  // the sector's stamp
+        std::uint64_t state = MixSeed(seed_, ContentStream::kScrambleDomain);
+        return WordByte(state, p / ContentStream::kScrambleSector * 8 + p % 8);
+      }
+      std::uint64_t state = MixSeed(seed_, ContentStream::kContentDomain);
+      return WordByte(state, p % ContentStream::kScramblePeriod);
+    }
     const std::uint64_t k = p / kBlock;
     const std::uint64_t offset = p % kBlock;
     const std::uint64_t pct = std::min<std::uint64_t>(options_.compress_percentage, 100);
@@ -40,6 +49,12 @@ class Reference {
         at = (d & 0xFFFFFFFFu) % ContentStream::kDedupePoolBlocks * kBlock + offset;
       }
     }
+    return WordByte(key_state, at);
+  }
+
+  // Byte `at` of the word sequence of the key whose SplitMix64 state is
+  // `key_state`.
+  static std::byte WordByte(std::uint64_t key_state, std::uint64_t at) {
     const std::uint64_t a = SplitMix64(key_state);
     const std::uint64_t b = SplitMix64(key_state);
     const std::uint64_t s = a + (at / 8 + 1) * ContentStream::kWeyl;
@@ -230,6 +245,35 @@ TEST_CASE("zeros content is all zeros, whatever the percentages") {
   std::vector<std::byte> data(100000, std::byte{0x55});
   ContentStream(8, options, false, 12345).Fill(data);
   CHECK(std::all_of(data.begin(), data.end(), [](std::byte b) { return b == std::byte{0}; }));
+}
+
+TEST_CASE("scrambled content: a 1 MiB pattern with a stamp per 512-byte sector") {
+  ContentOptions options;
+  options.kind = ContentOptions::Kind::kScrambled;
+  const std::uint64_t from = ContentStream::kScramblePeriod - 1000;  // across the period's end
+  const std::size_t n = 300000;
+  const std::vector<std::byte> whole = Stream(4, options, n, from);
+  CHECK(whole == Reference(4, options).Bytes(from, n));
+  std::vector<std::byte> pieces(n);
+  ContentStream stream(4, options, false, from);
+  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 5 % 4099 + 1) {
+    stream.Fill(std::span<std::byte>(pieces).subspan(at, std::min(step, n - at)));
+  }
+  CHECK(pieces == whole);
+  // Unique sectors, each incompressible: zlib's 32 KiB window gains nothing.
+  std::unordered_set<std::string_view> sectors;
+  for (std::size_t at = 488; at + 512 <= n; at += 512) {  // stream position 512k
+    sectors.insert(std::string_view(reinterpret_cast<const char*>(whole.data()) + at, 512));
+  }
+  CHECK(sectors.size() == (n - 488) / 512);
+  CHECK(ZlibRatio(whole) < 1.01);
+  // A period on, the same bytes but the stamps.
+  const std::vector<std::byte> next =
+      Stream(4, options, 4096, from + ContentStream::kScramblePeriod);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < next.size(); ++i) differ += next[i] != whole[i];
+  CHECK(differ > 0);
+  CHECK(differ <= 8 * 8);
 }
 
 TEST_CASE("ContentStream boolean keeps only the lowest bit") {

@@ -1445,7 +1445,7 @@ def test_content_controls():
                  r"iomimic\.dedupe_percentage: expected an integer from 0 to 100, got '101'")
     expect_error([ARGS.iomimic, "config", workload("quickstart"),
                   "++workload.iomimic.content=ones"],
-                 r"iomimic\.content: expected one of random or zeros, got 'ones'")
+                 r"iomimic\.content: expected one of random, zeros or scrambled, got 'ones'")
 
 
 def test_format_corruption():

@@ -366,7 +366,9 @@ def test_kvcache_chunked_content():
     """iomimic.content and compress_percentage reach the chunks: with zeros
     every chunk's array is all zeros; with compress_percentage 50 the second
     half of every 4 KiB block of the payload is zeros and the first half is
-    not; by default two chunks differ and neither has a zero 4 KiB block."""
+    not; by default two chunks differ and neither has a zero 4 KiB block;
+    scrambled chunks hold one random pattern but for an 8-byte stamp per
+    512-byte sector, every sector unique and zlib gaining nothing."""
     path = os.path.join(args().work, "content.jsonl")
     with open(path, "w") as f:
         for i in range(4):
@@ -374,7 +376,7 @@ def test_kvcache_chunked_content():
                                 "hash_ids": [100 + i]}) + "\n")
     check = os.path.join(args().work, "check_content.py")
     with open(check, "w") as f:
-        f.write("""import glob, sys
+        f.write("""import glob, sys, zlib
 import numpy as np
 mode, folder = sys.argv[1], sys.argv[2]
 files = sorted(glob.glob(folder + "/*.npy"))
@@ -395,10 +397,22 @@ for name in files:
         assert blocks.any(axis=1).all(), name
 if mode == "random":
     assert (raws[0] != raws[1]).any()
+if mode == "scrambled":
+    rows = [r[: r.size // 512 * 512].reshape(-1, 512) for r in raws]
+    sectors = set(bytes(row) for r in rows for row in r)
+    assert len(sectors) == sum(len(r) for r in rows), "a sector repeats"
+    # Past the first sector (the chunk's stamp), all but the stamps is the
+    # one pattern, and random.
+    for r in rows[1:]:
+        assert (r[1:, 8:] == rows[0][1:, 8:]).all(), "not one pattern"
+    assert (rows[0][1:, :8] != rows[1][1:, :8]).any(axis=1).all(), "stamps repeat"
+    data = raws[0][: 1 << 20].tobytes()
+    assert len(zlib.compress(data, 1)) >= 0.99 * len(data), "compressible"
 print("ok", mode, len(files))
 """ % TINY_BYTES_PER_TOKEN)
     for mode, extra in (("zeros", ["++workload.iomimic.content=zeros"]),
                         ("compress50", ["++workload.iomimic.compress_percentage=50"]),
+                        ("scrambled", ["++workload.iomimic.content=scrambled"]),
                         ("random", [])):
         cache = os.path.join(args().work, "cache-" + mode)
         chunked_run(path, os.path.join(args().work, "out-" + mode), 64, 1, "0",

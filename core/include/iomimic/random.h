@@ -70,6 +70,17 @@ class Xoshiro256 {
 // README.md, "Content of generated files"). Decisions are taken per 4 KiB
 // content block (ContentStream::kContentBlockSize) of the stream:
 //   kind kZeros         every byte is 0 (the percentages are ignored).
+//   kind kScrambled     fio's default buffer (scramble_buffers): one random
+//                       pattern of kScramblePeriod bytes, repeated, with an
+//                       8-byte stamp of its own at the start of every 512-byte
+//                       sector. Every sector is unique (block deduplication
+//                       at any size from 512 bytes finds nothing) and each
+//                       piece under the period is incompressible, but a
+//                       compressor with a window over the period, or a store
+//                       that reduces similar blocks against each other, sees
+//                       the repeats. Cheap: a writer that keeps the pattern in
+//                       its buffer rewrites only the stamps (1/64 of the
+//                       bytes). Takes no percentage (the manifest refuses one).
 //   compress_percentage that share of each block (rounded down to whole
 //                       8-byte words) is zeros at its end, the rest random,
 //                       so a compressor reaches about 100 / (100 - pct).
@@ -79,7 +90,7 @@ class Xoshiro256 {
 //                       the other blocks are unique.
 // Percentages above 100 count as 100.
 struct ContentOptions {
-  enum class Kind : std::uint8_t { kRandom, kZeros };
+  enum class Kind : std::uint8_t { kRandom, kZeros, kScrambled };
   Kind kind = Kind::kRandom;
   std::uint32_t compress_percentage = 0;  // 0..100
   std::uint32_t dedupe_percentage = 0;    // 0..100
@@ -110,7 +121,10 @@ struct ContentOptions {
 //   same zero tail)                 when block k is drawn as a duplicate,
 //   the stream's own random words   otherwise,
 // and in both random cases the block's words from
-// floor(512 * (100 - compress_percentage) / 100) on are zero. Whether block
+// floor(512 * (100 - compress_percentage) / 100) on are zero. With kind
+// kScrambled byte p is byte (p mod kScramblePeriod) of the stream's own word
+// sequence, except bytes 512j..512j+7, which are word j of the key
+// MixSeed(seed, kScrambleDomain)'s sequence (the stamp of sector j). Whether block
 // k is a duplicate and of which pool block depends only on (seed, k): with
 // d = SplitMix64 of the state MixSeed(seed, kDecisionDomain) xor k, it is one
 // when ((d >> 32) * 100) >> 32 < dedupe_percentage, a copy of pool block
@@ -129,6 +143,12 @@ class ContentStream {
   static constexpr std::uint64_t kContentDomain = 0x636F6E74656E7431ULL;   // "content1"
   static constexpr std::uint64_t kDecisionDomain = 0x6465636964653031ULL;  // "decide01"
   static constexpr std::uint64_t kDedupePoolSeed = 0x646564757065706FULL;  // "dedupepo"
+  static constexpr std::uint64_t kScrambleDomain = 0x7363726D626C6531ULL;  // "scrmble1"
+  // kScrambled: the pattern's length (a multiple of the sector) and the
+  // stamped sector.
+  static constexpr std::uint64_t kScramblePeriod = 1ULL << 20;
+  static constexpr std::uint64_t kScrambleSector = 512;
+  static constexpr std::uint64_t kScrambleStampBytes = 8;
 
   // The default content (random, incompressible, no duplicates).
   explicit ContentStream(std::uint64_t seed, bool boolean = false, std::uint64_t position = 0)
@@ -141,7 +161,9 @@ class ContentStream {
       : key_(KeyOf(MixSeed(seed, kContentDomain))),
         pool_key_(KeyOf(kDedupePoolSeed)),
         decision_key_(MixSeed(seed, kDecisionDomain)),
+        stamp_key_(KeyOf(MixSeed(seed, kScrambleDomain))),
         zeros_(options.kind == ContentOptions::Kind::kZeros),
+        scrambled_(options.kind == ContentOptions::Kind::kScrambled),
         plain_(options.is_default()),
         boolean_(boolean),
         dedupe_(std::min<std::uint32_t>(options.dedupe_percentage, 100)),
@@ -160,6 +182,8 @@ class ContentStream {
   void Fill(std::span<std::byte> out) {
     if (zeros_) {
       std::fill(out.begin(), out.end(), std::byte{0});
+    } else if (scrambled_) {
+      FillScrambled(out);
     } else if (plain_) {
       FillRandom(key_, pos_, out.data(), out.size());
     } else {
@@ -245,6 +269,28 @@ class ContentStream {
     }
   }
 
+  // Fill() of kScrambled: the pattern's bytes, then the stamps of the
+  // sectors the range meets (a stamp cut by the range's ends in part).
+  void FillScrambled(std::span<std::byte> out) {
+    for (std::size_t done = 0; done < out.size();) {
+      const std::uint64_t at = (pos_ + done) % kScramblePeriod;
+      const std::size_t n = static_cast<std::size_t>(
+          std::min<std::uint64_t>(out.size() - done, kScramblePeriod - at));
+      FillRandom(key_, at, out.data() + done, n);
+      done += n;
+    }
+    const std::uint64_t end = pos_ + out.size();
+    for (std::uint64_t sector = pos_ / kScrambleSector; sector * kScrambleSector < end; ++sector) {
+      const std::uint64_t begin = sector * kScrambleSector;
+      const std::uint64_t from = std::max(begin, pos_);
+      const std::uint64_t to = std::min(begin + kScrambleStampBytes, end);
+      if (from >= to) continue;
+      std::byte stamp[kScrambleStampBytes];
+      StoreWord(stamp, Word(stamp_key_.offset + (sector + 1) * kWeyl, stamp_key_.mixer));
+      std::memcpy(out.data() + (from - pos_), stamp + (from - begin), to - from);
+    }
+  }
+
   // Fill() with content options: block by block.
   void FillBlocks(std::span<std::byte> out) {
     std::byte* dst = out.data();
@@ -285,7 +331,9 @@ class ContentStream {
   Key key_;
   Key pool_key_;
   std::uint64_t decision_key_;
+  Key stamp_key_;
   bool zeros_;
+  bool scrambled_;
   bool plain_;
   bool boolean_;
   std::uint32_t dedupe_;

@@ -1192,6 +1192,13 @@ TEST_CASE("type and range errors name file:line:col and the key") {
   CHECK(LoadError("iomimic:\n  compress_percentage: 101\n") ==
         "t.yaml:2:24: error: iomimic.compress_percentage: expected an integer from 0 to 100, got "
         "'101'");
+  CHECK(LoadError("iomimic:\n  content: scrambled\n  compress_percentage: 30\n") ==
+        "t.yaml:3:24: error: iomimic.compress_percentage: does not combine with iomimic.content: "
+        "scrambled (its sectors are unique and its pattern random by definition); use "
+        "iomimic.content: random for a compression or deduplication ratio");
+  CHECK(LoadManifestFromString("iomimic:\n  content: scrambled\n  dedupe_percentage: 0\n", "t.yaml",
+                               {}, BundledPlugins())
+            .ok());
   CHECK(LoadError("iomimic:\n  dedupe_percentage: -1\n") ==
         "t.yaml:2:22: error: iomimic.dedupe_percentage: expected an integer from 0 to 100, got "
         "'-1'");
@@ -1199,7 +1206,8 @@ TEST_CASE("type and range errors name file:line:col and the key") {
         "t.yaml:2:22: error: iomimic.dedupe_percentage: expected an integer from 0 to 100, got "
         "'12.5'");
   CHECK(LoadError("iomimic:\n  content: zero\n") ==
-        "t.yaml:2:12: error: iomimic.content: expected one of random or zeros, got 'zero' (did "
+        "t.yaml:2:12: error: iomimic.content: expected one of random, zeros or scrambled, got "
+        "'zero' (did "
         "you mean 'zeros'?)");
   CHECK(LoadError("", {"++workload.iomimic.compress_percentage=150"}) ==
         "override '++workload.iomimic.compress_percentage=150': iomimic.compress_percentage: "

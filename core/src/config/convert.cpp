@@ -749,6 +749,24 @@ Status Converter::ApplyRules(Config* config) {
                "control the bytes)");
     }
   }
+  // Scrambled content is defined without the percentages (random.h,
+  // ContentOptions): a ratio asked with it would silently not be the one
+  // written.
+  if (config->iomimic.content == "scrambled") {
+    IOMIMIC_ASSIGN_OR_RETURN(const Section iomimic, SectionAt("iomimic"));
+    const std::pair<const char*, std::uint64_t> percentages[] = {
+        {"compress_percentage", config->iomimic.compress_percentage},
+        {"dedupe_percentage", config->iomimic.dedupe_percentage}};
+    for (const auto& [key, value] : percentages) {
+      const std::optional<Entry> entry = Get(iomimic, key);
+      if (entry && value != 0) {
+        return Bad(*entry, std::string("iomimic.") + key,
+                   "does not combine with iomimic.content: scrambled (its sectors are unique "
+                   "and its pattern random by definition); use iomimic.content: random for a "
+                   "compression or deduplication ratio");
+      }
+    }
+  }
   // MLCommons' DLIO fork reads storage.storage_library into storage_options.
   IOMIMIC_ASSIGN_OR_RETURN(const Section storage, SectionAt("storage"));
   if (const std::optional<Entry> library = Get(storage, "storage_library")) {

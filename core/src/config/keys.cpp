@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "config/content.h"
 #include "config/declared_internal.h"
 #include "config/keys_internal.h"
 #include "config/scalar_internal.h"
@@ -42,7 +43,7 @@ const Words kCheckpointModes = {"default", "subset"};
 const Words kCheckpointLayouts = {"dlio", "dcp", "safetensors"};
 const Words kProfilers = {"none", "iostat", "darshan", "tensorboard"};
 const Words kModelDatatypes = {"int8", "uint8", "fp16", "bf16", "fp32", "fp64"};
-const Words kContentKinds = {"random", "zeros"};
+const Words kContentKinds = {"random", "zeros", "scrambled"};
 const Words kShardings = {"samples", "files"};
 const Words kReadPatterns = {"dlio", "direct", "whole"};
 const Words kReplicateModes = {"none", "dataset", "batch"};
@@ -410,6 +411,18 @@ std::string OneLineText(const std::string& text) {
     }
   }
   return out;
+}
+
+ContentOptions ContentOf(const IomimicConfig& iomimic) {
+  ContentOptions content;
+  if (iomimic.content == "zeros") {
+    content.kind = ContentOptions::Kind::kZeros;
+  } else if (iomimic.content == "scrambled") {
+    content.kind = ContentOptions::Kind::kScrambled;
+  }
+  content.compress_percentage = static_cast<std::uint32_t>(iomimic.compress_percentage);
+  content.dedupe_percentage = static_cast<std::uint32_t>(iomimic.dedupe_percentage);
+  return content;
 }
 
 }  // namespace iomimic::config

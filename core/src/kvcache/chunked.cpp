@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "config/content.h"
 #include "kvcache/accelerator_tier.h"
 #include "kvcache/models.h"
 #include "kvcache/request_trace.h"
@@ -679,11 +680,7 @@ Result<ChunkedFigures> RunChunked(session::Session& session, const plugin::Regis
   so.content_seed = c.seed + static_cast<std::uint64_t>(rank);
   // What chunks hold: iomimic.content, compress_percentage, dedupe_percentage
   // (as the whole layout's entries, docs/kvcache.md).
-  const config::IomimicConfig& io = session.config().iomimic;
-  so.content.kind =
-      io.content == "zeros" ? ContentOptions::Kind::kZeros : ContentOptions::Kind::kRandom;
-  so.content.compress_percentage = static_cast<std::uint32_t>(io.compress_percentage);
-  so.content.dedupe_percentage = static_cast<std::uint32_t>(io.dedupe_percentage);
+  so.content = config::ContentOf(session.config().iomimic);
   so.model = model;
   so.tensor_parallel = c.tensor_parallel;
   so.trace_only = c.trace_only;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/content.h"
 #include "config/dlio_compat.h"
 #include "kvcache/accelerator_tier.h"
 #include "kvcache/models.h"
@@ -222,11 +223,7 @@ Status Engine::Prepare() {
   so.transfer_size = c_.transfer_size;
   so.gpu_copy_bytes_per_second = c_.gpu_copy_gbps * 1e9;
   so.content_seed = seed_;
-  const config::IomimicConfig& io = session_.config().iomimic;
-  so.content.kind =
-      io.content == "zeros" ? ContentOptions::Kind::kZeros : ContentOptions::Kind::kRandom;
-  so.content.compress_percentage = static_cast<std::uint32_t>(io.compress_percentage);
-  so.content.dedupe_percentage = static_cast<std::uint32_t>(io.dedupe_percentage);
+  so.content = config::ContentOf(session_.config().iomimic);
   so.model = model_;
   so.tensor_parallel = c_.tensor_parallel;
   so.cancel = &ended_;

@@ -55,7 +55,75 @@ std::uint64_t NameHash(std::string_view name) {
   return h;
 }
 
-EntryContent::EntryContent(std::uint64_t seed) : seed_(seed), pattern_(kPatternBytes) {
+namespace {
+
+// Copies `n` bytes of `pattern`, repeated, from position `at` on to `dst`.
+void CopyPattern(std::span<const std::byte> pattern, std::uint64_t at, std::byte* dst,
+                 std::size_t n) {
+  const std::uint64_t len = pattern.size();
+  for (std::size_t done = 0; done < n;) {
+    const std::uint64_t p = (at + done) % len;
+    const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, len - p));
+    std::memcpy(dst + done, pattern.data() + p, k);
+    done += k;
+  }
+}
+
+}  // namespace
+
+void HeldContent::Dirty(std::size_t begin, std::size_t end) {
+  if (begin >= end) return;
+  if (dirty_begin >= dirty_end) {
+    dirty_begin = begin;
+    dirty_end = end;
+  } else {
+    dirty_begin = std::min(dirty_begin, begin);
+    dirty_end = std::max(dirty_end, end);
+  }
+}
+
+void HoldPattern(std::span<const std::byte> pattern, std::uint64_t at, std::span<std::byte> out,
+                 HeldContent* held) {
+  const std::size_t b = static_cast<std::size_t>(out.data() - held->base);
+  std::byte* const buffer = out.data() - b;
+  const std::size_t e = b + out.size();
+  const HeldContent::What what =
+      pattern.empty() ? HeldContent::What::kZeros : HeldContent::What::kPattern;
+  const std::uint64_t len = pattern.size();
+  // The pattern position of the buffer's byte 0.
+  const std::uint64_t phase = len == 0 ? 0 : (at % len + len - b % len) % len;
+  const auto copy = [&](std::size_t from, std::size_t to) {
+    if (from >= to) return;
+    if (len == 0) {
+      std::memset(buffer + from, 0, to - from);
+    } else {
+      CopyPattern(pattern, (phase + from) % len, buffer + from, to - from);
+    }
+  };
+  const bool same = held->what == what && held->phase == phase &&
+                    held->valid_begin < held->valid_end && b < held->valid_end &&
+                    e > held->valid_begin;
+  if (!same) {  // nothing of it held: all of it, and that is what is held now
+    copy(b, e);
+    held->what = what;
+    held->phase = phase;
+    held->valid_begin = b;
+    held->valid_end = e;
+    held->dirty_begin = held->dirty_end = 0;
+    return;
+  }
+  copy(b, std::min(e, held->valid_begin));
+  copy(std::max(b, held->valid_end), e);
+  held->valid_begin = std::min(b, held->valid_begin);
+  held->valid_end = std::max(e, held->valid_end);
+  if (held->dirty_begin < held->dirty_end) {
+    copy(std::max(b, held->dirty_begin), std::min(e, held->dirty_end));
+    if (held->dirty_begin >= b && held->dirty_end <= e) held->dirty_begin = held->dirty_end = 0;
+  }
+}
+
+EntryContent::EntryContent(std::uint64_t seed, bool scrambled)
+    : seed_(seed), scrambled_(scrambled), pattern_(scrambled ? kScrambleBytes : kPatternBytes) {
   ContentStream(seed).Fill(pattern_);
 }
 
@@ -63,7 +131,43 @@ std::uint64_t EntryContent::EntryKey(std::string_view name) const {
   return MixSeed(seed_, NameHash(name));
 }
 
-void EntryContent::Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out) const {
+void EntryContent::Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out,
+                        HeldContent* held) const {
+  if (!scrambled_) {
+    FillXor(entry, offset, out);
+    return;
+  }
+  if (held != nullptr && held->Covers(out)) {
+    HoldPattern(pattern_, offset, out, held);
+  } else {
+    CopyPattern(pattern_, offset, out.data(), out.size());
+  }
+  // The stamps of the sectors the range meets, a stamp cut by its ends in
+  // part. A held buffer needs no note of them: at one phase every fill
+  // writes its stamps at the same places (the pattern's length is a
+  // multiple of the sector), so a byte there is rewritten by any fill that
+  // covers it.
+  const std::uint64_t end = offset + out.size();
+  for (std::uint64_t sector = offset / kSectorBytes; sector * kSectorBytes < end; ++sector) {
+    const std::uint64_t begin = sector * kSectorBytes;
+    const std::uint64_t from = std::max(begin, offset);
+    const std::uint64_t to = std::min(begin + 8, end);
+    if (from >= to) continue;
+    std::byte stamp[8];
+    PutU64(stamp, MixSeed(entry, sector));
+    std::memcpy(out.data() + (from - offset), stamp + (from - begin), to - from);
+  }
+}
+
+void EntryContent::Hold(std::size_t header, std::span<std::byte> buffer, HeldContent* held) const {
+  held->base = buffer.data();
+  held->size = buffer.size();
+  held->Forget();
+  HoldPattern(pattern_, kScrambleBytes - header % kScrambleBytes, buffer, held);
+}
+
+void EntryContent::FillXor(std::uint64_t entry, std::uint64_t offset,
+                           std::span<std::byte> out) const {
   std::byte* dst = out.data();
   std::size_t left = out.size();
   while (left > 0) {
@@ -119,9 +223,11 @@ double Now() {
 
 TierStore::TierStore(Storage& storage, StoreOptions options)
     : storage_(storage), options_(std::move(options)), objects_(storage.capabilities().objects) {
-  if (options_.content.is_default() && !options_.trace_only) {
-    content_ = std::make_unique<const EntryContent>(options_.content_seed);
+  const bool scrambled = options_.content.kind == ContentOptions::Kind::kScrambled;
+  if ((options_.content.is_default() || scrambled) && !options_.trace_only) {
+    content_ = std::make_unique<const EntryContent>(options_.content_seed, scrambled);
   }
+  zeros_ = options_.content.kind == ContentOptions::Kind::kZeros;
 }
 
 void TierStore::PathOf(const std::string& key, std::string* path) const { PathOf(key, 0, path); }
@@ -173,6 +279,7 @@ Status TierStore::EnsureBuffer(WorkerBuffer& wb) {
   Result<Buffer> made = AllocateHostBuffer(storage_, options_.transfer_size, "kv_cache");
   if (!made.ok()) return made.status();
   wb.buffer = std::move(made).value();
+  wb.held = HeldContent{wb.buffer.data(), wb.buffer.size()};
   return Status::OK();
 }
 
@@ -185,7 +292,16 @@ Status TierStore::PrepareBuffer(WorkerBuffer& wb, std::uint64_t largest) {
   Result<Buffer> made = AllocateHostBuffer(storage_, static_cast<std::size_t>(size), "kv_cache");
   if (!made.ok()) return made.status();
   wb.buffer = std::move(made).value();
-  std::memset(wb.buffer.data(), 0, wb.buffer.size());
+  wb.held = HeldContent{wb.buffer.data(), wb.buffer.size()};
+  // Every page touched; with scrambled or zeros content the buffer then
+  // holds it, and a transfer rewrites only its stamps.
+  if (content_ != nullptr && content_->scrambled()) {
+    content_->Hold(static_cast<std::size_t>(header_bytes(largest)), wb.buffer.span(), &wb.held);
+  } else if (zeros_) {
+    HoldPattern({}, 0, wb.buffer.span(), &wb.held);
+  } else {
+    std::memset(wb.buffer.data(), 0, wb.buffer.size());
+  }
   return Status::OK();
 }
 
@@ -215,18 +331,27 @@ void TierStore::FreeBlock(Tier tier, const std::string& key) {
   }
 }
 
-Status TierStore::FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out) {
+Status TierStore::FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out,
+                           WorkerBuffer& wb) {
+  if (source.stream == nullptr && source.memory == nullptr && source.device == nullptr) {
+    if (!content_->scrambled()) wb.held.Forget();
+    content_->Fill(source.entry, offset, out, &wb.held);
+    return Status::OK();
+  }
+  if (source.stream != nullptr && zeros_ && wb.held.Covers(out)) {
+    HoldPattern({}, 0, out, &wb.held);  // zeros wherever the buffer lacks them
+    return Status::OK();
+  }
+  wb.held.Forget();
   if (source.stream != nullptr) {
     source.stream->Fill(out);
   } else if (source.memory != nullptr) {
     std::memcpy(out.data(), source.memory + offset, out.size());
-  } else if (source.device != nullptr) {
+  } else {
     const double start = Now();
     Status st = options_.accelerator->CopyOutOfBuffer(*source.device, offset, out);
     source.device_seconds += Now() - start;
     return st;
-  } else {
-    content_->Fill(source.entry, offset, out);
   }
   return Status::OK();
 }
@@ -262,7 +387,7 @@ Status TierStore::MemoryWrite(Tier tier, const std::string& key, std::uint64_t b
       if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
       std::span<std::byte> chunk = wb.buffer.span().first(n);
-      IOMIMIC_RETURN_IF_ERROR(FillFrom(source, done, chunk));
+      IOMIMIC_RETURN_IF_ERROR(FillFrom(source, done, chunk, wb));
       if (device) {  // host to device: the worker's buffer into the entry's
         IOMIMIC_RETURN_IF_ERROR(options_.accelerator->CopyIntoBuffer(block, done, chunk));
       } else {
@@ -294,11 +419,11 @@ Status TierStore::MemoryRead(Tier tier, const std::string& key, std::uint64_t by
   for (std::uint64_t done = 0; done < bytes;) {
     if (Cancelled()) return Status::Aborted("kv_cache: the benchmark ended");
     const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), bytes - done);
+    std::span<std::byte> into = Scratch(wb, n);
     if (device) {  // device to host, into the worker's buffer
-      IOMIMIC_RETURN_IF_ERROR(
-          options_.accelerator->CopyOutOfBuffer(*block, done, wb.buffer.span().first(n)));
+      IOMIMIC_RETURN_IF_ERROR(options_.accelerator->CopyOutOfBuffer(*block, done, into));
     } else {
-      std::memcpy(wb.buffer.data(), block->data() + done, n);
+      std::memcpy(into.data(), block->data() + done, n);
     }
     done += n;
   }
@@ -342,12 +467,14 @@ Status TierStore::WriteObject(const std::string& final_path, std::uint64_t bytes
     if (offset < header_size) {
       at = std::min<std::size_t>(header_size - offset, chunk.size());
       std::memcpy(chunk.data(), header + offset, at);
+      wb.held.Dirty(0, at);
     }
     std::span<std::byte> body = chunk.subspan(at);
     const bool first = *payload == 0;
-    Status st = FillFrom(source, *payload, body);
+    Status st = FillFrom(source, *payload, body, wb);
     if (st.ok() && stamp_key != nullptr && first && body.size() >= kStampBytes) {
       WriteStamp(*stamp_key, options_.writer, body.data());
+      wb.held.Dirty(at, at + kStampBytes);
     }
     *payload += body.size();
     if (st.ok()) {
@@ -432,7 +559,7 @@ Status TierStore::StorageRead(const std::string& key, std::uint64_t bytes, Worke
         return Status::Aborted("kv_cache: the benchmark ended");
       }
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), total - offset);
-      IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, wb.buffer.span().first(n)));
+      IOMIMIC_ASSIGN_OR_RETURN(std::size_t got, file->ReadAt(offset, Scratch(wb, n)));
       if (got == 0) break;
       if (options_.stamp && part == 0 && offset == 0 && total >= expected &&
           expected >= kStampBytes && header + kStampBytes <= got) {
@@ -495,7 +622,7 @@ Status TierStore::CopyTo(TierStore& dest, const std::string& key, WorkerBuffer& 
     for (std::uint64_t offset = 0; offset < info.size;) {
       const std::uint64_t n = std::min<std::uint64_t>(wb.buffer.size(), info.size - offset);
       t = Now();
-      Result<std::size_t> got = source->ReadAt(offset, wb.buffer.span().first(n));
+      Result<std::size_t> got = source->ReadAt(offset, Scratch(wb, n));
       read->total += Now() - t;
       Status st =
           got.ok() ? (*got == n ? Status::OK()

@@ -59,32 +59,81 @@ inline constexpr std::size_t kStampBytes = 32;
 // content key on it).
 std::uint64_t NameHash(std::string_view name);
 
-// The default content of entries (StoreOptions::content with default
-// options), made as the MLPerf reference makes its KV data: one
-// pre-generated random buffer, stamped per entry. Here the buffer is the
-// first kPatternBytes of ContentStream(seed), repeated, and every 4 KiB block
-// b of an entry's payload is XORed with a 64-bit word of its own,
-// MixSeed(MixSeed(seed, NameHash(name)), b) (little-endian, repeated), so
-// that no two blocks of any entries share a word at the same place: neither
-// compression nor deduplication shrinks them, and a fill is one pass over a
-// cache-resident pattern instead of generating every word (docs/kvcache.md,
-// "Tiers and eviction"). Immutable after construction; Fill may run on many
-// threads.
+// What a worker's buffer holds between transfers, so that a write of
+// repeating content (iomimic.content scrambled or zeros) rewrites only the
+// bytes that differ from the last one instead of the whole buffer: bytes
+// [valid_begin, valid_end) of the buffer at `base` hold the pattern (or
+// zeros), byte i being pattern byte (phase + i) mod its length, except
+// [dirty_begin, dirty_end), which something else wrote since (a header, a
+// stamp). Whoever writes into the buffer otherwise calls Forget (a read, a
+// copy from another tier). Owned by one worker; not thread-safe.
+struct HeldContent {
+  enum class What : std::uint8_t { kNothing, kPattern, kZeros };
+  const std::byte* base = nullptr;  // the buffer's first byte
+  std::size_t size = 0;             // and its length
+  What what = What::kNothing;
+  std::uint64_t phase = 0;
+  std::size_t valid_begin = 0, valid_end = 0;
+  std::size_t dirty_begin = 0, dirty_end = 0;
+
+  void Forget() { what = What::kNothing; }
+  // Bytes [begin, end) of the buffer no longer hold the pattern.
+  void Dirty(std::size_t begin, std::size_t end);
+  // Whether `out` lies in the buffer.
+  bool Covers(std::span<const std::byte> out) const {
+    return base != nullptr && out.data() >= base && out.data() + out.size() <= base + size;
+  }
+};
+
+// Makes `out` (inside `held`'s buffer) hold `pattern` (empty: zeros) from
+// position `at` on, repeated, copying only the bytes `held` says differ,
+// and records it in `held`. pattern.size() must be a multiple of 8.
+void HoldPattern(std::span<const std::byte> pattern, std::uint64_t at, std::span<std::byte> out,
+                 HeldContent* held);
+
+// Entries' content with default options or iomimic.content scrambled
+// (StoreOptions::content). Default, made as the MLPerf reference makes its
+// KV data: one pre-generated random buffer, stamped per entry. Here the
+// buffer is the first kPatternBytes of ContentStream(seed), repeated, and
+// every 4 KiB block b of an entry's payload is XORed with a 64-bit word of
+// its own, MixSeed(MixSeed(seed, NameHash(name)), b) (little-endian,
+// repeated), so that no two blocks of any entries share a word at the same
+// place: neither compression nor deduplication shrinks them, and a fill is
+// one pass over a cache-resident pattern instead of generating every word
+// (docs/kvcache.md, "Tiers and eviction"). Scrambled, as fio's default
+// buffer: the first kScrambleBytes of ContentStream(seed), repeated, and
+// the first 8 bytes of every 512-byte sector j of an entry's payload
+// replaced by MixSeed(MixSeed(seed, NameHash(name)), j) (little-endian):
+// every sector unique, each piece under 1 MiB incompressible, and a worker
+// whose buffer still holds the pattern (HeldContent) writes only the
+// stamps. Immutable after construction; Fill may run on many threads.
 class EntryContent {
  public:
   static constexpr std::size_t kPatternBytes = 256 * 1024;  // a multiple of 4 KiB
   static constexpr std::uint64_t kBlockBytes = 4096;
+  static constexpr std::size_t kScrambleBytes = ContentStream::kScramblePeriod;
+  static constexpr std::uint64_t kSectorBytes = ContentStream::kScrambleSector;
 
-  explicit EntryContent(std::uint64_t seed);
+  explicit EntryContent(std::uint64_t seed, bool scrambled = false);
 
+  bool scrambled() const { return scrambled_; }
   // The key of entry `name`'s blocks (MixSeed(seed, NameHash(name))).
   std::uint64_t EntryKey(std::string_view name) const;
   // Writes payload bytes [offset, offset + out.size()) of the entry whose
-  // key is `entry` into `out`.
-  void Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out) const;
+  // key is `entry` into `out`. With scrambled content and a `held` buffer
+  // that covers `out`, only what differs from the buffer's last content.
+  void Fill(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out,
+            HeldContent* held = nullptr) const;
+  // Makes `held`'s whole buffer hold the scrambled pattern as a payload
+  // starting `header` bytes into it would (before the clock: a transfer
+  // then writes only the stamps). Scrambled content only.
+  void Hold(std::size_t header, std::span<std::byte> buffer, HeldContent* held) const;
 
  private:
+  void FillXor(std::uint64_t entry, std::uint64_t offset, std::span<std::byte> out) const;
+
   std::uint64_t seed_;
+  bool scrambled_;
   std::vector<std::byte> pattern_;
 };
 
@@ -145,6 +194,7 @@ class TierStore {
   // A worker's reusable transfer buffer (allocated at its first use).
   struct WorkerBuffer {
     Buffer buffer;
+    HeldContent held;         // what `buffer` holds (scrambled or zeros content)
     std::string key;          // a scratch entry name (its storage is reused)
     std::vector<TierOp> ops;  // a scratch list of the cache's decisions
     std::string path;         // a scratch object path
@@ -213,8 +263,14 @@ class TierStore {
     double device_seconds = 0;          // (in this many seconds: the demotion's read),
     std::uint64_t entry = 0;            // or none of them: content_ of this entry key
   };
-  // Fills `out` with the source's bytes at `offset` (a stream: its next bytes).
-  Status FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out);
+  // Fills `out` (in `wb`'s buffer) with the source's bytes at `offset` (a
+  // stream: its next bytes).
+  Status FillFrom(Source& source, std::uint64_t offset, std::span<std::byte> out, WorkerBuffer& wb);
+  // `wb`'s buffer, made, and a note that what it held is about to change.
+  static std::span<std::byte> Scratch(WorkerBuffer& wb, std::uint64_t bytes) {
+    wb.held.Forget();
+    return wb.buffer.span().first(static_cast<std::size_t>(bytes));
+  }
   bool OnDevice(Tier tier) const {
     return tier == Tier::kAccelerator && options_.accelerator != nullptr;
   }
@@ -255,9 +311,11 @@ class TierStore {
   std::unordered_map<std::string, bool> stored_;       // objects written and not deleted
   std::atomic<std::uint64_t> published_{0};            // temporary names used
   std::atomic<std::uint64_t> cut_written_{0}, cut_read_{0};
-  // The default content's pattern; null with other content options or
-  // trace_only (which writes nothing).
+  // The default or scrambled content's pattern; null with other content
+  // options or trace_only (which writes nothing).
   std::unique_ptr<const EntryContent> content_;
+  // iomimic.content zeros: a worker's buffer is zeroed once, not per chunk.
+  bool zeros_ = false;
 };
 
 // Seconds on a monotonic clock (for OpTiming).

@@ -195,6 +195,139 @@ TEST_CASE("kvcache entry content: the pattern XOR a word per 4 KiB block, howeve
   CHECK(words.size() == 2 * ((n - 1) / 4096));
 }
 
+// Payload byte `p` of entry `entry` with scrambled content, from the
+// definition (EntryContent): the pattern, but for each 512-byte sector's
+// first 8 bytes, its stamp.
+std::byte ScrambledByte(const std::vector<std::byte>& pattern, std::uint64_t entry,
+                        std::uint64_t p) {
+  if (p % 512 < 8) return static_cast<std::byte>(MixSeed(entry, p / 512) >> (8 * (p % 8)));
+  return pattern[p % pattern.size()];
+}
+
+TEST_CASE("kvcache entry content scrambled: a 1 MiB pattern, a stamp per 512-byte sector") {
+  const EntryContent content(11, true);
+  std::vector<std::byte> pattern(EntryContent::kScrambleBytes);
+  ContentStream(11).Fill(pattern);
+  const std::uint64_t entry = content.EntryKey("c00ff");
+  // 2.5 MiB + 5 from payload offset 3: crosses the pattern's end twice.
+  const std::size_t n = (5 << 19) + 5;
+  std::vector<std::byte> whole(n);
+  content.Fill(entry, 3, whole);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (whole[i] != ScrambledByte(pattern, entry, 3 + i)) {
+      FAIL("payload byte " << 3 + i << " differs from the definition");
+    }
+  }
+  std::vector<std::byte> pieces(n);
+  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 65521 + 1) {
+    const std::size_t k = std::min(step, n - at);
+    content.Fill(entry, 3 + at, std::span<std::byte>(pieces).subspan(at, k));
+  }
+  CHECK(pieces == whole);
+  // Every 512-byte sector, of this entry and another, is unique.
+  std::vector<std::byte> other(n);
+  content.Fill(content.EntryKey("c00fe"), 3, other);
+  std::set<std::string> sectors;
+  for (const auto* bytes : {&whole, &other}) {
+    for (std::size_t at = 509; at + 512 <= n; at += 512) {  // payload offset 512k
+      sectors.insert(std::string(reinterpret_cast<const char*>(bytes->data()) + at, 512));
+    }
+  }
+  CHECK(sectors.size() == 2 * ((n - 509) / 512));
+}
+
+TEST_CASE("kvcache held content: a buffer that keeps the pattern gets the same bytes") {
+  // Writes as TierStore::WriteObject does (a header, the payload, a stamp
+  // over its first bytes), with other things written into the buffer in
+  // between (a read: Forget), against a fill of every byte.
+  const EntryContent content(5, true);
+  const std::size_t size = 3 << 20;
+  std::vector<std::byte> buffer(size);
+  HeldContent held{buffer.data(), buffer.size()};
+  content.Hold(128, buffer, &held);
+  std::uint64_t state = 99;
+  for (int round = 0; round < 60; ++round) {
+    const std::uint64_t draw = SplitMix64(state);
+    const std::string name = "e" + std::to_string(round % 7);
+    const std::uint64_t entry = content.EntryKey(name);
+    const std::size_t header = draw % 5 == 0 ? 192 : 128;  // a longer header now and then
+    const std::size_t total = header + (draw >> 8) % (size - header) + 1;
+    const std::uint64_t later = (draw >> 40) % 3;  // a later transfer of a longer object
+    std::uint64_t offset = 0;
+    std::size_t at = 0;
+    if (later == 0) {
+      std::memset(buffer.data(), 0x77, header);  // the header
+      held.Dirty(0, header);
+      at = header;
+    } else {
+      offset = later * (size - header);  // payload offset of the buffer's byte 0
+    }
+    std::span<std::byte> body = std::span<std::byte>(buffer).subspan(at, total - at);
+    content.Fill(entry, offset, body, &held);
+    std::vector<std::byte> want(body.size());
+    content.Fill(entry, offset, want);
+    REQUIRE(std::equal(body.begin(), body.end(), want.begin()));
+    if (later == 0 && body.size() >= kStampBytes) {
+      std::memset(body.data(), 0x33, kStampBytes);  // the chunk's stamp
+      held.Dirty(at, at + kStampBytes);
+    }
+    if (draw % 11 == 0) {  // something else (a read) into the buffer
+      std::memset(buffer.data() + draw % size / 2, 0x55, size / 3);
+      held.Forget();
+    }
+  }
+  // Zeros: a buffer dirtied by a header and a stamp is zero again where
+  // the next fill covers it.
+  HoldPattern({}, 0, buffer, &held);
+  std::memset(buffer.data(), 1, 160);
+  held.Dirty(0, 160);
+  HoldPattern({}, 0, std::span<std::byte>(buffer).subspan(128, 4096), &held);
+  CHECK(std::all_of(buffer.begin() + 128, buffer.begin() + 128 + 4096,
+                    [](std::byte b) { return b == std::byte{0}; }));
+  CHECK(buffer[127] == std::byte{1});
+}
+
+TEST_CASE("kvcache tier store: scrambled and zeros content survive reads into the buffer") {
+  const ModelSpec* model = *FindModel("tiny-1b");
+  const std::uint64_t bytes = EntryBytes(*model, 10, 1);
+  for (const auto kind : {ContentOptions::Kind::kScrambled, ContentOptions::Kind::kZeros}) {
+    CAPTURE(static_cast<int>(kind));
+    testing::MemoryStorage storage;
+    StoreOptions options = Options(model, 64 * 1024);
+    options.content.kind = kind;
+    options.stamp = true;
+    TierStore store(storage, options);
+    TierStore::WorkerBuffer wb;
+    REQUIRE(store.PrepareBuffer(wb, bytes).ok());
+    OpTiming t;
+    REQUIRE(store.WriteNew(Tier::kStorage, "a", bytes, wb, &t).ok());
+    // Another writer's object under "b"'s name: bytes no content has.
+    {
+      OpenOptions o;
+      o.mode = OpenMode::kWrite;
+      std::vector<std::byte> junk(kNpyHeaderBytes + bytes, std::byte{0x5A});
+      std::unique_ptr<File> f = std::move(storage.Open("kv/rank_0/b.npy", o)).value();
+      REQUIRE(f->WriteAt(0, junk).ok());
+      REQUIRE(f->Close().ok());
+    }
+    ChunkStamp writer;
+    (void)store.Read(Tier::kStorage, "b", bytes, wb, &t, &writer);  // junk into the buffer
+    REQUIRE(store.WriteNew(Tier::kStorage, "c", bytes, wb, &t).ok());
+    REQUIRE(store.WriteNew(Tier::kStorage, "d", bytes, wb, &t).ok());
+    const EntryContent content(7, true);
+    for (const char* name : {"a", "c", "d"}) {
+      CAPTURE(name);
+      const std::vector<std::byte> file = storage.Bytes(std::string("kv/rank_0/") + name + ".npy");
+      REQUIRE(file.size() == kNpyHeaderBytes + bytes);
+      std::vector<std::byte> want(bytes);
+      if (kind == ContentOptions::Kind::kScrambled) content.Fill(content.EntryKey(name), 0, want);
+      // The payload past the chunk's stamp is the content.
+      CHECK(std::equal(file.begin() + kNpyHeaderBytes + kStampBytes, file.end(),
+                       want.begin() + kStampBytes));
+    }
+  }
+}
+
 TEST_CASE("kvcache tier store: a demotion moves the same bytes, deletes and the end") {
   const ModelSpec* model = *FindModel("tiny-1b");
   testing::MemoryStorage storage;

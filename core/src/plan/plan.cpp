@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "config/content.h"
 #include "iomimic/random.h"
 #include "plan/numpy_random.h"
 
@@ -95,10 +96,7 @@ DatasetLayout::DatasetLayout(const config::Config& config, std::string extension
       compression_(config.dataset.compression),
       compression_level_(config.dataset.compression_level),
       seed_(config.train.seed) {
-  content_.kind = config.iomimic.content == "zeros" ? ContentOptions::Kind::kZeros
-                                                    : ContentOptions::Kind::kRandom;
-  content_.compress_percentage = static_cast<std::uint32_t>(config.iomimic.compress_percentage);
-  content_.dedupe_percentage = static_cast<std::uint32_t>(config.iomimic.dedupe_percentage);
+  content_ = config::ContentOf(config.iomimic);
   // The format's own dataset keys, by name (the key table's FormatParam rows).
   parameters_ = config::FormatParameters(config);
   if (Result<std::vector<DataFilesEntry>> listed = ParseDataFiles(config.iomimic.data_files);
