@@ -196,7 +196,9 @@ void SelectData(Walk& w) {
   for (std::size_t i = 0; i < nfiles; ++i) {
     if (read_by_file[i] > 0 && Under(trace.files[i].path, dir)) {
       w.data_index[i] = static_cast<int>(p.files.size());
-      p.files.push_back({trace.files[i].path, trace.files[i].initial_size});
+      FileProfile& file = p.files.emplace_back();
+      file.path = trace.files[i].path;
+      file.size = trace.files[i].initial_size;
     }
   }
 }

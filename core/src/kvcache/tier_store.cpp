@@ -155,7 +155,11 @@ void EntryContent::Fill(std::uint64_t entry, std::uint64_t offset, std::span<std
     if (from >= to) continue;
     std::byte stamp[8];
     PutU64(stamp, MixSeed(entry, sector));
-    std::memcpy(out.data() + (from - offset), stamp + (from - begin), to - from);
+    if (to - from == 8) {  // a whole stamp: one 8-byte store, not a copy call
+      std::memcpy(out.data() + (from - offset), stamp, 8);
+    } else {
+      std::memcpy(out.data() + (from - offset), stamp + (from - begin), to - from);
+    }
   }
 }
 
