@@ -53,7 +53,7 @@
 // the descriptor. The loader refuses plugins built with another value. The
 // test repo.abi_layout (tests/repo/check_abi_layout.py) fails when the layout
 // changes without a bump (docs/plugins.md, "The descriptor").
-#define IOMIMIC_PLUGIN_ABI_VERSION 11u
+#define IOMIMIC_PLUGIN_ABI_VERSION 12u
 
 #define IOMIMIC_PLUGIN_KIND_STORAGE 1u
 #define IOMIMIC_PLUGIN_KIND_FORMAT 2u
