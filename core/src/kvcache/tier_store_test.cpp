@@ -155,6 +155,18 @@ TEST_CASE("kvcache tier store: a storage entry is a .npy object of unique 4 KiB 
   CHECK(r.total >= r.device);
 }
 
+// Payload bytes [offset, offset + n) of `entry`, filled in pieces of odd
+// sizes (a fill must not depend on how a range is split).
+std::vector<std::byte> FillInPieces(const EntryContent& content, std::uint64_t entry,
+                                    std::uint64_t offset, std::size_t n) {
+  std::vector<std::byte> pieces(n);
+  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 65521 + 1) {
+    const std::size_t k = std::min(step, n - at);
+    content.Fill(entry, offset + at, std::span<std::byte>(pieces).subspan(at, k));
+  }
+  return pieces;
+}
+
 TEST_CASE("kvcache entry content: the pattern XOR a word per 4 KiB block, however it is split") {
   const EntryContent content(11);
   std::vector<std::byte> pattern(EntryContent::kPatternBytes);
@@ -174,12 +186,7 @@ TEST_CASE("kvcache entry content: the pattern XOR a word per 4 KiB block, howeve
     REQUIRE(whole[i] == want);
   }
   // The same bytes in pieces of odd sizes.
-  std::vector<std::byte> pieces(n);
-  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 65521 + 1) {
-    const std::size_t k = std::min(step, n - at);
-    content.Fill(entry, 3 + at, std::span<std::byte>(pieces).subspan(at, k));
-  }
-  CHECK(pieces == whole);
+  CHECK(FillInPieces(content, entry, 3, n) == whole);
   // No two 4 KiB blocks (of this entry, or of another at the same offsets)
   // share a word at the same place.
   std::vector<std::byte> other(n);
@@ -218,12 +225,7 @@ TEST_CASE("kvcache entry content scrambled: a 1 MiB pattern, a stamp per 512-byt
       FAIL("payload byte " << 3 + i << " differs from the definition");
     }
   }
-  std::vector<std::byte> pieces(n);
-  for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 65521 + 1) {
-    const std::size_t k = std::min(step, n - at);
-    content.Fill(entry, 3 + at, std::span<std::byte>(pieces).subspan(at, k));
-  }
-  CHECK(pieces == whole);
+  CHECK(FillInPieces(content, entry, 3, n) == whole);
   // Every 512-byte sector, of this entry and another, is unique.
   std::vector<std::byte> other(n);
   content.Fill(content.EntryKey("c00fe"), 3, other);
